@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: MIT
+#include "protocol/client_message.hpp"
+
+#include <boost/json.hpp>
+
+#include "protocol/event_json.hpp"
+#include "protocol/filter_json.hpp"
+
+namespace comb::protocol {
+namespace json = boost::json;
+namespace {
+
+using parsed = result<client_message, frame_rejection>;
+
+frame_rejection notice(std::string detail) {
+  return {reply_kind::notice, {}, invalid(std::move(detail))};
+}
+
+frame_rejection closed(std::string subscription_id, rejection why) {
+  return {reply_kind::closed, std::move(subscription_id), std::move(why)};
+}
+
+parsed parse_event_frame(const json::array& frame, const protocol_limits& limits, bool is_auth) {
+  const char* name = is_auth ? "AUTH" : "EVENT";
+  if (frame.size() != 2)
+    return notice(std::string(name) + " takes exactly one event");
+  auto ev = event_from_json(frame[1], limits);
+  if (!ev) {
+    if (auto id = declared_event_id(frame[1]))
+      return frame_rejection{reply_kind::ok, to_hex(*id), ev.error()};
+    return frame_rejection{reply_kind::notice, {}, ev.error()};
+  }
+  if (is_auth)
+    return client_message{auth_message{std::move(ev).value()}};
+  return client_message{event_message{std::move(ev).value()}};
+}
+
+result<std::string, frame_rejection> parse_subscription_id(const json::value& v,
+                                                           const protocol_limits& limits) {
+  if (!v.is_string())
+    return notice("subscription id must be a string");
+  const auto& id = v.get_string();
+  if (id.empty() || id.size() > limits.max_subscription_id_bytes)
+    return notice("subscription id must be 1 to " + std::to_string(limits.max_subscription_id_bytes)
+                  + " bytes");
+  return std::string(id);
+}
+
+result<std::vector<filter>, frame_rejection>
+parse_filters(const json::array& frame, const std::string& sub, const protocol_limits& limits) {
+  if (frame.size() < 3)
+    return closed(sub, invalid("at least one filter is required"));
+  if (frame.size() - 2 > limits.max_filters_per_req)
+    return closed(sub, invalid("too many filters"));
+  std::vector<filter> filters;
+  filters.reserve(frame.size() - 2);
+  for (std::size_t i = 2; i < frame.size(); ++i) {
+    auto f = filter_from_json(frame[i], limits);
+    if (!f)
+      return closed(sub, f.error());
+    filters.push_back(std::move(f).value());
+  }
+  return filters;
+}
+
+template <class Message>
+parsed parse_subscription_frame(const json::array& frame, const protocol_limits& limits) {
+  if (frame.size() < 2)
+    return notice("missing subscription id");
+  auto sub = parse_subscription_id(frame[1], limits);
+  if (!sub)
+    return sub.error();
+  auto filters = parse_filters(frame, sub.value(), limits);
+  if (!filters)
+    return filters.error();
+  return client_message{Message{std::move(sub).value(), std::move(filters).value()}};
+}
+
+parsed parse_close_frame(const json::array& frame, const protocol_limits& limits) {
+  if (frame.size() != 2)
+    return notice("CLOSE takes exactly one subscription id");
+  auto sub = parse_subscription_id(frame[1], limits);
+  if (!sub)
+    return sub.error();
+  return client_message{close_message{std::move(sub).value()}};
+}
+
+parsed dispatch(const json::array& frame, const protocol_limits& limits) {
+  if (frame.empty() || !frame[0].is_string())
+    return notice("a message must start with its type as a string");
+  std::string_view type = frame[0].get_string();
+  if (type == "EVENT")
+    return parse_event_frame(frame, limits, false);
+  if (type == "REQ")
+    return parse_subscription_frame<req_message>(frame, limits);
+  if (type == "COUNT")
+    return parse_subscription_frame<count_message>(frame, limits);
+  if (type == "CLOSE")
+    return parse_close_frame(frame, limits);
+  if (type == "AUTH")
+    return parse_event_frame(frame, limits, true);
+  return notice("unknown message type");
+}
+
+} // namespace
+
+parsed parse_client_message(std::string_view frame, const protocol_limits& limits) {
+  if (frame.size() > limits.max_message_bytes)
+    return notice("message too large");
+  json::parse_options options;
+  options.max_depth = limits.max_json_depth;
+  boost::system::error_code ec;
+  // A monotonic buffer keeps the parse to one or two allocations for typical events.
+  unsigned char buffer[4096];
+  json::monotonic_resource arena(buffer, sizeof buffer);
+  json::value root = json::parse(frame, ec, &arena, options);
+  if (ec)
+    return notice("malformed JSON");
+  if (!root.is_array())
+    return notice("a message must be a JSON array");
+  return dispatch(root.get_array(), limits);
+}
+
+} // namespace comb::protocol

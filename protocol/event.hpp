@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "protocol/hex.hpp"
+
+namespace comb::protocol {
+
+using tag = std::vector<std::string>;
+
+/// A NIP-01 event as it travels the wire. Only `event_from_json` builds one from untrusted input.
+struct event {
+  bytes32 id{};
+  bytes32 pubkey{};
+  std::int64_t created_at = 0;
+  std::uint32_t kind = 0;
+  std::vector<tag> tags;
+  std::string content;
+  bytes64 sig{};
+
+  friend bool operator==(const event&, const event&) = default;
+};
+
+/// How the relay stores a kind (NIP-01 "Kinds").
+enum class kind_class { regular, replaceable, ephemeral, addressable };
+
+[[nodiscard]] kind_class classify(std::uint32_t kind) noexcept;
+
+/// The value of the first tag named `name` that has a value, or nothing.
+[[nodiscard]] const std::string* first_tag_value(const event& ev, std::string_view name) noexcept;
+
+/// The `d` tag that keys an addressable event; "" when absent, as NIP-01 says.
+[[nodiscard]] std::string_view d_tag(const event& ev) noexcept;
+
+/// NIP-70: the event carries the `["-"]` tag.
+[[nodiscard]] bool is_protected(const event& ev) noexcept;
+
+/// NIP-40: the `expiration` tag as a unix time, if present and a valid non-negative integer.
+[[nodiscard]] std::optional<std::int64_t> expiration_of(const event& ev) noexcept;
+
+/// "<kind>:<pubkey hex>:<d>", the address NIP-01 and NIP-09 use for addressable events.
+[[nodiscard]] std::string address_of(const event& ev);
+
+} // namespace comb::protocol

@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: MIT
+#include "protocol/filter.hpp"
+
+#include <algorithm>
+
+namespace comb::protocol {
+namespace {
+
+template <class T>
+bool contains_sorted(const std::optional<std::vector<T>>& values, const T& value) noexcept {
+  return !values || std::binary_search(values->begin(), values->end(), value);
+}
+
+bool tag_condition_holds(const tag_condition& condition, const event& ev) noexcept {
+  for (const auto& t : ev.tags) {
+    if (t.size() < 2 || t[0].size() != 1 || t[0][0] != condition.name)
+      continue;
+    if (std::binary_search(condition.values.begin(), condition.values.end(), t[1]))
+      return true;
+  }
+  return false;
+}
+
+} // namespace
+
+bool matches(const filter& f, const event& ev) noexcept {
+  if (f.since && ev.created_at < *f.since)
+    return false;
+  if (f.until && ev.created_at > *f.until)
+    return false;
+  if (!contains_sorted(f.kinds, ev.kind) || !contains_sorted(f.authors, ev.pubkey)
+      || !contains_sorted(f.ids, ev.id))
+    return false;
+  return std::all_of(f.tags.begin(), f.tags.end(),
+                     [&](const tag_condition& c) { return tag_condition_holds(c, ev); });
+}
+
+bool matches_any(const std::vector<filter>& filters, const event& ev) noexcept {
+  return std::any_of(filters.begin(), filters.end(),
+                     [&](const filter& f) { return matches(f, ev); });
+}
+
+bool matches_nothing(const filter& f) noexcept {
+  auto empty = [](const auto& values) { return values && values->empty(); };
+  if (empty(f.ids) || empty(f.authors) || empty(f.kinds))
+    return true;
+  if (f.since && f.until && *f.since > *f.until)
+    return true;
+  return std::any_of(f.tags.begin(), f.tags.end(),
+                     [](const tag_condition& c) { return c.values.empty(); });
+}
+
+} // namespace comb::protocol

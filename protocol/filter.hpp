@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "protocol/event.hpp"
+
+namespace comb::protocol {
+
+/// `#x: [values]` in a filter: the event needs a tag named `x` whose value is one of `values`.
+struct tag_condition {
+  char name = 0;
+  std::vector<std::string> values; // sorted, unique
+
+  friend bool operator==(const tag_condition&, const tag_condition&) = default;
+};
+
+/// A NIP-01 filter. An absent field matches everything; a present one, even empty, must match.
+/// Value lists are sorted and unique so matching is a binary search.
+struct filter {
+  std::optional<std::vector<bytes32>> ids;
+  std::optional<std::vector<bytes32>> authors;
+  std::optional<std::vector<std::uint32_t>> kinds;
+  std::vector<tag_condition> tags;
+  std::optional<std::int64_t> since;
+  std::optional<std::int64_t> until;
+  std::optional<std::uint32_t> limit;
+
+  friend bool operator==(const filter&, const filter&) = default;
+};
+
+/// NIP-01 matching: values within a field are OR, fields are AND.
+[[nodiscard]] bool matches(const filter& f, const event& ev) noexcept;
+
+/// True if any filter matches (a REQ's filters are OR).
+[[nodiscard]] bool matches_any(const std::vector<filter>& filters, const event& ev) noexcept;
+
+/// True when the filter can never match anything (an empty value list), so no query is needed.
+[[nodiscard]] bool matches_nothing(const filter& f) noexcept;
+
+} // namespace comb::protocol

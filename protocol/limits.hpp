@@ -1,0 +1,29 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace comb::protocol {
+
+/// Bounds on what a client may send, passed explicitly to every parser (never read from a
+/// global). Defaults sit between strfry's and Buzz's.
+struct protocol_limits {
+  /// Largest text frame accepted; larger frames close the connection.
+  std::size_t max_message_bytes = 512 * 1024;
+  /// JSON nesting; an event needs 4 (frame, event, tags, tag).
+  std::size_t max_json_depth = 16;
+  /// NIP-01 says subscription ids are at most 64 characters.
+  std::size_t max_subscription_id_bytes = 64;
+  std::size_t max_subscriptions_per_connection = 200;
+  std::size_t max_filters_per_req = 20;
+  /// Values in one filter field (ids, authors, kinds or one tag).
+  std::size_t max_values_per_filter_field = 1000;
+  /// A requested `limit` above this is lowered to it; an absent one becomes it.
+  std::uint32_t max_limit = 5000;
+  std::size_t max_tags_per_event = 2000;
+  std::size_t max_tag_value_bytes = 1024 * 64;
+  std::size_t max_content_bytes = 256 * 1024;
+};
+
+} // namespace comb::protocol

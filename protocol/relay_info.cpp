@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: MIT
+#include "protocol/relay_info.hpp"
+
+#include <boost/json.hpp>
+
+namespace comb::protocol {
+namespace json = boost::json;
+
+std::string render_relay_info(const relay_info& info) {
+  json::array nips;
+  for (int nip : info.supported_nips)
+    nips.push_back(nip);
+  const auto& l = info.limits;
+  json::object limitation{
+    {"max_message_length", l.max_message_bytes},
+    {"max_subscriptions", l.max_subscriptions_per_connection},
+    {"max_filters", l.max_filters_per_req},
+    {"max_limit", l.max_limit},
+    {"max_subid_length", l.max_subscription_id_bytes},
+    {"max_event_tags", l.max_tags_per_event},
+    {"max_content_length", l.max_content_bytes},
+    {"created_at_upper_limit", info.created_at_upper_seconds},
+    {"auth_required", info.auth_required},
+    {"restricted_writes", info.restricted_writes},
+    {"payment_required", false},
+  };
+  json::object document{
+    {"name", info.name},
+    {"description", info.description},
+    {"self", info.self_pubkey},
+    {"pubkey", info.self_pubkey},
+    {"contact", info.contact},
+    {"software", info.software},
+    {"version", info.version},
+    {"supported_nips", std::move(nips)},
+    {"limitation", std::move(limitation)},
+  };
+  return json::serialize(document);
+}
+
+} // namespace comb::protocol

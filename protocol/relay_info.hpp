@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "protocol/limits.hpp"
+
+namespace comb::protocol {
+
+/// What a NIP-11 document says about one community's relay.
+struct relay_info {
+  std::string name;
+  std::string description;
+  /// Hex public key of the relay (`self`), which signs NIP-43 events.
+  std::string self_pubkey;
+  std::string contact;
+  std::string software = "comb";
+  std::string version;
+  std::vector<int> supported_nips;
+  protocol_limits limits;
+  std::int64_t created_at_upper_seconds = 900;
+  bool auth_required = false;
+  bool restricted_writes = false;
+};
+
+/// The NIP-11 JSON document.
+[[nodiscard]] std::string render_relay_info(const relay_info& info);
+
+} // namespace comb::protocol

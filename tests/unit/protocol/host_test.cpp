@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: MIT
+#include <catch2/catch.hpp>
+
+#include "protocol/host.hpp"
+
+using namespace comb::protocol;
+
+TEST_CASE("hosts are normalized for community lookup", "[protocol][host]") {
+  CHECK(normalize_host("Example.COM") == "example.com");
+  CHECK(normalize_host("example.com.") == "example.com");
+  CHECK(normalize_host("example.com:80") == "example.com");
+  CHECK(normalize_host("example.com:443") == "example.com");
+  CHECK(normalize_host("example.com:7777") == "example.com:7777");
+  CHECK(normalize_host("127.0.0.1:7777") == "127.0.0.1:7777");
+  CHECK(normalize_host("[::1]:7777") == "[::1]:7777");
+  CHECK(normalize_host("[::1]") == "[::1]");
+  CHECK(normalize_host("LOCALHOST:7777") == "localhost:7777");
+}
+
+TEST_CASE("things that are not hosts are refused", "[protocol][host]") {
+  CHECK_FALSE(normalize_host(""));
+  CHECK_FALSE(normalize_host("exa mple.com"));
+  CHECK_FALSE(normalize_host("user@example.com"));
+  CHECK_FALSE(normalize_host("example.com:"));
+  CHECK_FALSE(normalize_host("example.com:99999"));
+  CHECK_FALSE(normalize_host("example.com:7x"));
+  CHECK_FALSE(normalize_host("[::1"));
+  CHECK_FALSE(normalize_host("ex[a]mple"));
+  CHECK_FALSE(normalize_host(std::string(300, 'a')));
+  CHECK_FALSE(normalize_host("a\r\nb"));
+}
+
+TEST_CASE("relay URLs yield their host", "[protocol][host]") {
+  CHECK(host_of_relay_url("wss://Relay.Example.com") == "relay.example.com");
+  CHECK(host_of_relay_url("wss://relay.example.com/") == "relay.example.com");
+  CHECK(host_of_relay_url("ws://127.0.0.1:7777") == "127.0.0.1:7777");
+  CHECK(host_of_relay_url("WS://localhost:80/") == "localhost");
+  CHECK_FALSE(host_of_relay_url("https://relay.example.com"));
+  CHECK_FALSE(host_of_relay_url("wss://relay.example.com/other"));
+  CHECK_FALSE(host_of_relay_url("relay.example.com"));
+  CHECK_FALSE(host_of_relay_url("wss://"));
+}

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Private, loopback-only Postgres and Redis servers for the tests.
+#   tools/services.sh start DIR   starts both under DIR and writes DIR/env (COMB_TEST_* variables)
+#   tools/services.sh stop DIR    stops both and removes DIR
+# Postgres refuses to run as root, so as root it runs as the `postgres` system user.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/postgres.sh"
+command="${1:?start or stop}"
+dir="${2:?directory}"
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+start() {
+  mkdir -p "$dir"
+  chmod 755 "$dir"
+  local pg_port redis_port
+  pg_port=$(free_port)
+  comb_pg_start "$dir/postgres" "$pg_port"
+  redis_port=$(free_port)
+  mkdir -p "$dir/redis"
+  redis-server --bind 127.0.0.1 --port "$redis_port" --save '' --appendonly no --daemonize yes \
+    --pidfile "$dir/redis/redis.pid" --logfile "$dir/redis/redis.log" --dir "$dir/redis"
+  for _ in $(seq 50); do redis-cli -p "$redis_port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+  cat > "$dir/env" <<ENV
+export COMB_TEST_DATABASE_URL='postgresql://postgres@127.0.0.1:$pg_port/postgres'
+export COMB_TEST_PG_DIR='$dir/postgres'
+export COMB_TEST_REDIS_URL='redis://127.0.0.1:$redis_port'
+export COMB_TEST_REDIS_PORT='$redis_port'
+ENV
+  echo "services: postgres on 127.0.0.1:$pg_port, redis on 127.0.0.1:$redis_port"
+}
+
+stop() {
+  [ -d "$dir" ] || return 0
+  comb_pg_stop "$dir/postgres" || true
+  if [ -f "$dir/redis/redis.pid" ]; then
+    kill "$(cat "$dir/redis/redis.pid")" 2>/dev/null || true
+  fi
+  rm -rf "$dir"
+}
+
+case "$command" in
+  start) start ;;
+  stop) stop ;;
+  *) echo "usage: $0 start|stop DIR" >&2; exit 2 ;;
+esac

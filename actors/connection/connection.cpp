@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: MIT
+#include "actors/connection/connection.hpp"
+
+#include "protocol/nip42.hpp"
+#include "protocol/relay_message.hpp"
+
+namespace comb::actors {
+namespace protocol = comb::protocol;
+using protocol::reason;
+using protocol::rejection;
+
+namespace {
+
+constexpr std::string_view rendered_id_prefix = "{\"id\":\"";
+
+/// Kinds only the relay signs (NIP-43); a client copy would forge membership.
+bool relay_only_kind(std::uint32_t kind) {
+  return kind == 13534 || kind == 8000 || kind == 8001 || kind == 28935;
+}
+
+} // namespace
+
+std::optional<std::string> id_of_rendered_event(const std::string& json) {
+  if (json.size() < rendered_id_prefix.size() + 64 || !json.starts_with(rendered_id_prefix))
+    return std::nullopt;
+  return json.substr(rendered_id_prefix.size(), 64);
+}
+
+connection::connection(connection_policy policy, std::string challenge)
+  : policy_(std::move(policy)),
+    challenge_(std::move(challenge)),
+    events_rate_(policy_.event_rate, policy_.event_burst) {}
+
+std::optional<rejection> connection::admit_event(const protocol::event& ev, std::int64_t now,
+                                                 double clock) {
+  if (policy_.closed_community && !authenticated_)
+    return rejection{reason::auth_required, "this community requires authentication"};
+  if (!events_rate_.try_take(clock))
+    return rejection{reason::rate_limited, "slow down, too many events"};
+  if (events_in_flight_ >= policy_.max_events_in_flight)
+    return rejection{reason::rate_limited, "too many events awaiting storage"};
+  if (ev.kind == protocol::auth_kind)
+    return protocol::invalid("AUTH events are sent with AUTH, not EVENT");
+  if (relay_only_kind(ev.kind))
+    return rejection{reason::restricted, "only the relay may publish kind " + std::to_string(ev.kind)};
+  if (auto expires = protocol::expiration_of(ev); expires && *expires <= now)
+    return protocol::invalid("event has already expired");
+  if (auto bad_time = protocol::check_created_at(ev, now, policy_.created_at))
+    return bad_time;
+  if (protocol::is_protected(ev)) {
+    if (!authenticated_)
+      return rejection{reason::auth_required, "this event may only be published by its author"};
+    if (*authenticated_ != ev.pubkey)
+      return rejection{reason::restricted, "this event may only be published by its author"};
+  }
+  return protocol::verify_event(ev);
+}
+
+std::optional<rejection> connection::authenticate(const protocol::event& ev, std::int64_t now) {
+  protocol::auth_expectation expected{challenge_, policy_.host, now, 600};
+  if (auto bad = protocol::check_auth_event(ev, expected))
+    return bad;
+  if (auto bad = protocol::verify_event(ev))
+    return bad;
+  authenticated_ = ev.pubkey;
+  return std::nullopt;
+}
+
+std::optional<rejection> connection::may_read() const {
+  if (policy_.closed_community && !authenticated_)
+    return rejection{reason::auth_required, "this community requires authentication"};
+  return std::nullopt;
+}
+
+protocol::result<std::uint64_t> connection::open_subscription(const std::string& id) {
+  auto existing = subscriptions_.find(id);
+  if (existing == subscriptions_.end()
+      && subscriptions_.size() >= policy_.limits.max_subscriptions_per_connection)
+    return rejection{reason::rate_limited,
+                     "too many open subscriptions (at most "
+                       + std::to_string(policy_.limits.max_subscriptions_per_connection) + ")"};
+  subscription& sub = subscriptions_[id];
+  sub = subscription{next_generation_++, false, {}};
+  return sub.generation;
+}
+
+bool connection::close_subscription(const std::string& id) {
+  return subscriptions_.erase(id) > 0;
+}
+
+std::vector<std::string> connection::history_arrived(const std::string& id,
+                                                     std::uint64_t generation,
+                                                     const std::vector<std::string>& events) {
+  auto it = subscriptions_.find(id);
+  if (it == subscriptions_.end() || it->second.generation != generation)
+    return {};
+  subscription& sub = it->second;
+  std::vector<std::string> frames;
+  frames.reserve(events.size() + sub.held.size() + 1);
+  std::unordered_set<std::string> sent;
+  for (const auto& json : events) {
+    if (auto event_id = id_of_rendered_event(json))
+      sent.insert(*event_id);
+    frames.push_back(protocol::render_event_frame(id, json));
+  }
+  frames.push_back(protocol::render_eose(id));
+  for (const auto& held : sub.held)
+    if (!sent.contains(protocol::to_hex(held.ev->id)))
+      frames.push_back(protocol::render_event_frame(id, *held.json));
+  sub.held.clear();
+  sub.held.shrink_to_fit();
+  sub.live = true;
+  return frames;
+}
+
+std::optional<std::string> connection::live_arrived(const std::string& id, const live_event& event) {
+  auto it = subscriptions_.find(id);
+  if (it == subscriptions_.end())
+    return std::nullopt;
+  subscription& sub = it->second;
+  if (sub.live)
+    return protocol::render_event_frame(id, *event.json);
+  // Held until EOSE; past the bound the oldest would be lost, so the newest are dropped instead
+  // and the client still gets every event up to the bound in order.
+  if (sub.held.size() < policy_.max_buffered_live)
+    sub.held.push_back(event);
+  return std::nullopt;
+}
+
+std::vector<std::string> connection::subscription_ids() const {
+  std::vector<std::string> ids;
+  for (const auto& [id, sub] : subscriptions_)
+    ids.push_back(id);
+  return ids;
+}
+
+} // namespace comb::actors

@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "actors/connection/rate_limiter.hpp"
+#include "protocol/event.hpp"
+#include "protocol/event_check.hpp"
+#include "protocol/filter.hpp"
+#include "protocol/limits.hpp"
+#include "protocol/rejection.hpp"
+#include "protocol/result.hpp"
+
+namespace comb::actors {
+
+/// What one connection is bound to and bounded by; fixed for its lifetime.
+struct connection_policy {
+  std::int64_t community_id = 0;
+  std::string host;            ///< normalized; NIP-42's relay tag must name it
+  bool closed_community = false; ///< AUTH required before REQ, COUNT and EVENT
+  protocol::protocol_limits limits;
+  protocol::created_at_window created_at;
+  double event_rate = 50;
+  double event_burst = 200;
+  std::size_t max_events_in_flight = 256;
+  /// Live events held for a subscription while its history is still being read.
+  std::size_t max_buffered_live = 10000;
+};
+
+/// A live event as the fan-out hands it out: the event and its JSON rendered once.
+struct live_event {
+  std::shared_ptr<const protocol::event> ev;
+  std::shared_ptr<const std::string> json;
+};
+
+/// The decisions of one client connection, free of actors and sockets: AUTH state, quotas,
+/// subscriptions and the REQ protocol (live first, then history, EOSE, then buffered live events
+/// not already sent). The connection actor feeds it messages and sends the frames it returns.
+class connection {
+public:
+  connection(connection_policy policy, std::string challenge);
+
+  [[nodiscard]] const connection_policy& policy() const noexcept { return policy_; }
+
+  [[nodiscard]] const std::string& challenge() const noexcept { return challenge_; }
+
+  [[nodiscard]] const std::optional<protocol::bytes32>& authenticated() const noexcept {
+    return authenticated_;
+  }
+
+  // -- publishing ---------------------------------------------------------------------------------
+
+  /// Everything that decides whether an EVENT may go to storage or live delivery, cheapest
+  /// checks first, the signature last. `now` is unix seconds, `clock` a monotonic second count.
+  [[nodiscard]] std::optional<protocol::rejection> admit_event(const protocol::event& ev,
+                                                               std::int64_t now,
+                                                               double clock);
+
+  /// Book-keeping of events sent to storage and not yet answered.
+  void event_sent() noexcept { ++events_in_flight_; }
+
+  void event_answered() noexcept {
+    if (events_in_flight_ > 0)
+      --events_in_flight_;
+  }
+
+  // -- NIP-42 -----------------------------------------------------------------------------------
+
+  /// Verifies an AUTH event; on success the connection is authenticated as its pubkey.
+  [[nodiscard]] std::optional<protocol::rejection> authenticate(const protocol::event& ev,
+                                                                std::int64_t now);
+
+  /// Whether this connection may read (REQ, COUNT) at all.
+  [[nodiscard]] std::optional<protocol::rejection> may_read() const;
+
+  // -- subscriptions ------------------------------------------------------------------------------
+
+  /// Opens or replaces a subscription; returns its generation, which tags the history reply so a
+  /// reply to a replaced subscription is recognized and dropped.
+  [[nodiscard]] protocol::result<std::uint64_t> open_subscription(const std::string& id);
+
+  /// Forgets a subscription; false if it was not open.
+  bool close_subscription(const std::string& id);
+
+  /// Frames for the stored history of subscription `id`: the events, EOSE, then live events that
+  /// arrived meanwhile and were not in the history. Empty if the subscription is gone or was
+  /// replaced since (`generation` differs).
+  [[nodiscard]] std::vector<std::string> history_arrived(const std::string& id,
+                                                         std::uint64_t generation,
+                                                         const std::vector<std::string>& events);
+
+  /// The frame for a live event on subscription `id`, or nothing when the subscription is gone,
+  /// or still reading history (then the event is held until EOSE).
+  [[nodiscard]] std::optional<std::string> live_arrived(const std::string& id,
+                                                        const live_event& event);
+
+  [[nodiscard]] std::size_t subscription_count() const noexcept { return subscriptions_.size(); }
+
+  [[nodiscard]] std::vector<std::string> subscription_ids() const;
+
+private:
+  struct subscription {
+    std::uint64_t generation = 0;
+    bool live = false;
+    std::vector<live_event> held;
+  };
+
+  connection_policy policy_;
+  std::string challenge_;
+  std::optional<protocol::bytes32> authenticated_;
+  rate_limiter events_rate_;
+  std::size_t events_in_flight_ = 0;
+  std::uint64_t next_generation_ = 1;
+  std::unordered_map<std::string, subscription> subscriptions_;
+};
+
+/// The id of an event from its stored JSON, which comb renders starting with {"id":"<hex>".
+[[nodiscard]] std::optional<std::string> id_of_rendered_event(const std::string& json);
+
+} // namespace comb::actors

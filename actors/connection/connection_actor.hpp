@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <atomic>
+#include <caf/all.hpp>
+#include <memory>
+#include <optional>
+#include <unordered_map>
+
+#include "actors/connection/connection.hpp"
+#include "actors/messages.hpp"
+#include "actors/metrics.hpp"
+
+namespace comb::actors {
+
+/// Everything a connection actor is given when its socket is accepted.
+struct connection_args {
+  connection_policy policy;
+  std::string challenge;
+  frame_sink_ptr sink;
+  std::uint64_t owner = 0; ///< unique per pod; keys this connection in the fan-out
+  caf::actor fanout;
+  caf::actor writer;
+  std::vector<caf::actor> readers;
+  std::shared_ptr<relay_metrics> metrics;
+  /// Frames the socket handed over and this actor has not finished; the socket stops reading
+  /// while it is high, so a flood queues in the client's TCP window, not in our memory.
+  std::shared_ptr<std::atomic<std::size_t>> frames_pending;
+};
+
+struct connection_state {
+  connection_args args;
+  std::optional<connection> logic;
+  std::uint64_t next_ticket = 1;
+  /// Event id (hex) of each event waiting for its OK from storage, by ticket.
+  std::unordered_map<std::uint64_t, std::string> awaiting_ok;
+  static inline const char* name = "connection";
+};
+
+/// One per socket: parses frames, asks `connection` for every decision, talks to storage and
+/// fan-out, and turns every outcome into exactly one OK, CLOSED, NOTICE, EOSE or COUNT.
+caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, connection_args args);
+
+} // namespace comb::actors

@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: MIT
+#include "actors/fanout/fanout_actor.hpp"
+
+#include "actors/messages.hpp"
+
+namespace comb::actors {
+
+caf::behavior fanout_actor(caf::stateful_actor<fanout_state>* self, fanout_args args) {
+  self->state.args = std::move(args);
+  return {
+    [=](subscribe_atom, live_request& request) {
+      auto& st = self->state;
+      st.communities[request.community_id].add(request.owner, request.subscription_id,
+                                                request.filters);
+      st.connections[request.owner] = request.connection;
+      const auto& readers = st.args.readers;
+      if (readers.empty())
+        return;
+      history_request history{request.connection, request.community_id, request.subscription_id,
+                              request.generation, std::move(request.filters)};
+      self->send(readers[request.owner % readers.size()], query_atom_v, std::move(history));
+    },
+    [=](unsubscribe_atom, std::uint64_t owner, std::int64_t community, const std::string& sub) {
+      auto it = self->state.communities.find(community);
+      if (it != self->state.communities.end())
+        it->second.remove(owner, sub);
+    },
+    [=](forget_atom, std::uint64_t owner, std::int64_t community) {
+      auto it = self->state.communities.find(community);
+      if (it != self->state.communities.end())
+        it->second.remove_owner(owner);
+      self->state.connections.erase(owner);
+    },
+    [=](publish_atom, const committed_event& committed) {
+      auto& st = self->state;
+      auto it = st.communities.find(committed.community_id);
+      if (it == st.communities.end())
+        return;
+      for (auto& [owner, subs] : it->second.match(*committed.event.ev)) {
+        auto target = st.connections.find(owner);
+        if (target == st.connections.end())
+          continue;
+        bump(st.args.metrics->deliveries, static_cast<std::uint64_t>(subs.size()));
+        self->send(target->second, deliver_atom_v, committed.event, std::move(subs));
+      }
+    },
+  };
+}
+
+} // namespace comb::actors

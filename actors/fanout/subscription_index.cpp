@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: MIT
+#include "actors/fanout/subscription_index.hpp"
+
+#include <algorithm>
+
+namespace comb::actors {
+namespace {
+
+std::string tag_key(char name, const std::string& value) {
+  std::string key(1, name);
+  key += value;
+  return key;
+}
+
+} // namespace
+
+void subscription_index::add(owner_id owner, const std::string& subscription_id,
+                             std::vector<protocol::filter> filters) {
+  remove(owner, subscription_id);
+  auto [it, inserted] = entries_.try_emplace({owner, subscription_id});
+  entry& e = it->second;
+  e.owner = owner;
+  e.subscription_id = subscription_id;
+  e.filters = std::move(filters);
+  file(e);
+  subscriptions_of_[owner].push_back(subscription_id);
+}
+
+void subscription_index::remove(owner_id owner, const std::string& subscription_id) {
+  auto it = entries_.find({owner, subscription_id});
+  if (it == entries_.end())
+    return;
+  unfile(it->second);
+  entries_.erase(it);
+  auto& names = subscriptions_of_[owner];
+  names.erase(std::remove(names.begin(), names.end(), subscription_id), names.end());
+  if (names.empty())
+    subscriptions_of_.erase(owner);
+}
+
+void subscription_index::remove_owner(owner_id owner) {
+  auto it = subscriptions_of_.find(owner);
+  if (it == subscriptions_of_.end())
+    return;
+  auto names = it->second;
+  for (const auto& name : names)
+    remove(owner, name);
+}
+
+void subscription_index::file(entry& e) {
+  for (std::size_t i = 0; i < e.filters.size(); ++i) {
+    const auto& f = e.filters[i];
+    if (protocol::matches_nothing(f))
+      continue;
+    filter_ref ref{&e, i};
+    auto file_in = [&](bucket& b) {
+      b.push_back(ref);
+      e.filed_in.push_back(&b);
+    };
+    if (f.ids)
+      for (const auto& id : *f.ids)
+        file_in(by_id_[id]);
+    else if (f.authors)
+      for (const auto& author : *f.authors)
+        file_in(by_author_[author]);
+    else if (!f.tags.empty())
+      for (const auto& value : f.tags.front().values)
+        file_in(by_tag_[tag_key(f.tags.front().name, value)]);
+    else if (f.kinds)
+      for (auto kind : *f.kinds)
+        file_in(by_kind_[kind]);
+    else
+      file_in(match_all_);
+  }
+}
+
+void subscription_index::unfile(const entry& e) {
+  // Buckets are left in their maps when they empty; they are small and commonly reused.
+  for (bucket* b : e.filed_in)
+    b->erase(std::remove_if(b->begin(), b->end(),
+                            [&](const filter_ref& r) { return r.owner_entry == &e; }),
+             b->end());
+}
+
+void subscription_index::collect(const bucket* b, std::vector<filter_ref>& out) const {
+  if (b)
+    out.insert(out.end(), b->begin(), b->end());
+}
+
+std::vector<std::pair<subscription_index::owner_id, std::vector<std::string>>>
+subscription_index::match(const protocol::event& ev) const {
+  auto find = [](const auto& map, const auto& key) -> const bucket* {
+    auto it = map.find(key);
+    return it == map.end() ? nullptr : &it->second;
+  };
+  std::vector<filter_ref> candidates;
+  collect(find(by_id_, ev.id), candidates);
+  collect(find(by_author_, ev.pubkey), candidates);
+  collect(find(by_kind_, ev.kind), candidates);
+  for (const auto& t : ev.tags)
+    if (t.size() >= 2 && t[0].size() == 1)
+      collect(find(by_tag_, tag_key(t[0][0], t[1])), candidates);
+  collect(&match_all_, candidates);
+
+  std::vector<const entry*> matched;
+  for (const auto& ref : candidates)
+    if (protocol::matches(ref.owner_entry->filters[ref.filter], ev))
+      matched.push_back(ref.owner_entry);
+  std::sort(matched.begin(), matched.end(), [](const entry* a, const entry* b) {
+    return a->owner != b->owner ? a->owner < b->owner : a < b;
+  });
+  matched.erase(std::unique(matched.begin(), matched.end()), matched.end());
+
+  std::vector<std::pair<owner_id, std::vector<std::string>>> out;
+  for (const entry* e : matched) {
+    if (out.empty() || out.back().first != e->owner)
+      out.emplace_back(e->owner, std::vector<std::string>{});
+    out.back().second.push_back(e->subscription_id);
+  }
+  return out;
+}
+
+} // namespace comb::actors

@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "protocol/filter.hpp"
+
+namespace comb::actors {
+
+/// The live subscriptions of one community, indexed so that an event is matched against the few
+/// filters that could match it instead of all of them. Each filter is filed under its most
+/// selective field: ids, else authors, else its first tag condition, else kinds, else "all".
+class subscription_index {
+public:
+  using owner_id = std::uint64_t;
+
+  /// Adds or replaces the subscription `(owner, subscription_id)`.
+  void add(owner_id owner, const std::string& subscription_id, std::vector<protocol::filter> filters);
+
+  void remove(owner_id owner, const std::string& subscription_id);
+
+  void remove_owner(owner_id owner);
+
+  /// Every subscription with a filter matching `ev`, each once, grouped by owner.
+  [[nodiscard]] std::vector<std::pair<owner_id, std::vector<std::string>>>
+  match(const protocol::event& ev) const;
+
+  [[nodiscard]] std::size_t size() const noexcept { return entries_.size(); }
+
+private:
+  struct entry;
+  struct filter_ref {
+    const entry* owner_entry;
+    std::size_t filter;
+  };
+  using bucket = std::vector<filter_ref>;
+  struct entry {
+    owner_id owner = 0;
+    std::string subscription_id;
+    std::vector<protocol::filter> filters;
+    std::vector<bucket*> filed_in;
+  };
+  struct key_hash {
+    std::size_t operator()(const std::pair<owner_id, std::string>& k) const noexcept {
+      return std::hash<std::string>{}(k.second) ^ (k.first * 0x9e3779b97f4a7c15ULL);
+    }
+  };
+
+  void file(entry& e);
+  void unfile(const entry& e);
+  void collect(const bucket* b, std::vector<filter_ref>& out) const;
+
+  std::unordered_map<std::pair<owner_id, std::string>, entry, key_hash> entries_;
+  std::unordered_map<protocol::bytes32, bucket, protocol::bytes32_hash> by_id_;
+  std::unordered_map<protocol::bytes32, bucket, protocol::bytes32_hash> by_author_;
+  std::unordered_map<std::string, bucket> by_tag_; ///< key: tag letter + value
+  std::unordered_map<std::uint32_t, bucket> by_kind_;
+  bucket match_all_;
+  std::unordered_map<owner_id, std::vector<std::string>> subscriptions_of_;
+};
+
+} // namespace comb::actors

@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: MIT
+#include "actors/gateway/community_directory.hpp"
+
+#include "actors/messages.hpp"
+
+namespace comb::actors {
+
+std::optional<host_lookup> community_directory::cached(const std::string& host) const {
+  std::lock_guard lock(mutex_);
+  auto it = entries_.find(host);
+  if (it == entries_.end() || std::chrono::steady_clock::now() - it->second.at > ttl_)
+    return std::nullopt;
+  return it->second.answer;
+}
+
+void community_directory::remember(const std::string& host, const host_lookup& answer) {
+  if (!answer.answered)
+    return;
+  std::lock_guard lock(mutex_);
+  entries_[host] = {answer, std::chrono::steady_clock::now()};
+}
+
+void community_directory::forget_all() {
+  std::lock_guard lock(mutex_);
+  entries_.clear();
+}
+
+caf::behavior directory_actor(caf::stateful_actor<directory_state>* self, directory_args args) {
+  auto& st = self->state;
+  st.args = std::move(args);
+  st.connection = std::make_unique<storage::pg_connection>(st.args.database_url);
+  st.store = std::make_unique<storage::community_store>(*st.connection);
+  return {
+    [=](lookup_atom, const std::string& host, const lookup_callback& reply) {
+      auto& s = self->state;
+      if (auto hit = s.args.cache->cached(host)) {
+        reply(*hit);
+        return;
+      }
+      host_lookup answer;
+      answer.community = s.store->find_by_host(host);
+      answer.answered = answer.community.has_value() || s.store->last_error().empty();
+      s.args.cache->remember(host, answer);
+      reply(std::move(answer));
+    },
+  };
+}
+
+} // namespace comb::actors

@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <caf/all.hpp>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include "storage/community_store.hpp"
+#include "storage/pg_connection.hpp"
+
+namespace comb::actors {
+
+/// The answer to "which community serves this host?"; `answered` is false when the database
+/// could not be asked (the client then gets 503, not 404).
+struct host_lookup {
+  bool answered = false;
+  std::optional<storage::community_row> community;
+};
+
+using lookup_callback = std::function<void(host_lookup)>;
+
+/// Host -> community answers shared by every socket thread, kept for `ttl` so that archiving or
+/// creating a community takes effect within that time on every pod.
+class community_directory {
+public:
+  explicit community_directory(std::chrono::milliseconds ttl) : ttl_(ttl) {}
+
+  /// A fresh answer, or nothing when the directory actor must be asked.
+  [[nodiscard]] std::optional<host_lookup> cached(const std::string& host) const;
+
+  void remember(const std::string& host, const host_lookup& answer);
+
+  /// Drops every cached answer (after a lifecycle change on this pod).
+  void forget_all();
+
+private:
+  struct entry {
+    host_lookup answer;
+    std::chrono::steady_clock::time_point at;
+  };
+  std::chrono::milliseconds ttl_;
+  mutable std::mutex mutex_;
+  std::unordered_map<std::string, entry> entries_;
+};
+
+struct directory_args {
+  std::string database_url;
+  std::shared_ptr<community_directory> cache;
+};
+
+struct directory_state {
+  directory_args args;
+  std::unique_ptr<storage::pg_connection> connection;
+  std::unique_ptr<storage::community_store> store;
+  static inline const char* name = "community-directory";
+};
+
+/// Looks hosts up in Postgres (run detached) and answers through the callback it is given.
+caf::behavior directory_actor(caf::stateful_actor<directory_state>* self, directory_args args);
+
+} // namespace comb::actors
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::lookup_callback)

@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <atomic>
+#include <caf/all.hpp>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "actors/gateway/community_directory.hpp"
+#include "actors/metrics.hpp"
+#include "conf/settings.hpp"
+
+namespace comb::actors {
+
+/// What the socket edge needs from the rest of the pod. Built once at start, shared read-only
+/// by every session (except the owner counter).
+struct gateway_context {
+  caf::actor_system* system = nullptr;
+  conf::relay_settings settings;
+  std::string relay_pubkey_hex;
+  caf::actor fanout;
+  caf::actor writer;
+  caf::actor directory;
+  std::vector<caf::actor> readers;
+  std::shared_ptr<relay_metrics> metrics;
+  std::shared_ptr<community_directory> communities;
+  /// "" when the pod is ready to serve; otherwise why it is degraded (shown on /readyz).
+  std::function<std::string()> readiness;
+  std::atomic<std::uint64_t> next_owner{1};
+};
+
+} // namespace comb::actors

@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: MIT
+#include "actors/gateway/http_routes.hpp"
+
+#include <boost/beast/http.hpp>
+
+#include "protocol/relay_info.hpp"
+
+namespace comb::actors {
+namespace http = boost::beast::http;
+
+namespace {
+
+http_response text_response(const http_request& request, http::status status, std::string body,
+                            const char* content_type = "text/plain; charset=utf-8") {
+  http_response response{status, request.version()};
+  response.set(http::field::server, "comb");
+  response.set(http::field::content_type, content_type);
+  response.set(http::field::access_control_allow_origin, "*");
+  response.keep_alive(request.keep_alive());
+  response.body() = std::move(body);
+  response.prepare_payload();
+  return response;
+}
+
+std::string relay_info_document(const gateway_context& context,
+                                const storage::community_row& community) {
+  const auto& s = context.settings;
+  protocol::relay_info info;
+  info.name = s.name;
+  info.description = s.description;
+  info.contact = s.contact;
+  info.self_pubkey = context.relay_pubkey_hex;
+  info.version = "0.1.0";
+  info.supported_nips = {1, 9, 11, 40, 42, 45, 70};
+  info.limits = s.limits;
+  info.created_at_upper_seconds = s.created_at.max_seconds_ahead;
+  info.auth_required = community.closed;
+  info.restricted_writes = community.closed;
+  return protocol::render_relay_info(info);
+}
+
+bool wants_relay_info(const http_request& request) {
+  auto accept = request[http::field::accept];
+  return accept.find("application/nostr+json") != boost::beast::string_view::npos;
+}
+
+} // namespace
+
+std::optional<http_response> probe_route(const http_request& request,
+                                         const gateway_context& context) {
+  auto target = request.target();
+  if (target == "/healthz")
+    return text_response(request, http::status::ok, "ok\n");
+  if (target == "/readyz") {
+    std::string problem = context.readiness ? context.readiness() : std::string();
+    if (problem.empty())
+      return text_response(request, http::status::ok, "ready\n");
+    return text_response(request, http::status::service_unavailable, "degraded: " + problem + "\n");
+  }
+  if (target == "/metrics")
+    return text_response(request, http::status::ok, context.metrics->render(),
+                         "text/plain; version=0.0.4");
+  return std::nullopt;
+}
+
+http_response community_route(const http_request& request, const gateway_context& context,
+                              const storage::community_row& community) {
+  if (request.method() == http::verb::options) {
+    auto response = text_response(request, http::status::no_content, "");
+    response.set(http::field::access_control_allow_headers, "*");
+    response.set(http::field::access_control_allow_methods, "GET, OPTIONS");
+    return response;
+  }
+  if (request.target() != "/" || request.method() != http::verb::get)
+    return text_response(request, http::status::not_found, "not found\n");
+  if (wants_relay_info(request))
+    return text_response(request, http::status::ok, relay_info_document(context, community),
+                         "application/nostr+json");
+  return text_response(request, http::status::ok,
+                       "comb relay for " + community.host
+                         + ": connect with a Nostr client over WebSocket.\n");
+}
+
+http_response refusal(const http_request& request, const host_lookup& lookup) {
+  if (!lookup.answered)
+    return text_response(request, http::status::service_unavailable,
+                         "relay: the community directory is unavailable, retry shortly\n");
+  if (lookup.community && lookup.community->archived)
+    return text_response(request, http::status::forbidden, "relay: this community is archived\n");
+  return text_response(request, http::status::not_found,
+                       "relay: no community is configured for this host\n");
+}
+
+} // namespace comb::actors

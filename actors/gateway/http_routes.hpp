@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <optional>
+
+#include "actors/gateway/community_directory.hpp"
+#include "actors/gateway/gateway_context.hpp"
+
+namespace comb::actors {
+
+using http_request = boost::beast::http::request<boost::beast::http::string_body>;
+using http_response = boost::beast::http::response<boost::beast::http::string_body>;
+
+/// Answers that need no community: /healthz, /readyz, /metrics. Nothing for other targets.
+[[nodiscard]] std::optional<http_response> probe_route(const http_request& request,
+                                                       const gateway_context& context);
+
+/// Answers for a plain HTTP request to a community's host: NIP-11 on `GET /` with
+/// `Accept: application/nostr+json`, a short page otherwise, 404 for other paths.
+[[nodiscard]] http_response community_route(const http_request& request,
+                                            const gateway_context& context,
+                                            const storage::community_row& community);
+
+/// The reply when a host maps to no usable community: 404 unknown, 403 archived, 503 when the
+/// database could not be asked.
+[[nodiscard]] http_response refusal(const http_request& request, const host_lookup& lookup);
+
+/// Whether a lookup result may serve clients.
+[[nodiscard]] inline bool serves(const host_lookup& lookup) {
+  return lookup.answered && lookup.community && !lookup.community->archived;
+}
+
+} // namespace comb::actors

@@ -1,0 +1,346 @@
+// SPDX-License-Identifier: MIT
+#include "actors/gateway/server.hpp"
+
+#include <boost/asio.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/websocket.hpp>
+#include <spdlog/spdlog.h>
+
+#include "actors/connection/connection_actor.hpp"
+#include "actors/gateway/http_routes.hpp"
+#include "actors/messages.hpp"
+#include "protocol/host.hpp"
+#include "protocol/nip42.hpp"
+
+namespace comb::actors {
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace websocket = beast::websocket;
+using asio::ip::tcp;
+using tcp_stream = beast::tcp_stream;
+using ws_stream = websocket::stream<tcp_stream>;
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+namespace {
+
+/// Frames handed to the actor and not yet handled; above this the socket stops reading.
+constexpr std::size_t max_frames_pending = 64;
+
+asio::awaitable<host_lookup> lookup_host(const gateway_context& context, std::string host) {
+  if (auto hit = context.communities->cached(host))
+    co_return *hit;
+  auto executor = co_await asio::this_coro::executor;
+  caf::actor directory = context.directory;
+  auto ask = [directory, host, executor](auto handler) {
+    auto shared = std::make_shared<decltype(handler)>(std::move(handler));
+    lookup_callback reply = [shared, executor](host_lookup answer) {
+      asio::post(executor, [shared, answer = std::move(answer)]() mutable {
+        std::move (*shared)(std::move(answer));
+      });
+    };
+    caf::anon_send(directory, lookup_atom_v, host, std::move(reply));
+  };
+  host_lookup answer =
+    co_await asio::async_initiate<decltype(asio::use_awaitable), void(host_lookup)>(
+      ask, asio::use_awaitable);
+  co_return answer;
+}
+
+connection_policy policy_for(const gateway_context& context, const storage::community_row& c) {
+  const auto& s = context.settings;
+  connection_policy policy;
+  policy.community_id = c.id;
+  policy.host = c.host;
+  policy.closed_community = c.closed;
+  policy.limits = s.limits;
+  policy.created_at = s.created_at;
+  policy.event_rate = s.event_rate;
+  policy.event_burst = s.event_burst;
+  policy.max_events_in_flight = s.max_events_in_flight;
+  return policy;
+}
+
+void configure(ws_stream& ws, const conf::relay_settings& s) {
+  websocket::stream_base::timeout timeouts{};
+  timeouts.handshake_timeout = std::chrono::seconds(30);
+  timeouts.idle_timeout = std::chrono::seconds(s.idle_timeout_seconds);
+  timeouts.keep_alive_pings = true;
+  ws.set_option(timeouts);
+  ws.set_option(websocket::stream_base::decorator(
+    [](websocket::response_type& response) { response.set(http::field::server, "comb"); }));
+  ws.read_message_max(s.limits.max_message_bytes);
+  websocket::permessage_deflate deflate;
+  deflate.server_enable = s.deflate;
+  deflate.server_max_window_bits = s.deflate_window_bits;
+  deflate.client_max_window_bits = s.deflate_window_bits;
+  deflate.memLevel = s.deflate_mem_level;
+  ws.set_option(deflate);
+}
+
+asio::awaitable<void> write_loop(std::shared_ptr<ws_stream> ws,
+                                 std::shared_ptr<websocket_outbox> outbox) {
+  for (;;) {
+    auto frame = co_await outbox->next();
+    if (!frame)
+      break;
+    ws->text(true);
+    auto buffer = asio::buffer(*frame);
+    auto [ec, n] = co_await ws->async_write(buffer, use_tuple);
+    outbox->written(frame->size());
+    if (ec) {
+      outbox->close(close_reason::going_away);
+      co_return;
+    }
+  }
+  auto why = outbox->closing().value_or(close_reason::going_away);
+  if (why == close_reason::slow_reader) {
+    // Its socket buffer is full, so not even a close frame would get through: drop it.
+    beast::get_lowest_layer(*ws).close();
+    co_return;
+  }
+  auto code = static_cast<websocket::close_code>(why);
+  const char* text = why == close_reason::going_away ? "relay shutting down" : "closing";
+  websocket::close_reason reason(code, text);
+  co_await ws->async_close(reason, use_tuple);
+}
+
+asio::awaitable<void> wait_for_actor(std::atomic<std::size_t>& pending) {
+  asio::steady_timer pause(co_await asio::this_coro::executor);
+  while (pending.load(std::memory_order_acquire) >= max_frames_pending) {
+    pause.expires_after(std::chrono::milliseconds(2));
+    co_await pause.async_wait(use_tuple);
+  }
+}
+
+} // namespace
+
+/// Keeps a session in the server's registry for as long as it lives.
+class session_registration {
+public:
+  session_registration(server& s, std::shared_ptr<websocket_outbox> outbox, caf::actor actor)
+    : server_(s), id_(s.enroll(std::move(outbox), std::move(actor))) {}
+  ~session_registration() { server_.withdraw(id_); }
+  session_registration(const session_registration&) = delete;
+  session_registration& operator=(const session_registration&) = delete;
+
+private:
+  server& server_;
+  std::uint64_t id_;
+};
+
+server::server(asio::io_context& io, std::shared_ptr<gateway_context> context)
+  : io_(io), context_(std::move(context)), acceptor_(io) {}
+
+void server::start() {
+  const std::string& listen = context_->settings.listen;
+  auto colon = listen.rfind(':');
+  std::string host = listen.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  tcp::endpoint endpoint(asio::ip::make_address(host),
+                         static_cast<unsigned short>(std::stoi(listen.substr(colon + 1))));
+  acceptor_.open(endpoint.protocol());
+  acceptor_.set_option(asio::socket_base::reuse_address(true));
+  acceptor_.bind(endpoint);
+  acceptor_.listen(asio::socket_base::max_listen_connections);
+  port_ = acceptor_.local_endpoint().port();
+  asio::co_spawn(io_, accept_loop(), asio::detached);
+}
+
+void server::stop() {
+  asio::post(io_, [this] {
+    boost::system::error_code ignored;
+    acceptor_.close(ignored);
+  });
+  std::vector<std::shared_ptr<websocket_outbox>> open;
+  {
+    std::lock_guard lock(sessions_mutex_);
+    stopping_ = true;
+    for (auto& [id, entry] : sessions_)
+      if (auto outbox = entry.outbox.lock())
+        open.push_back(std::move(outbox));
+  }
+  for (auto& outbox : open)
+    outbox->close(close_reason::going_away);
+}
+
+std::size_t server::open_connections() const {
+  std::lock_guard lock(sessions_mutex_);
+  return sessions_.size();
+}
+
+std::uint64_t server::enroll(std::shared_ptr<websocket_outbox> outbox, caf::actor actor) {
+  std::lock_guard lock(sessions_mutex_);
+  if (stopping_)
+    outbox->close(close_reason::going_away);
+  std::uint64_t id = next_session_++;
+  sessions_.emplace(id, session_entry{outbox, std::move(actor)});
+  return id;
+}
+
+void server::end_remaining_actors() {
+  std::lock_guard lock(sessions_mutex_);
+  for (auto& [id, entry] : sessions_)
+    caf::anon_send_exit(entry.actor, caf::exit_reason::user_shutdown);
+}
+
+void server::withdraw(std::uint64_t id) {
+  std::lock_guard lock(sessions_mutex_);
+  sessions_.erase(id);
+}
+
+asio::awaitable<void> server::accept_loop() {
+  for (;;) {
+    auto [ec, socket] = co_await acceptor_.async_accept(asio::make_strand(io_), use_tuple);
+    if (ec == asio::error::operation_aborted || !acceptor_.is_open())
+      co_return;
+    if (ec)
+      continue;
+    auto executor = socket.get_executor();
+    asio::co_spawn(executor, serve(std::move(socket)), [](std::exception_ptr error) {
+      if (!error)
+        return;
+      try {
+        std::rethrow_exception(error);
+      } catch (const std::exception& e) {
+        spdlog::warn("session ended by exception: {}", e.what());
+      }
+    });
+  }
+}
+
+namespace {
+
+struct websocket_session {
+  std::shared_ptr<ws_stream> ws;
+  std::shared_ptr<websocket_outbox> outbox;
+  caf::actor actor;
+  std::shared_ptr<std::atomic<std::size_t>> frames_pending;
+};
+
+websocket_session open_session(tcp_stream stream, gateway_context& context,
+                               const storage::community_row& community) {
+  websocket_session session;
+  auto executor = stream.get_executor();
+  session.ws = std::make_shared<ws_stream>(std::move(stream));
+  configure(*session.ws, context.settings);
+  session.outbox = std::make_shared<websocket_outbox>(executor, context.settings.max_outbound_bytes,
+                                                      context.metrics);
+  session.frames_pending = std::make_shared<std::atomic<std::size_t>>(0);
+  connection_args args;
+  args.policy = policy_for(context, community);
+  args.challenge = protocol::make_auth_challenge();
+  args.sink = session.outbox;
+  args.owner = context.next_owner.fetch_add(1);
+  args.fanout = context.fanout;
+  args.writer = context.writer;
+  args.readers = context.readers;
+  args.metrics = context.metrics;
+  args.frames_pending = session.frames_pending;
+  session.actor = context.system->spawn(connection_actor, std::move(args));
+  return session;
+}
+
+asio::awaitable<void> read_loop(websocket_session& session, relay_metrics& metrics) {
+  beast::flat_buffer buffer;
+  for (;;) {
+    co_await wait_for_actor(*session.frames_pending);
+    auto [ec, n] = co_await session.ws->async_read(buffer, use_tuple);
+    if (ec) {
+      if (ec == websocket::error::message_too_big) {
+        bump(metrics.oversize_disconnects);
+        session.outbox->close(close_reason::too_big);
+      }
+      co_return;
+    }
+    session.frames_pending->fetch_add(1, std::memory_order_relaxed);
+    caf::anon_send(session.actor, frame_atom_v, beast::buffers_to_string(buffer.data()));
+    buffer.consume(buffer.size());
+  }
+}
+
+} // namespace
+
+asio::awaitable<void> server::serve(tcp::socket socket) {
+  tcp_stream stream(std::move(socket));
+  beast::flat_buffer buffer;
+  for (;;) {
+    http::request_parser<http::string_body> parser;
+    parser.header_limit(16 * 1024);
+    parser.body_limit(64 * 1024);
+    stream.expires_after(std::chrono::seconds(30));
+    auto [ec, n] = co_await http::async_read(stream, buffer, parser, use_tuple);
+    if (ec)
+      co_return;
+    http_request request = parser.release();
+    if (auto probe = probe_route(request, *context_)) {
+      co_await http::async_write(stream, *probe, use_tuple);
+      if (!request.keep_alive())
+        co_return;
+      continue;
+    }
+    auto host = protocol::normalize_host(std::string(request[http::field::host]));
+    // Not a conditional expression: g++ 12 miscompiles co_await inside `?:`.
+    host_lookup lookup{true, {}};
+    if (host)
+      lookup = co_await lookup_host(*context_, *host);
+    if (!serves(lookup)) {
+      bump(context_->metrics->connections_refused);
+      // Named, not a temporary: g++ 12 mishandles temporaries alive across co_await.
+      http_response refused = refusal(request, lookup);
+      co_await http::async_write(stream, refused, use_tuple);
+      co_return;
+    }
+    if (websocket::is_upgrade(request)) {
+      stream.expires_never();
+      co_await run_websocket(std::move(stream), std::move(request), *lookup.community);
+      co_return;
+    }
+    auto response = community_route(request, *context_, *lookup.community);
+    co_await http::async_write(stream, response, use_tuple);
+    if (!request.keep_alive())
+      co_return;
+  }
+}
+
+asio::awaitable<void> server::run_websocket(tcp_stream stream, http_request request,
+                                            storage::community_row community) {
+  auto& metrics = *context_->metrics;
+  if (static_cast<std::size_t>(metrics.connections_current.load()) >= context_->settings.max_connections) {
+    bump(metrics.connections_refused);
+    http_response busy{http::status::service_unavailable, request.version()};
+    busy.body() = "relay: too many connections\n";
+    busy.prepare_payload();
+    co_await http::async_write(stream, busy, use_tuple);
+    co_return;
+  }
+  websocket_session session = open_session(std::move(stream), *context_, community);
+  session_registration registration(*this, session.outbox, session.actor);
+  auto [ec] = co_await session.ws->async_accept(request, use_tuple);
+  if (ec) {
+    caf::anon_send(session.actor, hangup_atom_v);
+    co_return;
+  }
+  bump(metrics.connections_total);
+  metrics.connections_current.fetch_add(1);
+  auto executor = co_await asio::this_coro::executor;
+  auto writer_done = std::make_shared<asio::steady_timer>(executor, asio::steady_timer::time_point::max());
+  auto writer_finished = std::make_shared<bool>(false);
+  asio::co_spawn(executor, write_loop(session.ws, session.outbox),
+                 [writer_done, writer_finished](std::exception_ptr) {
+                   *writer_finished = true;
+                   writer_done->cancel();
+                 });
+  co_await read_loop(session, metrics);
+  session.outbox->close(close_reason::going_away);
+  caf::anon_send(session.actor, hangup_atom_v);
+  // Both coroutines share the strand, so the flag cannot change between the test and the wait.
+  if (!*writer_finished)
+    co_await writer_done->async_wait(use_tuple);
+  metrics.connections_current.fetch_sub(1);
+}
+
+} // namespace comb::actors

@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <caf/all.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+#include "actors/gateway/gateway_context.hpp"
+#include "actors/gateway/http_routes.hpp"
+#include "actors/gateway/websocket_outbox.hpp"
+
+namespace comb::actors {
+
+/// The network edge: one port for WebSocket (NIP-01) and HTTP (NIP-11, probes, metrics).
+/// Each accepted socket runs as coroutines on its own strand; a WebSocket gets a connection
+/// actor and talks to it only through frames (inbound) and a bounded outbox (outbound).
+class server {
+public:
+  server(boost::asio::io_context& io, std::shared_ptr<gateway_context> context);
+
+  /// Binds the listen address and starts accepting. Throws std::system_error when the address
+  /// cannot be bound (a start-up error).
+  void start();
+
+  /// The port actually bound (useful when listening on port 0).
+  [[nodiscard]] unsigned short port() const { return port_; }
+
+  /// Stops accepting and closes every connection with 1001 after what is queued for it.
+  void stop();
+
+  /// Tells every connection actor still alive to exit (the last step of a shutdown).
+  void end_remaining_actors();
+
+  /// Open WebSocket connections right now.
+  [[nodiscard]] std::size_t open_connections() const;
+
+private:
+  boost::asio::awaitable<void> accept_loop();
+  boost::asio::awaitable<void> serve(boost::asio::ip::tcp::socket socket);
+  boost::asio::awaitable<void> run_websocket(boost::beast::tcp_stream stream,
+                                             http_request request,
+                                             storage::community_row community);
+
+  friend class session_registration;
+  std::uint64_t enroll(std::shared_ptr<websocket_outbox> outbox, caf::actor actor);
+  void withdraw(std::uint64_t id);
+
+  boost::asio::io_context& io_;
+  std::shared_ptr<gateway_context> context_;
+  boost::asio::ip::tcp::acceptor acceptor_;
+  unsigned short port_ = 0;
+  mutable std::mutex sessions_mutex_;
+  struct session_entry {
+    std::weak_ptr<websocket_outbox> outbox;
+    caf::actor actor;
+  };
+  std::unordered_map<std::uint64_t, session_entry> sessions_;
+  std::uint64_t next_session_ = 1;
+  bool stopping_ = false;
+};
+
+} // namespace comb::actors

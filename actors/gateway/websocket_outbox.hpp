@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "actors/frame_sink.hpp"
+#include "actors/metrics.hpp"
+
+namespace comb::actors {
+
+/// The bounded queue between a connection actor (any thread) and its socket's writer coroutine
+/// (the socket's strand). Pending bytes count from `send` until the frame is written; a frame
+/// that would take them past `max_bytes` cuts the connection instead of growing the queue.
+class websocket_outbox final : public frame_sink,
+                               public std::enable_shared_from_this<websocket_outbox> {
+public:
+  websocket_outbox(boost::asio::any_io_executor strand, std::size_t max_bytes,
+                   std::shared_ptr<relay_metrics> metrics);
+
+  void send(std::string frame) override;
+
+  void close(close_reason why) override;
+
+  /// On the strand: the next frame to write, or nothing once the connection is closing (then
+  /// `closing()` says why). Frames queued before a graceful close are still handed out.
+  boost::asio::awaitable<std::optional<std::string>> next();
+
+  /// On the strand, after a frame was written: it no longer counts as pending.
+  void written(std::size_t bytes);
+
+  [[nodiscard]] std::optional<close_reason> closing() const;
+
+  [[nodiscard]] std::size_t pending_bytes() const;
+
+private:
+  void wake();
+
+  boost::asio::any_io_executor strand_;
+  boost::asio::steady_timer signal_;
+  std::size_t max_bytes_;
+  std::shared_ptr<relay_metrics> metrics_;
+  mutable std::mutex mutex_;
+  std::deque<std::string> queue_;
+  std::size_t pending_bytes_ = 0;
+  std::optional<close_reason> closing_;
+};
+
+} // namespace comb::actors

@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: MIT
+// comb-relay: a Nostr relay for self-hosted communities.
+#include <CLI/CLI.hpp>
+#include <iostream>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "actors/relay_system.hpp"
+#include "conf/options.hpp"
+#include "conf/settings.hpp"
+
+namespace {
+
+void configure_logs(const comb::conf::relay_settings& s) {
+  auto logger = spdlog::stderr_color_mt("comb");
+  if (s.log_format == "json")
+    logger->set_pattern(R"({"time":"%Y-%m-%dT%H:%M:%S.%e%z","level":"%l","message":"%v"})");
+  else
+    logger->set_pattern("%Y-%m-%d %H:%M:%S.%e %^%l%$ %v");
+  logger->set_level(spdlog::level::from_str(s.log_level));
+  spdlog::set_default_logger(logger);
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"comb-relay: a Nostr relay for self-hosted communities"};
+  std::map<std::string, std::string> overrides;
+  std::string config_file;
+  bool print_config = false;
+  app.add_option("--config", config_file, "TOML configuration file (also COMB_CONFIG)");
+  app.add_flag("--print-config", print_config, "print the effective configuration and exit");
+  for (const auto& option : comb::conf::all_options()) {
+    app.add_option_function<std::string>(
+      "--" + option.key, [&overrides, key = option.key](const std::string& v) { overrides[key] = v; },
+      option.help + " (" + option.env + ")");
+  }
+  CLI11_PARSE(app, argc, argv);
+  if (!config_file.empty())
+    overrides["config"] = config_file;
+
+  auto loaded = comb::conf::load_settings(comb::conf::comb_environment(), overrides);
+  if (!loaded.problems.empty()) {
+    for (const auto& problem : loaded.problems)
+      std::cerr << "comb-relay: invalid setting " << problem.option << ": " << problem.message << "\n";
+    return 2;
+  }
+  if (print_config) {
+    std::cout << comb::conf::print_settings(loaded.settings);
+    return 0;
+  }
+  configure_logs(loaded.settings);
+  return comb::actors::run_relay(loaded.settings);
+}

@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// Every message between comb's actors: atoms and payload types. The message graph is drawn in
+// actors/handles.hpp.
+
+#include <caf/all.hpp>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "actors/connection/connection.hpp"
+#include "actors/frame_sink.hpp"
+#include "protocol/filter.hpp"
+#include "storage/event_store.hpp"
+
+namespace comb::actors {
+
+// -- session -> connection ----------------------------------------------------------------------
+using frame_atom = caf::atom_constant<caf::atom("frame")>;       ///< (frame_atom, std::string text)
+inline constexpr frame_atom frame_atom_v{};
+using hangup_atom = caf::atom_constant<caf::atom("hangup")>;     ///< the socket closed
+inline constexpr hangup_atom hangup_atom_v{};
+
+// -- connection -> storage -> connection --------------------------------------------------------
+using store_atom = caf::atom_constant<caf::atom("store")>;       ///< (store_atom, ticket, event_write)
+inline constexpr store_atom store_atom_v{};
+using stored_atom = caf::atom_constant<caf::atom("stored")>;     ///< (stored_atom, ticket, store_outcome)
+inline constexpr stored_atom stored_atom_v{};
+using query_atom = caf::atom_constant<caf::atom("query")>;       ///< (query_atom, history_request)
+inline constexpr query_atom query_atom_v{};
+using history_atom = caf::atom_constant<caf::atom("history")>;   ///< (history_atom, sub, generation, query_result)
+inline constexpr history_atom history_atom_v{};
+using count_atom = caf::atom_constant<caf::atom("count")>;       ///< (count_atom, history_request)
+inline constexpr count_atom count_atom_v{};
+using counted_atom = caf::atom_constant<caf::atom("counted")>;   ///< (counted_atom, sub, count_result)
+inline constexpr counted_atom counted_atom_v{};
+
+// -- connection <-> fan-out ---------------------------------------------------------------------
+using subscribe_atom = caf::atom_constant<caf::atom("subscribe")>;   ///< (subscribe_atom, live_request)
+inline constexpr subscribe_atom subscribe_atom_v{};
+using subscribed_atom = caf::atom_constant<caf::atom("subscribd")>;  ///< (subscribed_atom, sub, generation)
+inline constexpr subscribed_atom subscribed_atom_v{};
+using unsubscribe_atom = caf::atom_constant<caf::atom("unsub")>;     ///< (unsubscribe_atom, owner, sub)
+inline constexpr unsubscribe_atom unsubscribe_atom_v{};
+using forget_atom = caf::atom_constant<caf::atom("forget")>;         ///< (forget_atom, owner): all of it
+inline constexpr forget_atom forget_atom_v{};
+using publish_atom = caf::atom_constant<caf::atom("publish")>;       ///< (publish_atom, committed_event)
+inline constexpr publish_atom publish_atom_v{};
+using deliver_atom = caf::atom_constant<caf::atom("deliver")>;       ///< (deliver_atom, live_event, std::vector<std::string> subs)
+inline constexpr deliver_atom deliver_atom_v{};
+
+// -- session -> community directory -------------------------------------------------------------
+using lookup_atom = caf::atom_constant<caf::atom("lookup")>;     ///< (lookup_atom, host, lookup_callback)
+inline constexpr lookup_atom lookup_atom_v{};
+
+// -- housekeeping -------------------------------------------------------------------------------
+using flush_atom = caf::atom_constant<caf::atom("flush")>;
+inline constexpr flush_atom flush_atom_v{};
+using tick_atom = caf::atom_constant<caf::atom("tick")>;
+inline constexpr tick_atom tick_atom_v{};
+using shutdown_atom = caf::atom_constant<caf::atom("shutdown")>;
+inline constexpr shutdown_atom shutdown_atom_v{};
+
+/// An event that was accepted in a community: committed to storage, or ephemeral.
+struct committed_event {
+  std::int64_t community_id = 0;
+  live_event event;
+};
+
+/// A REQ's or COUNT's history part, addressed to a storage reader.
+struct history_request {
+  caf::actor reply_to;
+  std::int64_t community_id = 0;
+  std::string subscription_id;
+  std::uint64_t generation = 0;
+  std::vector<protocol::filter> filters;
+};
+
+/// A REQ's live part, addressed to the fan-out.
+struct live_request {
+  caf::actor connection;
+  std::uint64_t owner = 0;
+  std::int64_t community_id = 0;
+  std::string subscription_id;
+  std::uint64_t generation = 0;
+  std::vector<protocol::filter> filters;
+};
+
+using frame_sink_ptr = std::shared_ptr<frame_sink>;
+
+} // namespace comb::actors
+
+// Local-only payloads: they never cross a process boundary (the bridge has its own envelope).
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::committed_event)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::live_event)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::history_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::live_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::frame_sink_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::storage::event_write)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::storage::store_outcome)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::storage::query_result)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::storage::count_result)

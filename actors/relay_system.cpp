@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: MIT
+#include "actors/relay_system.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <caf/all.hpp>
+#include <iostream>
+#include <spdlog/spdlog.h>
+#include <thread>
+
+#include "actors/fanout/fanout_actor.hpp"
+#include "actors/gateway/server.hpp"
+#include "actors/messages.hpp"
+#include "actors/storage/storage_actors.hpp"
+#include "conf/relay_key.hpp"
+#include "protocol/host.hpp"
+#include "protocol/nip19.hpp"
+#include "storage/community_store.hpp"
+#include "storage/migrations.hpp"
+#include "storage/pg_connection.hpp"
+
+namespace comb::actors {
+namespace asio = boost::asio;
+
+namespace {
+
+/// The fresh-install community: the public URL's host, plus the loopback names at the listen
+/// port so a newcomer's client works whichever of them it types.
+std::vector<std::string> loopback_aliases(const conf::relay_settings& s) {
+  std::string port = s.listen.substr(s.listen.rfind(':') + 1);
+  std::vector<std::string> aliases;
+  for (const char* name : {"localhost", "127.0.0.1", "[::1]"})
+    if (auto host = protocol::normalize_host(std::string(name) + ":" + port))
+      aliases.push_back(*host);
+  return aliases;
+}
+
+bool prepare_database(const conf::relay_settings& s) {
+  storage::pg_connection connection(s.database_url);
+  if (auto error = connection.ensure_connected()) {
+    spdlog::critical("cannot connect to Postgres: {}", *error);
+    return false;
+  }
+  if (auto error = storage::apply_migrations(connection)) {
+    spdlog::critical("database migration failed: {}", *error);
+    return false;
+  }
+  auto host = protocol::host_of_relay_url(s.effective_public_url());
+  storage::community_store communities(connection);
+  auto community = communities.ensure(*host, loopback_aliases(s), s.access == "closed");
+  if (!community) {
+    spdlog::critical("cannot create the community for {}: {}", *host, communities.last_error());
+    return false;
+  }
+  spdlog::info("community {} (id {}) is {}", community->host, community->id,
+               community->closed ? "closed" : "open");
+  return true;
+}
+
+struct pod_actors {
+  std::vector<caf::actor> readers;
+  caf::actor fanout;
+  caf::actor writer;
+  caf::actor directory;
+};
+
+pod_actors spawn_actors(caf::actor_system& system, const conf::relay_settings& s,
+                        const std::shared_ptr<relay_metrics>& metrics,
+                        const std::shared_ptr<community_directory>& communities) {
+  pod_actors pod;
+  for (unsigned i = 0; i < s.storage_readers; ++i)
+    pod.readers.push_back(system.spawn<caf::detached>(
+      storage_reader, reader_args{s.database_url, s.limits.max_limit}));
+  pod.fanout = system.spawn(fanout_actor, fanout_args{pod.readers, metrics});
+  pod.writer = system.spawn<caf::detached>(
+    storage_writer, writer_args{s.database_url, s.write_batch_max, pod.fanout, {}, metrics});
+  pod.directory = system.spawn<caf::detached>(directory_actor,
+                                              directory_args{s.database_url, communities});
+  return pod;
+}
+
+void stop_actors(caf::actor_system& system, const pod_actors& pod) {
+  caf::scoped_actor self{system};
+  self->send(pod.writer, shutdown_atom_v);
+  self->wait_for(pod.writer);
+  for (const auto& reader : pod.readers)
+    self->send_exit(reader, caf::exit_reason::user_shutdown);
+  self->send_exit(pod.fanout, caf::exit_reason::user_shutdown);
+  self->send_exit(pod.directory, caf::exit_reason::user_shutdown);
+}
+
+void wait_for_sessions(const server& gateway, std::chrono::seconds grace) {
+  auto deadline = std::chrono::steady_clock::now() + grace;
+  while (gateway.open_connections() > 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+}
+
+} // namespace
+
+int run_relay(const conf::relay_settings& s) {
+  std::string key_error;
+  auto key = conf::load_relay_key(s.effective_relay_key_file(), true, key_error);
+  if (!key) {
+    spdlog::critical("{}", key_error);
+    return 1;
+  }
+  if (s.database_url.empty()) {
+    spdlog::critical("COMB_DATABASE_URL is not set (tools/run.sh starts a private Postgres and sets it)");
+    return 1;
+  }
+  if (!prepare_database(s))
+    return 1;
+
+  caf::actor_system_config config;
+  config.set("scheduler.max-threads", static_cast<std::size_t>(s.worker_threads));
+  config.set("logger.verbosity", caf::atom("quiet"));
+  caf::actor_system system{config};
+  auto metrics = std::make_shared<relay_metrics>();
+  auto communities = std::make_shared<community_directory>(std::chrono::seconds(5));
+  pod_actors pod = spawn_actors(system, s, metrics, communities);
+
+  auto context = std::make_shared<gateway_context>();
+  context->system = &system;
+  context->settings = s;
+  context->relay_pubkey_hex = protocol::to_hex(key->public_key());
+  context->fanout = pod.fanout;
+  context->writer = pod.writer;
+  context->directory = pod.directory;
+  context->readers = pod.readers;
+  context->metrics = metrics;
+  context->communities = communities;
+
+  asio::io_context io(static_cast<int>(s.io_threads));
+  server gateway(io, context);
+  try {
+    gateway.start();
+  } catch (const std::exception& e) {
+    spdlog::critical("cannot listen on {}: {}", s.listen, e.what());
+    stop_actors(system, pod);
+    return 1;
+  }
+  std::cout << "comb-relay listening on " << s.listen << " (" << s.effective_public_url()
+            << ")\nrelay public key: " << context->relay_pubkey_hex << " ("
+            << protocol::encode_nip19("npub", key->public_key()) << ")" << std::endl;
+
+  asio::signal_set signals(io, SIGINT, SIGTERM);
+  signals.async_wait([&](const boost::system::error_code& ec, int signal) {
+    if (ec)
+      return;
+    spdlog::info("signal {}: closing connections", signal);
+    gateway.stop();
+    std::thread([&] {
+      wait_for_sessions(gateway, std::chrono::seconds(5));
+      io.stop();
+    }).detach();
+  });
+  std::vector<std::thread> threads;
+  for (unsigned i = 1; i < s.io_threads; ++i)
+    threads.emplace_back([&io] { io.run(); });
+  io.run();
+  for (auto& t : threads)
+    t.join();
+  gateway.end_remaining_actors();
+  stop_actors(system, pod);
+  spdlog::info("stopped");
+  return 0;
+}
+
+} // namespace comb::actors

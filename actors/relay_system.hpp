@@ -1,0 +1,14 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include "conf/settings.hpp"
+
+namespace comb::actors {
+
+/// Runs one pod: checks the database and key, spawns the actors in dependency order (storage
+/// readers, fan-out, writer, directory), serves sockets on I/O threads, and on SIGINT/SIGTERM
+/// stops accepting, closes sockets with 1001, lets pending commits finish, and returns 0.
+/// Start-up problems are printed as one clear line each and give a non-zero exit code.
+[[nodiscard]] int run_relay(const conf::relay_settings& settings);
+
+} // namespace comb::actors

@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: MIT
+#include "actors/storage/storage_actors.hpp"
+
+#include <chrono>
+
+namespace comb::actors {
+namespace {
+
+std::int64_t unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+           std::chrono::system_clock::now().time_since_epoch())
+    .count();
+}
+
+constexpr auto expiry_sweep_interval = std::chrono::seconds(60);
+
+void count_outcome(relay_metrics& m, const storage::store_outcome& outcome) {
+  using status = storage::store_outcome::status;
+  switch (outcome.result) {
+    case status::stored: bump(m.events_stored); break;
+    case status::duplicate: bump(m.events_duplicate); break;
+    case status::refused: bump(m.events_rejected); break;
+    case status::failed: bump(m.events_failed); break;
+  }
+}
+
+void flush(caf::stateful_actor<writer_state>* self) {
+  auto& st = self->state;
+  st.flush_queued = false;
+  if (st.pending.empty())
+    return;
+  std::size_t take = std::min(st.pending.size(), st.args.batch_max);
+  std::vector<pending_write> batch(std::make_move_iterator(st.pending.begin()),
+                                   std::make_move_iterator(st.pending.begin() + static_cast<std::ptrdiff_t>(take)));
+  st.pending.erase(st.pending.begin(), st.pending.begin() + static_cast<std::ptrdiff_t>(take));
+  std::vector<storage::event_write> writes;
+  writes.reserve(batch.size());
+  for (const auto& p : batch)
+    writes.push_back(p.write);
+  auto outcomes = st.store->store_batch(writes);
+  bump(st.args.metrics->write_batches);
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    auto& outcome = outcomes[i];
+    count_outcome(*st.args.metrics, outcome);
+    if (outcome.result == storage::store_outcome::status::stored) {
+      committed_event committed{batch[i].write.community_id, {batch[i].write.ev, batch[i].write.json}};
+      self->send(st.args.fanout, publish_atom_v, committed);
+      if (st.args.bridge)
+        self->send(st.args.bridge, publish_atom_v, committed);
+    }
+    self->send(batch[i].reply_to, stored_atom_v, batch[i].ticket, std::move(outcome));
+  }
+  if (!st.pending.empty()) {
+    st.flush_queued = true;
+    self->send(self, flush_atom_v);
+  }
+}
+
+} // namespace
+
+caf::behavior storage_writer(caf::stateful_actor<writer_state>* self, writer_args args) {
+  auto& st = self->state;
+  st.args = std::move(args);
+  st.connection = std::make_unique<storage::pg_connection>(st.args.database_url);
+  st.store = std::make_unique<storage::event_store>(*st.connection);
+  self->delayed_send(self, expiry_sweep_interval, tick_atom_v);
+  return {
+    [=](store_atom, std::uint64_t ticket, storage::event_write& write) {
+      auto& s = self->state;
+      auto sender = caf::actor_cast<caf::actor>(self->current_sender());
+      s.pending.push_back({std::move(sender), ticket, std::move(write)});
+      // The flush message queues behind every request already in the mailbox, so one
+      // transaction takes all of them.
+      if (!s.flush_queued) {
+        s.flush_queued = true;
+        self->send(self, flush_atom_v);
+      }
+    },
+    [=](flush_atom) { flush(self); },
+    [=](shutdown_atom) {
+      // Everything queued before the shutdown is committed and answered first.
+      while (!self->state.pending.empty())
+        flush(self);
+      self->quit();
+    },
+    [=](tick_atom) {
+      (void)self->state.store->purge_expired(unix_now());
+      self->delayed_send(self, expiry_sweep_interval, tick_atom_v);
+    },
+  };
+}
+
+caf::behavior storage_reader(caf::stateful_actor<reader_state>* self, reader_args args) {
+  auto& st = self->state;
+  st.args = std::move(args);
+  st.connection = std::make_unique<storage::pg_connection>(st.args.database_url);
+  st.store = std::make_unique<storage::event_store>(*st.connection);
+  return {
+    [=](query_atom, const history_request& request) {
+      auto& s = self->state;
+      auto result = s.store->query(request.community_id, request.filters, unix_now(),
+                                   s.args.default_limit);
+      self->send(request.reply_to, history_atom_v, request.subscription_id, request.generation,
+                 std::move(result));
+    },
+    [=](count_atom, const history_request& request) {
+      auto result = self->state.store->count(request.community_id, request.filters, unix_now());
+      self->send(request.reply_to, counted_atom_v, request.subscription_id, std::move(result));
+    },
+  };
+}
+
+} // namespace comb::actors

@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <caf/all.hpp>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "actors/messages.hpp"
+#include "actors/metrics.hpp"
+#include "storage/event_store.hpp"
+#include "storage/pg_connection.hpp"
+
+namespace comb::actors {
+
+/// A pending write: who asked, their ticket, and the event.
+struct pending_write {
+  caf::actor reply_to;
+  std::uint64_t ticket = 0;
+  storage::event_write write;
+};
+
+struct writer_args {
+  std::string database_url;
+  std::size_t batch_max = 256;
+  caf::actor fanout;
+  /// Also told about every committed event (cross-pod delivery); may be unset.
+  caf::actor bridge;
+  std::shared_ptr<relay_metrics> metrics;
+};
+
+struct writer_state {
+  writer_args args;
+  std::unique_ptr<storage::pg_connection> connection;
+  std::unique_ptr<storage::event_store> store;
+  std::vector<pending_write> pending;
+  bool flush_queued = false;
+  static inline const char* name = "storage-writer";
+};
+
+/// The only writer of events on this pod (run detached: libpq blocks). Every store request that
+/// is queued when a flush runs goes into one transaction (group commit); each requester gets its
+/// own outcome after commit, and each stored event is then published to fan-out and bridge.
+caf::behavior storage_writer(caf::stateful_actor<writer_state>* self, writer_args args);
+
+struct reader_args {
+  std::string database_url;
+  std::uint32_t default_limit = 500;
+};
+
+struct reader_state {
+  reader_args args;
+  std::unique_ptr<storage::pg_connection> connection;
+  std::unique_ptr<storage::event_store> store;
+  static inline const char* name = "storage-reader";
+};
+
+/// Answers REQ history and COUNT queries (run detached, several per pod).
+caf::behavior storage_reader(caf::stateful_actor<reader_state>* self, reader_args args);
+
+} // namespace comb::actors

@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: MIT
+#include "conf/options.hpp"
+
+#include <charconv>
+#include <limits>
+#include <sstream>
+
+namespace comb::conf {
+namespace {
+
+template <class T>
+using accessor = std::function<T&(relay_settings&)>;
+
+option text(std::string key, std::string env, std::string help, accessor<std::string> field,
+            bool secret = false) {
+  return {std::move(key), std::move(env), std::move(help), secret,
+          [field](relay_settings& s, std::string_view v) -> std::optional<std::string> {
+            field(s) = std::string(v);
+            return std::nullopt;
+          },
+          [field](const relay_settings& s) { return field(const_cast<relay_settings&>(s)); }};
+}
+
+option choice(std::string key, std::string env, std::string help, accessor<std::string> field,
+              std::vector<std::string> allowed) {
+  return {std::move(key), std::move(env), std::move(help), false,
+          [field, allowed](relay_settings& s, std::string_view v) -> std::optional<std::string> {
+            for (const auto& a : allowed)
+              if (a == v) {
+                field(s) = a;
+                return std::nullopt;
+              }
+            std::string message = "must be one of:";
+            for (const auto& a : allowed)
+              message += " " + a;
+            return message;
+          },
+          [field](const relay_settings& s) { return field(const_cast<relay_settings&>(s)); }};
+}
+
+template <class T>
+option number(std::string key, std::string env, std::string help, accessor<T> field, T low,
+              T high) {
+  return {std::move(key), std::move(env), std::move(help), false,
+          [field, low, high](relay_settings& s, std::string_view v) -> std::optional<std::string> {
+            T value{};
+            auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), value);
+            if (ec != std::errc() || end != v.data() + v.size() || value < low || value > high) {
+              std::ostringstream message;
+              message << "must be a number from " << low << " to " << high;
+              return message.str();
+            }
+            field(s) = value;
+            return std::nullopt;
+          },
+          [field](const relay_settings& s) {
+            std::ostringstream out;
+            out << field(const_cast<relay_settings&>(s));
+            return out.str();
+          }};
+}
+
+option flag(std::string key, std::string env, std::string help, accessor<bool> field) {
+  return {std::move(key), std::move(env), std::move(help), false,
+          [field](relay_settings& s, std::string_view v) -> std::optional<std::string> {
+            if (v == "true" || v == "1" || v == "on" || v == "yes")
+              field(s) = true;
+            else if (v == "false" || v == "0" || v == "off" || v == "no")
+              field(s) = false;
+            else
+              return "must be true or false";
+            return std::nullopt;
+          },
+          [field](const relay_settings& s) {
+            return field(const_cast<relay_settings&>(s)) ? std::string("true") : "false";
+          }};
+}
+
+option list(std::string key, std::string env, std::string help,
+            accessor<std::vector<std::string>> field) {
+  return {std::move(key), std::move(env), std::move(help), false,
+          [field](relay_settings& s, std::string_view v) -> std::optional<std::string> {
+            auto& out = field(s);
+            out.clear();
+            std::string item;
+            std::istringstream in{std::string(v)};
+            while (std::getline(in, item, ','))
+              if (!item.empty())
+                out.push_back(item);
+            return std::nullopt;
+          },
+          [field](const relay_settings& s) {
+            std::string out;
+            for (const auto& item : field(const_cast<relay_settings&>(s)))
+              out += (out.empty() ? "" : ",") + item;
+            return out;
+          }};
+}
+
+constexpr std::size_t mib = 1024 * 1024;
+
+std::vector<option> make_options() {
+  using S = relay_settings;
+  using sz = std::size_t;
+  return {
+    text("server.listen", "COMB_LISTEN", "address:port the relay listens on", [](S& s) -> auto& { return s.listen; }),
+    text("server.public_url", "COMB_PUBLIC_URL", "URL clients type (same for every pod behind a load balancer); empty: ws:// + listen", [](S& s) -> auto& { return s.public_url; }),
+    text("server.data_dir", "COMB_DATA_DIR", "data folder (relay key, private Postgres)", [](S& s) -> auto& { return s.data_dir; }),
+    number<unsigned>("server.io_threads", "COMB_IO_THREADS", "threads running sockets", [](S& s) -> auto& { return s.io_threads; }, 1, 64),
+    number<unsigned>("server.worker_threads", "COMB_WORKER_THREADS", "threads running actors (parsing, signatures, fan-out)", [](S& s) -> auto& { return s.worker_threads; }, 1, 64),
+    text("server.name", "COMB_NAME", "NIP-11 name", [](S& s) -> auto& { return s.name; }),
+    text("server.description", "COMB_DESCRIPTION", "NIP-11 description", [](S& s) -> auto& { return s.description; }),
+    text("server.contact", "COMB_CONTACT", "NIP-11 contact", [](S& s) -> auto& { return s.contact; }),
+    text("storage.database_url", "COMB_DATABASE_URL", "libpq URI; empty: the run command's private cluster", [](S& s) -> auto& { return s.database_url; }, true),
+    number<unsigned>("storage.readers", "COMB_STORAGE_READERS", "Postgres connections serving REQ and COUNT", [](S& s) -> auto& { return s.storage_readers; }, 1, 64),
+    number<sz>("storage.write_batch_max", "COMB_WRITE_BATCH_MAX", "events committed in one transaction at most", [](S& s) -> auto& { return s.write_batch_max; }, 1, 10000),
+    text("cluster.redis_url", "COMB_REDIS_URL", "Redis for cross-pod delivery; empty: none", [](S& s) -> auto& { return s.redis_url; }, true),
+    text("cluster.listen", "COMB_CLUSTER_LISTEN", "host:port for CAF cluster links; empty: none", [](S& s) -> auto& { return s.cluster_listen; }),
+    list("cluster.peers", "COMB_CLUSTER_PEERS", "comma-separated host:port of other pods", [](S& s) -> auto& { return s.cluster_peers; }),
+    text("cluster.secret", "COMB_CLUSTER_SECRET", "shared secret peers must prove", [](S& s) -> auto& { return s.cluster_secret; }, true),
+    text("cluster.node_id", "COMB_NODE_ID", "this pod's id; empty: random per start", [](S& s) -> auto& { return s.node_id; }),
+    text("community.relay_key_file", "COMB_RELAY_KEY_FILE", "relay secret key file; empty: <data_dir>/relay.key", [](S& s) -> auto& { return s.relay_key_file; }),
+    text("community.owner_pubkey", "COMB_OWNER_PUBKEY", "owner of the fresh-install community (hex or npub)", [](S& s) -> auto& { return s.owner_pubkey; }),
+    choice("community.access", "COMB_ACCESS", "access of the fresh-install community", [](S& s) -> auto& { return s.access; }, {"open", "closed"}),
+    number<sz>("limits.max_message_bytes", "COMB_MAX_MESSAGE_BYTES", "largest frame a client may send (bytes); larger closes the connection", [](S& s) -> auto& { return s.limits.max_message_bytes; }, 1024, 64 * mib),
+    number<sz>("limits.max_subscriptions", "COMB_MAX_SUBSCRIPTIONS", "open subscriptions per connection", [](S& s) -> auto& { return s.limits.max_subscriptions_per_connection; }, 1, 100000),
+    number<sz>("limits.max_filters", "COMB_MAX_FILTERS", "filters per REQ or COUNT", [](S& s) -> auto& { return s.limits.max_filters_per_req; }, 1, 1000),
+    number<std::uint32_t>("limits.max_limit", "COMB_MAX_LIMIT", "largest history a filter returns (events)", [](S& s) -> auto& { return s.limits.max_limit; }, 1, 1000000),
+    number<sz>("limits.max_event_tags", "COMB_MAX_EVENT_TAGS", "tags per event", [](S& s) -> auto& { return s.limits.max_tags_per_event; }, 1, 100000),
+    number<sz>("limits.max_content_bytes", "COMB_MAX_CONTENT_BYTES", "event content (bytes)", [](S& s) -> auto& { return s.limits.max_content_bytes; }, 1, 64 * mib),
+    number<std::int64_t>("limits.max_seconds_ahead", "COMB_MAX_SECONDS_AHEAD", "how far created_at may be in the future (s)", [](S& s) -> auto& { return s.created_at.max_seconds_ahead; }, 1, 100LL * 365 * 86400),
+    number<std::int64_t>("limits.max_seconds_behind", "COMB_MAX_SECONDS_BEHIND", "how far created_at may be in the past (s); 0: no bound", [](S& s) -> auto& { return s.created_at.max_seconds_behind; }, 0, 100LL * 365 * 86400),
+    number<sz>("limits.max_connections", "COMB_MAX_CONNECTIONS", "open WebSocket connections per pod", [](S& s) -> auto& { return s.max_connections; }, 1, 1000000),
+    number<sz>("limits.max_outbound_bytes", "COMB_MAX_OUTBOUND_BYTES", "bytes queued for one slow reader before it is cut", [](S& s) -> auto& { return s.max_outbound_bytes; }, 64 * 1024, 1024 * mib),
+    number<double>("limits.event_rate", "COMB_EVENT_RATE", "events per second one connection may send, sustained", [](S& s) -> auto& { return s.event_rate; }, 0.01, 1e6),
+    number<double>("limits.event_burst", "COMB_EVENT_BURST", "events one connection may send at once", [](S& s) -> auto& { return s.event_burst; }, 1, 1e6),
+    number<sz>("limits.max_events_in_flight", "COMB_MAX_EVENTS_IN_FLIGHT", "events of one connection awaiting commit", [](S& s) -> auto& { return s.max_events_in_flight; }, 1, 100000),
+    number<std::uint32_t>("limits.idle_timeout_seconds", "COMB_IDLE_TIMEOUT_SECONDS", "a silent peer is pinged, then dropped after this long", [](S& s) -> auto& { return s.idle_timeout_seconds; }, 5, 86400),
+    flag("websocket.deflate", "COMB_WS_DEFLATE", "offer permessage-deflate", [](S& s) -> auto& { return s.deflate; }),
+    number<int>("websocket.deflate_window_bits", "COMB_WS_DEFLATE_WINDOW_BITS", "deflate window (9-15); smaller uses less memory per connection", [](S& s) -> auto& { return s.deflate_window_bits; }, 9, 15),
+    number<int>("websocket.deflate_mem_level", "COMB_WS_DEFLATE_MEM_LEVEL", "zlib memory level (1-9); smaller uses less memory per connection", [](S& s) -> auto& { return s.deflate_mem_level; }, 1, 9),
+    choice("log.format", "COMB_LOG_FORMAT", "log line format", [](S& s) -> auto& { return s.log_format; }, {"human", "json"}),
+    choice("log.level", "COMB_LOG_LEVEL", "lowest level logged", [](S& s) -> auto& { return s.log_level; }, {"trace", "debug", "info", "warn", "error"}),
+  };
+}
+
+} // namespace
+
+const std::vector<option>& all_options() {
+  static const std::vector<option> options = make_options();
+  return options;
+}
+
+} // namespace comb::conf

@@ -1,0 +1,165 @@
+// SPDX-License-Identifier: MIT
+#include "conf/settings.hpp"
+
+#include <sstream>
+#include <toml++/toml.h>
+
+#include "conf/options.hpp"
+#include "protocol/host.hpp"
+#include "protocol/nip19.hpp"
+
+extern char** environ;
+
+namespace comb::conf {
+namespace {
+
+const option* find_option(std::string_view key) {
+  for (const auto& o : all_options())
+    if (o.key == key)
+      return &o;
+  return nullptr;
+}
+
+void apply(relay_settings& s, const option& o, std::string_view value, std::string_view origin,
+           std::vector<setting_problem>& problems) {
+  if (auto error = o.set(s, value))
+    problems.push_back({o.key, std::string(origin) + ": " + *error});
+}
+
+std::optional<std::string> toml_text(const toml::node& node) {
+  if (auto v = node.value<std::string>())
+    return *v;
+  if (auto v = node.value_exact<std::int64_t>())
+    return std::to_string(*v);
+  if (auto v = node.value_exact<double>()) {
+    std::ostringstream out;
+    out << *v;
+    return out.str();
+  }
+  if (auto v = node.value_exact<bool>())
+    return *v ? "true" : "false";
+  if (const auto* array = node.as_array()) {
+    std::string joined;
+    for (const auto& item : *array) {
+      auto text = item.value<std::string>();
+      if (!text)
+        return std::nullopt;
+      joined += (joined.empty() ? "" : ",") + *text;
+    }
+    return joined;
+  }
+  return std::nullopt;
+}
+
+void apply_file(relay_settings& s, const std::string& path, std::vector<setting_problem>& problems) {
+  toml::table table;
+  try {
+    table = toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    std::ostringstream message;
+    message << path << ":" << e.source().begin.line << ": " << e.description();
+    problems.push_back({"config", message.str()});
+    return;
+  }
+  for (const auto& [section, node] : table) {
+    const auto* inner = node.as_table();
+    if (!inner) {
+      problems.push_back({std::string(section.str()), path + ": expected a [section]"});
+      continue;
+    }
+    for (const auto& [name, value] : *inner) {
+      std::string key = std::string(section.str()) + "." + std::string(name.str());
+      const option* o = find_option(key);
+      if (!o) {
+        problems.push_back({key, path + ": unknown option"});
+        continue;
+      }
+      auto text = toml_text(value);
+      if (!text)
+        problems.push_back({key, path + ": unsupported value type"});
+      else
+        apply(s, *o, *text, path, problems);
+    }
+  }
+}
+
+void validate(const relay_settings& s, std::vector<setting_problem>& problems) {
+  auto colon = s.listen.rfind(':');
+  if (colon == std::string::npos || colon == 0 || !protocol::normalize_host(s.listen))
+    problems.push_back({"server.listen", "must be host:port, e.g. 127.0.0.1:7777"});
+  if (!s.public_url.empty() && !protocol::host_of_relay_url(s.public_url))
+    problems.push_back({"server.public_url", "must be a ws:// or wss:// URL with no path"});
+  if (!s.owner_pubkey.empty() && !protocol::parse_public_key(s.owner_pubkey))
+    problems.push_back({"community.owner_pubkey", "must be 64 lowercase hex characters or an npub"});
+  if (s.limits.max_filters_per_req == 0)
+    problems.push_back({"limits.max_filters", "must be at least 1"});
+}
+
+} // namespace
+
+std::string relay_settings::effective_public_url() const {
+  return public_url.empty() ? "ws://" + listen : public_url;
+}
+
+std::string relay_settings::effective_relay_key_file() const {
+  return relay_key_file.empty() ? data_dir + "/relay.key" : relay_key_file;
+}
+
+load_result load_settings(const std::map<std::string, std::string>& environment,
+                          const std::map<std::string, std::string>& overrides) {
+  load_result out;
+  auto& s = out.settings;
+  std::string file;
+  if (auto it = environment.find("COMB_CONFIG"); it != environment.end())
+    file = it->second;
+  if (auto it = overrides.find("config"); it != overrides.end())
+    file = it->second;
+  if (!file.empty()) {
+    s.config_file = file;
+    apply_file(s, file, out.problems);
+  }
+  for (const auto& o : all_options())
+    if (auto it = environment.find(o.env); it != environment.end())
+      apply(s, o, it->second, o.env, out.problems);
+  for (const auto& [key, value] : overrides) {
+    if (key == "config")
+      continue;
+    if (const option* o = find_option(key))
+      apply(s, *o, value, "--" + key, out.problems);
+    else
+      out.problems.push_back({key, "unknown option"});
+  }
+  validate(s, out.problems);
+  return out;
+}
+
+std::map<std::string, std::string> comb_environment() {
+  std::map<std::string, std::string> out;
+  for (char** entry = environ; entry && *entry; ++entry) {
+    std::string_view text(*entry);
+    auto equals = text.find('=');
+    if (equals != std::string_view::npos && text.starts_with("COMB_"))
+      out.emplace(std::string(text.substr(0, equals)), std::string(text.substr(equals + 1)));
+  }
+  return out;
+}
+
+std::string print_settings(const relay_settings& settings) {
+  std::ostringstream out;
+  std::string section;
+  for (const auto& o : all_options()) {
+    auto dot = o.key.find('.');
+    std::string this_section = o.key.substr(0, dot);
+    if (this_section != section) {
+      out << (section.empty() ? "" : "\n") << "[" << this_section << "]\n";
+      section = this_section;
+    }
+    std::string value = o.show(settings);
+    if (o.secret && !value.empty())
+      value = "********";
+    out << o.key.substr(dot + 1) << " = \"" << value << "\"  # " << o.env << "\n";
+  }
+  return out.str();
+}
+
+} // namespace comb::conf

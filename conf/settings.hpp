@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "protocol/event_check.hpp"
+#include "protocol/limits.hpp"
+
+namespace comb::conf {
+
+/// Everything comb-relay can be told. Filled from defaults, then the TOML file, then `COMB_*`
+/// environment variables, then command-line flags; see conf/comb.example.toml.
+struct relay_settings {
+  // -- server --
+  std::string listen = "127.0.0.1:7777";
+  std::string public_url; ///< empty: "ws://" + listen
+  std::string config_file;
+  std::string data_dir = "./var";
+  unsigned io_threads = 2;
+  unsigned worker_threads = 2;
+  std::string name = "comb";
+  std::string description = "A community relay";
+  std::string contact;
+  // -- storage --
+  std::string database_url; ///< empty: the run command's private cluster
+  unsigned storage_readers = 2;
+  std::size_t write_batch_max = 256;
+  // -- cluster --
+  std::string redis_url;
+  std::string cluster_listen;
+  std::vector<std::string> cluster_peers;
+  std::string cluster_secret;
+  std::string node_id; ///< empty: random per start
+  // -- keys and the fresh-install community --
+  std::string relay_key_file; ///< empty: <data_dir>/relay.key
+  std::string owner_pubkey;
+  std::string access = "open";
+  // -- limits --
+  protocol::protocol_limits limits;
+  protocol::created_at_window created_at;
+  std::size_t max_connections = 10000;
+  std::size_t max_outbound_bytes = 32 * 1024 * 1024;
+  double event_rate = 50;  ///< events per second per connection, sustained
+  double event_burst = 200; ///< events a connection may send at once
+  std::size_t max_events_in_flight = 256;
+  std::uint32_t idle_timeout_seconds = 60;
+  // -- WebSocket compression --
+  bool deflate = true;
+  int deflate_window_bits = 11;
+  int deflate_mem_level = 4;
+  // -- logs --
+  std::string log_format = "human";
+  std::string log_level = "info";
+
+  /// The URL clients type, e.g. ws://127.0.0.1:7777.
+  [[nodiscard]] std::string effective_public_url() const;
+
+  [[nodiscard]] std::string effective_relay_key_file() const;
+};
+
+/// Where a setting came from, for error messages and --print-config.
+struct setting_problem {
+  std::string option;
+  std::string message;
+};
+
+/// Reads defaults < file (if `COMB_CONFIG` or `config_file` names one) < environment <
+/// `overrides` (command-line flags, keyed by the TOML name such as "server.listen").
+/// Returns the settings, or every problem found (unknown keys, bad values, out of range).
+struct load_result {
+  relay_settings settings;
+  std::vector<setting_problem> problems;
+};
+
+[[nodiscard]] load_result load_settings(const std::map<std::string, std::string>& environment,
+                                        const std::map<std::string, std::string>& overrides);
+
+/// The process environment as a map (only COMB_* variables).
+[[nodiscard]] std::map<std::string, std::string> comb_environment();
+
+/// The effective configuration as TOML, secrets masked.
+[[nodiscard]] std::string print_settings(const relay_settings& settings);
+
+} // namespace comb::conf

@@ -1,0 +1,298 @@
+// SPDX-License-Identifier: MIT
+#include "storage/batch_sql.hpp"
+
+#include <set>
+
+#include "protocol/canonical_json.hpp"
+#include "storage/pg_array.hpp"
+
+namespace comb::storage {
+namespace {
+
+// -- reading rows -------------------------------------------------------------
+
+protocol::bytes32 bytes32_field(const pg_reply& reply, int row, int column) {
+  std::string_view text = reply.text(row, column); // bytea in hex output form: \x....
+  protocol::bytes32 out{};
+  if (text.size() == 2 + 64)
+    (void)protocol::decode_lower_hex(text.substr(2), out);
+  return out;
+}
+
+/// Columns: community_id, id, pubkey, kind, created_at, d_tag.
+constexpr const char* event_columns =
+  "SELECT e.community_id, e.id, e.pubkey, e.kind, e.created_at, e.d_tag";
+
+void add_event_rows(const pg_reply& reply, batch_snapshot& snapshot) {
+  for (int row = 0; row < reply.rows(); ++row) {
+    event_key key{reply.integer(row, 0), bytes32_field(reply, row, 1)};
+    stored_event stored{bytes32_field(reply, row, 2),
+                        static_cast<std::uint32_t>(reply.integer(row, 3)),
+                        reply.integer(row, 4),
+                        std::nullopt};
+    if (!reply.is_null(row, 5)) {
+      stored.addr = address{key.community_id, stored.pubkey, stored.kind,
+                            std::string(reply.text(row, 5))};
+      snapshot.current[*stored.addr] = key;
+    }
+    snapshot.events[key] = std::move(stored);
+  }
+}
+
+// -- array parameters -----------------------------------------------------------
+
+pg_params id_columns(const std::vector<event_key>& ids) {
+  pg_array communities;
+  pg_array event_ids;
+  for (const auto& key : ids) {
+    communities.add_integer(key.community_id);
+    event_ids.add_bytea(key.id);
+  }
+  return {communities.str(), event_ids.str()};
+}
+
+pg_params address_columns(const std::vector<address>& addresses) {
+  pg_array communities;
+  pg_array pubkeys;
+  pg_array kinds;
+  pg_array d_tags;
+  for (const auto& a : addresses) {
+    communities.add_integer(a.community_id);
+    pubkeys.add_bytea(a.pubkey);
+    kinds.add_integer(a.kind);
+    d_tags.add_text(a.d_key);
+  }
+  return {communities.str(), pubkeys.str(), kinds.str(), d_tags.str()};
+}
+
+// -- reads ----------------------------------------------------------------------
+
+std::optional<pg_reply> read_ids(pg_connection& connection,
+                                 const batch_keys& keys,
+                                 batch_snapshot& snapshot) {
+  const pg_params params = id_columns(keys.ids);
+  auto events = connection.exec(
+    std::string(event_columns)
+      + " FROM unnest($1::bigint[], $2::bytea[]) AS k(community_id, id)"
+        " JOIN events e ON e.community_id = k.community_id AND e.id = k.id",
+    params);
+  if (!events.ok())
+    return events;
+  add_event_rows(events, snapshot);
+  auto marks = connection.exec(
+    "SELECT t.community_id, t.event_id, t.pubkey"
+    " FROM unnest($1::bigint[], $2::bytea[]) AS k(community_id, id)"
+    " JOIN deleted_events t ON t.community_id = k.community_id AND t.event_id = k.id",
+    params);
+  if (!marks.ok())
+    return marks;
+  for (int row = 0; row < marks.rows(); ++row)
+    snapshot.tombstones.insert(tombstone{{marks.integer(row, 0), bytes32_field(marks, row, 1)},
+                                         bytes32_field(marks, row, 2)});
+  return std::nullopt;
+}
+
+constexpr const char* address_keys =
+  " FROM unnest($1::bigint[], $2::bytea[], $3::int[], $4::text[])"
+  " AS k(community_id, pubkey, kind, d_tag)";
+
+std::optional<pg_reply> read_addresses(pg_connection& connection,
+                                       const batch_keys& keys,
+                                       batch_snapshot& snapshot) {
+  if (keys.addresses.empty())
+    return std::nullopt;
+  const pg_params params = address_columns(keys.addresses);
+  auto versions = connection.exec(std::string(event_columns) + address_keys
+                                    + " JOIN events e ON e.community_id = k.community_id"
+                                      " AND e.pubkey = k.pubkey AND e.kind = k.kind"
+                                      " AND e.d_tag = k.d_tag",
+                                  params);
+  if (!versions.ok())
+    return versions;
+  add_event_rows(versions, snapshot);
+  auto deleted = connection.exec(
+    std::string("SELECT d.community_id, d.pubkey, d.kind, d.d_tag, d.deleted_at") + address_keys
+      + " JOIN deleted_addresses d ON d.community_id = k.community_id"
+        " AND d.pubkey = k.pubkey AND d.kind = k.kind AND d.d_tag = k.d_tag",
+    params);
+  if (!deleted.ok())
+    return deleted;
+  for (int row = 0; row < deleted.rows(); ++row) {
+    address a{deleted.integer(row, 0), bytes32_field(deleted, row, 1),
+              static_cast<std::uint32_t>(deleted.integer(row, 2)),
+              std::string(deleted.text(row, 3))};
+    snapshot.deleted_until[a] = deleted.integer(row, 4);
+  }
+  return std::nullopt;
+}
+
+// -- writes ---------------------------------------------------------------------
+
+std::optional<pg_reply> delete_events(pg_connection& connection,
+                                      const std::vector<event_key>& keys) {
+  if (keys.empty())
+    return std::nullopt;
+  auto reply = connection.exec("DELETE FROM events e"
+                               " USING unnest($1::bigint[], $2::bytea[]) AS k(community_id, id)"
+                               " WHERE e.community_id = k.community_id AND e.id = k.id",
+                               id_columns(keys));
+  return reply.ok() ? std::nullopt : std::optional(std::move(reply));
+}
+
+pg_params event_columns_of(std::span<const event_write> writes,
+                           const std::vector<std::size_t>& inserts) {
+  pg_array community, id, pubkey, created_at, kind, d_tag, expires_at, raw;
+  for (std::size_t index : inserts) {
+    const event_write& w = writes[index];
+    const protocol::event& ev = *w.ev;
+    community.add_integer(w.community_id);
+    id.add_bytea(ev.id);
+    pubkey.add_bytea(ev.pubkey);
+    created_at.add_integer(ev.created_at);
+    kind.add_integer(ev.kind);
+    if (auto addr = address_of_event(w.community_id, ev))
+      d_tag.add_text(addr->d_key);
+    else
+      d_tag.add_null();
+    if (auto expiry = protocol::expiration_of(ev))
+      expires_at.add_integer(*expiry);
+    else
+      expires_at.add_null();
+    raw.add_text(w.json ? *w.json : protocol::render_event_json(ev));
+  }
+  return {community.str(), id.str(), pubkey.str(), created_at.str(),
+          kind.str(), d_tag.str(), expires_at.str(), raw.str()};
+}
+
+/// Inserts the planned events; returns the keys actually inserted.
+std::variant<std::set<event_key>, pg_reply> insert_events(pg_connection& connection,
+                                                         std::span<const event_write> writes,
+                                                         const std::vector<std::size_t>& inserts) {
+  auto reply = connection.exec(
+    "INSERT INTO events (community_id, id, pubkey, created_at, kind, d_tag, expires_at, raw)"
+    " SELECT * FROM unnest($1::bigint[], $2::bytea[], $3::bytea[], $4::bigint[], $5::int[],"
+    " $6::text[], $7::bigint[], $8::text[])"
+    " ON CONFLICT (community_id, id) DO NOTHING RETURNING community_id, id",
+    event_columns_of(writes, inserts));
+  if (!reply.ok())
+    return reply;
+  std::set<event_key> inserted;
+  for (int row = 0; row < reply.rows(); ++row)
+    inserted.insert({reply.integer(row, 0), bytes32_field(reply, row, 1)});
+  return inserted;
+}
+
+std::optional<pg_reply> insert_tags(pg_connection& connection,
+                                    std::span<const event_write> writes,
+                                    const std::vector<std::size_t>& inserted) {
+  pg_array community, event_id, name, value, created_at, kind;
+  for (std::size_t index : inserted) {
+    const event_write& w = writes[index];
+    for (const auto& [tag_name, tag_value] : indexed_tags(*w.ev)) {
+      community.add_integer(w.community_id);
+      event_id.add_bytea(w.ev->id);
+      name.add_text(std::string(1, tag_name));
+      value.add_text(tag_value);
+      created_at.add_integer(w.ev->created_at);
+      kind.add_integer(w.ev->kind);
+    }
+  }
+  if (community.empty())
+    return std::nullopt;
+  auto reply = connection.exec(
+    "INSERT INTO event_tags (community_id, event_id, name, value, created_at, kind)"
+    " SELECT * FROM unnest($1::bigint[], $2::bytea[], $3::text[], $4::text[], $5::bigint[],"
+    " $6::int[])",
+    {community.str(), event_id.str(), name.str(), value.str(), created_at.str(), kind.str()});
+  return reply.ok() ? std::nullopt : std::optional(std::move(reply));
+}
+
+std::optional<pg_reply> remember_deletions(pg_connection& connection, const store_plan& plan) {
+  if (!plan.tombstones.empty()) {
+    pg_array community, event_id, pubkey;
+    for (const auto& mark : plan.tombstones) {
+      community.add_integer(mark.key.community_id);
+      event_id.add_bytea(mark.key.id);
+      pubkey.add_bytea(mark.pubkey);
+    }
+    auto reply = connection.exec(
+      "INSERT INTO deleted_events (community_id, event_id, pubkey)"
+      " SELECT * FROM unnest($1::bigint[], $2::bytea[], $3::bytea[]) ON CONFLICT DO NOTHING",
+      {community.str(), event_id.str(), pubkey.str()});
+    if (!reply.ok())
+      return reply;
+  }
+  if (plan.address_deletions.empty())
+    return std::nullopt;
+  std::vector<address> addresses;
+  pg_array deleted_at;
+  for (const auto& [addr, at] : plan.address_deletions) {
+    addresses.push_back(addr);
+    deleted_at.add_integer(at);
+  }
+  pg_params params = address_columns(addresses);
+  params.emplace_back(deleted_at.str());
+  auto reply = connection.exec(
+    "INSERT INTO deleted_addresses (community_id, pubkey, kind, d_tag, deleted_at)"
+    " SELECT * FROM unnest($1::bigint[], $2::bytea[], $3::int[], $4::text[], $5::bigint[])"
+    " ON CONFLICT (community_id, pubkey, kind, d_tag) DO UPDATE"
+    " SET deleted_at = GREATEST(deleted_addresses.deleted_at, EXCLUDED.deleted_at)",
+    params);
+  return reply.ok() ? std::nullopt : std::optional(std::move(reply));
+}
+
+} // namespace
+
+std::optional<pg_reply> take_locks(pg_connection& connection,
+                                   const std::vector<lock_request>& locks) {
+  if (locks.empty())
+    return std::nullopt;
+  pg_array keys;
+  pg_array exclusive;
+  for (const auto& lock : locks) {
+    keys.add_integer(lock.key);
+    exclusive.add_text(lock.exclusive ? "t" : "f");
+  }
+  // A function scan yields the array in order, so the locks are taken in ascending key order
+  // and two batches can never wait for each other in a cycle.
+  auto reply = connection.exec(
+    "SELECT CASE WHEN x THEN pg_advisory_xact_lock(k) ELSE pg_advisory_xact_lock_shared(k) END"
+    " FROM unnest($1::bigint[], $2::bool[]) AS u(k, x)",
+    {keys.str(), exclusive.str()});
+  return reply.ok() ? std::nullopt : std::optional(std::move(reply));
+}
+
+std::variant<batch_snapshot, pg_reply> read_snapshot(pg_connection& connection,
+                                                     const batch_keys& keys) {
+  batch_snapshot snapshot;
+  if (auto failed = read_ids(connection, keys, snapshot))
+    return std::move(*failed);
+  if (auto failed = read_addresses(connection, keys, snapshot))
+    return std::move(*failed);
+  return snapshot;
+}
+
+std::optional<pg_reply> write_plan(pg_connection& connection,
+                                   std::span<const event_write> writes,
+                                   store_plan& plan) {
+  if (auto failed = delete_events(connection, plan.deletes))
+    return failed;
+  if (!plan.inserts.empty()) {
+    auto inserted = insert_events(connection, writes, plan.inserts);
+    if (auto* failed = std::get_if<pg_reply>(&inserted))
+      return std::move(*failed);
+    const auto& keys = std::get<std::set<event_key>>(inserted);
+    std::vector<std::size_t> written;
+    for (std::size_t index : plan.inserts) {
+      if (keys.contains({writes[index].community_id, writes[index].ev->id}))
+        written.push_back(index);
+      else
+        plan.outcomes[index] = store_outcome{store_outcome::status::duplicate, msg_already_have};
+    }
+    if (auto failed = insert_tags(connection, writes, written))
+      return failed;
+  }
+  return remember_deletions(connection, plan);
+}
+
+} // namespace comb::storage

@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <optional>
+#include <span>
+#include <variant>
+#include <vector>
+
+#include "storage/pg_connection.hpp"
+#include "storage/store_plan.hpp"
+
+namespace comb::storage {
+
+// The statements of one store_batch transaction: a handful per batch whatever its size, each
+// taking whole columns as array parameters and unnesting them. All run inside a transaction
+// the caller opened; a returned pg_reply is the statement that failed.
+
+/// Takes the batch's advisory locks, in the given (ascending) order.
+[[nodiscard]] std::optional<pg_reply> take_locks(pg_connection& connection,
+                                                 const std::vector<lock_request>& locks);
+
+/// Reads what the database holds for the batch's ids and addresses.
+[[nodiscard]] std::variant<batch_snapshot, pg_reply> read_snapshot(pg_connection& connection,
+                                                                   const batch_keys& keys);
+
+/// Writes the plan. An insert that finds its id already stored (a concurrent writer of the same
+/// regular event committed first) turns that write's outcome into a duplicate.
+[[nodiscard]] std::optional<pg_reply> write_plan(pg_connection& connection,
+                                                 std::span<const event_write> writes,
+                                                 store_plan& plan);
+
+} // namespace comb::storage

@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: MIT
+#include "storage/event_store.hpp"
+
+#include <exception>
+#include <variant>
+
+#include "storage/batch_sql.hpp"
+#include "storage/filter_sql.hpp"
+#include "storage/pg_connection.hpp"
+#include "storage/store_plan.hpp"
+
+namespace comb::storage {
+namespace {
+
+constexpr const char* read_failed = "error: could not read events, please retry";
+constexpr std::uint64_t purge_chunk = 5000;
+
+/// One try at storing a batch in one transaction.
+struct batch_attempt {
+  std::vector<store_outcome> outcomes; ///< set when committed
+  std::optional<pg_reply> failure;
+  bool commit_sent = false; ///< a failed COMMIT leaves the outcome unknown: never replay it
+};
+
+std::vector<store_outcome> all_failed(std::size_t count) {
+  return std::vector<store_outcome>(count,
+                                    store_outcome{store_outcome::status::failed, msg_failed});
+}
+
+/// Locks, reads, plans and writes inside an open transaction.
+std::optional<pg_reply> plan_and_write(pg_connection& connection,
+                                       std::span<const event_write> writes,
+                                       std::vector<store_outcome>& outcomes) {
+  const batch_keys keys = keys_of(writes);
+  if (auto failed = take_locks(connection, locks_for(keys)))
+    return failed;
+  auto snapshot = read_snapshot(connection, keys);
+  if (auto* failed = std::get_if<pg_reply>(&snapshot))
+    return std::move(*failed);
+  store_plan plan = plan_batch(writes, std::get<batch_snapshot>(snapshot));
+  if (auto failed = write_plan(connection, writes, plan))
+    return failed;
+  outcomes = std::move(plan.outcomes);
+  return std::nullopt;
+}
+
+batch_attempt attempt_batch(pg_connection& connection, std::span<const event_write> writes) {
+  batch_attempt attempt;
+  if (auto begin = connection.exec("BEGIN"); !begin.ok()) {
+    attempt.failure = std::move(begin);
+    return attempt;
+  }
+  std::vector<store_outcome> outcomes;
+  if (auto failed = plan_and_write(connection, writes, outcomes)) {
+    (void)connection.exec("ROLLBACK"); // its own failure changes nothing: the batch is lost
+    attempt.failure = std::move(failed);
+    return attempt;
+  }
+  attempt.commit_sent = true;
+  if (auto commit = connection.exec("COMMIT"); !commit.ok()) {
+    attempt.failure = std::move(commit);
+    return attempt;
+  }
+  attempt.outcomes = std::move(outcomes);
+  return attempt;
+}
+
+/// A read-only statement, sent again once on a fresh connection if the first one was lost
+/// (a restarted server, a terminated backend): reading twice is harmless.
+pg_reply read_with_retry(pg_connection& connection, const sql_statement& statement) {
+  auto reply = connection.exec(statement.text, statement.params);
+  if (!reply.ok() && reply.connection_lost())
+    reply = connection.exec(statement.text, statement.params);
+  return reply;
+}
+
+} // namespace
+
+event_store::event_store(pg_connection& connection) : connection_(connection) {}
+
+std::vector<store_outcome> event_store::store_batch(std::span<const event_write> writes) {
+  try {
+    if (writes.empty())
+      return {};
+    batch_attempt first = attempt_batch(connection_, writes);
+    if (!first.failure)
+      return std::move(first.outcomes);
+    if (first.commit_sent)
+      return all_failed(writes.size());
+    if (first.failure->connection_lost()) {
+      // Nothing was committed; the next statement reconnects, so replaying is safe.
+      batch_attempt again = attempt_batch(connection_, writes);
+      return again.failure ? all_failed(writes.size()) : std::move(again.outcomes);
+    }
+    if (writes.size() == 1)
+      return all_failed(1);
+    // One bad write must not fail its neighbours: store each on its own.
+    std::vector<store_outcome> outcomes;
+    for (std::size_t i = 0; i < writes.size(); ++i) {
+      batch_attempt single = attempt_batch(connection_, writes.subspan(i, 1));
+      outcomes.push_back(single.failure ? all_failed(1).front() : single.outcomes.front());
+    }
+    return outcomes;
+  } catch (const std::exception&) {
+    // bad_alloc and the like: report every write as failed rather than let it escape.
+    return all_failed(writes.size());
+  }
+}
+
+query_result event_store::query(std::int64_t community_id,
+                                const std::vector<protocol::filter>& filters,
+                                std::int64_t now,
+                                std::uint32_t default_limit) {
+  try {
+    auto statement = history_sql(community_id, filters, now, default_limit);
+    if (!statement)
+      return query_result{true, {}, {}};
+    auto reply = read_with_retry(connection_, *statement);
+    if (!reply.ok())
+      return query_result{false, {}, read_failed};
+    query_result result{true, {}, {}};
+    result.events.reserve(static_cast<std::size_t>(reply.rows()));
+    for (int row = 0; row < reply.rows(); ++row)
+      result.events.emplace_back(reply.text(row, 0));
+    return result;
+  } catch (const std::exception&) {
+    return query_result{false, {}, read_failed};
+  }
+}
+
+count_result event_store::count(std::int64_t community_id,
+                                const std::vector<protocol::filter>& filters,
+                                std::int64_t now) {
+  try {
+    auto statement = count_sql(community_id, filters, now);
+    if (!statement)
+      return count_result{true, 0, {}};
+    auto reply = read_with_retry(connection_, *statement);
+    if (!reply.ok() || reply.rows() != 1)
+      return count_result{false, 0, read_failed};
+    return count_result{true, static_cast<std::uint64_t>(reply.integer(0, 0)), {}};
+  } catch (const std::exception&) {
+    return count_result{false, 0, read_failed};
+  }
+}
+
+std::uint64_t event_store::purge_expired(std::int64_t now) {
+  try {
+    // In chunks, so a large backlog never becomes one long transaction holding many locks.
+    std::uint64_t total = 0;
+    for (;;) {
+      auto reply = connection_.exec(
+        "DELETE FROM events WHERE (community_id, id) IN (SELECT community_id, id FROM events"
+        " WHERE expires_at <= $1::bigint LIMIT $2::bigint)",
+        {std::to_string(now), std::to_string(purge_chunk)});
+      if (!reply.ok())
+        return total;
+      total += reply.affected_rows();
+      if (reply.affected_rows() < purge_chunk)
+        return total;
+    }
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+} // namespace comb::storage

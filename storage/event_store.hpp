@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "protocol/event.hpp"
+#include "protocol/filter.hpp"
+
+namespace comb::storage {
+
+class pg_connection;
+
+/// One accepted, verified event to be stored in a community.
+struct event_write {
+  std::int64_t community_id = 0;
+  std::shared_ptr<const protocol::event> ev;
+  /// The event rendered once as JSON (protocol::render_event_json); stored as is and served as is.
+  std::shared_ptr<const std::string> json;
+};
+
+/// What storing one event came to. `message` is the full OK text ("" or "<prefix>: ...").
+struct store_outcome {
+  enum class status {
+    stored,     ///< committed; fan it out. OK true.
+    duplicate,  ///< already stored, or an older version of a replaceable/addressable event. OK true "duplicate: ...", no fan-out.
+    refused,    ///< NIP-09: deleted id or deleted address. OK false "blocked: ...".
+    failed,     ///< database trouble; nothing was written. OK false "error: ...".
+  };
+  status result = status::failed;
+  std::string message;
+};
+
+/// Result of a history query: the stored JSON of each matching event, newest first, or a failure.
+struct query_result {
+  bool ok = false;
+  std::vector<std::string> events;
+  std::string error; ///< "error: ..." when !ok
+};
+
+struct count_result {
+  bool ok = false;
+  std::uint64_t count = 0;
+  std::string error;
+};
+
+/// Events in Postgres, scoped by community. One instance per connection; not thread-safe.
+/// No function throws: database failures come back as `failed` outcomes or !ok results, and the
+/// connection is re-established on the next call.
+class event_store {
+public:
+  explicit event_store(pg_connection& connection);
+
+  /// Stores a batch in one transaction (group commit) and returns one outcome per write, in order.
+  /// Regular events: insert unless present. Replaceable (0, 3, 10000-19999) and addressable
+  /// (30000-39999, keyed by d tag): newest created_at wins, same second the lowest id wins; the
+  /// loser is `duplicate`. Kind 5 (NIP-09) deletes the author's own events named by `e` tags and
+  /// addresses named by `a` tags (versions up to the deletion's created_at), and remembers both so
+  /// they are refused later. Ephemeral events must not be passed here.
+  [[nodiscard]] std::vector<store_outcome> store_batch(std::span<const event_write> writes);
+
+  /// Events matching any of `filters` in `community_id`, newest first (same second: lowest id
+  /// first), each filter limited by its `limit` (absent: `default_limit`), de-duplicated across
+  /// filters. Expired (NIP-40, expiration <= now) and deleted events are never returned.
+  [[nodiscard]] query_result query(std::int64_t community_id,
+                                   const std::vector<protocol::filter>& filters,
+                                   std::int64_t now,
+                                   std::uint32_t default_limit);
+
+  /// NIP-45: how many distinct events match any of `filters` (limits ignored).
+  [[nodiscard]] count_result count(std::int64_t community_id,
+                                   const std::vector<protocol::filter>& filters,
+                                   std::int64_t now);
+
+  /// Deletes rows whose NIP-40 expiration has passed; returns how many.
+  std::uint64_t purge_expired(std::int64_t now);
+
+private:
+  pg_connection& connection_;
+};
+
+} // namespace comb::storage

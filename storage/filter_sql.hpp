@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "protocol/filter.hpp"
+#include "storage/pg_connection.hpp"
+
+namespace comb::storage {
+
+/// SQL text with $n placeholders and the values that go with them. No value is ever part of
+/// the text.
+struct sql_statement {
+  std::string text;
+  pg_params params;
+};
+
+/// The history part of a REQ: one statement returning the `raw` JSON of matching events in
+/// `community_id`, newest first (same second: lowest id first), each filter limited by its
+/// `limit` (absent: `default_limit`), distinct across filters, unexpired at `now`.
+/// Nothing when no filter can return a row (an empty value list, `limit: 0`, since > until,
+/// tag values that are never indexed), so the caller need not ask the database.
+[[nodiscard]] std::optional<sql_statement> history_sql(std::int64_t community_id,
+                                                       const std::vector<protocol::filter>& filters,
+                                                       std::int64_t now,
+                                                       std::uint32_t default_limit);
+
+/// NIP-45: one statement returning a single row with the number of distinct matching events;
+/// limits are ignored. Nothing when no filter can match.
+[[nodiscard]] std::optional<sql_statement> count_sql(std::int64_t community_id,
+                                                     const std::vector<protocol::filter>& filters,
+                                                     std::int64_t now);
+
+} // namespace comb::storage

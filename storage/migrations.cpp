@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: MIT
+#include "storage/migrations.hpp"
+
+#include <set>
+
+#include "storage/pg_connection.hpp"
+
+namespace comb::storage {
+namespace {
+
+// Any fixed number works as long as nothing else in the database uses it; "comb" in ASCII.
+constexpr const char* migration_lock_key = "1668246882";
+
+// -- migration 1: communities, events, tags, NIP-09 memory ----------------------
+// events -> communities is a real foreign key on purpose: membership writers lock the
+// community row FOR NO KEY UPDATE, which does not conflict with the FOR KEY SHARE lock that the
+// foreign key check of an event insert takes.
+constexpr const char* migration_1 = R"sql(
+CREATE TABLE communities (
+  id BIGSERIAL PRIMARY KEY,
+  host TEXT NOT NULL UNIQUE,
+  access TEXT NOT NULL DEFAULT 'open' CHECK (access IN ('open', 'closed')),
+  archived_at TIMESTAMPTZ NULL,
+  created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+  newest_list_at BIGINT NOT NULL DEFAULT 0
+);
+
+CREATE TABLE community_hosts (
+  host TEXT PRIMARY KEY,
+  community_id BIGINT NOT NULL REFERENCES communities (id) ON DELETE CASCADE
+);
+CREATE INDEX community_hosts_community ON community_hosts (community_id);
+
+CREATE TABLE events (
+  community_id BIGINT NOT NULL REFERENCES communities (id) ON DELETE CASCADE,
+  id BYTEA NOT NULL,
+  pubkey BYTEA NOT NULL,
+  created_at BIGINT NOT NULL,
+  kind INTEGER NOT NULL,
+  d_tag TEXT NULL,
+  expires_at BIGINT NULL,
+  raw TEXT NOT NULL,
+  PRIMARY KEY (community_id, id)
+);
+CREATE INDEX events_author_kind ON events (community_id, pubkey, kind, created_at DESC);
+CREATE INDEX events_kind ON events (community_id, kind, created_at DESC);
+CREATE INDEX events_recent ON events (community_id, created_at DESC);
+CREATE UNIQUE INDEX events_address ON events (community_id, pubkey, kind, d_tag)
+  WHERE d_tag IS NOT NULL;
+CREATE INDEX events_expiry ON events (expires_at) WHERE expires_at IS NOT NULL;
+
+CREATE TABLE event_tags (
+  community_id BIGINT NOT NULL,
+  event_id BYTEA NOT NULL,
+  name TEXT NOT NULL,
+  value TEXT NOT NULL,
+  created_at BIGINT NOT NULL,
+  kind INTEGER NOT NULL,
+  FOREIGN KEY (community_id, event_id) REFERENCES events (community_id, id) ON DELETE CASCADE
+);
+CREATE INDEX event_tags_value ON event_tags (community_id, name, value, created_at DESC);
+CREATE INDEX event_tags_event ON event_tags (community_id, event_id);
+
+-- NIP-09: ids an author deleted, so a re-post of them is refused.
+CREATE TABLE deleted_events (
+  community_id BIGINT NOT NULL REFERENCES communities (id) ON DELETE CASCADE,
+  event_id BYTEA NOT NULL,
+  pubkey BYTEA NOT NULL,
+  PRIMARY KEY (community_id, event_id, pubkey)
+);
+
+-- NIP-09: addresses an author deleted, up to the newest deletion's created_at.
+CREATE TABLE deleted_addresses (
+  community_id BIGINT NOT NULL REFERENCES communities (id) ON DELETE CASCADE,
+  pubkey BYTEA NOT NULL,
+  kind INTEGER NOT NULL,
+  d_tag TEXT NOT NULL,
+  deleted_at BIGINT NOT NULL,
+  PRIMARY KEY (community_id, pubkey, kind, d_tag)
+);
+)sql";
+
+constexpr migration migrations[] = {
+  {1, "communities, events, tags, deletions", migration_1},
+};
+
+constexpr const char* create_ledger = R"sql(
+CREATE TABLE IF NOT EXISTS schema_migrations (
+  version INTEGER PRIMARY KEY,
+  name TEXT NOT NULL,
+  applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
+)
+)sql";
+
+std::optional<std::string> failure(const char* step, const pg_reply& reply) {
+  return std::string("schema migration: ") + step + ": " + reply.error();
+}
+
+std::optional<std::string> apply_one(pg_connection& connection, const migration& m) {
+  if (auto begin = connection.exec("BEGIN"); !begin.ok())
+    return failure("begin", begin);
+  auto script = connection.exec_script(m.sql);
+  auto record = script.ok() ? connection.exec(
+                                "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
+                                {std::to_string(m.version), std::string(m.name)})
+                            : pg_reply{};
+  if (!script.ok() || !record.ok()) {
+    (void)connection.exec("ROLLBACK");
+    return failure(("version " + std::to_string(m.version)).c_str(),
+                   script.ok() ? record : script);
+  }
+  if (auto commit = connection.exec("COMMIT"); !commit.ok())
+    return failure("commit", commit);
+  return std::nullopt;
+}
+
+std::optional<std::string> apply_missing(pg_connection& connection) {
+  if (auto ledger = connection.exec(create_ledger); !ledger.ok())
+    return failure("create schema_migrations", ledger);
+  auto applied = connection.exec("SELECT version FROM schema_migrations");
+  if (!applied.ok())
+    return failure("read schema_migrations", applied);
+  std::set<std::int64_t> done;
+  for (int row = 0; row < applied.rows(); ++row)
+    done.insert(applied.integer(row, 0));
+  for (const auto& m : all_migrations())
+    if (!done.contains(m.version))
+      if (auto error = apply_one(connection, m))
+        return error;
+  return std::nullopt;
+}
+
+} // namespace
+
+std::span<const migration> all_migrations() noexcept {
+  return migrations;
+}
+
+std::optional<std::string> apply_migrations(pg_connection& connection) {
+  if (auto error = connection.ensure_connected())
+    return "schema migration: " + *error;
+  // Session-level lock: held across the per-migration transactions, released below or when
+  // the connection ends.
+  if (auto lock = connection.exec("SELECT pg_advisory_lock($1::bigint)", {migration_lock_key});
+      !lock.ok())
+    return failure("lock", lock);
+  auto error = apply_missing(connection);
+  (void)connection.exec("SELECT pg_advisory_unlock($1::bigint)", {migration_lock_key});
+  return error;
+}
+
+} // namespace comb::storage
+

@@ -1,0 +1,266 @@
+// SPDX-License-Identifier: MIT
+#include "storage/pg_connection.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <thread>
+#include <utility>
+
+#include <libpq-fe.h>
+
+namespace comb::storage {
+namespace {
+
+constexpr std::size_t max_kept_notices = 32;
+
+std::string first_line(const char* text) {
+  std::string line = text ? text : "";
+  if (auto end = line.find('\n'); end != std::string::npos)
+    line.erase(end);
+  return line.empty() ? std::string("unknown database error") : line;
+}
+
+// SQLSTATE class 08 is "connection exception"; 57P01-57P03 are the server shutting down or
+// terminating this backend (pg_terminate_backend). Both mean the connection is gone.
+bool is_connection_sqlstate(const std::string& state) {
+  return state.starts_with("08") || state == "57P01" || state == "57P02" || state == "57P03";
+}
+
+std::string upper_trimmed(std::string_view sql) {
+  while (!sql.empty() && (std::isspace(static_cast<unsigned char>(sql.front())) != 0))
+    sql.remove_prefix(1);
+  while (!sql.empty()
+         && (std::isspace(static_cast<unsigned char>(sql.back())) != 0 || sql.back() == ';'))
+    sql.remove_suffix(1);
+  std::string out(sql.size() <= 16 ? sql : sql.substr(0, 16));
+  for (char& c : out)
+    c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool is_rollback(std::string_view sql) {
+  auto word = upper_trimmed(sql);
+  return word == "ROLLBACK" || word == "ABORT";
+}
+
+bool ends_transaction(std::string_view sql) {
+  auto word = upper_trimmed(sql);
+  return is_rollback(sql) || word == "COMMIT" || word == "END";
+}
+
+} // namespace
+
+// -- pg_reply -----------------------------------------------------------------
+
+void pg_reply::deleter::operator()(::pg_result* result) const noexcept {
+  PQclear(result);
+}
+
+int pg_reply::rows() const noexcept {
+  return result_ ? PQntuples(result_.get()) : 0;
+}
+
+bool pg_reply::is_null(int row, int column) const noexcept {
+  return !result_ || PQgetisnull(result_.get(), row, column) != 0;
+}
+
+std::string_view pg_reply::text(int row, int column) const noexcept {
+  if (is_null(row, column))
+    return {};
+  return {PQgetvalue(result_.get(), row, column),
+          static_cast<std::size_t>(PQgetlength(result_.get(), row, column))};
+}
+
+std::int64_t pg_reply::integer(int row, int column) const noexcept {
+  std::string_view field = text(row, column);
+  std::int64_t value = 0;
+  std::from_chars(field.data(), field.data() + field.size(), value);
+  return value;
+}
+
+std::uint64_t pg_reply::affected_rows() const noexcept {
+  if (!result_)
+    return 0;
+  const char* tuples = PQcmdTuples(result_.get());
+  std::uint64_t value = 0;
+  std::from_chars(tuples, tuples + std::char_traits<char>::length(tuples), value);
+  return value;
+}
+
+// -- pg_connection ------------------------------------------------------------
+
+pg_connection::pg_connection(std::string conninfo, pg_reconnect_policy policy)
+  : conninfo_(std::move(conninfo)), policy_(policy) {}
+
+pg_connection::~pg_connection() {
+  drop_connection();
+}
+
+void pg_connection::on_notice(void* self, const char* message) {
+  auto& notices = static_cast<pg_connection*>(self)->notices_;
+  if (notices.size() >= max_kept_notices)
+    notices.erase(notices.begin());
+  notices.push_back(first_line(message));
+}
+
+void pg_connection::drop_connection() {
+  {
+    std::lock_guard lock(cancel_mutex_);
+    if (cancel_)
+      PQfreeCancel(cancel_);
+    cancel_ = nullptr;
+  }
+  if (conn_)
+    PQfinish(conn_);
+  conn_ = nullptr;
+}
+
+std::optional<std::string> pg_connection::connect_once() {
+  drop_connection();
+  ::pg_conn* conn = PQconnectdb(conninfo_.c_str());
+  if (!conn)
+    return "out of memory while connecting to the database";
+  if (PQstatus(conn) != CONNECTION_OK) {
+    std::string error = first_line(PQerrorMessage(conn));
+    PQfinish(conn);
+    return error;
+  }
+  PQsetNoticeProcessor(conn, &pg_connection::on_notice, this);
+  // Events are UTF-8 (Boost.JSON refuses anything else); make the server agree.
+  if (PQsetClientEncoding(conn, "UTF8") != 0) {
+    std::string error = first_line(PQerrorMessage(conn));
+    PQfinish(conn);
+    return error;
+  }
+  conn_ = conn;
+  in_transaction_ = false;
+  ++connect_count_;
+  std::lock_guard lock(cancel_mutex_);
+  cancel_ = PQgetCancel(conn_);
+  return std::nullopt;
+}
+
+bool pg_connection::connected() const noexcept {
+  return conn_ && PQstatus(conn_) == CONNECTION_OK;
+}
+
+std::optional<std::string> pg_connection::ensure_connected() {
+  if (connected()) {
+    // A backend terminated while we were idle has already sent its FATAL message and closed
+    // the socket; reading it now turns the status bad, so we reconnect instead of failing the
+    // next statement.
+    if (in_transaction_ || (PQconsumeInput(conn_) == 1 && connected()))
+      return std::nullopt;
+  }
+  auto backoff = policy_.first_backoff;
+  std::optional<std::string> error;
+  for (int attempt = 0; attempt < std::max(1, policy_.attempts); ++attempt) {
+    if (attempt > 0) {
+      std::this_thread::sleep_for(backoff);
+      backoff *= 2;
+    }
+    error = connect_once();
+    if (!error)
+      return std::nullopt;
+  }
+  return error;
+}
+
+void pg_connection::lose_connection(bool ends_transaction) {
+  if (in_transaction_ && !ends_transaction)
+    transaction_lost_ = true;
+  in_transaction_ = false;
+  drop_connection();
+}
+
+std::optional<pg_reply> pg_connection::refuse_statement(std::string_view sql) {
+  const bool ending = ends_transaction(sql);
+  if (!transaction_lost_ && in_transaction_ && !connected())
+    lose_connection(ending);
+  else if (!transaction_lost_)
+    return std::nullopt;
+  pg_reply reply;
+  reply.connection_lost_ = true;
+  if (ending) {
+    transaction_lost_ = false;
+    if (is_rollback(sql))
+      return reply; // rolling back a transaction that died with its connection succeeds
+  }
+  reply.error_ = ending ? "the database connection was lost; the transaction did not commit"
+                        : "the database connection was lost during this transaction";
+  return reply;
+}
+
+pg_reply pg_connection::wrap(::pg_result* raw, bool ends_transaction) {
+  pg_reply reply;
+  reply.result_.reset(raw);
+  ExecStatusType status = raw ? PQresultStatus(raw) : PGRES_FATAL_ERROR;
+  bool succeeded = status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK
+                   || status == PGRES_EMPTY_QUERY;
+  if (!succeeded) {
+    const char* state = raw ? PQresultErrorField(raw, PG_DIAG_SQLSTATE) : nullptr;
+    reply.sqlstate_ = state ? state : "";
+    reply.error_ = first_line(raw ? PQresultErrorMessage(raw) : PQerrorMessage(conn_));
+    if (reply.error_.starts_with("ERROR:  "))
+      reply.error_.erase(0, 8);
+    reply.connection_lost_ = !connected() || is_connection_sqlstate(reply.sqlstate_);
+  }
+  if (reply.connection_lost_) {
+    lose_connection(ends_transaction);
+  } else {
+    PGTransactionStatusType tx = PQtransactionStatus(conn_);
+    in_transaction_ = tx == PQTRANS_INTRANS || tx == PQTRANS_INERROR || tx == PQTRANS_ACTIVE;
+  }
+  return reply;
+}
+
+pg_reply pg_connection::exec(std::string_view sql, const pg_params& params) {
+  if (auto refused = refuse_statement(sql))
+    return std::move(*refused);
+  if (auto error = ensure_connected()) {
+    pg_reply reply;
+    reply.error_ = *error;
+    reply.connection_lost_ = true;
+    return reply;
+  }
+  std::vector<const char*> values;
+  values.reserve(params.size());
+  for (const auto& param : params)
+    values.push_back(param ? param->c_str() : nullptr);
+  const std::string text(sql);
+  return wrap(PQexecParams(conn_, text.c_str(), static_cast<int>(values.size()), nullptr,
+                           values.data(), nullptr, nullptr, 0),
+              ends_transaction(sql));
+}
+
+pg_reply pg_connection::exec_script(std::string_view constant_sql) {
+  if (auto refused = refuse_statement(constant_sql))
+    return std::move(*refused);
+  if (auto error = ensure_connected()) {
+    pg_reply reply;
+    reply.error_ = *error;
+    reply.connection_lost_ = true;
+    return reply;
+  }
+  const std::string text(constant_sql);
+  return wrap(PQexec(conn_, text.c_str()), ends_transaction(constant_sql));
+}
+
+bool pg_connection::cancel() {
+  std::lock_guard lock(cancel_mutex_);
+  if (!cancel_)
+    return false;
+  char error[256];
+  return PQcancel(cancel_, error, sizeof error) == 1;
+}
+
+int pg_connection::backend_pid() const noexcept {
+  return connected() ? PQbackendPID(conn_) : 0;
+}
+
+std::vector<std::string> pg_connection::take_notices() {
+  return std::exchange(notices_, {});
+}
+
+} // namespace comb::storage

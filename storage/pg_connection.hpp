@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+struct pg_conn;
+struct pg_result;
+struct pg_cancel;
+
+namespace comb::storage {
+
+/// Statement parameters in text format; nothing is SQL NULL. Values travel beside the SQL text,
+/// never inside it.
+using pg_params = std::vector<std::optional<std::string>>;
+
+/// The outcome of one statement: rows on success, an error text and SQLSTATE otherwise.
+class pg_reply {
+public:
+  pg_reply() = default;
+
+  /// True for a command or query that completed.
+  [[nodiscard]] bool ok() const noexcept { return error_.empty(); }
+
+  /// "" on success; otherwise the server's (or libpq's) message, one line.
+  [[nodiscard]] const std::string& error() const noexcept { return error_; }
+
+  /// Five-character SQLSTATE, "" when the failure came from libpq itself (e.g. a lost socket).
+  [[nodiscard]] const std::string& sqlstate() const noexcept { return sqlstate_; }
+
+  /// True when the failure is the connection's, not the statement's: retrying elsewhere may work.
+  [[nodiscard]] bool connection_lost() const noexcept { return connection_lost_; }
+
+  [[nodiscard]] int rows() const noexcept;
+  [[nodiscard]] bool is_null(int row, int column) const noexcept;
+  /// Text of a field; "" for NULL.
+  [[nodiscard]] std::string_view text(int row, int column) const noexcept;
+  /// A field parsed as an integer; 0 when NULL or not a number.
+  [[nodiscard]] std::int64_t integer(int row, int column) const noexcept;
+  /// Rows changed by an INSERT/UPDATE/DELETE (PQcmdTuples).
+  [[nodiscard]] std::uint64_t affected_rows() const noexcept;
+
+private:
+  friend class pg_connection;
+
+  struct deleter {
+    void operator()(::pg_result* result) const noexcept;
+  };
+
+  std::unique_ptr<::pg_result, deleter> result_;
+  std::string error_;
+  std::string sqlstate_;
+  bool connection_lost_ = false;
+};
+
+/// How hard to try when the server is unreachable.
+struct pg_reconnect_policy {
+  int attempts = 3;
+  std::chrono::milliseconds first_backoff{50}; ///< doubled after each failed attempt
+};
+
+/// One libpq connection. Not thread-safe, except `cancel()`, which any thread may call.
+/// Connects lazily; when the connection is found broken (a failed connect, a lost socket, the
+/// backend terminated), the next call reconnects, with bounded attempts and a short backoff.
+/// A connection lost inside a transaction is not silently replaced: like Postgres after an
+/// error, every further statement fails until the caller sends ROLLBACK (or COMMIT, which then
+/// fails), so the rest of that transaction can never run in autocommit on a new connection.
+/// No function throws.
+class pg_connection {
+public:
+  explicit pg_connection(std::string conninfo, pg_reconnect_policy policy = {});
+  ~pg_connection();
+
+  pg_connection(const pg_connection&) = delete;
+  pg_connection& operator=(const pg_connection&) = delete;
+
+  /// Connects (or reconnects) unless already connected. Returns the error, if any.
+  [[nodiscard]] std::optional<std::string> ensure_connected();
+
+  /// Runs one parameterized statement (PQexecParams, text format). Parameters are referenced
+  /// as $1, $2, ... and cast in the SQL text where their type matters.
+  [[nodiscard]] pg_reply exec(std::string_view sql, const pg_params& params = {});
+
+  /// Runs a constant script of several statements (simple query protocol). For schema
+  /// migrations only: the script must contain no value that came from outside the program.
+  [[nodiscard]] pg_reply exec_script(std::string_view constant_sql);
+
+  /// Asks the server to cancel the statement in progress. Safe from any thread.
+  /// Returns false if there was no connection or the request could not be sent.
+  bool cancel();
+
+  /// The server process id serving this connection; 0 when not connected.
+  [[nodiscard]] int backend_pid() const noexcept;
+
+  /// True while connected and not known to be broken.
+  [[nodiscard]] bool connected() const noexcept;
+
+  /// How many times a connection was established (1 after the first connect).
+  [[nodiscard]] std::uint64_t connect_count() const noexcept { return connect_count_; }
+
+  /// Server notices (warnings, "relation already exists, skipping", ...) since the last call.
+  /// They are kept here instead of being printed on stderr; at most the last 32 are kept.
+  [[nodiscard]] std::vector<std::string> take_notices();
+
+private:
+  [[nodiscard]] std::optional<std::string> connect_once();
+  [[nodiscard]] pg_reply wrap(::pg_result* raw, bool ends_transaction);
+  void drop_connection();
+  void lose_connection(bool ends_transaction);
+  [[nodiscard]] std::optional<pg_reply> refuse_statement(std::string_view sql);
+  static void on_notice(void* self, const char* message);
+
+  std::string conninfo_;
+  pg_reconnect_policy policy_;
+  ::pg_conn* conn_ = nullptr;
+  std::uint64_t connect_count_ = 0;
+  /// A transaction was open when the connection was last healthy.
+  bool in_transaction_ = false;
+  /// The connection died inside a transaction that the caller has not ended yet.
+  bool transaction_lost_ = false;
+  std::vector<std::string> notices_;
+
+  std::mutex cancel_mutex_; ///< guards cancel_, which another thread may use
+  ::pg_cancel* cancel_ = nullptr;
+};
+
+} // namespace comb::storage

@@ -1,0 +1,172 @@
+// SPDX-License-Identifier: MIT
+#include "storage/store_plan.hpp"
+
+#include <algorithm>
+
+namespace comb::storage {
+namespace {
+
+constexpr std::uint32_t deletion_kind = 5;
+
+store_outcome outcome(store_outcome::status status, const char* message) {
+  return store_outcome{status, message};
+}
+
+/// NIP-01: the newest version wins; in the same second, the lowest id.
+bool stored_version_wins(const stored_event& old,
+                         const protocol::bytes32& old_id,
+                         const protocol::event& incoming) {
+  if (old.created_at != incoming.created_at)
+    return old.created_at > incoming.created_at;
+  return old_id < incoming.id;
+}
+
+std::vector<address> deleted_addresses_of(const event_write& w) {
+  std::vector<address> out;
+  for (const auto& t : w.ev->tags)
+    if (t.size() >= 2 && t[0] == "a")
+      if (auto a = parse_a_tag(w.community_id, t[1]); a && a->pubkey == w.ev->pubkey)
+        out.push_back(std::move(*a));
+  return out;
+}
+
+template <class T>
+void sort_unique(std::vector<T>& values) {
+  std::sort(values.begin(), values.end());
+  values.erase(std::unique(values.begin(), values.end()), values.end());
+}
+
+/// Replays the batch in order against the snapshot, so later writes see earlier ones (a
+/// deletion after its target, a newer version after an older one, the same event twice).
+class batch_replay {
+public:
+  batch_replay(std::span<const event_write> writes, const batch_snapshot& snapshot)
+    : writes_(writes), state_(snapshot) {}
+
+  store_plan run() {
+    for (std::size_t i = 0; i < writes_.size(); ++i)
+      plan_.outcomes.push_back(consider(i));
+    for (const auto& [key, index] : pending_)
+      plan_.inserts.push_back(index);
+    std::sort(plan_.inserts.begin(), plan_.inserts.end());
+    return std::move(plan_);
+  }
+
+private:
+  store_outcome consider(std::size_t index) {
+    const event_write& w = writes_[index];
+    const protocol::event& ev = *w.ev;
+    const event_key key{w.community_id, ev.id};
+    if (state_.events.contains(key))
+      return outcome(store_outcome::status::duplicate, msg_already_have);
+    // NIP-09: deleting a deletion has no effect, so a kind 5 is never refused as deleted.
+    if (ev.kind != deletion_kind && state_.tombstones.contains(tombstone{key, ev.pubkey}))
+      return outcome(store_outcome::status::refused, msg_deleted_id);
+    auto addr = address_of_event(w.community_id, ev);
+    if (addr) {
+      if (auto until = state_.deleted_until.find(*addr);
+          until != state_.deleted_until.end() && ev.created_at <= until->second)
+        return outcome(store_outcome::status::refused, msg_deleted_address);
+      if (auto current = state_.current.find(*addr); current != state_.current.end()) {
+        auto old = state_.events.find(current->second);
+        if (old != state_.events.end() && stored_version_wins(old->second, current->second.id, ev))
+          return outcome(store_outcome::status::duplicate, msg_have_newer);
+        remove(current->second);
+      }
+      state_.current[*addr] = key;
+    }
+    state_.events[key] = stored_event{ev.pubkey, ev.kind, ev.created_at, addr};
+    pending_[key] = index;
+    if (ev.kind == deletion_kind)
+      apply_deletion(w);
+    return outcome(store_outcome::status::stored, "");
+  }
+
+  void remove(const event_key& key) {
+    auto it = state_.events.find(key);
+    if (it == state_.events.end())
+      return;
+    if (it->second.addr) {
+      auto current = state_.current.find(*it->second.addr);
+      if (current != state_.current.end() && current->second == key)
+        state_.current.erase(current);
+    }
+    state_.events.erase(it);
+    if (auto pending = pending_.find(key); pending != pending_.end())
+      pending_.erase(pending); // written earlier in this batch: just never insert it
+    else
+      plan_.deletes.push_back(key);
+  }
+
+  void apply_deletion(const event_write& w) {
+    const protocol::event& ev = *w.ev;
+    for (const auto& id : e_tag_ids(ev)) {
+      tombstone mark{{w.community_id, id}, ev.pubkey};
+      if (state_.tombstones.insert(mark).second)
+        plan_.tombstones.push_back(mark);
+      auto target = state_.events.find(mark.key);
+      if (target != state_.events.end() && target->second.pubkey == ev.pubkey
+          && target->second.kind != deletion_kind)
+        remove(mark.key);
+    }
+    for (auto& addr : deleted_addresses_of(w)) {
+      auto until = state_.deleted_until.try_emplace(addr, ev.created_at).first;
+      until->second = std::max(until->second, ev.created_at);
+      auto planned = plan_.address_deletions.try_emplace(addr, ev.created_at).first;
+      planned->second = std::max(planned->second, ev.created_at);
+      auto current = state_.current.find(addr);
+      if (current == state_.current.end())
+        continue;
+      auto version = state_.events.find(current->second);
+      if (version != state_.events.end() && version->second.created_at <= ev.created_at)
+        remove(current->second);
+    }
+  }
+
+  std::span<const event_write> writes_;
+  batch_snapshot state_;
+  std::map<event_key, std::size_t> pending_;
+  store_plan plan_;
+};
+
+} // namespace
+
+batch_keys keys_of(std::span<const event_write> writes) {
+  batch_keys keys;
+  for (const auto& w : writes) {
+    keys.ids.push_back({w.community_id, w.ev->id});
+    if (auto addr = address_of_event(w.community_id, *w.ev))
+      keys.addresses.push_back(std::move(*addr));
+    bool deletes_ids = false;
+    if (w.ev->kind == deletion_kind) {
+      for (const auto& id : e_tag_ids(*w.ev)) {
+        keys.ids.push_back({w.community_id, id});
+        deletes_ids = true;
+      }
+      for (auto& addr : deleted_addresses_of(w))
+        keys.addresses.push_back(std::move(addr));
+    }
+    keys.communities[w.community_id] |= deletes_ids;
+  }
+  sort_unique(keys.ids);
+  sort_unique(keys.addresses);
+  return keys;
+}
+
+std::vector<lock_request> locks_for(const batch_keys& keys) {
+  std::map<std::int64_t, bool> wanted;
+  for (const auto& [community, deletes_ids] : keys.communities)
+    wanted[community_lock_key(community)] |= deletes_ids;
+  for (const auto& addr : keys.addresses)
+    wanted[address_lock_key(addr)] = true;
+  std::vector<lock_request> locks;
+  for (const auto& [key, exclusive] : wanted)
+    locks.push_back({key, exclusive});
+  return locks; // ascending by key, from the map
+}
+
+store_plan plan_batch(std::span<const event_write> writes, const batch_snapshot& snapshot) {
+  return batch_replay(writes, snapshot).run();
+}
+
+} // namespace comb::storage

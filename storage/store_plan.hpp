@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <compare>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "storage/event_rows.hpp"
+#include "storage/event_store.hpp"
+
+namespace comb::storage {
+
+// The pure core of store_batch: given a batch and what the database holds for its keys (read
+// under the batch's locks), decide every outcome and the rows to write. No I/O.
+
+struct event_key {
+  std::int64_t community_id = 0;
+  protocol::bytes32 id{};
+
+  friend auto operator<=>(const event_key&, const event_key&) = default;
+};
+
+/// NIP-09 memory of one deleted id: only its author's deletion counts.
+struct tombstone {
+  event_key key;
+  protocol::bytes32 pubkey{};
+
+  friend auto operator<=>(const tombstone&, const tombstone&) = default;
+};
+
+/// A stored event as the plan needs it.
+struct stored_event {
+  protocol::bytes32 pubkey{};
+  std::uint32_t kind = 0;
+  std::int64_t created_at = 0;
+  std::optional<address> addr;
+};
+
+/// What a batch's keys look like in the database.
+struct batch_snapshot {
+  std::map<event_key, stored_event> events;     ///< by id: the batch's ids and `e` targets
+  std::set<tombstone> tombstones;               ///< for the batch's ids
+  std::map<address, event_key> current;         ///< live version of each address of the batch
+  std::map<address, std::int64_t> deleted_until; ///< NIP-09 address deletions
+};
+
+/// The keys a batch touches: what to lock and what to read.
+struct batch_keys {
+  std::vector<event_key> ids;          ///< the writes' ids and the ids their `e` tags delete
+  std::vector<address> addresses;      ///< the writes' addresses and those their `a` tags delete
+  std::map<std::int64_t, bool> communities; ///< community -> deletes by id (exclusive lock)
+};
+
+/// One advisory lock to take: sorted by key, every transaction takes them in the same order.
+struct lock_request {
+  std::int64_t key = 0;
+  bool exclusive = true;
+
+  friend auto operator<=>(const lock_request&, const lock_request&) = default;
+};
+
+/// Rows to write, in this order: delete, insert events (and their tags), remember deletions.
+struct store_plan {
+  std::vector<store_outcome> outcomes; ///< one per write
+  std::vector<event_key> deletes;
+  std::vector<std::size_t> inserts; ///< indexes into the batch
+  std::vector<tombstone> tombstones;
+  std::map<address, std::int64_t> address_deletions;
+};
+
+[[nodiscard]] batch_keys keys_of(std::span<const event_write> writes);
+
+[[nodiscard]] std::vector<lock_request> locks_for(const batch_keys& keys);
+
+[[nodiscard]] store_plan plan_batch(std::span<const event_write> writes,
+                                    const batch_snapshot& snapshot);
+
+// The OK messages store_batch produces (NIP-01 prefixes).
+inline constexpr const char* msg_already_have = "duplicate: already have this event";
+inline constexpr const char* msg_have_newer = "duplicate: have a newer version";
+inline constexpr const char* msg_deleted_id = "blocked: this event was deleted by its author";
+inline constexpr const char* msg_deleted_address = "blocked: this address was deleted";
+inline constexpr const char* msg_failed = "error: could not store the event, please retry";
+
+} // namespace comb::storage

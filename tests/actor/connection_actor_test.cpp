@@ -1,0 +1,353 @@
+// SPDX-License-Identifier: MIT
+// The connection actor and the fan-out on CAF's deterministic scheduler, with a fake storage
+// actor that answers from memory and releases history replies only when the test says so.
+#include <caf/all.hpp>
+#include <caf/scheduler/test_coordinator.hpp>
+#include <catch2/catch.hpp>
+#include <mutex>
+
+#include "actors/connection/connection_actor.hpp"
+#include "actors/fanout/fanout_actor.hpp"
+#include "actors/messages.hpp"
+#include "protocol/nip42.hpp"
+#include "protocol/relay_message.hpp"
+#include "support/signed_events.hpp"
+
+using namespace comb;
+using namespace comb::actors;
+
+namespace {
+
+using release_atom = caf::atom_constant<caf::atom("release")>;
+
+/// Records what a connection would write to its socket.
+class recording_sink final : public frame_sink {
+public:
+  void send(std::string frame) override {
+    std::lock_guard lock(mutex_);
+    frames_.push_back(std::move(frame));
+  }
+  void close(close_reason why) override { closed_ = why; }
+
+  std::vector<std::string> take() {
+    std::lock_guard lock(mutex_);
+    return std::exchange(frames_, {});
+  }
+
+private:
+  std::mutex mutex_;
+  std::vector<std::string> frames_;
+  std::optional<close_reason> closed_;
+};
+
+/// What the fake storage holds and has been asked.
+struct fake_store {
+  std::vector<protocol::event> events;
+  std::vector<history_request> held_queries;
+  int store_calls = 0;
+  caf::actor fanout; ///< told about each stored event, as the real writer does
+};
+
+/// Answers like the storage writer and a reader: stores in memory (duplicates noticed),
+/// queries with real filter matching, and holds each history reply until `release`.
+caf::behavior fake_storage(caf::event_based_actor* self, std::shared_ptr<fake_store> store) {
+  return {
+    [=](store_atom, std::uint64_t ticket, const storage::event_write& write) {
+      ++store->store_calls;
+      storage::store_outcome outcome{storage::store_outcome::status::stored, ""};
+      for (const auto& ev : store->events)
+        if (ev.id == write.ev->id)
+          outcome = {storage::store_outcome::status::duplicate, "duplicate: already have this event"};
+      if (outcome.result == storage::store_outcome::status::stored) {
+        store->events.push_back(*write.ev);
+        self->send(store->fanout, publish_atom_v, committed_event{write.community_id, {write.ev, write.json}});
+      }
+      self->send(caf::actor_cast<caf::actor>(self->current_sender()), stored_atom_v, ticket, outcome);
+    },
+    [=](query_atom, const history_request& request) { store->held_queries.push_back(request); },
+    [=](release_atom) {
+      for (auto& request : store->held_queries) {
+        storage::query_result result{true, {}, {}};
+        for (auto it = store->events.rbegin(); it != store->events.rend(); ++it)
+          if (protocol::matches_any(request.filters, *it))
+            result.events.push_back(protocol::render_event_json(*it));
+        self->send(request.reply_to, history_atom_v, request.subscription_id, request.generation,
+                   result);
+      }
+      store->held_queries.clear();
+    },
+    [=](count_atom, const history_request& request) {
+      std::uint64_t n = 0;
+      for (const auto& ev : store->events)
+        n += protocol::matches_any(request.filters, ev);
+      self->send(request.reply_to, counted_atom_v, request.subscription_id,
+                 storage::count_result{true, n, {}});
+    },
+  };
+}
+
+struct fixture {
+  caf::actor_system_config config;
+  std::unique_ptr<caf::actor_system> system;
+  caf::scheduler::test_coordinator* scheduler = nullptr;
+  std::shared_ptr<fake_store> store = std::make_shared<fake_store>();
+  std::shared_ptr<relay_metrics> metrics = std::make_shared<relay_metrics>();
+  caf::actor storage_actor;
+  caf::actor fanout;
+  std::uint64_t next_owner = 1;
+
+  fixture() {
+    config.set("scheduler.policy", caf::atom("testing"));
+    config.set("logger.verbosity", caf::atom("quiet"));
+    system = std::make_unique<caf::actor_system>(config);
+    scheduler = &dynamic_cast<caf::scheduler::test_coordinator&>(system->scheduler());
+    storage_actor = system->spawn(fake_storage, store);
+    fanout = system->spawn(fanout_actor, fanout_args{{storage_actor}, metrics});
+    store->fanout = fanout;
+    spawned = {storage_actor, fanout};
+  }
+
+  ~fixture() {
+    // The system waits for every actor at destruction, so all of them are told to exit first.
+    for (auto& a : spawned)
+      caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    run();
+  }
+
+  std::vector<caf::actor> spawned;
+
+  struct client {
+    caf::actor actor;
+    std::shared_ptr<recording_sink> sink;
+    std::string challenge;
+  };
+
+  client connect(bool closed_community = false, protocol::protocol_limits limits = {}) {
+    client c{{}, std::make_shared<recording_sink>(), protocol::make_auth_challenge()};
+    connection_args args;
+    args.policy.community_id = 1;
+    args.policy.host = "hive.test";
+    args.policy.closed_community = closed_community;
+    args.policy.limits = limits;
+    args.challenge = c.challenge;
+    args.sink = c.sink;
+    args.owner = next_owner++;
+    args.fanout = fanout;
+    args.writer = storage_actor;
+    args.readers = {storage_actor};
+    args.metrics = metrics;
+    c.actor = system->spawn(connection_actor, std::move(args));
+    spawned.push_back(c.actor);
+    run();
+    REQUIRE(c.sink->take() == std::vector<std::string>{"[\"AUTH\",\"" + c.challenge + "\"]"});
+    return c;
+  }
+
+  void say(const client& c, std::string frame) {
+    caf::anon_send(c.actor, frame_atom_v, std::move(frame));
+    run();
+  }
+
+  void release_history() {
+    caf::anon_send(storage_actor, release_atom::value);
+    run();
+  }
+
+  void run() { scheduler->run(); }
+};
+
+std::string ok_frame(const protocol::event& ev, bool accepted, const std::string& message) {
+  return protocol::render_ok(ev.id, accepted, message);
+}
+
+std::string event_on(const std::string& sub, const protocol::event& ev) {
+  return protocol::render_event_frame(sub, protocol::render_event_json(ev));
+}
+
+const auto alice = protocol::key_pair::generate();
+const auto bob = protocol::key_pair::generate();
+
+} // namespace
+
+TEST_CASE_METHOD(fixture, "a valid EVENT is stored and answered OK true after the store replies",
+                 "[actor][connection]") {
+  auto c = connect();
+  auto ev = test::sign_event(alice, 1);
+  say(c, test::event_frame(ev));
+  CHECK(store->store_calls == 1);
+  CHECK(c.sink->take() == std::vector<std::string>{ok_frame(ev, true, "")});
+  say(c, test::event_frame(ev));
+  CHECK(c.sink->take()
+        == std::vector<std::string>{ok_frame(ev, true, "duplicate: already have this event")});
+}
+
+TEST_CASE_METHOD(fixture, "a forged EVENT is refused without touching storage", "[actor][connection]") {
+  auto c = connect();
+  auto ev = test::sign_event(alice, 1);
+  ev.content = "tampered";
+  say(c, test::event_frame(ev));
+  CHECK(store->store_calls == 0);
+  CHECK(c.sink->take()
+        == std::vector<std::string>{ok_frame(ev, false, "invalid: event id does not match its content")});
+}
+
+TEST_CASE_METHOD(fixture, "malformed frames get one NOTICE and the connection stays usable",
+                 "[actor][connection]") {
+  auto c = connect();
+  say(c, "[\"EVENT\",");
+  CHECK(c.sink->take() == std::vector<std::string>{R"(["NOTICE","invalid: malformed JSON"])"});
+  auto ev = test::sign_event(alice, 1);
+  say(c, test::event_frame(ev));
+  CHECK(c.sink->take() == std::vector<std::string>{ok_frame(ev, true, "")});
+}
+
+TEST_CASE_METHOD(fixture, "REQ: live registered first, history, EOSE, then live, nothing twice",
+                 "[actor][connection][req]") {
+  auto stored_before = test::sign_event(alice, 1, "old");
+  store->events.push_back(stored_before);
+  auto reader = connect();
+  auto writer = connect();
+  say(reader, R"(["REQ","feed",{"kinds":[1]}])");
+  REQUIRE(store->held_queries.size() == 1); // fan-out registered, then asked for history
+  CHECK(reader.sink->take().empty());
+
+  // Committed while the history query is in flight: it reaches the reader live (held until
+  // EOSE) and is also in the history snapshot, yet must be sent once.
+  auto racing = test::sign_event(bob, 1, "racing");
+  say(writer, test::event_frame(racing));
+  CHECK(writer.sink->take() == std::vector<std::string>{ok_frame(racing, true, "")});
+  CHECK(reader.sink->take().empty());
+  auto live_only = test::sign_event(bob, 7, "not a note");
+  say(writer, test::event_frame(live_only));
+  CHECK(reader.sink->take().empty());
+
+  release_history();
+  CHECK(reader.sink->take()
+        == std::vector<std::string>{event_on("feed", racing), event_on("feed", stored_before),
+                                    R"(["EOSE","feed"])"});
+
+  auto after = test::sign_event(bob, 1, "after");
+  say(writer, test::event_frame(after));
+  CHECK(reader.sink->take() == std::vector<std::string>{event_on("feed", after)});
+}
+
+TEST_CASE_METHOD(fixture, "a live event held before EOSE and absent from history follows EOSE",
+                 "[actor][connection][req]") {
+  auto reader = connect();
+  auto writer = connect();
+  say(reader, R"(["REQ","feed",{"kinds":[1]}])");
+  auto ephemeral_like = test::sign_event(bob, 1, "arrives during the query");
+  // Published straight to the fan-out, so it is live but not in the store's history.
+  caf::anon_send(fanout, publish_atom_v,
+                 committed_event{1, {std::make_shared<const protocol::event>(ephemeral_like),
+                                     std::make_shared<const std::string>(
+                                       protocol::render_event_json(ephemeral_like))}});
+  run();
+  release_history();
+  CHECK(reader.sink->take()
+        == std::vector<std::string>{R"(["EOSE","feed"])", event_on("feed", ephemeral_like)});
+}
+
+TEST_CASE_METHOD(fixture, "CLOSE stops delivery and a reused id replaces the subscription",
+                 "[actor][connection][req]") {
+  auto reader = connect();
+  auto writer = connect();
+  say(reader, R"(["REQ","s",{"kinds":[1]}])");
+  say(reader, R"(["REQ","s",{"kinds":[7]}])"); // replaces: the first query's reply is dropped
+  release_history();
+  CHECK(reader.sink->take() == std::vector<std::string>{R"(["EOSE","s"])"});
+  auto note = test::sign_event(bob, 1);
+  auto reaction = test::sign_event(bob, 7);
+  say(writer, test::event_frame(note));
+  say(writer, test::event_frame(reaction));
+  CHECK(reader.sink->take() == std::vector<std::string>{event_on("s", reaction)});
+  say(reader, R"(["CLOSE","s"])");
+  say(writer, test::event_frame(test::sign_event(bob, 7, "again")));
+  CHECK(reader.sink->take().empty());
+}
+
+TEST_CASE_METHOD(fixture, "ephemeral events are delivered live and never stored",
+                 "[actor][connection]") {
+  auto reader = connect();
+  auto writer = connect();
+  say(reader, R"(["REQ","e",{"kinds":[20001]}])");
+  release_history();
+  reader.sink->take();
+  auto ephemeral = test::sign_event(bob, 20001, "typing");
+  say(writer, test::event_frame(ephemeral));
+  CHECK(store->store_calls == 0);
+  CHECK(writer.sink->take() == std::vector<std::string>{ok_frame(ephemeral, true, "")});
+  CHECK(reader.sink->take() == std::vector<std::string>{event_on("e", ephemeral)});
+}
+
+TEST_CASE_METHOD(fixture, "subscriptions past the limit are CLOSED", "[actor][connection]") {
+  protocol::protocol_limits limits;
+  limits.max_subscriptions_per_connection = 2;
+  auto c = connect(false, limits);
+  say(c, R"(["REQ","a",{}])");
+  say(c, R"(["REQ","b",{}])");
+  say(c, R"(["REQ","c",{}])");
+  CHECK(c.sink->take()
+        == std::vector<std::string>{
+          R"x(["CLOSED","c","rate-limited: too many open subscriptions (at most 2)"])x"});
+  say(c, R"(["REQ","a",{"kinds":[1]}])"); // replacing an open one is not a new subscription
+  CHECK(c.sink->take().empty());
+}
+
+TEST_CASE_METHOD(fixture, "a closed community wants AUTH first, for the right relay",
+                 "[actor][connection][auth]") {
+  auto c = connect(true);
+  say(c, R"(["REQ","s",{}])");
+  CHECK(c.sink->take()
+        == std::vector<std::string>{R"(["CLOSED","s","auth-required: this community requires authentication"])"});
+  auto note = test::sign_event(alice, 1);
+  say(c, test::event_frame(note));
+  CHECK(c.sink->take()
+        == std::vector<std::string>{ok_frame(note, false, "auth-required: this community requires authentication")});
+
+  auto wrong_relay = test::sign_event(alice, 22242, "", {{"relay", "wss://other.test"}, {"challenge", c.challenge}});
+  say(c, "[\"AUTH\"," + protocol::render_event_json(wrong_relay) + "]");
+  CHECK(c.sink->take()
+        == std::vector<std::string>{ok_frame(wrong_relay, false, "auth-required: relay tag names another relay")});
+
+  auto auth = test::sign_event(alice, 22242, "", {{"relay", "wss://hive.test"}, {"challenge", c.challenge}});
+  say(c, "[\"AUTH\"," + protocol::render_event_json(auth) + "]");
+  CHECK(c.sink->take() == std::vector<std::string>{ok_frame(auth, true, "")});
+  say(c, test::event_frame(note));
+  CHECK(c.sink->take() == std::vector<std::string>{ok_frame(note, true, "")});
+}
+
+TEST_CASE_METHOD(fixture, "protected events need their author to be authenticated",
+                 "[actor][connection][auth]") {
+  auto c = connect();
+  auto mine = test::sign_event(alice, 1, "protected", {{"-"}});
+  say(c, test::event_frame(mine));
+  CHECK(c.sink->take()
+        == std::vector<std::string>{ok_frame(mine, false, "auth-required: this event may only be published by its author")});
+  auto auth = test::sign_event(bob, 22242, "", {{"relay", "ws://hive.test"}, {"challenge", c.challenge}});
+  say(c, "[\"AUTH\"," + protocol::render_event_json(auth) + "]");
+  c.sink->take();
+  say(c, test::event_frame(mine));
+  CHECK(c.sink->take()
+        == std::vector<std::string>{ok_frame(mine, false, "restricted: this event may only be published by its author")});
+}
+
+TEST_CASE_METHOD(fixture, "COUNT answers from storage", "[actor][connection]") {
+  store->events.push_back(test::sign_event(alice, 1));
+  store->events.push_back(test::sign_event(alice, 1, "two"));
+  store->events.push_back(test::sign_event(alice, 7));
+  auto c = connect();
+  say(c, R"(["COUNT","n",{"kinds":[1]}])");
+  CHECK(c.sink->take() == std::vector<std::string>{R"(["COUNT","n",{"count":2}])"});
+}
+
+TEST_CASE_METHOD(fixture, "clients cannot publish relay-only NIP-43 kinds", "[actor][connection]") {
+  auto c = connect();
+  for (std::uint32_t kind : {13534u, 8000u, 8001u, 28935u}) {
+    auto ev = test::sign_event(alice, kind, "", {{"-"}});
+    say(c, test::event_frame(ev));
+    CHECK(c.sink->take()
+          == std::vector<std::string>{ok_frame(ev, false, "restricted: only the relay may publish kind " + std::to_string(kind))});
+  }
+  CHECK(store->store_calls == 0);
+}

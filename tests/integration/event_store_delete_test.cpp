@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: MIT
+#include <catch2/catch.hpp>
+
+#include "support/pg_test_database.hpp"
+#include "support/test_events.hpp"
+
+using namespace comb;
+using comb::test::author;
+using comb::test::event_ptr;
+using comb::test::hex;
+using comb::test::json_of;
+using comb::test::store_one;
+using status = comb::storage::store_outcome::status;
+
+namespace {
+
+constexpr std::int64_t now = 1'700'000'000;
+
+struct delete_fixture : test::store_fixture {
+  author alice{6};
+  author mallory{7};
+
+  void expect(const event_ptr& ev, status expected, const std::string& message = "") {
+    auto outcome = store_one(events, community, ev);
+    INFO(outcome.message);
+    CHECK(outcome.result == expected);
+    CHECK(outcome.message == message);
+  }
+
+  bool present(const event_ptr& ev) {
+    protocol::filter f;
+    f.ids = std::vector{ev->id};
+    auto result = events.query(community, {f}, now, 10);
+    REQUIRE(result.ok);
+    return !result.events.empty();
+  }
+};
+
+const std::string deleted_id = "blocked: this event was deleted by its author";
+const std::string deleted_address = "blocked: this address was deleted";
+
+} // namespace
+
+TEST_CASE_METHOD(delete_fixture, "a deletion by e removes the author's event and is stored",
+                 "[integration][event_store][nip09]") {
+  auto note = alice.sign(1, now - 10, {{"t", "x"}});
+  auto keep = alice.sign(1, now - 9);
+  expect(note, status::stored);
+  expect(keep, status::stored);
+  auto deletion = alice.sign(5, now, {{"e", hex(note->id)}});
+  expect(deletion, status::stored);
+  CHECK_FALSE(present(note));
+  CHECK(present(keep));
+  CHECK(present(deletion));
+  CHECK(test::scalar(connection, "SELECT count(*) FROM event_tags WHERE value = 'x'") == "0");
+  // Re-posting the deleted event is refused, whoever relays it.
+  expect(note, status::refused, deleted_id);
+  CHECK_FALSE(present(note));
+}
+
+TEST_CASE_METHOD(delete_fixture, "another author's deletion deletes nothing",
+                 "[integration][event_store][nip09]") {
+  auto note = alice.sign(1, now - 10);
+  auto profile = alice.sign(30023, now - 10, {{"d", "post"}});
+  expect(note, status::stored);
+  expect(profile, status::stored);
+  auto forged = mallory.sign(5, now, {{"e", hex(note->id)}, {"a", "30023:" + alice.pubkey_hex() + ":post"}});
+  expect(forged, status::stored);
+  CHECK(present(note));
+  CHECK(present(profile));
+  // Nor does it block a later copy of the event or a newer version of the address.
+  expect(note, status::duplicate, "duplicate: already have this event");
+  expect(alice.sign(30023, now + 1, {{"d", "post"}}), status::stored);
+}
+
+TEST_CASE_METHOD(delete_fixture, "a deletion that arrives first blocks the event it names",
+                 "[integration][event_store][nip09]") {
+  auto note = alice.sign(1, now - 10);
+  expect(alice.sign(5, now, {{"e", hex(note->id)}}), status::stored);
+  expect(note, status::refused, deleted_id);
+  SECTION("also within one batch") {
+    auto later = alice.sign(1, now - 5);
+    std::vector writes{test::write_of(community, alice.sign(5, now + 1, {{"e", hex(later->id)}})),
+                       test::write_of(community, later)};
+    auto outcomes = events.store_batch(writes);
+    CHECK(outcomes.at(0).result == status::stored);
+    CHECK(outcomes.at(1).result == status::refused);
+    CHECK(outcomes.at(1).message == deleted_id);
+  }
+}
+
+TEST_CASE_METHOD(delete_fixture, "deleting a deletion has no effect",
+                 "[integration][event_store][nip09]") {
+  auto note = alice.sign(1, now - 10);
+  auto deletion = alice.sign(5, now - 5, {{"e", hex(note->id)}});
+  expect(note, status::stored);
+  expect(deletion, status::stored);
+  expect(alice.sign(5, now, {{"e", hex(deletion->id)}}), status::stored);
+  CHECK(present(deletion));
+  CHECK_FALSE(present(note));
+  // Not even in advance: a deletion named by an earlier-arriving deletion is still accepted.
+  auto second_note = alice.sign(1, now - 8);
+  auto late_deletion = alice.sign(5, now - 4, {{"e", hex(second_note->id)}});
+  expect(alice.sign(5, now + 1, {{"e", hex(late_deletion->id)}}), status::stored);
+  expect(second_note, status::stored);
+  expect(late_deletion, status::stored);
+  CHECK(present(late_deletion));
+  CHECK_FALSE(present(second_note));
+}
+
+TEST_CASE_METHOD(delete_fixture, "a deletion by a removes versions up to its time",
+                 "[integration][event_store][nip09]") {
+  auto article = alice.sign(30023, now - 10, {{"d", "post"}});
+  auto other = alice.sign(30023, now - 10, {{"d", "other"}});
+  expect(article, status::stored);
+  expect(other, status::stored);
+  expect(alice.sign(5, now, {{"a", "30023:" + alice.pubkey_hex() + ":post"}}), status::stored);
+  CHECK_FALSE(present(article));
+  CHECK(present(other));
+  // Versions at or before the deletion are refused; a newer one is welcome.
+  expect(alice.sign(30023, now - 20, {{"d", "post"}}), status::refused, deleted_address);
+  expect(alice.sign(30023, now, {{"d", "post"}}), status::refused, deleted_address);
+  auto newer = alice.sign(30023, now + 1, {{"d", "post"}});
+  expect(newer, status::stored);
+  CHECK(present(newer));
+}
+
+TEST_CASE_METHOD(delete_fixture, "a deletion by a covers replaceable kinds with an empty d",
+                 "[integration][event_store][nip09]") {
+  auto list = alice.sign(10002, now - 10);
+  expect(list, status::stored);
+  expect(alice.sign(5, now, {{"a", "10002:" + alice.pubkey_hex() + ":"}}), status::stored);
+  CHECK_FALSE(present(list));
+  expect(alice.sign(10002, now - 1), status::refused, deleted_address);
+  expect(alice.sign(10002, now + 1), status::stored);
+}
+
+TEST_CASE_METHOD(delete_fixture, "a newer version stored after a deletion is not deleted by it",
+                 "[integration][event_store][nip09]") {
+  auto newer = alice.sign(30023, now + 100, {{"d", "post"}});
+  expect(newer, status::stored);
+  expect(alice.sign(5, now, {{"a", "30023:" + alice.pubkey_hex() + ":post"}}), status::stored);
+  CHECK(present(newer));
+}

@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: MIT
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <thread>
+
+#include "support/pg_test_database.hpp"
+#include "support/test_events.hpp"
+
+using namespace comb;
+using namespace std::chrono_literals;
+using comb::test::author;
+using comb::test::json_of;
+using comb::test::jsons_of;
+using comb::test::store_one;
+using status = comb::storage::store_outcome::status;
+
+namespace {
+
+constexpr std::int64_t now = 1'700'000'000;
+
+std::vector<std::string> everything(test::store_fixture& f, std::int64_t at) {
+  auto result = f.events.query(f.community, {protocol::filter{}}, at, 100);
+  REQUIRE(result.ok);
+  return result.events;
+}
+
+std::uint64_t count_all(test::store_fixture& f, std::int64_t at) {
+  auto result = f.events.count(f.community, {protocol::filter{}}, at);
+  REQUIRE(result.ok);
+  return result.count;
+}
+
+} // namespace
+
+TEST_CASE_METHOD(test::store_fixture, "expired events are hidden from query and count, then purged",
+                 "[integration][event_store][nip40]") {
+  author alice{8};
+  auto lasting = alice.sign(1, now - 10);
+  auto expiring = alice.sign(1, now - 5, {{"expiration", std::to_string(now + 60)}});
+  for (const auto& ev : {lasting, expiring})
+    REQUIRE(store_one(events, community, ev).result == status::stored);
+  CHECK(everything(*this, now) == jsons_of({expiring, lasting}));
+  CHECK(count_all(*this, now) == 2);
+  CHECK(everything(*this, now + 60) == jsons_of({lasting})); // expiration <= now: gone
+  CHECK(count_all(*this, now + 60) == 1);
+  CHECK(events.purge_expired(now + 59) == 0);
+  CHECK(events.purge_expired(now + 60) == 1);
+  CHECK(test::scalar(connection, "SELECT count(*) FROM events") == "1");
+  CHECK(events.purge_expired(now + 1000) == 0);
+}
+
+TEST_CASE_METHOD(test::store_fixture, "one bad write in a batch does not fail its neighbours",
+                 "[integration][event_store]") {
+  author alice{9};
+  auto first = alice.sign(1, now - 3);
+  auto orphan = alice.sign(1, now - 2); // its community does not exist: a foreign key error
+  auto last = alice.sign(1, now - 1);
+  std::vector writes{test::write_of(community, first), test::write_of(community + 1000, orphan),
+                     test::write_of(community, last)};
+  auto outcomes = events.store_batch(writes);
+  REQUIRE(outcomes.size() == 3);
+  CHECK(outcomes[0].result == status::stored);
+  CHECK(outcomes[1].result == status::failed);
+  CHECK(outcomes[1].message == "error: could not store the event, please retry");
+  CHECK(outcomes[2].result == status::stored);
+  CHECK(everything(*this, now) == jsons_of({last, first}));
+}
+
+TEST_CASE_METHOD(test::store_fixture, "a large batch is stored in one go",
+                 "[integration][event_store]") {
+  author alice{10};
+  std::vector<storage::event_write> writes;
+  for (int i = 0; i < 400; ++i)
+    writes.push_back(test::write_of(
+      community, alice.sign(1, now - i, {{"t", "n" + std::to_string(i % 7)}, {"e", "x"}})));
+  auto outcomes = events.store_batch(writes);
+  REQUIRE(outcomes.size() == writes.size());
+  CHECK(std::all_of(outcomes.begin(), outcomes.end(),
+                    [](const auto& o) { return o.result == status::stored; }));
+  CHECK(count_all(*this, now) == 400);
+  protocol::filter f;
+  f.tags.push_back({'t', {"n3"}});
+  auto result = events.count(community, {f}, now);
+  REQUIRE(result.ok);
+  CHECK(result.count == 57);
+}
+
+TEST_CASE_METHOD(test::store_fixture, "after the backend is terminated the store reconnects",
+                 "[integration][event_store]") {
+  author alice{11};
+  REQUIRE(store_one(events, community, alice.sign(1, now - 3)).result == status::stored);
+  int pid = connection.backend_pid();
+  REQUIRE(pid != 0);
+  storage::pg_connection killer(test::admin_conninfo());
+  REQUIRE(test::scalar(killer, "SELECT pg_terminate_backend($1::int)", {std::to_string(pid)})
+          == "t");
+  for (int i = 0; i < 100 && test::scalar(killer, "SELECT count(*) FROM pg_stat_activity"
+                                                  " WHERE pid = $1::int",
+                                          {std::to_string(pid)})
+                               != "0";
+       ++i)
+    std::this_thread::sleep_for(20ms);
+  auto second = alice.sign(1, now - 2);
+  auto outcome = store_one(events, community, second);
+  CHECK((outcome.result == status::stored || outcome.result == status::failed));
+  auto third = alice.sign(1, now - 1);
+  CHECK(store_one(events, community, third).result == status::stored);
+  CHECK(connection.backend_pid() != pid);
+  CHECK(count_all(*this, now) == (outcome.result == status::stored ? 3 : 2));
+  // Reads reconnect too.
+  REQUIRE(test::scalar(killer, "SELECT pg_terminate_backend($1::int)",
+                       {std::to_string(connection.backend_pid())})
+          == "t");
+  std::this_thread::sleep_for(100ms);
+  CHECK(events.query(community, {protocol::filter{}}, now, 10).ok);
+}

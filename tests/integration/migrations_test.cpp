@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: MIT
+#include <catch2/catch.hpp>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "storage/migrations.hpp"
+#include "support/pg_test_database.hpp"
+
+using namespace comb;
+using comb::test::scalar;
+
+namespace {
+
+std::string applied_versions(storage::pg_connection& c) {
+  return scalar(c, "SELECT count(*) || ':' || coalesce(max(version), 0) FROM schema_migrations");
+}
+
+std::string expected_versions() {
+  auto all = storage::all_migrations();
+  return std::to_string(all.size()) + ':' + std::to_string(all.back().version);
+}
+
+} // namespace
+
+TEST_CASE("migrations create the schema and are idempotent", "[integration][migrations]") {
+  test::fresh_database db;
+  storage::pg_connection c(db.conninfo());
+  REQUIRE_FALSE(storage::apply_migrations(c));
+  CHECK(applied_versions(c) == expected_versions());
+  REQUIRE_FALSE(storage::apply_migrations(c));
+  CHECK(applied_versions(c) == expected_versions());
+  for (const char* table : {"communities", "community_hosts", "events", "event_tags",
+                            "deleted_events", "deleted_addresses"})
+    CHECK(scalar(c, "SELECT to_regclass($1)::text", {std::string(table)}) == table);
+  // The rerun created nothing, so the server said nothing on stderr either.
+  CHECK(c.take_notices().size() <= 1); // at most "schema_migrations already exists, skipping"
+}
+
+TEST_CASE("two connections migrating at once apply each version once",
+          "[integration][migrations]") {
+  test::fresh_database db;
+  std::optional<std::string> first_error = "not run";
+  std::optional<std::string> second_error = "not run";
+  {
+    std::jthread first([&] {
+      storage::pg_connection c(db.conninfo());
+      first_error = storage::apply_migrations(c);
+    });
+    std::jthread second([&] {
+      storage::pg_connection c(db.conninfo());
+      second_error = storage::apply_migrations(c);
+    });
+  }
+  CHECK(first_error.value_or("") == "");
+  CHECK(second_error.value_or("") == "");
+  storage::pg_connection c(db.conninfo());
+  CHECK(applied_versions(c) == expected_versions());
+}
+
+TEST_CASE("migration 1 has the address uniqueness and the cascades the relay relies on",
+          "[integration][migrations]") {
+  test::fresh_database db;
+  storage::pg_connection c(db.conninfo());
+  REQUIRE_FALSE(storage::apply_migrations(c));
+  CHECK(scalar(c, "SELECT indexdef FROM pg_indexes WHERE indexname = 'events_address'")
+        == "CREATE UNIQUE INDEX events_address ON public.events USING btree (community_id, "
+           "pubkey, kind, d_tag) WHERE (d_tag IS NOT NULL)");
+  for (const char* index : {"events_author_kind", "events_kind", "events_recent",
+                            "event_tags_value", "events_pkey"})
+    CHECK(scalar(c, "SELECT count(*) FROM pg_indexes WHERE indexname = $1",
+                 {std::string(index)}) == "1");
+  // Deleting a community removes its events and their tags.
+  scalar(c, "INSERT INTO communities (host) VALUES ('x.example') RETURNING id");
+  scalar(c, "INSERT INTO events (community_id, id, pubkey, created_at, kind, raw)"
+            " SELECT id, '\\x01', '\\x02', 1, 1, '{}' FROM communities RETURNING 1");
+  scalar(c, "INSERT INTO event_tags SELECT community_id, id, 't', 'v', 1, 1 FROM events"
+            " RETURNING 1");
+  scalar(c, "DELETE FROM communities RETURNING 1");
+  CHECK(scalar(c, "SELECT count(*) FROM events") == "0");
+  CHECK(scalar(c, "SELECT count(*) FROM event_tags") == "0");
+  // access is checked.
+  auto bad = c.exec("INSERT INTO communities (host, access) VALUES ('y.example', 'secret')");
+  CHECK(bad.sqlstate() == "23514");
+}

@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: MIT
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "support/pg_test_database.hpp"
+
+using namespace comb;
+using namespace std::chrono_literals;
+using comb::test::scalar;
+
+namespace {
+
+void terminate_backend(int pid) {
+  storage::pg_connection killer(test::admin_conninfo());
+  CHECK(scalar(killer, "SELECT pg_terminate_backend($1::int)", {std::to_string(pid)}) == "t");
+  // pg_terminate_backend only signals; wait until the backend is really gone.
+  for (int i = 0; i < 100; ++i) {
+    if (scalar(killer, "SELECT count(*) FROM pg_stat_activity WHERE pid = $1::int",
+               {std::to_string(pid)})
+        == "0")
+      return;
+    std::this_thread::sleep_for(20ms);
+  }
+  FAIL("backend " << pid << " did not exit");
+}
+
+} // namespace
+
+TEST_CASE("values travel as parameters, quotes and all", "[integration][pg_connection]") {
+  storage::pg_connection c(test::admin_conninfo());
+  const std::string tricky = "it's a \"test\"; DROP TABLE x; -- \\ {,}";
+  auto reply = c.exec("SELECT $1::text, $2::text IS NULL", {tricky, std::nullopt});
+  REQUIRE(reply.ok());
+  CHECK(reply.text(0, 0) == tricky);
+  CHECK(reply.text(0, 1) == "t");
+}
+
+TEST_CASE("errors come back as values with their SQLSTATE", "[integration][pg_connection]") {
+  storage::pg_connection c(test::admin_conninfo());
+  auto reply = c.exec("SELECT * FROM no_such_table");
+  CHECK_FALSE(reply.ok());
+  CHECK(reply.sqlstate() == "42P01");
+  CHECK(reply.error().find("no_such_table") != std::string::npos);
+  CHECK_FALSE(reply.connection_lost());
+  CHECK(c.exec("SELECT 1").ok());
+}
+
+TEST_CASE("server notices are collected instead of printed", "[integration][pg_connection]") {
+  storage::pg_connection c(test::admin_conninfo());
+  REQUIRE(c.exec("DO $$ BEGIN RAISE NOTICE 'hello from the server'; END $$").ok());
+  auto notices = c.take_notices();
+  REQUIRE(notices.size() == 1);
+  CHECK(notices.front().find("hello from the server") != std::string::npos);
+  CHECK(c.take_notices().empty());
+}
+
+TEST_CASE("a terminated backend is replaced by the next call", "[integration][pg_connection]") {
+  storage::pg_connection c(test::admin_conninfo());
+  REQUIRE(c.exec("SELECT 1").ok());
+  int pid = c.backend_pid();
+  REQUIRE(pid != 0);
+  terminate_backend(pid);
+  auto reply = c.exec("SELECT 2"); // may fail once, if the loss is only seen now
+  if (!reply.ok())
+    CHECK(reply.connection_lost());
+  auto next = c.exec("SELECT 3");
+  REQUIRE(next.ok());
+  CHECK(next.text(0, 0) == "3");
+  CHECK(c.backend_pid() != pid);
+  CHECK(c.connect_count() == 2);
+}
+
+TEST_CASE("a connection lost inside a transaction never runs the rest in autocommit",
+          "[integration][pg_connection]") {
+  test::fresh_database db;
+  storage::pg_connection c(db.conninfo());
+  REQUIRE(c.exec("CREATE TABLE t (x int)").ok());
+  REQUIRE(c.exec("BEGIN").ok());
+  REQUIRE(c.exec("INSERT INTO t VALUES (1)").ok());
+  terminate_backend(c.backend_pid());
+  auto insert = c.exec("INSERT INTO t VALUES (2)");
+  CHECK_FALSE(insert.ok());
+  CHECK(insert.connection_lost());
+  // Like an aborted transaction: nothing runs until the caller ends it.
+  CHECK_FALSE(c.exec("INSERT INTO t VALUES (3)").ok());
+  CHECK_FALSE(c.exec("SELECT 1").ok());
+  CHECK(c.exec("ROLLBACK").ok());
+  auto rows = c.exec("SELECT count(*) FROM t"); // a new connection, outside any transaction
+  REQUIRE(rows.ok());
+  CHECK(rows.text(0, 0) == "0");
+  CHECK(c.connect_count() == 2);
+}
+
+TEST_CASE("a commit whose connection was lost reports failure, then work resumes",
+          "[integration][pg_connection]") {
+  test::fresh_database db;
+  storage::pg_connection c(db.conninfo());
+  REQUIRE(c.exec("CREATE TABLE t (x int)").ok());
+  REQUIRE(c.exec("BEGIN").ok());
+  REQUIRE(c.exec("INSERT INTO t VALUES (1)").ok());
+  terminate_backend(c.backend_pid());
+  CHECK_FALSE(c.exec("INSERT INTO t VALUES (2)").ok());
+  CHECK_FALSE(c.exec("COMMIT").ok());
+  CHECK(c.exec("INSERT INTO t VALUES (4)").ok()); // autocommit on a fresh connection
+  CHECK(scalar(c, "SELECT string_agg(x::text, ',') FROM t") == "4");
+}
+
+TEST_CASE("cancel from another thread stops a running statement",
+          "[integration][pg_connection]") {
+  storage::pg_connection c(test::admin_conninfo());
+  REQUIRE(c.exec("SELECT 1").ok());
+  auto started = std::chrono::steady_clock::now();
+  std::jthread canceller([&] {
+    std::this_thread::sleep_for(300ms);
+    CHECK(c.cancel());
+  });
+  auto reply = c.exec("SELECT pg_sleep(30)");
+  CHECK_FALSE(reply.ok());
+  CHECK(reply.sqlstate() == "57014");
+  CHECK(std::chrono::steady_clock::now() - started < 10s);
+  canceller.join();
+  CHECK(c.exec("SELECT 1").ok()); // the connection itself survives a cancel
+}
+
+TEST_CASE("an unreachable server is an error value after bounded attempts",
+          "[integration][pg_connection]") {
+  storage::pg_connection c("host=127.0.0.1 port=1 connect_timeout=2 dbname=x",
+                           storage::pg_reconnect_policy{2, 10ms});
+  auto error = c.ensure_connected();
+  REQUIRE(error);
+  CHECK_FALSE(error->empty());
+  auto reply = c.exec("SELECT 1");
+  CHECK_FALSE(reply.ok());
+  CHECK(reply.connection_lost());
+  CHECK(c.connect_count() == 0);
+}

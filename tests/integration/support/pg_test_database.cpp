@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: MIT
+#include "support/pg_test_database.hpp"
+
+#include <catch2/catch.hpp>
+#include <array>
+#include <cstdlib>
+#include <memory>
+
+#include <libpq-fe.h>
+
+#include "protocol/hex.hpp"
+#include "protocol/signature.hpp"
+#include "storage/migrations.hpp"
+
+namespace comb::test {
+namespace {
+
+std::string quote_conninfo_value(const std::string& value) {
+  std::string out = "'";
+  for (char c : value) {
+    if (c == '\'' || c == '\\')
+      out += '\\';
+    out += c;
+  }
+  return out + "'";
+}
+
+std::string random_name() {
+  std::array<std::uint8_t, 8> bytes{};
+  protocol::fill_random(bytes);
+  return "comb_test_" + protocol::to_hex(bytes);
+}
+
+/// CREATE/DROP DATABASE take an identifier, which cannot be a parameter; the name is ours
+/// (random hex) and quoted anyway.
+void run_admin(const std::string& sql_prefix, const std::string& name, const char* suffix) {
+  storage::pg_connection admin(admin_conninfo());
+  REQUIRE_FALSE(admin.ensure_connected());
+  auto reply = admin.exec(sql_prefix + '"' + name + '"' + suffix);
+  INFO(reply.error());
+  REQUIRE(reply.ok());
+}
+
+} // namespace
+
+std::string admin_conninfo() {
+  const char* url = std::getenv("COMB_TEST_DATABASE_URL");
+  if (!url || !*url)
+    FAIL("COMB_TEST_DATABASE_URL is not set: start the test servers with "
+         "`bash tools/services.sh start DIR && source DIR/env`");
+  return url;
+}
+
+std::string with_database(const std::string& conninfo, const std::string& dbname) {
+  char* error = nullptr;
+  std::unique_ptr<PQconninfoOption, decltype(&PQconninfoFree)> options(
+    PQconninfoParse(conninfo.c_str(), &error), &PQconninfoFree);
+  if (error)
+    PQfreemem(error);
+  REQUIRE(options);
+  std::string out;
+  for (auto* option = options.get(); option->keyword; ++option) {
+    std::string keyword = option->keyword;
+    if (keyword == "dbname" || !option->val)
+      continue;
+    out += keyword + '=' + quote_conninfo_value(option->val) + ' ';
+  }
+  return out + "dbname=" + quote_conninfo_value(dbname);
+}
+
+fresh_database::fresh_database()
+  : name_(random_name()), conninfo_(with_database(admin_conninfo(), name_)) {
+  run_admin("CREATE DATABASE ", name_, "");
+}
+
+fresh_database::~fresh_database() {
+  try {
+    storage::pg_connection admin(admin_conninfo());
+    (void)admin.exec("DROP DATABASE IF EXISTS \"" + name_ + "\" WITH (FORCE)");
+  } catch (...) {
+    // A destructor must not throw; a leftover database goes with the test cluster.
+  }
+}
+
+store_fixture::store_fixture()
+  : connection(database.conninfo()), events(connection), communities(connection) {
+  auto error = storage::apply_migrations(connection);
+  INFO(error.value_or(""));
+  REQUIRE_FALSE(error);
+  community = add_community("a.example");
+}
+
+std::int64_t store_fixture::add_community(const std::string& host) {
+  auto row = communities.ensure(host, {}, false);
+  INFO(communities.last_error());
+  REQUIRE(row);
+  return row->id;
+}
+
+std::string scalar(storage::pg_connection& connection,
+                   const std::string& sql,
+                   const storage::pg_params& params) {
+  auto reply = connection.exec(sql, params);
+  INFO(sql << ": " << reply.error());
+  REQUIRE(reply.ok());
+  return reply.rows() > 0 ? std::string(reply.text(0, 0)) : std::string();
+}
+
+} // namespace comb::test

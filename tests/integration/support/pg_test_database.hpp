@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "storage/community_store.hpp"
+#include "storage/event_store.hpp"
+#include "storage/pg_connection.hpp"
+
+namespace comb::test {
+
+/// COMB_TEST_DATABASE_URL; fails the running test (not skips it) when it is unset.
+[[nodiscard]] std::string admin_conninfo();
+
+/// `conninfo` with its database replaced by `dbname`.
+[[nodiscard]] std::string with_database(const std::string& conninfo, const std::string& dbname);
+
+/// A database of its own for one test: created with a random name, dropped at the end (with
+/// any connections still open to it).
+class fresh_database {
+public:
+  fresh_database();
+  ~fresh_database();
+  fresh_database(const fresh_database&) = delete;
+  fresh_database& operator=(const fresh_database&) = delete;
+
+  [[nodiscard]] const std::string& conninfo() const noexcept { return conninfo_; }
+
+  [[nodiscard]] const std::string& name() const noexcept { return name_; }
+
+private:
+  std::string name_;
+  std::string conninfo_;
+};
+
+/// A migrated fresh database, a connection, both stores and one community ("a.example").
+struct store_fixture {
+  store_fixture();
+
+  /// Another community in the same database.
+  std::int64_t add_community(const std::string& host);
+
+  fresh_database database;
+  storage::pg_connection connection;
+  storage::event_store events;
+  storage::community_store communities;
+  std::int64_t community = 0;
+};
+
+/// Runs one statement on a separate connection and returns the first field ("" if none);
+/// fails the test on error.
+std::string scalar(storage::pg_connection& connection,
+                   const std::string& sql,
+                   const storage::pg_params& params = {});
+
+} // namespace comb::test

@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: MIT
+#include <catch2/catch.hpp>
+
+#include "actors/connection/connection.hpp"
+#include "actors/connection/rate_limiter.hpp"
+#include "protocol/canonical_json.hpp"
+#include "protocol/relay_message.hpp"
+#include "support/signed_events.hpp"
+
+using namespace comb;
+using comb::actors::connection;
+using comb::actors::connection_policy;
+using comb::actors::live_event;
+
+namespace {
+
+const auto author = protocol::key_pair::generate();
+
+live_event live(const protocol::event& ev) {
+  return {std::make_shared<const protocol::event>(ev),
+          std::make_shared<const std::string>(protocol::render_event_json(ev))};
+}
+
+} // namespace
+
+TEST_CASE("the token bucket allows a burst, then the sustained rate", "[actors][rate]") {
+  actors::rate_limiter limiter(2, 3);
+  CHECK(limiter.try_take(10.0));
+  CHECK(limiter.try_take(10.0));
+  CHECK(limiter.try_take(10.0));
+  CHECK_FALSE(limiter.try_take(10.0));
+  CHECK(limiter.try_take(10.5));
+  CHECK_FALSE(limiter.try_take(10.5));
+  CHECK(limiter.try_take(100.0));
+}
+
+TEST_CASE("events over the rate are refused with rate-limited", "[actors][connection]") {
+  connection_policy policy;
+  policy.event_rate = 1;
+  policy.event_burst = 2;
+  connection c(policy, "challenge");
+  auto ev = test::sign_event(author, 1);
+  CHECK_FALSE(c.admit_event(ev, test::unix_now(), 5.0));
+  CHECK_FALSE(c.admit_event(ev, test::unix_now(), 5.0));
+  CHECK(c.admit_event(ev, test::unix_now(), 5.0)->text() == "rate-limited: slow down, too many events");
+  CHECK_FALSE(c.admit_event(ev, test::unix_now(), 6.0));
+}
+
+TEST_CASE("expired, future and in-flight-bound events are refused", "[actors][connection]") {
+  connection_policy policy;
+  policy.max_events_in_flight = 1;
+  connection c(policy, "challenge");
+  auto now = test::unix_now();
+  auto expired = test::sign_event(author, 1, "x", {{"expiration", std::to_string(now - 1)}});
+  CHECK(c.admit_event(expired, now, 1)->text() == "invalid: event has already expired");
+  auto future = test::sign_event(author, 1, "x", {}, now + 3600);
+  CHECK(c.admit_event(future, now, 1)->text() == "invalid: created_at is too far in the future");
+  auto fine = test::sign_event(author, 1);
+  CHECK_FALSE(c.admit_event(fine, now, 1));
+  c.event_sent();
+  CHECK(c.admit_event(fine, now, 1)->text() == "rate-limited: too many events awaiting storage");
+  c.event_answered();
+  CHECK_FALSE(c.admit_event(fine, now, 1));
+}
+
+TEST_CASE("history frames, EOSE, then held live events not already sent", "[actors][connection]") {
+  connection c(connection_policy{}, "challenge");
+  auto generation = c.open_subscription("s").value();
+  auto in_both = test::sign_event(author, 1, "both");
+  auto live_only = test::sign_event(author, 1, "live");
+  CHECK_FALSE(c.live_arrived("s", live(in_both)));
+  CHECK_FALSE(c.live_arrived("s", live(live_only)));
+  auto frames = c.history_arrived("s", generation, {protocol::render_event_json(in_both)});
+  CHECK(frames
+        == std::vector<std::string>{
+          protocol::render_event_frame("s", protocol::render_event_json(in_both)),
+          protocol::render_eose("s"),
+          protocol::render_event_frame("s", protocol::render_event_json(live_only))});
+  CHECK(c.live_arrived("s", live(live_only)).has_value());
+}
+
+TEST_CASE("a history reply for a replaced subscription is dropped", "[actors][connection]") {
+  connection c(connection_policy{}, "challenge");
+  auto first = c.open_subscription("s").value();
+  auto second = c.open_subscription("s").value();
+  CHECK(first != second);
+  CHECK(c.history_arrived("s", first, {}).empty());
+  CHECK(c.history_arrived("s", second, {}) == std::vector<std::string>{protocol::render_eose("s")});
+  CHECK(c.close_subscription("s"));
+  CHECK_FALSE(c.close_subscription("s"));
+  CHECK_FALSE(c.live_arrived("s", live(test::sign_event(author, 1))));
+}

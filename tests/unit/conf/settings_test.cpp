@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: MIT
+#include <catch2/catch.hpp>
+#include <fstream>
+
+#include "conf/settings.hpp"
+
+using namespace comb::conf;
+
+TEST_CASE("defaults are the documented ones", "[conf]") {
+  auto loaded = load_settings({}, {});
+  REQUIRE(loaded.problems.empty());
+  CHECK(loaded.settings.listen == "127.0.0.1:7777");
+  CHECK(loaded.settings.effective_public_url() == "ws://127.0.0.1:7777");
+  CHECK(loaded.settings.effective_relay_key_file() == "./var/relay.key");
+  CHECK(loaded.settings.access == "open");
+}
+
+TEST_CASE("environment overrides the file and flags override both", "[conf]") {
+  std::string path = "/tmp/comb-settings-test.toml";
+  {
+    std::ofstream file(path);
+    file << "[server]\nlisten = \"127.0.0.1:9000\"\nname = \"from file\"\n"
+            "[limits]\nmax_limit = 100\nevent_rate = 2.5\n";
+  }
+  auto loaded = load_settings({{"COMB_CONFIG", path}, {"COMB_LISTEN", "127.0.0.1:9001"}},
+                              {{"limits.max_limit", "200"}});
+  REQUIRE(loaded.problems.empty());
+  CHECK(loaded.settings.listen == "127.0.0.1:9001");
+  CHECK(loaded.settings.name == "from file");
+  CHECK(loaded.settings.limits.max_limit == 200u);
+  CHECK(loaded.settings.event_rate == 2.5);
+}
+
+TEST_CASE("invalid values name the option and the accepted range", "[conf]") {
+  auto check_problem = [](std::map<std::string, std::string> env, const std::string& option,
+                          const std::string& message) {
+    auto loaded = load_settings(env, {});
+    REQUIRE(loaded.problems.size() == 1);
+    CHECK(loaded.problems[0].option == option);
+    CHECK(loaded.problems[0].message == message);
+  };
+  check_problem({{"COMB_MAX_LIMIT", "0"}}, "limits.max_limit", "COMB_MAX_LIMIT: must be a number from 1 to 1000000");
+  check_problem({{"COMB_MAX_LIMIT", "lots"}}, "limits.max_limit", "COMB_MAX_LIMIT: must be a number from 1 to 1000000");
+  check_problem({{"COMB_ACCESS", "public"}}, "community.access", "COMB_ACCESS: must be one of: open closed");
+  check_problem({{"COMB_WS_DEFLATE", "maybe"}}, "websocket.deflate", "COMB_WS_DEFLATE: must be true or false");
+  check_problem({{"COMB_LISTEN", "nowhere"}}, "server.listen", "must be host:port, e.g. 127.0.0.1:7777");
+  check_problem({{"COMB_PUBLIC_URL", "http://x"}}, "server.public_url", "must be a ws:// or wss:// URL with no path");
+  check_problem({{"COMB_OWNER_PUBKEY", "npub1nope"}}, "community.owner_pubkey", "must be 64 lowercase hex characters or an npub");
+}
+
+TEST_CASE("unknown keys in the file are refused", "[conf]") {
+  std::string path = "/tmp/comb-settings-unknown.toml";
+  {
+    std::ofstream file(path);
+    file << "[server]\nlisten_adress = \"127.0.0.1:9000\"\n";
+  }
+  auto loaded = load_settings({{"COMB_CONFIG", path}}, {});
+  REQUIRE(loaded.problems.size() == 1);
+  CHECK(loaded.problems[0].option == "server.listen_adress");
+  CHECK(loaded.problems[0].message == path + ": unknown option");
+}
+
+TEST_CASE("printing masks secrets", "[conf]") {
+  auto loaded = load_settings({{"COMB_DATABASE_URL", "postgresql://user:hunter2@db/comb"}}, {});
+  auto printed = print_settings(loaded.settings);
+  CHECK(printed.find("hunter2") == std::string::npos);
+  CHECK(printed.find("database_url = \"********\"") != std::string::npos);
+}

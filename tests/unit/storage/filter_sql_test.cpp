@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: MIT
+#include <catch2/catch.hpp>
+
+#include "protocol/hex.hpp"
+#include "storage/filter_sql.hpp"
+#include "storage/pg_array.hpp"
+
+using namespace comb::protocol;
+using namespace comb::storage;
+
+namespace {
+
+bytes32 filled(std::uint8_t byte) {
+  bytes32 out{};
+  out.fill(byte);
+  return out;
+}
+
+std::string param(const sql_statement& s, std::size_t n) {
+  REQUIRE(n >= 1);
+  REQUIRE(n <= s.params.size());
+  REQUIRE(s.params[n - 1].has_value());
+  return *s.params[n - 1];
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+std::size_t placeholders_in(const std::string& text) {
+  std::size_t highest = 0;
+  for (std::size_t at = text.find('$'); at != std::string::npos; at = text.find('$', at + 1))
+    highest = std::max<std::size_t>(highest, std::stoul(text.substr(at + 1)));
+  return highest;
+}
+
+} // namespace
+
+TEST_CASE("array literals quote and escape every text element", "[storage][filter_sql]") {
+  pg_array array;
+  array.add_text("plain");
+  array.add_text("a,b");
+  array.add_text("{braces}");
+  array.add_text("say \"hi\"");
+  array.add_text("back\\slash");
+  array.add_text("NULL");
+  array.add_text("");
+  array.add_text(" spaced ");
+  CHECK(array.str()
+        == R"({"plain","a,b","{braces}","say \"hi\"","back\\slash","NULL",""," spaced "})");
+  CHECK(array.size() == 8);
+}
+
+TEST_CASE("array literals carry bytea in hex form, integers bare and real NULLs",
+          "[storage][filter_sql]") {
+  pg_array bytes;
+  bytes.add_bytea(std::vector<std::uint8_t>{0x00, 0xab, 0xff});
+  bytes.add_null();
+  CHECK(bytes.str() == R"({"\\x00abff",NULL})");
+  pg_array numbers;
+  numbers.add_integer(-5);
+  numbers.add_integer(1700000000);
+  CHECK(numbers.str() == "{-5,1700000000}");
+  CHECK(pg_array{}.str() == "{}");
+  CHECK(bytea_param(std::vector<std::uint8_t>{0x0a, 0x1b}) == "\\x0a1b");
+}
+
+TEST_CASE("a filter becomes scoped, parameterized SQL", "[storage][filter_sql]") {
+  filter f;
+  f.ids = std::vector<bytes32>{filled(0x11)};
+  f.authors = std::vector<bytes32>{filled(0x22), filled(0x33)};
+  f.kinds = std::vector<std::uint32_t>{1, 30023};
+  f.since = 100;
+  f.until = 200;
+  f.limit = 7;
+  auto s = history_sql(42, {f}, 1000, 500);
+  REQUIRE(s);
+  CHECK(param(*s, 1) == "42");
+  CHECK(param(*s, 2) == "1000");
+  CHECK(param(*s, 3) == "{\"\\\\x" + to_hex(filled(0x11)) + "\"}");
+  CHECK(param(*s, 4)
+        == "{\"\\\\x" + to_hex(filled(0x22)) + "\",\"\\\\x" + to_hex(filled(0x33)) + "\"}");
+  CHECK(param(*s, 5) == "{1,30023}");
+  CHECK(param(*s, 6) == "100");
+  CHECK(param(*s, 7) == "200");
+  CHECK(param(*s, 8) == "7");
+  CHECK(s->params.size() == 8);
+  CHECK(placeholders_in(s->text) == 8);
+  CHECK(contains(s->text, "e.community_id = $1::bigint"));
+  CHECK(contains(s->text, "e.expires_at IS NULL OR e.expires_at > $2::bigint"));
+  CHECK(contains(s->text, "e.id = ANY($3::bytea[])"));
+  CHECK(contains(s->text, "e.pubkey = ANY($4::bytea[])"));
+  CHECK(contains(s->text, "e.kind = ANY($5::int[])"));
+  CHECK(contains(s->text, "e.created_at >= $6::bigint"));
+  CHECK(contains(s->text, "e.created_at <= $7::bigint"));
+  CHECK(contains(s->text, "ORDER BY e.created_at DESC, e.id LIMIT $8::bigint"));
+}
+
+TEST_CASE("no value is ever spliced into the SQL text", "[storage][filter_sql]") {
+  filter f;
+  f.tags.push_back({'t', {"'; DROP TABLE events; --", "robert\"); --"}});
+  f.since = 123456789;
+  auto s = history_sql(987654321, {f}, 555555555, 500);
+  REQUIRE(s);
+  CHECK_FALSE(contains(s->text, "DROP"));
+  CHECK_FALSE(contains(s->text, "robert"));
+  CHECK_FALSE(contains(s->text, "123456789"));
+  CHECK_FALSE(contains(s->text, "987654321"));
+  CHECK_FALSE(contains(s->text, "555555555"));
+  CHECK_FALSE(contains(s->text, "500"));
+  CHECK(param(*s, 3) == "123456789");
+  CHECK(param(*s, 4) == "t");
+  CHECK(param(*s, 5) == R"({"'; DROP TABLE events; --","robert\"); --"})");
+}
+
+TEST_CASE("tag conditions test event_tags by name and value", "[storage][filter_sql]") {
+  filter f;
+  f.tags.push_back({'e', {"a,b", "x\\y"}});
+  f.tags.push_back({'p', {"{}"}});
+  auto s = history_sql(1, {f}, 0, 10);
+  REQUIRE(s);
+  CHECK(contains(s->text, "EXISTS (SELECT 1 FROM event_tags t WHERE t.community_id = "
+                          "e.community_id AND t.event_id = e.id AND t.name = $3::text"
+                          " AND t.value = ANY($4::text[]))"));
+  CHECK(contains(s->text, "t.name = $5::text AND t.value = ANY($6::text[])"));
+  CHECK(param(*s, 4) == R"({"a,b","x\\y"})");
+  CHECK(param(*s, 6) == R"({"{}"})");
+  CHECK(param(*s, 7) == "10");
+}
+
+TEST_CASE("the default limit applies when a filter has none", "[storage][filter_sql]") {
+  auto s = history_sql(1, {filter{}}, 0, 321);
+  REQUIRE(s);
+  CHECK(param(*s, 3) == "321");
+  CHECK(s->params.size() == 3);
+}
+
+TEST_CASE("filters that cannot match cost no query", "[storage][filter_sql]") {
+  filter limit_zero;
+  limit_zero.limit = 0;
+  filter no_ids;
+  no_ids.ids = std::vector<bytes32>{};
+  filter no_kinds;
+  no_kinds.kinds = std::vector<std::uint32_t>{};
+  filter backwards;
+  backwards.since = 10;
+  backwards.until = 5;
+  filter empty_tag;
+  empty_tag.tags.push_back({'t', {}});
+  filter unindexed_tag;
+  unindexed_tag.tags.push_back({'t', {std::string("a\0b", 3), std::string(513, 'x')}});
+  for (const auto& f : {limit_zero, no_ids, no_kinds, backwards, empty_tag, unindexed_tag})
+    CHECK_FALSE(history_sql(1, {f}, 0, 100));
+  CHECK_FALSE(history_sql(1, {}, 0, 100));
+  CHECK_FALSE(history_sql(1, {filter{}}, 0, 0));
+  // COUNT ignores limits but not the other reasons.
+  CHECK(count_sql(1, {limit_zero}, 0));
+  CHECK_FALSE(count_sql(1, {no_ids, backwards, unindexed_tag}, 0));
+}
+
+TEST_CASE("unindexable tag values are dropped, the rest still match", "[storage][filter_sql]") {
+  filter f;
+  f.tags.push_back({'t', {std::string(600, 'x'), "ok"}});
+  auto s = history_sql(1, {f}, 0, 10);
+  REQUIRE(s);
+  CHECK(param(*s, 4) == R"({"ok"})");
+}
+
+TEST_CASE("several filters are unioned, each with its own limit, newest first overall",
+          "[storage][filter_sql]") {
+  filter a;
+  a.kinds = std::vector<std::uint32_t>{1};
+  a.limit = 2;
+  filter never;
+  never.limit = 0;
+  filter b;
+  b.kinds = std::vector<std::uint32_t>{7};
+  auto s = history_sql(5, {a, never, b}, 9, 50);
+  REQUIRE(s);
+  CHECK(contains(s->text, " UNION "));
+  CHECK(contains(s->text, "JOIN events e ON e.community_id = $1::bigint AND e.id = m.id"));
+  CHECK(contains(s->text, "ORDER BY m.created_at DESC, m.id"));
+  CHECK(param(*s, 3) == "{1}");
+  CHECK(param(*s, 4) == "2");
+  CHECK(param(*s, 5) == "{7}");
+  CHECK(param(*s, 6) == "50");
+  CHECK(s->params.size() == 6);
+  CHECK(placeholders_in(s->text) == 6);
+}
+
+TEST_CASE("count unions filters without limits", "[storage][filter_sql]") {
+  filter a;
+  a.kinds = std::vector<std::uint32_t>{1};
+  a.limit = 1;
+  filter b;
+  b.authors = std::vector<bytes32>{filled(1)};
+  auto s = count_sql(3, {a, b}, 77);
+  REQUIRE(s);
+  CHECK(s->text.starts_with("SELECT count(*) FROM ("));
+  CHECK(contains(s->text, " UNION "));
+  CHECK_FALSE(contains(s->text, "LIMIT"));
+  CHECK(s->params.size() == 4);
+}

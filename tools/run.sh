@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The run command: installs what is missing, builds, and runs comb-relay at ws://127.0.0.1:7777
+# (or COMB_LISTEN). Without COMB_DATABASE_URL it creates, on first use, and starts a private
+# Postgres cluster under the data folder (COMB_DATA_DIR, default ./var), which keeps running
+# for the next start; `tools/run.sh --stop-database` stops it. Other arguments go to comb-relay.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+source "$top/tools/postgres.sh"
+export COMB_DATA_DIR=$(realpath -m "${COMB_DATA_DIR:-./var}")
+pg_dir="$COMB_DATA_DIR/postgres"
+
+if [ "${1:-}" = "--stop-database" ]; then
+  comb_pg_stop "$pg_dir" && echo "comb: private Postgres stopped"
+  exit 0
+fi
+
+bash "$top/tools/build.sh" --target comb-relay >&2
+
+if [ -z "${COMB_DATABASE_URL:-}" ]; then
+  mkdir -p "$pg_dir"
+  if [ "$(id -u)" -eq 0 ] && ! runuser -u postgres -- test -w "$COMB_DATA_DIR" -o -x "$COMB_DATA_DIR" 2>/dev/null; then
+    chmod o+x "$COMB_DATA_DIR" 2>/dev/null || true
+  fi
+  if [ "$(id -u)" -eq 0 ] && ! runuser -u postgres -- test -x "$pg_dir/.." 2>/dev/null; then
+    echo "comb: the postgres user cannot reach $COMB_DATA_DIR (a parent folder is private);" >&2
+    echo "      set COMB_DATA_DIR to a folder it can traverse, e.g. /var/lib/comb" >&2
+    exit 1
+  fi
+  if [ ! -f "$pg_dir/port" ]; then
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])' > "$pg_dir/port"
+  fi
+  port=$(cat "$pg_dir/port")
+  comb_pg_start "$pg_dir" "$port"
+  export COMB_DATABASE_URL="postgresql://postgres@127.0.0.1:$port/postgres"
+  echo "comb: private Postgres at 127.0.0.1:$port (data in $pg_dir)" >&2
+fi
+
+exec "$top/build/bin/comb-relay" "$@"

@@ -13,6 +13,7 @@
 #include "actors/frame_sink.hpp"
 #include "protocol/filter.hpp"
 #include "storage/event_store.hpp"
+#include "storage/membership.hpp"
 
 namespace comb::actors {
 
@@ -49,6 +50,22 @@ using publish_atom = caf::atom_constant<caf::atom("publish")>;       ///< (publi
 inline constexpr publish_atom publish_atom_v{};
 using deliver_atom = caf::atom_constant<caf::atom("deliver")>;       ///< (deliver_atom, live_event, std::vector<std::string> subs)
 inline constexpr deliver_atom deliver_atom_v{};
+
+// -- membership: connection -> community actor -> membership writer ------------------------------
+using member_atom = caf::atom_constant<caf::atom("member")>;         ///< (member_atom, ticket, membership_command)
+inline constexpr member_atom member_atom_v{};
+using member_done_atom = caf::atom_constant<caf::atom("memberdone")>; ///< (member_done_atom, ticket, membership_result)
+inline constexpr member_done_atom member_done_atom_v{};
+using apply_atom = caf::atom_constant<caf::atom("apply")>;           ///< (apply_atom, community, std::vector<membership_command>)
+inline constexpr apply_atom apply_atom_v{};
+using applied_atom = caf::atom_constant<caf::atom("applied")>;       ///< (applied_atom, membership_write)
+inline constexpr applied_atom applied_atom_v{};
+using mint_atom = caf::atom_constant<caf::atom("mint")>;             ///< (mint_atom, ticket, community, requester)
+inline constexpr mint_atom mint_atom_v{};
+using minted_atom = caf::atom_constant<caf::atom("minted")>;         ///< (minted_atom, ticket, invite_reply)
+inline constexpr minted_atom minted_atom_v{};
+using revoke_atom = caf::atom_constant<caf::atom("revoke")>;         ///< (revoke_atom, community, std::vector<bytes32>)
+inline constexpr revoke_atom revoke_atom_v{};
 
 // -- session -> community directory -------------------------------------------------------------
 using lookup_atom = caf::atom_constant<caf::atom("lookup")>;     ///< (lookup_atom, host, lookup_callback)
@@ -89,6 +106,14 @@ struct live_request {
 
 using frame_sink_ptr = std::shared_ptr<frame_sink>;
 
+/// A minted invite as the connection sends it: the relay-signed 28935, or why there is none.
+struct invite_reply {
+  std::shared_ptr<const std::string> event_json;
+  std::string refusal; ///< full CLOSED text when event_json is null
+};
+
+using pubkey_list = std::vector<protocol::bytes32>;
+
 } // namespace comb::actors
 
 // Local-only payloads: they never cross a process boundary (the bridge has its own envelope).
@@ -101,3 +126,9 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::storage::event_write)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::storage::store_outcome)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::storage::query_result)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::storage::count_result)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::storage::membership_command)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<comb::storage::membership_command>)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::storage::membership_result)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::storage::membership_write)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::invite_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::pubkey_list)

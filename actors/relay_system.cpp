@@ -11,7 +11,9 @@
 #include "actors/fanout/fanout_actor.hpp"
 #include "actors/gateway/server.hpp"
 #include "actors/messages.hpp"
+#include "actors/storage/membership_writer.hpp"
 #include "actors/storage/storage_actors.hpp"
+#include "storage/membership_store.hpp"
 #include "conf/relay_key.hpp"
 #include "protocol/host.hpp"
 #include "protocol/nip19.hpp"
@@ -35,7 +37,32 @@ std::vector<std::string> loopback_aliases(const conf::relay_settings& s) {
   return aliases;
 }
 
-bool prepare_database(const conf::relay_settings& s) {
+std::int64_t unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+           std::chrono::system_clock::now().time_since_epoch())
+    .count();
+}
+
+/// COMB_OWNER_PUBKEY is bootstrapped at every start, in the same transaction as its list.
+bool bootstrap_owner(storage::pg_connection& connection, const protocol::key_pair& key,
+                     const conf::relay_settings& s, std::int64_t community_id) {
+  if (s.owner_pubkey.empty())
+    return true;
+  storage::membership_store members(connection, key);
+  storage::membership_command provision{storage::membership_change::provision_owner,
+                                        *protocol::parse_public_key(s.owner_pubkey),
+                                        storage::member_role::owner, std::nullopt, {}, "bootstrap",
+                                        std::nullopt};
+  auto write = members.apply(community_id, std::span(&provision, 1), unix_now());
+  if (!write.committed) {
+    spdlog::critical("cannot bootstrap the owner: {}", write.error);
+    return false;
+  }
+  spdlog::info("owner {}: {}", s.owner_pubkey, storage::outcome_name(write.results[0].outcome));
+  return true;
+}
+
+bool prepare_database(const conf::relay_settings& s, const protocol::key_pair& key) {
   storage::pg_connection connection(s.database_url);
   if (auto error = connection.ensure_connected()) {
     spdlog::critical("cannot connect to Postgres: {}", *error);
@@ -54,17 +81,20 @@ bool prepare_database(const conf::relay_settings& s) {
   }
   spdlog::info("community {} (id {}) is {}", community->host, community->id,
                community->closed ? "closed" : "open");
-  return true;
+  return bootstrap_owner(connection, key, s, community->id);
 }
 
 struct pod_actors {
   std::vector<caf::actor> readers;
   caf::actor fanout;
   caf::actor writer;
+  caf::actor membership_writer;
   caf::actor directory;
+  std::shared_ptr<community_registry> registry;
 };
 
 pod_actors spawn_actors(caf::actor_system& system, const conf::relay_settings& s,
+                        const protocol::key_pair& key,
                         const std::shared_ptr<relay_metrics>& metrics,
                         const std::shared_ptr<community_directory>& communities) {
   pod_actors pod;
@@ -74,8 +104,11 @@ pod_actors spawn_actors(caf::actor_system& system, const conf::relay_settings& s
   pod.fanout = system.spawn(fanout_actor, fanout_args{pod.readers, metrics});
   pod.writer = system.spawn<caf::detached>(
     storage_writer, writer_args{s.database_url, s.write_batch_max, pod.fanout, {}, metrics});
-  pod.directory = system.spawn<caf::detached>(directory_actor,
-                                              directory_args{s.database_url, communities});
+  pod.membership_writer = system.spawn<caf::detached>(
+    membership_writer, membership_writer_args{s.database_url, key, 1, 24 * 3600});
+  pod.registry = std::make_shared<community_registry>(system, pod.membership_writer, pod.fanout);
+  pod.directory = system.spawn<caf::detached>(
+    directory_actor, directory_args{s.database_url, communities, pod.registry});
   return pod;
 }
 
@@ -87,6 +120,9 @@ void stop_actors(caf::actor_system& system, const pod_actors& pod) {
     self->send_exit(reader, caf::exit_reason::user_shutdown);
   self->send_exit(pod.fanout, caf::exit_reason::user_shutdown);
   self->send_exit(pod.directory, caf::exit_reason::user_shutdown);
+  self->send_exit(pod.membership_writer, caf::exit_reason::user_shutdown);
+  for (const auto& community : pod.registry->actors())
+    self->send_exit(community, caf::exit_reason::user_shutdown);
 }
 
 void wait_for_sessions(const server& gateway, std::chrono::seconds grace) {
@@ -108,7 +144,7 @@ int run_relay(const conf::relay_settings& s) {
     spdlog::critical("COMB_DATABASE_URL is not set (tools/run.sh starts a private Postgres and sets it)");
     return 1;
   }
-  if (!prepare_database(s))
+  if (!prepare_database(s, *key))
     return 1;
 
   caf::actor_system_config config;
@@ -117,7 +153,7 @@ int run_relay(const conf::relay_settings& s) {
   caf::actor_system system{config};
   auto metrics = std::make_shared<relay_metrics>();
   auto communities = std::make_shared<community_directory>(std::chrono::seconds(5));
-  pod_actors pod = spawn_actors(system, s, metrics, communities);
+  pod_actors pod = spawn_actors(system, s, *key, metrics, communities);
 
   auto context = std::make_shared<gateway_context>();
   context->system = &system;
@@ -126,6 +162,8 @@ int run_relay(const conf::relay_settings& s) {
   context->fanout = pod.fanout;
   context->writer = pod.writer;
   context->directory = pod.directory;
+  context->membership_writer = pod.membership_writer;
+  context->registry = pod.registry;
   context->readers = pod.readers;
   context->metrics = metrics;
   context->communities = communities;

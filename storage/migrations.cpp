@@ -80,8 +80,47 @@ CREATE TABLE deleted_addresses (
 );
 )sql";
 
+// NIP-43 membership: members (list order is `position`), hashed invites, and the allowlist an
+// empty community can be backfilled from. One owner per community, enforced by an index.
+constexpr const char* migration_2 = R"sql(
+ALTER TABLE communities ADD COLUMN members_may_invite BOOLEAN NOT NULL DEFAULT false;
+
+CREATE TABLE members (
+  community_id BIGINT NOT NULL REFERENCES communities (id) ON DELETE CASCADE,
+  pubkey BYTEA NOT NULL,
+  role TEXT NOT NULL CHECK (role IN ('owner', 'admin', 'member')),
+  added_by TEXT NULL,
+  position BIGSERIAL NOT NULL,
+  created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+  updated_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+  PRIMARY KEY (community_id, pubkey)
+);
+CREATE UNIQUE INDEX members_one_owner ON members (community_id) WHERE role = 'owner';
+CREATE INDEX members_order ON members (community_id, position);
+
+CREATE TABLE invites (
+  community_id BIGINT NOT NULL REFERENCES communities (id) ON DELETE CASCADE,
+  code_hash TEXT NOT NULL,
+  max_uses INTEGER NOT NULL DEFAULT 0 CHECK (max_uses >= 0),
+  use_count INTEGER NOT NULL DEFAULT 0 CHECK (use_count >= 0),
+  expires_at BIGINT NOT NULL,
+  created_by BYTEA NULL,
+  created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+  revoked BOOLEAN NOT NULL DEFAULT false,
+  PRIMARY KEY (community_id, code_hash)
+);
+
+CREATE TABLE allowlist (
+  community_id BIGINT NOT NULL REFERENCES communities (id) ON DELETE CASCADE,
+  pubkey BYTEA NOT NULL,
+  added_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+  PRIMARY KEY (community_id, pubkey)
+);
+)sql";
+
 constexpr migration migrations[] = {
   {1, "communities, events, tags, deletions", migration_1},
+  {2, "members, invites, allowlist", migration_2},
 };
 
 constexpr const char* create_ledger = R"sql(

@@ -18,6 +18,10 @@ bool relay_only_kind(std::uint32_t kind) {
   return kind == 13534 || kind == 8000 || kind == 8001 || kind == 28935;
 }
 
+rejection not_a_member() {
+  return {reason::restricted, "you are not a member of this community"};
+}
+
 } // namespace
 
 std::optional<std::string> id_of_rendered_event(const std::string& json) {
@@ -35,6 +39,9 @@ std::optional<rejection> connection::admit_event(const protocol::event& ev, std:
                                                  double clock) {
   if (policy_.closed_community && !authenticated_)
     return rejection{reason::auth_required, "this community requires authentication"};
+  // A non-member of a closed community may authenticate and then only ask to join.
+  if (lost_access() && ev.kind != 28934)
+    return not_a_member();
   if (!events_rate_.try_take(clock))
     return rejection{reason::rate_limited, "slow down, too many events"};
   if (events_in_flight_ >= policy_.max_events_in_flight)
@@ -69,7 +76,14 @@ std::optional<rejection> connection::authenticate(const protocol::event& ev, std
 std::optional<rejection> connection::may_read() const {
   if (policy_.closed_community && !authenticated_)
     return rejection{reason::auth_required, "this community requires authentication"};
+  if (lost_access())
+    return not_a_member();
   return std::nullopt;
+}
+
+bool connection::lost_access() const {
+  return policy_.closed_community && authenticated_ && policy_.members
+         && !policy_.members->is_member(*authenticated_);
 }
 
 protocol::result<std::uint64_t> connection::open_subscription(const std::string& id) {

@@ -9,6 +9,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "actors/community/member_cache.hpp"
 #include "actors/connection/rate_limiter.hpp"
 #include "protocol/event.hpp"
 #include "protocol/event_check.hpp"
@@ -23,7 +24,9 @@ namespace comb::actors {
 struct connection_policy {
   std::int64_t community_id = 0;
   std::string host;            ///< normalized; NIP-42's relay tag must name it
-  bool closed_community = false; ///< AUTH required before REQ, COUNT and EVENT
+  bool closed_community = false; ///< AUTH and membership required before REQ, COUNT and EVENT
+  std::string relay_url;         ///< what clients type for this community, e.g. wss://host
+  member_cache_ptr members;      ///< the community's members; null: membership is not checked
   protocol::protocol_limits limits;
   protocol::created_at_window created_at;
   double event_rate = 50;
@@ -78,6 +81,10 @@ public:
 
   /// Whether this connection may read (REQ, COUNT) at all.
   [[nodiscard]] std::optional<protocol::rejection> may_read() const;
+
+  /// True when this connection is authenticated as someone who is, in a closed community, no
+  /// longer a member: its subscriptions must end.
+  [[nodiscard]] bool lost_access() const;
 
   // -- subscriptions ------------------------------------------------------------------------------
 

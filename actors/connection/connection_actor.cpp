@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 #include "actors/connection/connection_actor.hpp"
 
+#include <algorithm>
 #include <chrono>
 
+#include "actors/community/membership_requests.hpp"
 #include "protocol/canonical_json.hpp"
 #include "protocol/client_message.hpp"
 #include "protocol/relay_message.hpp"
@@ -49,6 +51,30 @@ const caf::actor& reader_for(self_ptr self) {
   return readers[self->state.args.owner % readers.size()];
 }
 
+void request_membership_change(self_ptr self, const protocol::event& ev) {
+  auto& st = self->state;
+  auto command = membership_command_for(ev, st.args.policy.closed_community, unix_now());
+  if (!command || !st.args.community) {
+    auto why = command ? protocol::rejection{protocol::reason::error, "membership is unavailable"}
+                       : command.error();
+    send_frame(self, protocol::render_ok(ev.id, false, why.text()));
+    return;
+  }
+  std::uint64_t ticket = st.next_ticket++;
+  st.awaiting_membership.emplace(ticket, std::pair{protocol::to_hex(ev.id), ev.kind});
+  self->send(st.args.community, member_atom_v, ticket, std::move(command).value());
+}
+
+void on_member_done(self_ptr self, std::uint64_t ticket, const storage::membership_result& result) {
+  auto& st = self->state;
+  auto it = st.awaiting_membership.find(ticket);
+  if (it == st.awaiting_membership.end())
+    return;
+  auto reply = reply_for(it->second.second, result.outcome, st.args.policy.relay_url);
+  send_frame(self, protocol::render_ok(it->second.first, reply.accepted, reply.message));
+  st.awaiting_membership.erase(it);
+}
+
 void on_event(self_ptr self, protocol::event_message& message) {
   auto& st = self->state;
   auto& metrics = *st.args.metrics;
@@ -60,6 +86,10 @@ void on_event(self_ptr self, protocol::event_message& message) {
     return;
   }
   bump(metrics.events_accepted);
+  if (is_membership_request(ev.kind)) {
+    request_membership_change(self, ev);
+    return;
+  }
   auto shared_event = std::make_shared<const protocol::event>(std::move(message.ev));
   auto json = std::make_shared<const std::string>(protocol::render_event_json(*shared_event));
   std::int64_t community = st.args.policy.community_id;
@@ -75,6 +105,45 @@ void on_event(self_ptr self, protocol::event_message& message) {
              storage::event_write{community, std::move(shared_event), std::move(json)});
 }
 
+bool asks_for_invite(const protocol::req_message& message) {
+  for (const auto& f : message.filters)
+    if (f.kinds && std::binary_search(f.kinds->begin(), f.kinds->end(), invite_kind))
+      return true;
+  return false;
+}
+
+void open_subscription(self_ptr self, protocol::req_message& message);
+
+/// NIP-43: a REQ for kind 28935 mints an invite for an authenticated member allowed to invite;
+/// the invite is sent first, then the REQ proceeds as usual (28935 is never stored).
+void request_invite(self_ptr self, protocol::req_message& message) {
+  auto& st = self->state;
+  if (!st.logic->authenticated()) {
+    send_frame(self, protocol::render_closed(message.subscription_id,
+                                             "auth-required: authenticate to request an invite"));
+    return;
+  }
+  std::uint64_t ticket = st.next_ticket++;
+  self->send(st.args.membership_writer, mint_atom_v, ticket, st.args.policy.community_id,
+             *st.logic->authenticated());
+  st.awaiting_invite.emplace(ticket, std::move(message));
+}
+
+void on_minted(self_ptr self, std::uint64_t ticket, const invite_reply& reply) {
+  auto& st = self->state;
+  auto it = st.awaiting_invite.find(ticket);
+  if (it == st.awaiting_invite.end())
+    return;
+  auto message = std::move(it->second);
+  st.awaiting_invite.erase(it);
+  if (!reply.event_json) {
+    send_frame(self, protocol::render_closed(message.subscription_id, reply.refusal));
+    return;
+  }
+  send_frame(self, protocol::render_event_frame(message.subscription_id, *reply.event_json));
+  open_subscription(self, message);
+}
+
 void on_req(self_ptr self, protocol::req_message& message) {
   auto& st = self->state;
   bump(st.args.metrics->messages_req);
@@ -82,6 +151,15 @@ void on_req(self_ptr self, protocol::req_message& message) {
     send_frame(self, protocol::render_closed(message.subscription_id, refused->text()));
     return;
   }
+  if (asks_for_invite(message) && st.args.membership_writer) {
+    request_invite(self, message);
+    return;
+  }
+  open_subscription(self, message);
+}
+
+void open_subscription(self_ptr self, protocol::req_message& message) {
+  auto& st = self->state;
   auto generation = st.logic->open_subscription(message.subscription_id);
   if (!generation) {
     send_frame(self, protocol::render_closed(message.subscription_id, generation.error().text()));
@@ -167,6 +245,20 @@ void on_history(self_ptr self, const std::string& sub, std::uint64_t generation,
     send_frame(self, std::move(frame));
 }
 
+/// Revocation: a closed community's member who lost membership loses every subscription now.
+void on_revoke(self_ptr self, const pubkey_list& pubkeys) {
+  auto& st = self->state;
+  const auto& me = st.logic->authenticated();
+  if (!me || std::find(pubkeys.begin(), pubkeys.end(), *me) == pubkeys.end()
+      || !st.logic->lost_access())
+    return;
+  for (const auto& sub : st.logic->subscription_ids()) {
+    st.logic->close_subscription(sub);
+    send_frame(self, protocol::render_closed(sub, "restricted: you are no longer a member of this community"));
+  }
+  self->send(st.args.fanout, forget_atom_v, st.args.owner, st.args.policy.community_id);
+}
+
 void on_deliver(self_ptr self, const live_event& event, const std::vector<std::string>& subs) {
   for (const auto& sub : subs)
     if (auto frame = self->state.logic->live_arrived(sub, event))
@@ -198,6 +290,11 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, conn
     [=](deliver_atom, const live_event& event, const std::vector<std::string>& subs) {
       on_deliver(self, event, subs);
     },
+    [=](member_done_atom, std::uint64_t ticket, const storage::membership_result& result) {
+      on_member_done(self, ticket, result);
+    },
+    [=](minted_atom, std::uint64_t ticket, const invite_reply& reply) { on_minted(self, ticket, reply); },
+    [=](revoke_atom, std::int64_t, const pubkey_list& pubkeys) { on_revoke(self, pubkeys); },
     [=](hangup_atom) {
       auto& s = self->state;
       self->send(s.args.fanout, forget_atom_v, s.args.owner, s.args.policy.community_id);

@@ -10,6 +10,7 @@
 #include "actors/connection/connection.hpp"
 #include "actors/messages.hpp"
 #include "actors/metrics.hpp"
+#include "protocol/client_message.hpp"
 
 namespace comb::actors {
 
@@ -21,6 +22,8 @@ struct connection_args {
   std::uint64_t owner = 0; ///< unique per pod; keys this connection in the fan-out
   caf::actor fanout;
   caf::actor writer;
+  caf::actor community;         ///< this community's actor: membership requests
+  caf::actor membership_writer; ///< mints invites (NIP-43 28935)
   std::vector<caf::actor> readers;
   std::shared_ptr<relay_metrics> metrics;
   /// Frames the socket handed over and this actor has not finished; the socket stops reading
@@ -34,6 +37,10 @@ struct connection_state {
   std::uint64_t next_ticket = 1;
   /// Event id (hex) of each event waiting for its OK from storage, by ticket.
   std::unordered_map<std::uint64_t, std::string> awaiting_ok;
+  /// Membership requests waiting for their outcome, by ticket: event id (hex) and kind.
+  std::unordered_map<std::uint64_t, std::pair<std::string, std::uint32_t>> awaiting_membership;
+  /// REQs that asked for an invite (28935), held until it is minted, by ticket.
+  std::unordered_map<std::uint64_t, protocol::req_message> awaiting_invite;
   static inline const char* name = "connection";
 };
 

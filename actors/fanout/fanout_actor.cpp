@@ -13,6 +13,7 @@ caf::behavior fanout_actor(caf::stateful_actor<fanout_state>* self, fanout_args 
       st.communities[request.community_id].add(request.owner, request.subscription_id,
                                                 request.filters);
       st.connections[request.owner] = request.connection;
+      st.subscribers[request.community_id].insert(request.owner);
       const auto& readers = st.args.readers;
       if (readers.empty())
         return;
@@ -30,6 +31,13 @@ caf::behavior fanout_actor(caf::stateful_actor<fanout_state>* self, fanout_args 
       if (it != self->state.communities.end())
         it->second.remove_owner(owner);
       self->state.connections.erase(owner);
+      self->state.subscribers[community].erase(owner);
+    },
+    [=](revoke_atom, std::int64_t community, const pubkey_list& pubkeys) {
+      auto& st = self->state;
+      for (auto owner : st.subscribers[community])
+        if (auto it = st.connections.find(owner); it != st.connections.end())
+          self->send(it->second, revoke_atom_v, community, pubkeys);
     },
     [=](publish_atom, const committed_event& committed) {
       auto& st = self->state;

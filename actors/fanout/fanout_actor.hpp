@@ -4,6 +4,7 @@
 #include <caf/all.hpp>
 #include <memory>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "actors/fanout/subscription_index.hpp"
@@ -21,6 +22,8 @@ struct fanout_state {
   fanout_args args;
   std::unordered_map<std::int64_t, subscription_index> communities;
   std::unordered_map<std::uint64_t, caf::actor> connections;
+  /// Connections with subscriptions, by community, for revocation.
+  std::unordered_map<std::int64_t, std::unordered_set<std::uint64_t>> subscribers;
   static inline const char* name = "fanout";
 };
 

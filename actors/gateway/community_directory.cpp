@@ -2,6 +2,7 @@
 #include "actors/gateway/community_directory.hpp"
 
 #include "actors/messages.hpp"
+#include "storage/membership_store.hpp"
 
 namespace comb::actors {
 
@@ -40,6 +41,12 @@ caf::behavior directory_actor(caf::stateful_actor<directory_state>* self, direct
       host_lookup answer;
       answer.community = s.store->find_by_host(host);
       answer.answered = answer.community.has_value() || s.store->last_error().empty();
+      if (answer.community && s.args.registry) {
+        auto id = answer.community->id;
+        auto ready = s.args.registry->ensure(
+          id, [&] { return storage::load_members(*s.connection, id); });
+        answer.answered = ready.has_value();
+      }
       s.args.cache->remember(host, answer);
       reply(std::move(answer));
     },

@@ -10,6 +10,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "actors/community/community_registry.hpp"
 #include "storage/community_store.hpp"
 #include "storage/pg_connection.hpp"
 
@@ -51,6 +52,8 @@ private:
 struct directory_args {
   std::string database_url;
   std::shared_ptr<community_directory> cache;
+  /// Gets each community's actor and member cache ready before its first connection.
+  std::shared_ptr<community_registry> registry;
 };
 
 struct directory_state {

@@ -23,6 +23,8 @@ struct gateway_context {
   caf::actor fanout;
   caf::actor writer;
   caf::actor directory;
+  caf::actor membership_writer;
+  std::shared_ptr<community_registry> registry;
   std::vector<caf::actor> readers;
   std::shared_ptr<relay_metrics> metrics;
   std::shared_ptr<community_directory> communities;

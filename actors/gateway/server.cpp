@@ -49,12 +49,15 @@ asio::awaitable<host_lookup> lookup_host(const gateway_context& context, std::st
   co_return answer;
 }
 
-connection_policy policy_for(const gateway_context& context, const storage::community_row& c) {
+connection_policy policy_for(const gateway_context& context, const storage::community_row& c,
+                             const community_handle& handle) {
   const auto& s = context.settings;
   connection_policy policy;
   policy.community_id = c.id;
   policy.host = c.host;
   policy.closed_community = c.closed;
+  policy.members = handle.members;
+  policy.relay_url = (s.effective_public_url().starts_with("wss://") ? "wss://" : "ws://") + c.host;
   policy.limits = s.limits;
   policy.created_at = s.created_at;
   policy.event_rate = s.event_rate;
@@ -222,7 +225,8 @@ struct websocket_session {
 };
 
 websocket_session open_session(tcp_stream stream, gateway_context& context,
-                               const storage::community_row& community) {
+                               const storage::community_row& community,
+                               const community_handle& handle) {
   websocket_session session;
   auto executor = stream.get_executor();
   session.ws = std::make_shared<ws_stream>(std::move(stream));
@@ -231,7 +235,9 @@ websocket_session open_session(tcp_stream stream, gateway_context& context,
                                                       context.metrics);
   session.frames_pending = std::make_shared<std::atomic<std::size_t>>(0);
   connection_args args;
-  args.policy = policy_for(context, community);
+  args.policy = policy_for(context, community, handle);
+  args.community = handle.actor;
+  args.membership_writer = context.membership_writer;
   args.challenge = protocol::make_auth_challenge();
   args.sink = session.outbox;
   args.owner = context.next_owner.fetch_add(1);
@@ -317,7 +323,13 @@ asio::awaitable<void> server::run_websocket(tcp_stream stream, http_request requ
     co_await http::async_write(stream, busy, use_tuple);
     co_return;
   }
-  websocket_session session = open_session(std::move(stream), *context_, community);
+  auto handle = context_->registry->find(community.id);
+  if (!handle) {
+    http_response unavailable = refusal(request, host_lookup{false, {}});
+    co_await http::async_write(stream, unavailable, use_tuple);
+    co_return;
+  }
+  websocket_session session = open_session(std::move(stream), *context_, community, *handle);
   session_registration registration(*this, session.outbox, session.actor);
   auto [ec] = co_await session.ws->async_accept(request, use_tuple);
   if (ec) {

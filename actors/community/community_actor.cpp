@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: MIT
+#include "actors/community/community_actor.hpp"
+
+#include "protocol/canonical_json.hpp"
+
+namespace comb::actors {
+namespace {
+
+using self_ptr = caf::stateful_actor<community_state>*;
+
+void dispatch(self_ptr self) {
+  auto& st = self->state;
+  if (!st.in_flight.empty() || st.queue.empty())
+    return;
+  std::vector<storage::membership_command> commands;
+  while (!st.queue.empty() && st.in_flight.size() < st.args.batch_max) {
+    commands.push_back(st.queue.front().command);
+    st.in_flight.push_back(std::move(st.queue.front()));
+    st.queue.pop_front();
+  }
+  self->send(st.args.membership_writer, apply_atom_v, st.args.community_id, std::move(commands));
+}
+
+void publish(self_ptr self, const protocol::event& ev) {
+  auto& st = self->state;
+  committed_event committed{st.args.community_id,
+                            {std::make_shared<const protocol::event>(ev),
+                             std::make_shared<const std::string>(protocol::render_event_json(ev))}};
+  self->send(st.args.fanout, publish_atom_v, committed);
+  if (st.args.bridge)
+    self->send(st.args.bridge, publish_atom_v, committed);
+}
+
+void committed(self_ptr self, const storage::membership_write& write) {
+  auto& st = self->state;
+  auto lost = st.args.cache->replace(write.members);
+  if (write.list)
+    publish(self, *write.list);
+  for (const auto& result : write.results)
+    if (result.delta)
+      publish(self, *result.delta);
+  if (!lost.empty())
+    self->send(st.args.fanout, revoke_atom_v, st.args.community_id, pubkey_list(std::move(lost)));
+}
+
+} // namespace
+
+caf::behavior community_actor(caf::stateful_actor<community_state>* self, community_args args) {
+  self->state.args = std::move(args);
+  return {
+    [=](member_atom, std::uint64_t ticket, const storage::membership_command& command) {
+      auto sender = caf::actor_cast<caf::actor>(self->current_sender());
+      self->state.queue.push_back({std::move(sender), ticket, command});
+      dispatch(self);
+    },
+    [=](applied_atom, const storage::membership_write& write) {
+      auto& st = self->state;
+      if (write.committed)
+        committed(self, write);
+      for (std::size_t i = 0; i < st.in_flight.size(); ++i) {
+        auto result = i < write.results.size()
+                        ? write.results[i]
+                        : storage::membership_result{storage::membership_outcome::failed, {}};
+        if (st.in_flight[i].reply_to)
+          self->send(st.in_flight[i].reply_to, member_done_atom_v, st.in_flight[i].ticket, result);
+      }
+      st.in_flight.clear();
+      dispatch(self);
+    },
+  };
+}
+
+} // namespace comb::actors

@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: MIT
+#include "actors/community/community_registry.hpp"
+
+#include "actors/community/community_actor.hpp"
+
+namespace comb::actors {
+
+community_registry::community_registry(caf::actor_system& system, caf::actor membership_writer,
+                                       caf::actor fanout)
+  : system_(system), membership_writer_(std::move(membership_writer)), fanout_(std::move(fanout)) {}
+
+std::optional<community_handle> community_registry::ensure(
+  std::int64_t community_id,
+  const std::function<std::optional<std::vector<storage::member>>()>& load) {
+  if (auto known = find(community_id))
+    return known;
+  // Loaded outside the lock: a slow database must not stall lookups of other communities.
+  auto members = load();
+  if (!members)
+    return std::nullopt;
+  std::lock_guard lock(mutex_);
+  auto it = communities_.find(community_id);
+  if (it != communities_.end())
+    return it->second;
+  auto cache = std::make_shared<member_cache>();
+  (void)cache->replace(*members);
+  auto actor = system_.spawn(community_actor,
+                             community_args{community_id, cache, membership_writer_, fanout_, bridge_});
+  return communities_.emplace(community_id, community_handle{actor, cache}).first->second;
+}
+
+std::optional<community_handle> community_registry::find(std::int64_t community_id) const {
+  std::lock_guard lock(mutex_);
+  auto it = communities_.find(community_id);
+  if (it == communities_.end())
+    return std::nullopt;
+  return it->second;
+}
+
+void community_registry::set_bridge(caf::actor bridge) {
+  std::lock_guard lock(mutex_);
+  bridge_ = std::move(bridge);
+}
+
+std::vector<caf::actor> community_registry::actors() const {
+  std::lock_guard lock(mutex_);
+  std::vector<caf::actor> out;
+  for (const auto& [id, handle] : communities_)
+    out.push_back(handle.actor);
+  return out;
+}
+
+} // namespace comb::actors

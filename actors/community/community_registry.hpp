@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <caf/all.hpp>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "actors/community/member_cache.hpp"
+
+namespace comb::actors {
+
+/// A community's actor and the member cache it keeps.
+struct community_handle {
+  caf::actor actor;
+  member_cache_ptr members;
+};
+
+/// The community actors of this pod, spawned on first use. Thread-safe.
+class community_registry {
+public:
+  community_registry(caf::actor_system& system, caf::actor membership_writer, caf::actor fanout);
+
+  /// The handle of `community_id`; on first use spawns its actor with the members `load`
+  /// returns. Nothing when `load` fails (the caller answers 503 and tries again later).
+  [[nodiscard]] std::optional<community_handle>
+  ensure(std::int64_t community_id,
+         const std::function<std::optional<std::vector<storage::member>>()>& load);
+
+  [[nodiscard]] std::optional<community_handle> find(std::int64_t community_id) const;
+
+  /// The bridge that community actors spawned from now on publish to.
+  void set_bridge(caf::actor bridge);
+
+  [[nodiscard]] std::vector<caf::actor> actors() const;
+
+private:
+  caf::actor_system& system_;
+  caf::actor membership_writer_;
+  caf::actor fanout_;
+  caf::actor bridge_;
+  mutable std::mutex mutex_;
+  std::unordered_map<std::int64_t, community_handle> communities_;
+};
+
+} // namespace comb::actors

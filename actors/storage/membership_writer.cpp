@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: MIT
+#include "actors/storage/membership_writer.hpp"
+
+#include <chrono>
+
+#include "protocol/canonical_json.hpp"
+
+namespace comb::actors {
+namespace {
+
+std::int64_t unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+           std::chrono::system_clock::now().time_since_epoch())
+    .count();
+}
+
+/// The relay-signed 28935 carrying a fresh code (NIP-43).
+std::string invite_event_json(const protocol::key_pair& key, const std::string& code) {
+  protocol::event ev;
+  ev.pubkey = key.public_key();
+  ev.kind = 28935;
+  ev.created_at = unix_now();
+  ev.tags = {{"-"}, {"claim", code}};
+  ev.id = protocol::compute_id(ev);
+  ev.sig = key.sign(ev.id);
+  return protocol::render_event_json(ev);
+}
+
+} // namespace
+
+caf::behavior membership_writer(caf::stateful_actor<membership_writer_state>* self,
+                                membership_writer_args args) {
+  auto& st = self->state;
+  st.args = std::make_unique<membership_writer_args>(std::move(args));
+  st.connection = std::make_unique<storage::pg_connection>(st.args->database_url);
+  st.store = std::make_unique<storage::membership_store>(*st.connection, st.args->relay_key);
+  return {
+    [=](apply_atom, std::int64_t community,
+        const std::vector<storage::membership_command>& commands) {
+      auto write = self->state.store->apply(community, commands, unix_now());
+      self->send(caf::actor_cast<caf::actor>(self->current_sender()), applied_atom_v,
+                 std::move(write));
+    },
+    [=](mint_atom, std::uint64_t ticket, std::int64_t community, const protocol::bytes32& requester) {
+      auto& s = self->state;
+      auto invite = s.store->mint_invite(community, requester, s.args->invite_max_uses,
+                                         s.args->invite_ttl_seconds, unix_now());
+      invite_reply reply;
+      if (invite)
+        reply.event_json = std::make_shared<const std::string>(invite_event_json(s.args->relay_key, invite->code));
+      else if (s.store->last_error().empty())
+        reply.refusal = "restricted: you may not create invites in this community";
+      else
+        reply.refusal = "error: could not create an invite, please retry";
+      self->send(caf::actor_cast<caf::actor>(self->current_sender()), minted_atom_v, ticket,
+                 std::move(reply));
+    },
+  };
+}
+
+} // namespace comb::actors

@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: MIT
+#include "storage/member_list.hpp"
+
+#include <algorithm>
+
+#include "protocol/canonical_json.hpp"
+
+namespace comb::storage {
+namespace {
+
+protocol::event sign(const protocol::key_pair& key, protocol::event ev) {
+  ev.pubkey = key.public_key();
+  ev.id = protocol::compute_id(ev);
+  ev.sig = key.sign(ev.id);
+  return ev;
+}
+
+} // namespace
+
+std::int64_t next_list_time(std::int64_t now, std::int64_t newest_list_at) noexcept {
+  return std::max(now, newest_list_at + 1);
+}
+
+protocol::event sign_member_list(const protocol::key_pair& relay_key,
+                                 const std::vector<member>& members, std::int64_t created_at) {
+  protocol::event ev;
+  ev.kind = member_list_kind;
+  ev.created_at = created_at;
+  ev.tags.reserve(members.size() + 1);
+  ev.tags.push_back({"-"});
+  for (const auto& m : members)
+    ev.tags.push_back({"member", protocol::to_hex(m.pubkey), std::string(role_name(m.role))});
+  return sign(relay_key, std::move(ev));
+}
+
+protocol::event sign_member_delta(const protocol::key_pair& relay_key, std::uint32_t kind,
+                                  const protocol::bytes32& subject, std::int64_t created_at) {
+  protocol::event ev;
+  ev.kind = kind;
+  ev.created_at = created_at;
+  ev.tags = {{"-"}, {"p", protocol::to_hex(subject)}};
+  return sign(relay_key, std::move(ev));
+}
+
+std::optional<std::vector<member>> members_of_list(const protocol::event& list) {
+  std::vector<member> members;
+  for (const auto& t : list.tags) {
+    if (t.empty() || t[0] != "member")
+      continue;
+    auto pubkey = t.size() >= 2 ? protocol::array_from_hex<32>(t[1]) : std::nullopt;
+    // A two-element tag is the older NIP-43 shape: a plain member.
+    auto role = t.size() >= 3 ? parse_role(t[2]) : std::optional(member_role::member);
+    if (!pubkey || !role)
+      return std::nullopt;
+    members.push_back({*pubkey, *role});
+  }
+  return members;
+}
+
+std::string_view role_name(member_role role) noexcept {
+  switch (role) {
+    case member_role::owner: return "owner";
+    case member_role::admin: return "admin";
+    case member_role::member: return "member";
+  }
+  return "member";
+}
+
+std::optional<member_role> parse_role(std::string_view name) noexcept {
+  if (name == "owner")
+    return member_role::owner;
+  if (name == "admin")
+    return member_role::admin;
+  if (name == "member")
+    return member_role::member;
+  return std::nullopt;
+}
+
+std::string_view outcome_name(membership_outcome outcome) noexcept {
+  switch (outcome) {
+    case membership_outcome::changed: return "changed";
+    case membership_outcome::already_member: return "already_member";
+    case membership_outcome::not_member: return "not_member";
+    case membership_outcome::is_owner: return "is_owner";
+    case membership_outcome::role_mismatch: return "role_mismatch";
+    case membership_outcome::already_owner: return "already_owner";
+    case membership_outcome::invite_invalid: return "invite_invalid";
+    case membership_outcome::invite_expired: return "invite_expired";
+    case membership_outcome::invite_exhausted: return "invite_exhausted";
+    case membership_outcome::not_allowed: return "not_allowed";
+    case membership_outcome::nothing_to_do: return "nothing_to_do";
+    case membership_outcome::failed: return "failed";
+  }
+  return "failed";
+}
+
+} // namespace comb::storage

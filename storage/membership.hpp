@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "protocol/event.hpp"
+
+namespace comb::storage {
+
+/// NIP-43 roles. Exactly one owner per community.
+enum class member_role { owner, admin, member };
+
+[[nodiscard]] std::string_view role_name(member_role role) noexcept;
+
+[[nodiscard]] std::optional<member_role> parse_role(std::string_view name) noexcept;
+
+struct member {
+  protocol::bytes32 pubkey{};
+  member_role role = member_role::member;
+
+  friend bool operator==(const member&, const member&) = default;
+};
+
+/// The write paths of DESIGN.md "The invariant" that act on an existing community. Each one
+/// that changes the members writes the new 13534 list in the same transaction.
+enum class membership_change {
+  add_member,            ///< 9030 or admin CLI; refuses the owner role (use transfer)
+  claim_membership,      ///< a join that needs no invite (open communities)
+  claim_invite,          ///< 28934 with a code from the invites table
+  remove_member,         ///< never removes the owner
+  remove_member_if_role, ///< removes only if the member has `expected_role`
+  update_role,           ///< admin <-> member; never touches or grants owner
+  provision_owner,       ///< bootstrap or operator: subject becomes owner, others demoted to admin
+  transfer_owner,        ///< subject becomes owner, the previous owner becomes a member
+  backfill_allowlist,    ///< an empty community takes its allowlist as members
+  republish,             ///< rewrites the list from the stored members (repair)
+};
+
+struct membership_command {
+  membership_change change = membership_change::add_member;
+  protocol::bytes32 subject{};
+  member_role role = member_role::member;
+  std::optional<member_role> expected_role;
+  std::string invite_code;
+  std::string added_by;
+  /// Who signed the request (9030-9032, 28934, 28936); checked by role inside the transaction.
+  /// Unset for operator and start-up paths, which are trusted.
+  std::optional<protocol::bytes32> requested_by;
+};
+
+enum class membership_outcome {
+  changed,
+  already_member,
+  not_member,
+  is_owner,
+  role_mismatch,
+  already_owner,
+  invite_invalid,
+  invite_expired,
+  invite_exhausted,
+  not_allowed,
+  nothing_to_do,
+  failed,
+};
+
+[[nodiscard]] std::string_view outcome_name(membership_outcome outcome) noexcept;
+
+/// One command's result. `delta` is its 8000/8001, when it added or removed someone.
+struct membership_result {
+  membership_outcome outcome = membership_outcome::failed;
+  std::optional<protocol::event> delta;
+};
+
+/// The result of one transaction holding one or more commands (group commit).
+struct membership_write {
+  bool committed = false;
+  std::string error; ///< why nothing was written, when !committed
+  std::vector<membership_result> results;
+  /// The new live 13534, when any command changed the members (or a republish ran).
+  std::optional<protocol::event> list;
+  /// The members after the transaction, in list order; filled whenever committed.
+  std::vector<member> members;
+};
+
+} // namespace comb::storage

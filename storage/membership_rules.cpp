@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: MIT
+#include "storage/membership_rules.hpp"
+
+#include <algorithm>
+
+#include "protocol/sha256.hpp"
+
+namespace comb::storage {
+namespace {
+
+using outcome = membership_outcome;
+
+struct step {
+  outcome result = outcome::nothing_to_do;
+  std::uint32_t delta_kind = 0;
+  bool list_changed = false;
+};
+
+step changed(std::uint32_t delta_kind) {
+  return {outcome::changed, delta_kind, true};
+}
+
+step add(roster& r, const membership_command& c) {
+  if (c.role == member_role::owner)
+    return {outcome::not_allowed};
+  if (r.role_of(c.subject))
+    return {outcome::already_member};
+  r.add(c.subject, c.role);
+  return changed(8000);
+}
+
+step claim_invite(roster& r, const membership_command& c,
+                  std::map<std::string, invite_state>& invites, std::int64_t now) {
+  auto it = invites.find(invite_code_hash(c.invite_code));
+  if (it == invites.end() || it->second.revoked)
+    return {outcome::invite_invalid};
+  auto& invite = it->second;
+  if (invite.expires_at <= now)
+    return {outcome::invite_expired};
+  // A member retrying a code does not use it up.
+  if (r.role_of(c.subject))
+    return {outcome::already_member};
+  if (invite.max_uses > 0 && invite.use_count >= invite.max_uses)
+    return {outcome::invite_exhausted};
+  ++invite.use_count;
+  invite.used = true;
+  r.add(c.subject, member_role::member);
+  return changed(8000);
+}
+
+step remove(roster& r, const membership_command& c) {
+  auto role = r.role_of(c.subject);
+  if (!role)
+    return {outcome::not_member};
+  if (*role == member_role::owner)
+    return {outcome::is_owner};
+  if (c.change == membership_change::remove_member_if_role && c.expected_role != role)
+    return {outcome::role_mismatch};
+  r.remove(c.subject);
+  return changed(8001);
+}
+
+step update_role(roster& r, const membership_command& c) {
+  auto role = r.role_of(c.subject);
+  if (!role)
+    return {outcome::not_member};
+  if (*role == member_role::owner)
+    return {outcome::is_owner};
+  if (c.role == member_role::owner)
+    return {outcome::not_allowed};
+  if (*role == c.role)
+    return {outcome::nothing_to_do};
+  r.set_role(c.subject, c.role);
+  return {outcome::changed, 0, true};
+}
+
+step make_owner(roster& r, const membership_command& c, member_role previous_owner_becomes) {
+  auto current = r.owner();
+  if (current == c.subject)
+    return {outcome::already_owner};
+  if (current)
+    r.set_role(*current, previous_owner_becomes);
+  bool was_member = r.role_of(c.subject).has_value();
+  if (was_member)
+    r.set_role(c.subject, member_role::owner);
+  else
+    r.add(c.subject, member_role::owner);
+  return {outcome::changed, was_member ? 0u : 8000u, true};
+}
+
+step transfer(roster& r, const membership_command& c) {
+  if (!r.owner())
+    return {outcome::not_allowed};
+  return make_owner(r, c, member_role::member);
+}
+
+/// The role rules for requests signed by users: admins and the owner manage members, only the
+/// owner grants or revokes admin, nobody touches the owner, a user may only join or leave as
+/// themselves.
+bool authorized(const roster& r, const membership_command& c) {
+  if (!c.requested_by)
+    return true;
+  const auto& requester = *c.requested_by;
+  auto requester_role = r.role_of(requester);
+  bool is_self = requester == c.subject;
+  bool owner = requester_role == member_role::owner;
+  bool admin_or_owner = owner || requester_role == member_role::admin;
+  switch (c.change) {
+    case membership_change::claim_membership:
+    case membership_change::claim_invite: return is_self;
+    case membership_change::add_member:
+      return admin_or_owner && (c.role != member_role::admin || owner);
+    case membership_change::remove_member:
+      if (is_self)
+        return true; // a leave request
+      return admin_or_owner && (owner || r.role_of(c.subject) == member_role::member);
+    case membership_change::remove_member_if_role:
+      return admin_or_owner && !is_self && (owner || c.expected_role == member_role::member);
+    case membership_change::update_role: return owner && !is_self;
+    default: return false; // owner changes, backfill and repair are operator paths
+  }
+}
+
+} // namespace
+
+roster::roster(std::vector<member> members) : members_(std::move(members)) {}
+
+std::optional<member_role> roster::role_of(const protocol::bytes32& pubkey) const {
+  for (const auto& m : members_)
+    if (m.pubkey == pubkey)
+      return m.role;
+  return std::nullopt;
+}
+
+std::optional<protocol::bytes32> roster::owner() const {
+  for (const auto& m : members_)
+    if (m.role == member_role::owner)
+      return m.pubkey;
+  return std::nullopt;
+}
+
+void roster::add(const protocol::bytes32& pubkey, member_role role) {
+  members_.push_back({pubkey, role});
+}
+
+void roster::remove(const protocol::bytes32& pubkey) {
+  std::erase_if(members_, [&](const member& m) { return m.pubkey == pubkey; });
+}
+
+void roster::set_role(const protocol::bytes32& pubkey, member_role role) {
+  for (auto& m : members_)
+    if (m.pubkey == pubkey)
+      m.role = role;
+}
+
+std::string invite_code_hash(std::string_view code) {
+  return protocol::to_hex(protocol::sha256(code));
+}
+
+membership_plan plan_membership(roster& members, std::span<const membership_command> commands,
+                                std::map<std::string, invite_state>& invites,
+                                const std::vector<protocol::bytes32>& allowlist,
+                                std::int64_t now) {
+  membership_plan plan;
+  for (const auto& c : commands) {
+    step s;
+    if (!authorized(members, c)) {
+      // The owner is reported as such even to someone who may not touch them.
+      bool targets_owner = members.role_of(c.subject) == member_role::owner
+                           && c.change != membership_change::claim_invite;
+      s = {targets_owner ? outcome::is_owner : outcome::not_allowed};
+    } else
+    switch (c.change) {
+      case membership_change::add_member:
+      case membership_change::claim_membership: s = add(members, c); break;
+      case membership_change::claim_invite: s = claim_invite(members, c, invites, now); break;
+      case membership_change::remove_member:
+      case membership_change::remove_member_if_role: s = remove(members, c); break;
+      case membership_change::update_role: s = update_role(members, c); break;
+      case membership_change::provision_owner: s = make_owner(members, c, member_role::admin); break;
+      case membership_change::transfer_owner: s = transfer(members, c); break;
+      case membership_change::backfill_allowlist:
+        if (members.members().empty() && !allowlist.empty()) {
+          for (const auto& pubkey : allowlist)
+            members.add(pubkey, member_role::member);
+          s = {outcome::changed, 0, true};
+        }
+        break;
+      case membership_change::republish: s = {outcome::changed, 0, true}; break;
+    }
+    plan.outcomes.push_back(s.result);
+    plan.delta_kinds.push_back(s.delta_kind);
+    plan.list_changed = plan.list_changed || s.list_changed;
+  }
+  return plan;
+}
+
+} // namespace comb::storage

@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "storage/membership.hpp"
+
+namespace comb::storage {
+
+/// An invite as the rules need it, keyed by the SHA-256 of its code.
+struct invite_state {
+  std::int64_t expires_at = 0;
+  std::int64_t max_uses = 0; ///< 0: unlimited
+  std::int64_t use_count = 0;
+  bool revoked = false;
+  bool used = false; ///< set by the rules when a claim consumed a use
+};
+
+/// A community's members in list order (oldest first), with the edits a batch makes to them.
+class roster {
+public:
+  explicit roster(std::vector<member> members);
+
+  [[nodiscard]] std::optional<member_role> role_of(const protocol::bytes32& pubkey) const;
+
+  [[nodiscard]] const std::vector<member>& members() const noexcept { return members_; }
+
+  [[nodiscard]] std::optional<protocol::bytes32> owner() const;
+
+  void add(const protocol::bytes32& pubkey, member_role role);
+  void remove(const protocol::bytes32& pubkey);
+  void set_role(const protocol::bytes32& pubkey, member_role role);
+
+private:
+  std::vector<member> members_;
+};
+
+/// What to write for one batch: every command's outcome, which added or removed someone
+/// (for its 8000/8001), and whether the list must be rewritten.
+struct membership_plan {
+  std::vector<membership_outcome> outcomes;
+  /// Per command: 8000 (added), 8001 (removed), or 0.
+  std::vector<std::uint32_t> delta_kinds;
+  bool list_changed = false;
+};
+
+/// Applies `commands` in order to `members` (edited in place) and `invites` (keyed by code
+/// hash hex; edited in place), following the role rules. Pure: the database is read before and
+/// written after. `allowlist` is the community's allowlist, for backfill.
+[[nodiscard]] membership_plan plan_membership(roster& members,
+                                              std::span<const membership_command> commands,
+                                              std::map<std::string, invite_state>& invites,
+                                              const std::vector<protocol::bytes32>& allowlist,
+                                              std::int64_t now);
+
+/// The invites table key of a code: SHA-256 of the code, hex.
+[[nodiscard]] std::string invite_code_hash(std::string_view code);
+
+} // namespace comb::storage

@@ -1,0 +1,412 @@
+// SPDX-License-Identifier: MIT
+#include "storage/membership_store.hpp"
+
+#include <boost/json.hpp>
+#include <map>
+#include <set>
+#include <stdexcept>
+
+#include "protocol/canonical_json.hpp"
+#include "protocol/event_json.hpp"
+#include "storage/event_rows.hpp"
+#include "storage/member_list.hpp"
+#include "storage/membership_rules.hpp"
+#include "storage/pg_array.hpp"
+#include "storage/pg_connection.hpp"
+
+namespace comb::storage {
+namespace {
+
+/// A failed statement inside a transaction; caught at the public boundary, which rolls back.
+struct statement_failed : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+pg_reply must(pg_reply reply, const char* step) {
+  if (!reply.ok())
+    throw statement_failed(std::string(step) + ": " + reply.error());
+  return reply;
+}
+
+protocol::bytes32 hex_field(const pg_reply& reply, int row, int column) {
+  return protocol::array_from_hex<32>(reply.text(row, column)).value_or(protocol::bytes32{});
+}
+
+std::vector<member> read_members(pg_connection& c, std::int64_t community_id) {
+  auto reply = must(c.exec("SELECT encode(pubkey, 'hex'), role FROM members"
+                           " WHERE community_id = $1::bigint ORDER BY position",
+                           {std::to_string(community_id)}),
+                    "read members");
+  std::vector<member> members;
+  members.reserve(static_cast<std::size_t>(reply.rows()));
+  for (int row = 0; row < reply.rows(); ++row)
+    members.push_back({hex_field(reply, row, 0),
+                       parse_role(reply.text(row, 1)).value_or(member_role::member)});
+  return members;
+}
+
+std::map<std::string, invite_state> read_invites(pg_connection& c, std::int64_t community_id,
+                                                 std::span<const membership_command> commands) {
+  pg_array hashes;
+  bool any = false;
+  for (const auto& command : commands)
+    if (command.change == membership_change::claim_invite) {
+      hashes.add_text(invite_code_hash(command.invite_code));
+      any = true;
+    }
+  std::map<std::string, invite_state> invites;
+  if (!any)
+    return invites;
+  auto reply = must(c.exec("SELECT code_hash, expires_at, max_uses, use_count, revoked FROM invites"
+                           " WHERE community_id = $1::bigint AND code_hash = ANY($2::text[])"
+                           " ORDER BY code_hash FOR UPDATE",
+                           {std::to_string(community_id), hashes.str()}),
+                    "read invites");
+  for (int row = 0; row < reply.rows(); ++row)
+    invites[std::string(reply.text(row, 0))] = {reply.integer(row, 1), reply.integer(row, 2),
+                                                reply.integer(row, 3), reply.text(row, 4) == "t",
+                                                false};
+  return invites;
+}
+
+std::vector<protocol::bytes32> read_allowlist(pg_connection& c, std::int64_t community_id,
+                                              std::span<const membership_command> commands) {
+  bool wanted = std::any_of(commands.begin(), commands.end(), [](const auto& command) {
+    return command.change == membership_change::backfill_allowlist;
+  });
+  std::vector<protocol::bytes32> pubkeys;
+  if (!wanted)
+    return pubkeys;
+  auto reply = must(c.exec("SELECT encode(pubkey, 'hex') FROM allowlist"
+                           " WHERE community_id = $1::bigint ORDER BY added_at, pubkey",
+                           {std::to_string(community_id)}),
+                    "read allowlist");
+  for (int row = 0; row < reply.rows(); ++row)
+    pubkeys.push_back(hex_field(reply, row, 0));
+  return pubkeys;
+}
+
+/// Writes the difference between the members before and after, in an order that never has
+/// two owners at once: demotions, removals, promotions, then new members.
+void write_member_changes(pg_connection& c, std::int64_t community_id,
+                          const std::vector<member>& before, const std::vector<member>& after,
+                          const std::string& added_by) {
+  std::map<protocol::bytes32, member_role> old_roles, new_roles;
+  for (const auto& m : before)
+    old_roles[m.pubkey] = m.role;
+  for (const auto& m : after)
+    new_roles[m.pubkey] = m.role;
+  pg_array demote_keys, demote_roles, promote_keys, promote_roles, removed, added_keys, added_roles;
+  for (const auto& [pubkey, role] : old_roles) {
+    auto it = new_roles.find(pubkey);
+    if (it == new_roles.end())
+      removed.add_bytea(pubkey);
+    else if (it->second != role) {
+      auto& keys = it->second == member_role::owner ? promote_keys : demote_keys;
+      auto& roles = it->second == member_role::owner ? promote_roles : demote_roles;
+      keys.add_bytea(pubkey);
+      roles.add_text(role_name(it->second));
+    }
+  }
+  for (const auto& m : after)
+    if (!old_roles.contains(m.pubkey)) {
+      added_keys.add_bytea(m.pubkey);
+      added_roles.add_text(role_name(m.role));
+    }
+  const std::string community = std::to_string(community_id);
+  const char* update_sql =
+    "UPDATE members m SET role = u.role, updated_at = now()"
+    " FROM unnest($2::bytea[], $3::text[]) AS u(pubkey, role)"
+    " WHERE m.community_id = $1::bigint AND m.pubkey = u.pubkey";
+  must(c.exec(update_sql, {community, demote_keys.str(), demote_roles.str()}), "demote");
+  must(c.exec("DELETE FROM members WHERE community_id = $1::bigint AND pubkey = ANY($2::bytea[])",
+              {community, removed.str()}),
+       "remove members");
+  must(c.exec(update_sql, {community, promote_keys.str(), promote_roles.str()}), "promote");
+  // WITH ORDINALITY keeps the list order of the new members in `position`.
+  must(c.exec("INSERT INTO members (community_id, pubkey, role, added_by)"
+              " SELECT $1::bigint, u.pubkey, u.role, $4 FROM unnest($2::bytea[], $3::text[])"
+              " WITH ORDINALITY AS u(pubkey, role, n) ORDER BY u.n",
+              {community, added_keys.str(), added_roles.str(), added_by}),
+       "add members");
+}
+
+void write_used_invites(pg_connection& c, std::int64_t community_id,
+                        const std::map<std::string, invite_state>& invites) {
+  pg_array hashes, counts;
+  for (const auto& [hash, invite] : invites)
+    if (invite.used) {
+      hashes.add_text(hash);
+      counts.add_integer(invite.use_count);
+    }
+  must(c.exec("UPDATE invites i SET use_count = u.use_count"
+              " FROM unnest($2::text[], $3::int[]) AS u(code_hash, use_count)"
+              " WHERE i.community_id = $1::bigint AND i.code_hash = u.code_hash",
+              {std::to_string(community_id), hashes.str(), counts.str()}),
+       "use invites");
+}
+
+void insert_relay_events(pg_connection& c, std::int64_t community_id,
+                         const std::vector<const protocol::event*>& events) {
+  pg_array ids, pubkeys, times, kinds, d_tags, raws;
+  pg_array tag_ids, tag_values, tag_times, tag_kinds;
+  for (const auto* ev : events) {
+    ids.add_bytea(ev->id);
+    pubkeys.add_bytea(ev->pubkey);
+    times.add_integer(ev->created_at);
+    kinds.add_integer(ev->kind);
+    if (ev->kind == member_list_kind)
+      d_tags.add_text("");
+    else
+      d_tags.add_null();
+    raws.add_text(protocol::render_event_json(*ev));
+    if (const std::string* p = protocol::first_tag_value(*ev, "p")) {
+      tag_ids.add_bytea(ev->id);
+      tag_values.add_text(*p);
+      tag_times.add_integer(ev->created_at);
+      tag_kinds.add_integer(ev->kind);
+    }
+  }
+  const std::string community = std::to_string(community_id);
+  // A delta identical to one already stored (same subject, kind and second) is that event.
+  auto inserted = must(
+    c.exec("INSERT INTO events (community_id, id, pubkey, created_at, kind, d_tag, expires_at, raw)"
+           " SELECT $1::bigint, u.id, u.pubkey, u.created_at, u.kind, u.d_tag, NULL, u.raw"
+           " FROM unnest($2::bytea[], $3::bytea[], $4::bigint[], $5::int[], $6::text[], $7::text[])"
+           " AS u(id, pubkey, created_at, kind, d_tag, raw)"
+           " ON CONFLICT (community_id, id) DO NOTHING RETURNING id",
+           {community, ids.str(), pubkeys.str(), times.str(), kinds.str(), d_tags.str(), raws.str()}),
+    "insert list and deltas");
+  if (inserted.rows() == 0)
+    return;
+  must(c.exec("INSERT INTO event_tags (community_id, event_id, name, value, created_at, kind)"
+              " SELECT $1::bigint, u.id, 'p', u.value, u.created_at, u.kind"
+              " FROM unnest($2::bytea[], $3::text[], $4::bigint[], $5::int[])"
+              " AS u(id, value, created_at, kind)"
+              " WHERE NOT EXISTS (SELECT 1 FROM event_tags t WHERE t.community_id = $1::bigint"
+              " AND t.event_id = u.id)",
+              {community, tag_ids.str(), tag_values.str(), tag_times.str(), tag_kinds.str()}),
+       "index deltas");
+}
+
+std::string added_by_of(std::span<const membership_command> commands) {
+  for (const auto& command : commands)
+    if (!command.added_by.empty())
+      return command.added_by;
+  return "relay";
+}
+
+membership_write failed_write(std::size_t commands, std::string error) {
+  membership_write out;
+  out.error = std::move(error);
+  out.results.assign(commands, membership_result{membership_outcome::failed, std::nullopt});
+  return out;
+}
+
+} // namespace
+
+membership_store::membership_store(pg_connection& connection, const protocol::key_pair& relay_key)
+  : connection_(connection), relay_key_(relay_key) {}
+
+void membership_store::write_list(std::int64_t community_id, std::int64_t newest_list_at,
+                                  std::span<const membership_command> commands,
+                                  const std::vector<std::uint32_t>& delta_kinds, std::int64_t now,
+                                  membership_write& out) {
+  std::int64_t created_at = next_list_time(now, newest_list_at);
+  out.list = sign_member_list(relay_key_, out.members, created_at);
+  std::vector<const protocol::event*> rows{&*out.list};
+  for (std::size_t i = 0; i < commands.size(); ++i)
+    if (delta_kinds[i] != 0)
+      out.results[i].delta =
+        sign_member_delta(relay_key_, delta_kinds[i], commands[i].subject, created_at);
+  for (const auto& result : out.results)
+    if (result.delta)
+      rows.push_back(&*result.delta);
+  // The list lock is the list's own address lock, the same one event writers of that address
+  // take, and it is taken last: everything else this transaction needs is already held.
+  address list_address{community_id, relay_key_.public_key(), member_list_kind, ""};
+  must(connection_.exec("SELECT pg_advisory_xact_lock($1::bigint)",
+                        {std::to_string(address_lock_key(list_address))}),
+       "list lock");
+  must(connection_.exec("DELETE FROM events WHERE community_id = $1::bigint AND pubkey = $2::bytea"
+                        " AND kind = $3::int",
+                        {std::to_string(community_id), bytea_param(relay_key_.public_key()),
+                         std::to_string(member_list_kind)}),
+       "retire list");
+  insert_relay_events(connection_, community_id, rows);
+  must(connection_.exec("UPDATE communities SET newest_list_at = $2::bigint WHERE id = $1::bigint",
+                        {std::to_string(community_id), std::to_string(created_at)}),
+       "record list time");
+}
+
+membership_write membership_store::apply_locked(std::int64_t community_id,
+                                                std::span<const membership_command> commands,
+                                                std::int64_t now) {
+  auto locked = must(connection_.exec("SELECT newest_list_at FROM communities WHERE id = $1::bigint"
+                                      " FOR NO KEY UPDATE",
+                                      {std::to_string(community_id)}),
+                     "lock community");
+  if (locked.rows() == 0)
+    throw statement_failed("community " + std::to_string(community_id) + " does not exist");
+  std::int64_t newest_list_at = locked.integer(0, 0);
+  auto before = read_members(connection_, community_id);
+  auto invites = read_invites(connection_, community_id, commands);
+  auto allowlist = read_allowlist(connection_, community_id, commands);
+  roster members(before);
+  auto plan = plan_membership(members, commands, invites, allowlist, now);
+  membership_write out;
+  out.committed = true;
+  for (auto outcome : plan.outcomes)
+    out.results.push_back({outcome, std::nullopt});
+  out.members = members.members();
+  if (!plan.list_changed)
+    return out;
+  write_member_changes(connection_, community_id, before, out.members, added_by_of(commands));
+  write_used_invites(connection_, community_id, invites);
+  write_list(community_id, newest_list_at, commands, plan.delta_kinds, now, out);
+  return out;
+}
+
+membership_write membership_store::apply(std::int64_t community_id,
+                                         std::span<const membership_command> commands,
+                                         std::int64_t now) {
+  last_error_.clear();
+  try {
+    must(connection_.exec("BEGIN"), "begin");
+    auto out = apply_locked(community_id, commands, now);
+    must(connection_.exec("COMMIT"), "commit");
+    return out;
+  } catch (const std::exception& e) {
+    (void)connection_.exec("ROLLBACK");
+    last_error_ = e.what();
+    return failed_write(commands.size(), last_error_);
+  }
+}
+
+community_creation membership_store::create_community_with_owner(const std::string& host,
+                                                                 const protocol::bytes32& owner,
+                                                                 bool closed, std::int64_t now) {
+  last_error_.clear();
+  community_creation out;
+  membership_command provision{membership_change::provision_owner, owner, member_role::owner,
+                               std::nullopt, {}, "operator", std::nullopt};
+  try {
+    must(connection_.exec("BEGIN"), "begin");
+    auto created = must(
+      connection_.exec("INSERT INTO communities (host, access) SELECT $1::text, $2::text"
+                       " WHERE NOT EXISTS (SELECT 1 FROM community_hosts WHERE host = $1::text)"
+                       " ON CONFLICT (host) DO NOTHING RETURNING id",
+                       {host, closed ? "closed" : "open"}),
+      "create community");
+    if (created.rows() == 0) {
+      must(connection_.exec("COMMIT"), "commit");
+      out.result = community_creation::status::host_exists;
+      return out;
+    }
+    std::int64_t id = created.integer(0, 0);
+    out.write = apply_locked(id, std::span(&provision, 1), now);
+    must(connection_.exec("COMMIT"), "commit");
+    out.result = community_creation::status::created;
+    out.community = community_row{id, host, closed, false};
+    return out;
+  } catch (const std::exception& e) {
+    (void)connection_.exec("ROLLBACK");
+    last_error_ = e.what();
+    out.write = failed_write(1, last_error_);
+    return out;
+  }
+}
+
+std::optional<std::vector<member>> load_members(pg_connection& connection,
+                                                std::int64_t community_id) {
+  try {
+    return read_members(connection, community_id);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+std::optional<std::vector<member>> membership_store::members(std::int64_t community_id) {
+  last_error_.clear();
+  try {
+    return read_members(connection_, community_id);
+  } catch (const std::exception& e) {
+    last_error_ = e.what();
+    return std::nullopt;
+  }
+}
+
+std::optional<minted_invite> membership_store::mint_invite(
+  std::int64_t community_id, const std::optional<protocol::bytes32>& requester,
+  std::int64_t max_uses, std::int64_t ttl_seconds, std::int64_t now) {
+  last_error_.clear();
+  std::array<std::uint8_t, 16> secret{};
+  protocol::fill_random(secret);
+  minted_invite invite{protocol::to_hex(secret), now + ttl_seconds, max_uses};
+  // A user may invite only as the owner or an admin, or as a member where the community allows
+  // it; checked here, against the stored roles, not against any cache.
+  auto reply = connection_.exec(
+    "INSERT INTO invites (community_id, code_hash, max_uses, expires_at, created_by)"
+    " SELECT $1::bigint, $2::text, $3::int, $4::bigint, $5::bytea"
+    " WHERE $5::bytea IS NULL OR EXISTS (SELECT 1 FROM members m JOIN communities c"
+    " ON c.id = m.community_id WHERE m.community_id = $1::bigint AND m.pubkey = $5::bytea"
+    " AND (m.role IN ('owner', 'admin') OR c.members_may_invite))",
+    {std::to_string(community_id), invite_code_hash(invite.code), std::to_string(max_uses),
+     std::to_string(invite.expires_at),
+     requester ? std::optional(bytea_param(*requester)) : std::nullopt});
+  if (!reply.ok()) {
+    last_error_ = reply.error();
+    return std::nullopt;
+  }
+  if (reply.affected_rows() == 0)
+    return std::nullopt;
+  return invite;
+}
+
+bool membership_store::members_may_invite(std::int64_t community_id) {
+  auto reply = connection_.exec("SELECT members_may_invite FROM communities WHERE id = $1::bigint",
+                                {std::to_string(community_id)});
+  return reply.ok() && reply.rows() == 1 && reply.text(0, 0) == "t";
+}
+
+list_check membership_store::verify(std::int64_t community_id) {
+  last_error_.clear();
+  try {
+    auto stored = read_members(connection_, community_id);
+    auto live = must(connection_.exec("SELECT raw FROM events WHERE community_id = $1::bigint"
+                                      " AND pubkey = $2::bytea AND kind = $3::int",
+                                      {std::to_string(community_id),
+                                       bytea_param(relay_key_.public_key()),
+                                       std::to_string(member_list_kind)}),
+                     "read list");
+    if (live.rows() == 0)
+      return {stored.empty(), stored.empty() ? "no members, no list" : "no live list"};
+    boost::system::error_code ec;
+    auto json = boost::json::parse(live.text(0, 0), ec);
+    auto list = ec ? protocol::result<protocol::event>(protocol::invalid("bad json"))
+                   : protocol::event_from_json(json, protocol::protocol_limits{
+                       .max_tags_per_event = 10'000'000, .max_content_bytes = 1 << 30});
+    auto listed = list ? members_of_list(list.value()) : std::nullopt;
+    if (!listed)
+      return {false, "the live list cannot be read"};
+    std::set<std::pair<protocol::bytes32, member_role>> a, b;
+    for (const auto& m : stored)
+      a.insert({m.pubkey, m.role});
+    for (const auto& m : *listed)
+      b.insert({m.pubkey, m.role});
+    if (a == b)
+      return {true, std::to_string(a.size()) + " members"};
+    std::size_t missing = 0, extra = 0;
+    for (const auto& entry : a)
+      missing += !b.contains(entry);
+    for (const auto& entry : b)
+      extra += !a.contains(entry);
+    return {false, std::to_string(missing) + " stored members (or roles) missing from the live list, "
+                     + std::to_string(extra) + " list entries not among the members"};
+  } catch (const std::exception& e) {
+    last_error_ = e.what();
+    return {false, "database error: " + last_error_};
+  }
+}
+
+} // namespace comb::storage

@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "protocol/signature.hpp"
+#include "storage/community_store.hpp"
+#include "storage/membership.hpp"
+
+namespace comb::storage {
+
+class pg_connection;
+
+/// A community's members in list order, read on `connection`; nothing on a database error.
+[[nodiscard]] std::optional<std::vector<member>> load_members(pg_connection& connection,
+                                                              std::int64_t community_id);
+
+/// A minted invite: the plain code (shown once, stored only hashed) and its bounds.
+struct minted_invite {
+  std::string code;
+  std::int64_t expires_at = 0;
+  std::int64_t max_uses = 0;
+};
+
+/// What `verify` found for one community.
+struct list_check {
+  bool matches = false;
+  std::string detail; ///< what differs, for operators
+};
+
+/// Result of creating a community together with its owner.
+struct community_creation {
+  enum class status { created, host_exists, failed } result = status::failed;
+  std::optional<community_row> community;
+  membership_write write;
+};
+
+/// NIP-43 membership in Postgres. Every write path that changes members writes the new 13534
+/// list (and its 8000/8001 deltas) in the same transaction, as its last step: the community
+/// row is locked FOR NO KEY UPDATE first (serializing membership writers across pods without
+/// blocking event inserts), the list lock (the list's address lock) last. No function throws.
+class membership_store {
+public:
+  membership_store(pg_connection& connection, const protocol::key_pair& relay_key);
+
+  /// Applies `commands` in order in one transaction (group commit). Each gets its own outcome;
+  /// if the transaction fails, none is applied and `committed` is false.
+  [[nodiscard]] membership_write apply(std::int64_t community_id,
+                                       std::span<const membership_command> commands,
+                                       std::int64_t now);
+
+  /// Creates a community for `host` with `owner`, its list and delta, in one transaction.
+  [[nodiscard]] community_creation create_community_with_owner(const std::string& host,
+                                                               const protocol::bytes32& owner,
+                                                               bool closed,
+                                                               std::int64_t now);
+
+  /// The members in list order, or nothing on a database error.
+  [[nodiscard]] std::optional<std::vector<member>> members(std::int64_t community_id);
+
+  /// Stores a new invite (hashed) and returns its code. With a `requester`, only if they may
+  /// invite (owner, admin, or member where members may invite): otherwise nothing, and
+  /// `last_error()` stays empty. Without one (the operator), always. `max_uses` 0: unlimited.
+  [[nodiscard]] std::optional<minted_invite> mint_invite(std::int64_t community_id,
+                                                         const std::optional<protocol::bytes32>& requester,
+                                                         std::int64_t max_uses,
+                                                         std::int64_t ttl_seconds,
+                                                         std::int64_t now);
+
+  /// Whether members who are not admins may mint invites in this community.
+  [[nodiscard]] bool members_may_invite(std::int64_t community_id);
+
+  /// Compares the live 13534 with the stored members.
+  [[nodiscard]] list_check verify(std::int64_t community_id);
+
+  [[nodiscard]] const std::string& last_error() const noexcept { return last_error_; }
+
+private:
+  struct locked_state;
+  [[nodiscard]] membership_write apply_locked(std::int64_t community_id,
+                                              std::span<const membership_command> commands,
+                                              std::int64_t now);
+  void write_list(std::int64_t community_id, std::int64_t newest_list_at,
+                                std::span<const membership_command> commands,
+                                const std::vector<std::uint32_t>& delta_kinds,
+                                std::int64_t now, membership_write& out);
+
+  pg_connection& connection_;
+  const protocol::key_pair& relay_key_;
+  std::string last_error_;
+};
+
+} // namespace comb::storage

@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: MIT
+// Membership writers racing each other and a held lock, on a real Postgres.
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <thread>
+
+#include "storage/event_rows.hpp"
+#include "storage/member_list.hpp"
+#include "storage/pg_connection.hpp"
+#include "support/membership_fixture.hpp"
+#include "support/test_events.hpp"
+
+using namespace comb;
+using namespace comb::test;
+using storage::member_role;
+using storage::membership_change;
+using outcome = storage::membership_outcome;
+
+namespace {
+
+/// Waits (bounded) until the backend `pid` waits on a lock.
+bool blocked_on_lock(storage::pg_connection& observer, int pid) {
+  for (int attempt = 0; attempt < 500; ++attempt) {
+    auto waiting = scalar(observer, "SELECT count(*) FROM pg_stat_activity WHERE pid = $1::int"
+                                    " AND wait_event_type = 'Lock'",
+                          {std::to_string(pid)});
+    if (waiting == "1")
+      return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+std::string list_lock_key(const membership_fixture& f) {
+  storage::address list{f.community, f.relay_key.public_key(), storage::member_list_kind, ""};
+  return std::to_string(storage::address_lock_key(list));
+}
+
+} // namespace
+
+TEST_CASE_METHOD(membership_fixture, "a failed list write rolls the membership change back",
+                 "[integration][membership][race]") {
+  auto before = apply(command(membership_change::provision_owner, author(1).pubkey(), member_role::owner));
+  REQUIRE(before.list);
+  storage::pg_connection holder(database.conninfo());
+  storage::pg_connection observer(database.conninfo());
+  REQUIRE(scalar(holder, "SELECT pg_advisory_lock($1::bigint)::text", {list_lock_key(*this)}) == "");
+
+  REQUIRE_FALSE(connection.ensure_connected());
+  int joiner_pid = connection.backend_pid();
+  storage::membership_write joined;
+  std::thread join([&] { joined = apply(command(membership_change::add_member, author(2).pubkey())); });
+  bool blocked = blocked_on_lock(observer, joiner_pid);
+  connection.cancel();
+  join.join();
+  REQUIRE(blocked);
+
+  CHECK_FALSE(joined.committed);
+  CHECK(joined.results.at(0).outcome == outcome::failed);
+  CHECK(stored_members(community)
+        == std::set<std::pair<std::string, std::string>>{{author(1).pubkey_hex(), "owner"}});
+  auto lists = live_lists(community);
+  REQUIRE(lists.size() == 1);
+  CHECK(lists[0] == *before.list);
+  (void)scalar(holder, "SELECT pg_advisory_unlock($1::bigint)::text", {list_lock_key(*this)});
+  // And the next change goes through on the same connection.
+  CHECK(apply(command(membership_change::add_member, author(2).pubkey())).committed);
+}
+
+TEST_CASE_METHOD(membership_fixture, "concurrent joins on separate connections all land in the list",
+                 "[integration][membership][race]") {
+  REQUIRE(apply(command(membership_change::provision_owner, author(1).pubkey(), member_role::owner)).committed);
+  std::vector<std::thread> joiners;
+  std::atomic<int> committed{0};
+  for (std::uint8_t i = 0; i < 8; ++i)
+    joiners.emplace_back([&, i] {
+      storage::pg_connection own(database.conninfo());
+      storage::membership_store store(own, relay_key);
+      auto c = command(membership_change::claim_membership, author(static_cast<std::uint8_t>(20 + i)).pubkey());
+      if (store.apply(community, std::span(&c, 1), now_seconds()).committed)
+        ++committed;
+    });
+  for (auto& t : joiners)
+    t.join();
+  CHECK(committed == 8);
+  auto lists = live_lists(community);
+  REQUIRE(lists.size() == 1);
+  CHECK(listed(lists[0]).size() == 9);
+  CHECK(listed(lists[0]) == stored_members(community));
+}
+
+TEST_CASE_METHOD(membership_fixture, "owner transfer waits behind a held repair, then both commit",
+                 "[integration][membership][race]") {
+  REQUIRE(apply(command(membership_change::provision_owner, author(1).pubkey(), member_role::owner)).committed);
+  REQUIRE(apply(command(membership_change::add_member, author(2).pubkey())).committed);
+  // A repair in progress holds what a list write holds: the community row, the list lock, and
+  // an event insert's key-share lock on the community.
+  storage::pg_connection repair(database.conninfo());
+  storage::pg_connection observer(database.conninfo());
+  (void)scalar(repair, "BEGIN");
+  (void)scalar(repair, "SELECT id::text FROM communities WHERE id = $1::bigint FOR NO KEY UPDATE",
+               {std::to_string(community)});
+  (void)scalar(repair, "SELECT pg_advisory_xact_lock($1::bigint)::text", {list_lock_key(*this)});
+  auto probe = author(3).sign(1, now_seconds());
+  (void)scalar(repair, "INSERT INTO events (community_id, id, pubkey, created_at, kind, raw)"
+                       " VALUES ($1::bigint, $2::bytea, $3::bytea, 1, 1, '{}')",
+               {std::to_string(community), "\\x" + protocol::to_hex(probe->id),
+                "\\x" + protocol::to_hex(probe->pubkey)});
+
+  REQUIRE_FALSE(connection.ensure_connected());
+  int transfer_pid = connection.backend_pid();
+  storage::membership_write transferred;
+  std::thread transfer([&] {
+    transferred = apply(command(membership_change::transfer_owner, author(2).pubkey(), member_role::owner));
+  });
+  bool blocked = blocked_on_lock(observer, transfer_pid);
+  (void)scalar(repair, "COMMIT");
+  transfer.join();
+  REQUIRE(blocked);
+  CHECK(transferred.committed);
+  CHECK(transferred.results[0].outcome == outcome::changed);
+  CHECK(members.verify(community).matches);
+}
+
+TEST_CASE_METHOD(membership_fixture, "transfers, repairs and removals racing all commit",
+                 "[integration][membership][race]") {
+  REQUIRE(apply(command(membership_change::provision_owner, author(1).pubkey(), member_role::owner)).committed);
+  for (std::uint8_t i = 2; i < 12; ++i)
+    REQUIRE(apply(command(membership_change::add_member, author(i).pubkey())).committed);
+  std::atomic<int> failures{0};
+  auto run = [&](auto make_command, int rounds) {
+    storage::pg_connection own(database.conninfo());
+    storage::membership_store store(own, relay_key);
+    for (int r = 0; r < rounds; ++r) {
+      auto c = make_command(r);
+      if (!store.apply(community, std::span(&c, 1), now_seconds()).committed)
+        ++failures;
+    }
+  };
+  std::thread transfers(run, [](int r) {
+    return command(membership_change::transfer_owner, author(static_cast<std::uint8_t>(r % 2 ? 1 : 2)).pubkey(), member_role::owner);
+  }, 20);
+  std::thread repairs(run, [](int) { return command(membership_change::republish, protocol::bytes32{}); }, 20);
+  std::thread removals(run, [](int r) {
+    return command(membership_change::remove_member, author(static_cast<std::uint8_t>(3 + r % 9)).pubkey());
+  }, 20);
+  transfers.join();
+  repairs.join();
+  removals.join();
+  CHECK(failures == 0);
+  CHECK(live_lists(community).size() == 1);
+  CHECK(members.verify(community).matches);
+}

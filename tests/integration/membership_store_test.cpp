@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: MIT
+// Every NIP-43 write path against a real Postgres: the returned list is the single live 13534
+// and names exactly the committed members; a no-op writes nothing.
+#include <catch2/catch.hpp>
+
+#include "storage/member_list.hpp"
+#include "storage/pg_connection.hpp"
+#include "support/membership_fixture.hpp"
+#include "support/test_events.hpp"
+
+using namespace comb;
+using namespace comb::test;
+using storage::member_role;
+using storage::membership_change;
+using outcome = storage::membership_outcome;
+
+namespace {
+
+void require_list_is_live(membership_fixture& f, const storage::membership_write& w,
+                          std::int64_t community) {
+  REQUIRE(w.committed);
+  REQUIRE(w.list);
+  auto lists = f.live_lists(community);
+  REQUIRE(lists.size() == 1);
+  CHECK(lists[0] == *w.list);
+  CHECK(listed(*w.list) == f.stored_members(community));
+  CHECK(f.members.verify(community).matches);
+}
+
+void require_nothing_written(membership_fixture& f, const storage::membership_write& w,
+                             const protocol::event& previous) {
+  REQUIRE(w.committed);
+  CHECK_FALSE(w.list);
+  auto lists = f.live_lists(f.community);
+  REQUIRE(lists.size() == 1);
+  CHECK(lists[0] == previous);
+}
+
+protocol::bytes32 key(std::uint8_t seed) {
+  return author(seed).pubkey();
+}
+
+} // namespace
+
+TEST_CASE_METHOD(membership_fixture, "every membership write path commits its own list",
+                 "[integration][membership]") {
+  auto owner = key(1), bob = key(2), carol = key(3), dave = key(4), erin = key(5);
+
+  auto boot = apply(command(membership_change::provision_owner, owner, member_role::owner));
+  CHECK(boot.results[0].outcome == outcome::changed);
+  require_list_is_live(*this, boot, community);
+  require_nothing_written(*this, apply(command(membership_change::provision_owner, owner)), *boot.list);
+
+  auto added = apply(command(membership_change::add_member, bob));
+  require_list_is_live(*this, added, community);
+  REQUIRE(added.results[0].delta);
+  CHECK(added.results[0].delta->kind == 8000u);
+  CHECK(*protocol::first_tag_value(*added.results[0].delta, "p") == protocol::to_hex(bob));
+  auto again = apply(command(membership_change::add_member, bob));
+  CHECK(again.results[0].outcome == outcome::already_member);
+  require_nothing_written(*this, again, *added.list);
+
+  auto claimed = apply(command(membership_change::claim_membership, carol));
+  require_list_is_live(*this, claimed, community);
+
+  auto invite = members.mint_invite(community, std::nullopt, 1, 3600, now_seconds());
+  REQUIRE(invite);
+  auto join = command(membership_change::claim_invite, dave);
+  join.invite_code = invite->code;
+  auto joined = apply(join);
+  CHECK(joined.results[0].outcome == outcome::changed);
+  require_list_is_live(*this, joined, community);
+  auto second = join;
+  second.subject = erin;
+  auto exhausted = apply(second);
+  CHECK(exhausted.results[0].outcome == outcome::invite_exhausted);
+  require_nothing_written(*this, exhausted, *joined.list);
+  auto retry = apply(join); // a member retrying the code does not use it up
+  CHECK(retry.results[0].outcome == outcome::already_member);
+  second.invite_code = "not-a-code";
+  CHECK(apply(second).results[0].outcome == outcome::invite_invalid);
+  auto stale = members.mint_invite(community, std::nullopt, 5, -10, now_seconds());
+  second.invite_code = stale->code;
+  CHECK(apply(second).results[0].outcome == outcome::invite_expired);
+
+  auto removed = apply(command(membership_change::remove_member, bob));
+  require_list_is_live(*this, removed, community);
+  CHECK(removed.results[0].delta->kind == 8001u);
+  CHECK(apply(command(membership_change::remove_member, bob)).results[0].outcome == outcome::not_member);
+  auto owner_stays = apply(command(membership_change::remove_member, owner));
+  CHECK(owner_stays.results[0].outcome == outcome::is_owner);
+  require_nothing_written(*this, owner_stays, *removed.list);
+
+  auto if_role = command(membership_change::remove_member_if_role, carol);
+  if_role.expected_role = member_role::admin;
+  auto mismatch = apply(if_role);
+  CHECK(mismatch.results[0].outcome == outcome::role_mismatch);
+  require_nothing_written(*this, mismatch, *removed.list);
+  if_role.expected_role = member_role::member;
+  require_list_is_live(*this, apply(if_role), community);
+
+  auto promoted = apply(command(membership_change::update_role, dave, member_role::admin));
+  require_list_is_live(*this, promoted, community);
+  CHECK(apply(command(membership_change::update_role, dave, member_role::admin)).results[0].outcome
+        == outcome::nothing_to_do);
+  CHECK(apply(command(membership_change::update_role, owner, member_role::member)).results[0].outcome
+        == outcome::is_owner);
+
+  auto transferred = apply(command(membership_change::transfer_owner, dave, member_role::owner));
+  require_list_is_live(*this, transferred, community);
+  CHECK(stored_members(community)
+        == std::set<std::pair<std::string, std::string>>{{protocol::to_hex(owner), "member"},
+                                                          {protocol::to_hex(dave), "owner"}});
+
+  auto repaired = apply(command(membership_change::republish, owner));
+  require_list_is_live(*this, repaired, community);
+  CHECK(repaired.list->created_at > transferred.list->created_at);
+}
+
+TEST_CASE_METHOD(membership_fixture, "backfill and create-with-owner write their lists",
+                 "[integration][membership]") {
+  auto other = add_community("b.example");
+  scalar(connection, "INSERT INTO allowlist (community_id, pubkey) VALUES ($1::bigint, $2::bytea),"
+                     " ($1::bigint, $3::bytea)",
+         {std::to_string(other), "\\x" + protocol::to_hex(key(7)), "\\x" + protocol::to_hex(key(8))});
+  auto backfill = command(membership_change::backfill_allowlist, key(7));
+  auto filled = members.apply(other, std::span(&backfill, 1), now_seconds());
+  require_list_is_live(*this, filled, other);
+  CHECK(filled.members.size() == 2);
+  auto refill = members.apply(other, std::span(&backfill, 1), now_seconds());
+  CHECK(refill.results[0].outcome == outcome::nothing_to_do);
+  CHECK_FALSE(refill.list);
+
+  auto created = members.create_community_with_owner("c.example", key(9), true, now_seconds());
+  REQUIRE(created.result == storage::community_creation::status::created);
+  require_list_is_live(*this, created.write, created.community->id);
+  auto exists = members.create_community_with_owner("c.example", key(10), false, now_seconds());
+  CHECK(exists.result == storage::community_creation::status::host_exists);
+  CHECK(live_lists(created.community->id).size() == 1);
+  CHECK(stored_members(created.community->id).size() == 1);
+}
+
+TEST_CASE_METHOD(membership_fixture, "changes within one second never reuse a list id",
+                 "[integration][membership]") {
+  auto bob = key(2);
+  std::int64_t frozen = now_seconds();
+  std::vector<protocol::event> lists;
+  for (int round = 0; round < 2; ++round) {
+    for (auto change : {membership_change::add_member, membership_change::remove_member}) {
+      auto c = command(change, bob);
+      auto w = members.apply(community, std::span(&c, 1), frozen);
+      require_list_is_live(*this, w, community);
+      lists.push_back(*w.list);
+    }
+  }
+  for (std::size_t i = 1; i < lists.size(); ++i) {
+    CHECK(lists[i].created_at > lists[i - 1].created_at);
+    CHECK(lists[i].id != lists[i - 1].id);
+  }
+  CHECK(lists[0].tags == lists[2].tags); // same members, yet a new list
+}
+
+TEST_CASE_METHOD(membership_fixture, "a batch applies commands in order with one list",
+                 "[integration][membership]") {
+  std::vector<storage::membership_command> batch{command(membership_change::add_member, key(2)),
+                                                 command(membership_change::add_member, key(2)),
+                                                 command(membership_change::add_member, key(3)),
+                                                 command(membership_change::remove_member, key(2))};
+  auto w = members.apply(community, batch, now_seconds());
+  require_list_is_live(*this, w, community);
+  REQUIRE(w.results.size() == 4);
+  CHECK(w.results[0].outcome == outcome::changed);
+  CHECK(w.results[1].outcome == outcome::already_member);
+  CHECK(w.results[2].outcome == outcome::changed);
+  CHECK(w.results[3].outcome == outcome::changed);
+  CHECK(stored_members(community)
+        == std::set<std::pair<std::string, std::string>>{{protocol::to_hex(key(3)), "member"}});
+}
+
+TEST_CASE_METHOD(membership_fixture, "communities keep separate members and lists",
+                 "[integration][membership]") {
+  auto other = add_community("b.example");
+  auto a = apply(command(membership_change::add_member, key(2)));
+  auto c = command(membership_change::add_member, key(3));
+  auto b = members.apply(other, std::span(&c, 1), now_seconds());
+  require_list_is_live(*this, a, community);
+  require_list_is_live(*this, b, other);
+  CHECK(listed(*a.list) == std::set<std::pair<std::string, std::string>>{{protocol::to_hex(key(2)), "member"}});
+  CHECK(listed(*b.list) == std::set<std::pair<std::string, std::string>>{{protocol::to_hex(key(3)), "member"}});
+}

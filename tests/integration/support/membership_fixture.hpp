@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "storage/membership_store.hpp"
+#include "support/pg_test_database.hpp"
+
+namespace comb::test {
+
+/// A migrated database with one community, a relay key and a membership store.
+struct membership_fixture : store_fixture {
+  membership_fixture();
+
+  /// Applies one command now.
+  storage::membership_write apply(storage::membership_command command);
+
+  /// Every live 13534 of `community_id` (there must be at most one).
+  std::vector<protocol::event> live_lists(std::int64_t community_id);
+
+  /// The stored members as (hex pubkey, role) pairs.
+  std::set<std::pair<std::string, std::string>> stored_members(std::int64_t community_id);
+
+  protocol::key_pair relay_key;
+  storage::membership_store members;
+};
+
+/// (hex, role) pairs named by a list.
+std::set<std::pair<std::string, std::string>> listed(const protocol::event& list);
+
+storage::membership_command command(storage::membership_change change,
+                                    const protocol::bytes32& subject,
+                                    storage::member_role role = storage::member_role::member);
+
+std::int64_t now_seconds();
+
+} // namespace comb::test

@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: MIT
+// The community actor on CAF's deterministic scheduler with a fake membership writer that
+// applies batches in memory and can be told to fail.
+#include <caf/all.hpp>
+#include <caf/scheduler/test_coordinator.hpp>
+#include <catch2/catch.hpp>
+
+#include "actors/community/community_actor.hpp"
+#include "actors/messages.hpp"
+#include "storage/membership_rules.hpp"
+#include "support/signed_events.hpp"
+
+using namespace comb;
+using namespace comb::actors;
+using storage::membership_change;
+using outcome = storage::membership_outcome;
+
+namespace {
+
+struct fake_membership_db {
+  std::vector<storage::member> members;
+  std::vector<std::vector<storage::membership_command>> batches;
+  std::optional<std::size_t> fail_batch; ///< index in `batches` of the batch to fail
+};
+
+/// Applies each batch with the real role rules to an in-memory roster, or fails it whole.
+caf::behavior fake_membership_writer(caf::event_based_actor* self,
+                                     std::shared_ptr<fake_membership_db> db) {
+  return {
+    [=](apply_atom, std::int64_t, const std::vector<storage::membership_command>& commands) {
+      db->batches.push_back(commands);
+      storage::membership_write write;
+      if (db->fail_batch == db->batches.size() - 1) {
+        write.error = "injected failure";
+        write.results.assign(commands.size(), {outcome::failed, std::nullopt});
+      } else {
+        storage::roster roster(db->members);
+        std::map<std::string, storage::invite_state> invites;
+        auto plan = storage::plan_membership(roster, commands, invites, {}, test::unix_now());
+        write.committed = true;
+        for (auto o : plan.outcomes)
+          write.results.push_back({o, std::nullopt});
+        write.members = roster.members();
+        db->members = roster.members();
+        if (plan.list_changed) {
+          write.list.emplace();
+          write.list->kind = 13534;
+        }
+      }
+      self->send(caf::actor_cast<caf::actor>(self->current_sender()), applied_atom_v, write);
+    },
+  };
+}
+
+/// Collects member_done replies in arrival order, and what the fan-out is told.
+struct observations {
+  std::vector<std::pair<std::uint64_t, outcome>> replies;
+  std::vector<pubkey_list> revoked;
+  int published = 0;
+};
+
+caf::behavior observer(caf::event_based_actor*, std::shared_ptr<observations> seen) {
+  return {
+    [=](member_done_atom, std::uint64_t ticket, const storage::membership_result& result) {
+      seen->replies.emplace_back(ticket, result.outcome);
+    },
+    [=](publish_atom, const committed_event&) { ++seen->published; },
+    [=](revoke_atom, std::int64_t, const pubkey_list& pubkeys) { seen->revoked.push_back(pubkeys); },
+  };
+}
+
+struct fixture {
+  caf::actor_system_config config;
+  std::unique_ptr<caf::actor_system> system;
+  caf::scheduler::test_coordinator* scheduler = nullptr;
+  std::shared_ptr<fake_membership_db> db = std::make_shared<fake_membership_db>();
+  std::shared_ptr<observations> seen = std::make_shared<observations>();
+  member_cache_ptr cache = std::make_shared<member_cache>();
+  caf::actor writer, watcher, community;
+
+  fixture() {
+    config.set("scheduler.policy", caf::atom("testing"));
+    config.set("logger.verbosity", caf::atom("quiet"));
+    system = std::make_unique<caf::actor_system>(config);
+    scheduler = &dynamic_cast<caf::scheduler::test_coordinator&>(system->scheduler());
+    writer = system->spawn(fake_membership_writer, db);
+    watcher = system->spawn(observer, seen);
+    community = system->spawn(community_actor, community_args{1, cache, writer, watcher, {}, 512});
+  }
+
+  ~fixture() {
+    for (auto& a : {writer, watcher, community})
+      caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    scheduler->run();
+  }
+
+  /// Queues a command as if `watcher` had sent it, without running anything yet.
+  void queue(std::uint64_t ticket, storage::membership_command c) {
+    caf::send_as(watcher, community, member_atom_v, ticket, std::move(c));
+  }
+};
+
+storage::membership_command cmd(membership_change change, std::uint8_t who) {
+  storage::membership_command c;
+  c.change = change;
+  c.subject.fill(who);
+  return c;
+}
+
+protocol::bytes32 key(std::uint8_t who) {
+  protocol::bytes32 k;
+  k.fill(who);
+  return k;
+}
+
+} // namespace
+
+TEST_CASE_METHOD(fixture, "queued commands are applied in arrival order, each with its outcome",
+                 "[actor][community]") {
+  queue(1, cmd(membership_change::add_member, 2));
+  scheduler->run_once(); // the community actor takes command 1 and starts a batch
+  queue(2, cmd(membership_change::add_member, 3));
+  queue(3, cmd(membership_change::add_member, 2));
+  queue(4, cmd(membership_change::remove_member, 3));
+  scheduler->run();
+  REQUIRE(db->batches.size() == 2); // one in flight, the other three grouped behind it
+  CHECK(db->batches[1].size() == 3);
+  CHECK(seen->replies
+        == std::vector<std::pair<std::uint64_t, outcome>>{
+          {1, outcome::changed}, {2, outcome::changed}, {3, outcome::already_member}, {4, outcome::changed}});
+  CHECK(cache->is_member(key(2)));
+  CHECK_FALSE(cache->is_member(key(3)));
+  CHECK(seen->revoked.empty()); // 3 came and went inside one batch: nobody lost access
+  queue(5, cmd(membership_change::remove_member, 2));
+  scheduler->run();
+  CHECK(seen->revoked == std::vector<pubkey_list>{{key(2)}});
+}
+
+TEST_CASE_METHOD(fixture, "a failed batch fails every command in it and leaves the cache alone",
+                 "[actor][community]") {
+  queue(1, cmd(membership_change::add_member, 2));
+  scheduler->run();
+  REQUIRE(cache->is_member(key(2)));
+  int published_before = seen->published;
+
+  db->fail_batch = 2; // batches: [1], [2], then [3, 4] fails as a whole
+  queue(2, cmd(membership_change::add_member, 6));
+  scheduler->run_once();
+  queue(3, cmd(membership_change::remove_member, 2));
+  queue(4, cmd(membership_change::add_member, 4));
+  scheduler->run();
+  REQUIRE(db->batches.size() == 3);
+  CHECK(db->batches[2].size() == 2);
+  CHECK(seen->replies
+        == std::vector<std::pair<std::uint64_t, outcome>>{
+          {1, outcome::changed}, {2, outcome::changed}, {3, outcome::failed}, {4, outcome::failed}});
+  CHECK(cache->is_member(key(2)));
+  CHECK(cache->is_member(key(6)));
+  CHECK_FALSE(cache->is_member(key(4)));
+  CHECK(seen->published == published_before + 1); // only batch [2]'s list
+  CHECK(seen->revoked.empty());
+
+  queue(5, cmd(membership_change::add_member, 4)); // and the community carries on
+  scheduler->run();
+  CHECK(seen->replies.back() == std::pair<std::uint64_t, outcome>{5, outcome::changed});
+  CHECK(cache->is_member(key(4)));
+}

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "actors/connection/connection.hpp"
+#include "actors/fanout/subscription_index.hpp"
 #include "actors/frame_sink.hpp"
 #include "protocol/filter.hpp"
 #include "storage/event_store.hpp"
@@ -48,7 +49,7 @@ using forget_atom = caf::atom_constant<caf::atom("forget")>;         ///< (forge
 inline constexpr forget_atom forget_atom_v{};
 using publish_atom = caf::atom_constant<caf::atom("publish")>;       ///< (publish_atom, committed_event)
 inline constexpr publish_atom publish_atom_v{};
-using deliver_atom = caf::atom_constant<caf::atom("deliver")>;       ///< (deliver_atom, live_event, std::vector<std::string> subs)
+using deliver_atom = caf::atom_constant<caf::atom("deliver")>;       ///< (deliver_atom, live_event, subscription_matches)
 inline constexpr deliver_atom deliver_atom_v{};
 
 // -- membership: connection -> community actor -> membership writer ------------------------------
@@ -114,6 +115,8 @@ struct invite_reply {
 
 using pubkey_list = std::vector<protocol::bytes32>;
 
+using subscription_matches = std::vector<matched_subscription>;
+
 } // namespace comb::actors
 
 // Local-only payloads: they never cross a process boundary (the bridge has its own envelope).
@@ -132,3 +135,4 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::storage::membership_result)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::storage::membership_write)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::invite_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::pubkey_list)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::subscription_matches)

@@ -94,7 +94,8 @@ protocol::result<std::uint64_t> connection::open_subscription(const std::string&
                      "too many open subscriptions (at most "
                        + std::to_string(policy_.limits.max_subscriptions_per_connection) + ")"};
   subscription& sub = subscriptions_[id];
-  sub = subscription{next_generation_++, false, {}};
+  sub = subscription{};
+  sub.generation = next_generation_++;
   return sub.generation;
 }
 
@@ -104,14 +105,16 @@ bool connection::close_subscription(const std::string& id) {
 
 std::vector<std::string> connection::history_arrived(const std::string& id,
                                                      std::uint64_t generation,
-                                                     const std::vector<std::string>& events) {
+                                                     const std::vector<std::string>& events,
+                                                     double clock) {
   auto it = subscriptions_.find(id);
   if (it == subscriptions_.end() || it->second.generation != generation)
     return {};
   subscription& sub = it->second;
   std::vector<std::string> frames;
   frames.reserve(events.size() + sub.held.size() + 1);
-  std::unordered_set<std::string> sent;
+  std::unordered_set<std::string>& sent = sub.sent_in_history;
+  sub.history_sent_at = clock;
   for (const auto& json : events) {
     if (auto event_id = id_of_rendered_event(json))
       sent.insert(*event_id);
@@ -127,13 +130,21 @@ std::vector<std::string> connection::history_arrived(const std::string& id,
   return frames;
 }
 
-std::optional<std::string> connection::live_arrived(const std::string& id, const live_event& event) {
+std::optional<std::string> connection::live_arrived(const std::string& id, std::uint64_t generation,
+                                                   const live_event& event, double clock) {
   auto it = subscriptions_.find(id);
-  if (it == subscriptions_.end())
+  if (it == subscriptions_.end() || it->second.generation != generation)
     return std::nullopt;
   subscription& sub = it->second;
-  if (sub.live)
+  if (sub.live) {
+    if (!sub.sent_in_history.empty()) {
+      if (clock - sub.history_sent_at > history_echo_window)
+        std::unordered_set<std::string>().swap(sub.sent_in_history);
+      else if (sub.sent_in_history.contains(protocol::to_hex(event.ev->id)))
+        return std::nullopt;
+    }
     return protocol::render_event_frame(id, *event.json);
+  }
   // Held until EOSE; past the bound the oldest would be lost, so the newest are dropped instead
   // and the client still gets every event up to the bound in order.
   if (sub.held.size() < policy_.max_buffered_live)

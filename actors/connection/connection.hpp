@@ -100,12 +100,16 @@ public:
   /// replaced since (`generation` differs).
   [[nodiscard]] std::vector<std::string> history_arrived(const std::string& id,
                                                          std::uint64_t generation,
-                                                         const std::vector<std::string>& events);
+                                                         const std::vector<std::string>& events,
+                                                         double clock = 0);
 
-  /// The frame for a live event on subscription `id`, or nothing when the subscription is gone,
-  /// or still reading history (then the event is held until EOSE).
+  /// The frame for a live event on subscription `id` registered as `generation`, or nothing
+  /// when the subscription is gone or was replaced since, or is still reading history (then
+  /// the event is held until EOSE).
   [[nodiscard]] std::optional<std::string> live_arrived(const std::string& id,
-                                                        const live_event& event);
+                                                        std::uint64_t generation,
+                                                        const live_event& event,
+                                                        double clock = 0);
 
   [[nodiscard]] std::size_t subscription_count() const noexcept { return subscriptions_.size(); }
 
@@ -116,6 +120,10 @@ private:
     std::uint64_t generation = 0;
     bool live = false;
     std::vector<live_event> held;
+    /// Ids sent as history, kept for a short while after EOSE: an event committed just before
+    /// the query can reach the fan-out after the history reply reached us.
+    std::unordered_set<std::string> sent_in_history;
+    double history_sent_at = 0;
   };
 
   connection_policy policy_;
@@ -126,6 +134,9 @@ private:
   std::uint64_t next_generation_ = 1;
   std::unordered_map<std::string, subscription> subscriptions_;
 };
+
+/// How long after EOSE a live event already sent as history is still recognized (seconds).
+inline constexpr double history_echo_window = 10.0;
 
 /// The id of an event from its stored JSON, which comb renders starting with {"id":"<hex>".
 [[nodiscard]] std::optional<std::string> id_of_rendered_event(const std::string& json);

@@ -38,6 +38,10 @@ void reply_to_rejected_frame(self_ptr self, const protocol::frame_rejection& r) 
       send_frame(self, protocol::render_ok(r.reference, false, r.why.text()));
       break;
     case protocol::reply_kind::closed:
+      // A refused REQ ends the subscription of that id, if one was open: CLOSED means closed.
+      if (self->state.logic->close_subscription(r.reference))
+        self->send(self->state.args.fanout, unsubscribe_atom_v, self->state.args.owner,
+                   self->state.args.policy.community_id, r.reference);
       send_frame(self, protocol::render_closed(r.reference, r.why.text()));
       break;
     case protocol::reply_kind::notice:
@@ -241,7 +245,7 @@ void on_history(self_ptr self, const std::string& sub, std::uint64_t generation,
     }
     return;
   }
-  for (auto& frame : st.logic->history_arrived(sub, generation, result.events))
+  for (auto& frame : st.logic->history_arrived(sub, generation, result.events, monotonic_seconds()))
     send_frame(self, std::move(frame));
 }
 
@@ -259,9 +263,9 @@ void on_revoke(self_ptr self, const pubkey_list& pubkeys) {
   self->send(st.args.fanout, forget_atom_v, st.args.owner, st.args.policy.community_id);
 }
 
-void on_deliver(self_ptr self, const live_event& event, const std::vector<std::string>& subs) {
+void on_deliver(self_ptr self, const live_event& event, const subscription_matches& subs) {
   for (const auto& sub : subs)
-    if (auto frame = self->state.logic->live_arrived(sub, event))
+    if (auto frame = self->state.logic->live_arrived(sub.id, sub.generation, event, monotonic_seconds()))
       send_frame(self, std::move(*frame));
 }
 
@@ -287,7 +291,7 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, conn
       send_frame(self, result.ok ? protocol::render_count(sub, result.count)
                                  : protocol::render_closed(sub, result.error));
     },
-    [=](deliver_atom, const live_event& event, const std::vector<std::string>& subs) {
+    [=](deliver_atom, const live_event& event, const subscription_matches& subs) {
       on_deliver(self, event, subs);
     },
     [=](member_done_atom, std::uint64_t ticket, const storage::membership_result& result) {

@@ -11,7 +11,7 @@ caf::behavior fanout_actor(caf::stateful_actor<fanout_state>* self, fanout_args 
     [=](subscribe_atom, live_request& request) {
       auto& st = self->state;
       st.communities[request.community_id].add(request.owner, request.subscription_id,
-                                                request.filters);
+                                                request.filters, request.generation);
       st.connections[request.owner] = request.connection;
       st.subscribers[request.community_id].insert(request.owner);
       const auto& readers = st.args.readers;

@@ -15,12 +15,13 @@ std::string tag_key(char name, const std::string& value) {
 } // namespace
 
 void subscription_index::add(owner_id owner, const std::string& subscription_id,
-                             std::vector<protocol::filter> filters) {
+                             std::vector<protocol::filter> filters, std::uint64_t generation) {
   remove(owner, subscription_id);
   auto [it, inserted] = entries_.try_emplace({owner, subscription_id});
   entry& e = it->second;
   e.owner = owner;
   e.subscription_id = subscription_id;
+  e.generation = generation;
   e.filters = std::move(filters);
   file(e);
   subscriptions_of_[owner].push_back(subscription_id);
@@ -87,7 +88,7 @@ void subscription_index::collect(const bucket* b, std::vector<filter_ref>& out) 
     out.insert(out.end(), b->begin(), b->end());
 }
 
-std::vector<std::pair<subscription_index::owner_id, std::vector<std::string>>>
+std::vector<std::pair<subscription_index::owner_id, std::vector<matched_subscription>>>
 subscription_index::match(const protocol::event& ev) const {
   auto find = [](const auto& map, const auto& key) -> const bucket* {
     auto it = map.find(key);
@@ -111,11 +112,11 @@ subscription_index::match(const protocol::event& ev) const {
   });
   matched.erase(std::unique(matched.begin(), matched.end()), matched.end());
 
-  std::vector<std::pair<owner_id, std::vector<std::string>>> out;
+  std::vector<std::pair<owner_id, std::vector<matched_subscription>>> out;
   for (const entry* e : matched) {
     if (out.empty() || out.back().first != e->owner)
-      out.emplace_back(e->owner, std::vector<std::string>{});
-    out.back().second.push_back(e->subscription_id);
+      out.emplace_back(e->owner, std::vector<matched_subscription>{});
+    out.back().second.push_back({e->subscription_id, e->generation});
   }
   return out;
 }

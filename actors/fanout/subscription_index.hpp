@@ -14,19 +14,29 @@ namespace comb::actors {
 /// The live subscriptions of one community, indexed so that an event is matched against the few
 /// filters that could match it instead of all of them. Each filter is filed under its most
 /// selective field: ids, else authors, else its first tag condition, else kinds, else "all".
+/// A subscription an event matched, with the generation it was registered under, so the
+/// connection can tell a delivery for a subscription it has since replaced.
+struct matched_subscription {
+  std::string id;
+  std::uint64_t generation = 0;
+
+  friend bool operator==(const matched_subscription&, const matched_subscription&) = default;
+};
+
 class subscription_index {
 public:
   using owner_id = std::uint64_t;
 
   /// Adds or replaces the subscription `(owner, subscription_id)`.
-  void add(owner_id owner, const std::string& subscription_id, std::vector<protocol::filter> filters);
+  void add(owner_id owner, const std::string& subscription_id, std::vector<protocol::filter> filters,
+           std::uint64_t generation = 0);
 
   void remove(owner_id owner, const std::string& subscription_id);
 
   void remove_owner(owner_id owner);
 
   /// Every subscription with a filter matching `ev`, each once, grouped by owner.
-  [[nodiscard]] std::vector<std::pair<owner_id, std::vector<std::string>>>
+  [[nodiscard]] std::vector<std::pair<owner_id, std::vector<matched_subscription>>>
   match(const protocol::event& ev) const;
 
   [[nodiscard]] std::size_t size() const noexcept { return entries_.size(); }
@@ -41,6 +51,7 @@ private:
   struct entry {
     owner_id owner = 0;
     std::string subscription_id;
+    std::uint64_t generation = 0;
     std::vector<protocol::filter> filters;
     std::vector<bucket*> filed_in;
   };

@@ -233,6 +233,15 @@ websocket_session open_session(tcp_stream stream, gateway_context& context,
   configure(*session.ws, context.settings);
   session.outbox = std::make_shared<websocket_outbox>(executor, context.settings.max_outbound_bytes,
                                                       context.metrics);
+  // A reader past the bound is cut at once: closing the socket aborts the write that its full
+  // buffer holds up, and with it the session.
+  std::weak_ptr<ws_stream> weak_ws = session.ws;
+  session.outbox->on_overflow([weak_ws] {
+    if (auto ws = weak_ws.lock()) {
+      boost::system::error_code ignored;
+      beast::get_lowest_layer(*ws).socket().close(ignored);
+    }
+  });
   session.frames_pending = std::make_shared<std::atomic<std::size_t>>(0);
   connection_args args;
   args.policy = policy_for(context, community, handle);
@@ -302,7 +311,10 @@ asio::awaitable<void> server::serve(tcp::socket socket) {
     }
     if (websocket::is_upgrade(request)) {
       stream.expires_never();
-      co_await run_websocket(std::move(stream), std::move(request), *lookup.community);
+      // NIP-42 binds AUTH to the host this connection was made to, which may be an alias.
+      storage::community_row reached = *lookup.community;
+      reached.host = *host;
+      co_await run_websocket(std::move(stream), std::move(request), reached);
       co_return;
     }
     auto response = community_route(request, *context_, *lookup.community);

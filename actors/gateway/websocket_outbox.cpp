@@ -13,6 +13,7 @@ websocket_outbox::websocket_outbox(asio::any_io_executor strand, std::size_t max
   : strand_(strand), signal_(strand), max_bytes_(max_bytes), metrics_(std::move(metrics)) {}
 
 void websocket_outbox::send(std::string frame) {
+  bool overflow = false;
   {
     std::lock_guard lock(mutex_);
     if (closing_)
@@ -22,12 +23,22 @@ void websocket_outbox::send(std::string frame) {
       closing_ = close_reason::slow_reader;
       queue_.clear();
       bump(metrics_->slow_reader_disconnects);
+      overflow = true;
     } else {
       pending_bytes_ += frame.size();
       queue_.push_back(std::move(frame));
     }
   }
+  if (overflow)
+    asio::post(strand_, [self = shared_from_this()] {
+      if (self->abort_)
+        self->abort_();
+    });
   wake();
+}
+
+void websocket_outbox::on_overflow(std::function<void()> abort) {
+  abort_ = std::move(abort);
 }
 
 void websocket_outbox::close(close_reason why) {

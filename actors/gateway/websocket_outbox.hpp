@@ -5,6 +5,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -37,6 +38,9 @@ public:
 
   [[nodiscard]] std::optional<close_reason> closing() const;
 
+  /// What to run on the strand when a reader falls past the bound (close its socket).
+  void on_overflow(std::function<void()> abort);
+
   [[nodiscard]] std::size_t pending_bytes() const;
 
 private:
@@ -50,6 +54,7 @@ private:
   std::deque<std::string> queue_;
   std::size_t pending_bytes_ = 0;
   std::optional<close_reason> closing_;
+  std::function<void()> abort_;
 };
 
 } // namespace comb::actors

@@ -68,15 +68,15 @@ TEST_CASE("history frames, EOSE, then held live events not already sent", "[acto
   auto generation = c.open_subscription("s").value();
   auto in_both = test::sign_event(author, 1, "both");
   auto live_only = test::sign_event(author, 1, "live");
-  CHECK_FALSE(c.live_arrived("s", live(in_both)));
-  CHECK_FALSE(c.live_arrived("s", live(live_only)));
+  CHECK_FALSE(c.live_arrived("s", generation, live(in_both)));
+  CHECK_FALSE(c.live_arrived("s", generation, live(live_only)));
   auto frames = c.history_arrived("s", generation, {protocol::render_event_json(in_both)});
   CHECK(frames
         == std::vector<std::string>{
           protocol::render_event_frame("s", protocol::render_event_json(in_both)),
           protocol::render_eose("s"),
           protocol::render_event_frame("s", protocol::render_event_json(live_only))});
-  CHECK(c.live_arrived("s", live(live_only)).has_value());
+  CHECK(c.live_arrived("s", generation, live(live_only)).has_value());
 }
 
 TEST_CASE("a history reply for a replaced subscription is dropped", "[actors][connection]") {
@@ -88,5 +88,30 @@ TEST_CASE("a history reply for a replaced subscription is dropped", "[actors][co
   CHECK(c.history_arrived("s", second, {}) == std::vector<std::string>{protocol::render_eose("s")});
   CHECK(c.close_subscription("s"));
   CHECK_FALSE(c.close_subscription("s"));
-  CHECK_FALSE(c.live_arrived("s", live(test::sign_event(author, 1))));
+  CHECK_FALSE(c.live_arrived("s", second, live(test::sign_event(author, 1))));
+}
+
+TEST_CASE("a live event matched under a replaced subscription's filters is dropped",
+          "[actors][connection]") {
+  connection c(connection_policy{}, "challenge");
+  auto first = c.open_subscription("s").value();
+  auto second = c.open_subscription("s").value();
+  // Matched by the fan-out against the first REQ's filters, delivered after the second REQ.
+  CHECK_FALSE(c.live_arrived("s", first, live(test::sign_event(author, 1))));
+  CHECK(c.history_arrived("s", second, {}) == std::vector<std::string>{protocol::render_eose("s")});
+  CHECK_FALSE(c.live_arrived("s", first, live(test::sign_event(author, 1))));
+  CHECK(c.live_arrived("s", second, live(test::sign_event(author, 1))).has_value());
+}
+
+TEST_CASE("a history event that reaches the fan-out after EOSE is not sent again",
+          "[actors][connection]") {
+  connection c(connection_policy{}, "challenge");
+  auto generation = c.open_subscription("s").value();
+  auto committed_before_query = test::sign_event(author, 1, "late publish");
+  CHECK(c.history_arrived("s", generation, {protocol::render_event_json(committed_before_query)}, 100.0).size() == 2);
+  CHECK_FALSE(c.live_arrived("s", generation, live(committed_before_query), 101.0));
+  auto fresh = test::sign_event(author, 1, "fresh");
+  CHECK(c.live_arrived("s", generation, live(fresh), 101.0).has_value());
+  // Past the window the remembered ids are let go.
+  CHECK(c.live_arrived("s", generation, live(committed_before_query), 100.0 + actors::history_echo_window + 1).has_value());
 }

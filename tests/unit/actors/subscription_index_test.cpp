@@ -24,7 +24,14 @@ protocol::event note(std::uint8_t author, std::uint32_t kind, std::vector<protoc
   return ev;
 }
 
-using matches_t = std::vector<std::pair<std::uint64_t, std::vector<std::string>>>;
+using matches_t = std::vector<std::pair<std::uint64_t, std::vector<actors::matched_subscription>>>;
+
+std::vector<actors::matched_subscription> subs(std::vector<std::string> ids) {
+  std::vector<actors::matched_subscription> out;
+  for (auto& id : ids)
+    out.push_back({std::move(id), 0});
+  return out;
+}
 
 } // namespace
 
@@ -38,8 +45,8 @@ TEST_CASE("the index finds exactly the subscriptions whose filters match", "[act
   index.add(3, "two filters", {filter_of(R"({"kinds":[1]})"), filter_of(R"({"#t":["bees"]})")});
 
   auto matched = index.match(note(5, 1, {{"t", "bees"}}));
-  CHECK(matched == matches_t{{1, {"kinds", "tag"}}, {2, {"all"}}, {3, {"two filters"}}});
-  CHECK(index.match(note(5, 7)) == matches_t{{2, {"all"}}});
+  CHECK(matched == matches_t{{1, subs({"kinds", "tag"})}, {2, subs({"all"})}, {3, subs({"two filters"})}});
+  CHECK(index.match(note(5, 7)) == matches_t{{2, subs({"all"})}});
   CHECK(index.size() == 6);
 }
 
@@ -48,13 +55,13 @@ TEST_CASE("replacing, removing and forgetting subscriptions", "[actors][fanout]"
   index.add(1, "s", {filter_of(R"({"kinds":[1]})")});
   index.add(1, "s", {filter_of(R"({"kinds":[7]})")});
   CHECK(index.match(note(1, 1)).empty());
-  CHECK(index.match(note(1, 7)) == matches_t{{1, {"s"}}});
+  CHECK(index.match(note(1, 7)) == matches_t{{1, subs({"s"})}});
   index.add(1, "t", {filter_of(R"({"kinds":[7]})")});
   index.remove(1, "s");
-  CHECK(index.match(note(1, 7)) == matches_t{{1, {"t"}}});
+  CHECK(index.match(note(1, 7)) == matches_t{{1, subs({"t"})}});
   index.add(2, "u", {filter_of(R"({"kinds":[7]})")});
   index.remove_owner(1);
-  CHECK(index.match(note(1, 7)) == matches_t{{2, {"u"}}});
+  CHECK(index.match(note(1, 7)) == matches_t{{2, subs({"u"})}});
   CHECK(index.size() == 1);
 }
 
@@ -71,5 +78,5 @@ TEST_CASE("matching work depends on candidates, not on every subscription", "[ac
   protocol::event ev = note(7, 1);
   ev.pubkey.fill(7);
   ev.pubkey[1] = 0;
-  CHECK(index.match(ev) == matches_t{{7, {"follow"}}});
+  CHECK(index.match(ev) == matches_t{{7, subs({"follow"})}});
 }

@@ -1,0 +1,344 @@
+// SPDX-License-Identifier: MIT
+#include <catch2/catch.hpp>
+
+#include <arpa/inet.h>
+#include <atomic>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <netinet/in.h>
+#include <string>
+#include <sys/socket.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+#include "storage/redis/redis_pubsub.hpp"
+
+using namespace comb;
+using namespace std::chrono_literals;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+template <class Predicate> bool eventually(Predicate done, std::chrono::milliseconds limit = 5s) {
+  const auto deadline = clock_type::now() + limit;
+  while (!done()) {
+    if (clock_type::now() > deadline)
+      return false;
+    std::this_thread::sleep_for(5ms);
+  }
+  return true;
+}
+
+/// A loopback TCP socket; listening (never accepting) when asked, else just holding a port.
+struct tcp_socket {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  int port = 0;
+  explicit tcp_socket(bool listening) {
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t size = sizeof address;
+    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&address), size) == 0);
+    REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &size) == 0);
+    port = ntohs(address.sin_port);
+    if (listening)
+      REQUIRE(::listen(fd, 16) == 0);
+  }
+  ~tcp_socket() { ::close(fd); }
+};
+
+int free_port() { return tcp_socket(false).port; }
+
+bool accepts_connections(int port) {
+  tcp_socket probe(false);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = htons(static_cast<std::uint16_t>(port));
+  return ::connect(probe.fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0;
+}
+
+/// A private redis-server on a free loopback port, which a test can stop and start again.
+class redis_server {
+public:
+  redis_server() : dir_(make_dir()), port_(free_port()) { start(); }
+  ~redis_server() {
+    stop();
+    std::filesystem::remove_all(dir_);
+  }
+
+  [[nodiscard]] std::string url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
+
+  void start() {
+    const std::string command = "redis-server --bind 127.0.0.1 --port " + std::to_string(port_) +
+                                " --save '' --appendonly no --daemonize yes --pidfile " + dir_ +
+                                "/redis.pid --logfile " + dir_ + "/redis.log --dir " + dir_;
+    REQUIRE(std::system(command.c_str()) == 0);
+    REQUIRE(eventually([&] { return accepts_connections(port_); }));
+    REQUIRE(eventually([&] {
+      std::ifstream pidfile(dir_ + "/redis.pid");
+      return static_cast<bool>(pidfile >> pid_);
+    }));
+  }
+
+  void stop() {
+    if (pid_ <= 0)
+      return;
+    ::kill(pid_, SIGTERM);
+    if (!eventually([&] { return ::kill(pid_, 0) != 0 && errno == ESRCH; }))
+      ::kill(pid_, SIGKILL);
+    pid_ = 0;
+  }
+
+private:
+  static std::string make_dir() {
+    char pattern[] = "/tmp/comb-redis-XXXXXX";
+    REQUIRE(::mkdtemp(pattern) != nullptr);
+    return pattern;
+  }
+
+  std::string dir_;
+  int port_;
+  pid_t pid_ = 0;
+};
+
+/// Runs the io_context on two threads, so the strand is really shared between threads.
+struct io_threads {
+  boost::asio::io_context io;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work{io.get_executor()};
+  std::vector<std::thread> threads;
+  io_threads() {
+    for (int i = 0; i < 2; ++i)
+      threads.emplace_back([this] { io.run(); });
+  }
+  ~io_threads() {
+    work.reset();
+    io.stop();
+    for (auto& thread : threads)
+      thread.join();
+  }
+};
+
+/// Records what one redis_pubsub reports; `closed` marks callbacks that came after stop().
+struct recorder {
+  std::mutex mutex;
+  std::vector<std::string> messages;
+  std::vector<bool> states;
+  std::atomic<bool> closed{false};
+  std::atomic<int> late_callbacks{0};
+
+  std::size_t message_count() {
+    std::lock_guard lock(mutex);
+    return messages.size();
+  }
+  std::vector<std::string> received() {
+    std::lock_guard lock(mutex);
+    return messages;
+  }
+  std::vector<bool> changes() {
+    std::lock_guard lock(mutex);
+    return states;
+  }
+
+  storage::redis_pubsub make(boost::asio::io_context& io, const std::string& url,
+                             const std::string& channel = "comb:test") {
+    return {io, {.url = url, .channel = channel, .min_backoff = 20ms, .max_backoff = 200ms},
+            [this](std::string payload) {
+              late_callbacks += closed ? 1 : 0;
+              std::lock_guard lock(mutex);
+              messages.push_back(std::move(payload));
+            },
+            [this](bool up) {
+              late_callbacks += closed ? 1 : 0;
+              std::lock_guard lock(mutex);
+              states.push_back(up);
+            }};
+  }
+};
+
+} // namespace
+
+TEST_CASE("a payload reaches another instance and the publisher itself", "[integration][redis]") {
+  redis_server server;
+  io_threads threads;
+  recorder ra, rb, rc;
+  auto a = ra.make(threads.io, server.url());
+  auto b = rb.make(threads.io, server.url());
+  auto other_channel = rc.make(threads.io, server.url(), "comb:other");
+  REQUIRE_FALSE(a.start());
+  REQUIRE_FALSE(b.start());
+  REQUIRE_FALSE(other_channel.start());
+  REQUIRE(eventually([&] { return a.up() && b.up() && other_channel.up(); }));
+  CHECK(ra.changes() == std::vector<bool>{true});
+
+  const std::string payload("binary\0safe \xff payload", 20);
+  a.publish(payload);
+  REQUIRE(eventually([&] { return ra.message_count() == 1 && rb.message_count() == 1; }));
+  CHECK(rb.received().front() == payload);
+  CHECK(ra.received().front() == payload);
+  CHECK(eventually([&] { return a.stats().published == 1; }));
+  CHECK(a.stats().publish_failed == 0);
+  CHECK(b.stats().received == 1);
+  CHECK(rc.message_count() == 0); // another channel hears nothing
+}
+
+TEST_CASE("a thousand messages arrive in order, none lost", "[integration][redis]") {
+  redis_server server;
+  io_threads threads;
+  recorder ra, rb;
+  auto a = ra.make(threads.io, server.url());
+  auto b = rb.make(threads.io, server.url());
+  REQUIRE_FALSE(a.start());
+  REQUIRE_FALSE(b.start());
+  REQUIRE(eventually([&] { return a.up() && b.up(); }));
+
+  std::vector<std::string> sent;
+  for (int i = 0; i < 1000; ++i)
+    a.publish(sent.emplace_back("m" + std::to_string(i)));
+  REQUIRE(eventually([&] { return rb.message_count() == sent.size(); }, 10s));
+  CHECK(rb.received() == sent);
+  CHECK(eventually([&] { return a.stats().published == sent.size(); }));
+  CHECK(a.stats().publish_failed == 0);
+  CHECK(b.stats().received == sent.size());
+}
+
+TEST_CASE("a stopped Redis is reported down and publishes fail", "[integration][redis]") {
+  redis_server server;
+  io_threads threads;
+  recorder ra;
+  auto a = ra.make(threads.io, server.url());
+  REQUIRE_FALSE(a.start());
+  REQUIRE(eventually([&] { return a.up(); }));
+
+  server.stop();
+  REQUIRE(eventually([&] { return ra.changes() == std::vector<bool>{true, false}; }, 3s));
+  CHECK_FALSE(a.up());
+  const auto failed_before = a.stats().publish_failed.load();
+  for (int i = 0; i < 10; ++i)
+    a.publish("lost");
+  CHECK(a.stats().publish_failed == failed_before + 10); // dropped at once, never queued
+  CHECK(a.stats().published == 0);
+  // It keeps retrying (with backoff) and stays down without inventing an "up".
+  CHECK(eventually([&] { return a.stats().reconnects >= 3; }));
+  CHECK_FALSE(a.up());
+  CHECK(ra.changes() == std::vector<bool>{true, false});
+}
+
+TEST_CASE("a restarted Redis is reconnected and delivery resumes", "[integration][redis]") {
+  redis_server server;
+  io_threads threads;
+  recorder ra, rb;
+  auto a = ra.make(threads.io, server.url());
+  auto b = rb.make(threads.io, server.url());
+  REQUIRE_FALSE(a.start());
+  REQUIRE_FALSE(b.start());
+  REQUIRE(eventually([&] { return a.up() && b.up(); }));
+  a.publish("before");
+  REQUIRE(eventually([&] { return rb.message_count() == 1; }));
+
+  server.stop();
+  REQUIRE(eventually([&] { return !a.up() && !b.up(); }, 3s));
+  a.publish("while down");
+  server.start();
+  const std::vector<bool> bounced{true, false, true};
+  REQUIRE(eventually([&] { return ra.changes() == bounced && rb.changes() == bounced; }, 5s));
+  CHECK(a.stats().reconnects >= 1);
+  CHECK(b.stats().reconnects >= 1);
+
+  a.publish("after");
+  REQUIRE(eventually([&] { return rb.message_count() == 2; }));
+  CHECK(rb.received() == std::vector<std::string>{"before", "after"}); // nothing replayed
+  CHECK(a.stats().publish_failed == 1);
+}
+
+TEST_CASE("stop() while Redis is down returns promptly and silences callbacks",
+          "[integration][redis]") {
+  io_threads threads;
+  recorder ra;
+  auto a = ra.make(threads.io, "redis://127.0.0.1:" + std::to_string(free_port()));
+  REQUIRE_FALSE(a.start());
+  REQUIRE(eventually([&] { return a.stats().reconnects >= 2; })); // it is busy retrying
+
+  const auto started = clock_type::now();
+  a.stop();
+  ra.closed = true;
+  CHECK(clock_type::now() - started < 1s);
+  const auto reconnects = a.stats().reconnects.load();
+  std::this_thread::sleep_for(300ms); // longer than max_backoff
+  CHECK(a.stats().reconnects == reconnects);
+  CHECK(ra.late_callbacks == 0);
+  CHECK(ra.changes().empty()); // never up, so never reported
+  a.publish("after stop");
+  CHECK(a.stats().publish_failed == 1);
+}
+
+TEST_CASE("stop() in the middle of a publishing burst accounts for every payload",
+          "[integration][redis]") {
+  redis_server server;
+  io_threads threads;
+  recorder ra;
+  auto a = ra.make(threads.io, server.url());
+  REQUIRE_FALSE(a.start());
+  REQUIRE(eventually([&] { return a.up(); }));
+
+  std::atomic<bool> go_on{true};
+  std::atomic<std::uint64_t> attempted{0};
+  std::thread publisher([&] {
+    for (; go_on; ++attempted)
+      a.publish(std::string(200, 'x'));
+  });
+  REQUIRE(eventually([&] { return ra.message_count() > 100; }));
+  a.stop();
+  ra.closed = true;
+  go_on = false;
+  publisher.join();
+  CHECK_FALSE(a.up());
+  CHECK(ra.late_callbacks == 0);
+  CHECK(eventually([&] {
+    return a.stats().published + a.stats().publish_failed == attempted.load();
+  }));
+}
+
+TEST_CASE("a server that accepts but never answers times out and is retried",
+          "[integration][redis]") {
+  tcp_socket silent(true); // the kernel completes the handshake; nobody ever replies
+  io_threads threads;
+  recorder ra;
+  auto a = ra.make(threads.io, "redis://127.0.0.1:" + std::to_string(silent.port));
+  REQUIRE_FALSE(a.start());
+  CHECK(eventually([&] { return a.stats().reconnects >= 1; }, 5s));
+  CHECK_FALSE(a.up());
+  CHECK(ra.changes().empty());
+}
+
+TEST_CASE("start() reports a bad configuration as an error", "[integration][redis]") {
+  io_threads threads;
+  recorder r;
+  for (const char* url :
+       {"", "http://127.0.0.1:6379", "rediss://127.0.0.1:6379", "redis://", "redis://:6379",
+        "redis://host:port", "redis://host:0", "redis://host:70000", "redis://host:",
+        "redis://::1:6379", "redis://[::1", "redis://user:secret@host:6379", "redis://host:6379/2",
+        "redis://host:6379?db=1"}) {
+    auto pubsub = r.make(threads.io, url);
+    const auto error = pubsub.start();
+    INFO(url);
+    REQUIRE(error);
+    CHECK(error->find("invalid Redis URL") != std::string::npos);
+  }
+  for (const char* url : {"redis://127.0.0.1:1", "redis://localhost", "redis://[::1]:1/0"}) {
+    auto pubsub = r.make(threads.io, url);
+    INFO(url);
+    CHECK_FALSE(pubsub.start());
+    CHECK(pubsub.start()); // twice is a mistake too
+  }
+  auto no_channel = r.make(threads.io, "redis://127.0.0.1:1", "");
+  CHECK(no_channel.start());
+}

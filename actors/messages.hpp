@@ -68,6 +68,28 @@ inline constexpr minted_atom minted_atom_v{};
 using revoke_atom = caf::atom_constant<caf::atom("revoke")>;         ///< (revoke_atom, community, std::vector<bytes32>)
 inline constexpr revoke_atom revoke_atom_v{};
 
+// -- bridge: transports and peers -> bridge actor -> fan-out / community actors ------------------
+using envelope_atom = caf::atom_constant<caf::atom("envelope")>;     ///< (envelope_atom, payload) from a CAF peer
+inline constexpr envelope_atom envelope_atom_v{};
+using redis_atom = caf::atom_constant<caf::atom("redis")>;           ///< (redis_atom, payload) from Redis
+inline constexpr redis_atom redis_atom_v{};
+using ready_atom = caf::atom_constant<caf::atom("ready")>;           ///< a transport came up
+inline constexpr ready_atom ready_atom_v{};
+using peer_atom = caf::atom_constant<caf::atom("peer")>;             ///< (peer_atom, caf::actor remote bridge)
+inline constexpr peer_atom peer_atom_v{};
+using hello_atom = caf::atom_constant<caf::atom("hello")>;           ///< (hello_atom, node id)
+inline constexpr hello_atom hello_atom_v{};
+using challenge_atom = caf::atom_constant<caf::atom("challenge")>;   ///< (challenge_atom, nonce)
+inline constexpr challenge_atom challenge_atom_v{};
+using prove_atom = caf::atom_constant<caf::atom("prove")>;           ///< (prove_atom, node id, proof)
+inline constexpr prove_atom prove_atom_v{};
+using welcome_atom = caf::atom_constant<caf::atom("welcome")>;       ///< the peer accepted the proof
+inline constexpr welcome_atom welcome_atom_v{};
+using startup_atom = caf::atom_constant<caf::atom("startup")>;       ///< (startup_atom, committed_event): push once ready
+inline constexpr startup_atom startup_atom_v{};
+using remote_list_atom = caf::atom_constant<caf::atom("remotelist")>; ///< (remote_list_atom, live_event): another pod's 13534
+inline constexpr remote_list_atom remote_list_atom_v{};
+
 // -- session -> community directory -------------------------------------------------------------
 using lookup_atom = caf::atom_constant<caf::atom("lookup")>;     ///< (lookup_atom, host, lookup_callback)
 inline constexpr lookup_atom lookup_atom_v{};

@@ -41,6 +41,11 @@ std::string relay_metrics::render() const {
   write(out, "comb_slow_reader_disconnects_total", "counter", "Connections cut for unread output.", slow_reader_disconnects);
   write(out, "comb_oversize_disconnects_total", "counter", "Connections cut for an oversize frame.", oversize_disconnects);
   write(out, "comb_write_batches_total", "counter", "Group-commit transactions.", write_batches);
+  write(out, "comb_bridge_published_total", "counter", "Events sent to other pods.", bridge_published);
+  write(out, "comb_bridge_received_total", "counter", "Events received from other pods.", bridge_received);
+  write(out, "comb_bridge_rejected_total", "counter", "Envelopes from other pods that failed checks.", bridge_rejected);
+  write(out, "comb_cluster_peers_linked", "gauge", "CAF cluster peers that accepted this pod.", cluster_peers_linked);
+  write(out, "comb_bridge_refused_peers_total", "counter", "Cluster peers or messages refused for lack of the secret.", bridge_refused_peers);
   return out.str();
 }
 

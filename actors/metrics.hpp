@@ -28,6 +28,11 @@ struct relay_metrics {
   std::atomic<std::uint64_t> slow_reader_disconnects{0};
   std::atomic<std::uint64_t> oversize_disconnects{0};
   std::atomic<std::uint64_t> write_batches{0};
+  std::atomic<std::uint64_t> bridge_published{0};
+  std::atomic<std::uint64_t> bridge_received{0};
+  std::atomic<std::uint64_t> bridge_rejected{0};
+  std::atomic<std::uint64_t> bridge_refused_peers{0};
+  std::atomic<std::int64_t> cluster_peers_linked{0};
 
   /// Prometheus text exposition format.
   [[nodiscard]] std::string render() const;

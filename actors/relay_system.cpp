@@ -4,10 +4,12 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <caf/all.hpp>
+#include <caf/io/all.hpp>
 #include <iostream>
 #include <spdlog/spdlog.h>
 #include <thread>
 
+#include "actors/bridge/bridge_setup.hpp"
 #include "actors/fanout/fanout_actor.hpp"
 #include "actors/gateway/server.hpp"
 #include "actors/messages.hpp"
@@ -15,6 +17,7 @@
 #include "actors/storage/storage_actors.hpp"
 #include "storage/membership_store.hpp"
 #include "conf/relay_key.hpp"
+#include "protocol/canonical_json.hpp"
 #include "protocol/host.hpp"
 #include "protocol/nip19.hpp"
 #include "storage/community_store.hpp"
@@ -43,9 +46,16 @@ std::int64_t unix_now() {
     .count();
 }
 
+/// Lists written at start-up, to be pushed to the other pods once the bridge is ready.
+struct startup_lists {
+  bool ok = false;
+  std::vector<committed_event> lists;
+};
+
 /// COMB_OWNER_PUBKEY is bootstrapped at every start, in the same transaction as its list.
 bool bootstrap_owner(storage::pg_connection& connection, const protocol::key_pair& key,
-                     const conf::relay_settings& s, std::int64_t community_id) {
+                     const conf::relay_settings& s, std::int64_t community_id,
+                     startup_lists& out) {
   if (s.owner_pubkey.empty())
     return true;
   storage::membership_store members(connection, key);
@@ -59,29 +69,36 @@ bool bootstrap_owner(storage::pg_connection& connection, const protocol::key_pai
     return false;
   }
   spdlog::info("owner {}: {}", s.owner_pubkey, storage::outcome_name(write.results[0].outcome));
+  if (write.list) {
+    auto list = std::make_shared<const protocol::event>(*write.list);
+    out.lists.push_back({community_id, {list, std::make_shared<const std::string>(
+                                                protocol::render_event_json(*list))}});
+  }
   return true;
 }
 
-bool prepare_database(const conf::relay_settings& s, const protocol::key_pair& key) {
+startup_lists prepare_database(const conf::relay_settings& s, const protocol::key_pair& key) {
+  startup_lists out;
   storage::pg_connection connection(s.database_url);
   if (auto error = connection.ensure_connected()) {
     spdlog::critical("cannot connect to Postgres: {}", *error);
-    return false;
+    return out;
   }
   if (auto error = storage::apply_migrations(connection)) {
     spdlog::critical("database migration failed: {}", *error);
-    return false;
+    return out;
   }
   auto host = protocol::host_of_relay_url(s.effective_public_url());
   storage::community_store communities(connection);
   auto community = communities.ensure(*host, loopback_aliases(s), s.access == "closed");
   if (!community) {
     spdlog::critical("cannot create the community for {}: {}", *host, communities.last_error());
-    return false;
+    return out;
   }
   spdlog::info("community {} (id {}) is {}", community->host, community->id,
                community->closed ? "closed" : "open");
-  return bootstrap_owner(connection, key, s, community->id);
+  out.ok = bootstrap_owner(connection, key, s, community->id, out);
+  return out;
 }
 
 struct pod_actors {
@@ -91,38 +108,62 @@ struct pod_actors {
   caf::actor membership_writer;
   caf::actor directory;
   std::shared_ptr<community_registry> registry;
+  std::optional<pod_bridge> bridge;
 };
 
-pod_actors spawn_actors(caf::actor_system& system, const conf::relay_settings& s,
-                        const protocol::key_pair& key,
-                        const std::shared_ptr<relay_metrics>& metrics,
-                        const std::shared_ptr<community_directory>& communities) {
-  pod_actors pod;
+std::string node_id_of(const conf::relay_settings& s) {
+  if (!s.node_id.empty())
+    return s.node_id;
+  std::array<std::uint8_t, 8> random{};
+  protocol::fill_random(random);
+  return protocol::to_hex(random);
+}
+
+/// Spawns the pod's actors in dependency order; the bridge before anything that publishes.
+bool spawn_actors(caf::actor_system& system, asio::io_context& io, const conf::relay_settings& s,
+                  const protocol::key_pair& key, const std::shared_ptr<relay_metrics>& metrics,
+                  const std::shared_ptr<community_directory>& communities, pod_actors& pod) {
   for (unsigned i = 0; i < s.storage_readers; ++i)
     pod.readers.push_back(system.spawn<caf::detached>(
       storage_reader, reader_args{s.database_url, s.limits.max_limit}));
   pod.fanout = system.spawn(fanout_actor, fanout_args{pod.readers, metrics});
-  pod.writer = system.spawn<caf::detached>(
-    storage_writer, writer_args{s.database_url, s.write_batch_max, pod.fanout, {}, metrics});
   pod.membership_writer = system.spawn<caf::detached>(
     membership_writer, membership_writer_args{s.database_url, key, 1, 24 * 3600});
   pod.registry = std::make_shared<community_registry>(system, pod.membership_writer, pod.fanout);
+  std::string error;
+  pod.bridge = start_bridge(system, io, s,
+                            bridge_args{node_id_of(s), pod.fanout, pod.registry, key.public_key(),
+                                        nullptr, {}, metrics},
+                            error);
+  if (!pod.bridge) {
+    spdlog::critical("{}", error);
+    return false;
+  }
+  pod.registry->set_bridge(pod.bridge->actor);
+  pod.writer = system.spawn<caf::detached>(
+    storage_writer,
+    writer_args{s.database_url, s.write_batch_max, pod.fanout, pod.bridge->actor, metrics});
   pod.directory = system.spawn<caf::detached>(
     directory_actor, directory_args{s.database_url, communities, pod.registry});
-  return pod;
+  return true;
 }
 
-void stop_actors(caf::actor_system& system, const pod_actors& pod) {
+void stop_actors(caf::actor_system& system, pod_actors& pod) {
   caf::scoped_actor self{system};
-  self->send(pod.writer, shutdown_atom_v);
-  self->wait_for(pod.writer);
+  if (pod.writer) {
+    self->send(pod.writer, shutdown_atom_v);
+    self->wait_for(pod.writer);
+  }
+  if (pod.bridge)
+    pod.bridge->stop(self);
   for (const auto& reader : pod.readers)
     self->send_exit(reader, caf::exit_reason::user_shutdown);
   self->send_exit(pod.fanout, caf::exit_reason::user_shutdown);
   self->send_exit(pod.directory, caf::exit_reason::user_shutdown);
   self->send_exit(pod.membership_writer, caf::exit_reason::user_shutdown);
-  for (const auto& community : pod.registry->actors())
-    self->send_exit(community, caf::exit_reason::user_shutdown);
+  if (pod.registry)
+    for (const auto& community : pod.registry->actors())
+      self->send_exit(community, caf::exit_reason::user_shutdown);
 }
 
 void wait_for_sessions(const server& gateway, std::chrono::seconds grace) {
@@ -144,16 +185,28 @@ int run_relay(const conf::relay_settings& s) {
     spdlog::critical("COMB_DATABASE_URL is not set (tools/run.sh starts a private Postgres and sets it)");
     return 1;
   }
-  if (!prepare_database(s, *key))
+  auto startup = prepare_database(s, *key);
+  if (!startup.ok)
     return 1;
 
   caf::actor_system_config config;
   config.set("scheduler.max-threads", static_cast<std::size_t>(s.worker_threads));
   config.set("logger.verbosity", caf::atom("quiet"));
+  if (wants_cluster(s))
+    config.load<caf::io::middleman>();
   caf::actor_system system{config};
   auto metrics = std::make_shared<relay_metrics>();
   auto communities = std::make_shared<community_directory>(std::chrono::seconds(5));
-  pod_actors pod = spawn_actors(system, s, *key, metrics, communities);
+  asio::io_context io(static_cast<int>(s.io_threads));
+  pod_actors pod;
+  if (!spawn_actors(system, io, s, *key, metrics, communities, pod)) {
+    stop_actors(system, pod);
+    return 1;
+  }
+  for (const auto& list : startup.lists) {
+    caf::anon_send(pod.fanout, publish_atom_v, list);
+    caf::anon_send(pod.bridge->actor, startup_atom_v, list);
+  }
 
   auto context = std::make_shared<gateway_context>();
   context->system = &system;
@@ -167,8 +220,9 @@ int run_relay(const conf::relay_settings& s) {
   context->readers = pod.readers;
   context->metrics = metrics;
   context->communities = communities;
+  context->bridge = pod.bridge->actor;
+  context->readiness = [&pod, metrics] { return pod.bridge->problem(*metrics); };
 
-  asio::io_context io(static_cast<int>(s.io_threads));
   server gateway(io, context);
   try {
     gateway.start();
@@ -189,6 +243,8 @@ int run_relay(const conf::relay_settings& s) {
     gateway.stop();
     std::thread([&] {
       wait_for_sessions(gateway, std::chrono::seconds(5));
+      if (pod.bridge && pod.bridge->redis)
+        pod.bridge->redis->stop();
       io.stop();
     }).detach();
   });

@@ -2,6 +2,7 @@
 #include "actors/community/community_actor.hpp"
 
 #include "protocol/canonical_json.hpp"
+#include "storage/member_list.hpp"
 
 namespace comb::actors {
 namespace {
@@ -31,16 +32,35 @@ void publish(self_ptr self, const protocol::event& ev) {
     self->send(st.args.bridge, publish_atom_v, committed);
 }
 
+void revoke(self_ptr self, std::vector<protocol::bytes32> lost) {
+  if (!lost.empty())
+    self->send(self->state.args.fanout, revoke_atom_v, self->state.args.community_id,
+               pubkey_list(std::move(lost)));
+}
+
+/// Another pod's list: the cache follows it when it is newer than anything applied yet.
+void remote_list(self_ptr self, const live_event& list) {
+  auto& st = self->state;
+  if (list.ev->created_at <= st.newest_list_at)
+    return;
+  auto members = storage::members_of_list(*list.ev);
+  if (!members)
+    return;
+  st.newest_list_at = list.ev->created_at;
+  revoke(self, st.args.cache->replace(*members));
+}
+
 void committed(self_ptr self, const storage::membership_write& write) {
   auto& st = self->state;
+  if (write.list)
+    st.newest_list_at = std::max(st.newest_list_at, write.list->created_at);
   auto lost = st.args.cache->replace(write.members);
   if (write.list)
     publish(self, *write.list);
   for (const auto& result : write.results)
     if (result.delta)
       publish(self, *result.delta);
-  if (!lost.empty())
-    self->send(st.args.fanout, revoke_atom_v, st.args.community_id, pubkey_list(std::move(lost)));
+  revoke(self, std::move(lost));
 }
 
 } // namespace
@@ -53,6 +73,7 @@ caf::behavior community_actor(caf::stateful_actor<community_state>* self, commun
       self->state.queue.push_back({std::move(sender), ticket, command});
       dispatch(self);
     },
+    [=](remote_list_atom, const live_event& list) { remote_list(self, list); },
     [=](applied_atom, const storage::membership_write& write) {
       auto& st = self->state;
       if (write.committed)

@@ -30,6 +30,8 @@ struct community_state {
   community_args args;
   std::deque<queued_command> queue;
   std::vector<queued_command> in_flight;
+  /// created_at of the newest list applied to the cache, ours or another pod's.
+  std::int64_t newest_list_at = 0;
   static inline const char* name = "community";
 };
 

@@ -98,7 +98,10 @@ void on_event(self_ptr self, protocol::event_message& message) {
   auto json = std::make_shared<const std::string>(protocol::render_event_json(*shared_event));
   std::int64_t community = st.args.policy.community_id;
   if (protocol::classify(shared_event->kind) == protocol::kind_class::ephemeral) {
-    self->send(st.args.fanout, publish_atom_v, committed_event{community, {shared_event, json}});
+    committed_event accepted{community, {shared_event, json}};
+    self->send(st.args.fanout, publish_atom_v, accepted);
+    if (st.args.bridge)
+      self->send(st.args.bridge, publish_atom_v, accepted);
     send_frame(self, protocol::render_ok(shared_event->id, true, ""));
     return;
   }

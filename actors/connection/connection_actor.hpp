@@ -24,6 +24,7 @@ struct connection_args {
   caf::actor writer;
   caf::actor community;         ///< this community's actor: membership requests
   caf::actor membership_writer; ///< mints invites (NIP-43 28935)
+  caf::actor bridge;            ///< other pods (ephemeral events go there directly); may be unset
   std::vector<caf::actor> readers;
   std::shared_ptr<relay_metrics> metrics;
   /// Frames the socket handed over and this actor has not finished; the socket stops reading

@@ -4,6 +4,23 @@
 #include "actors/messages.hpp"
 
 namespace comb::actors {
+namespace {
+
+constexpr std::size_t recent_ids_kept = 100'000;
+
+/// True the first time an id is seen (within the last `recent_ids_kept` ids).
+bool first_sighting(fanout_state& st, const protocol::bytes32& id) {
+  if (!st.recent.insert(id).second)
+    return false;
+  st.recent_order.push_back(id);
+  if (st.recent_order.size() > recent_ids_kept) {
+    st.recent.erase(st.recent_order.front());
+    st.recent_order.pop_front();
+  }
+  return true;
+}
+
+} // namespace
 
 caf::behavior fanout_actor(caf::stateful_actor<fanout_state>* self, fanout_args args) {
   self->state.args = std::move(args);
@@ -41,6 +58,8 @@ caf::behavior fanout_actor(caf::stateful_actor<fanout_state>* self, fanout_args 
     },
     [=](publish_atom, const committed_event& committed) {
       auto& st = self->state;
+      if (!first_sighting(st, committed.event.ev->id))
+        return;
       auto it = st.communities.find(committed.community_id);
       if (it == st.communities.end())
         return;

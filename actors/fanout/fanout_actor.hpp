@@ -3,6 +3,7 @@
 
 #include <caf/all.hpp>
 #include <memory>
+#include <deque>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -24,6 +25,10 @@ struct fanout_state {
   std::unordered_map<std::uint64_t, caf::actor> connections;
   /// Connections with subscriptions, by community, for revocation.
   std::unordered_map<std::int64_t, std::unordered_set<std::uint64_t>> subscribers;
+  /// Ids delivered recently, whichever way they came (local, Redis, CAF peer): each event
+  /// reaches a subscription once. Bounded: the oldest id is forgotten first.
+  std::unordered_set<protocol::bytes32, protocol::bytes32_hash> recent;
+  std::deque<protocol::bytes32> recent_order;
   static inline const char* name = "fanout";
 };
 

@@ -24,6 +24,7 @@ struct gateway_context {
   caf::actor writer;
   caf::actor directory;
   caf::actor membership_writer;
+  caf::actor bridge;
   std::shared_ptr<community_registry> registry;
   std::vector<caf::actor> readers;
   std::shared_ptr<relay_metrics> metrics;

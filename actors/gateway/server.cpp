@@ -247,6 +247,7 @@ websocket_session open_session(tcp_stream stream, gateway_context& context,
   args.policy = policy_for(context, community, handle);
   args.community = handle.actor;
   args.membership_writer = context.membership_writer;
+  args.bridge = context.bridge;
   args.challenge = protocol::make_auth_challenge();
   args.sink = session.outbox;
   args.owner = context.next_owner.fetch_add(1);

@@ -84,6 +84,12 @@ void redis_pubsub::impl::on_publish_reply(redisAsyncContext* ac, void* reply, vo
   }
 }
 
+void redis_pubsub::impl::on_ping_reply(redisAsyncContext* ac, void* reply, void* /*privdata*/) {
+  link& l = link_of(ac);
+  if (reply != nullptr && l.ac == ac)
+    l.owner->ping_outstanding = false;
+}
+
 // -- connecting ----------------------------------------------------------------------------
 
 void redis_pubsub::impl::begin_attempt() {
@@ -109,7 +115,7 @@ void redis_pubsub::impl::begin_attempt() {
 }
 
 void redis_pubsub::impl::arm_connect_timer() {
-  connect_timer.expires_after(redis_connect_timeout);
+  connect_timer.expires_after(redis_timeout);
   connect_timer.async_wait(on_strand([self = shared_from_this(), id = attempt](const error_code& e) {
     if (!e && id == self->attempt && !self->is_up && !self->stopped)
       self->connection_lost();
@@ -150,7 +156,27 @@ void redis_pubsub::impl::check_up() {
   connect_timer.cancel();
   backoff = opts.min_backoff;
   is_up = true;
+  ping_outstanding = false;
   notify_state(true);
+  check_health();
+}
+
+/// Every period while up: lost if the previous PING is still unanswered, else send the next.
+void redis_pubsub::impl::check_health() {
+  if (!is_up || stopped)
+    return;
+  if (ping_outstanding)
+    return connection_lost();
+  const char* argv[] = {"PING"};
+  const std::size_t lengths[] = {4};
+  if (redisAsyncCommandArgv(publisher.ac, on_ping_reply, nullptr, 1, argv, lengths) != REDIS_OK)
+    return connection_lost();
+  ping_outstanding = true;
+  health_timer.expires_after(redis_timeout);
+  health_timer.async_wait(on_strand([self = shared_from_this(), id = attempt](const error_code& e) {
+    if (!e && id == self->attempt)
+      self->check_health();
+  }));
 }
 
 // -- losing, retrying, closing ---------------------------------------------------------------
@@ -160,6 +186,7 @@ void redis_pubsub::impl::connection_lost() {
     return;
   ++attempt;
   connect_timer.cancel();
+  health_timer.cancel();
   close_links();
   if (is_up.exchange(false))
     notify_state(false);
@@ -191,6 +218,7 @@ void redis_pubsub::impl::shut_down() {
   ++attempt;
   connect_timer.cancel();
   retry_timer.cancel();
+  health_timer.cancel();
   resolver.cancel();
   close_links();
   is_up = false;

@@ -27,7 +27,8 @@ redis_pubsub::impl::impl(asio::io_context& context, options o,
                          std::function<void(bool)> state_callback)
     : io(context), strand(asio::make_strand(context)), opts(std::move(o)),
       on_message(std::move(message_callback)), on_state(std::move(state_callback)),
-      connect_timer(context), retry_timer(context), resolver(context), backoff(opts.min_backoff) {}
+      connect_timer(context), retry_timer(context), health_timer(context),
+      resolver(context), backoff(opts.min_backoff) {}
 
 // Frees the contexts only when stop() could not reach the strand (an io_context that stopped
 // running); `stopped` is set by then, so no user callback runs from here.

@@ -17,8 +17,10 @@ struct redisAsyncContext;
 namespace comb::storage {
 
 /// hiredis 0.14 has no connect timeout in async mode: an attempt that has not connected both
-/// links and confirmed the SUBSCRIBE by then is abandoned and retried.
-inline constexpr std::chrono::seconds redis_connect_timeout{2};
+/// links and confirmed the SUBSCRIBE by then is abandoned and retried. While up, the same period
+/// paces a PING on the publisher: one unanswered for a whole period means a frozen or
+/// unreachable server, which TCP alone would not report for minutes.
+inline constexpr std::chrono::seconds redis_timeout{2};
 
 /// Everything but the atomics and the callback mutex is touched on `strand` only (hiredis is not
 /// thread-safe); public calls post there.
@@ -58,6 +60,8 @@ struct redis_pubsub::impl : std::enable_shared_from_this<impl> {
   link publisher{this};
   boost::asio::steady_timer connect_timer;
   boost::asio::steady_timer retry_timer;
+  boost::asio::steady_timer health_timer;
+  bool ping_outstanding = false;
   boost::asio::ip::tcp::resolver resolver;
   std::chrono::milliseconds backoff;
   std::uint64_t attempt = 0; ///< bumped whenever an attempt ends, so its late events are ignored
@@ -72,6 +76,7 @@ struct redis_pubsub::impl : std::enable_shared_from_this<impl> {
   void open_links(const std::string& ip);
   bool open(link& l, const std::string& ip);
   void check_up();
+  void check_health();
   void connection_lost();
   void close_links();
   void shut_down();
@@ -82,6 +87,7 @@ struct redis_pubsub::impl : std::enable_shared_from_this<impl> {
   static void on_disconnected(const redisAsyncContext* ac, int status);
   static void on_subscriber_reply(redisAsyncContext* ac, void* reply, void* privdata);
   static void on_publish_reply(redisAsyncContext* ac, void* reply, void* privdata);
+  static void on_ping_reply(redisAsyncContext* ac, void* reply, void* privdata);
 
   // redis_pubsub.cpp: bookkeeping and user callbacks.
   void count_failed_in_flight();

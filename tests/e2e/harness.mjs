@@ -66,7 +66,18 @@ function psql(sql) {
   })
 }
 
-function freePort() {
+/** A fresh, empty database for relays to share; its name. */
+export async function createDatabase() {
+  const database = `e2e_${randomBytes(6).toString('hex')}`
+  await psql(`CREATE DATABASE ${database}`)
+  return database
+}
+
+export async function dropDatabase(database) {
+  await psql(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`).catch(() => {})
+}
+
+export function freePort() {
   return new Promise((resolve, reject) => {
     const server = net.createServer()
     server.once('error', reject)
@@ -95,13 +106,12 @@ export function httpGet(port, target, headers = {}, ms = 5000) {
  * Starts comb-relay on a fresh database, data folder and port; `env` adds COMB_* overrides.
  * Returns { port, host, url, pubkey, npub, stderr(), metric(name), stop() }.
  */
-export async function startRelay(env = {}) {
-  const database = `e2e_${randomBytes(6).toString('hex')}`
-  await psql(`CREATE DATABASE ${database}`)
+export async function startRelay(env = {}, { database: shared } = {}) {
+  const database = shared ?? await createDatabase()
   const dbUrl = new URL(process.env.COMB_TEST_DATABASE_URL)
   dbUrl.pathname = `/${database}`
   const dataDir = await mkdtemp(path.join(tmpdir(), 'comb-e2e-'))
-  const port = await freePort()
+  const port = Number(env.COMB_LISTEN?.split(':').at(-1)) || await freePort()
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('COMB_')))
   const proc = spawn(relayBin, [], {
     env: { ...inherited, COMB_DATABASE_URL: dbUrl.toString(), COMB_DATA_DIR: dataDir,
@@ -135,7 +145,7 @@ export async function startRelay(env = {}) {
         const clean = await settlesWithin(exited, ms)
         if (!clean) proc.kill('SIGKILL')
         const result = { ...(await exited), ms: Date.now() - started, timedOut: !clean }
-        await psql(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`).catch(() => {})
+        if (!shared) await dropDatabase(database)
         await rm(dataDir, { recursive: true, force: true })
         return result
       })()

@@ -5,7 +5,6 @@
 #include <atomic>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
-#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -89,16 +88,32 @@ public:
     }));
   }
 
+  /// A crash: the kernel closes every socket at once (a SIGTERM exit takes Redis over a second).
   void stop() {
     if (pid_ <= 0)
       return;
-    ::kill(pid_, SIGTERM);
-    if (!eventually([&] { return ::kill(pid_, 0) != 0 && errno == ESRCH; }))
-      ::kill(pid_, SIGKILL);
+    ::kill(pid_, SIGKILL);
+    CHECK(eventually([&] { return exited(pid_); }));
+    std::filesystem::remove(dir_ + "/redis.pid"); // so start() cannot read the stale pid
     pid_ = 0;
   }
 
+  /// Freezes the server: its sockets stay open and the kernel still accepts connections.
+  void freeze() { REQUIRE(::kill(pid_, SIGSTOP) == 0); }
+  void thaw() { REQUIRE(::kill(pid_, SIGCONT) == 0); }
+
 private:
+  /// Gone or a zombie: its sockets are closed either way (reaping the daemon is up to init,
+  /// which may take seconds).
+  static bool exited(pid_t pid) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(stat, line))
+      return true;
+    const auto close = line.rfind(')');
+    return close != std::string::npos && line.compare(close, 3, ") Z") == 0;
+  }
+
   static std::string make_dir() {
     char pattern[] = "/tmp/comb-redis-XXXXXX";
     REQUIRE(::mkdtemp(pattern) != nullptr);
@@ -278,6 +293,46 @@ TEST_CASE("stop() while Redis is down returns promptly and silences callbacks",
   CHECK(ra.changes().empty()); // never up, so never reported
   a.publish("after stop");
   CHECK(a.stats().publish_failed == 1);
+}
+
+TEST_CASE("a frozen Redis is detected by the PING watchdog", "[integration][redis]") {
+  redis_server server;
+  io_threads threads;
+  recorder ra;
+  auto a = ra.make(threads.io, server.url());
+  REQUIRE_FALSE(a.start());
+  REQUIRE(eventually([&] { return a.up(); }));
+
+  server.freeze(); // TCP stays healthy; only the missing PONG can tell
+  REQUIRE(eventually([&] { return !a.up(); }, 6s));
+  CHECK(ra.changes() == std::vector<bool>{true, false});
+  server.thaw();
+  REQUIRE(eventually([&] { return a.up(); }, 6s));
+  CHECK(ra.changes() == std::vector<bool>{true, false, true});
+}
+
+TEST_CASE("stop() from inside on_message ends delivery at once", "[integration][redis]") {
+  redis_server server;
+  io_threads threads;
+  recorder ra;
+  auto a = ra.make(threads.io, server.url());
+  std::atomic<int> delivered{0};
+  storage::redis_pubsub* self = nullptr;
+  storage::redis_pubsub b(threads.io, {.url = server.url(), .channel = "comb:test"},
+                          [&](const std::string&) {
+                            ++delivered;
+                            self->stop(); // on the strand, inside a hiredis callback
+                          },
+                          nullptr);
+  self = &b;
+  REQUIRE_FALSE(a.start());
+  REQUIRE_FALSE(b.start());
+  REQUIRE(eventually([&] { return a.up() && b.up(); }));
+  for (int i = 0; i < 5; ++i)
+    a.publish("m" + std::to_string(i));
+  REQUIRE(eventually([&] { return ra.message_count() == 5; }));
+  CHECK(eventually([&] { return !b.up(); }));
+  CHECK(delivered == 1);
 }
 
 TEST_CASE("stop() in the middle of a publishing burst accounts for every payload",

@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: MIT
+#include "actors/bridge/bridge_setup.hpp"
+
+#include <caf/io/all.hpp>
+
+#include "actors/bridge/peer_connector.hpp"
+
+namespace comb::actors {
+namespace {
+
+std::optional<std::pair<std::string, std::uint16_t>> split_host_port(const std::string& text) {
+  auto colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0)
+    return std::nullopt;
+  std::string host = text.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  try {
+    int port = std::stoi(text.substr(colon + 1));
+    if (port < 1 || port > 65535)
+      return std::nullopt;
+    return std::pair{host, static_cast<std::uint16_t>(port)};
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+bool start_cluster(caf::actor_system& system, const conf::relay_settings& s, pod_bridge& pod,
+                   std::string& error) {
+  if (!s.cluster_listen.empty()) {
+    auto where = split_host_port(s.cluster_listen);
+    if (!where) {
+      error = "COMB_CLUSTER_LISTEN must be host:port";
+      return false;
+    }
+    auto bound = system.middleman().publish(pod.actor, where->second, where->first.c_str(), true);
+    if (!bound) {
+      error = "cannot listen for cluster peers on " + s.cluster_listen + ": "
+              + system.render(bound.error());
+      return false;
+    }
+  }
+  for (const auto& peer : s.cluster_peers) {
+    auto where = split_host_port(peer);
+    if (!where) {
+      error = "COMB_CLUSTER_PEERS entries must be host:port, got " + peer;
+      return false;
+    }
+    pod.connectors.push_back(
+      system.spawn(peer_connector, peer_connector_args{where->first, where->second, pod.actor}));
+  }
+  pod.cluster_peers = s.cluster_peers.size();
+  return true;
+}
+
+} // namespace
+
+bool wants_cluster(const conf::relay_settings& s) {
+  return !s.cluster_listen.empty() || !s.cluster_peers.empty();
+}
+
+std::string pod_bridge::problem(const relay_metrics& metrics) const {
+  if (redis && !redis->problem().empty())
+    return redis->problem();
+  auto linked = static_cast<std::size_t>(metrics.cluster_peers_linked.load());
+  if (linked < cluster_peers)
+    return std::to_string(linked) + " of " + std::to_string(cluster_peers) + " cluster peers linked";
+  return {};
+}
+
+void pod_bridge::stop(caf::scoped_actor& self) {
+  if (redis)
+    redis->stop();
+  for (const auto& connector : connectors)
+    self->send_exit(connector, caf::exit_reason::user_shutdown);
+  self->send_exit(actor, caf::exit_reason::user_shutdown);
+}
+
+std::optional<pod_bridge> start_bridge(caf::actor_system& system, boost::asio::io_context& io,
+                                       const conf::relay_settings& s, bridge_args args,
+                                       std::string& error) {
+  if (wants_cluster(s) && s.cluster_secret.empty()) {
+    error = "COMB_CLUSTER_SECRET is required when cluster links are configured";
+    return std::nullopt;
+  }
+  pod_bridge pod;
+  if (!s.redis_url.empty())
+    pod.redis = std::make_shared<redis_transport>(io, s.redis_url, "comb:events");
+  args.redis = pod.redis;
+  args.cluster_secret = s.cluster_secret;
+  pod.actor = system.spawn(bridge_actor, std::move(args));
+  if (pod.redis)
+    if (auto problem = pod.redis->start(pod.actor)) {
+      error = "COMB_REDIS_URL: " + *problem;
+      return std::nullopt;
+    }
+  if (wants_cluster(s) && !start_cluster(system, s, pod, error))
+    return std::nullopt;
+  return pod;
+}
+
+} // namespace comb::actors

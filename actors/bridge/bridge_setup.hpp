@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <caf/all.hpp>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "actors/bridge/bridge_actor.hpp"
+#include "actors/bridge/redis_transport.hpp"
+#include "conf/settings.hpp"
+
+namespace comb::actors {
+
+/// The pod's way to the other pods: its bridge actor and whatever transports are configured.
+struct pod_bridge {
+  caf::actor actor;
+  std::shared_ptr<redis_transport> redis;
+  std::vector<caf::actor> connectors;
+  std::size_t cluster_peers = 0;
+
+  /// "" when every configured transport works; otherwise what does not (for /readyz).
+  [[nodiscard]] std::string problem(const relay_metrics& metrics) const;
+
+  /// Stops the transports (before the io_context stops) and the actors.
+  void stop(caf::scoped_actor& self);
+};
+
+/// Spawns the bridge actor with `args`, starts Redis when `COMB_REDIS_URL` is set, publishes the
+/// bridge for CAF peers on `COMB_CLUSTER_LISTEN` and links to `COMB_CLUSTER_PEERS`. Nothing,
+/// with `error` set, on a start-up problem.
+[[nodiscard]] std::optional<pod_bridge> start_bridge(caf::actor_system& system,
+                                                     boost::asio::io_context& io,
+                                                     const conf::relay_settings& settings,
+                                                     bridge_args args, std::string& error);
+
+/// Whether the settings ask for CAF cluster links (the actor system must then load the io
+/// middleman before it starts).
+[[nodiscard]] bool wants_cluster(const conf::relay_settings& settings);
+
+} // namespace comb::actors

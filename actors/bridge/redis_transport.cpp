@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: MIT
+#include "actors/bridge/redis_transport.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "actors/messages.hpp"
+
+namespace comb::actors {
+
+redis_transport::redis_transport(boost::asio::io_context& io, std::string url, std::string channel)
+  : io_(io) {
+  options_.url = std::move(url);
+  options_.channel = std::move(channel);
+}
+
+std::optional<std::string> redis_transport::start(caf::actor bridge) {
+  link_ = std::make_unique<storage::redis_pubsub>(
+    io_, options_,
+    [bridge](std::string payload) { caf::anon_send(bridge, redis_atom_v, std::move(payload)); },
+    [bridge](bool up) {
+      if (up) {
+        spdlog::info("bridge: Redis connected");
+        caf::anon_send(bridge, ready_atom_v);
+      } else {
+        spdlog::warn("bridge: Redis unreachable; serving local clients, retrying");
+      }
+    });
+  return link_->start();
+}
+
+void redis_transport::stop() {
+  if (link_)
+    link_->stop();
+}
+
+void redis_transport::publish(std::string envelope) {
+  link_->publish(std::move(envelope));
+}
+
+std::string redis_transport::problem() const {
+  return link_ && link_->up() ? std::string() : "redis unreachable";
+}
+
+const storage::redis_stats& redis_transport::stats() const {
+  return link_->stats();
+}
+
+} // namespace comb::actors

@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <caf/all.hpp>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "actors/bridge/bridge_transport.hpp"
+#include "storage/redis/redis_pubsub.hpp"
+
+namespace comb::actors {
+
+/// The Redis side of the bridge: envelopes published on one channel, and every envelope on it
+/// handed to the bridge actor. Runs on the pod's I/O threads; never blocks them.
+class redis_transport final : public bridge_transport {
+public:
+  redis_transport(boost::asio::io_context& io, std::string url, std::string channel);
+
+  /// Connects (asynchronously); the bridge actor gets what arrives. Nothing, or a start-up error.
+  [[nodiscard]] std::optional<std::string> start(caf::actor bridge);
+
+  void stop();
+
+  void publish(std::string envelope) override;
+
+  [[nodiscard]] std::string problem() const override;
+
+  [[nodiscard]] const storage::redis_stats& stats() const;
+
+private:
+  boost::asio::io_context& io_;
+  storage::redis_pubsub::options options_;
+  std::unique_ptr<storage::redis_pubsub> link_;
+};
+
+} // namespace comb::actors

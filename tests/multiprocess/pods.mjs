@@ -1,0 +1,95 @@
+// Helpers for multi-pod tests: a private Redis server that can be stopped and restarted, and a
+// group of relays on one database that serve the same community (same public URL).
+import { spawn } from 'node:child_process'
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { randomBytes } from 'node:crypto'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import net from 'node:net'
+import { createDatabase, dropDatabase, freePort, startRelay, httpGet } from '../e2e/harness.mjs'
+
+const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/** Polls `probe` (async, truthy when done) every 50 ms for at most `ms`. */
+export async function eventually(probe, what, ms = 10000) {
+  const deadline = Date.now() + ms
+  for (;;) {
+    const value = await probe()
+    if (value) return value
+    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms: ${what}`)
+    await pause(50)
+  }
+}
+
+function portOpen(port) {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1')
+    socket.once('connect', () => { socket.destroy(); resolve(true) })
+    socket.once('error', () => resolve(false))
+  })
+}
+
+/** A redis-server of the test's own on a fixed port: start(), stop(), url. */
+export async function privateRedis() {
+  const port = await freePort()
+  const dir = await mkdtemp(path.join(tmpdir(), 'comb-redis-'))
+  let proc = null
+  const redis = {
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    async start() {
+      proc = spawn('redis-server', ['--bind', '127.0.0.1', '--port', String(port), '--save', '',
+        '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' })
+      await eventually(() => portOpen(port), 'redis-server listening', 5000)
+    },
+    async stop() {
+      if (!proc) return
+      const exited = new Promise((resolve) => proc.once('exit', resolve))
+      proc.kill('SIGKILL')
+      await exited
+      proc = null
+    },
+    async dispose() { await redis.stop(); await rm(dir, { recursive: true, force: true }) },
+  }
+  await redis.start()
+  return redis
+}
+
+/**
+ * `count` relays on one fresh database, serving one community (public URL ws://hive.test);
+ * `envFor(i, ports)` adds settings per pod. Returns { pods, stop() }.
+ */
+export async function startPods(count, envFor = () => ({})) {
+  const database = await createDatabase()
+  // One relay key per deployment: every pod signs lists with the same key.
+  const keyDir = await mkdtemp(path.join(tmpdir(), 'comb-key-'))
+  const keyFile = path.join(keyDir, 'relay.key')
+  await writeFile(keyFile, randomBytes(32).toString('hex') + '\n', { mode: 0o600 })
+  const ports = []
+  for (let i = 0; i < count; i++) ports.push(await freePort())
+  const pods = []
+  try {
+    for (let i = 0; i < count; i++)
+      pods.push(await startRelay({ COMB_PUBLIC_URL: 'ws://hive.test', COMB_LISTEN: `127.0.0.1:${ports[i]}`,
+        COMB_NODE_ID: `pod-${i}`, COMB_RELAY_KEY_FILE: keyFile, ...envFor(i, ports) }, { database }))
+  } catch (error) {
+    for (const pod of pods) await pod.stop()
+    await dropDatabase(database)
+    throw error
+  }
+  return {
+    pods,
+    async stop() {
+      const results = []
+      for (const pod of pods) results.push(await pod.stop())
+      await dropDatabase(database)
+      await rm(keyDir, { recursive: true, force: true })
+      return results
+    },
+  }
+}
+
+/** /readyz status code of a pod. */
+export async function readiness(pod) {
+  return (await httpGet(pod.port, '/readyz')).status
+}

@@ -295,7 +295,7 @@ TEST_CASE("stop() while Redis is down returns promptly and silences callbacks",
   CHECK(a.stats().publish_failed == 1);
 }
 
-TEST_CASE("a frozen Redis is detected by the PING watchdog", "[integration][redis]") {
+TEST_CASE("a frozen Redis bounds the pipeline and trips the PING watchdog", "[integration][redis]") {
   redis_server server;
   io_threads threads;
   recorder ra;
@@ -304,8 +304,12 @@ TEST_CASE("a frozen Redis is detected by the PING watchdog", "[integration][redi
   REQUIRE(eventually([&] { return a.up(); }));
 
   server.freeze(); // TCP stays healthy; only the missing PONG can tell
+  for (int i = 0; i < 12'000; ++i)
+    a.publish("unanswered"); // beyond 10,000 in flight, publishes are shed at once
+  CHECK(a.stats().publish_failed >= 2'000);
   REQUIRE(eventually([&] { return !a.up(); }, 6s));
   CHECK(ra.changes() == std::vector<bool>{true, false});
+  CHECK(eventually([&] { return a.stats().published + a.stats().publish_failed == 12'000; }));
   server.thaw();
   REQUIRE(eventually([&] { return a.up(); }, 6s));
   CHECK(ra.changes() == std::vector<bool>{true, false, true});

@@ -79,6 +79,8 @@ export async function startPods(count, envFor = () => ({})) {
   }
   return {
     pods,
+    database,
+    keyFile,
     async stop() {
       const results = []
       for (const pod of pods) results.push(await pod.stop())

@@ -109,6 +109,8 @@ struct pod_actors {
   caf::actor directory;
   std::shared_ptr<community_registry> registry;
   std::optional<pod_bridge> bridge;
+  /// Set once the server exists; the directory calls it for archived or deleted communities.
+  std::shared_ptr<community_closer> close_community = std::make_shared<community_closer>();
 };
 
 std::string node_id_of(const conf::relay_settings& s) {
@@ -144,7 +146,8 @@ bool spawn_actors(caf::actor_system& system, asio::io_context& io, const conf::r
     storage_writer,
     writer_args{s.database_url, s.write_batch_max, pod.fanout, pod.bridge->actor, metrics});
   pod.directory = system.spawn<caf::detached>(
-    directory_actor, directory_args{s.database_url, communities, pod.registry});
+    directory_actor,
+    directory_args{s.database_url, communities, pod.registry, pod.close_community});
   return true;
 }
 
@@ -224,6 +227,10 @@ int run_relay(const conf::relay_settings& s) {
   context->readiness = [&pod, metrics] { return pod.bridge->problem(*metrics); };
 
   server gateway(io, context);
+  pod.close_community->set([&gateway, communities](std::int64_t id) {
+    communities->forget_all();
+    gateway.close_community(id);
+  });
   try {
     gateway.start();
   } catch (const std::exception& e) {

@@ -50,4 +50,12 @@ std::vector<caf::actor> community_registry::actors() const {
   return out;
 }
 
+std::vector<std::int64_t> community_registry::community_ids() const {
+  std::lock_guard lock(mutex_);
+  std::vector<std::int64_t> out;
+  for (const auto& [id, handle] : communities_)
+    out.push_back(id);
+  return out;
+}
+
 } // namespace comb::actors

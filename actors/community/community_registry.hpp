@@ -36,6 +36,8 @@ public:
 
   [[nodiscard]] std::vector<caf::actor> actors() const;
 
+  [[nodiscard]] std::vector<std::int64_t> community_ids() const;
+
 private:
   caf::actor_system& system_;
   caf::actor membership_writer_;

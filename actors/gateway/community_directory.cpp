@@ -2,6 +2,7 @@
 #include "actors/gateway/community_directory.hpp"
 
 #include "actors/messages.hpp"
+#include "storage/community_state.hpp"
 #include "storage/membership_store.hpp"
 
 namespace comb::actors {
@@ -26,12 +27,41 @@ void community_directory::forget_all() {
   entries_.clear();
 }
 
+namespace {
+
+/// How often live communities are checked for archiving or deletion (also how long a removed
+/// host keeps answering on this pod at most).
+constexpr auto lifecycle_check_interval = std::chrono::seconds(5);
+
+void end_inactive_communities(caf::stateful_actor<directory_state>* self) {
+  auto& st = self->state;
+  if (!st.args.registry || !st.args.close_community)
+    return;
+  std::vector<std::int64_t> known;
+  for (auto id : st.args.registry->community_ids())
+    if (!st.closed.contains(id))
+      known.push_back(id);
+  auto inactive = storage::inactive_communities(*st.connection, known);
+  if (!inactive)
+    return;
+  for (auto id : *inactive)
+    if ((*st.args.close_community)(id))
+      st.closed.insert(id);
+}
+
+} // namespace
+
 caf::behavior directory_actor(caf::stateful_actor<directory_state>* self, directory_args args) {
   auto& st = self->state;
   st.args = std::move(args);
   st.connection = std::make_unique<storage::pg_connection>(st.args.database_url);
   st.store = std::make_unique<storage::community_store>(*st.connection);
+  self->delayed_send(self, lifecycle_check_interval, tick_atom_v);
   return {
+    [=](tick_atom) {
+      end_inactive_communities(self);
+      self->delayed_send(self, lifecycle_check_interval, tick_atom_v);
+    },
     [=](lookup_atom, const std::string& host, const lookup_callback& reply) {
       auto& s = self->state;
       if (auto hit = s.args.cache->cached(host)) {
@@ -41,6 +71,8 @@ caf::behavior directory_actor(caf::stateful_actor<directory_state>* self, direct
       host_lookup answer;
       answer.community = s.store->find_by_host(host);
       answer.answered = answer.community.has_value() || s.store->last_error().empty();
+      if (answer.community && !answer.community->archived)
+        s.closed.erase(answer.community->id); // unarchived: watch it again
       if (answer.community && s.args.registry) {
         auto id = answer.community->id;
         auto ready = s.args.registry->ensure(

@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 
@@ -49,17 +50,42 @@ private:
   std::unordered_map<std::string, entry> entries_;
 };
 
+/// Ends a community's connections; set once the server exists, called by the directory.
+class community_closer {
+public:
+  void set(std::function<void(std::int64_t)> close) {
+    std::lock_guard lock(mutex_);
+    close_ = std::move(close);
+  }
+
+  /// False when nobody can be closed yet.
+  bool operator()(std::int64_t community_id) {
+    std::lock_guard lock(mutex_);
+    if (!close_)
+      return false;
+    close_(community_id);
+    return true;
+  }
+
+private:
+  std::mutex mutex_;
+  std::function<void(std::int64_t)> close_;
+};
+
 struct directory_args {
   std::string database_url;
   std::shared_ptr<community_directory> cache;
   /// Gets each community's actor and member cache ready before its first connection.
   std::shared_ptr<community_registry> registry;
+  /// Ends every connection of a community that was archived or deleted (set by the server).
+  std::shared_ptr<community_closer> close_community;
 };
 
 struct directory_state {
   directory_args args;
   std::unique_ptr<storage::pg_connection> connection;
   std::unique_ptr<storage::community_store> store;
+  std::set<std::int64_t> closed; ///< communities whose connections were already ended
   static inline const char* name = "community-directory";
 };
 

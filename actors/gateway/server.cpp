@@ -123,8 +123,9 @@ asio::awaitable<void> wait_for_actor(std::atomic<std::size_t>& pending) {
 /// Keeps a session in the server's registry for as long as it lives.
 class session_registration {
 public:
-  session_registration(server& s, std::shared_ptr<websocket_outbox> outbox, caf::actor actor)
-    : server_(s), id_(s.enroll(std::move(outbox), std::move(actor))) {}
+  session_registration(server& s, std::shared_ptr<websocket_outbox> outbox, caf::actor actor,
+                       std::int64_t community_id)
+    : server_(s), id_(s.enroll(std::move(outbox), std::move(actor), community_id)) {}
   ~session_registration() { server_.withdraw(id_); }
   session_registration(const session_registration&) = delete;
   session_registration& operator=(const session_registration&) = delete;
@@ -175,13 +176,22 @@ std::size_t server::open_connections() const {
   return sessions_.size();
 }
 
-std::uint64_t server::enroll(std::shared_ptr<websocket_outbox> outbox, caf::actor actor) {
+std::uint64_t server::enroll(std::shared_ptr<websocket_outbox> outbox, caf::actor actor,
+                             std::int64_t community_id) {
   std::lock_guard lock(sessions_mutex_);
   if (stopping_)
     outbox->close(close_reason::going_away);
   std::uint64_t id = next_session_++;
-  sessions_.emplace(id, session_entry{outbox, std::move(actor)});
+  sessions_.emplace(id, session_entry{outbox, std::move(actor), community_id});
   return id;
+}
+
+void server::close_community(std::int64_t community_id) {
+  std::lock_guard lock(sessions_mutex_);
+  for (auto& [id, entry] : sessions_)
+    if (entry.community_id == community_id)
+      if (auto outbox = entry.outbox.lock())
+        outbox->close(close_reason::policy);
 }
 
 void server::end_remaining_actors() {
@@ -343,7 +353,7 @@ asio::awaitable<void> server::run_websocket(tcp_stream stream, http_request requ
     co_return;
   }
   websocket_session session = open_session(std::move(stream), *context_, community, *handle);
-  session_registration registration(*this, session.outbox, session.actor);
+  session_registration registration(*this, session.outbox, session.actor, community.id);
   auto [ec] = co_await session.ws->async_accept(request, use_tuple);
   if (ec) {
     caf::anon_send(session.actor, hangup_atom_v);

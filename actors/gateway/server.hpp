@@ -33,6 +33,9 @@ public:
   /// Stops accepting and closes every connection with 1001 after what is queued for it.
   void stop();
 
+  /// Closes every connection of a community (archived or deleted) with 1008.
+  void close_community(std::int64_t community_id);
+
   /// Tells every connection actor still alive to exit (the last step of a shutdown).
   void end_remaining_actors();
 
@@ -47,7 +50,8 @@ private:
                                              storage::community_row community);
 
   friend class session_registration;
-  std::uint64_t enroll(std::shared_ptr<websocket_outbox> outbox, caf::actor actor);
+  std::uint64_t enroll(std::shared_ptr<websocket_outbox> outbox, caf::actor actor,
+                       std::int64_t community_id);
   void withdraw(std::uint64_t id);
 
   boost::asio::io_context& io_;
@@ -58,6 +62,7 @@ private:
   struct session_entry {
     std::weak_ptr<websocket_outbox> outbox;
     caf::actor actor;
+    std::int64_t community_id = 0;
   };
   std::unordered_map<std::uint64_t, session_entry> sessions_;
   std::uint64_t next_session_ = 1;

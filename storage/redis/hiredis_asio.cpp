@@ -36,10 +36,10 @@ struct watcher : std::enable_shared_from_this<watcher> {
     if (armed(type) || ac == nullptr)
       return;
     try {
-      descriptor.async_wait(type, asio::bind_executor(strand, [w = shared_from_this(), type](
-                                                                  const boost::system::error_code& e) {
-                              w->on_ready(type, e);
-                            }));
+      auto ready = [w = shared_from_this(), type](const boost::system::error_code& error) {
+        w->on_ready(type, error);
+      };
+      descriptor.async_wait(type, asio::bind_executor(strand, std::move(ready)));
       armed(type) = true;
     } catch (...) {
       // Only allocation can fail here; the connect timeout or the next addRead recovers.
@@ -65,21 +65,27 @@ struct watcher : std::enable_shared_from_this<watcher> {
   }
 };
 
-watcher& of(void* data) { return *static_cast<watcher*>(data); }
+watcher& of(void* data) {
+  return *static_cast<watcher*>(data);
+}
 
 void add_read(void* data) {
   of(data).want_read = true;
   of(data).arm(wait_type::wait_read);
 }
 
-void del_read(void* data) { of(data).want_read = false; }
+void del_read(void* data) {
+  of(data).want_read = false;
+}
 
 void add_write(void* data) {
   of(data).want_write = true;
   of(data).arm(wait_type::wait_write);
 }
 
-void del_write(void* data) { of(data).want_write = false; }
+void del_write(void* data) {
+  of(data).want_write = false;
+}
 
 void cleanup(void* data) {
   auto& w = of(data);

@@ -30,7 +30,7 @@ redis_pubsub::impl::link& redis_pubsub::impl::link_of(const redisAsyncContext* a
   return *static_cast<link*>(ac->data);
 }
 
-void redis_pubsub::impl::on_connected(const redisAsyncContext* ac, int status) {
+void redis_pubsub::impl::on_connected(const redisAsyncContext* ac, int status) noexcept {
   link& l = link_of(ac);
   if (l.ac != ac)
     return;
@@ -46,7 +46,7 @@ void redis_pubsub::impl::on_connected(const redisAsyncContext* ac, int status) {
   }
 }
 
-void redis_pubsub::impl::on_disconnected(const redisAsyncContext* ac, int /*status*/) {
+void redis_pubsub::impl::on_disconnected(const redisAsyncContext* ac, int /*status*/) noexcept {
   link& l = link_of(ac);
   if (l.ac != ac)
     return;
@@ -54,18 +54,19 @@ void redis_pubsub::impl::on_disconnected(const redisAsyncContext* ac, int /*stat
   l.owner->connection_lost();
 }
 
-void redis_pubsub::impl::on_subscriber_reply(redisAsyncContext* ac, void* reply, void* /*privdata*/) {
+void redis_pubsub::impl::on_subscriber_reply(redisAsyncContext* ac, void* reply,
+                                             void* /*privdata*/) noexcept {
   const auto* r = static_cast<const redisReply*>(reply);
   link& l = link_of(ac);
   // A null reply means the context is going away; its disconnect callback handles that.
-  if (r == nullptr || l.ac != ac || r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
-      r->element[0]->type != REDIS_REPLY_STRING)
+  if (r == nullptr || l.ac != ac || r->type != REDIS_REPLY_ARRAY || r->elements != 3
+      || r->element[0]->type != REDIS_REPLY_STRING)
     return;
   const std::string_view kind(r->element[0]->str, r->element[0]->len);
   const auto* payload = r->element[2];
   if (kind == "message" && payload->type == REDIS_REPLY_STRING) {
     ++l.owner->stats.received;
-    l.owner->deliver(std::string(payload->str, payload->len));
+    l.owner->deliver(std::string_view(payload->str, payload->len));
   } else if (kind == "subscribe") {
     l.ready = true;
     l.owner->check_up();
@@ -73,7 +74,8 @@ void redis_pubsub::impl::on_subscriber_reply(redisAsyncContext* ac, void* reply,
 }
 
 /// Runs for every PUBLISH exactly once: with the reply, or with null when the context is freed.
-void redis_pubsub::impl::on_publish_reply(redisAsyncContext* ac, void* reply, void* /*privdata*/) {
+void redis_pubsub::impl::on_publish_reply(redisAsyncContext* ac, void* reply,
+                                          void* /*privdata*/) noexcept {
   const auto* r = static_cast<const redisReply*>(reply);
   auto& self = *link_of(ac).owner;
   if (r != nullptr && r->type == REDIS_REPLY_INTEGER) {
@@ -84,7 +86,8 @@ void redis_pubsub::impl::on_publish_reply(redisAsyncContext* ac, void* reply, vo
   }
 }
 
-void redis_pubsub::impl::on_ping_reply(redisAsyncContext* ac, void* reply, void* /*privdata*/) {
+void redis_pubsub::impl::on_ping_reply(redisAsyncContext* ac, void* reply,
+                                       void* /*privdata*/) noexcept {
   link& l = link_of(ac);
   if (reply != nullptr && l.ac == ac)
     l.owner->ping_outstanding = false;
@@ -116,10 +119,11 @@ void redis_pubsub::impl::begin_attempt() {
 
 void redis_pubsub::impl::arm_connect_timer() {
   connect_timer.expires_after(redis_timeout);
-  connect_timer.async_wait(on_strand([self = shared_from_this(), id = attempt](const error_code& e) {
-    if (!e && id == self->attempt && !self->is_up && !self->stopped)
-      self->connection_lost();
-  }));
+  connect_timer.async_wait(
+      on_strand([self = shared_from_this(), id = attempt](const error_code& e) {
+        if (!e && id == self->attempt && !self->is_up && !self->stopped)
+          self->connection_lost();
+      }));
 }
 
 void redis_pubsub::impl::open_links(const std::string& ip) {
@@ -129,8 +133,8 @@ void redis_pubsub::impl::open_links(const std::string& ip) {
   // Queued now, written by hiredis once the connect completes.
   const char* argv[] = {"SUBSCRIBE", opts.channel.data()};
   const std::size_t lengths[] = {9, opts.channel.size()};
-  if (redisAsyncCommandArgv(subscriber.ac, on_subscriber_reply, nullptr, 2, argv, lengths) !=
-      REDIS_OK)
+  if (redisAsyncCommandArgv(subscriber.ac, on_subscriber_reply, nullptr, 2, argv, lengths)
+      != REDIS_OK)
     connection_lost();
 }
 
@@ -229,8 +233,9 @@ void redis_pubsub::impl::shut_down() {
 void redis_pubsub::impl::send_publish(const std::string& payload) {
   const char* argv[] = {"PUBLISH", opts.channel.data(), payload.data()};
   const std::size_t lengths[] = {7, opts.channel.size(), payload.size()};
-  if (publisher.ac == nullptr || !publisher.ready ||
-      redisAsyncCommandArgv(publisher.ac, on_publish_reply, nullptr, 3, argv, lengths) != REDIS_OK)
+  if (publisher.ac == nullptr || !publisher.ready
+      || redisAsyncCommandArgv(publisher.ac, on_publish_reply, nullptr, 3, argv, lengths)
+             != REDIS_OK)
     count_failed_in_flight();
 }
 

@@ -27,24 +27,26 @@ redis_pubsub::impl::impl(asio::io_context& context, options o,
                          std::function<void(bool)> state_callback)
     : io(context), strand(asio::make_strand(context)), opts(std::move(o)),
       on_message(std::move(message_callback)), on_state(std::move(state_callback)),
-      connect_timer(context), retry_timer(context), health_timer(context),
-      resolver(context), backoff(opts.min_backoff) {}
+      connect_timer(context), retry_timer(context), health_timer(context), resolver(context),
+      backoff(opts.min_backoff) {}
 
 // Frees the contexts only when stop() could not reach the strand (an io_context that stopped
 // running); `stopped` is set by then, so no user callback runs from here.
-redis_pubsub::impl::~impl() { close_links(); }
+redis_pubsub::impl::~impl() {
+  close_links();
+}
 
 void redis_pubsub::impl::count_failed_in_flight() {
   --in_flight;
   ++stats.publish_failed;
 }
 
-void redis_pubsub::impl::deliver(std::string payload) {
+void redis_pubsub::impl::deliver(std::string_view payload) {
   std::lock_guard lock(callback_mutex);
   if (stopped || !on_message)
     return;
   try {
-    on_message(std::move(payload));
+    on_message(std::string(payload)); // the copy is inside the try: a huge payload may not fit
   } catch (...) { // hiredis's C frames are below us: nothing may unwind through them
   }
 }
@@ -62,10 +64,12 @@ void redis_pubsub::impl::notify_state(bool up) {
 redis_pubsub::redis_pubsub(asio::io_context& io, options opts,
                            std::function<void(std::string payload)> on_message,
                            std::function<void(bool up)> on_state)
-    : impl_(std::make_shared<impl>(io, std::move(opts), std::move(on_message),
-                                   std::move(on_state))) {}
+    : impl_(
+        std::make_shared<impl>(io, std::move(opts), std::move(on_message), std::move(on_state))) {}
 
-redis_pubsub::~redis_pubsub() { stop(); }
+redis_pubsub::~redis_pubsub() {
+  stop();
+}
 
 std::optional<std::string> redis_pubsub::start() {
   auto& self = *impl_;
@@ -99,9 +103,8 @@ void redis_pubsub::publish(std::string payload) {
     return;
   }
   try {
-    asio::post(self.strand, [keep = impl_, message = std::move(payload)] {
-      keep->send_publish(message);
-    });
+    asio::post(self.strand,
+               [keep = impl_, message = std::move(payload)] { keep->send_publish(message); });
   } catch (...) {
     self.count_failed_in_flight();
   }
@@ -132,8 +135,12 @@ void redis_pubsub::stop() {
   }
 }
 
-bool redis_pubsub::up() const noexcept { return impl_->is_up && !impl_->stopped; }
+bool redis_pubsub::up() const noexcept {
+  return impl_->is_up && !impl_->stopped;
+}
 
-const redis_stats& redis_pubsub::stats() const noexcept { return impl_->stats; }
+const redis_stats& redis_pubsub::stats() const noexcept {
+  return impl_->stats;
+}
 
 } // namespace comb::storage

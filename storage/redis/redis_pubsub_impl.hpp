@@ -11,6 +11,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <mutex>
+#include <string_view>
 
 struct redisAsyncContext;
 
@@ -82,16 +83,17 @@ struct redis_pubsub::impl : std::enable_shared_from_this<impl> {
   void shut_down();
   void send_publish(const std::string& payload);
   static link& link_of(const redisAsyncContext* ac);
-  // hiredis callbacks (C function pointers, so they must not throw).
-  static void on_connected(const redisAsyncContext* ac, int status);
-  static void on_disconnected(const redisAsyncContext* ac, int status);
-  static void on_subscriber_reply(redisAsyncContext* ac, void* reply, void* privdata);
-  static void on_publish_reply(redisAsyncContext* ac, void* reply, void* privdata);
-  static void on_ping_reply(redisAsyncContext* ac, void* reply, void* privdata);
+  // hiredis callbacks: C function pointers, so nothing may unwind through them (only running
+  // out of memory could throw there, and that terminates).
+  static void on_connected(const redisAsyncContext* ac, int status) noexcept;
+  static void on_disconnected(const redisAsyncContext* ac, int status) noexcept;
+  static void on_subscriber_reply(redisAsyncContext* ac, void* reply, void* privdata) noexcept;
+  static void on_publish_reply(redisAsyncContext* ac, void* reply, void* privdata) noexcept;
+  static void on_ping_reply(redisAsyncContext* ac, void* reply, void* privdata) noexcept;
 
   // redis_pubsub.cpp: bookkeeping and user callbacks.
   void count_failed_in_flight();
-  void deliver(std::string payload);
+  void deliver(std::string_view payload);
   void notify_state(bool up);
 };
 

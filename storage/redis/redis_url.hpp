@@ -16,7 +16,6 @@ struct redis_endpoint {
 /// Parses `redis://host[:port][/0]` into `out`. Returns an error message for anything else,
 /// including features this client does not offer (TLS, credentials, a database other than 0),
 /// so a misconfiguration stops the start instead of silently doing something else.
-[[nodiscard]] std::optional<std::string> parse_redis_url(std::string_view url,
-                                                         redis_endpoint& out);
+[[nodiscard]] std::optional<std::string> parse_redis_url(std::string_view url, redis_endpoint& out);
 
 } // namespace comb::storage::redis_detail

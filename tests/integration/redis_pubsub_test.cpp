@@ -1,146 +1,26 @@
 // SPDX-License-Identifier: MIT
 #include <catch2/catch.hpp>
 
-#include <arpa/inet.h>
 #include <atomic>
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/io_context.hpp>
 #include <chrono>
-#include <csignal>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <mutex>
-#include <netinet/in.h>
 #include <string>
-#include <sys/socket.h>
 #include <thread>
-#include <unistd.h>
 #include <vector>
 
 #include "storage/redis/redis_pubsub.hpp"
+#include "support/redis_test_server.hpp"
 
 using namespace comb;
 using namespace std::chrono_literals;
-using clock_type = std::chrono::steady_clock;
+using test::clock_type;
+using test::eventually;
+using test::free_port;
+using test::io_threads;
+using test::redis_server;
+using test::tcp_socket;
 
 namespace {
-
-template <class Predicate> bool eventually(Predicate done, std::chrono::milliseconds limit = 5s) {
-  const auto deadline = clock_type::now() + limit;
-  while (!done()) {
-    if (clock_type::now() > deadline)
-      return false;
-    std::this_thread::sleep_for(5ms);
-  }
-  return true;
-}
-
-/// A loopback TCP socket; listening (never accepting) when asked, else just holding a port.
-struct tcp_socket {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  int port = 0;
-  explicit tcp_socket(bool listening) {
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t size = sizeof address;
-    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&address), size) == 0);
-    REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &size) == 0);
-    port = ntohs(address.sin_port);
-    if (listening)
-      REQUIRE(::listen(fd, 16) == 0);
-  }
-  ~tcp_socket() { ::close(fd); }
-};
-
-int free_port() { return tcp_socket(false).port; }
-
-bool accepts_connections(int port) {
-  tcp_socket probe(false);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.sin_port = htons(static_cast<std::uint16_t>(port));
-  return ::connect(probe.fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0;
-}
-
-/// A private redis-server on a free loopback port, which a test can stop and start again.
-class redis_server {
-public:
-  redis_server() : dir_(make_dir()), port_(free_port()) { start(); }
-  ~redis_server() {
-    stop();
-    std::filesystem::remove_all(dir_);
-  }
-
-  [[nodiscard]] std::string url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
-
-  void start() {
-    const std::string command = "redis-server --bind 127.0.0.1 --port " + std::to_string(port_) +
-                                " --save '' --appendonly no --daemonize yes --pidfile " + dir_ +
-                                "/redis.pid --logfile " + dir_ + "/redis.log --dir " + dir_;
-    REQUIRE(std::system(command.c_str()) == 0);
-    REQUIRE(eventually([&] { return accepts_connections(port_); }));
-    REQUIRE(eventually([&] {
-      std::ifstream pidfile(dir_ + "/redis.pid");
-      return static_cast<bool>(pidfile >> pid_);
-    }));
-  }
-
-  /// A crash: the kernel closes every socket at once (a SIGTERM exit takes Redis over a second).
-  void stop() {
-    if (pid_ <= 0)
-      return;
-    ::kill(pid_, SIGKILL);
-    CHECK(eventually([&] { return exited(pid_); }));
-    std::filesystem::remove(dir_ + "/redis.pid"); // so start() cannot read the stale pid
-    pid_ = 0;
-  }
-
-  /// Freezes the server: its sockets stay open and the kernel still accepts connections.
-  void freeze() { REQUIRE(::kill(pid_, SIGSTOP) == 0); }
-  void thaw() { REQUIRE(::kill(pid_, SIGCONT) == 0); }
-
-private:
-  /// Gone or a zombie: its sockets are closed either way (reaping the daemon is up to init,
-  /// which may take seconds).
-  static bool exited(pid_t pid) {
-    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-    std::string line;
-    if (!std::getline(stat, line))
-      return true;
-    const auto close = line.rfind(')');
-    return close != std::string::npos && line.compare(close, 3, ") Z") == 0;
-  }
-
-  static std::string make_dir() {
-    char pattern[] = "/tmp/comb-redis-XXXXXX";
-    REQUIRE(::mkdtemp(pattern) != nullptr);
-    return pattern;
-  }
-
-  std::string dir_;
-  int port_;
-  pid_t pid_ = 0;
-};
-
-/// Runs the io_context on two threads, so the strand is really shared between threads.
-struct io_threads {
-  boost::asio::io_context io;
-  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work{io.get_executor()};
-  std::vector<std::thread> threads;
-  io_threads() {
-    for (int i = 0; i < 2; ++i)
-      threads.emplace_back([this] { io.run(); });
-  }
-  ~io_threads() {
-    work.reset();
-    io.stop();
-    for (auto& thread : threads)
-      thread.join();
-  }
-};
 
 /// Records what one redis_pubsub reports; `closed` marks callbacks that came after stop().
 struct recorder {
@@ -165,7 +45,8 @@ struct recorder {
 
   storage::redis_pubsub make(boost::asio::io_context& io, const std::string& url,
                              const std::string& channel = "comb:test") {
-    return {io, {.url = url, .channel = channel, .min_backoff = 20ms, .max_backoff = 200ms},
+    return {io,
+            {.url = url, .channel = channel, .min_backoff = 20ms, .max_backoff = 200ms},
             [this](std::string payload) {
               late_callbacks += closed ? 1 : 0;
               std::lock_guard lock(mutex);
@@ -295,7 +176,8 @@ TEST_CASE("stop() while Redis is down returns promptly and silences callbacks",
   CHECK(a.stats().publish_failed == 1);
 }
 
-TEST_CASE("a frozen Redis bounds the pipeline and trips the PING watchdog", "[integration][redis]") {
+TEST_CASE("a frozen Redis bounds the pipeline and trips the PING watchdog",
+          "[integration][redis]") {
   redis_server server;
   io_threads threads;
   recorder ra;
@@ -322,12 +204,13 @@ TEST_CASE("stop() from inside on_message ends delivery at once", "[integration][
   auto a = ra.make(threads.io, server.url());
   std::atomic<int> delivered{0};
   storage::redis_pubsub* self = nullptr;
-  storage::redis_pubsub b(threads.io, {.url = server.url(), .channel = "comb:test"},
-                          [&](const std::string&) {
-                            ++delivered;
-                            self->stop(); // on the strand, inside a hiredis callback
-                          },
-                          nullptr);
+  storage::redis_pubsub b(
+      threads.io, {.url = server.url(), .channel = "comb:test"},
+      [&](const std::string&) {
+        ++delivered;
+        self->stop(); // on the strand, inside a hiredis callback
+      },
+      nullptr);
   self = &b;
   REQUIRE_FALSE(a.start());
   REQUIRE_FALSE(b.start());
@@ -361,9 +244,8 @@ TEST_CASE("stop() in the middle of a publishing burst accounts for every payload
   publisher.join();
   CHECK_FALSE(a.up());
   CHECK(ra.late_callbacks == 0);
-  CHECK(eventually([&] {
-    return a.stats().published + a.stats().publish_failed == attempted.load();
-  }));
+  CHECK(eventually(
+      [&] { return a.stats().published + a.stats().publish_failed == attempted.load(); }));
 }
 
 TEST_CASE("a server that accepts but never answers times out and is retried",
@@ -383,9 +265,9 @@ TEST_CASE("start() reports a bad configuration as an error", "[integration][redi
   recorder r;
   for (const char* url :
        {"", "http://127.0.0.1:6379", "rediss://127.0.0.1:6379", "redis://", "redis://:6379",
-        "redis://host:port", "redis://host:0", "redis://host:70000", "redis://host:",
-        "redis://::1:6379", "redis://[::1", "redis://user:secret@host:6379", "redis://host:6379/2",
-        "redis://host:6379?db=1"}) {
+        "redis://host:port", "redis://host:0", "redis://host:70000",
+        "redis://host:", "redis://::1:6379", "redis://[::1", "redis://user:secret@host:6379",
+        "redis://host:6379/2", "redis://host:6379?db=1"}) {
     auto pubsub = r.make(threads.io, url);
     const auto error = pubsub.start();
     INFO(url);

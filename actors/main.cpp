@@ -3,7 +3,10 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/pattern_formatter.h>
 #include <spdlog/spdlog.h>
+
+#include "protocol/canonical_json.hpp"
 
 #include "actors/relay_system.hpp"
 #include "conf/options.hpp"
@@ -11,12 +14,30 @@
 
 namespace {
 
+/// `%*`: the message as a JSON string, escaped, so a quote in a message cannot break a line.
+class json_message_flag final : public spdlog::custom_flag_formatter {
+public:
+  void format(const spdlog::details::log_msg& msg, const std::tm&, spdlog::memory_buf_t& dest) override {
+    std::string escaped;
+    comb::protocol::append_json_string(escaped, std::string_view(msg.payload.data(), msg.payload.size()));
+    dest.append(escaped.data(), escaped.data() + escaped.size());
+  }
+
+  [[nodiscard]] std::unique_ptr<custom_flag_formatter> clone() const override {
+    return std::make_unique<json_message_flag>();
+  }
+};
+
 void configure_logs(const comb::conf::relay_settings& s) {
   auto logger = spdlog::stderr_color_mt("comb");
-  if (s.log_format == "json")
-    logger->set_pattern(R"({"time":"%Y-%m-%dT%H:%M:%S.%e%z","level":"%l","message":"%v"})");
-  else
+  if (s.log_format == "json") {
+    auto formatter = std::make_unique<spdlog::pattern_formatter>();
+    formatter->add_flag<json_message_flag>('*').set_pattern(
+      R"({"time":"%Y-%m-%dT%H:%M:%S.%e%z","level":"%l","message":%*})");
+    logger->set_formatter(std::move(formatter));
+  } else {
     logger->set_pattern("%Y-%m-%d %H:%M:%S.%e %^%l%$ %v");
+  }
   logger->set_level(spdlog::level::from_str(s.log_level));
   spdlog::set_default_logger(logger);
 }

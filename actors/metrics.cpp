@@ -13,12 +13,54 @@ void write(std::ostringstream& out, const char* name, const char* type, const ch
       << name << labels << ' ' << value.load(std::memory_order_relaxed) << '\n';
 }
 
+const char* membership_path_name(std::size_t path) {
+  static constexpr const char* names[] = {"add_member", "claim_membership", "claim_invite",
+                                          "remove_member", "remove_member_if_role", "update_role",
+                                          "provision_owner", "transfer_owner",
+                                          "backfill_allowlist", "republish"};
+  return path < std::size(names) ? names[path] : "unknown";
+}
+
+const char* membership_outcome_name(std::size_t outcome) {
+  static constexpr const char* names[] = {"changed", "already_member", "not_member", "is_owner",
+                                          "role_mismatch", "already_owner", "invite_invalid",
+                                          "invite_expired", "invite_exhausted", "not_allowed",
+                                          "nothing_to_do", "failed"};
+  return outcome < std::size(names) ? names[outcome] : "unknown";
+}
+
 void write_labelled(std::ostringstream& out, const char* name, const char* labels,
                     std::uint64_t value) {
   out << name << labels << ' ' << value << '\n';
 }
 
 } // namespace
+
+void latency_histogram::observe(double seconds) noexcept {
+  std::size_t bucket = 0;
+  while (bucket < bounds.size() && seconds > bounds[bucket])
+    ++bucket;
+  counts_[bucket].fetch_add(1, std::memory_order_relaxed);
+  micros_sum_.fetch_add(static_cast<std::uint64_t>(seconds * 1e6), std::memory_order_relaxed);
+}
+
+void latency_histogram::render(std::string& out, const char* name, const char* help) const {
+  out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " histogram\n";
+  std::uint64_t cumulative = 0;
+  for (std::size_t i = 0; i <= bounds.size(); ++i) {
+    cumulative += counts_[i].load(std::memory_order_relaxed);
+    std::ostringstream le;
+    if (i < bounds.size())
+      le << bounds[i];
+    else
+      le << "+Inf";
+    out += std::string(name) + "_bucket{le=\"" + le.str() + "\"} " + std::to_string(cumulative) + "\n";
+  }
+  std::ostringstream sum;
+  sum << static_cast<double>(micros_sum_.load(std::memory_order_relaxed)) / 1e6;
+  out += std::string(name) + "_sum " + sum.str() + "\n";
+  out += std::string(name) + "_count " + std::to_string(cumulative) + "\n";
+}
 
 std::string relay_metrics::render() const {
   std::ostringstream out;
@@ -46,7 +88,21 @@ std::string relay_metrics::render() const {
   write(out, "comb_bridge_rejected_total", "counter", "Envelopes from other pods that failed checks.", bridge_rejected);
   write(out, "comb_cluster_peers_linked", "gauge", "CAF cluster peers that accepted this pod.", cluster_peers_linked);
   write(out, "comb_bridge_refused_peers_total", "counter", "Cluster peers or messages refused for lack of the secret.", bridge_refused_peers);
-  return out.str();
+  write(out, "comb_list_writes_total", "counter", "NIP-43 member lists written.", list_writes);
+  out << "# HELP comb_membership_writes_total Membership commands by write path and outcome.\n"
+         "# TYPE comb_membership_writes_total counter\n";
+  for (std::size_t path = 0; path < membership_paths; ++path)
+    for (std::size_t outcome = 0; outcome < membership_outcomes; ++outcome)
+      if (auto n = membership_writes[path][outcome].load(std::memory_order_relaxed))
+        out << "comb_membership_writes_total{path=\"" << membership_path_name(path)
+            << "\",outcome=\"" << membership_outcome_name(outcome) << "\"} " << n << '\n';
+  std::string text = out.str();
+  req_latency.render(text, "comb_req_seconds", "REQ to EOSE.");
+  commit_latency.render(text, "comb_commit_seconds", "Group-commit transaction time.");
+  membership_latency.render(text, "comb_membership_commit_seconds", "Membership transaction round trip.");
+  if (scrape_extras)
+    text += scrape_extras();
+  return text;
 }
 
 } // namespace comb::actors

@@ -1,11 +1,33 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace comb::actors {
+
+/// A Prometheus histogram of durations with fixed buckets (seconds), lock-free.
+class latency_histogram {
+public:
+  static constexpr std::array<double, 12> bounds{0.001, 0.002, 0.005, 0.01, 0.025, 0.05,
+                                                 0.1,   0.25,  0.5,   1.0,  2.5,   5.0};
+
+  void observe(double seconds) noexcept;
+
+  /// `name_bucket{le=...}`, `name_sum` and `name_count` lines.
+  void render(std::string& out, const char* name, const char* help) const;
+
+private:
+  std::array<std::atomic<std::uint64_t>, bounds.size() + 1> counts_{};
+  std::atomic<std::uint64_t> micros_sum_{0};
+};
+
+/// Membership writes by write path and outcome (storage::membership_change x outcome).
+inline constexpr std::size_t membership_paths = 10;
+inline constexpr std::size_t membership_outcomes = 12;
 
 /// Process-wide counters, written from any thread with relaxed atomics and rendered as
 /// Prometheus text on /metrics.
@@ -33,6 +55,14 @@ struct relay_metrics {
   std::atomic<std::uint64_t> bridge_rejected{0};
   std::atomic<std::uint64_t> bridge_refused_peers{0};
   std::atomic<std::int64_t> cluster_peers_linked{0};
+  std::atomic<std::uint64_t> list_writes{0};
+  std::array<std::array<std::atomic<std::uint64_t>, membership_outcomes>, membership_paths>
+    membership_writes{};
+  latency_histogram req_latency;
+  latency_histogram commit_latency;
+  latency_histogram membership_latency;
+  /// More lines computed at scrape time (Redis link counters, members per community).
+  std::function<std::string()> scrape_extras;
 
   /// Prometheus text exposition format.
   [[nodiscard]] std::string render() const;

@@ -131,7 +131,8 @@ bool spawn_actors(caf::actor_system& system, asio::io_context& io, const conf::r
   pod.fanout = system.spawn(fanout_actor, fanout_args{pod.readers, metrics});
   pod.membership_writer = system.spawn<caf::detached>(
     membership_writer, membership_writer_args{s.database_url, key, 1, 24 * 3600});
-  pod.registry = std::make_shared<community_registry>(system, pod.membership_writer, pod.fanout);
+  pod.registry =
+    std::make_shared<community_registry>(system, pod.membership_writer, pod.fanout, metrics);
   std::string error;
   pod.bridge = start_bridge(system, io, s,
                             bridge_args{node_id_of(s), pod.fanout, pod.registry, key.public_key(),
@@ -225,6 +226,7 @@ int run_relay(const conf::relay_settings& s) {
   context->communities = communities;
   context->bridge = pod.bridge->actor;
   context->readiness = [&pod, metrics] { return pod.bridge->problem(*metrics); };
+  metrics->scrape_extras = [&pod] { return pod.registry->render_member_counts() + pod.bridge->render_metrics(); };
 
   server gateway(io, context);
   pod.close_community->set([&gateway, communities](std::int64_t id) {

@@ -2,6 +2,7 @@
 #include "storage/community_store.hpp"
 
 #include <exception>
+#include <sstream>
 
 #include "protocol/host.hpp"
 #include "storage/pg_array.hpp"
@@ -16,9 +17,45 @@ constexpr const char* find_sql =
   " WHERE c.host = $1::text OR c.id = (SELECT h.community_id FROM community_hosts h"
   " WHERE h.host = $1::text) ORDER BY c.host = $1::text DESC LIMIT 1";
 
-community_row row_of(const pg_reply& reply) {
-  return community_row{reply.integer(0, 0), std::string(reply.text(0, 1)),
-                       reply.text(0, 2) == "closed", reply.text(0, 3) == "t"};
+community_row row_of(const pg_reply& reply, int row = 0) {
+  return community_row{reply.integer(row, 0), std::string(reply.text(row, 1)),
+                       reply.text(row, 2) == "closed", reply.text(row, 3) == "t"};
+}
+
+// Aliases travel space-separated: normalized hosts never contain a space.
+constexpr const char* list_sql =
+  "SELECT c.id, c.host, c.access, c.archived_at IS NOT NULL,"
+  " (SELECT count(*) FROM members m WHERE m.community_id = c.id),"
+  " COALESCE((SELECT string_agg(h.host, ' ' ORDER BY h.host) FROM community_hosts h"
+  " WHERE h.community_id = c.id AND h.host <> c.host), '')"
+  " FROM communities c ORDER BY c.host";
+
+std::vector<std::string> split_hosts(std::string_view text) {
+  std::vector<std::string> hosts;
+  std::istringstream in{std::string(text)};
+  for (std::string host; in >> host;)
+    hosts.push_back(host);
+  return hosts;
+}
+
+/// An UPDATE/DELETE of one community by id: `changed` when it touched the row, otherwise
+/// `unchanged` or `not_found` depending on whether the community exists.
+lifecycle_result update_result(pg_connection& connection, std::string& error, const char* sql,
+                               const pg_params& params, std::int64_t id) {
+  auto reply = connection.exec(sql, params);
+  if (!reply.ok()) {
+    error = reply.error();
+    return lifecycle_result::failed;
+  }
+  if (reply.affected_rows() > 0)
+    return lifecycle_result::changed;
+  auto exists = connection.exec("SELECT 1 FROM communities WHERE id = $1::bigint",
+                                {std::to_string(id)});
+  if (!exists.ok()) {
+    error = exists.error();
+    return lifecycle_result::failed;
+  }
+  return exists.rows() > 0 ? lifecycle_result::unchanged : lifecycle_result::not_found;
 }
 
 } // namespace
@@ -110,6 +147,77 @@ std::optional<community_row> community_store::ensure_row(const std::string& prim
     return std::nullopt;
   }
   return row_of(reply);
+}
+
+lifecycle_result community_store::set_archived(std::int64_t id, bool archived) {
+  last_error_.clear();
+  // Archiving twice keeps the first archive time: the row is touched only on a change.
+  return update_result(connection_, last_error_,
+                       "UPDATE communities SET archived_at = CASE WHEN $2::boolean THEN now() END"
+                       " WHERE id = $1::bigint AND (archived_at IS NOT NULL) <> $2::boolean",
+                       {std::to_string(id), archived ? "true" : "false"}, id);
+}
+
+lifecycle_result community_store::remove(std::int64_t id) {
+  last_error_.clear();
+  auto result = update_result(connection_, last_error_,
+                              "DELETE FROM communities WHERE id = $1::bigint",
+                              {std::to_string(id)}, id);
+  return result == lifecycle_result::unchanged ? lifecycle_result::not_found : result;
+}
+
+lifecycle_result community_store::add_host(std::int64_t id, const std::string& host) {
+  last_error_.clear();
+  auto normalized = protocol::normalize_host(host);
+  if (!normalized) {
+    last_error_ = "not a valid host: " + host;
+    return lifecycle_result::failed;
+  }
+  // A primary host need not be listed in community_hosts, so both tables are checked.
+  auto reply = connection_.exec(
+    "INSERT INTO community_hosts (host, community_id) SELECT $2::text, id FROM communities"
+    " WHERE id = $1::bigint AND NOT EXISTS (SELECT 1 FROM communities WHERE host = $2::text)"
+    " ON CONFLICT (host) DO NOTHING",
+    {std::to_string(id), *normalized});
+  if (!reply.ok()) {
+    last_error_ = reply.error();
+    return lifecycle_result::failed;
+  }
+  if (reply.affected_rows() > 0)
+    return lifecycle_result::changed;
+  auto exists = connection_.exec("SELECT 1 FROM communities WHERE id = $1::bigint",
+                                 {std::to_string(id)});
+  if (!exists.ok()) {
+    last_error_ = exists.error();
+    return lifecycle_result::failed;
+  }
+  return exists.rows() > 0 ? lifecycle_result::host_exists : lifecycle_result::not_found;
+}
+
+lifecycle_result community_store::set_access(std::int64_t id, bool closed) {
+  last_error_.clear();
+  return update_result(connection_, last_error_,
+                       "UPDATE communities SET access = $2::text"
+                       " WHERE id = $1::bigint AND access <> $2::text",
+                       {std::to_string(id), closed ? "closed" : "open"}, id);
+}
+
+std::optional<std::vector<community_summary>> community_store::list_all() {
+  try {
+    last_error_.clear();
+    auto reply = connection_.exec(list_sql);
+    if (!reply.ok()) {
+      last_error_ = reply.error();
+      return std::nullopt;
+    }
+    std::vector<community_summary> out;
+    for (int row = 0; row < reply.rows(); ++row)
+      out.push_back({row_of(reply, row), reply.integer(row, 4), split_hosts(reply.text(row, 5))});
+    return out;
+  } catch (const std::exception& e) {
+    last_error_ = e.what();
+    return std::nullopt;
+  }
 }
 
 } // namespace comb::storage

@@ -18,6 +18,22 @@ struct community_row {
   bool archived = false;
 };
 
+/// A community as operators see it (`comb-admin community list`).
+struct community_summary {
+  community_row row;
+  std::int64_t member_count = 0;
+  std::vector<std::string> aliases; ///< hosts other than the primary one, sorted
+};
+
+/// What an operator's lifecycle change did.
+enum class lifecycle_result {
+  changed,
+  unchanged,   ///< already in the requested state; nothing written
+  not_found,   ///< no community with that id
+  host_exists, ///< add_host: the host already serves a community
+  failed,      ///< database error, see last_error()
+};
+
 /// Communities and their host names. Hosts are stored normalized (protocol::normalize_host).
 /// No function throws; a database failure returns nothing / false and sets `last_error()`.
 class community_store {
@@ -33,6 +49,24 @@ public:
   [[nodiscard]] std::optional<community_row> ensure(const std::string& host,
                                                     const std::vector<std::string>& aliases,
                                                     bool closed);
+
+  /// Sets (`archived`) or clears `archived_at`. Archived communities refuse connections; their
+  /// members, events and invites stay untouched until unarchived.
+  [[nodiscard]] lifecycle_result set_archived(std::int64_t id, bool archived);
+
+  /// Deletes the community with its hosts, members, events and invites (foreign key cascade).
+  /// Writes no list: there is no community left to publish it in.
+  [[nodiscard]] lifecycle_result remove(std::int64_t id);
+
+  /// Registers `host` (normalized here) as a further host of the community. `host_exists` when
+  /// any community, this one included, already answers to it.
+  [[nodiscard]] lifecycle_result add_host(std::int64_t id, const std::string& host);
+
+  /// Switches the community to closed (`closed`) or open access.
+  [[nodiscard]] lifecycle_result set_access(std::int64_t id, bool closed);
+
+  /// Every community, ordered by primary host; nothing on a database error.
+  [[nodiscard]] std::optional<std::vector<community_summary>> list_all();
 
   [[nodiscard]] const std::string& last_error() const noexcept { return last_error_; }
 

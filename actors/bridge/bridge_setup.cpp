@@ -68,6 +68,21 @@ std::string pod_bridge::problem(const relay_metrics& metrics) const {
   return {};
 }
 
+std::string pod_bridge::render_metrics() const {
+  if (!redis)
+    return {};
+  const auto& st = redis->stats();
+  auto line = [](const char* name, const char* help, std::uint64_t value) {
+    return std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " counter\n" + name
+           + " " + std::to_string(value) + "\n";
+  };
+  return line("comb_redis_published_total", "Envelopes Redis accepted.", st.published.load())
+         + line("comb_redis_publish_failed_total", "Envelopes not published (Redis down or error).",
+                st.publish_failed.load())
+         + line("comb_redis_received_total", "Messages received on the channel.", st.received.load())
+         + line("comb_redis_reconnects_total", "Reconnection attempts.", st.reconnects.load());
+}
+
 void pod_bridge::stop(caf::scoped_actor& self) {
   if (redis)
     redis->stop();

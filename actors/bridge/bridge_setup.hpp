@@ -24,6 +24,9 @@ struct pod_bridge {
   /// "" when every configured transport works; otherwise what does not (for /readyz).
   [[nodiscard]] std::string problem(const relay_metrics& metrics) const;
 
+  /// Prometheus lines of the Redis link (published, failed, received, reconnects).
+  [[nodiscard]] std::string render_metrics() const;
+
   /// Stops the transports (before the io_context stops) and the actors.
   void stop(caf::scoped_actor& self);
 };

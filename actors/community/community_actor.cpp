@@ -19,7 +19,25 @@ void dispatch(self_ptr self) {
     st.in_flight.push_back(std::move(st.queue.front()));
     st.queue.pop_front();
   }
+  st.batch_started = std::chrono::steady_clock::now();
   self->send(st.args.membership_writer, apply_atom_v, st.args.community_id, std::move(commands));
+}
+
+void count(self_ptr self, const storage::membership_write& write) {
+  auto& st = self->state;
+  if (!st.args.metrics)
+    return;
+  auto& m = *st.args.metrics;
+  m.membership_latency.observe(
+    std::chrono::duration<double>(std::chrono::steady_clock::now() - st.batch_started).count());
+  for (std::size_t i = 0; i < st.in_flight.size() && i < write.results.size(); ++i) {
+    auto path = static_cast<std::size_t>(st.in_flight[i].command.change);
+    auto outcome = static_cast<std::size_t>(write.results[i].outcome);
+    if (path < membership_paths && outcome < membership_outcomes)
+      bump(m.membership_writes[path][outcome]);
+  }
+  if (write.list)
+    bump(m.list_writes);
 }
 
 void publish(self_ptr self, const protocol::event& ev) {
@@ -76,6 +94,7 @@ caf::behavior community_actor(caf::stateful_actor<community_state>* self, commun
     [=](remote_list_atom, const live_event& list) { remote_list(self, list); },
     [=](applied_atom, const storage::membership_write& write) {
       auto& st = self->state;
+      count(self, write);
       if (write.committed)
         committed(self, write);
       for (std::size_t i = 0; i < st.in_flight.size(); ++i) {

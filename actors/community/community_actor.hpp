@@ -7,6 +7,8 @@
 
 #include "actors/community/member_cache.hpp"
 #include "actors/messages.hpp"
+#include "actors/metrics.hpp"
+#include <chrono>
 
 namespace comb::actors {
 
@@ -17,6 +19,7 @@ struct community_args {
   caf::actor fanout;
   caf::actor bridge; ///< may be unset
   std::size_t batch_max = 512;
+  std::shared_ptr<relay_metrics> metrics; ///< may be unset (tests)
 };
 
 /// A membership command waiting for its turn, and who to tell the outcome.
@@ -32,6 +35,7 @@ struct community_state {
   std::vector<queued_command> in_flight;
   /// created_at of the newest list applied to the cache, ours or another pod's.
   std::int64_t newest_list_at = 0;
+  std::chrono::steady_clock::time_point batch_started;
   static inline const char* name = "community";
 };
 

@@ -6,8 +6,11 @@
 namespace comb::actors {
 
 community_registry::community_registry(caf::actor_system& system, caf::actor membership_writer,
-                                       caf::actor fanout)
-  : system_(system), membership_writer_(std::move(membership_writer)), fanout_(std::move(fanout)) {}
+                                       caf::actor fanout, std::shared_ptr<relay_metrics> metrics)
+  : system_(system),
+    membership_writer_(std::move(membership_writer)),
+    fanout_(std::move(fanout)),
+    metrics_(std::move(metrics)) {}
 
 std::optional<community_handle> community_registry::ensure(
   std::int64_t community_id,
@@ -25,7 +28,8 @@ std::optional<community_handle> community_registry::ensure(
   auto cache = std::make_shared<member_cache>();
   (void)cache->replace(*members);
   auto actor = system_.spawn(community_actor,
-                             community_args{community_id, cache, membership_writer_, fanout_, bridge_});
+                             community_args{community_id, cache, membership_writer_, fanout_, bridge_,
+                                            512, metrics_});
   return communities_.emplace(community_id, community_handle{actor, cache}).first->second;
 }
 
@@ -47,6 +51,16 @@ std::vector<caf::actor> community_registry::actors() const {
   std::vector<caf::actor> out;
   for (const auto& [id, handle] : communities_)
     out.push_back(handle.actor);
+  return out;
+}
+
+std::string community_registry::render_member_counts() const {
+  std::lock_guard lock(mutex_);
+  std::string out = "# HELP comb_community_members Members of each community known to this pod.\n"
+                    "# TYPE comb_community_members gauge\n";
+  for (const auto& [id, handle] : communities_)
+    out += "comb_community_members{community=\"" + std::to_string(id) + "\"} "
+           + std::to_string(handle.members->size()) + "\n";
   return out;
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "actors/community/member_cache.hpp"
+#include "actors/metrics.hpp"
 
 namespace comb::actors {
 
@@ -21,7 +22,8 @@ struct community_handle {
 /// The community actors of this pod, spawned on first use. Thread-safe.
 class community_registry {
 public:
-  community_registry(caf::actor_system& system, caf::actor membership_writer, caf::actor fanout);
+  community_registry(caf::actor_system& system, caf::actor membership_writer, caf::actor fanout,
+                     std::shared_ptr<relay_metrics> metrics = nullptr);
 
   /// The handle of `community_id`; on first use spawns its actor with the members `load`
   /// returns. Nothing when `load` fails (the caller answers 503 and tries again later).
@@ -38,11 +40,15 @@ public:
 
   [[nodiscard]] std::vector<std::int64_t> community_ids() const;
 
+  /// Prometheus lines: members per community on this pod.
+  [[nodiscard]] std::string render_member_counts() const;
+
 private:
   caf::actor_system& system_;
   caf::actor membership_writer_;
   caf::actor fanout_;
   caf::actor bridge_;
+  std::shared_ptr<relay_metrics> metrics_;
   mutable std::mutex mutex_;
   std::unordered_map<std::int64_t, community_handle> communities_;
 };

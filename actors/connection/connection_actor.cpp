@@ -172,6 +172,7 @@ void open_subscription(self_ptr self, protocol::req_message& message) {
     send_frame(self, protocol::render_closed(message.subscription_id, generation.error().text()));
     return;
   }
+  st.req_started[message.subscription_id] = monotonic_seconds();
   self->send(st.args.fanout, subscribe_atom_v,
              live_request{self, st.args.owner, st.args.policy.community_id,
                           message.subscription_id, generation.value(), std::move(message.filters)});
@@ -248,7 +249,15 @@ void on_history(self_ptr self, const std::string& sub, std::uint64_t generation,
     }
     return;
   }
-  for (auto& frame : st.logic->history_arrived(sub, generation, result.events, monotonic_seconds()))
+  double now = monotonic_seconds();
+  auto frames = st.logic->history_arrived(sub, generation, result.events, now);
+  if (frames.empty())
+    return;
+  if (auto started = st.req_started.find(sub); started != st.req_started.end()) {
+    st.args.metrics->req_latency.observe(now - started->second);
+    st.req_started.erase(started);
+  }
+  for (auto& frame : frames)
     send_frame(self, std::move(frame));
 }
 

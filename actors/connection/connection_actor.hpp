@@ -42,6 +42,8 @@ struct connection_state {
   std::unordered_map<std::uint64_t, std::pair<std::string, std::uint32_t>> awaiting_membership;
   /// REQs that asked for an invite (28935), held until it is minted, by ticket.
   std::unordered_map<std::uint64_t, protocol::req_message> awaiting_invite;
+  /// When each subscription's REQ arrived, for the REQ-to-EOSE histogram.
+  std::unordered_map<std::string, double> req_started;
   static inline const char* name = "connection";
 };
 

@@ -110,6 +110,18 @@ asio::awaitable<void> write_loop(std::shared_ptr<ws_stream> ws,
   co_await ws->async_close(reason, use_tuple);
 }
 
+const char* describe(std::optional<close_reason> why) {
+  if (!why)
+    return "client closed or went silent";
+  switch (*why) {
+    case close_reason::going_away: return "relay shutting down";
+    case close_reason::policy: return "community archived or deleted";
+    case close_reason::too_big: return "frame over the size limit";
+    case close_reason::slow_reader: return "slow reader: outbound bound reached";
+  }
+  return "unknown";
+}
+
 asio::awaitable<void> wait_for_actor(std::atomic<std::size_t>& pending) {
   asio::steady_timer pause(co_await asio::this_coro::executor);
   while (pending.load(std::memory_order_acquire) >= max_frames_pending) {
@@ -228,6 +240,7 @@ asio::awaitable<void> server::accept_loop() {
 namespace {
 
 struct websocket_session {
+  std::string peer;
   std::shared_ptr<ws_stream> ws;
   std::shared_ptr<websocket_outbox> outbox;
   caf::actor actor;
@@ -238,6 +251,9 @@ websocket_session open_session(tcp_stream stream, gateway_context& context,
                                const storage::community_row& community,
                                const community_handle& handle) {
   websocket_session session;
+  boost::system::error_code ignored;
+  auto remote = stream.socket().remote_endpoint(ignored);
+  session.peer = remote.address().to_string() + ":" + std::to_string(remote.port());
   auto executor = stream.get_executor();
   session.ws = std::make_shared<ws_stream>(std::move(stream));
   configure(*session.ws, context.settings);
@@ -370,12 +386,15 @@ asio::awaitable<void> server::run_websocket(tcp_stream stream, http_request requ
                    writer_done->cancel();
                  });
   co_await read_loop(session, metrics);
+  auto why = session.outbox->closing();
   session.outbox->close(close_reason::going_away);
   caf::anon_send(session.actor, hangup_atom_v);
   // Both coroutines share the strand, so the flag cannot change between the test and the wait.
   if (!*writer_finished)
     co_await writer_done->async_wait(use_tuple);
   metrics.connections_current.fetch_sub(1);
+  spdlog::info("connection closed: peer {} community {} host {} reason {}", session.peer, community.id,
+               community.host, describe(why));
 }
 
 } // namespace comb::actors

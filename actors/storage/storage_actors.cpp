@@ -37,7 +37,10 @@ void flush(caf::stateful_actor<writer_state>* self) {
   writes.reserve(batch.size());
   for (const auto& p : batch)
     writes.push_back(p.write);
+  auto started = std::chrono::steady_clock::now();
   auto outcomes = st.store->store_batch(writes);
+  st.args.metrics->commit_latency.observe(
+    std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   bump(st.args.metrics->write_batches);
   for (std::size_t i = 0; i < batch.size(); ++i) {
     auto& outcome = outcomes[i];

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 #include <fstream>
 
+#include "conf/options.hpp"
 #include "conf/settings.hpp"
 
 using namespace comb::conf;
@@ -65,4 +66,19 @@ TEST_CASE("printing masks secrets", "[conf]") {
   auto printed = print_settings(loaded.settings);
   CHECK(printed.find("hunter2") == std::string::npos);
   CHECK(printed.find("database_url = \"********\"") != std::string::npos);
+}
+
+TEST_CASE("the example file lists every option and loads cleanly", "[conf]") {
+  std::string path = std::string(COMB_SOURCE_DIR) + "/conf/comb.example.toml";
+  std::ifstream file(path);
+  std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  REQUIRE_FALSE(text.empty());
+  for (const auto& o : comb::conf::all_options()) {
+    INFO(o.key);
+    CHECK(text.find(o.env) != std::string::npos);
+  }
+  auto loaded = load_settings({{"COMB_CONFIG", path}}, {});
+  CHECK(loaded.problems.empty());
+  auto defaults = load_settings({}, {});
+  CHECK(print_settings(loaded.settings) == print_settings(defaults.settings) + "");
 }

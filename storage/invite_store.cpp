@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: MIT
+#include "storage/invite_store.hpp"
+
+#include <algorithm>
+#include <exception>
+
+#include "storage/pg_connection.hpp"
+
+namespace comb::storage {
+namespace {
+
+bool is_lower_hex(std::string_view text) {
+  return std::all_of(text.begin(), text.end(), [](char c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+  });
+}
+
+} // namespace
+
+invite_store::invite_store(pg_connection& connection) : connection_(connection) {}
+
+std::optional<std::vector<invite_summary>> invite_store::list(std::int64_t community_id) {
+  try {
+    last_error_.clear();
+    auto reply = connection_.exec(
+      "SELECT code_hash, max_uses, use_count, expires_at, revoked,"
+      " COALESCE(encode(created_by, 'hex'), '') FROM invites WHERE community_id = $1::bigint"
+      " ORDER BY created_at DESC, code_hash",
+      {std::to_string(community_id)});
+    if (!reply.ok()) {
+      last_error_ = reply.error();
+      return std::nullopt;
+    }
+    std::vector<invite_summary> out;
+    for (int row = 0; row < reply.rows(); ++row)
+      out.push_back({std::string(reply.text(row, 0)), reply.integer(row, 1), reply.integer(row, 2),
+                     reply.integer(row, 3), reply.text(row, 4) == "t",
+                     std::string(reply.text(row, 5))});
+    return out;
+  } catch (const std::exception& e) {
+    last_error_ = e.what();
+    return std::nullopt;
+  }
+}
+
+revoke_result invite_store::revoke(std::int64_t community_id, std::string_view hash_prefix) {
+  try {
+    last_error_.clear();
+    // Validated hex, so the prefix cannot carry LIKE wildcards.
+    if (hash_prefix.empty() || !is_lower_hex(hash_prefix))
+      return revoke_result::not_found;
+    auto matches = connection_.exec(
+      "SELECT code_hash, revoked FROM invites WHERE community_id = $1::bigint"
+      " AND code_hash LIKE $2::text || '%' LIMIT 2",
+      {std::to_string(community_id), std::string(hash_prefix)});
+    if (!matches.ok()) {
+      last_error_ = matches.error();
+      return revoke_result::failed;
+    }
+    if (matches.rows() == 0)
+      return revoke_result::not_found;
+    if (matches.rows() > 1)
+      return revoke_result::ambiguous;
+    if (matches.text(0, 1) == "t")
+      return revoke_result::already_revoked;
+    auto updated = connection_.exec(
+      "UPDATE invites SET revoked = true WHERE community_id = $1::bigint"
+      " AND code_hash = $2::text AND NOT revoked",
+      {std::to_string(community_id), std::string(matches.text(0, 0))});
+    if (!updated.ok()) {
+      last_error_ = updated.error();
+      return revoke_result::failed;
+    }
+    return updated.affected_rows() > 0 ? revoke_result::revoked : revoke_result::already_revoked;
+  } catch (const std::exception& e) {
+    last_error_ = e.what();
+    return revoke_result::failed;
+  }
+}
+
+} // namespace comb::storage

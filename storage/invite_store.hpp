@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace comb::storage {
+
+class pg_connection;
+
+/// A stored invite as operators see it. The code itself is never stored, only its hash.
+struct invite_summary {
+  std::string code_hash; ///< SHA-256 of the code, hex
+  std::int64_t max_uses = 0; ///< 0: unlimited
+  std::int64_t use_count = 0;
+  std::int64_t expires_at = 0; ///< unix seconds
+  bool revoked = false;
+  std::string created_by; ///< hex public key; "" when the operator minted it
+};
+
+enum class revoke_result {
+  revoked,
+  already_revoked,
+  not_found, ///< no invite's hash starts with the prefix
+  ambiguous, ///< several do: a longer prefix is needed
+  failed,    ///< database error, see last_error()
+};
+
+/// Operator queries on invites (minting lives in membership_store, with the relay's rules).
+/// No function throws.
+class invite_store {
+public:
+  explicit invite_store(pg_connection& connection);
+
+  /// The community's invites, newest first; nothing on a database error.
+  [[nodiscard]] std::optional<std::vector<invite_summary>> list(std::int64_t community_id);
+
+  /// Revokes the one invite whose code hash starts with `hash_prefix` (lowercase hex).
+  [[nodiscard]] revoke_result revoke(std::int64_t community_id, std::string_view hash_prefix);
+
+  [[nodiscard]] const std::string& last_error() const noexcept { return last_error_; }
+
+private:
+  pg_connection& connection_;
+  std::string last_error_;
+};
+
+} // namespace comb::storage

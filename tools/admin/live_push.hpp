@@ -1,0 +1,22 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "admin/output.hpp"
+#include "storage/membership.hpp"
+
+namespace comb::admin {
+
+/// The bridge channel every pod subscribes to (actors/bridge/bridge_setup.cpp).
+inline constexpr const char* bridge_channel = "comb:events";
+
+/// After a committed change: publishes its list, then its deltas, as bridge envelopes on the
+/// Redis channel, so every pod fans them out to connected clients at once. The stored list is
+/// already right, so a missing or failed push is only a warning (on stderr, and `pushed_live`
+/// in JSON). Without `redis_url`, says that clients see the change on their next fetch.
+void push_live(const std::string& redis_url, std::int64_t community_id,
+               const storage::membership_write& write, reporter& out);
+
+} // namespace comb::admin

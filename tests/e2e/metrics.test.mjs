@@ -1,0 +1,74 @@
+// /metrics after known traffic: each counter moves by exactly what the traffic caused.
+import { describe, it } from 'node:test'
+import assert from 'node:assert/strict'
+import { RawClient, finalizeEvent, httpGet, itStopsCleanly, keys, now, sign, withRelay } from './harness.mjs'
+
+async function scrape(relay) {
+  const { status, body } = await httpGet(relay.port, '/metrics')
+  assert.equal(status, 200)
+  const values = new Map()
+  for (const line of body.split('\n'))
+    if (line && !line.startsWith('#')) {
+      const at = line.lastIndexOf(' ')
+      values.set(line.slice(0, at), Number(line.slice(at + 1)))
+    }
+  return values
+}
+
+const delta = (before, after, name) => (after.get(name) ?? 0) - (before.get(name) ?? 0)
+
+describe('metrics', () => {
+  const owner = keys()
+  const ctx = withRelay({ COMB_OWNER_PUBKEY: owner.pk })
+
+  it('count exactly the traffic they describe', async () => {
+    const { relay } = ctx
+    const before = await scrape(relay)
+    const client = await RawClient.open(relay)
+    const author = keys()
+    const a = sign(author.sk, { content: 'one' })
+    const b = sign(author.sk, { content: 'two' })
+    assert.equal((await client.publish(a)).ok, true)
+    assert.equal((await client.publish(b)).ok, true)
+    assert.match((await client.publish(a)).message, /^duplicate:/)
+    const forged = { ...sign(author.sk, { content: 'three' }), content: 'tampered' }
+    assert.equal((await client.publish(forged)).ok, false)
+    assert.equal((await client.req('r', { authors: [author.pk] })).events.length, 2)
+    client.send(['COUNT', 'c', { authors: [author.pk] }])
+    await client.take((f) => f[0] === 'COUNT', 'COUNT')
+    client.send(['CLOSE', 'r'])
+    client.send('not json')
+    await client.take((f) => f[0] === 'NOTICE', 'NOTICE')
+    const challenge = await client.challenge()
+    const joiner = keys()
+    const auth = finalizeEvent({ kind: 22242, created_at: now(), content: '',
+      tags: [['relay', relay.url], ['challenge', challenge]] }, joiner.sk)
+    assert.equal((await client.auth(auth)).ok, true)
+    assert.match((await client.publish(sign(joiner.sk, { kind: 28934, tags: [['-']] }))).message, /^info: welcome/)
+    await client.close()
+    const after = await scrape(relay)
+
+    const expect = {
+      'comb_connections_total': 1,
+      'comb_messages_total{type="EVENT"}': 5,
+      'comb_messages_total{type="REQ"}': 1,
+      'comb_messages_total{type="COUNT"}': 1,
+      'comb_messages_total{type="CLOSE"}': 1,
+      'comb_messages_total{type="AUTH"}': 1,
+      'comb_messages_total{type="invalid"}': 1,
+      'comb_events_accepted_total': 4,
+      'comb_events_rejected_total': 1,
+      'comb_events_stored_total': 2,
+      'comb_events_duplicate_total': 1,
+      'comb_req_seconds_count': 1,
+      'comb_list_writes_total': 1,
+      'comb_membership_writes_total{path="claim_membership",outcome="changed"}': 1,
+    }
+    for (const [name, value] of Object.entries(expect)) assert.equal(delta(before, after, name), value, name)
+    assert.equal(after.get('comb_connections'), 0)
+    assert.ok(delta(before, after, 'comb_commit_seconds_count') >= 1)
+    assert.ok([...after.keys()].some((k) => k.startsWith('comb_community_members{')))
+  })
+
+  itStopsCleanly(ctx)
+})

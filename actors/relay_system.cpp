@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "actors/relay_system.hpp"
 
+#include "actors/clock.hpp"
+
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <caf/all.hpp>
@@ -38,12 +40,6 @@ std::vector<std::string> loopback_aliases(const conf::relay_settings& s) {
     if (auto host = protocol::normalize_host(std::string(name) + ":" + port))
       aliases.push_back(*host);
   return aliases;
-}
-
-std::int64_t unix_now() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-           std::chrono::system_clock::now().time_since_epoch())
-    .count();
 }
 
 /// Lists written at start-up, to be pushed to the other pods once the bridge is ready.

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "actors/connection/connection_actor.hpp"
 
+#include "actors/clock.hpp"
+
 #include <algorithm>
 #include <chrono>
 
@@ -16,15 +18,6 @@ namespace {
 
 using self_ptr = caf::stateful_actor<connection_state>*;
 
-std::int64_t unix_now() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-           std::chrono::system_clock::now().time_since_epoch())
-    .count();
-}
-
-double monotonic_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 void send_frame(self_ptr self, std::string frame) {
   self->state.args.sink->send(std::move(frame));

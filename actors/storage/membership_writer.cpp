@@ -1,18 +1,14 @@
 // SPDX-License-Identifier: MIT
 #include "actors/storage/membership_writer.hpp"
 
+#include "actors/clock.hpp"
+
 #include <chrono>
 
 #include "protocol/canonical_json.hpp"
 
 namespace comb::actors {
 namespace {
-
-std::int64_t unix_now() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-           std::chrono::system_clock::now().time_since_epoch())
-    .count();
-}
 
 /// The relay-signed 28935 carrying a fresh code (NIP-43).
 std::string invite_event_json(const protocol::key_pair& key, const std::string& code) {

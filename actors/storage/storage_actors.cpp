@@ -1,16 +1,12 @@
 // SPDX-License-Identifier: MIT
 #include "actors/storage/storage_actors.hpp"
 
+#include "actors/clock.hpp"
+
 #include <chrono>
 
 namespace comb::actors {
 namespace {
-
-std::int64_t unix_now() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-           std::chrono::system_clock::now().time_since_epoch())
-    .count();
-}
 
 constexpr auto expiry_sweep_interval = std::chrono::seconds(60);
 

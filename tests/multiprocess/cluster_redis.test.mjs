@@ -4,18 +4,10 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { RawClient, finalizeEvent, keys, sign, now } from '../e2e/harness.mjs'
-import { eventually, privateRedis, readiness, startPods } from './pods.mjs'
+import { authed, eventually, privateRedis, readiness, startPods } from './pods.mjs'
 
 const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
-async function authed(pod, who) {
-  const client = await RawClient.open(pod)
-  const challenge = await client.challenge()
-  const auth = finalizeEvent({ kind: 22242, created_at: now(), content: '',
-    tags: [['relay', pod.url], ['challenge', challenge]] }, who.sk)
-  assert.deepEqual(await client.auth(auth), { ok: true, message: '' })
-  return client
-}
 
 /** Live events of `sub` on `client` for `ms` after the last one, deduplicated only by the test. */
 async function liveFor(client, sub, ms) {

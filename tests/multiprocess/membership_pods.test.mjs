@@ -3,16 +3,8 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { RawClient, finalizeEvent, keys, sign, now } from '../e2e/harness.mjs'
-import { eventually, privateRedis, readiness, startPods } from './pods.mjs'
+import { authed, eventually, privateRedis, readiness, startPods } from './pods.mjs'
 
-async function authed(pod, who) {
-  const client = await RawClient.open(pod)
-  const challenge = await client.challenge()
-  const auth = finalizeEvent({ kind: 22242, created_at: now(), content: '',
-    tags: [['relay', pod.url], ['challenge', challenge]] }, who.sk)
-  assert.deepEqual(await client.auth(auth), { ok: true, message: '' })
-  return client
-}
 
 const membersOf = (list) => new Set(list.tags.filter((t) => t[0] === 'member').map((t) => t[1]))
 

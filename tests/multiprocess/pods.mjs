@@ -6,7 +6,8 @@ import { randomBytes } from 'node:crypto'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import net from 'node:net'
-import { createDatabase, dropDatabase, freePort, startRelay, httpGet } from '../e2e/harness.mjs'
+import assert from 'node:assert/strict'
+import { RawClient, createDatabase, dropDatabase, finalizeEvent, freePort, httpGet, now, startRelay } from '../e2e/harness.mjs'
 
 const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -94,4 +95,14 @@ export async function startPods(count, envFor = () => ({})) {
 /** /readyz status code of a pod. */
 export async function readiness(pod) {
   return (await httpGet(pod.port, '/readyz')).status
+}
+
+/** A raw client on `pod`, authenticated (NIP-42) as `who`. */
+export async function authed(pod, who) {
+  const client = await RawClient.open(pod)
+  const challenge = await client.challenge()
+  const auth = finalizeEvent({ kind: 22242, created_at: now(), content: '',
+    tags: [['relay', pod.url], ['challenge', challenge]] }, who.sk)
+  assert.deepEqual(await client.auth(auth), { ok: true, message: '' })
+  return client
 }

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Starts comb-relay for comb-bench on a fresh database of its own, with raised limits.
+#   source /tmp/bench-svc/env   # from: bash tools/services.sh start /tmp/bench-svc
+#   bash tools/bench/bench_relay.sh start NAME PORT [BIN]   # prints the relay PID
+#   bash tools/bench/bench_relay.sh stop NAME
+# Extra COMB_* settings in the environment pass through (e.g. COMB_WS_DEFLATE=false).
+set -euo pipefail
+cmd=$1 name=$2
+state=/tmp/comb-bench-relay-$name
+base=${COMB_TEST_DATABASE_URL:?source the services env first}
+case $cmd in
+start)
+  port=$3 bin=${4:-$(cd "$(dirname "$0")/../.." && pwd)/build-bench/bin/comb-relay}
+  mkdir -p "$state"
+  db="bench_${name//-/_}"
+  PGOPTIONS=--client-min-messages=warning psql -q "$base" -o /dev/null -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db" >/dev/null
+  data=$(mktemp -d)
+  echo "$data" > "$state/data"
+  ulimit -n "$(ulimit -Hn)"  # 10,000 connections need more than the default
+  COMB_DATABASE_URL="${base%/*}/$db" COMB_DATA_DIR="$data" COMB_LISTEN="127.0.0.1:$port" \
+  COMB_EVENT_RATE=${COMB_EVENT_RATE:-100000} COMB_EVENT_BURST=${COMB_EVENT_BURST:-100000} \
+  COMB_MAX_CONNECTIONS=${COMB_MAX_CONNECTIONS:-20000} COMB_LOG_LEVEL=${COMB_LOG_LEVEL:-warn} \
+    "$bin" > "$state/log" 2>&1 &
+  echo $! > "$state/pid"
+  for _ in $(seq 100); do
+    curl -sf "http://127.0.0.1:$port/" -H 'Accept: application/nostr+json' >/dev/null 2>&1 && break
+    sleep 0.1
+  done
+  cat "$state/pid"
+  ;;
+stop)
+  [ -f "$state/pid" ] && kill "$(cat "$state/pid")" 2>/dev/null || true
+  sleep 1
+  [ -f "$state/data" ] && rm -rf "$(cat "$state/data")"
+  rm -rf "$state"
+  ;;
+esac

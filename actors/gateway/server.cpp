@@ -83,6 +83,18 @@ void configure(ws_stream& ws, const conf::relay_settings& s) {
   ws.set_option(deflate);
 }
 
+const char* describe(std::optional<close_reason> why) {
+  if (!why)
+    return "client closed or went silent";
+  switch (*why) {
+    case close_reason::going_away: return "relay shutting down";
+    case close_reason::policy: return "community archived or deleted";
+    case close_reason::too_big: return "frame over the size limit";
+    case close_reason::slow_reader: return "slow reader: outbound bound reached";
+  }
+  return "unknown";
+}
+
 asio::awaitable<void> write_loop(std::shared_ptr<ws_stream> ws,
                                  std::shared_ptr<websocket_outbox> outbox) {
   for (;;) {
@@ -105,22 +117,11 @@ asio::awaitable<void> write_loop(std::shared_ptr<ws_stream> ws,
     co_return;
   }
   auto code = static_cast<websocket::close_code>(why);
-  const char* text = why == close_reason::going_away ? "relay shutting down" : "closing";
+  const char* text = describe(why);
   websocket::close_reason reason(code, text);
   co_await ws->async_close(reason, use_tuple);
 }
 
-const char* describe(std::optional<close_reason> why) {
-  if (!why)
-    return "client closed or went silent";
-  switch (*why) {
-    case close_reason::going_away: return "relay shutting down";
-    case close_reason::policy: return "community archived or deleted";
-    case close_reason::too_big: return "frame over the size limit";
-    case close_reason::slow_reader: return "slow reader: outbound bound reached";
-  }
-  return "unknown";
-}
 
 asio::awaitable<void> wait_for_actor(std::atomic<std::size_t>& pending) {
   asio::steady_timer pause(co_await asio::this_coro::executor);

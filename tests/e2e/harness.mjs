@@ -57,9 +57,14 @@ export function sign(sk, { kind = 1, content = '', tags = [], created_at = now()
 /** A fresh key pair as { sk, pk }. */
 export function keys() { const sk = generateSecretKey(); return { sk, pk: getPublicKey(sk) } }
 
-function psql(sql) {
-  const url = process.env.COMB_TEST_DATABASE_URL
+function psql(sql, database) {
+  let url = process.env.COMB_TEST_DATABASE_URL
   if (!url) throw new Error('COMB_TEST_DATABASE_URL is not set (source tools/services.sh env)')
+  if (database) {
+    const u = new URL(url)
+    u.pathname = `/${database}`
+    url = u.toString()
+  }
   return new Promise((resolve, reject) => {
     execFile('psql', [url, '-v', 'ON_ERROR_STOP=1', '-qAtc', sql], { timeout: 20000 },
       (error, stdout, stderr) => (error ? reject(new Error(`psql ${sql}: ${stderr || error}`)) : resolve(stdout)))
@@ -125,6 +130,9 @@ export async function startRelay(env = {}, { database: shared } = {}) {
   const exited = new Promise((resolve) => proc.once('exit', (code, signal) => resolve({ code, signal })))
   let stopped = null
   const relay = {
+    database,
+    /** Runs SQL in this relay's database. */
+    sql: (text) => psql(text, database),
     port,
     host: `127.0.0.1:${port}`,
     url: `ws://127.0.0.1:${port}`,

@@ -92,22 +92,10 @@ int run_list(const admin_options& options, const community_args&, reporter& out)
   return as_int(exit_code::ok);
 }
 
-/// Runs `change` on the community serving `args.host`.
-template <typename Change>
-int on_community(const admin_options& options, const community_args& args, reporter& out,
-                 Change change) {
-  auto session = open_session(options, out);
-  if (!session)
-    return out.failed_code();
-  auto community = find_community(*session, args.host, out);
-  if (!community)
-    return out.failed_code();
-  return change(*session, *community);
-}
 
 int run_archive(const admin_options& options, const community_args& args, reporter& out,
                 bool archive) {
-  return on_community(options, args, out, [&](admin_session& s, const storage::community_row& c) {
+  return on_community(options, args.host, out, [&](admin_session& s, const storage::community_row& c) {
     out.fields()["archived"] = archive;
     auto state = archive ? std::string("archived") : std::string("not archived");
     return report_lifecycle(s.communities.set_archived(c.id, archive), s.communities,
@@ -117,7 +105,7 @@ int run_archive(const admin_options& options, const community_args& args, report
 }
 
 int run_delete(const admin_options& options, const community_args& args, reporter& out) {
-  return on_community(options, args, out, [&](admin_session& s, const storage::community_row& c) {
+  return on_community(options, args.host, out, [&](admin_session& s, const storage::community_row& c) {
     return report_lifecycle(s.communities.remove(c.id), s.communities,
                             "deleted " + c.host + " with its hosts, members, events and invites",
                             "", out);
@@ -128,7 +116,7 @@ int run_add_host(const admin_options& options, const community_args& args, repor
   auto alias = parse_host(args.alias, out);
   if (!alias)
     return out.failed_code();
-  return on_community(options, args, out, [&](admin_session& s, const storage::community_row& c) {
+  return on_community(options, args.host, out, [&](admin_session& s, const storage::community_row& c) {
     out.fields()["alias"] = *alias;
     auto holder = s.communities.find_by_host(*alias);
     auto taken = "host " + *alias + " already serves " + (holder ? holder->host : "a community");
@@ -138,7 +126,7 @@ int run_add_host(const admin_options& options, const community_args& args, repor
 }
 
 int run_set_access(const admin_options& options, const community_args& args, reporter& out) {
-  return on_community(options, args, out, [&](admin_session& s, const storage::community_row& c) {
+  return on_community(options, args.host, out, [&](admin_session& s, const storage::community_row& c) {
     out.fields()["access"] = args.access;
     auto result = s.communities.set_access(c.id, args.access == "closed");
     return report_lifecycle(result, s.communities, c.host + " is now " + args.access,

@@ -24,20 +24,9 @@ struct invite_args {
   std::int64_t ttl = 24 * 3600;   // likewise
 };
 
-/// Finds the community of `args.host`, then runs `run(session, community)`.
-template <typename Run>
-int on_community(const admin_options& options, const invite_args& args, reporter& out, Run run) {
-  auto session = open_session(options, out);
-  if (!session)
-    return out.failed_code();
-  auto community = find_community(*session, args.host, out);
-  if (!community)
-    return out.failed_code();
-  return run(*session, *community);
-}
 
 int run_create(const admin_options& options, const invite_args& args, reporter& out) {
-  return on_community(options, args, out, [&](admin_session& s, const storage::community_row& c) {
+  return on_community(options, args.host, out, [&](admin_session& s, const storage::community_row& c) {
     // Minting signs nothing (the relay signs the 28935 that carries a code), so no relay key
     // is needed; the store only requires one to exist.
     auto unused_key = protocol::key_pair::generate();
@@ -64,7 +53,7 @@ std::string uses_text(const storage::invite_summary& invite) {
 }
 
 int run_list(const admin_options& options, const invite_args& args, reporter& out) {
-  return on_community(options, args, out, [&](admin_session& s, const storage::community_row& c) {
+  return on_community(options, args.host, out, [&](admin_session& s, const storage::community_row& c) {
     storage::invite_store store(s.connection);
     auto invites = store.list(c.id);
     if (!invites)
@@ -98,7 +87,7 @@ int run_revoke(const admin_options& options, const invite_args& args, reporter& 
   if (!is_hex_prefix(args.hash_prefix))
     return out.fail(exit_code::usage, "not a hash prefix: \"" + args.hash_prefix
                                         + "\" (lowercase hex, as `invite list` shows it)");
-  return on_community(options, args, out, [&](admin_session& s, const storage::community_row& c) {
+  return on_community(options, args.host, out, [&](admin_session& s, const storage::community_row& c) {
     storage::invite_store store(s.connection);
     out.fields()["hash_prefix"] = args.hash_prefix;
     const std::string which = "invite " + args.hash_prefix + " of " + c.host;

@@ -35,17 +35,15 @@ storage::membership_command command_of(membership_change change, member_role rol
 int change_member(const admin_options& options, const member_args& args, reporter& out,
                   storage::membership_command command) {
   auto subject = parse_pubkey(args.pubkey, out);
-  auto session = subject ? open_session(options, out) : nullptr;
-  if (!session)
+  if (!subject)
     return out.failed_code();
-  auto community = find_community(*session, args.host, out);
-  if (!community)
-    return out.failed_code();
-  command.subject = *subject;
-  command.added_by = "operator";
-  out.fields()["pubkey"] = protocol::to_hex(*subject);
-  out.fields()["npub"] = npub_of(*subject);
-  return apply_and_report(options, *session, *community, command, out);
+  return on_community(options, args.host, out, [&](admin_session& s, const storage::community_row& c) {
+    command.subject = *subject;
+    command.added_by = "operator";
+    out.fields()["pubkey"] = protocol::to_hex(*subject);
+    out.fields()["npub"] = npub_of(*subject);
+    return apply_and_report(options, s, c, command, out);
+  });
 }
 
 int run_add(const admin_options& options, const member_args& args, reporter& out) {
@@ -74,14 +72,16 @@ int run_transfer(const admin_options& options, const member_args& args, reporter
                        command_of(membership_change::transfer_owner, member_role::owner));
 }
 
+int list_members(admin_session& session, const storage::community_row& community, reporter& out);
+
 int run_list(const admin_options& options, const member_args& args, reporter& out) {
-  auto session = open_session(options, out);
-  if (!session)
-    return out.failed_code();
-  auto community = find_community(*session, args.host, out);
-  if (!community)
-    return out.failed_code();
-  auto members = storage::load_members(session->connection, community->id);
+  return on_community(options, args.host, out, [&](admin_session& s, const storage::community_row& c) {
+    return list_members(s, c, out);
+  });
+}
+
+int list_members(admin_session& session, const storage::community_row& community, reporter& out) {
+  auto members = storage::load_members(session.connection, community.id);
   if (!members)
     return out.fail(exit_code::database, "database error: cannot read the members");
   boost::json::array rows;

@@ -14,16 +14,12 @@ struct repair_args {
 };
 
 int run_republish(const admin_options& options, const repair_args& args, reporter& out) {
-  auto session = open_session(options, out);
-  if (!session)
-    return out.failed_code();
-  auto community = find_community(*session, args.host, out);
-  if (!community)
-    return out.failed_code();
-  storage::membership_command republish;
-  republish.change = storage::membership_change::republish;
-  republish.added_by = "operator";
-  return apply_and_report(options, *session, *community, republish, out);
+  return on_community(options, args.host, out, [&](admin_session& s, const storage::community_row& c) {
+    storage::membership_command republish;
+    republish.change = storage::membership_change::republish;
+    republish.added_by = "operator";
+    return apply_and_report(options, s, c, republish, out);
+  });
 }
 
 /// The communities to check: the one of `host`, or all of them.

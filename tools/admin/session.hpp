@@ -48,6 +48,19 @@ struct admin_session {
                                                                    std::string_view host,
                                                                    reporter& out);
 
+/// Opens a session, finds the community serving `host`, then returns `run(session, community)`;
+/// or the exit code of whichever step failed (already reported).
+template <typename Run>
+int on_community(const admin_options& options, std::string_view host, reporter& out, Run run) {
+  auto session = open_session(options, out);
+  if (!session)
+    return out.failed_code();
+  auto community = find_community(*session, host, out);
+  if (!community)
+    return out.failed_code();
+  return run(*session, *community);
+}
+
 /// A normalized host, or nothing with the failure reported.
 [[nodiscard]] std::optional<std::string> parse_host(std::string_view host, reporter& out);
 

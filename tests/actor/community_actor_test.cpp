@@ -85,7 +85,7 @@ struct fixture {
     scheduler = &dynamic_cast<caf::scheduler::test_coordinator&>(system->scheduler());
     writer = system->spawn(fake_membership_writer, db);
     watcher = system->spawn(observer, seen);
-    community = system->spawn(community_actor, community_args{1, cache, writer, watcher, {}, 512});
+    community = system->spawn(community_actor, community_args{1, cache, writer, watcher, {}, 512, nullptr});
   }
 
   ~fixture() {

@@ -13,22 +13,6 @@ void write(std::ostringstream& out, const char* name, const char* type, const ch
       << name << labels << ' ' << value.load(std::memory_order_relaxed) << '\n';
 }
 
-const char* membership_path_name(std::size_t path) {
-  static constexpr const char* names[] = {"add_member", "claim_membership", "claim_invite",
-                                          "remove_member", "remove_member_if_role", "update_role",
-                                          "provision_owner", "transfer_owner",
-                                          "backfill_allowlist", "republish"};
-  return path < std::size(names) ? names[path] : "unknown";
-}
-
-const char* membership_outcome_name(std::size_t outcome) {
-  static constexpr const char* names[] = {"changed", "already_member", "not_member", "is_owner",
-                                          "role_mismatch", "already_owner", "invite_invalid",
-                                          "invite_expired", "invite_exhausted", "not_allowed",
-                                          "nothing_to_do", "failed"};
-  return outcome < std::size(names) ? names[outcome] : "unknown";
-}
-
 void write_labelled(std::ostringstream& out, const char* name, const char* labels,
                     std::uint64_t value) {
   out << name << labels << ' ' << value << '\n';
@@ -94,8 +78,11 @@ std::string relay_metrics::render() const {
   for (std::size_t path = 0; path < membership_paths; ++path)
     for (std::size_t outcome = 0; outcome < membership_outcomes; ++outcome)
       if (auto n = membership_writes[path][outcome].load(std::memory_order_relaxed))
-        out << "comb_membership_writes_total{path=\"" << membership_path_name(path)
-            << "\",outcome=\"" << membership_outcome_name(outcome) << "\"} " << n << '\n';
+        out << "comb_membership_writes_total{path=\""
+            << storage::change_name(static_cast<storage::membership_change>(path))
+            << "\",outcome=\""
+            << storage::outcome_name(static_cast<storage::membership_outcome>(outcome)) << "\"} "
+            << n << '\n';
   std::string text = out.str();
   req_latency.render(text, "comb_req_seconds", "REQ to EOSE.");
   commit_latency.render(text, "comb_commit_seconds", "Group-commit transaction time.");

@@ -7,6 +7,8 @@
 #include <functional>
 #include <string>
 
+#include "storage/membership.hpp"
+
 namespace comb::actors {
 
 /// A Prometheus histogram of durations with fixed buckets (seconds), lock-free.
@@ -26,8 +28,8 @@ private:
 };
 
 /// Membership writes by write path and outcome (storage::membership_change x outcome).
-inline constexpr std::size_t membership_paths = 10;
-inline constexpr std::size_t membership_outcomes = 12;
+inline constexpr std::size_t membership_paths = storage::membership_change_count;
+inline constexpr std::size_t membership_outcomes = storage::membership_outcome_count;
 
 /// Process-wide counters, written from any thread with relaxed atomics and rendered as
 /// Prometheus text on /metrics.

@@ -76,6 +76,22 @@ std::optional<member_role> parse_role(std::string_view name) noexcept {
   return std::nullopt;
 }
 
+std::string_view change_name(membership_change change) noexcept {
+  switch (change) {
+    case membership_change::add_member: return "add_member";
+    case membership_change::claim_membership: return "claim_membership";
+    case membership_change::claim_invite: return "claim_invite";
+    case membership_change::remove_member: return "remove_member";
+    case membership_change::remove_member_if_role: return "remove_member_if_role";
+    case membership_change::update_role: return "update_role";
+    case membership_change::provision_owner: return "provision_owner";
+    case membership_change::transfer_owner: return "transfer_owner";
+    case membership_change::backfill_allowlist: return "backfill_allowlist";
+    case membership_change::republish: return "republish";
+  }
+  return "unknown";
+}
+
 std::string_view outcome_name(membership_outcome outcome) noexcept {
   switch (outcome) {
     case membership_outcome::changed: return "changed";

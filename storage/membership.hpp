@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -68,6 +69,14 @@ enum class membership_outcome {
 };
 
 [[nodiscard]] std::string_view outcome_name(membership_outcome outcome) noexcept;
+
+[[nodiscard]] std::string_view change_name(membership_change change) noexcept;
+
+/// How many write paths and outcomes there are (for tables indexed by them).
+inline constexpr std::size_t membership_change_count = 10;
+inline constexpr std::size_t membership_outcome_count = 12;
+static_assert(static_cast<std::size_t>(membership_change::republish) + 1 == membership_change_count);
+static_assert(static_cast<std::size_t>(membership_outcome::failed) + 1 == membership_outcome_count);
 
 /// One command's result. `delta` is its 8000/8001, when it added or removed someone.
 struct membership_result {

@@ -215,15 +215,21 @@ pg_reply pg_connection::wrap(::pg_result* raw, bool ends_transaction) {
   return reply;
 }
 
-pg_reply pg_connection::exec(std::string_view sql, const pg_params& params) {
+std::optional<pg_reply> pg_connection::before_statement(std::string_view sql) {
   if (auto refused = refuse_statement(sql))
-    return std::move(*refused);
+    return refused;
   if (auto error = ensure_connected()) {
     pg_reply reply;
     reply.error_ = *error;
     reply.connection_lost_ = true;
     return reply;
   }
+  return std::nullopt;
+}
+
+pg_reply pg_connection::exec(std::string_view sql, const pg_params& params) {
+  if (auto not_ready = before_statement(sql))
+    return std::move(*not_ready);
   std::vector<const char*> values;
   values.reserve(params.size());
   for (const auto& param : params)
@@ -235,14 +241,8 @@ pg_reply pg_connection::exec(std::string_view sql, const pg_params& params) {
 }
 
 pg_reply pg_connection::exec_script(std::string_view constant_sql) {
-  if (auto refused = refuse_statement(constant_sql))
-    return std::move(*refused);
-  if (auto error = ensure_connected()) {
-    pg_reply reply;
-    reply.error_ = *error;
-    reply.connection_lost_ = true;
-    return reply;
-  }
+  if (auto not_ready = before_statement(constant_sql))
+    return std::move(*not_ready);
   const std::string text(constant_sql);
   return wrap(PQexec(conn_, text.c_str()), ends_transaction(constant_sql));
 }

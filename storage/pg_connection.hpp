@@ -114,6 +114,8 @@ private:
   void drop_connection();
   void lose_connection(bool ends_transaction);
   [[nodiscard]] std::optional<pg_reply> refuse_statement(std::string_view sql);
+  /// The reply that stops `sql` before it is sent (refused, or no connection), if any.
+  [[nodiscard]] std::optional<pg_reply> before_statement(std::string_view sql);
   static void on_notice(void* self, const char* message);
 
   std::string conninfo_;

@@ -91,6 +91,8 @@ struct membership_write {
   std::vector<membership_result> results;
   /// The new live 13534, when any command changed the members (or a republish ran).
   std::optional<protocol::event> list;
+  /// `list` as stored, rendered once for the table and the subscribers.
+  std::string list_json;
   /// The members after the transaction, in list order; filled whenever committed.
   std::vector<member> members;
 };

@@ -123,34 +123,93 @@ bool authorized(const roster& r, const membership_command& c) {
 
 } // namespace
 
-roster::roster(std::vector<member> members) : members_(std::move(members)) {}
+roster::roster(std::vector<member> members) {
+  slots_.reserve(members.size() + 16);
+  index_.reserve(members.size() + 16);
+  for (const auto& m : members)
+    if (index_.emplace(m.pubkey, slots_.size()).second)
+      slots_.push_back({m, true});
+}
 
 std::optional<member_role> roster::role_of(const protocol::bytes32& pubkey) const {
-  for (const auto& m : members_)
-    if (m.pubkey == pubkey)
-      return m.role;
-  return std::nullopt;
+  auto it = index_.find(pubkey);
+  if (it == index_.end())
+    return std::nullopt;
+  return slots_[it->second].entry.role;
+}
+
+std::vector<member> roster::members() const {
+  std::vector<member> out;
+  out.reserve(index_.size());
+  for (const auto& s : slots_)
+    if (s.present)
+      out.push_back(s.entry);
+  return out;
 }
 
 std::optional<protocol::bytes32> roster::owner() const {
-  for (const auto& m : members_)
-    if (m.role == member_role::owner)
-      return m.pubkey;
+  for (const auto& s : slots_)
+    if (s.present && s.entry.role == member_role::owner)
+      return s.entry.pubkey;
   return std::nullopt;
 }
 
+roster::touch& roster::touched(const protocol::bytes32& pubkey) {
+  auto [it, first] = touched_.try_emplace(pubkey);
+  if (first) {
+    it->second.original = role_of(pubkey);
+    touch_order_.push_back(pubkey);
+  }
+  return it->second;
+}
+
 void roster::add(const protocol::bytes32& pubkey, member_role role) {
-  members_.push_back({pubkey, role});
+  if (index_.contains(pubkey))
+    return;
+  auto& t = touched(pubkey);
+  t.readded = t.readded || t.original.has_value();
+  index_.emplace(pubkey, slots_.size());
+  slots_.push_back({{pubkey, role}, true});
 }
 
 void roster::remove(const protocol::bytes32& pubkey) {
-  std::erase_if(members_, [&](const member& m) { return m.pubkey == pubkey; });
+  auto it = index_.find(pubkey);
+  if (it == index_.end())
+    return;
+  (void)touched(pubkey);
+  slots_[it->second].present = false;
+  index_.erase(it);
 }
 
 void roster::set_role(const protocol::bytes32& pubkey, member_role role) {
-  for (auto& m : members_)
-    if (m.pubkey == pubkey)
-      m.role = role;
+  auto it = index_.find(pubkey);
+  if (it == index_.end())
+    return;
+  (void)touched(pubkey);
+  slots_[it->second].entry.role = role;
+}
+
+member_changes roster::changes() const {
+  member_changes out;
+  std::vector<std::size_t> added_slots;
+  for (const auto& pubkey : touch_order_) {
+    const auto& t = touched_.at(pubkey);
+    auto now = index_.find(pubkey);
+    bool present = now != index_.end();
+    if (t.original && (!present || t.readded))
+      out.removed.push_back(pubkey);
+    if (present && (!t.original || t.readded))
+      added_slots.push_back(now->second);
+    if (t.original && present && !t.readded) {
+      const auto& entry = slots_[now->second].entry;
+      if (entry.role != *t.original)
+        (entry.role == member_role::owner ? out.promoted : out.demoted).push_back(entry);
+    }
+  }
+  std::sort(added_slots.begin(), added_slots.end());
+  for (auto i : added_slots)
+    out.added.push_back(slots_[i].entry);
+  return out;
 }
 
 std::string invite_code_hash(std::string_view code) {
@@ -180,7 +239,7 @@ membership_plan plan_membership(roster& members, std::span<const membership_comm
       case membership_change::provision_owner: s = make_owner(members, c, member_role::admin); break;
       case membership_change::transfer_owner: s = transfer(members, c); break;
       case membership_change::backfill_allowlist:
-        if (members.members().empty() && !allowlist.empty()) {
+        if (members.empty() && !allowlist.empty()) {
           for (const auto& pubkey : allowlist)
             members.add(pubkey, member_role::member);
           s = {outcome::changed, 0, true};

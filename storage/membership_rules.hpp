@@ -6,8 +6,10 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
+#include "protocol/hex.hpp"
 #include "storage/membership.hpp"
 
 namespace comb::storage {
@@ -21,14 +23,28 @@ struct invite_state {
   bool used = false; ///< set by the rules when a claim consumed a use
 };
 
+/// What a batch changed, as the members table needs it: written in this order, so that no
+/// moment has two owners.
+struct member_changes {
+  std::vector<member> demoted;  ///< new role, not owner
+  std::vector<protocol::bytes32> removed;
+  std::vector<member> promoted; ///< to owner
+  std::vector<member> added;    ///< in list order
+};
+
 /// A community's members in list order (oldest first), with the edits a batch makes to them.
+/// Lookups are by hash, so a batch of k commands costs O(k), not O(k * members); it remembers
+/// each touched key's role before the batch, so the changes come out without a full diff.
 class roster {
 public:
   explicit roster(std::vector<member> members);
 
   [[nodiscard]] std::optional<member_role> role_of(const protocol::bytes32& pubkey) const;
 
-  [[nodiscard]] const std::vector<member>& members() const noexcept { return members_; }
+  /// The members now, in list order.
+  [[nodiscard]] std::vector<member> members() const;
+
+  [[nodiscard]] bool empty() const noexcept { return index_.empty(); }
 
   [[nodiscard]] std::optional<protocol::bytes32> owner() const;
 
@@ -36,8 +52,25 @@ public:
   void remove(const protocol::bytes32& pubkey);
   void set_role(const protocol::bytes32& pubkey, member_role role);
 
+  /// The difference between the members given at construction and now. A key removed and
+  /// added again is removed and added (it moves to the end of the list, and so in the table).
+  [[nodiscard]] member_changes changes() const;
+
 private:
-  std::vector<member> members_;
+  struct slot {
+    member entry;
+    bool present = true;
+  };
+  struct touch {
+    std::optional<member_role> original;
+    bool readded = false;
+  };
+  touch& touched(const protocol::bytes32& pubkey);
+
+  std::vector<slot> slots_;
+  std::unordered_map<protocol::bytes32, std::size_t, protocol::bytes32_hash> index_;
+  std::unordered_map<protocol::bytes32, touch, protocol::bytes32_hash> touched_;
+  std::vector<protocol::bytes32> touch_order_;
 };
 
 /// What to write for one batch: every command's outcome, which added or removed someone

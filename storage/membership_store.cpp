@@ -2,6 +2,7 @@
 #include "storage/membership_store.hpp"
 
 #include <boost/json.hpp>
+#include <algorithm>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -86,49 +87,43 @@ std::vector<protocol::bytes32> read_allowlist(pg_connection& c, std::int64_t com
   return pubkeys;
 }
 
-/// Writes the difference between the members before and after, in an order that never has
-/// two owners at once: demotions, removals, promotions, then new members.
-void write_member_changes(pg_connection& c, std::int64_t community_id,
-                          const std::vector<member>& before, const std::vector<member>& after,
-                          const std::string& added_by) {
-  std::map<protocol::bytes32, member_role> old_roles, new_roles;
-  for (const auto& m : before)
-    old_roles[m.pubkey] = m.role;
-  for (const auto& m : after)
-    new_roles[m.pubkey] = m.role;
-  pg_array demote_keys, demote_roles, promote_keys, promote_roles, removed, added_keys, added_roles;
-  for (const auto& [pubkey, role] : old_roles) {
-    auto it = new_roles.find(pubkey);
-    if (it == new_roles.end())
-      removed.add_bytea(pubkey);
-    else if (it->second != role) {
-      auto& keys = it->second == member_role::owner ? promote_keys : demote_keys;
-      auto& roles = it->second == member_role::owner ? promote_roles : demote_roles;
-      keys.add_bytea(pubkey);
-      roles.add_text(role_name(it->second));
-    }
+void add_members(pg_array& keys, pg_array& roles, const std::vector<member>& members) {
+  for (const auto& m : members) {
+    keys.add_bytea(m.pubkey);
+    roles.add_text(role_name(m.role));
   }
-  for (const auto& m : after)
-    if (!old_roles.contains(m.pubkey)) {
-      added_keys.add_bytea(m.pubkey);
-      added_roles.add_text(role_name(m.role));
-    }
+}
+
+/// Writes a batch's changes in the order `member_changes` gives, so the table never holds two
+/// owners; each step is one statement, whatever the batch's size.
+void write_member_changes(pg_connection& c, std::int64_t community_id,
+                          const member_changes& changes, const std::string& added_by) {
+  pg_array demote_keys, demote_roles, promote_keys, promote_roles, removed, added_keys, added_roles;
+  add_members(demote_keys, demote_roles, changes.demoted);
+  add_members(promote_keys, promote_roles, changes.promoted);
+  add_members(added_keys, added_roles, changes.added);
+  for (const auto& pubkey : changes.removed)
+    removed.add_bytea(pubkey);
   const std::string community = std::to_string(community_id);
   const char* update_sql =
     "UPDATE members m SET role = u.role, updated_at = now()"
     " FROM unnest($2::bytea[], $3::text[]) AS u(pubkey, role)"
     " WHERE m.community_id = $1::bigint AND m.pubkey = u.pubkey";
-  must(c.exec(update_sql, {community, demote_keys.str(), demote_roles.str()}), "demote");
-  must(c.exec("DELETE FROM members WHERE community_id = $1::bigint AND pubkey = ANY($2::bytea[])",
-              {community, removed.str()}),
-       "remove members");
-  must(c.exec(update_sql, {community, promote_keys.str(), promote_roles.str()}), "promote");
+  if (!changes.demoted.empty())
+    must(c.exec(update_sql, {community, demote_keys.str(), demote_roles.str()}), "demote");
+  if (!changes.removed.empty())
+    must(c.exec("DELETE FROM members WHERE community_id = $1::bigint AND pubkey = ANY($2::bytea[])",
+                {community, removed.str()}),
+         "remove members");
+  if (!changes.promoted.empty())
+    must(c.exec(update_sql, {community, promote_keys.str(), promote_roles.str()}), "promote");
   // WITH ORDINALITY keeps the list order of the new members in `position`.
-  must(c.exec("INSERT INTO members (community_id, pubkey, role, added_by)"
-              " SELECT $1::bigint, u.pubkey, u.role, $4 FROM unnest($2::bytea[], $3::text[])"
-              " WITH ORDINALITY AS u(pubkey, role, n) ORDER BY u.n",
-              {community, added_keys.str(), added_roles.str(), added_by}),
-       "add members");
+  if (!changes.added.empty())
+    must(c.exec("INSERT INTO members (community_id, pubkey, role, added_by)"
+                " SELECT $1::bigint, u.pubkey, u.role, $4 FROM unnest($2::bytea[], $3::text[])"
+                " WITH ORDINALITY AS u(pubkey, role, n) ORDER BY u.n",
+                {community, added_keys.str(), added_roles.str(), added_by}),
+         "add members");
 }
 
 void write_used_invites(pg_connection& c, std::int64_t community_id,
@@ -146,37 +141,52 @@ void write_used_invites(pg_connection& c, std::int64_t community_id,
        "use invites");
 }
 
-void insert_relay_events(pg_connection& c, std::int64_t community_id,
-                         const std::vector<const protocol::event*>& events) {
-  pg_array ids, pubkeys, times, kinds, d_tags, raws;
+/// The list goes in as one plain text parameter: at 10,000 members it is about 750 KB, which as
+/// an array literal would be escaped here and parsed again by Postgres.
+void insert_list(pg_connection& c, std::int64_t community_id, const protocol::event& list,
+                 const std::string& list_json) {
+  must(c.exec("INSERT INTO events (community_id, id, pubkey, created_at, kind, d_tag, expires_at, raw)"
+              " VALUES ($1::bigint, $2::bytea, $3::bytea, $4::bigint, $5::int, '', NULL, $6::text)"
+              " ON CONFLICT (community_id, id) DO NOTHING",
+              {std::to_string(community_id), bytea_param(list.id), bytea_param(list.pubkey),
+               std::to_string(list.created_at), std::to_string(list.kind), list_json}),
+       "insert list");
+}
+
+void insert_deltas(pg_connection& c, std::int64_t community_id,
+                   const std::vector<membership_result>& results) {
+  pg_array ids, pubkeys, times, kinds, raws;
   pg_array tag_ids, tag_values, tag_times, tag_kinds;
-  for (const auto* ev : events) {
-    ids.add_bytea(ev->id);
-    pubkeys.add_bytea(ev->pubkey);
-    times.add_integer(ev->created_at);
-    kinds.add_integer(ev->kind);
-    if (ev->kind == member_list_kind)
-      d_tags.add_text("");
-    else
-      d_tags.add_null();
-    raws.add_text(protocol::render_event_json(*ev));
-    if (const std::string* p = protocol::first_tag_value(*ev, "p")) {
-      tag_ids.add_bytea(ev->id);
+  bool any = false;
+  for (const auto& result : results) {
+    if (!result.delta)
+      continue;
+    const auto& ev = *result.delta;
+    any = true;
+    ids.add_bytea(ev.id);
+    pubkeys.add_bytea(ev.pubkey);
+    times.add_integer(ev.created_at);
+    kinds.add_integer(ev.kind);
+    raws.add_text(protocol::render_event_json(ev));
+    if (const std::string* p = protocol::first_tag_value(ev, "p")) {
+      tag_ids.add_bytea(ev.id);
       tag_values.add_text(*p);
-      tag_times.add_integer(ev->created_at);
-      tag_kinds.add_integer(ev->kind);
+      tag_times.add_integer(ev.created_at);
+      tag_kinds.add_integer(ev.kind);
     }
   }
+  if (!any)
+    return;
   const std::string community = std::to_string(community_id);
   // A delta identical to one already stored (same subject, kind and second) is that event.
   auto inserted = must(
     c.exec("INSERT INTO events (community_id, id, pubkey, created_at, kind, d_tag, expires_at, raw)"
-           " SELECT $1::bigint, u.id, u.pubkey, u.created_at, u.kind, u.d_tag, NULL, u.raw"
-           " FROM unnest($2::bytea[], $3::bytea[], $4::bigint[], $5::int[], $6::text[], $7::text[])"
-           " AS u(id, pubkey, created_at, kind, d_tag, raw)"
+           " SELECT $1::bigint, u.id, u.pubkey, u.created_at, u.kind, NULL, NULL, u.raw"
+           " FROM unnest($2::bytea[], $3::bytea[], $4::bigint[], $5::int[], $6::text[])"
+           " AS u(id, pubkey, created_at, kind, raw)"
            " ON CONFLICT (community_id, id) DO NOTHING RETURNING id",
-           {community, ids.str(), pubkeys.str(), times.str(), kinds.str(), d_tags.str(), raws.str()}),
-    "insert list and deltas");
+           {community, ids.str(), pubkeys.str(), times.str(), kinds.str(), raws.str()}),
+    "insert deltas");
   if (inserted.rows() == 0)
     return;
   must(c.exec("INSERT INTO event_tags (community_id, event_id, name, value, created_at, kind)"
@@ -214,14 +224,11 @@ void membership_store::write_list(std::int64_t community_id, std::int64_t newest
                                   membership_write& out) {
   std::int64_t created_at = next_list_time(now, newest_list_at);
   out.list = sign_member_list(relay_key_, out.members, created_at);
-  std::vector<const protocol::event*> rows{&*out.list};
+  out.list_json = protocol::render_event_json(*out.list);
   for (std::size_t i = 0; i < commands.size(); ++i)
     if (delta_kinds[i] != 0)
       out.results[i].delta =
         sign_member_delta(relay_key_, delta_kinds[i], commands[i].subject, created_at);
-  for (const auto& result : out.results)
-    if (result.delta)
-      rows.push_back(&*result.delta);
   // The list lock is the list's own address lock, the same one event writers of that address
   // take, and it is taken last: everything else this transaction needs is already held.
   address list_address{community_id, relay_key_.public_key(), member_list_kind, ""};
@@ -233,37 +240,73 @@ void membership_store::write_list(std::int64_t community_id, std::int64_t newest
                         {std::to_string(community_id), bytea_param(relay_key_.public_key()),
                          std::to_string(member_list_kind)}),
        "retire list");
-  insert_relay_events(connection_, community_id, rows);
+  insert_list(connection_, community_id, *out.list, out.list_json);
+  insert_deltas(connection_, community_id, out.results);
   must(connection_.exec("UPDATE communities SET newest_list_at = $2::bigint WHERE id = $1::bigint",
                         {std::to_string(community_id), std::to_string(created_at)}),
        "record list time");
 }
 
+std::vector<member> membership_store::members_before(std::int64_t community_id,
+                                                     std::int64_t newest_list_at,
+                                                     std::int64_t count) {
+  auto it = snapshots_.find(community_id);
+  if (it != snapshots_.end() && it->second.newest_list_at == newest_list_at
+      && it->second.count == count)
+    return it->second.members;
+  return read_members(connection_, community_id);
+}
+
+void membership_store::keep_snapshot() {
+  if (!pending_snapshot_)
+    return;
+  // Bounded: a pod serving many large communities keeps the latest one rather than all.
+  constexpr std::size_t max_snapshot_members = 1'000'000;
+  std::size_t total = pending_snapshot_->second.members.size();
+  for (const auto& [id, snapshot] : snapshots_)
+    if (id != pending_snapshot_->first)
+      total += snapshot.members.size();
+  if (total > max_snapshot_members)
+    snapshots_.clear();
+  snapshots_[pending_snapshot_->first] = std::move(pending_snapshot_->second);
+  pending_snapshot_.reset();
+}
+
+void membership_store::drop_snapshot(std::int64_t community_id) {
+  pending_snapshot_.reset();
+  snapshots_.erase(community_id);
+}
+
 membership_write membership_store::apply_locked(std::int64_t community_id,
                                                 std::span<const membership_command> commands,
                                                 std::int64_t now) {
-  auto locked = must(connection_.exec("SELECT newest_list_at FROM communities WHERE id = $1::bigint"
-                                      " FOR NO KEY UPDATE",
-                                      {std::to_string(community_id)}),
+  const std::string community = std::to_string(community_id);
+  auto locked = must(connection_.exec("SELECT newest_list_at,"
+                                      " (SELECT count(*) FROM members WHERE community_id = $1::bigint)"
+                                      " FROM communities WHERE id = $1::bigint FOR NO KEY UPDATE",
+                                      {community}),
                      "lock community");
   if (locked.rows() == 0)
-    throw statement_failed("community " + std::to_string(community_id) + " does not exist");
+    throw statement_failed("community " + community + " does not exist");
   std::int64_t newest_list_at = locked.integer(0, 0);
-  auto before = read_members(connection_, community_id);
+  roster members(members_before(community_id, newest_list_at, locked.integer(0, 1)));
   auto invites = read_invites(connection_, community_id, commands);
   auto allowlist = read_allowlist(connection_, community_id, commands);
-  roster members(before);
   auto plan = plan_membership(members, commands, invites, allowlist, now);
   membership_write out;
   out.committed = true;
   for (auto outcome : plan.outcomes)
     out.results.push_back({outcome, std::nullopt});
   out.members = members.members();
-  if (!plan.list_changed)
-    return out;
-  write_member_changes(connection_, community_id, before, out.members, added_by_of(commands));
-  write_used_invites(connection_, community_id, invites);
-  write_list(community_id, newest_list_at, commands, plan.delta_kinds, now, out);
+  if (plan.list_changed) {
+    write_member_changes(connection_, community_id, members.changes(), added_by_of(commands));
+    write_used_invites(connection_, community_id, invites);
+    write_list(community_id, newest_list_at, commands, plan.delta_kinds, now, out);
+  }
+  pending_snapshot_.emplace(community_id,
+                            members_snapshot{out.list ? out.list->created_at : newest_list_at,
+                                             static_cast<std::int64_t>(out.members.size()),
+                                             out.members});
   return out;
 }
 
@@ -275,9 +318,11 @@ membership_write membership_store::apply(std::int64_t community_id,
     must(connection_.exec("BEGIN"), "begin");
     auto out = apply_locked(community_id, commands, now);
     must(connection_.exec("COMMIT"), "commit");
+    keep_snapshot();
     return out;
   } catch (const std::exception& e) {
     (void)connection_.exec("ROLLBACK");
+    drop_snapshot(community_id);
     last_error_ = e.what();
     return failed_write(commands.size(), last_error_);
   }
@@ -306,11 +351,13 @@ community_creation membership_store::create_community_with_owner(const std::stri
     std::int64_t id = created.integer(0, 0);
     out.write = apply_locked(id, std::span(&provision, 1), now);
     must(connection_.exec("COMMIT"), "commit");
+    keep_snapshot();
     out.result = community_creation::status::created;
     out.community = community_row{id, host, closed, false};
     return out;
   } catch (const std::exception& e) {
     (void)connection_.exec("ROLLBACK");
+    pending_snapshot_.reset();
     last_error_ = e.what();
     out.write = failed_write(1, last_error_);
     return out;

@@ -5,6 +5,8 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "protocol/signature.hpp"
@@ -89,9 +91,26 @@ private:
                                 const std::vector<std::uint32_t>& delta_kinds,
                                 std::int64_t now, membership_write& out);
 
+  /// A community's members as of this store's last committed write. Every write path moves
+  /// `newest_list_at` forward, so a snapshot with the same `newest_list_at` and member count is
+  /// current (the count also catches rows changed outside comb), and a batch need not read
+  /// every member again.
+  struct members_snapshot {
+    std::int64_t newest_list_at = 0;
+    std::int64_t count = 0;
+    std::vector<member> members;
+  };
+  [[nodiscard]] std::vector<member> members_before(std::int64_t community_id,
+                                                   std::int64_t newest_list_at,
+                                                   std::int64_t count);
+  void keep_snapshot();
+  void drop_snapshot(std::int64_t community_id);
+
   pg_connection& connection_;
   const protocol::key_pair& relay_key_;
   std::string last_error_;
+  std::unordered_map<std::int64_t, members_snapshot> snapshots_;
+  std::optional<std::pair<std::int64_t, members_snapshot>> pending_snapshot_;
 };
 
 } // namespace comb::storage

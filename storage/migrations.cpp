@@ -118,9 +118,16 @@ CREATE TABLE allowlist (
 );
 )sql";
 
+// A 13534 of a large community is rewritten whole on every membership change (about 750 KB at
+// 10,000 members); lz4 compresses it several times faster than the default pglz.
+constexpr const char* migration_3 = R"sql(
+ALTER TABLE events ALTER COLUMN raw SET COMPRESSION lz4;
+)sql";
+
 constexpr migration migrations[] = {
   {1, "communities, events, tags, deletions", migration_1},
   {2, "members, invites, allowlist", migration_2},
+  {3, "lz4 for stored events", migration_3},
 };
 
 constexpr const char* create_ledger = R"sql(

@@ -40,11 +40,11 @@ void count(self_ptr self, const storage::membership_write& write) {
     bump(m.list_writes);
 }
 
-void publish(self_ptr self, const protocol::event& ev) {
+void publish(self_ptr self, const protocol::event& ev, std::string json) {
   auto& st = self->state;
   committed_event committed{st.args.community_id,
                             {std::make_shared<const protocol::event>(ev),
-                             std::make_shared<const std::string>(protocol::render_event_json(ev))}};
+                             std::make_shared<const std::string>(std::move(json))}};
   self->send(st.args.fanout, publish_atom_v, committed);
   if (st.args.bridge)
     self->send(st.args.bridge, publish_atom_v, committed);
@@ -74,10 +74,11 @@ void committed(self_ptr self, const storage::membership_write& write) {
     st.newest_list_at = std::max(st.newest_list_at, write.list->created_at);
   auto lost = st.args.cache->replace(write.members);
   if (write.list)
-    publish(self, *write.list);
+    publish(self, *write.list,
+            write.list_json.empty() ? protocol::render_event_json(*write.list) : write.list_json);
   for (const auto& result : write.results)
     if (result.delta)
-      publish(self, *result.delta);
+      publish(self, *result.delta, protocol::render_event_json(*result.delta));
   revoke(self, std::move(lost));
 }
 

@@ -108,7 +108,8 @@ subscription_index::match(const protocol::event& ev) const {
     if (protocol::matches(ref.owner_entry->filters[ref.filter], ev))
       matched.push_back(ref.owner_entry);
   std::sort(matched.begin(), matched.end(), [](const entry* a, const entry* b) {
-    return a->owner != b->owner ? a->owner < b->owner : a < b;
+    // By id within an owner, not by address, so deliveries come in the same order every run.
+    return a->owner != b->owner ? a->owner < b->owner : a->subscription_id < b->subscription_id;
   });
   matched.erase(std::unique(matched.begin(), matched.end()), matched.end());
 

@@ -188,3 +188,24 @@ TEST_CASE_METHOD(membership_fixture, "communities keep separate members and list
   CHECK(listed(*a.list) == std::set<std::pair<std::string, std::string>>{{protocol::to_hex(key(2)), "member"}});
   CHECK(listed(*b.list) == std::set<std::pair<std::string, std::string>>{{protocol::to_hex(key(3)), "member"}});
 }
+
+TEST_CASE_METHOD(membership_fixture, "a store's remembered members follow other writers",
+                 "[integration][membership]") {
+  // The store keeps the members of its last write; another pod's write, or rows changed by
+  // hand, must make it read them again rather than write a list that forgets someone.
+  REQUIRE(apply(command(membership_change::add_member, key(2))).committed);
+  storage::pg_connection other_connection(database.conninfo());
+  storage::membership_store other(other_connection, relay_key);
+  auto c = command(membership_change::add_member, key(3));
+  REQUIRE(other.apply(community, std::span(&c, 1), now_seconds()).committed);
+  auto after_other = apply(command(membership_change::add_member, key(4)));
+  require_list_is_live(*this, after_other, community);
+  CHECK(listed(*after_other.list).size() == 3);
+
+  (void)scalar(connection, "INSERT INTO members (community_id, pubkey, role) VALUES ($1::bigint,"
+                           " decode($2, 'hex'), 'member')",
+               {std::to_string(community), protocol::to_hex(key(5))});
+  auto after_hand = apply(command(membership_change::add_member, key(6)));
+  require_list_is_live(*this, after_hand, community);
+  CHECK(listed(*after_hand.list).size() == 5);
+}

@@ -33,6 +33,8 @@ TEST_CASE("migrations create the schema and are idempotent", "[integration][migr
   for (const char* table : {"communities", "community_hosts", "events", "event_tags",
                             "deleted_events", "deleted_addresses"})
     CHECK(scalar(c, "SELECT to_regclass($1)::text", {std::string(table)}) == table);
+  CHECK(scalar(c, "SELECT attcompression FROM pg_attribute"
+                  " WHERE attrelid = 'events'::regclass AND attname = 'raw'") == "l");
   // The rerun created nothing, so the server said nothing on stderr either.
   CHECK(c.take_notices().size() <= 1); // at most "schema_migrations already exists, skipping"
 }

@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: MIT
+#include <catch2/catch.hpp>
+
+#include "storage/membership_rules.hpp"
+
+using namespace comb::storage;
+using comb::protocol::bytes32;
+
+namespace {
+
+bytes32 key(std::uint8_t byte) {
+  bytes32 out{};
+  out.fill(byte);
+  return out;
+}
+
+std::vector<bytes32> keys_of(const std::vector<member>& members) {
+  std::vector<bytes32> out;
+  for (const auto& m : members)
+    out.push_back(m.pubkey);
+  return out;
+}
+
+roster three_members() {
+  return roster({{key(1), member_role::owner}, {key(2), member_role::admin},
+                 {key(3), member_role::member}});
+}
+
+} // namespace
+
+TEST_CASE("a roster nobody touched has no changes", "[unit][storage][roster]") {
+  auto r = three_members();
+  auto changes = r.changes();
+  CHECK(changes.added.empty());
+  CHECK(changes.removed.empty());
+  CHECK(changes.demoted.empty());
+  CHECK(changes.promoted.empty());
+  CHECK(r.role_of(key(2)) == member_role::admin);
+  CHECK_FALSE(r.role_of(key(9)));
+}
+
+TEST_CASE("new members come out in list order, removals as keys", "[unit][storage][roster]") {
+  auto r = three_members();
+  r.add(key(7), member_role::member);
+  r.remove(key(3));
+  r.add(key(5), member_role::admin);
+  auto changes = r.changes();
+  CHECK(keys_of(changes.added) == std::vector{key(7), key(5)});
+  CHECK(changes.added[1].role == member_role::admin);
+  CHECK(changes.removed == std::vector{key(3)});
+  CHECK(keys_of(r.members()) == std::vector{key(1), key(2), key(7), key(5)});
+}
+
+TEST_CASE("a key added and removed in one batch changes nothing", "[unit][storage][roster]") {
+  auto r = three_members();
+  r.add(key(8), member_role::member);
+  r.remove(key(8));
+  auto changes = r.changes();
+  CHECK(changes.added.empty());
+  CHECK(changes.removed.empty());
+  CHECK(r.members().size() == 3);
+}
+
+TEST_CASE("a member who leaves and joins again moves to the end", "[unit][storage][roster]") {
+  auto r = three_members();
+  r.remove(key(2));
+  r.add(key(2), member_role::member);
+  auto changes = r.changes();
+  CHECK(changes.removed == std::vector{key(2)});
+  CHECK(keys_of(changes.added) == std::vector{key(2)});
+  CHECK(changes.demoted.empty());
+  CHECK(keys_of(r.members()) == std::vector{key(1), key(3), key(2)});
+}
+
+TEST_CASE("an ownership transfer is one demotion and one promotion", "[unit][storage][roster]") {
+  auto r = three_members();
+  r.set_role(key(1), member_role::member);
+  r.set_role(key(3), member_role::owner);
+  r.set_role(key(2), member_role::member);
+  r.set_role(key(2), member_role::admin); // back where it started: no write
+  auto changes = r.changes();
+  REQUIRE(changes.demoted.size() == 1);
+  CHECK(changes.demoted[0].pubkey == key(1));
+  CHECK(changes.demoted[0].role == member_role::member);
+  REQUIRE(changes.promoted.size() == 1);
+  CHECK(changes.promoted[0].pubkey == key(3));
+  CHECK(r.owner() == key(3));
+}
+
+TEST_CASE("adding a present key or removing an absent one is ignored", "[unit][storage][roster]") {
+  auto r = three_members();
+  r.add(key(2), member_role::member);
+  r.remove(key(9));
+  r.set_role(key(9), member_role::admin);
+  CHECK(r.role_of(key(2)) == member_role::admin);
+  auto changes = r.changes();
+  CHECK(changes.added.empty());
+  CHECK(changes.removed.empty());
+  CHECK(changes.demoted.empty());
+}

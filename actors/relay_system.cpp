@@ -100,7 +100,7 @@ startup_lists prepare_database(const conf::relay_settings& s, const protocol::ke
 struct pod_actors {
   std::vector<caf::actor> readers;
   caf::actor fanout;
-  caf::actor writer;
+  std::vector<caf::actor> writers;
   caf::actor membership_writer;
   caf::actor directory;
   std::shared_ptr<community_registry> registry;
@@ -139,9 +139,10 @@ bool spawn_actors(caf::actor_system& system, asio::io_context& io, const conf::r
     return false;
   }
   pod.registry->set_bridge(pod.bridge->actor);
-  pod.writer = system.spawn<caf::detached>(
-    storage_writer,
-    writer_args{s.database_url, s.write_batch_max, pod.fanout, pod.bridge->actor, metrics});
+  for (unsigned i = 0; i < s.storage_writers; ++i)
+    pod.writers.push_back(system.spawn<caf::detached>(
+      storage_writer, writer_args{s.database_url, s.write_batch_max, pod.fanout,
+                                  pod.bridge->actor, metrics, i == 0}));
   pod.directory = system.spawn<caf::detached>(
     directory_actor,
     directory_args{s.database_url, communities, pod.registry, pod.close_community});
@@ -150,10 +151,10 @@ bool spawn_actors(caf::actor_system& system, asio::io_context& io, const conf::r
 
 void stop_actors(caf::actor_system& system, pod_actors& pod) {
   caf::scoped_actor self{system};
-  if (pod.writer) {
-    self->send(pod.writer, shutdown_atom_v);
-    self->wait_for(pod.writer);
-  }
+  for (const auto& writer : pod.writers)
+    self->send(writer, shutdown_atom_v);
+  for (const auto& writer : pod.writers)
+    self->wait_for(writer);
   if (pod.bridge)
     pod.bridge->stop(self);
   for (const auto& reader : pod.readers)
@@ -213,7 +214,7 @@ int run_relay(const conf::relay_settings& s) {
   context->settings = s;
   context->relay_pubkey_hex = protocol::to_hex(key->public_key());
   context->fanout = pod.fanout;
-  context->writer = pod.writer;
+  context->writers = pod.writers;
   context->directory = pod.directory;
   context->membership_writer = pod.membership_writer;
   context->registry = pod.registry;

@@ -113,6 +113,7 @@ std::vector<option> make_options() {
     text("server.contact", "COMB_CONTACT", "NIP-11 contact", [](S& s) -> auto& { return s.contact; }),
     text("storage.database_url", "COMB_DATABASE_URL", "libpq URI; empty: the run command's private cluster", [](S& s) -> auto& { return s.database_url; }, true),
     number<unsigned>("storage.readers", "COMB_STORAGE_READERS", "Postgres connections serving REQ and COUNT", [](S& s) -> auto& { return s.storage_readers; }, 1, 64),
+    number<unsigned>("storage.writers", "COMB_STORAGE_WRITERS", "Postgres connections storing events, each committing its own batches", [](S& s) -> auto& { return s.storage_writers; }, 1, 16),
     number<sz>("storage.write_batch_max", "COMB_WRITE_BATCH_MAX", "events committed in one transaction at most", [](S& s) -> auto& { return s.write_batch_max; }, 1, 10000),
     text("cluster.redis_url", "COMB_REDIS_URL", "Redis for cross-pod delivery; empty: none", [](S& s) -> auto& { return s.redis_url; }, true),
     text("cluster.listen", "COMB_CLUSTER_LISTEN", "host:port for CAF cluster links; empty: none", [](S& s) -> auto& { return s.cluster_listen; }),

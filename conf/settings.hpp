@@ -29,6 +29,7 @@ struct relay_settings {
   // -- storage --
   std::string database_url; ///< empty: the run command's private cluster
   unsigned storage_readers = 2;
+  unsigned storage_writers = 2;
   std::size_t write_batch_max = 256;
   // -- cluster --
   std::string redis_url;
@@ -50,7 +51,7 @@ struct relay_settings {
   std::size_t max_events_in_flight = 256;
   std::uint32_t idle_timeout_seconds = 60;
   // -- WebSocket compression --
-  bool deflate = true;
+  bool deflate = false; // ~35 KiB more per connection when a client accepts it (docs/benchmarks.md)
   int deflate_window_bits = 11;
   int deflate_mem_level = 4;
   // -- logs --

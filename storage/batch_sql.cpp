@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "storage/batch_sql.hpp"
 
+#include <algorithm>
 #include <set>
+#include <tuple>
 
 #include "protocol/canonical_json.hpp"
 #include "storage/pg_array.hpp"
@@ -168,12 +170,19 @@ pg_params event_columns_of(std::span<const event_write> writes,
 std::variant<std::set<event_key>, pg_reply> insert_events(pg_connection& connection,
                                                          std::span<const event_write> writes,
                                                          const std::vector<std::size_t>& inserts) {
+  // In (community, id) order: two writers or pods inserting the same events then wait on each
+  // other's unique-index entries in one order, and never deadlock.
+  std::vector<std::size_t> ordered = inserts;
+  std::sort(ordered.begin(), ordered.end(), [&](std::size_t a, std::size_t b) {
+    return std::tie(writes[a].community_id, writes[a].ev->id)
+           < std::tie(writes[b].community_id, writes[b].ev->id);
+  });
   auto reply = connection.exec(
     "INSERT INTO events (community_id, id, pubkey, created_at, kind, d_tag, expires_at, raw)"
     " SELECT * FROM unnest($1::bigint[], $2::bytea[], $3::bytea[], $4::bigint[], $5::int[],"
     " $6::text[], $7::bigint[], $8::text[])"
     " ON CONFLICT (community_id, id) DO NOTHING RETURNING community_id, id",
-    event_columns_of(writes, inserts));
+    event_columns_of(writes, ordered));
   if (!reply.ok())
     return reply;
   std::set<event_key> inserted;

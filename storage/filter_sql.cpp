@@ -67,15 +67,45 @@ std::string tag_condition_sql(const protocol::tag_condition& condition, param_li
          + name + " AND t.value = ANY(" + params.add(values.str(), "text[]") + "))";
 }
 
-/// The WHERE conditions of one filter that can match (see can_match).
-std::string where_sql(const protocol::filter& f, param_list& params) {
+// At most this many (author, kind) pairs are walked one index range each; more stay a list.
+constexpr std::size_t max_index_ranges = 64;
+
+/// Whether a filter's rows are read one index range per (author, kind) pair, or per kind when
+/// it names no authors. Each range of (community, pubkey, kind, created_at) or (community, kind,
+/// created_at) yields its rows newest first, so a LIMIT stops after that many rows; `= ANY` over
+/// several values loses that order, and Postgres then reads and sorts every match instead.
+bool reads_per_range(const protocol::filter& f) {
+  if (f.ids || !f.kinds)
+    return false; // ids are direct lookups; authors alone have no (pubkey, created_at) index
+  std::size_t ranges = f.kinds->size() * (f.authors ? f.authors->size() : 1);
+  return ranges > 1 && ranges <= max_index_ranges;
+}
+
+/// `column = value` for one value (so an index keeps its order), `= ANY(list)` otherwise.
+std::string one_or_any(std::string_view column, const std::vector<protocol::bytes32>& values,
+                       param_list& params) {
+  if (values.size() == 1)
+    return std::string(column) + " = " + params.add(bytea_param(values.front()), "bytea");
+  return std::string(column) + " = ANY(" + params.add(bytea_list(values), "bytea[]") + ')';
+}
+
+std::string one_or_any(std::string_view column, const std::vector<std::uint32_t>& values,
+                       param_list& params) {
+  if (values.size() == 1)
+    return std::string(column) + " = " + params.add(std::to_string(values.front()), "int");
+  return std::string(column) + " = ANY(" + params.add(kind_list(values), "int[]") + ')';
+}
+
+/// The WHERE conditions of one filter that can match (see can_match). With `per_range`, the
+/// authors and kinds come from the ranges' `a.pubkey` and `k.kind` instead.
+std::string where_sql(const protocol::filter& f, param_list& params, bool per_range = false) {
   std::string sql = scope_condition;
   if (f.ids)
-    sql += " AND e.id = ANY(" + params.add(bytea_list(*f.ids), "bytea[]") + ')';
+    sql += " AND " + one_or_any("e.id", *f.ids, params);
   if (f.authors)
-    sql += " AND e.pubkey = ANY(" + params.add(bytea_list(*f.authors), "bytea[]") + ')';
+    sql += per_range ? " AND e.pubkey = a.pubkey" : " AND " + one_or_any("e.pubkey", *f.authors, params);
   if (f.kinds)
-    sql += " AND e.kind = ANY(" + params.add(kind_list(*f.kinds), "int[]") + ')';
+    sql += per_range ? " AND e.kind = k.kind" : " AND " + one_or_any("e.kind", *f.kinds, params);
   if (f.since)
     sql += " AND e.created_at >= " + params.add(std::to_string(*f.since), "bigint");
   if (f.until)
@@ -83,6 +113,27 @@ std::string where_sql(const protocol::filter& f, param_list& params) {
   for (const auto& condition : f.tags)
     sql += tag_condition_sql(condition, params);
   return sql;
+}
+
+/// One filter's newest `limit` rows, newest first, as `columns` of `e`.
+std::string filter_select(const protocol::filter& f, std::uint32_t limit,
+                          const std::string& columns, param_list& params) {
+  if (!reads_per_range(f)) {
+    std::string sql = "SELECT " + columns + " FROM events e WHERE " + where_sql(f, params);
+    return sql + newest_first + " LIMIT " + params.add(std::to_string(limit), "bigint");
+  }
+  // DISTINCT: a repeated value would read its range, and return its rows, twice.
+  std::string ranges;
+  if (f.authors)
+    ranges = "(SELECT DISTINCT unnest(" + params.add(bytea_list(*f.authors), "bytea[]")
+             + ")) AS a(pubkey) CROSS JOIN ";
+  ranges += "(SELECT DISTINCT unnest(" + params.add(kind_list(*f.kinds), "int[]") + ")) AS k(kind)";
+  std::string where = where_sql(f, params, true);
+  std::string limit_param = params.add(std::to_string(limit), "bigint");
+  // The ranged rows are named `e` again, so `columns` reads the same either way.
+  return "SELECT " + columns + " FROM " + ranges
+         + " CROSS JOIN LATERAL (SELECT e.id, e.created_at, e.raw FROM events e WHERE " + where
+         + newest_first + " LIMIT " + limit_param + ") AS e" + newest_first + " LIMIT " + limit_param;
 }
 
 std::string union_of(const std::vector<std::string>& selects) {
@@ -101,24 +152,22 @@ std::optional<sql_statement> history_sql(std::int64_t community_id,
                                          const std::vector<protocol::filter>& filters,
                                          std::int64_t now,
                                          std::uint32_t default_limit) {
-  param_list params(community_id, now);
-  std::vector<std::string> selects;
+  std::vector<std::pair<const protocol::filter*, std::uint32_t>> wanted;
   for (const auto& f : filters) {
     std::uint32_t limit = f.limit.value_or(default_limit);
-    if (limit == 0 || !can_match(f))
-      continue;
-    std::string select = where_sql(f, params); // before the limit: placeholders number in order
-    select += newest_first;
-    select += " LIMIT " + params.add(std::to_string(limit), "bigint");
-    selects.push_back(std::move(select));
+    if (limit != 0 && can_match(f))
+      wanted.emplace_back(&f, limit);
   }
-  if (selects.empty())
+  if (wanted.empty())
     return std::nullopt;
-  if (selects.size() == 1)
-    return sql_statement{"SELECT e.raw FROM events e WHERE " + selects.front(), params.take()};
+  param_list params(community_id, now);
+  if (wanted.size() == 1)
+    return sql_statement{filter_select(*wanted[0].first, wanted[0].second, "e.raw", params),
+                         params.take()};
   // Each filter keeps its own order and limit; the union removes events several filters found.
-  for (auto& select : selects)
-    select = "SELECT e.id, e.created_at FROM events e WHERE " + select;
+  std::vector<std::string> selects;
+  for (const auto& [f, limit] : wanted)
+    selects.push_back(filter_select(*f, limit, "e.id, e.created_at", params));
   return sql_statement{"SELECT e.raw FROM (" + union_of(selects)
                          + ") AS m JOIN events e ON e.community_id = $1::bigint AND e.id = m.id"
                            " ORDER BY m.created_at DESC, m.id",

@@ -21,7 +21,7 @@ struct gateway_context {
   conf::relay_settings settings;
   std::string relay_pubkey_hex;
   caf::actor fanout;
-  caf::actor writer;
+  std::vector<caf::actor> writers; ///< never empty; a connection keeps one
   caf::actor directory;
   caf::actor membership_writer;
   caf::actor bridge;

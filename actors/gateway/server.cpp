@@ -282,7 +282,7 @@ websocket_session open_session(tcp_stream stream, gateway_context& context,
   args.sink = session.outbox;
   args.owner = context.next_owner.fetch_add(1);
   args.fanout = context.fanout;
-  args.writer = context.writer;
+  args.writer = context.writers[args.owner % context.writers.size()];
   args.readers = context.readers;
   args.metrics = context.metrics;
   args.frames_pending = session.frames_pending;

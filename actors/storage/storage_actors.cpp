@@ -62,7 +62,8 @@ caf::behavior storage_writer(caf::stateful_actor<writer_state>* self, writer_arg
   st.args = std::move(args);
   st.connection = std::make_unique<storage::pg_connection>(st.args.database_url);
   st.store = std::make_unique<storage::event_store>(*st.connection);
-  self->delayed_send(self, expiry_sweep_interval, tick_atom_v);
+  if (st.args.sweeps_expired)
+    self->delayed_send(self, expiry_sweep_interval, tick_atom_v);
   return {
     [=](store_atom, std::uint64_t ticket, storage::event_write& write) {
       auto& s = self->state;

@@ -27,6 +27,8 @@ struct writer_args {
   /// Also told about every committed event (cross-pod delivery); may be unset.
   caf::actor bridge;
   std::shared_ptr<relay_metrics> metrics;
+  /// One writer of the pod deletes expired events (NIP-40) every minute.
+  bool sweeps_expired = true;
 };
 
 struct writer_state {
@@ -38,9 +40,12 @@ struct writer_state {
   static inline const char* name = "storage-writer";
 };
 
-/// The only writer of events on this pod (run detached: libpq blocks). Every store request that
-/// is queued when a flush runs goes into one transaction (group commit); each requester gets its
-/// own outcome after commit, and each stored event is then published to fan-out and bridge.
+/// A writer of events (run detached: libpq blocks); a pod runs several, and each connection
+/// sends all of its events to one of them, so a client's events are stored in the order sent.
+/// Every store request that is queued when a flush runs goes into one transaction (group
+/// commit); each requester gets its own outcome after commit, and each stored event is then
+/// published to fan-out and bridge. While one writer waits for its commit, the others build
+/// and send theirs: concurrent writers are safe as pods are (address locks, ON CONFLICT).
 caf::behavior storage_writer(caf::stateful_actor<writer_state>* self, writer_args args);
 
 struct reader_args {

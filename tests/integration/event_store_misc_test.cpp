@@ -114,3 +114,34 @@ TEST_CASE_METHOD(test::store_fixture, "after the backend is terminated the store
   std::this_thread::sleep_for(100ms);
   CHECK(events.query(community, {protocol::filter{}}, now, 10).ok);
 }
+
+TEST_CASE_METHOD(test::store_fixture, "two writers storing the same events in opposite orders never deadlock",
+                 "[integration][event_store][race]") {
+  // A relay runs several writers, and clients rebroadcast: the same events can reach two
+  // writers at once, in any order. Rows go in by id, so neither waits on the other in a cycle.
+  author alice{12};
+  storage::pg_connection other_connection(database.conninfo());
+  storage::event_store other(other_connection);
+  auto deadlocks = [&] {
+    (void)test::scalar(connection, "SELECT pg_stat_force_next_flush()::text");
+    return test::scalar(connection, "SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()");
+  };
+  auto before = deadlocks();
+  int stored = 0;
+  for (int round = 0; round < 20; ++round) {
+    std::vector<storage::event_write> forward;
+    for (int i = 0; i < 200; ++i)
+      forward.push_back(test::write_of(community, alice.sign(1, now - round * 1000 - i)));
+    std::vector<storage::event_write> backward(forward.rbegin(), forward.rend());
+    std::vector<storage::store_outcome> a, b;
+    {
+      std::jthread first([&] { a = events.store_batch(forward); });
+      std::jthread second([&] { b = other.store_batch(backward); });
+    }
+    for (const auto& outcomes : {a, b})
+      for (const auto& o : outcomes)
+        stored += o.result == status::stored;
+  }
+  CHECK(stored == 20 * 200);
+  CHECK(deadlocks() == before);
+}

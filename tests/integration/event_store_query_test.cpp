@@ -206,3 +206,28 @@ TEST_CASE_METHOD(query_fixture, "an event in one community never shows in anothe
   CHECK(find({by_id}, other) == jsons_of({ev}));
   CHECK(how_many({protocol::filter{}}) == 1);
 }
+
+TEST_CASE_METHOD(query_fixture, "authors and kinds read per index range keep one order and limit",
+                 "[integration][event_store]") {
+  author carol{3};
+  auto a1 = alice.sign(1, now - 60);
+  auto b7 = bob.sign(7, now - 50);
+  auto [low, high] = test::same_second_pair(alice, 7, now - 40);
+  auto c1 = carol.sign(1, now - 30); // an author not asked for
+  auto b1 = bob.sign(1, now - 20);
+  auto a6 = alice.sign(6, now - 10); // a kind not asked for
+  store_all({a1, b7, low, high, c1, b1, a6});
+
+  protocol::filter pairs = with_kinds({1, 7});
+  pairs.authors = std::vector{alice.pubkey(), bob.pubkey()};
+  std::sort(pairs.authors->begin(), pairs.authors->end());
+  CHECK(find({pairs}) == jsons_of({b1, low, high, b7, a1}));
+  pairs.limit = 3;
+  CHECK(find({pairs}) == jsons_of({b1, low, high}));
+  CHECK(find({pairs, with_kinds({6})}) == jsons_of({a6, b1, low, high}));
+  CHECK(how_many({pairs}) == 5);
+
+  protocol::filter kinds_only = with_kinds({6, 7});
+  kinds_only.limit = 2;
+  CHECK(find({kinds_only}) == jsons_of({a6, low}));
+}

@@ -10,7 +10,7 @@ state=/tmp/comb-bench-relay-$name
 base=${COMB_TEST_DATABASE_URL:?source the services env first}
 case $cmd in
 start)
-  port=$3 bin=${4:-$(cd "$(dirname "$0")/../.." && pwd)/build-bench/bin/comb-relay}
+  port=$3 bin=${4:-$(cd "$(dirname "$0")/../.." && pwd)/build/bin/comb-relay}
   mkdir -p "$state"
   db="bench_${name//-/_}"
   PGOPTIONS=--client-min-messages=warning psql -q "$base" -o /dev/null -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db" >/dev/null

@@ -67,7 +67,7 @@ TEST_CASE("array literals carry bytea in hex form, integers bare and real NULLs"
 
 TEST_CASE("a filter becomes scoped, parameterized SQL", "[storage][filter_sql]") {
   filter f;
-  f.ids = std::vector<bytes32>{filled(0x11)};
+  f.ids = std::vector<bytes32>{filled(0x11), filled(0x12)};
   f.authors = std::vector<bytes32>{filled(0x22), filled(0x33)};
   f.kinds = std::vector<std::uint32_t>{1, 30023};
   f.since = 100;
@@ -77,7 +77,8 @@ TEST_CASE("a filter becomes scoped, parameterized SQL", "[storage][filter_sql]")
   REQUIRE(s);
   CHECK(param(*s, 1) == "42");
   CHECK(param(*s, 2) == "1000");
-  CHECK(param(*s, 3) == "{\"\\\\x" + to_hex(filled(0x11)) + "\"}");
+  CHECK(param(*s, 3)
+        == "{\"\\\\x" + to_hex(filled(0x11)) + "\",\"\\\\x" + to_hex(filled(0x12)) + "\"}");
   CHECK(param(*s, 4)
         == "{\"\\\\x" + to_hex(filled(0x22)) + "\",\"\\\\x" + to_hex(filled(0x33)) + "\"}");
   CHECK(param(*s, 5) == "{1,30023}");
@@ -180,9 +181,10 @@ TEST_CASE("several filters are unioned, each with its own limit, newest first ov
   CHECK(contains(s->text, " UNION "));
   CHECK(contains(s->text, "JOIN events e ON e.community_id = $1::bigint AND e.id = m.id"));
   CHECK(contains(s->text, "ORDER BY m.created_at DESC, m.id"));
-  CHECK(param(*s, 3) == "{1}");
+  CHECK(param(*s, 3) == "1");
+  CHECK(contains(s->text, "e.kind = $3::int"));
   CHECK(param(*s, 4) == "2");
-  CHECK(param(*s, 5) == "{7}");
+  CHECK(param(*s, 5) == "7");
   CHECK(param(*s, 6) == "50");
   CHECK(s->params.size() == 6);
   CHECK(placeholders_in(s->text) == 6);
@@ -200,4 +202,51 @@ TEST_CASE("count unions filters without limits", "[storage][filter_sql]") {
   CHECK(contains(s->text, " UNION "));
   CHECK_FALSE(contains(s->text, "LIMIT"));
   CHECK(s->params.size() == 4);
+}
+
+TEST_CASE("one author or kind is an equality, so the index keeps its order",
+          "[storage][filter_sql]") {
+  filter f;
+  f.authors = std::vector<bytes32>{filled(0x22)};
+  f.kinds = std::vector<std::uint32_t>{1};
+  auto s = history_sql(1, {f}, 0, 500);
+  REQUIRE(s);
+  CHECK(contains(s->text, "e.pubkey = $3::bytea AND e.kind = $4::int"));
+  CHECK(param(*s, 3) == "\\x" + to_hex(filled(0x22)));
+  CHECK_FALSE(contains(s->text, "ANY"));
+  CHECK_FALSE(contains(s->text, "LATERAL"));
+}
+
+TEST_CASE("a few authors and kinds are read one index range per pair",
+          "[storage][filter_sql]") {
+  filter f;
+  f.authors = std::vector<bytes32>{filled(0x22), filled(0x33)};
+  f.kinds = std::vector<std::uint32_t>{1, 6};
+  f.since = 50;
+  f.limit = 20;
+  auto s = history_sql(1, {f}, 0, 500);
+  REQUIRE(s);
+  CHECK(contains(s->text, "(SELECT DISTINCT unnest($3::bytea[])) AS a(pubkey) CROSS JOIN"
+                          " (SELECT DISTINCT unnest($4::int[])) AS k(kind) CROSS JOIN LATERAL"));
+  CHECK(contains(s->text, "e.pubkey = a.pubkey AND e.kind = k.kind AND e.created_at >= $5::bigint"));
+  CHECK(contains(s->text, "LIMIT $6::bigint) AS e ORDER BY e.created_at DESC, e.id LIMIT $6::bigint"));
+  CHECK(param(*s, 6) == "20");
+  CHECK(placeholders_in(s->text) == 6);
+
+  filter kinds_only;
+  kinds_only.kinds = std::vector<std::uint32_t>{1, 7};
+  auto k = history_sql(1, {kinds_only}, 0, 500);
+  REQUIRE(k);
+  CHECK(contains(k->text, "(SELECT DISTINCT unnest($3::int[])) AS k(kind) CROSS JOIN LATERAL"));
+  CHECK_FALSE(contains(k->text, "a.pubkey"));
+
+  // Too many pairs to walk, or authors alone: one scan with lists.
+  filter wide = f;
+  wide.kinds = std::vector<std::uint32_t>{};
+  for (std::uint32_t kind = 0; kind < 40; ++kind)
+    wide.kinds->push_back(kind);
+  CHECK_FALSE(contains(history_sql(1, {wide}, 0, 500)->text, "LATERAL"));
+  filter authors_only;
+  authors_only.authors = f.authors;
+  CHECK_FALSE(contains(history_sql(1, {authors_only}, 0, 500)->text, "LATERAL"));
 }

@@ -56,11 +56,18 @@ std::string kind_list(const std::vector<std::uint32_t>& kinds) {
   return array.str();
 }
 
-std::string tag_condition_sql(const protocol::tag_condition& condition, param_list& params) {
-  pg_array values;
+std::vector<std::string_view> indexable_values(const protocol::tag_condition& condition) {
+  std::vector<std::string_view> out;
   for (const auto& value : condition.values)
     if (is_indexable_tag_value(value))
-      values.add_text(value);
+      out.push_back(value);
+  return out;
+}
+
+std::string tag_condition_sql(const protocol::tag_condition& condition, param_list& params) {
+  pg_array values;
+  for (auto value : indexable_values(condition))
+    values.add_text(std::string(value));
   std::string name = params.add(std::string(1, condition.name), "text");
   return " AND EXISTS (SELECT 1 FROM event_tags t WHERE t.community_id = e.community_id"
          " AND t.event_id = e.id AND t.name = "
@@ -96,9 +103,21 @@ std::string one_or_any(std::string_view column, const std::vector<std::uint32_t>
   return std::string(column) + " = ANY(" + params.add(kind_list(values), "int[]") + ')';
 }
 
-/// The WHERE conditions of one filter that can match (see can_match). With `per_range`, the
-/// authors and kinds come from the ranges' `a.pubkey` and `k.kind` instead.
-std::string where_sql(const protocol::filter& f, param_list& params, bool per_range = false) {
+/// Whether a filter's rows are read from its first tag condition's one value, newest first, in
+/// (community, name, value, created_at): `#e` with one id (the replies to a note) reads its
+/// LIMIT rows there instead of every tagged event. Rows are unique per (event, name, value).
+bool reads_by_tag(const protocol::filter& f) {
+  return !f.ids && !f.tags.empty() && indexable_values(f.tags.front()).size() == 1;
+}
+
+/// How where_sql states a filter's keys: as its own values, from per-pair ranges (`a.pubkey`,
+/// `k.kind`), or with the first tag condition already met by the row's tag `t`.
+enum class keys_from { filter, ranges, first_tag };
+
+/// The WHERE conditions of one filter that can match (see can_match).
+std::string where_sql(const protocol::filter& f, param_list& params,
+                      keys_from keys = keys_from::filter) {
+  bool per_range = keys == keys_from::ranges;
   std::string sql = scope_condition;
   if (f.ids)
     sql += " AND " + one_or_any("e.id", *f.ids, params);
@@ -110,14 +129,32 @@ std::string where_sql(const protocol::filter& f, param_list& params, bool per_ra
     sql += " AND e.created_at >= " + params.add(std::to_string(*f.since), "bigint");
   if (f.until)
     sql += " AND e.created_at <= " + params.add(std::to_string(*f.until), "bigint");
-  for (const auto& condition : f.tags)
-    sql += tag_condition_sql(condition, params);
+  for (std::size_t i = keys == keys_from::first_tag ? 1 : 0; i < f.tags.size(); ++i)
+    sql += tag_condition_sql(f.tags[i], params);
   return sql;
+}
+
+std::string tag_driven_select(const protocol::filter& f, std::uint32_t limit,
+                              const std::string& columns, param_list& params) {
+  // One statement per placeholder: the operands of `+` are evaluated in no fixed order.
+  const auto& tag = f.tags.front();
+  std::string name = params.add(std::string(1, tag.name), "text");
+  std::string value = params.add(std::string(indexable_values(tag).front()), "text");
+  std::string where = where_sql(f, params, keys_from::first_tag);
+  std::string limit_param = params.add(std::to_string(limit), "bigint");
+  return "SELECT " + columns
+         + " FROM event_tags t JOIN events e ON e.community_id = t.community_id"
+           " AND e.id = t.event_id WHERE t.community_id = $1::bigint AND t.name = "
+         + name + " AND t.value = " + value + " AND " + where
+         + " ORDER BY t.created_at DESC, t.event_id LIMIT " + limit_param;
 }
 
 /// One filter's newest `limit` rows, newest first, as `columns` of `e`.
 std::string filter_select(const protocol::filter& f, std::uint32_t limit,
                           const std::string& columns, param_list& params) {
+  // One tag value beats kinds alone; authors with kinds are usually the narrower read.
+  if (reads_by_tag(f) && !(reads_per_range(f) && f.authors))
+    return tag_driven_select(f, limit, columns, params);
   if (!reads_per_range(f)) {
     std::string sql = "SELECT " + columns + " FROM events e WHERE " + where_sql(f, params);
     return sql + newest_first + " LIMIT " + params.add(std::to_string(limit), "bigint");
@@ -128,7 +165,7 @@ std::string filter_select(const protocol::filter& f, std::uint32_t limit,
     ranges = "(SELECT DISTINCT unnest(" + params.add(bytea_list(*f.authors), "bytea[]")
              + ")) AS a(pubkey) CROSS JOIN ";
   ranges += "(SELECT DISTINCT unnest(" + params.add(kind_list(*f.kinds), "int[]") + ")) AS k(kind)";
-  std::string where = where_sql(f, params, true);
+  std::string where = where_sql(f, params, keys_from::ranges);
   std::string limit_param = params.add(std::to_string(limit), "bigint");
   // The ranged rows are named `e` again, so `columns` reads the same either way.
   return "SELECT " + columns + " FROM " + ranges

@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: MIT
 #include "actors/gateway/server.hpp"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
 #include <boost/asio.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/beast/core.hpp>
@@ -95,16 +99,41 @@ const char* describe(std::optional<close_reason> why) {
   return "unknown";
 }
 
+/// Corks the socket while more frames wait behind the one being written, so a burst (a REQ's
+/// history, hundreds of EVENTs) leaves in full segments rather than one packet per frame; it is
+/// uncorked, which sends what is held at once, whenever the queue runs dry.
+class burst_cork {
+public:
+  explicit burst_cork(ws_stream& ws) : socket_(beast::get_lowest_layer(ws).socket()) {}
+
+  void hold(bool more_waiting) {
+    if (more_waiting == corked_)
+      return;
+    int on = more_waiting ? 1 : 0;
+    // A socket that refuses it still works, one packet per frame.
+    (void)::setsockopt(socket_.native_handle(), IPPROTO_TCP, TCP_CORK, &on, sizeof on);
+    corked_ = more_waiting;
+  }
+
+private:
+  tcp::socket& socket_;
+  bool corked_ = false;
+};
+
 asio::awaitable<void> write_loop(std::shared_ptr<ws_stream> ws,
                                  std::shared_ptr<websocket_outbox> outbox) {
+  burst_cork cork(*ws);
   for (;;) {
     auto frame = co_await outbox->next();
     if (!frame)
       break;
+    cork.hold(outbox->pending_bytes() > frame->size());
     ws->text(true);
     auto buffer = asio::buffer(*frame);
     auto [ec, n] = co_await ws->async_write(buffer, use_tuple);
     outbox->written(frame->size());
+    if (outbox->pending_bytes() == 0)
+      cork.hold(false);
     if (ec) {
       outbox->close(close_reason::going_away);
       co_return;

@@ -231,3 +231,26 @@ TEST_CASE_METHOD(query_fixture, "authors and kinds read per index range keep one
   kinds_only.limit = 2;
   CHECK(find({kinds_only}) == jsons_of({a6, low}));
 }
+
+TEST_CASE_METHOD(query_fixture, "one tag value reads newest first, with the filter's other conditions",
+                 "[integration][event_store]") {
+  const std::string root(64, 'a'), other_root(64, 'b');
+  auto r1 = alice.sign(1, now - 50, {{"e", root}});
+  auto r7 = bob.sign(7, now - 30, {{"e", root}, {"p", alice.pubkey_hex()}});
+  auto elsewhere = alice.sign(1, now - 20, {{"e", other_root}});
+  auto twice = bob.sign(1, now - 10, {{"e", root}, {"e", root}}); // one tag row, one result
+  store_all({r1, r7, elsewhere, twice});
+
+  protocol::filter replies;
+  replies.tags.push_back({'e', {root}});
+  CHECK(find({replies}) == jsons_of({twice, r7, r1}));
+  replies.limit = 2;
+  CHECK(find({replies}) == jsons_of({twice, r7}));
+  replies.limit.reset();
+  replies.kinds = std::vector<std::uint32_t>{1};
+  CHECK(find({replies}) == jsons_of({twice, r1}));
+  replies.kinds.reset();
+  replies.tags.push_back({'p', {alice.pubkey_hex()}});
+  CHECK(find({replies}) == jsons_of({r7}));
+  CHECK(how_many({replies}) == 1);
+}

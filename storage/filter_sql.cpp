@@ -152,8 +152,8 @@ std::string tag_driven_select(const protocol::filter& f, std::uint32_t limit,
 /// One filter's newest `limit` rows, newest first, as `columns` of `e`.
 std::string filter_select(const protocol::filter& f, std::uint32_t limit,
                           const std::string& columns, param_list& params) {
-  // One tag value beats kinds alone; authors with kinds are usually the narrower read.
-  if (reads_by_tag(f) && !(reads_per_range(f) && f.authors))
+  // One tag value beats kinds alone; named authors are usually the narrower read.
+  if (reads_by_tag(f) && !f.authors)
     return tag_driven_select(f, limit, columns, params);
   if (!reads_per_range(f)) {
     std::string sql = "SELECT " + columns + " FROM events e WHERE " + where_sql(f, params);

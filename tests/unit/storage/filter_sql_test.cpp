@@ -271,3 +271,14 @@ TEST_CASE("a few authors and kinds are read one index range per pair",
   authors_only.authors = f.authors;
   CHECK_FALSE(contains(history_sql(1, {authors_only}, 0, 500)->text, "LATERAL"));
 }
+
+TEST_CASE("named authors drive the read even with one tag value", "[storage][filter_sql]") {
+  filter f;
+  f.authors = std::vector<bytes32>{filled(0x22)};
+  f.kinds = std::vector<std::uint32_t>{1};
+  f.tags.push_back({'t', {"nostr"}});
+  auto s = history_sql(1, {f}, 0, 500);
+  REQUIRE(s);
+  CHECK(s->text.starts_with("SELECT e.raw FROM events e WHERE "));
+  CHECK(contains(s->text, "e.pubkey = $3::bytea AND e.kind = $4::int AND EXISTS"));
+}

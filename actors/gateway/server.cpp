@@ -334,6 +334,8 @@ asio::awaitable<void> read_loop(websocket_session& session, relay_metrics& metri
     session.frames_pending->fetch_add(1, std::memory_order_relaxed);
     caf::anon_send(session.actor, frame_atom_v, beast::buffers_to_string(buffer.data()));
     buffer.consume(buffer.size());
+    // An idle connection holds no read buffer (the next message allocates its own).
+    buffer.shrink_to_fit();
   }
 }
 
@@ -371,6 +373,9 @@ asio::awaitable<void> server::serve(tcp::socket socket) {
     }
     if (websocket::is_upgrade(request)) {
       stream.expires_never();
+      // This frame lives as long as the WebSocket does: let the HTTP read buffer go with it.
+      if (buffer.size() == 0)
+        buffer.shrink_to_fit();
       // NIP-42 binds AUTH to the host this connection was made to, which may be an alias.
       storage::community_row reached = *lookup.community;
       reached.host = *host;
@@ -408,6 +413,7 @@ asio::awaitable<void> server::run_websocket(tcp_stream stream, http_request requ
     caf::anon_send(session.actor, hangup_atom_v);
     co_return;
   }
+  request = {}; // its headers are not needed for the life of the connection
   bump(metrics.connections_total);
   metrics.connections_current.fetch_add(1);
   auto executor = co_await asio::this_coro::executor;

@@ -19,7 +19,6 @@
 #include "actors/storage/storage_actors.hpp"
 #include "storage/membership_store.hpp"
 #include "conf/relay_key.hpp"
-#include "protocol/canonical_json.hpp"
 #include "protocol/host.hpp"
 #include "protocol/nip19.hpp"
 #include "storage/community_store.hpp"
@@ -67,8 +66,8 @@ bool bootstrap_owner(storage::pg_connection& connection, const protocol::key_pai
   spdlog::info("owner {}: {}", s.owner_pubkey, storage::outcome_name(write.results[0].outcome));
   if (write.list) {
     auto list = std::make_shared<const protocol::event>(*write.list);
-    out.lists.push_back({community_id, {list, std::make_shared<const std::string>(
-                                                protocol::render_event_json(*list))}});
+    out.lists.push_back(
+      {community_id, {list, std::make_shared<const std::string>(write.list_json)}});
   }
   return true;
 }

@@ -106,8 +106,9 @@ std::string one_or_any(std::string_view column, const std::vector<std::uint32_t>
 /// Whether a filter's rows are read from its first tag condition's one value, newest first, in
 /// (community, name, value, created_at): `#e` with one id (the replies to a note) reads its
 /// LIMIT rows there instead of every tagged event. Rows are unique per (event, name, value).
+/// One tag value beats kinds alone; named authors (or ids) are usually the narrower read.
 bool reads_by_tag(const protocol::filter& f) {
-  return !f.ids && !f.tags.empty() && indexable_values(f.tags.front()).size() == 1;
+  return !f.ids && !f.authors && !f.tags.empty() && indexable_values(f.tags.front()).size() == 1;
 }
 
 /// How where_sql states a filter's keys: as its own values, from per-pair ranges (`a.pubkey`,
@@ -152,8 +153,7 @@ std::string tag_driven_select(const protocol::filter& f, std::uint32_t limit,
 /// One filter's newest `limit` rows, newest first, as `columns` of `e`.
 std::string filter_select(const protocol::filter& f, std::uint32_t limit,
                           const std::string& columns, param_list& params) {
-  // One tag value beats kinds alone; named authors are usually the narrower read.
-  if (reads_by_tag(f) && !f.authors)
+  if (reads_by_tag(f))
     return tag_driven_select(f, limit, columns, params);
   if (!reads_per_range(f)) {
     std::string sql = "SELECT " + columns + " FROM events e WHERE " + where_sql(f, params);

@@ -80,8 +80,17 @@ static_assert(static_cast<std::size_t>(membership_outcome::failed) + 1 == member
 
 /// One command's result. `delta` is its 8000/8001, when it added or removed someone.
 struct membership_result {
+  /// A result with no delta.
+  static membership_result of(membership_outcome outcome) {
+    membership_result result;
+    result.outcome = outcome;
+    return result;
+  }
+
   membership_outcome outcome = membership_outcome::failed;
   std::optional<protocol::event> delta;
+  /// `delta` as stored, rendered once for the table and the subscribers.
+  std::string delta_json;
 };
 
 /// The result of one transaction holding one or more commands (group commit).
@@ -91,7 +100,7 @@ struct membership_write {
   std::vector<membership_result> results;
   /// The new live 13534, when any command changed the members (or a republish ran).
   std::optional<protocol::event> list;
-  /// `list` as stored, rendered once for the table and the subscribers.
+  /// `list` as stored (set whenever `list` is), rendered once for the table and the subscribers.
   std::string list_json;
   /// The members after the transaction, in list order; filled whenever committed.
   std::vector<member> members;

@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 #include <stdexcept>
+#include <utility>
 
 #include "protocol/canonical_json.hpp"
 #include "protocol/event_json.hpp"
@@ -157,17 +158,15 @@ void insert_deltas(pg_connection& c, std::int64_t community_id,
                    const std::vector<membership_result>& results) {
   pg_array ids, pubkeys, times, kinds, raws;
   pg_array tag_ids, tag_values, tag_times, tag_kinds;
-  bool any = false;
   for (const auto& result : results) {
     if (!result.delta)
       continue;
     const auto& ev = *result.delta;
-    any = true;
     ids.add_bytea(ev.id);
     pubkeys.add_bytea(ev.pubkey);
     times.add_integer(ev.created_at);
     kinds.add_integer(ev.kind);
-    raws.add_text(protocol::render_event_json(ev));
+    raws.add_text(result.delta_json);
     if (const std::string* p = protocol::first_tag_value(ev, "p")) {
       tag_ids.add_bytea(ev.id);
       tag_values.add_text(*p);
@@ -175,7 +174,7 @@ void insert_deltas(pg_connection& c, std::int64_t community_id,
       tag_kinds.add_integer(ev.kind);
     }
   }
-  if (!any)
+  if (ids.empty())
     return;
   const std::string community = std::to_string(community_id);
   // A delta identical to one already stored (same subject, kind and second) is that event.
@@ -209,7 +208,7 @@ std::string added_by_of(std::span<const membership_command> commands) {
 membership_write failed_write(std::size_t commands, std::string error) {
   membership_write out;
   out.error = std::move(error);
-  out.results.assign(commands, membership_result{membership_outcome::failed, std::nullopt});
+  out.results.assign(commands, membership_result::of(membership_outcome::failed));
   return out;
 }
 
@@ -226,9 +225,11 @@ void membership_store::write_list(std::int64_t community_id, std::int64_t newest
   out.list = sign_member_list(relay_key_, out.members, created_at);
   out.list_json = protocol::render_event_json(*out.list);
   for (std::size_t i = 0; i < commands.size(); ++i)
-    if (delta_kinds[i] != 0)
-      out.results[i].delta =
-        sign_member_delta(relay_key_, delta_kinds[i], commands[i].subject, created_at);
+    if (delta_kinds[i] != 0) {
+      auto& result = out.results[i];
+      result.delta = sign_member_delta(relay_key_, delta_kinds[i], commands[i].subject, created_at);
+      result.delta_json = protocol::render_event_json(*result.delta);
+    }
   // The list lock is the list's own address lock, the same one event writers of that address
   // take, and it is taken last: everything else this transaction needs is already held.
   address list_address{community_id, relay_key_.public_key(), member_list_kind, ""};
@@ -252,7 +253,7 @@ std::vector<member> membership_store::members_before(std::int64_t community_id,
                                                      std::int64_t count) {
   auto it = snapshots_.find(community_id);
   if (it != snapshots_.end() && it->second.newest_list_at == newest_list_at
-      && it->second.count == count)
+      && std::cmp_equal(it->second.members.size(), count))
     return it->second.members;
   return read_members(connection_, community_id);
 }
@@ -296,7 +297,7 @@ membership_write membership_store::apply_locked(std::int64_t community_id,
   membership_write out;
   out.committed = true;
   for (auto outcome : plan.outcomes)
-    out.results.push_back({outcome, std::nullopt});
+    out.results.push_back(membership_result::of(outcome));
   out.members = members.members();
   if (plan.list_changed) {
     write_member_changes(connection_, community_id, members.changes(), added_by_of(commands));
@@ -305,7 +306,6 @@ membership_write membership_store::apply_locked(std::int64_t community_id,
   }
   pending_snapshot_.emplace(community_id,
                             members_snapshot{out.list ? out.list->created_at : newest_list_at,
-                                             static_cast<std::int64_t>(out.members.size()),
                                              out.members});
   return out;
 }

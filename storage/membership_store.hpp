@@ -92,12 +92,11 @@ private:
                                 std::int64_t now, membership_write& out);
 
   /// A community's members as of this store's last committed write. Every write path moves
-  /// `newest_list_at` forward, so a snapshot with the same `newest_list_at` and member count is
-  /// current (the count also catches rows changed outside comb), and a batch need not read
-  /// every member again.
+  /// `newest_list_at` forward, so a snapshot with the same `newest_list_at` and as many members
+  /// as the table is current (the count also catches rows changed outside comb), and a batch
+  /// need not read every member again.
   struct members_snapshot {
     std::int64_t newest_list_at = 0;
-    std::int64_t count = 0;
     std::vector<member> members;
   };
   [[nodiscard]] std::vector<member> members_before(std::int64_t community_id,

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "actors/community/community_actor.hpp"
 
-#include "protocol/canonical_json.hpp"
 #include "storage/member_list.hpp"
 
 namespace comb::actors {
@@ -74,11 +73,10 @@ void committed(self_ptr self, const storage::membership_write& write) {
     st.newest_list_at = std::max(st.newest_list_at, write.list->created_at);
   auto lost = st.args.cache->replace(write.members);
   if (write.list)
-    publish(self, *write.list,
-            write.list_json.empty() ? protocol::render_event_json(*write.list) : write.list_json);
+    publish(self, *write.list, write.list_json);
   for (const auto& result : write.results)
     if (result.delta)
-      publish(self, *result.delta, protocol::render_event_json(*result.delta));
+      publish(self, *result.delta, result.delta_json);
   revoke(self, std::move(lost));
 }
 
@@ -101,7 +99,7 @@ caf::behavior community_actor(caf::stateful_actor<community_state>* self, commun
       for (std::size_t i = 0; i < st.in_flight.size(); ++i) {
         auto result = i < write.results.size()
                         ? write.results[i]
-                        : storage::membership_result{storage::membership_outcome::failed, {}};
+                        : storage::membership_result::of(storage::membership_outcome::failed);
         if (st.in_flight[i].reply_to)
           self->send(st.in_flight[i].reply_to, member_done_atom_v, st.in_flight[i].ticket, result);
       }

@@ -7,6 +7,7 @@
 
 #include "actors/community/community_actor.hpp"
 #include "actors/messages.hpp"
+#include "protocol/canonical_json.hpp"
 #include "storage/membership_rules.hpp"
 #include "support/signed_events.hpp"
 
@@ -32,19 +33,20 @@ caf::behavior fake_membership_writer(caf::event_based_actor* self,
       storage::membership_write write;
       if (db->fail_batch == db->batches.size() - 1) {
         write.error = "injected failure";
-        write.results.assign(commands.size(), {outcome::failed, std::nullopt});
+        write.results.assign(commands.size(), storage::membership_result::of(outcome::failed));
       } else {
         storage::roster roster(db->members);
         std::map<std::string, storage::invite_state> invites;
         auto plan = storage::plan_membership(roster, commands, invites, {}, test::unix_now());
         write.committed = true;
         for (auto o : plan.outcomes)
-          write.results.push_back({o, std::nullopt});
+          write.results.push_back(storage::membership_result::of(o));
         write.members = roster.members();
         db->members = roster.members();
         if (plan.list_changed) {
           write.list.emplace();
           write.list->kind = 13534;
+          write.list_json = protocol::render_event_json(*write.list);
         }
       }
       self->send(caf::actor_cast<caf::actor>(self->current_sender()), applied_atom_v, write);

@@ -6,7 +6,6 @@
 #include <memory>
 #include <vector>
 
-#include "protocol/canonical_json.hpp"
 #include "protocol/hex.hpp"
 #include "protocol/signature.hpp"
 #include "storage/bridge_envelope.hpp"
@@ -28,13 +27,14 @@ std::string origin_id() {
   return "comb-admin-" + protocol::to_hex(random);
 }
 
-std::vector<const protocol::event*> events_of(const storage::membership_write& write) {
-  std::vector<const protocol::event*> events;
+/// The stored JSON of the list and deltas a write produced.
+std::vector<const std::string*> events_of(const storage::membership_write& write) {
+  std::vector<const std::string*> events;
   if (write.list)
-    events.push_back(&*write.list);
+    events.push_back(&write.list_json);
   for (const auto& result : write.results)
     if (result.delta)
-      events.push_back(&*result.delta);
+      events.push_back(&result.delta_json);
   return events;
 }
 
@@ -86,10 +86,8 @@ void push_live(const std::string& redis_url, std::int64_t community_id,
   std::string error;
   auto c = connect(redis_url, error);
   const std::string origin = origin_id();
-  for (const auto* ev : events)
-    if (!c || !publish(c.get(), storage::encode_envelope(origin, community_id,
-                                                         protocol::render_event_json(*ev)),
-                       error)) {
+  for (const auto* json : events)
+    if (!c || !publish(c.get(), storage::encode_envelope(origin, community_id, *json), error)) {
       out.note("warning: could not push the change live (" + error + "): connected clients"
                " see it on their next fetch; the stored list is already right");
       return;

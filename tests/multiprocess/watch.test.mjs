@@ -8,23 +8,14 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { RawClient, finalizeEvent, keys, now, settlesWithin, sign, startRelay } from '../e2e/harness.mjs'
-import { eventually, privateRedis, readiness, startPods } from './pods.mjs'
+import { keys, settlesWithin, sign, startRelay } from '../e2e/harness.mjs'
+import { authed, eventually, privateRedis, readiness, startPods } from './pods.mjs'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const watchBin = process.env.COMB_WATCH_BIN || path.resolve(here, '../../build/bin/comb-watch')
 const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 // Longer than comb-watch's 1.5 s quiet window, so "nothing more came" means something.
 const QUIET_MS = 3000
-
-async function authed(pod, who) {
-  const client = await RawClient.open(pod)
-  const challenge = await client.challenge()
-  const auth = finalizeEvent({ kind: 22242, created_at: now(), content: '',
-    tags: [['relay', pod.url], ['challenge', challenge]] }, who.sk)
-  assert.deepEqual(await client.auth(auth), { ok: true, message: '' })
-  return client
-}
 
 /** A comb-watch process for `who` on `pod`, printing JSON alerts; its ledger lives in `stateDir`. */
 async function startWatch(pod, who, stateDir) {

@@ -21,10 +21,7 @@ struct delete_fixture : test::store_fixture {
   author mallory{7};
 
   void expect(const event_ptr& ev, status expected, const std::string& message = "") {
-    auto outcome = store_one(events, community, ev);
-    INFO(outcome.message);
-    CHECK(outcome.result == expected);
-    CHECK(outcome.message == message);
+    test::check_outcome(store_one(events, community, ev), expected, message);
   }
 
   bool present(const event_ptr& ev) {

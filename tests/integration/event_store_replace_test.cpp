@@ -9,6 +9,7 @@
 
 using namespace comb;
 using comb::test::author;
+using comb::test::check_outcome;
 using comb::test::event_ptr;
 using comb::test::json_of;
 using comb::test::jsons_of;
@@ -31,27 +32,21 @@ struct replace_fixture : test::store_fixture {
   }
 };
 
-void require_outcome(const storage::store_outcome& outcome, status expected, const char* message) {
-  INFO(outcome.message);
-  CHECK(outcome.result == expected);
-  CHECK(outcome.message == message);
-}
-
 } // namespace
 
 TEST_CASE_METHOD(replace_fixture, "storing an event twice is a duplicate",
                  "[integration][event_store]") {
   auto ev = alice.sign(1, now);
-  require_outcome(store_one(events, community, ev), status::stored, "");
-  require_outcome(store_one(events, community, ev), status::duplicate,
+  check_outcome(store_one(events, community, ev), status::stored, "");
+  check_outcome(store_one(events, community, ev), status::duplicate,
                   "duplicate: already have this event");
   // Twice in one batch: stored once, then a duplicate.
   auto twin = alice.sign(1, now + 1);
   std::vector writes{test::write_of(community, twin), test::write_of(community, twin)};
   auto outcomes = events.store_batch(writes);
   REQUIRE(outcomes.size() == 2);
-  require_outcome(outcomes[0], status::stored, "");
-  require_outcome(outcomes[1], status::duplicate, "duplicate: already have this event");
+  check_outcome(outcomes[0], status::stored, "");
+  check_outcome(outcomes[1], status::duplicate, "duplicate: already have this event");
   CHECK(live(1).size() == 2);
 }
 
@@ -60,24 +55,24 @@ TEST_CASE_METHOD(replace_fixture, "a replaceable event keeps only its newest ver
   auto older = alice.sign(0, now - 10, {}, "old profile");
   auto newer = alice.sign(0, now, {}, "new profile");
   SECTION("older first") {
-    require_outcome(store_one(events, community, older), status::stored, "");
-    require_outcome(store_one(events, community, newer), status::stored, "");
+    check_outcome(store_one(events, community, older), status::stored, "");
+    check_outcome(store_one(events, community, newer), status::stored, "");
   }
   SECTION("newer first") {
-    require_outcome(store_one(events, community, newer), status::stored, "");
-    require_outcome(store_one(events, community, older), status::duplicate,
+    check_outcome(store_one(events, community, newer), status::stored, "");
+    check_outcome(store_one(events, community, older), status::duplicate,
                     "duplicate: have a newer version");
   }
   SECTION("both in one batch, older last") {
     std::vector writes{test::write_of(community, newer), test::write_of(community, older)};
     auto outcomes = events.store_batch(writes);
-    require_outcome(outcomes.at(0), status::stored, "");
-    require_outcome(outcomes.at(1), status::duplicate, "duplicate: have a newer version");
+    check_outcome(outcomes.at(0), status::stored, "");
+    check_outcome(outcomes.at(1), status::duplicate, "duplicate: have a newer version");
   }
   SECTION("both in one batch, older first") {
     std::vector writes{test::write_of(community, older), test::write_of(community, newer)};
     auto outcomes = events.store_batch(writes);
-    require_outcome(outcomes.at(1), status::stored, "");
+    check_outcome(outcomes.at(1), status::stored, "");
   }
   CHECK(live(0) == std::vector{json_of(newer)});
   protocol::filter by_id;
@@ -91,12 +86,12 @@ TEST_CASE_METHOD(replace_fixture, "in the same second the lowest id wins, in eit
                  "[integration][event_store]") {
   auto [low, high] = test::same_second_pair(alice, 10002, now);
   SECTION("high id first") {
-    require_outcome(store_one(events, community, high), status::stored, "");
-    require_outcome(store_one(events, community, low), status::stored, "");
+    check_outcome(store_one(events, community, high), status::stored, "");
+    check_outcome(store_one(events, community, low), status::stored, "");
   }
   SECTION("low id first") {
-    require_outcome(store_one(events, community, low), status::stored, "");
-    require_outcome(store_one(events, community, high), status::duplicate,
+    check_outcome(store_one(events, community, low), status::stored, "");
+    check_outcome(store_one(events, community, high), status::duplicate,
                     "duplicate: have a newer version");
   }
   CHECK(live(10002) == std::vector{json_of(low)});
@@ -111,16 +106,16 @@ TEST_CASE_METHOD(replace_fixture, "addressable events are keyed by their d tag",
   auto long_d = alice.sign(30023, now - 1, {{"d", std::string(2000, 'z')}}, "long d");
   auto long_d_newer = alice.sign(30023, now, {{"d", std::string(2000, 'z')}}, "long d 2");
   for (const auto& ev : {first_a, only_b, no_d, second_a, long_d, long_d_newer})
-    require_outcome(store_one(events, community, ev), status::stored, "");
+    check_outcome(store_one(events, community, ev), status::stored, "");
   CHECK(live(30023) == jsons_of({long_d_newer, second_a, no_d, only_b}));
   // Another author's same d is another address.
   author bob{4};
   auto bobs = bob.sign(30023, now - 100, {{"d", "a"}});
-  require_outcome(store_one(events, community, bobs), status::stored, "");
+  check_outcome(store_one(events, community, bobs), status::stored, "");
   // And the same d under another kind, too.
   auto other_kind = alice.sign(30024, now - 100, {{"d", "a"}});
-  require_outcome(store_one(events, community, other_kind), status::stored, "");
-  require_outcome(store_one(events, community, first_a), status::duplicate,
+  check_outcome(store_one(events, community, other_kind), status::stored, "");
+  check_outcome(store_one(events, community, first_a), status::duplicate,
                   "duplicate: have a newer version");
 }
 

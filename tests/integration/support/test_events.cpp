@@ -44,6 +44,13 @@ storage::event_write write_of(std::int64_t community, const event_ptr& ev) {
                               std::make_shared<const std::string>(protocol::render_event_json(*ev))};
 }
 
+void check_outcome(const storage::store_outcome& outcome, storage::store_outcome::status expected,
+                   const std::string& message) {
+  INFO(outcome.message);
+  CHECK(outcome.result == expected);
+  CHECK(outcome.message == message);
+}
+
 storage::store_outcome store_one(storage::event_store& store,
                                  std::int64_t community,
                                  const event_ptr& ev) {

@@ -40,6 +40,10 @@ private:
                                                std::int64_t community,
                                                const event_ptr& ev);
 
+/// Checks an outcome's status and exact message (shown when either differs).
+void check_outcome(const storage::store_outcome& outcome, storage::store_outcome::status expected,
+                   const std::string& message);
+
 /// The JSON the store must return for `ev`.
 [[nodiscard]] std::string json_of(const event_ptr& ev);
 

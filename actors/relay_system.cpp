@@ -47,6 +47,43 @@ struct startup_lists {
   std::vector<committed_event> lists;
 };
 
+/// The events a start-up write stored (role definitions first, then the list), for the pods.
+void collect(std::int64_t community_id, const storage::membership_write& write,
+             startup_lists& out) {
+  auto add = [&](const protocol::event& ev, const std::string& json) {
+    out.lists.push_back({community_id, {std::make_shared<const protocol::event>(ev),
+                                        std::make_shared<const std::string>(json)}});
+  };
+  for (const auto& definition : write.role_definitions)
+    add(definition.ev, definition.json);
+  if (write.list)
+    add(*write.list, write.list_json);
+}
+
+/// Lists written by an older comb (`["member", <hex>, "member"]`, no 33534 role definitions)
+/// are rewritten once in the current NIP-43 shape, each under its community's lock.
+bool upgrade_lists(storage::pg_connection& connection, const protocol::key_pair& key,
+                   startup_lists& out) {
+  storage::community_store communities(connection);
+  auto all = communities.list_all();
+  if (!all) {
+    spdlog::critical("cannot list the communities: {}", communities.last_error());
+    return false;
+  }
+  storage::membership_store members(connection, key);
+  for (const auto& c : *all) {
+    auto write = members.upgrade_list(c.row.id, unix_now());
+    if (!write.committed) {
+      spdlog::critical("cannot upgrade the member list of {}: {}", c.row.host, write.error);
+      return false;
+    }
+    if (write.list)
+      spdlog::info("member list of {} rewritten in the NIP-43 role shape", c.row.host);
+    collect(c.row.id, write, out);
+  }
+  return true;
+}
+
 /// COMB_OWNER_PUBKEY is bootstrapped at every start, in the same transaction as its list.
 bool bootstrap_owner(storage::pg_connection& connection, const protocol::key_pair& key,
                      const conf::relay_settings& s, std::int64_t community_id,
@@ -57,18 +94,14 @@ bool bootstrap_owner(storage::pg_connection& connection, const protocol::key_pai
   storage::membership_command provision{storage::membership_change::provision_owner,
                                         *protocol::parse_public_key(s.owner_pubkey),
                                         storage::member_role::owner, std::nullopt, {}, "bootstrap",
-                                        std::nullopt};
+                                        std::nullopt, std::nullopt};
   auto write = members.apply(community_id, std::span(&provision, 1), unix_now());
   if (!write.committed) {
     spdlog::critical("cannot bootstrap the owner: {}", write.error);
     return false;
   }
   spdlog::info("owner {}: {}", s.owner_pubkey, storage::outcome_name(write.results[0].outcome));
-  if (write.list) {
-    auto list = std::make_shared<const protocol::event>(*write.list);
-    out.lists.push_back(
-      {community_id, {list, std::make_shared<const std::string>(write.list_json)}});
-  }
+  collect(community_id, write, out);
   return true;
 }
 
@@ -92,7 +125,7 @@ startup_lists prepare_database(const conf::relay_settings& s, const protocol::ke
   }
   spdlog::info("community {} (id {}) is {}", community->host, community->id,
                community->closed ? "closed" : "open");
-  out.ok = bootstrap_owner(connection, key, s, community->id, out);
+  out.ok = upgrade_lists(connection, key, out) && bootstrap_owner(connection, key, s, community->id, out);
   return out;
 }
 

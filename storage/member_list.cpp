@@ -28,9 +28,64 @@ protocol::event sign_member_list(const protocol::key_pair& relay_key,
   ev.created_at = created_at;
   ev.tags.reserve(members.size() + 1);
   ev.tags.push_back({"-"});
-  for (const auto& m : members)
-    ev.tags.push_back({"member", protocol::to_hex(m.pubkey), std::string(role_name(m.role))});
+  for (const auto& m : members) {
+    auto id = role_id(m.role);
+    if (id)
+      ev.tags.push_back({"member", protocol::to_hex(m.pubkey), std::string(*id)});
+    else
+      ev.tags.push_back({"member", protocol::to_hex(m.pubkey)});
+  }
   return sign(relay_key, std::move(ev));
+}
+
+std::optional<std::string_view> role_id(member_role role) noexcept {
+  switch (role) {
+    case member_role::owner: return "owner";
+    case member_role::admin: return "admin";
+    case member_role::member: return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+std::vector<member_role> roles_used(const std::vector<member>& members) {
+  bool owner = false, admin = false;
+  for (const auto& m : members) {
+    owner = owner || m.role == member_role::owner;
+    admin = admin || m.role == member_role::admin;
+  }
+  std::vector<member_role> roles;
+  if (owner)
+    roles.push_back(member_role::owner);
+  if (admin)
+    roles.push_back(member_role::admin);
+  return roles;
+}
+
+protocol::event sign_role_definition(const protocol::key_pair& relay_key, member_role role,
+                                     std::int64_t created_at) {
+  bool owner = role == member_role::owner;
+  protocol::event ev;
+  ev.kind = role_definition_kind;
+  ev.created_at = created_at;
+  ev.tags = {{"-"},
+             {"d", std::string(role_id(role).value_or("admin"))},
+             {"label", owner ? "Owner" : "Admin"},
+             {"description", owner ? "Owns the community; grants and removes admins"
+                                   : "Adds and removes members, invites"},
+             {"order", owner ? "1" : "2"}};
+  return sign(relay_key, std::move(ev));
+}
+
+bool list_in_current_shape(const protocol::event& list,
+                           const std::set<std::string>& defined_role_ids) {
+  for (const auto& t : list.tags) {
+    if (t.empty() || t[0] != "member")
+      continue;
+    for (std::size_t i = 2; i < t.size(); ++i)
+      if (t[i] == role_name(member_role::member) || !defined_role_ids.contains(t[i]))
+        return false;
+  }
+  return true;
 }
 
 protocol::event sign_member_delta(const protocol::key_pair& relay_key, std::uint32_t kind,
@@ -48,7 +103,8 @@ std::optional<std::vector<member>> members_of_list(const protocol::event& list) 
     if (t.empty() || t[0] != "member")
       continue;
     auto pubkey = t.size() >= 2 ? protocol::array_from_hex<32>(t[1]) : std::nullopt;
-    // A two-element tag is the older NIP-43 shape: a plain member.
+    // A two-element tag is a plain member; a third element is a role id, or "member" in the
+    // shape comb wrote before NIP-43 defined roles.
     auto role = t.size() >= 3 ? parse_role(t[2]) : std::optional(member_role::member);
     if (!pubkey || !role)
       return std::nullopt;
@@ -92,6 +148,15 @@ std::string_view change_name(membership_change change) noexcept {
   return "unknown";
 }
 
+std::optional<membership_outcome> parse_outcome(std::string_view name) noexcept {
+  for (std::size_t i = 0; i < membership_outcome_count; ++i) {
+    auto outcome = static_cast<membership_outcome>(i);
+    if (outcome_name(outcome) == name)
+      return outcome;
+  }
+  return std::nullopt;
+}
+
 std::string_view outcome_name(membership_outcome outcome) noexcept {
   switch (outcome) {
     case membership_outcome::changed: return "changed";
@@ -105,6 +170,7 @@ std::string_view outcome_name(membership_outcome outcome) noexcept {
     case membership_outcome::invite_exhausted: return "invite_exhausted";
     case membership_outcome::not_allowed: return "not_allowed";
     case membership_outcome::nothing_to_do: return "nothing_to_do";
+    case membership_outcome::already_processed: return "already_processed";
     case membership_outcome::failed: return "failed";
   }
   return "failed";

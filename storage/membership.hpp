@@ -51,7 +51,15 @@ struct membership_command {
   /// Who signed the request (9030-9032, 28934, 28936); checked by role inside the transaction.
   /// Unset for operator and start-up paths, which are trusted.
   std::optional<protocol::bytes32> requested_by;
+  /// The id of the signed request (28934, 28936, 9030-9032): remembered with the change for
+  /// `request_window_seconds`, so the same request is never applied twice, on any pod.
+  std::optional<protocol::bytes32> request_id;
 };
+
+/// How far a membership request's created_at may be from now, either way (NIP-43 asks for
+/// requests made "now"). A request older than that is refused by time, so its id need only be
+/// remembered for twice this long.
+inline constexpr std::int64_t request_window_seconds = 300;
 
 enum class membership_outcome {
   changed,
@@ -65,16 +73,20 @@ enum class membership_outcome {
   invite_exhausted,
   not_allowed,
   nothing_to_do,
+  already_processed, ///< a request id seen before: nothing changes again
   failed,
 };
 
 [[nodiscard]] std::string_view outcome_name(membership_outcome outcome) noexcept;
 
+/// The outcome `outcome_name` names; nothing for another string.
+[[nodiscard]] std::optional<membership_outcome> parse_outcome(std::string_view name) noexcept;
+
 [[nodiscard]] std::string_view change_name(membership_change change) noexcept;
 
 /// How many write paths and outcomes there are (for tables indexed by them).
 inline constexpr std::size_t membership_change_count = 10;
-inline constexpr std::size_t membership_outcome_count = 12;
+inline constexpr std::size_t membership_outcome_count = 13;
 static_assert(static_cast<std::size_t>(membership_change::republish) + 1 == membership_change_count);
 static_assert(static_cast<std::size_t>(membership_outcome::failed) + 1 == membership_outcome_count);
 
@@ -93,6 +105,12 @@ struct membership_result {
   std::string delta_json;
 };
 
+/// A relay-signed event a membership write stored, and its JSON as stored.
+struct stored_event {
+  protocol::event ev;
+  std::string json;
+};
+
 /// The result of one transaction holding one or more commands (group commit).
 struct membership_write {
   bool committed = false;
@@ -104,6 +122,8 @@ struct membership_write {
   std::string list_json;
   /// The members after the transaction, in list order; filled whenever committed.
   std::vector<member> members;
+  /// 33534 role definitions first written with `list` (the first list naming those roles).
+  std::vector<stored_event> role_definitions;
 };
 
 } // namespace comb::storage

@@ -121,6 +121,36 @@ bool authorized(const roster& r, const membership_command& c) {
   }
 }
 
+step plan_one(roster& members, const membership_command& c,
+              std::map<std::string, invite_state>& invites,
+              const std::vector<protocol::bytes32>& allowlist, std::int64_t now) {
+  if (!authorized(members, c)) {
+    // The owner is reported as such even to someone who may not touch them.
+    bool targets_owner = members.role_of(c.subject) == member_role::owner
+                         && c.change != membership_change::claim_invite;
+    return {targets_owner ? outcome::is_owner : outcome::not_allowed};
+  }
+  switch (c.change) {
+    case membership_change::add_member:
+    case membership_change::claim_membership: return add(members, c);
+    case membership_change::claim_invite: return claim_invite(members, c, invites, now);
+    case membership_change::remove_member:
+    case membership_change::remove_member_if_role: return remove(members, c);
+    case membership_change::update_role: return update_role(members, c);
+    case membership_change::provision_owner: return make_owner(members, c, member_role::admin);
+    case membership_change::transfer_owner: return transfer(members, c);
+    case membership_change::backfill_allowlist:
+      if (members.empty() && !allowlist.empty()) {
+        for (const auto& pubkey : allowlist)
+          members.add(pubkey, member_role::member);
+        return {outcome::changed, 0, true};
+      }
+      return {};
+    case membership_change::republish: return {outcome::changed, 0, true};
+  }
+  return {};
+}
+
 } // namespace
 
 roster::roster(std::vector<member> members) {
@@ -216,37 +246,39 @@ std::string invite_code_hash(std::string_view code) {
   return protocol::to_hex(protocol::sha256(code));
 }
 
+membership_outcome repeated_outcome(const roster& members, const membership_command& command,
+                                    membership_outcome first) {
+  switch (first) {
+    case outcome::changed:
+    case outcome::already_member:
+    case outcome::already_owner:
+    case outcome::nothing_to_do:
+    case outcome::already_processed:
+    case outcome::failed: break;
+    default: return first; // a refusal
+  }
+  bool join = command.change == membership_change::claim_invite
+              || command.change == membership_change::claim_membership;
+  return join && members.role_of(command.subject) ? outcome::already_member
+                                                  : outcome::already_processed;
+}
+
 membership_plan plan_membership(roster& members, std::span<const membership_command> commands,
                                 std::map<std::string, invite_state>& invites,
-                                const std::vector<protocol::bytes32>& allowlist,
-                                std::int64_t now) {
+                                const std::vector<protocol::bytes32>& allowlist, std::int64_t now,
+                                const std::vector<std::optional<membership_outcome>>& earlier) {
   membership_plan plan;
-  for (const auto& c : commands) {
-    step s;
-    if (!authorized(members, c)) {
-      // The owner is reported as such even to someone who may not touch them.
-      bool targets_owner = members.role_of(c.subject) == member_role::owner
-                           && c.change != membership_change::claim_invite;
-      s = {targets_owner ? outcome::is_owner : outcome::not_allowed};
-    } else
-    switch (c.change) {
-      case membership_change::add_member:
-      case membership_change::claim_membership: s = add(members, c); break;
-      case membership_change::claim_invite: s = claim_invite(members, c, invites, now); break;
-      case membership_change::remove_member:
-      case membership_change::remove_member_if_role: s = remove(members, c); break;
-      case membership_change::update_role: s = update_role(members, c); break;
-      case membership_change::provision_owner: s = make_owner(members, c, member_role::admin); break;
-      case membership_change::transfer_owner: s = transfer(members, c); break;
-      case membership_change::backfill_allowlist:
-        if (members.empty() && !allowlist.empty()) {
-          for (const auto& pubkey : allowlist)
-            members.add(pubkey, member_role::member);
-          s = {outcome::changed, 0, true};
-        }
-        break;
-      case membership_change::republish: s = {outcome::changed, 0, true}; break;
-    }
+  std::map<protocol::bytes32, membership_outcome> in_batch;
+  for (std::size_t i = 0; i < commands.size(); ++i) {
+    const auto& c = commands[i];
+    std::optional<membership_outcome> first = i < earlier.size() ? earlier[i] : std::nullopt;
+    if (auto it = c.request_id ? in_batch.find(*c.request_id) : in_batch.end();
+        !first && it != in_batch.end())
+      first = it->second;
+    step s = first ? step{repeated_outcome(members, c, *first)}
+                   : plan_one(members, c, invites, allowlist, now);
+    if (c.request_id && !first)
+      in_batch.emplace(*c.request_id, s.result);
     plan.outcomes.push_back(s.result);
     plan.delta_kinds.push_back(s.delta_kind);
     plan.list_changed = plan.list_changed || s.list_changed;

@@ -85,11 +85,22 @@ struct membership_plan {
 /// Applies `commands` in order to `members` (edited in place) and `invites` (keyed by code
 /// hash hex; edited in place), following the role rules. Pure: the database is read before and
 /// written after. `allowlist` is the community's allowlist, for backfill.
-[[nodiscard]] membership_plan plan_membership(roster& members,
-                                              std::span<const membership_command> commands,
-                                              std::map<std::string, invite_state>& invites,
-                                              const std::vector<protocol::bytes32>& allowlist,
-                                              std::int64_t now);
+///
+/// A request is applied once. `earlier[i]` is what command i's request came to when it was
+/// processed before (empty vector or nullopt: never); a request id repeated within the batch
+/// counts as processed by its first command. A repeated request changes nothing and reports
+/// `repeated_outcome`.
+[[nodiscard]] membership_plan plan_membership(
+  roster& members, std::span<const membership_command> commands,
+  std::map<std::string, invite_state>& invites, const std::vector<protocol::bytes32>& allowlist,
+  std::int64_t now, const std::vector<std::optional<membership_outcome>>& earlier = {});
+
+/// What a request processed before reports when it comes again: the same refusal if it was
+/// refused (an invalid code stays invalid); otherwise, for a join whose author is a member,
+/// `already_member` (NIP-43's "duplicate: you are already a member"), else `already_processed`.
+[[nodiscard]] membership_outcome repeated_outcome(const roster& members,
+                                                  const membership_command& command,
+                                                  membership_outcome first);
 
 /// The invites table key of a code: SHA-256 of the code, hex.
 [[nodiscard]] std::string invite_code_hash(std::string_view code);

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "storage/membership_store.hpp"
 
-#include <boost/json.hpp>
 #include <algorithm>
 #include <map>
 #include <set>
@@ -9,10 +8,10 @@
 #include <utility>
 
 #include "protocol/canonical_json.hpp"
-#include "protocol/event_json.hpp"
 #include "storage/event_rows.hpp"
 #include "storage/member_list.hpp"
 #include "storage/membership_rules.hpp"
+#include "storage/nip43_rows.hpp"
 #include "storage/pg_array.hpp"
 #include "storage/pg_connection.hpp"
 
@@ -224,6 +223,7 @@ void membership_store::write_list(std::int64_t community_id, std::int64_t newest
   std::int64_t created_at = next_list_time(now, newest_list_at);
   out.list = sign_member_list(relay_key_, out.members, created_at);
   out.list_json = protocol::render_event_json(*out.list);
+  write_role_definitions(community_id, created_at, out);
   for (std::size_t i = 0; i < commands.size(); ++i)
     if (delta_kinds[i] != 0) {
       auto& result = out.results[i];
@@ -246,6 +246,24 @@ void membership_store::write_list(std::int64_t community_id, std::int64_t newest
   must(connection_.exec("UPDATE communities SET newest_list_at = $2::bigint WHERE id = $1::bigint",
                         {std::to_string(community_id), std::to_string(created_at)}),
        "record list time");
+}
+
+/// NIP-43: each role id a list names has a relay-signed 33534, written with the first list that
+/// names it (the community row lock held by the caller keeps two writers from both adding one).
+void membership_store::write_role_definitions(std::int64_t community_id, std::int64_t created_at,
+                                              membership_write& out) {
+  auto used = roles_used(out.members);
+  if (used.empty())
+    return;
+  auto defined = read_role_ids(connection_, community_id, relay_key_.public_key());
+  for (auto role : used) {
+    if (defined.contains(std::string(*role_id(role))))
+      continue;
+    stored_event definition{sign_role_definition(relay_key_, role, created_at), {}};
+    definition.json = protocol::render_event_json(definition.ev);
+    insert_role_definition(connection_, community_id, definition);
+    out.role_definitions.push_back(std::move(definition));
+  }
 }
 
 std::vector<member> membership_store::members_before(std::int64_t community_id,
@@ -293,7 +311,9 @@ membership_write membership_store::apply_locked(std::int64_t community_id,
   roster members(members_before(community_id, newest_list_at, locked.integer(0, 1)));
   auto invites = read_invites(connection_, community_id, commands);
   auto allowlist = read_allowlist(connection_, community_id, commands);
-  auto plan = plan_membership(members, commands, invites, allowlist, now);
+  auto claims = claim_requests(connection_, community_id, commands, now);
+  auto plan = plan_membership(members, commands, invites, allowlist, now, claims.earlier);
+  record_request_outcomes(connection_, community_id, claims, plan.outcomes);
   membership_write out;
   out.committed = true;
   for (auto outcome : plan.outcomes)
@@ -328,13 +348,56 @@ membership_write membership_store::apply(std::int64_t community_id,
   }
 }
 
+bool membership_store::live_list_outdated(std::int64_t community_id) {
+  auto live = must(connection_.exec("SELECT raw FROM events WHERE community_id = $1::bigint"
+                                    " AND pubkey = $2::bytea AND kind = $3::int",
+                                    {std::to_string(community_id),
+                                     bytea_param(relay_key_.public_key()),
+                                     std::to_string(member_list_kind)}),
+                   "read list");
+  if (live.rows() == 0)
+    return false;
+  auto list = parse_stored_list(live.text(0, 0));
+  return list
+         && !list_in_current_shape(*list, read_role_ids(connection_, community_id,
+                                                        relay_key_.public_key()));
+}
+
+membership_write membership_store::upgrade_list(std::int64_t community_id, std::int64_t now) {
+  last_error_.clear();
+  membership_command republish;
+  republish.change = membership_change::republish;
+  republish.added_by = "upgrade";
+  try {
+    must(connection_.exec("BEGIN"), "begin");
+    must(connection_.exec("SELECT 1 FROM communities WHERE id = $1::bigint FOR NO KEY UPDATE",
+                          {std::to_string(community_id)}),
+         "lock community");
+    membership_write out;
+    if (live_list_outdated(community_id))
+      out = apply_locked(community_id, std::span(&republish, 1), now);
+    else {
+      out.committed = true;
+      out.results.push_back(membership_result::of(membership_outcome::nothing_to_do));
+    }
+    must(connection_.exec("COMMIT"), "commit");
+    keep_snapshot();
+    return out;
+  } catch (const std::exception& e) {
+    (void)connection_.exec("ROLLBACK");
+    drop_snapshot(community_id);
+    last_error_ = e.what();
+    return failed_write(1, last_error_);
+  }
+}
+
 community_creation membership_store::create_community_with_owner(const std::string& host,
                                                                  const protocol::bytes32& owner,
                                                                  bool closed, std::int64_t now) {
   last_error_.clear();
   community_creation out;
   membership_command provision{membership_change::provision_owner, owner, member_role::owner,
-                               std::nullopt, {}, "operator", std::nullopt};
+                               std::nullopt, {}, "operator", std::nullopt, std::nullopt};
   try {
     must(connection_.exec("BEGIN"), "begin");
     auto created = must(
@@ -428,12 +491,8 @@ list_check membership_store::verify(std::int64_t community_id) {
                      "read list");
     if (live.rows() == 0)
       return {stored.empty(), stored.empty() ? "no members, no list" : "no live list"};
-    boost::system::error_code ec;
-    auto json = boost::json::parse(live.text(0, 0), ec);
-    auto list = ec ? protocol::result<protocol::event>(protocol::invalid("bad json"))
-                   : protocol::event_from_json(json, protocol::protocol_limits{
-                       .max_tags_per_event = 10'000'000, .max_content_bytes = 1 << 30});
-    auto listed = list ? members_of_list(list.value()) : std::nullopt;
+    auto list = parse_stored_list(live.text(0, 0));
+    auto listed = list ? members_of_list(*list) : std::nullopt;
     if (!listed)
       return {false, "the live list cannot be read"};
     std::set<std::pair<protocol::bytes32, member_role>> a, b;

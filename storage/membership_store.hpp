@@ -55,6 +55,13 @@ public:
                                        std::span<const membership_command> commands,
                                        std::int64_t now);
 
+  /// Start-up upgrade to the current NIP-43 shape: when the community's live 13534 is not in it
+  /// (`list_in_current_shape`), rewrites it from the stored members exactly as `republish` does,
+  /// role definitions included, in one transaction under the community row lock, so pods that
+  /// start at once rewrite it once. A current, missing or unreadable list is left alone
+  /// (committed, no list, outcome nothing_to_do).
+  [[nodiscard]] membership_write upgrade_list(std::int64_t community_id, std::int64_t now);
+
   /// Creates a community for `host` with `owner`, its list and delta, in one transaction.
   [[nodiscard]] community_creation create_community_with_owner(const std::string& host,
                                                                const protocol::bytes32& owner,
@@ -86,6 +93,9 @@ private:
   [[nodiscard]] membership_write apply_locked(std::int64_t community_id,
                                               std::span<const membership_command> commands,
                                               std::int64_t now);
+  [[nodiscard]] bool live_list_outdated(std::int64_t community_id);
+  void write_role_definitions(std::int64_t community_id, std::int64_t created_at,
+                              membership_write& out);
   void write_list(std::int64_t community_id, std::int64_t newest_list_at,
                                 std::span<const membership_command> commands,
                                 const std::vector<std::uint32_t>& delta_kinds,

@@ -124,10 +124,26 @@ constexpr const char* migration_3 = R"sql(
 ALTER TABLE events ALTER COLUMN raw SET COMPRESSION lz4;
 )sql";
 
+// Membership requests already processed (28934, 28936, 9030-9032), by event id, with what they
+// came to, so a replay to any pod changes nothing and hears the same refusal. A row is needed
+// only while its request could pass the time check; `expires_at` says until when, and
+// membership writes delete the expired rows.
+constexpr const char* migration_4 = R"sql(
+CREATE TABLE processed_requests (
+  community_id BIGINT NOT NULL REFERENCES communities (id) ON DELETE CASCADE,
+  event_id BYTEA NOT NULL,
+  expires_at BIGINT NOT NULL,
+  outcome TEXT NULL,
+  PRIMARY KEY (community_id, event_id)
+);
+CREATE INDEX processed_requests_expiry ON processed_requests (community_id, expires_at);
+)sql";
+
 constexpr migration migrations[] = {
   {1, "communities, events, tags, deletions", migration_1},
   {2, "members, invites, allowlist", migration_2},
   {3, "lz4 for stored events", migration_3},
+  {4, "processed membership requests", migration_4},
 };
 
 constexpr const char* create_ledger = R"sql(

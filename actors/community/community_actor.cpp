@@ -72,6 +72,8 @@ void committed(self_ptr self, const storage::membership_write& write) {
   if (write.list)
     st.newest_list_at = std::max(st.newest_list_at, write.list->created_at);
   auto lost = st.args.cache->replace(write.members);
+  for (const auto& definition : write.role_definitions)
+    publish(self, definition.ev, definition.json);
   if (write.list)
     publish(self, *write.list, write.list_json);
   for (const auto& result : write.results)

@@ -1,15 +1,14 @@
 // SPDX-License-Identifier: MIT
 #include "actors/community/membership_requests.hpp"
 
+#include "protocol/host.hpp"
+
 namespace comb::actors {
 namespace protocol = comb::protocol;
 using storage::membership_change;
 using storage::membership_outcome;
 
 namespace {
-
-/// NIP-43 asks for requests made "now"; a replayed old request must not act again later.
-constexpr std::int64_t request_skew_seconds = 300;
 
 protocol::result<protocol::bytes32> target_of(const protocol::event& ev) {
   const std::string* p = protocol::first_tag_value(ev, "p");
@@ -48,7 +47,24 @@ protocol::result<storage::membership_command> user_command(const protocol::event
   return c;
 }
 
-protocol::result<storage::membership_command> admin_command(const protocol::event& ev) {
+/// 9030-9032 name the community they are meant for, so one signed for another community (on
+/// this deployment or any other) cannot be replayed here.
+std::optional<protocol::rejection> check_relay_tag(const protocol::event& ev,
+                                                   const std::string& host) {
+  const std::string* relay = protocol::first_tag_value(ev, "relay");
+  if (!relay)
+    return protocol::invalid("a relay tag with this community's URL (ws://" + host + " or wss://"
+                             + host + ") is required");
+  auto named = protocol::host_of_relay_url(*relay);
+  if (!named || *named != host)
+    return protocol::invalid("the relay tag names another community");
+  return std::nullopt;
+}
+
+protocol::result<storage::membership_command> admin_command(const protocol::event& ev,
+                                                            const std::string& host) {
+  if (auto wrong = check_relay_tag(ev, host))
+    return *wrong;
   auto target = target_of(ev);
   if (!target)
     return target.error();
@@ -77,13 +93,20 @@ bool is_membership_request(std::uint32_t kind) noexcept {
 }
 
 protocol::result<storage::membership_command>
-membership_command_for(const protocol::event& ev, bool closed_community, std::int64_t now) {
-  if (ev.created_at > now + request_skew_seconds || ev.created_at < now - request_skew_seconds)
+membership_command_for(const protocol::event& ev, const membership_context& context,
+                       std::int64_t now) {
+  constexpr std::int64_t window = storage::request_window_seconds;
+  if (ev.created_at > now + window || ev.created_at < now - window)
     return protocol::invalid("membership requests must be created within 5 minutes of now");
+  // The `-` tag (NIP-70) is optional: the apps people use do not send it for joins and leaves.
+  // The protection it stands for, author == authenticated key, is checked for every request by
+  // connection::admit_event.
   bool user_request = ev.kind == join_request_kind || ev.kind == leave_request_kind;
-  if (user_request && !protocol::is_protected(ev))
-    return protocol::invalid("join and leave requests must carry the - tag (NIP-70)");
-  return user_request ? user_command(ev, closed_community) : admin_command(ev);
+  auto command = user_request ? user_command(ev, context.closed_community)
+                              : admin_command(ev, context.host);
+  if (command)
+    command.value().request_id = ev.id;
+  return command;
 }
 
 membership_reply reply_for(std::uint32_t kind, membership_outcome outcome,
@@ -91,6 +114,8 @@ membership_reply reply_for(std::uint32_t kind, membership_outcome outcome,
   using o = membership_outcome;
   if (outcome == o::failed)
     return {false, "error: could not update membership, please retry"};
+  if (outcome == o::already_processed)
+    return {true, "duplicate: this request was already processed"};
   if (kind == join_request_kind) {
     switch (outcome) {
       case o::changed: return {true, "info: welcome to " + relay_url + "!"};

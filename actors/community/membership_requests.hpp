@@ -21,10 +21,20 @@ inline constexpr std::uint32_t change_role_kind = 9032;
 /// Kinds that are requests to the community actor rather than events to store.
 [[nodiscard]] bool is_membership_request(std::uint32_t kind) noexcept;
 
-/// The command a verified, user-signed membership request asks for, or why it is malformed.
-/// Closed communities join by invite code only; open ones admit any join request.
+/// Where a membership request arrived.
+struct membership_context {
+  bool closed_community = false;
+  std::string host; ///< normalized; the `relay` tag of 9030-9032 must name it
+};
+
+/// The command a verified membership request asks for (carrying the event id as its request
+/// id), or why it is malformed. Closed communities join by invite code only; open ones admit
+/// any join request, with or without a claim. 9030-9032 must carry a `relay` tag naming this
+/// community (ws:// or wss:// of `context.host`). The `-` tag is not required. Who may send a
+/// request (its authenticated author only) is connection::admit_event's check.
 [[nodiscard]] protocol::result<storage::membership_command>
-membership_command_for(const protocol::event& ev, bool closed_community, std::int64_t now);
+membership_command_for(const protocol::event& ev, const membership_context& context,
+                       std::int64_t now);
 
 /// The OK a membership request gets, with NIP-43's wording where it has one.
 struct membership_reply {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "actors/connection/connection.hpp"
 
+#include "actors/community/membership_requests.hpp"
 #include "protocol/nip42.hpp"
 #include "protocol/relay_message.hpp"
 
@@ -13,13 +14,25 @@ namespace {
 
 constexpr std::string_view rendered_id_prefix = "{\"id\":\"";
 
-/// Kinds only the relay signs (NIP-43); a client copy would forge membership.
+/// Kinds only the relay signs (NIP-43); a client copy would forge membership or roles.
 bool relay_only_kind(std::uint32_t kind) {
-  return kind == 13534 || kind == 8000 || kind == 8001 || kind == 28935;
+  return kind == 13534 || kind == 8000 || kind == 8001 || kind == 28935 || kind == 33534;
 }
 
 rejection not_a_member() {
   return {reason::restricted, "you are not a member of this community"};
+}
+
+/// Membership requests (28934, 28936, 9030-9032) act for their author, so only a connection
+/// authenticated as the author may send one, `-` tag or not (the apps send joins and leaves
+/// without it).
+std::optional<rejection> check_request_author(const protocol::event& ev,
+                                              const std::optional<protocol::bytes32>& authed) {
+  if (!authed)
+    return rejection{reason::auth_required, "authenticate as the author to send this request"};
+  if (*authed != ev.pubkey)
+    return rejection{reason::restricted, "this request may only be sent by its author"};
+  return std::nullopt;
 }
 
 } // namespace
@@ -54,12 +67,17 @@ std::optional<rejection> connection::admit_event(const protocol::event& ev, std:
     return protocol::invalid("event has already expired");
   if (auto bad_time = protocol::check_created_at(ev, now, policy_.created_at))
     return bad_time;
-  if (protocol::is_protected(ev)) {
+  if (is_membership_request(ev.kind)) {
+    if (auto refused = check_request_author(ev, authenticated_))
+      return refused;
+  } else if (protocol::is_protected(ev)) {
     if (!authenticated_)
       return rejection{reason::auth_required, "this event may only be published by its author"};
     if (*authenticated_ != ev.pubkey)
       return rejection{reason::restricted, "this event may only be published by its author"};
   }
+  if (author_not_admitted(ev))
+    return rejection{reason::restricted, "the author of this event is not a member of this community"};
   return protocol::verify_event(ev);
 }
 
@@ -79,6 +97,12 @@ std::optional<rejection> connection::may_read() const {
   if (lost_access())
     return not_a_member();
   return std::nullopt;
+}
+
+bool connection::author_not_admitted(const protocol::event& ev) const {
+  // A join request comes from a non-member by nature; its author is checked above.
+  return policy_.closed_community && policy_.members && ev.kind != join_request_kind
+         && !policy_.members->is_member(ev.pubkey);
 }
 
 bool connection::lost_access() const {

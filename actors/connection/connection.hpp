@@ -61,6 +61,8 @@ public:
 
   /// Everything that decides whether an EVENT may go to storage or live delivery, cheapest
   /// checks first, the signature last. `now` is unix seconds, `clock` a monotonic second count.
+  /// Membership requests need a connection authenticated as their author; in a closed
+  /// community every other event needs an author who is a member.
   [[nodiscard]] std::optional<protocol::rejection> admit_event(const protocol::event& ev,
                                                                std::int64_t now,
                                                                double clock);
@@ -116,6 +118,10 @@ public:
   [[nodiscard]] std::vector<std::string> subscription_ids() const;
 
 private:
+  /// In a closed community only members' events are stored: the author, not the connection,
+  /// must be a member (a member's connection may not carry a non-member's event).
+  [[nodiscard]] bool author_not_admitted(const protocol::event& ev) const;
+
   struct subscription {
     std::uint64_t generation = 0;
     bool live = false;

@@ -50,7 +50,8 @@ const caf::actor& reader_for(self_ptr self) {
 
 void request_membership_change(self_ptr self, const protocol::event& ev) {
   auto& st = self->state;
-  auto command = membership_command_for(ev, st.args.policy.closed_community, unix_now());
+  auto command = membership_command_for(
+    ev, {st.args.policy.closed_community, st.args.policy.host}, unix_now());
   if (!command || !st.args.community) {
     auto why = command ? protocol::rejection{protocol::reason::error, "membership is unavailable"}
                        : command.error();

@@ -343,7 +343,7 @@ TEST_CASE_METHOD(fixture, "COUNT answers from storage", "[actor][connection]") {
 
 TEST_CASE_METHOD(fixture, "clients cannot publish relay-only NIP-43 kinds", "[actor][connection]") {
   auto c = connect();
-  for (std::uint32_t kind : {13534u, 8000u, 8001u, 28935u}) {
+  for (std::uint32_t kind : {13534u, 8000u, 8001u, 28935u, 33534u}) {
     auto ev = test::sign_event(alice, kind, "", {{"-"}});
     say(c, test::event_frame(ev));
     CHECK(c.sink->take()

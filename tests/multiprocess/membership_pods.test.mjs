@@ -47,7 +47,7 @@ describe('membership across two pods', () => {
   it('revokes on pod a a member removed on pod b', async () => {
     const member = keys()
     const ownerOnB = await authed(b, owner)
-    assert.equal((await ownerOnB.publish(sign(owner.sk, { kind: 9030, tags: [['p', member.pk]] }))).message,
+    assert.equal((await ownerOnB.publish(sign(owner.sk, { kind: 9030, tags: [['p', member.pk], ['relay', b.url]] }))).message,
       'info: member added')
     const onA = await authed(a, member)
     // Pod a learns of the new member from pod b's list, through Redis.
@@ -59,7 +59,7 @@ describe('membership across two pods', () => {
     onA.send(['REQ', 'feed', { kinds: [1] }])
     assert.equal((await onA.history('feed')).end[0], 'EOSE')
 
-    assert.equal((await ownerOnB.publish(sign(owner.sk, { kind: 9031, tags: [['p', member.pk]] }))).message,
+    assert.equal((await ownerOnB.publish(sign(owner.sk, { kind: 9031, tags: [['p', member.pk], ['relay', b.url]] }))).message,
       'info: member removed')
     const closed = await onA.take((f) => f[0] === 'CLOSED' && f[1] === 'feed', 'CLOSED feed on pod a', 10000)
     assert.equal(closed[2], 'restricted: you are no longer a member of this community')

@@ -68,8 +68,8 @@ describe('comb-watch on two pods', () => {
     for (const pod of group.pods) await eventually(async () => (await readiness(pod)) === 200, 'pod ready')
     const ownerOnA = await authed(a, owner)
     assert.equal((await ownerOnA.publish(sign(owner.sk, { kind: 9030,
-      tags: [['p', helper.pk], ['role', 'admin']] }))).message, 'info: member added')
-    assert.equal((await ownerOnA.publish(sign(owner.sk, { kind: 9030, tags: [['p', plain.pk]] }))).message,
+      tags: [['p', helper.pk], ['role', 'admin'], ['relay', a.url]] }))).message, 'info: member added')
+    assert.equal((await ownerOnA.publish(sign(owner.sk, { kind: 9030, tags: [['p', plain.pk], ['relay', a.url]] }))).message,
       'info: member added')
     await ownerOnA.close()
     folders = await Promise.all([0, 1, 2].map(() => mkdtemp(path.join(tmpdir(), 'comb-watch-'))))

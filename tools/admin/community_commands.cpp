@@ -58,7 +58,7 @@ int run_create(const admin_options& options, const community_args& args, reporte
           + (args.closed ? "closed" : "open") + ")");
   storage::membership_command provision{storage::membership_change::provision_owner, *owner,
                                         storage::member_role::owner, std::nullopt, {}, "operator",
-                                        std::nullopt};
+                                        std::nullopt, std::nullopt};
   return report_write(options, *created.community, provision, created.write, out);
 }
 

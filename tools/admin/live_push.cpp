@@ -27,9 +27,11 @@ std::string origin_id() {
   return "comb-admin-" + protocol::to_hex(random);
 }
 
-/// The stored JSON of the list and deltas a write produced.
+/// The stored JSON of the role definitions, list and deltas a write produced.
 std::vector<const std::string*> events_of(const storage::membership_write& write) {
   std::vector<const std::string*> events;
+  for (const auto& definition : write.role_definitions)
+    events.push_back(&definition.json);
   if (write.list)
     events.push_back(&write.list_json);
   for (const auto& result : write.results)

@@ -125,7 +125,7 @@ TEST_CASE("a list without the viewer at all revokes, and a plain member records 
   CHECK_FALSE(member_view.recorded().seeded());
 
   auto reducer = seeded_reducer(store);
-  membership_list gone{101, {{key(2), "owner"}}};
+  membership_list gone{101, {{key(2), {"owner"}}}};
   CHECK(reducer.on_list(gone, at_ms(0)) == list_verdict::revoked);
 }
 

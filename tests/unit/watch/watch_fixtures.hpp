@@ -21,12 +21,16 @@ inline pubkey_hex key(int n) {
 
 inline const pubkey_hex viewer = key(1);
 
-/// A list at `created_at` naming the viewer with `viewer_role` and plain members `others`.
+/// A list at `created_at` naming the viewer with role id `viewer_role` ("" for a plain member)
+/// and plain members `others`.
 inline membership_list list_at(std::int64_t created_at, std::vector<int> others,
                                std::string viewer_role = "owner") {
-  membership_list list{created_at, {{viewer, viewer_role}}};
+  std::vector<std::string> roles;
+  if (!viewer_role.empty())
+    roles.push_back(viewer_role);
+  membership_list list{created_at, {{viewer, roles}}};
   for (int n : others)
-    list.members.push_back({key(n), "member"});
+    list.members.push_back({key(n), {}});
   return list;
 }
 

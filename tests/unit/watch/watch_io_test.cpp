@@ -126,3 +126,23 @@ TEST_CASE("member tags of a 13534 list become the roster", "[watch][relay]") {
   ev.kind = 8000;
   CHECK_FALSE(membership_from_event(ev));
 }
+
+TEST_CASE("roles are read by NIP-43 role id, the older shape too", "[watch][relay]") {
+  protocol::event ev;
+  ev.kind = 13534;
+  ev.tags = {{"-"},
+             {"member", key(1), "member"},        // comb's older shape: a plain member
+             {"member", key(2), "owner"},         // either shape: the owner
+             {"member", key(3), "helper", "admin"}, // several role ids, one of them admin
+             {"member", key(4), "helper"},        // a role id that grants no alerts
+             {"member", key(5)}};                 // the current shape's plain member
+  auto list = membership_from_event(ev);
+  REQUIRE(list);
+  CHECK(list->members[0].roles.empty());
+  CHECK(list->members[2].roles == std::vector<std::string>{"helper", "admin"});
+  CHECK_FALSE(names_as_manager(*list, key(1)));
+  CHECK(names_as_manager(*list, key(2)));
+  CHECK(names_as_manager(*list, key(3)));
+  CHECK_FALSE(names_as_manager(*list, key(4)));
+  CHECK_FALSE(names_as_manager(*list, key(5)));
+}

@@ -1,5 +1,6 @@
-// NIP-43 across pods: joins racing through two processes all land in the one list, and a member
-// removed on one pod loses live access on another at once.
+// NIP-43 across pods: joins racing through two processes all land in the one list, a member
+// removed on one pod loses live access on another at once, and a request processed on one pod
+// changes nothing when replayed to the other.
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { RawClient, finalizeEvent, keys, sign, now } from '../e2e/harness.mjs'
@@ -67,6 +68,37 @@ describe('membership across two pods', () => {
     assert.deepEqual((await onA.history('again')).end,
       ['CLOSED', 'again', 'restricted: you are not a member of this community'])
     for (const client of [ownerOnB, onA]) await client.close()
+  })
+
+  it('remembers a processed join and leave across pods', async () => {
+    const who = keys()
+    const ownerOnA = await authed(a, owner)
+    const invite = await ownerOnA.req('invite-replay', { kinds: [28935] })
+    const code = invite.events[0].tags.find((t) => t[0] === 'claim')[1]
+    const onA = await authed(a, who)
+    const onB = await authed(b, who)
+    // As the apps send them: no - tag.
+    const join = sign(who.sk, { kind: 28934, tags: [['claim', code]] })
+    assert.match((await onA.publish(join)).message, /^info: welcome/)
+    const leave = sign(who.sk, { kind: 28936, tags: [] })
+    assert.equal((await onA.publish(leave)).message, 'info: you have left this community')
+    // The same join on pod b admits nobody and says why (a used code would say otherwise).
+    assert.deepEqual(await onB.publish(join), { ok: true, message: 'duplicate: this request was already processed' })
+    const { events } = await ownerOnA.req('list-after-replay', { kinds: [13534] })
+    assert.ok(!membersOf(events[0]).has(who.pk), 'the replayed join admitted nobody')
+    // Joined again with a new code; the old leave replayed on pod b removes nobody.
+    const again = await ownerOnA.req('invite-again', { kinds: [28935] })
+    const fresh = sign(who.sk, { kind: 28934, tags: [['claim', again.events[0].tags.find((t) => t[0] === 'claim')[1]]],
+      created_at: join.created_at + 1 })
+    assert.match((await onA.publish(fresh)).message, /^info: welcome/)
+    await eventually(async () => {
+      onB.send(['REQ', 'probe', { kinds: [1], limit: 1 }])
+      return (await onB.history('probe')).end[0] === 'EOSE'
+    }, 'pod b knows the member again')
+    assert.deepEqual(await onB.publish(leave), { ok: true, message: 'duplicate: this request was already processed' })
+    const { events: final } = await ownerOnA.req('list-final', { kinds: [13534] })
+    assert.ok(membersOf(final[0]).has(who.pk), 'still a member after the replayed leave')
+    for (const client of [ownerOnA, onA, onB]) await client.close()
   })
 
   it('stops cleanly', async () => {

@@ -13,6 +13,7 @@
 #include "actors/fanout/subscription_index.hpp"
 #include "actors/frame_sink.hpp"
 #include "protocol/filter.hpp"
+#include "storage/access_state.hpp"
 #include "storage/event_store.hpp"
 #include "storage/membership.hpp"
 
@@ -68,6 +69,18 @@ inline constexpr minted_atom minted_atom_v{};
 using revoke_atom = caf::atom_constant<caf::atom("revoke")>;         ///< (revoke_atom, community, std::vector<bytes32>)
 inline constexpr revoke_atom revoke_atom_v{};
 
+// -- authority: Postgres notifications -> access watcher -> community actors -> connections ----
+using notice_atom = caf::atom_constant<caf::atom("pgnotice")>;     ///< (notice_atom, payload): a LISTEN notification
+inline constexpr notice_atom notice_atom_v{};
+using reload_atom = caf::atom_constant<caf::atom("reloadall")>;    ///< LISTEN (re)connected: reload every community
+inline constexpr reload_atom reload_atom_v{};
+using refresh_atom = caf::atom_constant<caf::atom("refresh")>;     ///< (refresh_atom, community_access): the database's state
+inline constexpr refresh_atom refresh_atom_v{};
+using wake_atom = caf::atom_constant<caf::atom("wake")>;           ///< the second a waiting list needed has begun
+inline constexpr wake_atom wake_atom_v{};
+using access_atom = caf::atom_constant<caf::atom("access")>;       ///< (access_atom, community): access changed, re-check
+inline constexpr access_atom access_atom_v{};
+
 // -- bridge: transports and peers -> bridge actor -> fan-out / community actors ------------------
 using envelope_atom = caf::atom_constant<caf::atom("envelope")>;     ///< (envelope_atom, payload) from a CAF peer
 inline constexpr envelope_atom envelope_atom_v{};
@@ -87,8 +100,6 @@ using welcome_atom = caf::atom_constant<caf::atom("welcome")>;       ///< the pe
 inline constexpr welcome_atom welcome_atom_v{};
 using startup_atom = caf::atom_constant<caf::atom("startup")>;       ///< (startup_atom, committed_event): push once ready
 inline constexpr startup_atom startup_atom_v{};
-using remote_list_atom = caf::atom_constant<caf::atom("remotelist")>; ///< (remote_list_atom, live_event): another pod's 13534
-inline constexpr remote_list_atom remote_list_atom_v{};
 
 // -- session -> community directory -------------------------------------------------------------
 using lookup_atom = caf::atom_constant<caf::atom("lookup")>;     ///< (lookup_atom, host, lookup_callback)
@@ -155,6 +166,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::storage::membership_command)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<comb::storage::membership_command>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::storage::membership_result)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::storage::membership_write)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::storage::community_access)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::invite_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::pubkey_list)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::subscription_matches)

@@ -68,6 +68,8 @@ std::string relay_metrics::render() const {
   write(out, "comb_oversize_disconnects_total", "counter", "Connections cut for an oversize frame.", oversize_disconnects);
   write(out, "comb_write_batches_total", "counter", "Group-commit transactions.", write_batches);
   write(out, "comb_bridge_published_total", "counter", "Events sent to other pods.", bridge_published);
+  write(out, "comb_access_notifications_total", "counter", "Access-change notifications received from Postgres.", access_notifications);
+  write(out, "comb_access_reloads_total", "counter", "Community states reloaded from Postgres.", access_reloads);
   write(out, "comb_bridge_received_total", "counter", "Events received from other pods.", bridge_received);
   write(out, "comb_bridge_rejected_total", "counter", "Envelopes from other pods that failed checks.", bridge_rejected);
   write(out, "comb_cluster_peers_linked", "gauge", "CAF cluster peers that accepted this pod.", cluster_peers_linked);

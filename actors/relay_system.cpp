@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "actors/bridge/bridge_setup.hpp"
+#include "actors/community/access_watcher.hpp"
 #include "actors/fanout/fanout_actor.hpp"
 #include "actors/gateway/server.hpp"
 #include "actors/messages.hpp"
@@ -23,7 +24,9 @@
 #include "protocol/nip19.hpp"
 #include "storage/community_store.hpp"
 #include "storage/migrations.hpp"
+#include "storage/access_change.hpp"
 #include "storage/pg_connection.hpp"
+#include "storage/pg_listener.hpp"
 
 namespace comb::actors {
 namespace asio = boost::asio;
@@ -73,6 +76,8 @@ bool upgrade_lists(storage::pg_connection& connection, const protocol::key_pair&
   storage::membership_store members(connection, key);
   for (const auto& c : *all) {
     auto write = members.upgrade_list(c.row.id, unix_now());
+    while (write.retry_at != 0) // lists keep pace with the clock
+      write = members.upgrade_list(c.row.id, storage::sleep_until_second(write.retry_at));
     if (!write.committed) {
       spdlog::critical("cannot upgrade the member list of {}: {}", c.row.host, write.error);
       return false;
@@ -95,7 +100,8 @@ bool bootstrap_owner(storage::pg_connection& connection, const protocol::key_pai
                                         *protocol::parse_public_key(s.owner_pubkey),
                                         storage::member_role::owner, std::nullopt, {}, "bootstrap",
                                         std::nullopt, std::nullopt};
-  auto write = members.apply(community_id, std::span(&provision, 1), unix_now());
+  auto write = members.apply_paced(community_id, std::span(&provision, 1), unix_now(),
+                                   storage::sleep_until_second);
   if (!write.committed) {
     spdlog::critical("cannot bootstrap the owner: {}", write.error);
     return false;
@@ -125,6 +131,10 @@ startup_lists prepare_database(const conf::relay_settings& s, const protocol::ke
   }
   spdlog::info("community {} (id {}) is {}", community->host, community->id,
                community->closed ? "closed" : "open");
+  if (community->closed != (s.access == "closed"))
+    spdlog::warn("COMB_ACCESS={} applies only when the community is created; the database says"
+                 " {} is {} (change it with comb-admin community set-access)",
+                 s.access, community->host, community->closed ? "closed" : "open");
   out.ok = upgrade_lists(connection, key, out) && bootstrap_owner(connection, key, s, community->id, out);
   return out;
 }
@@ -135,6 +145,7 @@ struct pod_actors {
   std::vector<caf::actor> writers;
   caf::actor membership_writer;
   caf::actor directory;
+  caf::actor access_watcher;
   std::shared_ptr<community_registry> registry;
   std::optional<pod_bridge> bridge;
   /// Set once the server exists; the directory calls it for archived or deleted communities.
@@ -178,7 +189,26 @@ bool spawn_actors(caf::actor_system& system, asio::io_context& io, const conf::r
   pod.directory = system.spawn<caf::detached>(
     directory_actor,
     directory_args{s.database_url, communities, pod.registry, pod.close_community});
+  pod.access_watcher = system.spawn<caf::detached>(
+    access_watcher, access_watcher_args{s.database_url, pod.registry, pod.fanout,
+                                        key.public_key(), metrics});
   return true;
+}
+
+/// The pod's LISTEN connection: notifications and every (re)connect go to the access watcher.
+std::shared_ptr<storage::pg_listener> start_listener(asio::io_context& io,
+                                                     const conf::relay_settings& s,
+                                                     const caf::actor& watcher) {
+  auto listener = std::make_shared<storage::pg_listener>(
+    io, s.database_url, std::string(storage::access_channel),
+    storage::pg_listener_events{
+      [watcher] {
+        spdlog::info("postgres: listening for access changes");
+        caf::anon_send(watcher, reload_atom_v);
+      },
+      [watcher](std::string payload) { caf::anon_send(watcher, notice_atom_v, std::move(payload)); }});
+  listener->start();
+  return listener;
 }
 
 void stop_actors(caf::actor_system& system, pod_actors& pod) {
@@ -193,6 +223,8 @@ void stop_actors(caf::actor_system& system, pod_actors& pod) {
     self->send_exit(reader, caf::exit_reason::user_shutdown);
   self->send_exit(pod.fanout, caf::exit_reason::user_shutdown);
   self->send_exit(pod.directory, caf::exit_reason::user_shutdown);
+  if (pod.access_watcher)
+    self->send_exit(pod.access_watcher, caf::exit_reason::user_shutdown);
   self->send_exit(pod.membership_writer, caf::exit_reason::user_shutdown);
   if (pod.registry)
     for (const auto& community : pod.registry->actors())
@@ -254,7 +286,12 @@ int run_relay(const conf::relay_settings& s) {
   context->metrics = metrics;
   context->communities = communities;
   context->bridge = pod.bridge->actor;
-  context->readiness = [&pod, metrics] { return pod.bridge->problem(*metrics); };
+  auto listener = start_listener(io, s, pod.access_watcher);
+  // Not ready while Postgres is away: the LISTEN connection is the pod's probe of it.
+  context->readiness = [&pod, metrics, listener] {
+    auto problem = listener->problem();
+    return problem.empty() ? pod.bridge->problem(*metrics) : problem;
+  };
   metrics->scrape_extras = [&pod] { return pod.registry->render_member_counts() + pod.bridge->render_metrics(); };
 
   server gateway(io, context);
@@ -262,6 +299,16 @@ int run_relay(const conf::relay_settings& s) {
     communities->forget_all();
     gateway.close_community(id);
   });
+  pod.registry->hooks()->set(
+    [&gateway, communities](std::int64_t id) {
+      communities->forget_all();
+      gateway.close_community(id);
+    },
+    [&gateway, communities](std::int64_t id) {
+      communities->forget_all();
+      gateway.recheck_community(id);
+    },
+    [communities] { communities->forget_all(); });
   try {
     gateway.start();
   } catch (const std::exception& e) {
@@ -283,6 +330,7 @@ int run_relay(const conf::relay_settings& s) {
       wait_for_sessions(gateway, std::chrono::seconds(5));
       if (pod.bridge && pod.bridge->redis)
         pod.bridge->redis->stop();
+      listener->stop();
       io.stop();
     }).detach();
   });
@@ -292,6 +340,7 @@ int run_relay(const conf::relay_settings& s) {
   io.run();
   for (auto& t : threads)
     t.join();
+  pod.registry->hooks()->set(nullptr, nullptr, nullptr); // the server goes away with this scope
   gateway.end_remaining_actors();
   stop_actors(system, pod);
   spdlog::info("stopped");

@@ -122,7 +122,7 @@ std::vector<option> make_options() {
     text("cluster.node_id", "COMB_NODE_ID", "this pod's id; empty: random per start", [](S& s) -> auto& { return s.node_id; }),
     text("community.relay_key_file", "COMB_RELAY_KEY_FILE", "relay secret key file; empty: <data_dir>/relay.key", [](S& s) -> auto& { return s.relay_key_file; }),
     text("community.owner_pubkey", "COMB_OWNER_PUBKEY", "owner of the fresh-install community (hex or npub)", [](S& s) -> auto& { return s.owner_pubkey; }),
-    choice("community.access", "COMB_ACCESS", "access of the fresh-install community", [](S& s) -> auto& { return s.access; }, {"open", "closed"}),
+    choice("community.access", "COMB_ACCESS", "access of the fresh-install community when it is created", [](S& s) -> auto& { return s.access; }, {"open", "closed"}),
     number<sz>("limits.max_message_bytes", "COMB_MAX_MESSAGE_BYTES", "largest frame a client may send (bytes); larger closes the connection", [](S& s) -> auto& { return s.limits.max_message_bytes; }, 1024, 64 * mib),
     number<sz>("limits.max_subscriptions", "COMB_MAX_SUBSCRIPTIONS", "open subscriptions per connection", [](S& s) -> auto& { return s.limits.max_subscriptions_per_connection; }, 1, 100000),
     number<sz>("limits.max_filters", "COMB_MAX_FILTERS", "filters per REQ or COUNT", [](S& s) -> auto& { return s.limits.max_filters_per_req; }, 1, 1000),

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "protocol/host.hpp"
+#include "storage/access_change.hpp"
 #include "storage/pg_array.hpp"
 #include "storage/pg_connection.hpp"
 
@@ -38,15 +39,48 @@ std::vector<std::string> split_hosts(std::string_view text) {
   return hosts;
 }
 
+/// Runs `sql` (a change of one community's rows) in a transaction that also notes the access
+/// change (version + notification). The note goes first, so a deleted community's last
+/// notification still names it; when `sql` changes nothing, the whole transaction (the note
+/// with it) rolls back and the reply says 0 rows. On failure `error` is set.
+pg_reply change_with_note(pg_connection& connection, std::string& error, const char* sql,
+                          const pg_params& params, std::int64_t id) {
+  // On failure `error` is set and the reply is empty.
+  auto failed = [&](const std::string& why) {
+    error = why;
+    (void)connection.exec("ROLLBACK");
+    return pg_reply{};
+  };
+  if (auto begin = connection.exec("BEGIN"); !begin.ok())
+    return failed(begin.error());
+  // The row lock first, as membership writers take it.
+  auto locked = connection.exec("SELECT 1 FROM communities WHERE id = $1::bigint FOR NO KEY UPDATE",
+                                {std::to_string(id)});
+  if (!locked.ok())
+    return failed(locked.error());
+  std::string note_error;
+  (void)note_access_change(connection, id, {}, note_error);
+  if (!note_error.empty())
+    return failed(note_error);
+  auto reply = connection.exec(sql, params);
+  if (!reply.ok())
+    return failed(reply.error());
+  if (reply.affected_rows() == 0) {
+    (void)connection.exec("ROLLBACK");
+    return reply;
+  }
+  if (auto commit = connection.exec("COMMIT"); !commit.ok())
+    return failed(commit.error());
+  return reply;
+}
+
 /// An UPDATE/DELETE of one community by id: `changed` when it touched the row, otherwise
 /// `unchanged` or `not_found` depending on whether the community exists.
 lifecycle_result update_result(pg_connection& connection, std::string& error, const char* sql,
                                const pg_params& params, std::int64_t id) {
-  auto reply = connection.exec(sql, params);
-  if (!reply.ok()) {
-    error = reply.error();
+  auto reply = change_with_note(connection, error, sql, params, id);
+  if (!error.empty())
     return lifecycle_result::failed;
-  }
   if (reply.affected_rows() > 0)
     return lifecycle_result::changed;
   auto exists = connection.exec("SELECT 1 FROM communities WHERE id = $1::bigint",
@@ -121,25 +155,17 @@ std::optional<community_row> community_store::ensure(const std::string& host,
 
 std::optional<community_row> community_store::ensure_row(const std::string& primary,
                                                          const std::string& access) {
-  // A host already registered as another community's alias means that community.
-  if (auto existing = find_by_host(primary)) {
-    auto updated = connection_.exec(
-      "UPDATE communities SET access = $2::text WHERE id = $1::bigint AND access <> $2::text",
-      {std::to_string(existing->id), access});
-    if (!updated.ok()) {
-      last_error_ = updated.error();
-      return std::nullopt;
-    }
-    existing->closed = access == "closed";
+  // A host already registered as another community's alias means that community. Its
+  // access stays as the database has it: the setting applies only when a community is created.
+  if (auto existing = find_by_host(primary))
     return existing;
-  }
   if (!last_error_.empty())
     return std::nullopt;
   // Several pods may get here at once: the unique host makes exactly one insert win, and the
-  // others update the same row.
+  // others read the same row (the no-op update only makes RETURNING answer; access is kept).
   auto reply = connection_.exec(
     "INSERT INTO communities (host, access) VALUES ($1::text, $2::text)"
-    " ON CONFLICT (host) DO UPDATE SET access = EXCLUDED.access"
+    " ON CONFLICT (host) DO UPDATE SET host = EXCLUDED.host"
     " RETURNING id, host, access, archived_at IS NOT NULL",
     {primary, access});
   if (!reply.ok() || reply.rows() != 1) {
@@ -174,15 +200,14 @@ lifecycle_result community_store::add_host(std::int64_t id, const std::string& h
     return lifecycle_result::failed;
   }
   // A primary host need not be listed in community_hosts, so both tables are checked.
-  auto reply = connection_.exec(
+  auto reply = change_with_note(
+    connection_, last_error_,
     "INSERT INTO community_hosts (host, community_id) SELECT $2::text, id FROM communities"
     " WHERE id = $1::bigint AND NOT EXISTS (SELECT 1 FROM communities WHERE host = $2::text)"
     " ON CONFLICT (host) DO NOTHING",
-    {std::to_string(id), *normalized});
-  if (!reply.ok()) {
-    last_error_ = reply.error();
+    {std::to_string(id), *normalized}, id);
+  if (!last_error_.empty())
     return lifecycle_result::failed;
-  }
   if (reply.affected_rows() > 0)
     return lifecycle_result::changed;
   auto exists = connection_.exec("SELECT 1 FROM communities WHERE id = $1::bigint",

@@ -44,11 +44,15 @@ public:
   [[nodiscard]] std::optional<community_row> find_by_host(const std::string& host);
 
   /// Fresh-install path: makes sure a community exists for `host` with `aliases` as further
-  /// hosts (aliases already taken by another community are left alone) and sets its access.
-  /// Idempotent; safe when several pods start at once.
+  /// hosts (aliases already taken by another community are left alone). `closed` applies only
+  /// when the community is created here: afterwards the database decides (set_access), and the
+  /// row returned says what it decided. Idempotent; safe when several pods start at once.
   [[nodiscard]] std::optional<community_row> ensure(const std::string& host,
                                                     const std::vector<std::string>& aliases,
                                                     bool closed);
+
+  /// Every change below runs in one transaction with note_access_change, so every pod enforces
+  /// it within a second.
 
   /// Sets (`archived`) or clears `archived_at`. Archived communities refuse connections; their
   /// members, events and invites stay untouched until unarchived.

@@ -124,6 +124,11 @@ struct membership_write {
   std::vector<member> members;
   /// 33534 role definitions first written with `list` (the first list naming those roles).
   std::vector<stored_event> role_definitions;
+  /// The community's state version after the transaction (note_access_change); 0 when unknown.
+  std::int64_t state_version = 0;
+  /// Not committed because the newest list already has this second: try again at this unix
+  /// second (lists keep pace with the clock). 0 otherwise.
+  std::int64_t retry_at = 0;
 };
 
 } // namespace comb::storage

@@ -2,12 +2,16 @@
 #include "storage/membership_store.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <map>
 #include <set>
 #include <stdexcept>
 #include <utility>
 
 #include "protocol/canonical_json.hpp"
+#include "protocol/event_json.hpp"
+#include "storage/access_change.hpp"
 #include "storage/event_rows.hpp"
 #include "storage/member_list.hpp"
 #include "storage/membership_rules.hpp"
@@ -21,6 +25,11 @@ namespace {
 /// A failed statement inside a transaction; caught at the public boundary, which rolls back.
 struct statement_failed : std::runtime_error {
   using std::runtime_error::runtime_error;
+};
+
+/// The newest list already has this second: the change must wait for the next one.
+struct list_must_wait {
+  std::int64_t until = 0;
 };
 
 pg_reply must(pg_reply reply, const char* step) {
@@ -246,6 +255,15 @@ void membership_store::write_list(std::int64_t community_id, std::int64_t newest
   must(connection_.exec("UPDATE communities SET newest_list_at = $2::bigint WHERE id = $1::bigint",
                         {std::to_string(community_id), std::to_string(created_at)}),
        "record list time");
+  std::vector<protocol::bytes32> written{out.list->id};
+  for (const auto& result : out.results)
+    if (result.delta)
+      written.push_back(result.delta->id);
+  std::string error;
+  auto version = note_access_change(connection_, community_id, written, error);
+  if (!version)
+    throw statement_failed(error.empty() ? "community vanished while writing its list" : error);
+  out.state_version = *version;
 }
 
 /// NIP-43: each role id a list names has a relay-signed 33534, written with the first list that
@@ -267,11 +285,9 @@ void membership_store::write_role_definitions(std::int64_t community_id, std::in
 }
 
 std::vector<member> membership_store::members_before(std::int64_t community_id,
-                                                     std::int64_t newest_list_at,
-                                                     std::int64_t count) {
+                                                     std::int64_t state_version) {
   auto it = snapshots_.find(community_id);
-  if (it != snapshots_.end() && it->second.newest_list_at == newest_list_at
-      && std::cmp_equal(it->second.members.size(), count))
+  if (it != snapshots_.end() && it->second.state_version == state_version)
     return it->second.members;
   return read_members(connection_, community_id);
 }
@@ -300,22 +316,29 @@ membership_write membership_store::apply_locked(std::int64_t community_id,
                                                 std::span<const membership_command> commands,
                                                 std::int64_t now) {
   const std::string community = std::to_string(community_id);
-  auto locked = must(connection_.exec("SELECT newest_list_at,"
-                                      " (SELECT count(*) FROM members WHERE community_id = $1::bigint)"
+  // FOR NO KEY UPDATE, never FOR UPDATE: event inserts into this community take FOR KEY SHARE
+  // through their foreign key and must not wait for a membership write (a test checks it).
+  auto locked = must(connection_.exec("SELECT newest_list_at, state_version"
                                       " FROM communities WHERE id = $1::bigint FOR NO KEY UPDATE",
                                       {community}),
                      "lock community");
   if (locked.rows() == 0)
     throw statement_failed("community " + community + " does not exist");
   std::int64_t newest_list_at = locked.integer(0, 0);
-  roster members(members_before(community_id, newest_list_at, locked.integer(0, 1)));
+  std::int64_t state_version = locked.integer(0, 1);
+  roster members(members_before(community_id, state_version));
   auto invites = read_invites(connection_, community_id, commands);
   auto allowlist = read_allowlist(connection_, community_id, commands);
   auto claims = claim_requests(connection_, community_id, commands, now);
   auto plan = plan_membership(members, commands, invites, allowlist, now, claims.earlier);
+  // Lists keep pace with the clock, decided under the row lock so it holds for every pod: a
+  // list never gets a created_at ahead of now; when this second already has one, wait.
+  if (plan.list_changed && newest_list_at >= now)
+    throw list_must_wait{newest_list_at + 1};
   record_request_outcomes(connection_, community_id, claims, plan.outcomes);
   membership_write out;
   out.committed = true;
+  out.state_version = state_version;
   for (auto outcome : plan.outcomes)
     out.results.push_back(membership_result::of(outcome));
   out.members = members.members();
@@ -324,9 +347,7 @@ membership_write membership_store::apply_locked(std::int64_t community_id,
     write_used_invites(connection_, community_id, invites);
     write_list(community_id, newest_list_at, commands, plan.delta_kinds, now, out);
   }
-  pending_snapshot_.emplace(community_id,
-                            members_snapshot{out.list ? out.list->created_at : newest_list_at,
-                                             out.members});
+  pending_snapshot_.emplace(community_id, members_snapshot{out.state_version, out.members});
   return out;
 }
 
@@ -339,6 +360,12 @@ membership_write membership_store::apply(std::int64_t community_id,
     auto out = apply_locked(community_id, commands, now);
     must(connection_.exec("COMMIT"), "commit");
     keep_snapshot();
+    return out;
+  } catch (const list_must_wait& wait) {
+    (void)connection_.exec("ROLLBACK");
+    pending_snapshot_.reset();
+    auto out = failed_write(commands.size(), "the list of this second is written; waiting");
+    out.retry_at = wait.until;
     return out;
   } catch (const std::exception& e) {
     (void)connection_.exec("ROLLBACK");
@@ -383,12 +410,35 @@ membership_write membership_store::upgrade_list(std::int64_t community_id, std::
     must(connection_.exec("COMMIT"), "commit");
     keep_snapshot();
     return out;
+  } catch (const list_must_wait& wait) {
+    (void)connection_.exec("ROLLBACK");
+    pending_snapshot_.reset();
+    auto out = failed_write(1, "the list of this second is written; waiting");
+    out.retry_at = wait.until;
+    return out;
   } catch (const std::exception& e) {
     (void)connection_.exec("ROLLBACK");
     drop_snapshot(community_id);
     last_error_ = e.what();
     return failed_write(1, last_error_);
   }
+}
+
+membership_write membership_store::apply_paced(std::int64_t community_id,
+                                               std::span<const membership_command> commands,
+                                               std::int64_t now, const second_waiter& wait_until) {
+  for (;;) {
+    auto write = apply(community_id, commands, now);
+    if (write.retry_at == 0)
+      return write;
+    now = wait_until(write.retry_at);
+  }
+}
+
+std::int64_t sleep_until_second(std::int64_t second) {
+  using clock = std::chrono::system_clock;
+  std::this_thread::sleep_until(clock::time_point(std::chrono::seconds(second)));
+  return std::chrono::duration_cast<std::chrono::seconds>(clock::now().time_since_epoch()).count();
 }
 
 community_creation membership_store::create_community_with_owner(const std::string& host,
@@ -417,6 +467,12 @@ community_creation membership_store::create_community_with_owner(const std::stri
     keep_snapshot();
     out.result = community_creation::status::created;
     out.community = community_row{id, host, closed, false};
+    return out;
+  } catch (const list_must_wait&) { // a new community has no list yet: cannot happen
+    (void)connection_.exec("ROLLBACK");
+    pending_snapshot_.reset();
+    last_error_ = "unexpected wait for the list clock";
+    out.write = failed_write(1, last_error_);
     return out;
   } catch (const std::exception& e) {
     (void)connection_.exec("ROLLBACK");

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -16,6 +17,12 @@
 namespace comb::storage {
 
 class pg_connection;
+
+/// Blocks until the given unix second has begun and returns the current unix second.
+using second_waiter = std::function<std::int64_t(std::int64_t)>;
+
+/// The production waiter: sleeps on the wall clock.
+[[nodiscard]] std::int64_t sleep_until_second(std::int64_t second);
 
 /// A community's members in list order, read on `connection`; nothing on a database error.
 [[nodiscard]] std::optional<std::vector<member>> load_members(pg_connection& connection,
@@ -50,7 +57,10 @@ public:
   membership_store(pg_connection& connection, const protocol::key_pair& relay_key);
 
   /// Applies `commands` in order in one transaction (group commit). Each gets its own outcome;
-  /// if the transaction fails, none is applied and `committed` is false.
+  /// if the transaction fails, none is applied and `committed` is false. When the commands
+  /// change the members but the newest list already has second `now` (or a later one), nothing
+  /// is written and `retry_at` says from which second to try again: lists keep pace with the
+  /// clock. Every committed change calls note_access_change (version + notification).
   [[nodiscard]] membership_write apply(std::int64_t community_id,
                                        std::span<const membership_command> commands,
                                        std::int64_t now);
@@ -61,6 +71,11 @@ public:
   /// start at once rewrite it once. A current, missing or unreadable list is left alone
   /// (committed, no list, outcome nothing_to_do).
   [[nodiscard]] membership_write upgrade_list(std::int64_t community_id, std::int64_t now);
+  /// `apply`, waiting (with `wait_until`) and trying again for as long as the list must wait.
+  /// For callers that may block: comb-admin, start-up.
+  [[nodiscard]] membership_write apply_paced(std::int64_t community_id,
+                                             std::span<const membership_command> commands,
+                                             std::int64_t now, const second_waiter& wait_until);
 
   /// Creates a community for `host` with `owner`, its list and delta, in one transaction.
   [[nodiscard]] community_creation create_community_with_owner(const std::string& host,
@@ -101,17 +116,16 @@ private:
                                 const std::vector<std::uint32_t>& delta_kinds,
                                 std::int64_t now, membership_write& out);
 
-  /// A community's members as of this store's last committed write. Every write path moves
-  /// `newest_list_at` forward, so a snapshot with the same `newest_list_at` and as many members
-  /// as the table is current (the count also catches rows changed outside comb), and a batch
-  /// need not read every member again.
+  /// A community's members as of this store's last committed write. Every change of the
+  /// members table (ours, another pod's, a hand edit: migration 6's trigger) bumps the
+  /// community's state version, so a snapshot of the same version is current and a batch need
+  /// not read every member again.
   struct members_snapshot {
-    std::int64_t newest_list_at = 0;
+    std::int64_t state_version = 0;
     std::vector<member> members;
   };
   [[nodiscard]] std::vector<member> members_before(std::int64_t community_id,
-                                                   std::int64_t newest_list_at,
-                                                   std::int64_t count);
+                                                   std::int64_t state_version);
   void keep_snapshot();
   void drop_snapshot(std::int64_t community_id);
 

@@ -139,11 +139,34 @@ CREATE TABLE processed_requests (
 CREATE INDEX processed_requests_expiry ON processed_requests (community_id, expires_at);
 )sql";
 
+// Postgres is the membership authority (DESIGN.md "Who enforces it: the database"): every
+// change of what access checks read bumps the community's state version (note_access_change,
+// with a notification). Member rows changed by anything else (a hand edit, a restore) bump it
+// too, so a pod's periodic version check and the writer's remembered members notice them.
+constexpr const char* migration_6 = R"sql(
+ALTER TABLE communities ADD COLUMN state_version BIGINT NOT NULL DEFAULT 0;
+
+CREATE FUNCTION comb_members_touched() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  UPDATE communities SET state_version = state_version + 1
+   WHERE id IN (SELECT DISTINCT community_id FROM touched);
+  RETURN NULL;
+END $$;
+
+CREATE TRIGGER members_inserted AFTER INSERT ON members REFERENCING NEW TABLE AS touched
+  FOR EACH STATEMENT EXECUTE FUNCTION comb_members_touched();
+CREATE TRIGGER members_updated AFTER UPDATE ON members REFERENCING NEW TABLE AS touched
+  FOR EACH STATEMENT EXECUTE FUNCTION comb_members_touched();
+CREATE TRIGGER members_deleted AFTER DELETE ON members REFERENCING OLD TABLE AS touched
+  FOR EACH STATEMENT EXECUTE FUNCTION comb_members_touched();
+)sql";
+
 constexpr migration migrations[] = {
   {1, "communities, events, tags, deletions", migration_1},
   {2, "members, invites, allowlist", migration_2},
   {3, "lz4 for stored events", migration_3},
   {4, "processed membership requests", migration_4},
+  {6, "community state versions", migration_6},
 };
 
 constexpr const char* create_ledger = R"sql(

@@ -2,6 +2,7 @@
 #include "actors/bridge/bridge_actor.hpp"
 
 #include <spdlog/spdlog.h>
+#include <utility>
 
 #include "protocol/sha256.hpp"
 #include "protocol/signature.hpp"
@@ -57,10 +58,9 @@ void receive(self_ptr self, const std::string& payload) {
     return; // our own echo
   bump(st.args.metrics->bridge_received);
   live_event event{e.ev, e.event_json};
+  // Live delivery only: member caches follow the database (access watcher), never a bridged
+  // 13534, so a late envelope cannot roll one back.
   self->send(st.args.fanout, publish_atom_v, committed_event{e.community_id, event});
-  if (e.ev->kind == 13534 && e.ev->pubkey == st.args.relay_pubkey && st.args.registry)
-    if (auto community = st.args.registry->find(e.community_id))
-      self->send(community->actor, remote_list_atom_v, event);
 }
 
 void greet(self_ptr self, const caf::actor& remote) {
@@ -128,7 +128,11 @@ caf::behavior bridge_actor(caf::stateful_actor<bridge_state>* self, bridge_args 
       send_everywhere(self, envelope_of(self, committed));
     },
     [=](redis_atom, const std::string& payload) { receive(self, payload); },
-    [=](ready_atom) { flush_startup(self, {}); },
+    [=](ready_atom) {
+      // Once: a Redis reconnect must not re-send start-up lists that may be stale by now.
+      if (!std::exchange(self->state.startup_sent_to_redis, true))
+        flush_startup(self, {});
+    },
     [=](envelope_atom, const std::string& payload) {
       auto sender = self->current_sender() ? self->current_sender()->address() : caf::actor_addr{};
       if (!self->state.trusted_senders.contains(sender)) {

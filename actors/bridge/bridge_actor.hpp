@@ -35,13 +35,14 @@ struct bridge_state {
   std::vector<caf::actor> peers;
   /// Lists written at start-up, pushed once a transport is ready.
   std::vector<committed_event> startup;
+  bool startup_sent_to_redis = false;
   static inline const char* name = "bridge";
 };
 
 /// One per pod. Sends every locally accepted event to the other pods (Redis and/or CAF peers),
 /// and hands what they send to local fan-out only, never to storage. Drops its own echoes;
-/// the fan-out drops anything it has already delivered. Another pod's 13534 also updates the
-/// community's member cache (revoking at once whoever lost access).
+/// the fan-out drops anything it has already delivered. Member caches never follow what arrives
+/// here: the database is the authority (actors/community/access_watcher.hpp).
 caf::behavior bridge_actor(caf::stateful_actor<bridge_state>* self, bridge_args args);
 
 /// The proof a peer sends for `nonce`: SHA-256 of secret, nonce and node id, hex.

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "actors/community/community_actor.hpp"
 
-#include "storage/member_list.hpp"
+#include "actors/clock.hpp"
 
 namespace comb::actors {
 namespace {
@@ -10,7 +10,7 @@ using self_ptr = caf::stateful_actor<community_state>*;
 
 void dispatch(self_ptr self) {
   auto& st = self->state;
-  if (!st.in_flight.empty() || st.queue.empty())
+  if (!st.in_flight.empty() || st.queue.empty() || st.waiting_for_clock)
     return;
   std::vector<storage::membership_command> commands;
   while (!st.queue.empty() && st.in_flight.size() < st.args.batch_max) {
@@ -55,23 +55,47 @@ void revoke(self_ptr self, std::vector<protocol::bytes32> lost) {
                pubkey_list(std::move(lost)));
 }
 
-/// Another pod's list: the cache follows it when it is newer than anything applied yet.
-void remote_list(self_ptr self, const live_event& list) {
+/// Members at a newer state version than the cache holds replace it.
+void apply_members(self_ptr self, std::int64_t version, const std::vector<storage::member>& members) {
   auto& st = self->state;
-  if (list.ev->created_at <= st.newest_list_at)
+  if (version != 0 && version <= st.version)
     return;
-  auto members = storage::members_of_list(*list.ev);
-  if (!members)
+  st.version = std::max(st.version, version);
+  revoke(self, st.args.cache->replace(members));
+  st.args.cache->set_version(st.version);
+}
+
+/// The database's state, reloaded after a notification or a version check.
+void refresh(self_ptr self, const storage::community_access& state) {
+  auto& st = self->state;
+  auto& hooks = st.args.hooks;
+  if (!state.exists || state.archived) {
+    // Archived or deleted: nobody may stay. Unarchiving needs no action here: new
+    // connections find the community again through the directory.
+    if (!st.gone && hooks)
+      hooks->close_all(st.args.community_id);
+    st.gone = true;
+    if (!state.exists)
+      return;
+  } else {
+    st.gone = false;
+  }
+  if (state.version <= st.version)
     return;
-  st.newest_list_at = list.ev->created_at;
-  revoke(self, st.args.cache->replace(*members));
+  bool was_closed = st.closed;
+  bool was_archived = st.archived;
+  st.closed = state.closed;
+  st.archived = state.archived;
+  st.args.cache->set_closed(state.closed);
+  apply_members(self, state.version, state.members);
+  if (hooks && (was_archived != state.archived || was_closed != state.closed))
+    hooks->forget_hosts(); // new connections must see the new access at once
+  if (state.closed && !was_closed && hooks)
+    hooks->recheck_all(st.args.community_id);
 }
 
 void committed(self_ptr self, const storage::membership_write& write) {
-  auto& st = self->state;
-  if (write.list)
-    st.newest_list_at = std::max(st.newest_list_at, write.list->created_at);
-  auto lost = st.args.cache->replace(write.members);
+  apply_members(self, write.state_version, write.members);
   for (const auto& definition : write.role_definitions)
     publish(self, definition.ev, definition.json);
   if (write.list)
@@ -79,35 +103,60 @@ void committed(self_ptr self, const storage::membership_write& write) {
   for (const auto& result : write.results)
     if (result.delta)
       publish(self, *result.delta, result.delta_json);
-  revoke(self, std::move(lost));
+}
+
+/// The newest list has this second: the batch goes back to the front of the queue, and the
+/// queue (with whatever arrives meanwhile) goes as one transaction once `retry_at` began.
+void wait_for_clock(self_ptr self, std::int64_t retry_at) {
+  auto& st = self->state;
+  for (auto it = st.in_flight.rbegin(); it != st.in_flight.rend(); ++it)
+    st.queue.push_front(std::move(*it));
+  st.in_flight.clear();
+  st.waiting_for_clock = true;
+  auto due = std::chrono::system_clock::time_point(std::chrono::seconds(retry_at));
+  auto delay = std::chrono::duration_cast<std::chrono::milliseconds>(
+    due - std::chrono::system_clock::now());
+  self->delayed_send(self, std::max(delay, std::chrono::milliseconds(1)), wake_atom_v);
+}
+
+void on_applied(self_ptr self, const storage::membership_write& write) {
+  auto& st = self->state;
+  if (write.retry_at != 0) {
+    wait_for_clock(self, write.retry_at);
+    return;
+  }
+  count(self, write);
+  if (write.committed)
+    committed(self, write);
+  for (std::size_t i = 0; i < st.in_flight.size(); ++i) {
+    auto result = i < write.results.size()
+                    ? write.results[i]
+                    : storage::membership_result::of(storage::membership_outcome::failed);
+    if (st.in_flight[i].reply_to)
+      self->send(st.in_flight[i].reply_to, member_done_atom_v, st.in_flight[i].ticket, result);
+  }
+  st.in_flight.clear();
+  dispatch(self);
 }
 
 } // namespace
 
 caf::behavior community_actor(caf::stateful_actor<community_state>* self, community_args args) {
   self->state.args = std::move(args);
+  self->state.version = self->state.args.cache->version();
+  self->state.closed = self->state.args.cache->closed().value_or(false);
   return {
     [=](member_atom, std::uint64_t ticket, const storage::membership_command& command) {
       auto sender = caf::actor_cast<caf::actor>(self->current_sender());
       self->state.queue.push_back({std::move(sender), ticket, command});
       dispatch(self);
     },
-    [=](remote_list_atom, const live_event& list) { remote_list(self, list); },
-    [=](applied_atom, const storage::membership_write& write) {
-      auto& st = self->state;
-      count(self, write);
-      if (write.committed)
-        committed(self, write);
-      for (std::size_t i = 0; i < st.in_flight.size(); ++i) {
-        auto result = i < write.results.size()
-                        ? write.results[i]
-                        : storage::membership_result::of(storage::membership_outcome::failed);
-        if (st.in_flight[i].reply_to)
-          self->send(st.in_flight[i].reply_to, member_done_atom_v, st.in_flight[i].ticket, result);
-      }
-      st.in_flight.clear();
+    [=](refresh_atom, const storage::community_access& state) { refresh(self, state); },
+    [=](wake_atom) {
+      self->state.waiting_for_clock = false;
       dispatch(self);
     },
+    [=](applied_atom, const storage::membership_write& write) { on_applied(self, write); },
   };
 }
 

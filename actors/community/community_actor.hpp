@@ -5,6 +5,7 @@
 #include <deque>
 #include <vector>
 
+#include "actors/community/community_hooks.hpp"
 #include "actors/community/member_cache.hpp"
 #include "actors/messages.hpp"
 #include "actors/metrics.hpp"
@@ -20,6 +21,7 @@ struct community_args {
   caf::actor bridge; ///< may be unset
   std::size_t batch_max = 512;
   std::shared_ptr<relay_metrics> metrics; ///< may be unset (tests)
+  std::shared_ptr<const community_hooks> hooks; ///< may be unset (tests)
 };
 
 /// A membership command waiting for its turn, and who to tell the outcome.
@@ -33,16 +35,24 @@ struct community_state {
   community_args args;
   std::deque<queued_command> queue;
   std::vector<queued_command> in_flight;
-  /// created_at of the newest list applied to the cache, ours or another pod's.
-  std::int64_t newest_list_at = 0;
+  /// The database state version the cache holds; the cache never goes back to an older one.
+  std::int64_t version = 0;
+  bool closed = false;
+  bool archived = false;
+  bool gone = false; ///< archived or deleted: connections were ended
+  /// The newest list has this second: commands wait for the next one, then go together.
+  bool waiting_for_clock = false;
   std::chrono::steady_clock::time_point batch_started;
   static inline const char* name = "community";
 };
 
 /// One per community per pod: the sequence point of its membership writes and the owner of its
 /// member cache. Commands queued while a transaction runs go together into the next one (group
-/// commit), each with its own outcome. After a commit it updates the cache, publishes the list
-/// and the deltas to fan-out and bridge, and has the fan-out revoke anyone who lost access.
+/// commit), each with its own outcome; when the newest list already has this second, they wait
+/// for the next one together. After a commit it updates the cache, publishes the list and the
+/// deltas to fan-out and bridge, and has the fan-out revoke anyone who lost access. The cache
+/// follows the database only: its own commits and `refresh` (state the access watcher reloaded
+/// after a notification), whichever carries the newer state version.
 caf::behavior community_actor(caf::stateful_actor<community_state>* self, community_args args);
 
 } // namespace comb::actors

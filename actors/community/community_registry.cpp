@@ -14,22 +14,24 @@ community_registry::community_registry(caf::actor_system& system, caf::actor mem
 
 std::optional<community_handle> community_registry::ensure(
   std::int64_t community_id,
-  const std::function<std::optional<std::vector<storage::member>>()>& load) {
+  const std::function<std::optional<storage::community_access>()>& load) {
   if (auto known = find(community_id))
     return known;
   // Loaded outside the lock: a slow database must not stall lookups of other communities.
-  auto members = load();
-  if (!members)
+  auto state = load();
+  if (!state)
     return std::nullopt;
   std::lock_guard lock(mutex_);
   auto it = communities_.find(community_id);
   if (it != communities_.end())
     return it->second;
   auto cache = std::make_shared<member_cache>();
-  (void)cache->replace(*members);
+  (void)cache->replace(state->members);
+  cache->set_closed(state->closed);
+  cache->set_version(state->version);
   auto actor = system_.spawn(community_actor,
                              community_args{community_id, cache, membership_writer_, fanout_, bridge_,
-                                            512, metrics_});
+                                            512, metrics_, hooks_});
   return communities_.emplace(community_id, community_handle{actor, cache}).first->second;
 }
 

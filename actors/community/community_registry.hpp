@@ -8,7 +8,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "actors/community/community_hooks.hpp"
 #include "actors/community/member_cache.hpp"
+#include "storage/access_state.hpp"
 #include "actors/metrics.hpp"
 
 namespace comb::actors {
@@ -25,11 +27,14 @@ public:
   community_registry(caf::actor_system& system, caf::actor membership_writer, caf::actor fanout,
                      std::shared_ptr<relay_metrics> metrics = nullptr);
 
-  /// The handle of `community_id`; on first use spawns its actor with the members `load`
+  /// The handle of `community_id`; on first use spawns its actor with the state `load`
   /// returns. Nothing when `load` fails (the caller answers 503 and tries again later).
   [[nodiscard]] std::optional<community_handle>
   ensure(std::int64_t community_id,
-         const std::function<std::optional<std::vector<storage::member>>()>& load);
+         const std::function<std::optional<storage::community_access>()>& load);
+
+  /// What community actors may ask of the socket edge (set by the pod once the server exists).
+  [[nodiscard]] const std::shared_ptr<community_hooks>& hooks() const noexcept { return hooks_; }
 
   [[nodiscard]] std::optional<community_handle> find(std::int64_t community_id) const;
 
@@ -49,6 +54,7 @@ private:
   caf::actor fanout_;
   caf::actor bridge_;
   std::shared_ptr<relay_metrics> metrics_;
+  std::shared_ptr<community_hooks> hooks_ = std::make_shared<community_hooks>();
   mutable std::mutex mutex_;
   std::unordered_map<std::int64_t, community_handle> communities_;
 };

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -13,10 +15,28 @@
 
 namespace comb::actors {
 
-/// A community's members as this pod last saw them: written by its community actor (after each
-/// commit, or from another pod's list), read by every connection for access checks.
+/// A community's members and access as this pod last saw them in the database: written only by
+/// its community actor (after its own commits, and from reloads when the database notifies a
+/// change), read by every connection for access checks.
 class member_cache {
 public:
+  /// Closed (AUTH and membership required) or open, once the database said so.
+  [[nodiscard]] std::optional<bool> closed() const {
+    int value = closed_.load(std::memory_order_acquire);
+    return value < 0 ? std::nullopt : std::optional<bool>(value == 1);
+  }
+
+  void set_closed(bool closed) { closed_.store(closed ? 1 : 0, std::memory_order_release); }
+
+  /// The community's state version these members and access come from (never goes back).
+  [[nodiscard]] std::int64_t version() const { return version_.load(std::memory_order_acquire); }
+
+  void set_version(std::int64_t version) {
+    std::int64_t seen = version_.load();
+    while (seen < version && !version_.compare_exchange_weak(seen, version)) {
+    }
+  }
+
   [[nodiscard]] std::optional<storage::member_role> role_of(const protocol::bytes32& pubkey) const {
     std::shared_lock lock(mutex_);
     auto it = roles_.find(pubkey);
@@ -55,6 +75,8 @@ private:
     return role == storage::member_role::owner ? 2 : role == storage::member_role::admin ? 1 : 0;
   }
 
+  std::atomic<int> closed_{-1};
+  std::atomic<std::int64_t> version_{0};
   mutable std::shared_mutex mutex_;
   std::unordered_map<protocol::bytes32, storage::member_role, protocol::bytes32_hash> roles_;
 };

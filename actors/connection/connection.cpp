@@ -48,9 +48,20 @@ connection::connection(connection_policy policy, std::string challenge)
     challenge_(std::move(challenge)),
     events_rate_(policy_.event_rate, policy_.event_burst) {}
 
+bool connection::closed_community() const {
+  // The database's current word (the community actor keeps it in the cache) beats the access
+  // the community had when this connection opened.
+  auto now_closed = policy_.members ? policy_.members->closed() : std::nullopt;
+  return now_closed.value_or(policy_.closed_community);
+}
+
+bool connection::must_leave() const {
+  return closed_community() && (!authenticated_ || lost_access());
+}
+
 std::optional<rejection> connection::admit_event(const protocol::event& ev, std::int64_t now,
                                                  double clock) {
-  if (policy_.closed_community && !authenticated_)
+  if (closed_community() && !authenticated_)
     return rejection{reason::auth_required, "this community requires authentication"};
   // A non-member of a closed community may authenticate and then only ask to join.
   if (lost_access() && ev.kind != 28934)
@@ -92,7 +103,7 @@ std::optional<rejection> connection::authenticate(const protocol::event& ev, std
 }
 
 std::optional<rejection> connection::may_read() const {
-  if (policy_.closed_community && !authenticated_)
+  if (closed_community() && !authenticated_)
     return rejection{reason::auth_required, "this community requires authentication"};
   if (lost_access())
     return not_a_member();
@@ -106,7 +117,7 @@ bool connection::author_not_admitted(const protocol::event& ev) const {
 }
 
 bool connection::lost_access() const {
-  return policy_.closed_community && authenticated_ && policy_.members
+  return closed_community() && authenticated_ && policy_.members
          && !policy_.members->is_member(*authenticated_);
 }
 

@@ -88,6 +88,13 @@ public:
   /// longer a member: its subscriptions must end.
   [[nodiscard]] bool lost_access() const;
 
+  /// Whether the community is closed now (the member cache follows the database).
+  [[nodiscard]] bool closed_community() const;
+
+  /// True when the community is closed and this connection is anonymous or not a member: after
+  /// the community was closed, such a connection ends.
+  [[nodiscard]] bool must_leave() const;
+
   // -- subscriptions ------------------------------------------------------------------------------
 
   /// Opens or replaces a subscription; returns its generation, which tags the history reply so a

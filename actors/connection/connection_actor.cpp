@@ -269,6 +269,19 @@ void on_revoke(self_ptr self, const pubkey_list& pubkeys) {
   self->send(st.args.fanout, forget_atom_v, st.args.owner, st.args.policy.community_id);
 }
 
+/// The community was closed: anonymous and non-member connections end.
+void on_access_changed(self_ptr self) {
+  auto& st = self->state;
+  if (!st.logic->must_leave())
+    return;
+  for (const auto& sub : st.logic->subscription_ids()) {
+    st.logic->close_subscription(sub);
+    send_frame(self, protocol::render_closed(sub, "restricted: this community is now closed to non-members"));
+  }
+  self->send(st.args.fanout, forget_atom_v, st.args.owner, st.args.policy.community_id);
+  st.args.sink->close(close_reason::policy);
+}
+
 void on_deliver(self_ptr self, const live_event& event, const subscription_matches& subs) {
   for (const auto& sub : subs)
     if (auto frame = self->state.logic->live_arrived(sub.id, sub.generation, event, monotonic_seconds()))
@@ -305,6 +318,7 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, conn
     },
     [=](minted_atom, std::uint64_t ticket, const invite_reply& reply) { on_minted(self, ticket, reply); },
     [=](revoke_atom, std::int64_t, const pubkey_list& pubkeys) { on_revoke(self, pubkeys); },
+    [=](access_atom, std::int64_t) { on_access_changed(self); },
     [=](hangup_atom) {
       auto& s = self->state;
       self->send(s.args.fanout, forget_atom_v, s.args.owner, s.args.policy.community_id);

@@ -8,15 +8,29 @@ namespace {
 
 constexpr std::size_t recent_ids_kept = 100'000;
 
-/// True the first time an id is seen (within the last `recent_ids_kept` ids).
-bool first_sighting(fanout_state& st, const protocol::bytes32& id) {
-  if (!st.recent.insert(id).second)
+constexpr std::uint32_t member_list_kind = 13534;
+
+/// True the first time an event is seen in a community (within the last `recent_ids_kept`).
+bool first_sighting(fanout_state& st, const delivered_key& key) {
+  if (!st.recent.insert(key).second)
     return false;
-  st.recent_order.push_back(id);
+  st.recent_order.push_back(key);
   if (st.recent_order.size() > recent_ids_kept) {
     st.recent.erase(st.recent_order.front());
     st.recent_order.pop_front();
   }
+  return true;
+}
+
+/// Lists only move forward: a 13534 older than one already delivered in its community is
+/// dropped (only the relay can publish 13534, so the kind is enough).
+bool list_moves_forward(fanout_state& st, std::int64_t community, const protocol::event& ev) {
+  if (ev.kind != member_list_kind)
+    return true;
+  auto& newest = st.newest_list_at[community];
+  if (ev.created_at < newest)
+    return false;
+  newest = ev.created_at;
   return true;
 }
 
@@ -58,7 +72,8 @@ caf::behavior fanout_actor(caf::stateful_actor<fanout_state>* self, fanout_args 
     },
     [=](publish_atom, const committed_event& committed) {
       auto& st = self->state;
-      if (!first_sighting(st, committed.event.ev->id))
+      if (!first_sighting(st, {committed.community_id, committed.event.ev->id})
+          || !list_moves_forward(st, committed.community_id, *committed.event.ev))
         return;
       auto it = st.communities.find(committed.community_id);
       if (it == st.communities.end())

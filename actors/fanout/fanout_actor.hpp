@@ -13,6 +13,19 @@
 
 namespace comb::actors {
 
+/// One event in one community.
+struct delivered_key {
+  std::int64_t community_id = 0;
+  protocol::bytes32 id{};
+  friend bool operator==(const delivered_key&, const delivered_key&) = default;
+};
+
+struct delivered_key_hash {
+  std::size_t operator()(const delivered_key& key) const noexcept {
+    return protocol::bytes32_hash{}(key.id) ^ (std::hash<std::int64_t>{}(key.community_id) * 31);
+  }
+};
+
 /// What the fan-out needs: where history queries go, and the counters.
 struct fanout_args {
   std::vector<caf::actor> readers;
@@ -25,10 +38,14 @@ struct fanout_state {
   std::unordered_map<std::uint64_t, caf::actor> connections;
   /// Connections with subscriptions, by community, for revocation.
   std::unordered_map<std::int64_t, std::unordered_set<std::uint64_t>> subscribers;
-  /// Ids delivered recently, whichever way they came (local, Redis, CAF peer): each event
-  /// reaches a subscription once. Bounded: the oldest id is forgotten first.
-  std::unordered_set<protocol::bytes32, protocol::bytes32_hash> recent;
-  std::deque<protocol::bytes32> recent_order;
+  /// (community, id) pairs delivered recently, whichever way they came (local commit, Postgres
+  /// notification, Redis, CAF peer): each event reaches a community's subscriptions once, and
+  /// one event published to two communities reaches both. Bounded: oldest forgotten first.
+  std::unordered_set<delivered_key, delivered_key_hash> recent;
+  std::deque<delivered_key> recent_order;
+  /// created_at of the newest 13534 delivered per community: an older list (a late envelope,
+  /// a list re-sent at start-up) never follows a newer one.
+  std::unordered_map<std::int64_t, std::int64_t> newest_list_at;
   static inline const char* name = "fanout";
 };
 

@@ -76,7 +76,7 @@ caf::behavior directory_actor(caf::stateful_actor<directory_state>* self, direct
       if (answer.community && s.args.registry) {
         auto id = answer.community->id;
         auto ready = s.args.registry->ensure(
-          id, [&] { return storage::load_members(*s.connection, id); });
+          id, [&] { return storage::load_access(*s.connection, id); });
         answer.answered = ready.has_value();
       }
       s.args.cache->remember(host, answer);

@@ -236,6 +236,13 @@ void server::close_community(std::int64_t community_id) {
         outbox->close(close_reason::policy);
 }
 
+void server::recheck_community(std::int64_t community_id) {
+  std::lock_guard lock(sessions_mutex_);
+  for (auto& [id, entry] : sessions_)
+    if (entry.community_id == community_id)
+      caf::anon_send(entry.actor, access_atom_v, community_id);
+}
+
 void server::end_remaining_actors() {
   std::lock_guard lock(sessions_mutex_);
   for (auto& [id, entry] : sessions_)

@@ -36,6 +36,9 @@ public:
   /// Closes every connection of a community (archived or deleted) with 1008.
   void close_community(std::int64_t community_id);
 
+  /// Tells every connection actor of the community that its access changed (access_atom).
+  void recheck_community(std::int64_t community_id);
+
   /// Tells every connection actor still alive to exit (the last step of a shutdown).
   void end_remaining_actors();
 

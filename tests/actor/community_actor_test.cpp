@@ -22,6 +22,8 @@ struct fake_membership_db {
   std::vector<storage::member> members;
   std::vector<std::vector<storage::membership_command>> batches;
   std::optional<std::size_t> fail_batch; ///< index in `batches` of the batch to fail
+  std::optional<std::size_t> wait_batch; ///< index of a batch told to wait for the next second
+  std::int64_t version = 0;
 };
 
 /// Applies each batch with the real role rules to an in-memory roster, or fails it whole.
@@ -31,7 +33,11 @@ caf::behavior fake_membership_writer(caf::event_based_actor* self,
     [=](apply_atom, std::int64_t, const std::vector<storage::membership_command>& commands) {
       db->batches.push_back(commands);
       storage::membership_write write;
-      if (db->fail_batch == db->batches.size() - 1) {
+      if (db->wait_batch == db->batches.size() - 1) {
+        write.error = "waiting";
+        write.results.assign(commands.size(), storage::membership_result::of(outcome::failed));
+        write.retry_at = test::unix_now() + 1;
+      } else if (db->fail_batch == db->batches.size() - 1) {
         write.error = "injected failure";
         write.results.assign(commands.size(), storage::membership_result::of(outcome::failed));
       } else {
@@ -43,6 +49,7 @@ caf::behavior fake_membership_writer(caf::event_based_actor* self,
           write.results.push_back(storage::membership_result::of(o));
         write.members = roster.members();
         db->members = roster.members();
+        write.state_version = ++db->version;
         if (plan.list_changed) {
           write.list.emplace();
           write.list->kind = 13534;
@@ -87,7 +94,7 @@ struct fixture {
     scheduler = &dynamic_cast<caf::scheduler::test_coordinator&>(system->scheduler());
     writer = system->spawn(fake_membership_writer, db);
     watcher = system->spawn(observer, seen);
-    community = system->spawn(community_actor, community_args{1, cache, writer, watcher, {}, 512, nullptr});
+    community = system->spawn(community_actor, community_args{1, cache, writer, watcher, {}, 512, nullptr, nullptr});
   }
 
   ~fixture() {
@@ -166,4 +173,54 @@ TEST_CASE_METHOD(fixture, "a failed batch fails every command in it and leaves t
   scheduler->run();
   CHECK(seen->replies.back() == std::pair<std::uint64_t, outcome>{5, outcome::changed});
   CHECK(cache->is_member(key(4)));
+}
+
+TEST_CASE_METHOD(fixture, "commands that must wait for the next second go together then",
+                 "[actor][community]") {
+  db->wait_batch = 0; // the first batch finds a list in this second
+  queue(1, cmd(membership_change::add_member, 2));
+  scheduler->run();
+  REQUIRE(db->batches.size() == 1);
+  CHECK(seen->replies.empty()); // nobody is answered while waiting
+  queue(2, cmd(membership_change::add_member, 3));
+  queue(3, cmd(membership_change::add_member, 2));
+  scheduler->run();
+  CHECK(db->batches.size() == 1); // still waiting: the newcomers queue behind
+  scheduler->trigger_timeouts(); // the next second begins
+  scheduler->run();
+  REQUIRE(db->batches.size() == 2);
+  CHECK(db->batches[1].size() == 3); // one transaction, each command with its own outcome
+  CHECK(seen->replies
+        == std::vector<std::pair<std::uint64_t, outcome>>{
+          {1, outcome::changed}, {2, outcome::changed}, {3, outcome::already_member}});
+}
+
+TEST_CASE_METHOD(fixture, "the database's state replaces the cache only when it is newer",
+                 "[actor][community]") {
+  queue(1, cmd(membership_change::add_member, 2));
+  scheduler->run();
+  REQUIRE(cache->version() == 1);
+  storage::community_access state;
+  state.community_id = 1;
+  state.exists = true;
+  state.closed = true;
+  state.version = 5;
+  state.members = {{key(3), storage::member_role::member}};
+  caf::anon_send(community, refresh_atom_v, state);
+  scheduler->run();
+  CHECK(cache->version() == 5);
+  CHECK(cache->closed() == std::optional<bool>(true));
+  CHECK(cache->is_member(key(3)));
+  CHECK_FALSE(cache->is_member(key(2)));
+  CHECK(seen->revoked == std::vector<pubkey_list>{{key(2)}}); // revoked at once
+
+  auto stale = state; // an older state (a late reload) never rolls the cache back
+  stale.version = 4;
+  stale.closed = false;
+  stale.members = {};
+  caf::anon_send(community, refresh_atom_v, stale);
+  scheduler->run();
+  CHECK(cache->version() == 5);
+  CHECK(cache->is_member(key(3)));
+  CHECK(cache->closed() == std::optional<bool>(true));
 }

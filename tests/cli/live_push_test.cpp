@@ -68,7 +68,7 @@ TEST_CASE("member add pushes the new list and its delta to the bridge channel", 
                        {{"COMB_REDIS_URL", url}});
   REQUIRE(added.exit_code == 0);
   CHECK(added.json().at("pushed_live").as_bool());
-  CHECK(added.err.find("next fetch") == std::string::npos);
+  CHECK(added.err.find("Postgres notification") == std::string::npos);
 
   // The list comes first, then the 8000, exactly as a pod publishes them.
   auto list = comb::storage::decode_envelope(next_message(subscriber.get()), {});

@@ -36,7 +36,7 @@ TEST_CASE("member add set-role and remove write the list and refusals write noth
   CHECK(json.at("member_count").as_int64() == 2);
   CHECK(json.at("list_id").as_string().size() == 64);
   CHECK_FALSE(json.at("pushed_live").as_bool());
-  CHECK_THAT(added.err, Catch::Contains("next fetch")); // no Redis configured
+  CHECK_THAT(added.err, Catch::Contains("Postgres notification")); // no Redis configured
   CHECK(f.stored("c.example") == members_set{{owner, "owner"}, {alice, "member"}});
   CHECK(f.listed("c.example") == f.stored("c.example"));
   CHECK(deltas(f, 8000, alice) == "1");

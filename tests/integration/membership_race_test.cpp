@@ -78,7 +78,7 @@ TEST_CASE_METHOD(membership_fixture, "concurrent joins on separate connections a
       storage::pg_connection own(database.conninfo());
       storage::membership_store store(own, relay_key);
       auto c = command(membership_change::claim_membership, author(static_cast<std::uint8_t>(20 + i)).pubkey());
-      if (store.apply(community, std::span(&c, 1), now_seconds()).committed)
+      if (paced(store, community, std::span(&c, 1)).committed)
         ++committed;
     });
   for (auto& t : joiners)
@@ -134,7 +134,7 @@ TEST_CASE_METHOD(membership_fixture, "transfers, repairs and removals racing all
     storage::membership_store store(own, relay_key);
     for (int r = 0; r < rounds; ++r) {
       auto c = make_command(r);
-      if (!store.apply(community, std::span(&c, 1), now_seconds()).committed)
+      if (!paced(store, community, std::span(&c, 1)).committed)
         ++failures;
     }
   };

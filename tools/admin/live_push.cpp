@@ -81,8 +81,8 @@ void push_live(const std::string& redis_url, std::int64_t community_id,
     return;
   out.fields()["pushed_live"] = false;
   if (redis_url.empty()) {
-    out.note("no Redis configured (--redis-url or COMB_REDIS_URL): connected clients see the"
-             " change on their next fetch; the stored list is already right");
+    out.note("no Redis configured (--redis-url or COMB_REDIS_URL): every pod delivers the change"
+             " from its Postgres notification");
     return;
   }
   std::string error;
@@ -90,8 +90,8 @@ void push_live(const std::string& redis_url, std::int64_t community_id,
   const std::string origin = origin_id();
   for (const auto* json : events)
     if (!c || !publish(c.get(), storage::encode_envelope(origin, community_id, *json), error)) {
-      out.note("warning: could not push the change live (" + error + "): connected clients"
-               " see it on their next fetch; the stored list is already right");
+      out.note("warning: could not push the change over Redis (" + error + "): every pod still"
+               " delivers it from its Postgres notification");
       return;
     }
   out.fields()["pushed_live"] = true;

@@ -15,7 +15,8 @@ inline constexpr const char* bridge_channel = "comb:events";
 /// After a committed change: publishes its list, then its deltas, as bridge envelopes on the
 /// Redis channel, so every pod fans them out to connected clients at once. The stored list is
 /// already right, so a missing or failed push is only a warning (on stderr, and `pushed_live`
-/// in JSON). Without `redis_url`, says that clients see the change on their next fetch.
+/// in JSON). Without `redis_url`, says so: every pod delivers the change from its Postgres
+/// notification anyway.
 void push_live(const std::string& redis_url, std::int64_t community_id,
                const storage::membership_write& write, reporter& out);
 

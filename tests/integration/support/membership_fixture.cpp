@@ -14,7 +14,7 @@ membership_fixture::membership_fixture()
   : relay_key(protocol::key_pair::generate()), members(connection, relay_key) {}
 
 storage::membership_write membership_fixture::apply(storage::membership_command c) {
-  return members.apply(community, std::span(&c, 1), now_seconds());
+  return paced(members, community, std::span(&c, 1));
 }
 
 std::vector<protocol::event> membership_fixture::live_lists(std::int64_t community_id) {
@@ -66,6 +66,15 @@ std::int64_t now_seconds() {
   return std::chrono::duration_cast<std::chrono::seconds>(
            std::chrono::system_clock::now().time_since_epoch())
     .count();
+}
+
+std::int64_t skip_to_second(std::int64_t second) {
+  return second;
+}
+
+storage::membership_write paced(storage::membership_store& store, std::int64_t community_id,
+                                std::span<const storage::membership_command> commands) {
+  return store.apply_paced(community_id, commands, now_seconds(), skip_to_second);
 }
 
 } // namespace comb::test

@@ -14,7 +14,7 @@ namespace comb::test {
 struct membership_fixture : store_fixture {
   membership_fixture();
 
-  /// Applies one command now.
+  /// Applies one command now (paced: a second that has a list is skipped over).
   storage::membership_write apply(storage::membership_command command);
 
   /// Every live 13534 of `community_id` (there must be at most one).
@@ -35,5 +35,12 @@ storage::membership_command command(storage::membership_change change,
                                     storage::member_role role = storage::member_role::member);
 
 std::int64_t now_seconds();
+
+/// A test's clock never sleeps: asked to wait for a second, it jumps there.
+std::int64_t skip_to_second(std::int64_t second);
+
+/// `store.apply_paced` from now, jumping over the seconds a list must wait for.
+storage::membership_write paced(storage::membership_store& store, std::int64_t community_id,
+                                std::span<const storage::membership_command> commands);
 
 } // namespace comb::test

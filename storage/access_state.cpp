@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: MIT
+#include "storage/access_state.hpp"
+
+#include "storage/membership_store.hpp"
+#include "storage/pg_array.hpp"
+#include "storage/pg_connection.hpp"
+
+namespace comb::storage {
+namespace {
+
+std::optional<std::vector<std::string>> raw_rows(pg_reply reply) {
+  if (!reply.ok())
+    return std::nullopt;
+  std::vector<std::string> out;
+  for (int row = 0; row < reply.rows(); ++row)
+    out.emplace_back(reply.text(row, 0));
+  return out;
+}
+
+std::optional<community_access> read_access(pg_connection& connection, std::int64_t id) {
+  auto row = connection.exec("SELECT access, archived_at IS NOT NULL, state_version"
+                             " FROM communities WHERE id = $1::bigint",
+                             {std::to_string(id)});
+  if (!row.ok())
+    return std::nullopt;
+  community_access out;
+  out.community_id = id;
+  if (row.rows() == 0)
+    return out;
+  out.exists = true;
+  out.closed = row.text(0, 0) == "closed";
+  out.archived = row.text(0, 1) == "t";
+  out.version = row.integer(0, 2);
+  auto members = load_members(connection, id);
+  if (!members)
+    return std::nullopt;
+  out.members = std::move(*members);
+  return out;
+}
+
+} // namespace
+
+std::optional<community_access> load_access(pg_connection& connection, std::int64_t community_id) {
+  // One snapshot for the row and the members, so the version names exactly what was read.
+  if (!connection.exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY").ok())
+    return std::nullopt;
+  auto out = read_access(connection, community_id);
+  if (!connection.exec("COMMIT").ok())
+    return std::nullopt;
+  return out;
+}
+
+std::optional<std::unordered_map<std::int64_t, std::int64_t>>
+load_versions(pg_connection& connection, const std::vector<std::int64_t>& community_ids) {
+  pg_array ids;
+  for (auto id : community_ids)
+    ids.add_integer(id);
+  auto reply = connection.exec("SELECT id, state_version FROM communities"
+                               " WHERE id = ANY($1::bigint[])",
+                               {ids.str()});
+  if (!reply.ok())
+    return std::nullopt;
+  std::unordered_map<std::int64_t, std::int64_t> out;
+  for (int row = 0; row < reply.rows(); ++row)
+    out[reply.integer(row, 0)] = reply.integer(row, 1);
+  return out;
+}
+
+std::optional<std::vector<std::string>>
+load_written_events(pg_connection& connection, std::int64_t community_id,
+                    const std::vector<protocol::bytes32>& ids) {
+  pg_array wanted;
+  for (const auto& id : ids)
+    wanted.add_bytea(id);
+  return raw_rows(connection.exec("SELECT raw FROM events WHERE community_id = $1::bigint"
+                                  " AND id = ANY($2::bytea[]) ORDER BY created_at, kind DESC",
+                                  {std::to_string(community_id), wanted.str()}));
+}
+
+std::optional<std::vector<std::string>>
+load_newest_list_second(pg_connection& connection, std::int64_t community_id,
+                        const protocol::bytes32& relay_pubkey) {
+  return raw_rows(connection.exec(
+    "SELECT raw FROM events WHERE community_id = $1::bigint AND pubkey = $2::bytea"
+    " AND created_at = (SELECT newest_list_at FROM communities WHERE id = $1::bigint)"
+    " ORDER BY kind DESC",
+    {std::to_string(community_id), bytea_param(relay_pubkey)}));
+}
+
+} // namespace comb::storage

@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "protocol/event.hpp"
+#include "storage/membership.hpp"
+
+namespace comb::storage {
+
+class pg_connection;
+
+/// What access checks of one community read, as the database has it at `version`.
+struct community_access {
+  std::int64_t community_id = 0;
+  bool exists = false; ///< false: deleted
+  bool closed = false;
+  bool archived = false;
+  std::int64_t version = 0;
+  std::vector<member> members;
+};
+
+/// The community's access state in one consistent read (a REPEATABLE READ snapshot);
+/// nothing on a database error.
+[[nodiscard]] std::optional<community_access> load_access(pg_connection& connection,
+                                                          std::int64_t community_id);
+
+/// The state versions of `community_ids` (a deleted community is absent); nothing on a
+/// database error. One cheap query, for the periodic check.
+[[nodiscard]] std::optional<std::unordered_map<std::int64_t, std::int64_t>>
+load_versions(pg_connection& connection, const std::vector<std::int64_t>& community_ids);
+
+/// The stored JSON of the events `ids` of a community, oldest first (a list before the deltas
+/// of its second). With `newest_list_second`, the relay's newest list and every relay-signed
+/// event of its second instead (when a notification could not name them all).
+[[nodiscard]] std::optional<std::vector<std::string>>
+load_written_events(pg_connection& connection, std::int64_t community_id,
+                    const std::vector<protocol::bytes32>& ids);
+
+[[nodiscard]] std::optional<std::vector<std::string>>
+load_newest_list_second(pg_connection& connection, std::int64_t community_id,
+                        const protocol::bytes32& relay_pubkey);
+
+} // namespace comb::storage

@@ -1,0 +1,256 @@
+// SPDX-License-Identifier: MIT
+// Postgres as the membership authority (DESIGN.md "Who enforces it: the database"): state
+// versions and notifications raised by every write path, the LISTEN connection that recovers by
+// itself, the lock mode membership writers take, and the all-or-nothing community creation.
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <mutex>
+#include <thread>
+
+#include "storage/access_change.hpp"
+#include "storage/access_state.hpp"
+#include "storage/event_rows.hpp"
+#include "storage/member_list.hpp"
+#include "storage/pg_listener.hpp"
+#include "support/membership_fixture.hpp"
+#include "support/test_events.hpp"
+
+using namespace comb;
+using namespace comb::test;
+using storage::membership_change;
+
+namespace {
+
+/// A pg_listener on its own io thread, collecting what it reports.
+struct listening {
+  explicit listening(const std::string& conninfo)
+    : listener(std::make_shared<storage::pg_listener>(
+        io, conninfo, std::string(storage::access_channel),
+        storage::pg_listener_events{[this] { ++connects; },
+                                    [this](std::string payload) {
+                                      std::lock_guard lock(mutex);
+                                      payloads.push_back(std::move(payload));
+                                    }})) {
+    listener->start();
+    thread = std::thread([this] { io.run(); });
+  }
+
+  ~listening() {
+    listener->stop();
+    work.reset();
+    io.stop();
+    thread.join();
+  }
+
+  /// Waits (at most 5 s) until `probe` holds.
+  template <class Probe>
+  bool eventually(Probe probe) {
+    for (int i = 0; i < 500; ++i) {
+      if (probe())
+        return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  }
+
+  std::vector<storage::access_notice> notices() {
+    std::lock_guard lock(mutex);
+    std::vector<storage::access_notice> out;
+    for (const auto& payload : payloads)
+      if (auto notice = storage::parse_access_notice(payload))
+        out.push_back(*notice);
+    return out;
+  }
+
+  boost::asio::io_context io;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work{io.get_executor()};
+  std::atomic<int> connects{0};
+  std::mutex mutex;
+  std::vector<std::string> payloads;
+  std::shared_ptr<storage::pg_listener> listener;
+  std::thread thread;
+};
+
+protocol::bytes32 key_of(std::uint8_t seed) {
+  return author(seed).pubkey();
+}
+
+std::int64_t version_of(storage::pg_connection& c, std::int64_t community) {
+  return std::stoll(scalar(c, "SELECT state_version FROM communities WHERE id = $1::bigint",
+                           {std::to_string(community)}));
+}
+
+} // namespace
+
+TEST_CASE("an access notification names the community, the version and what was written",
+          "[integration][authority]") {
+  protocol::bytes32 a{}, b{};
+  a.fill(0xab);
+  b.fill(0x01);
+  auto payload = "12 7" + storage::access_payload_suffix({a, b});
+  auto parsed = storage::parse_access_notice(payload);
+  REQUIRE(parsed);
+  CHECK(parsed->community_id == 12);
+  CHECK(parsed->version == 7);
+  CHECK(parsed->ids == std::vector<protocol::bytes32>{a, b});
+  CHECK_FALSE(parsed->more_ids);
+
+  std::vector<protocol::bytes32> many(storage::max_noted_ids + 5, a);
+  auto long_payload = "1 2" + storage::access_payload_suffix(many);
+  CHECK(long_payload.size() < 8000); // Postgres refuses longer payloads
+  auto truncated = storage::parse_access_notice(long_payload);
+  REQUIRE(truncated);
+  CHECK(truncated->ids.size() == storage::max_noted_ids);
+  CHECK(truncated->more_ids);
+
+  for (const char* bad : {"", "12", "x 1", "1 2 zz", "1  2", "1 2 +x"})
+    CHECK_FALSE(storage::parse_access_notice(bad));
+}
+
+TEST_CASE_METHOD(membership_fixture, "every access change bumps the version and notifies on commit",
+                 "[integration][authority]") {
+  listening l(database.conninfo());
+  REQUIRE(l.eventually([&] { return l.connects.load() == 1; }));
+
+  auto before = version_of(connection, community);
+  auto added = apply(command(membership_change::add_member, key_of(2)));
+  REQUIRE(added.committed);
+  CHECK(added.state_version > before);
+  CHECK(version_of(connection, community) == added.state_version);
+  REQUIRE(l.eventually([&] { return l.notices().size() == 1; }));
+  auto notice = l.notices().front();
+  CHECK(notice.community_id == community);
+  CHECK(notice.version == added.state_version);
+  REQUIRE(notice.ids.size() == 2); // the list, then the 8000
+  CHECK(notice.ids[0] == added.list->id);
+  CHECK(notice.ids[1] == added.results[0].delta->id);
+  auto loaded = storage::load_written_events(connection, community, notice.ids);
+  REQUIRE(loaded);
+  CHECK(loaded->size() == 2);
+
+  // Nothing changed: no version, no notification.
+  CHECK(apply(command(membership_change::add_member, key_of(2))).committed);
+  CHECK(version_of(connection, community) == added.state_version);
+
+  REQUIRE(communities.set_access(community, true) == storage::lifecycle_result::changed);
+  CHECK(communities.set_access(community, true) == storage::lifecycle_result::unchanged);
+  REQUIRE(communities.set_archived(community, true) == storage::lifecycle_result::changed);
+  REQUIRE(communities.add_host(community, "alias.example") == storage::lifecycle_result::changed);
+  REQUIRE(l.eventually([&] { return l.notices().size() == 4; }));
+  auto notices = l.notices();
+  for (std::size_t i = 1; i < notices.size(); ++i) {
+    CHECK(notices[i].community_id == community);
+    CHECK(notices[i].version > notices[i - 1].version);
+    CHECK(notices[i].ids.empty());
+  }
+  auto state = storage::load_access(connection, community);
+  REQUIRE(state);
+  CHECK(state->exists);
+  CHECK(state->closed);
+  CHECK(state->archived);
+  CHECK(state->version == notices.back().version);
+  CHECK(state->members.size() == 1);
+
+  // Deletion still names the community (the note comes before the row goes).
+  REQUIRE(communities.remove(community) == storage::lifecycle_result::changed);
+  REQUIRE(l.eventually([&] { return l.notices().size() == 5; }));
+  CHECK(l.notices().back().community_id == community);
+  auto gone = storage::load_access(connection, community);
+  REQUIRE(gone);
+  CHECK_FALSE(gone->exists);
+  auto versions = storage::load_versions(connection, {community});
+  REQUIRE(versions);
+  CHECK(versions->empty());
+}
+
+TEST_CASE_METHOD(membership_fixture, "a rolled-back change raises no notification",
+                 "[integration][authority]") {
+  listening l(database.conninfo());
+  REQUIRE(l.eventually([&] { return l.connects.load() == 1; }));
+  // The list insert fails inside the transaction: the members change, the version and the
+  // notification all roll back with it.
+  (void)scalar(connection, "CREATE FUNCTION refuse_lists() RETURNS trigger LANGUAGE plpgsql AS"
+                           " $$ BEGIN RAISE EXCEPTION 'no lists today'; END $$");
+  (void)scalar(connection, "CREATE TRIGGER refuse_lists BEFORE INSERT ON events FOR EACH ROW"
+                           " WHEN (NEW.kind = 13534) EXECUTE FUNCTION refuse_lists()");
+  auto before = version_of(connection, community);
+  auto failed = apply(command(membership_change::add_member, key_of(3)));
+  CHECK_FALSE(failed.committed);
+  CHECK(version_of(connection, community) == before);
+  CHECK(stored_members(community).empty());
+
+  // create_community_with_owner is all or nothing too: no community without its list.
+  auto created = members.create_community_with_owner("new.example", key_of(4), true, now_seconds());
+  CHECK(created.result == storage::community_creation::status::failed);
+  CHECK(scalar(connection, "SELECT count(*) FROM communities WHERE host = 'new.example'") == "0");
+  CHECK(scalar(connection, "SELECT count(*) FROM members") == "0");
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  CHECK(l.notices().empty());
+}
+
+TEST_CASE("the LISTEN connection comes back by itself after its backend is killed",
+          "[integration][authority]") {
+  fresh_database db;
+  storage::pg_connection c(db.conninfo());
+  listening l(db.conninfo());
+  REQUIRE(l.eventually([&] { return l.connects.load() == 1; }));
+  CHECK(l.listener->problem().empty());
+  int pid = l.listener->backend_pid();
+  REQUIRE(pid != 0);
+  (void)scalar(c, "SELECT pg_terminate_backend($1::int)::text", {std::to_string(pid)});
+  REQUIRE(l.eventually([&] { return l.connects.load() == 2; }));
+  CHECK(l.listener->backend_pid() != pid);
+  CHECK(l.listener->problem().empty());
+  (void)scalar(c, "SELECT pg_notify('comb_access', '5 9')::text");
+  REQUIRE(l.eventually([&] { return l.notices().size() == 1; }));
+  CHECK(l.notices().front().version == 9);
+}
+
+TEST_CASE("a listener that cannot reach Postgres says so and keeps trying",
+          "[integration][authority]") {
+  listening l("host=127.0.0.1 port=1 connect_timeout=1");
+  REQUIRE(l.eventually([&] { return l.listener->problem().starts_with("postgres: ")
+                                     && l.listener->problem() != "postgres: not connected yet"; }));
+  CHECK(l.connects.load() == 0);
+}
+
+TEST_CASE_METHOD(membership_fixture, "a membership write holds the community row without blocking event inserts",
+                 "[integration][authority][race]") {
+  // Membership writers lock the community row FOR NO KEY UPDATE; an event insert's foreign key
+  // takes FOR KEY SHARE, which that does not conflict with. Were it FOR UPDATE, the insert below
+  // would wait for the membership transaction (and hit its statement timeout).
+  REQUIRE(apply(command(membership_change::add_member, key_of(2))).committed);
+  storage::pg_connection holder(database.conninfo());
+  storage::address list{community, relay_key.public_key(), storage::member_list_kind, ""};
+  auto list_lock = std::to_string(storage::address_lock_key(list));
+  REQUIRE(scalar(holder, "SELECT pg_advisory_lock($1::bigint)::text", {list_lock}) == "");
+
+  REQUIRE_FALSE(connection.ensure_connected());
+  int writer_pid = connection.backend_pid();
+  storage::membership_write joined;
+  std::thread join([&] { joined = apply(command(membership_change::add_member, key_of(3))); });
+  // The writer now holds the community row and waits for the list lock.
+  storage::pg_connection observer(database.conninfo());
+  bool waiting = false;
+  for (int i = 0; i < 500 && !waiting; ++i) {
+    waiting = scalar(observer, "SELECT count(*) FROM pg_stat_activity WHERE pid = $1::int"
+                               " AND wait_event_type = 'Lock'", {std::to_string(writer_pid)}) == "1";
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+
+  storage::pg_connection inserter(database.conninfo());
+  (void)scalar(inserter, "SET statement_timeout = '3s'");
+  storage::event_store events_elsewhere(inserter);
+  auto started = std::chrono::steady_clock::now();
+  auto stored = store_one(events_elsewhere, community, author(9).sign(1, now_seconds()));
+  auto took = std::chrono::steady_clock::now() - started;
+
+  (void)scalar(holder, "SELECT pg_advisory_unlock($1::bigint)::text", {list_lock});
+  join.join();
+  REQUIRE(waiting);
+  CHECK(stored.result == storage::store_outcome::status::stored);
+  CHECK(took < std::chrono::seconds(2));
+  CHECK(joined.committed);
+}

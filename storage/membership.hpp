@@ -39,6 +39,8 @@ enum class membership_change {
   transfer_owner,        ///< subject becomes owner, the previous owner becomes a member
   backfill_allowlist,    ///< an empty community takes its allowlist as members
   republish,             ///< rewrites the list from the stored members (repair)
+  ban_pubkey,            ///< stores a ban and removes the subject if a member; never the owner
+  unban_pubkey,          ///< lifts a ban; membership is not restored
 };
 
 struct membership_command {
@@ -51,6 +53,8 @@ struct membership_command {
   /// Who signed the request (9030-9032, 28934, 28936); checked by role inside the transaction.
   /// Unset for operator and start-up paths, which are trusted.
   std::optional<protocol::bytes32> requested_by;
+  /// Why (ban_pubkey: stored with the ban and listed by NIP-86 listbannedpubkeys).
+  std::string reason;
 };
 
 enum class membership_outcome {
@@ -65,6 +69,7 @@ enum class membership_outcome {
   invite_exhausted,
   not_allowed,
   nothing_to_do,
+  banned, ///< the subject is banned from the community: not admitted
   failed,
 };
 
@@ -73,9 +78,9 @@ enum class membership_outcome {
 [[nodiscard]] std::string_view change_name(membership_change change) noexcept;
 
 /// How many write paths and outcomes there are (for tables indexed by them).
-inline constexpr std::size_t membership_change_count = 10;
-inline constexpr std::size_t membership_outcome_count = 12;
-static_assert(static_cast<std::size_t>(membership_change::republish) + 1 == membership_change_count);
+inline constexpr std::size_t membership_change_count = 12;
+inline constexpr std::size_t membership_outcome_count = 13;
+static_assert(static_cast<std::size_t>(membership_change::unban_pubkey) + 1 == membership_change_count);
 static_assert(static_cast<std::size_t>(membership_outcome::failed) + 1 == membership_outcome_count);
 
 /// One command's result. `delta` is its 8000/8001, when it added or removed someone.

@@ -20,17 +20,22 @@ step changed(std::uint32_t delta_kind) {
   return {outcome::changed, delta_kind, true};
 }
 
-step add(roster& r, const membership_command& c) {
+step add(roster& r, const membership_command& c, const std::set<protocol::bytes32>& banned) {
   if (c.role == member_role::owner)
     return {outcome::not_allowed};
   if (r.role_of(c.subject))
     return {outcome::already_member};
+  if (banned.contains(c.subject))
+    return {outcome::banned};
   r.add(c.subject, c.role);
   return changed(8000);
 }
 
 step claim_invite(roster& r, const membership_command& c,
-                  std::map<std::string, invite_state>& invites, std::int64_t now) {
+                  std::map<std::string, invite_state>& invites,
+                  const std::set<protocol::bytes32>& banned, std::int64_t now) {
+  if (banned.contains(c.subject))
+    return {outcome::banned}; // before the code: a banned user learns nothing about it
   auto it = invites.find(invite_code_hash(c.invite_code));
   if (it == invites.end() || it->second.revoked)
     return {outcome::invite_invalid};
@@ -72,6 +77,29 @@ step update_role(roster& r, const membership_command& c) {
     return {outcome::nothing_to_do};
   r.set_role(c.subject, c.role);
   return {outcome::changed, 0, true};
+}
+
+/// NIP-86 banpubkey: the ban is stored whether or not they are a member; a member is removed.
+step ban(roster& r, const membership_command& c, std::set<protocol::bytes32>& banned,
+         membership_plan& plan) {
+  auto role = r.role_of(c.subject);
+  if (role == member_role::owner)
+    return {outcome::is_owner};
+  bool newly = banned.insert(c.subject).second;
+  if (newly)
+    plan.bans.push_back({c.subject, c.reason, false, c.requested_by});
+  if (!role)
+    return {newly ? outcome::changed : outcome::nothing_to_do};
+  r.remove(c.subject);
+  return changed(8001);
+}
+
+step unban(const membership_command& c, std::set<protocol::bytes32>& banned,
+           membership_plan& plan) {
+  if (banned.erase(c.subject) == 0)
+    return {outcome::nothing_to_do};
+  plan.bans.push_back({c.subject, {}, true, c.requested_by});
+  return {outcome::changed};
 }
 
 step make_owner(roster& r, const membership_command& c, member_role previous_owner_becomes) {
@@ -117,6 +145,9 @@ bool authorized(const roster& r, const membership_command& c) {
     case membership_change::remove_member_if_role:
       return admin_or_owner && !is_self && (owner || c.expected_role == member_role::member);
     case membership_change::update_role: return owner && !is_self;
+    case membership_change::ban_pubkey:
+      return admin_or_owner && !is_self && (owner || r.role_of(c.subject) != member_role::admin);
+    case membership_change::unban_pubkey: return admin_or_owner;
     default: return false; // owner changes, backfill and repair are operator paths
   }
 }
@@ -219,7 +250,7 @@ std::string invite_code_hash(std::string_view code) {
 membership_plan plan_membership(roster& members, std::span<const membership_command> commands,
                                 std::map<std::string, invite_state>& invites,
                                 const std::vector<protocol::bytes32>& allowlist,
-                                std::int64_t now) {
+                                std::set<protocol::bytes32>& banned, std::int64_t now) {
   membership_plan plan;
   for (const auto& c : commands) {
     step s;
@@ -231,8 +262,8 @@ membership_plan plan_membership(roster& members, std::span<const membership_comm
     } else
     switch (c.change) {
       case membership_change::add_member:
-      case membership_change::claim_membership: s = add(members, c); break;
-      case membership_change::claim_invite: s = claim_invite(members, c, invites, now); break;
+      case membership_change::claim_membership: s = add(members, c, banned); break;
+      case membership_change::claim_invite: s = claim_invite(members, c, invites, banned, now); break;
       case membership_change::remove_member:
       case membership_change::remove_member_if_role: s = remove(members, c); break;
       case membership_change::update_role: s = update_role(members, c); break;
@@ -246,6 +277,8 @@ membership_plan plan_membership(roster& members, std::span<const membership_comm
         }
         break;
       case membership_change::republish: s = {outcome::changed, 0, true}; break;
+      case membership_change::ban_pubkey: s = ban(members, c, banned, plan); break;
+      case membership_change::unban_pubkey: s = unban(c, banned, plan); break;
     }
     plan.outcomes.push_back(s.result);
     plan.delta_kinds.push_back(s.delta_kind);

@@ -88,6 +88,63 @@ std::vector<protocol::bytes32> read_allowlist(pg_connection& c, std::int64_t com
   return pubkeys;
 }
 
+bool reads_bans(membership_change change) {
+  switch (change) {
+    case membership_change::add_member:
+    case membership_change::claim_membership:
+    case membership_change::claim_invite:
+    case membership_change::ban_pubkey:
+    case membership_change::unban_pubkey: return true;
+    default: return false;
+  }
+}
+
+/// Of the subjects of commands that admit, ban or unban, those banned from the community. A
+/// batch that bans also takes the community's event lock exclusively, as a deletion does: event
+/// inserts hold it shared and read the bans under it, so none of the banned author's events can
+/// commit after the ban without seeing it.
+std::set<protocol::bytes32> read_bans(pg_connection& c, std::int64_t community_id,
+                                      std::span<const membership_command> commands) {
+  pg_array subjects;
+  bool any = false, bans = false;
+  for (const auto& command : commands)
+    if (reads_bans(command.change)) {
+      subjects.add_bytea(command.subject);
+      any = true;
+      bans = bans || command.change == membership_change::ban_pubkey;
+    }
+  std::set<protocol::bytes32> banned;
+  if (!any)
+    return banned;
+  if (bans)
+    must(c.exec("SELECT pg_advisory_xact_lock($1::bigint)",
+                {std::to_string(community_lock_key(community_id))}),
+         "event lock");
+  auto reply = must(c.exec("SELECT encode(pubkey, 'hex') FROM banned_pubkeys"
+                           " WHERE community_id = $1::bigint AND pubkey = ANY($2::bytea[])",
+                           {std::to_string(community_id), subjects.str()}),
+                    "read bans");
+  for (int row = 0; row < reply.rows(); ++row)
+    banned.insert(hex_field(reply, row, 0));
+  return banned;
+}
+
+void write_bans(pg_connection& c, std::int64_t community_id, const std::vector<ban_change>& bans) {
+  const std::string community = std::to_string(community_id);
+  for (const auto& ban : bans) {
+    if (ban.lifted)
+      must(c.exec("DELETE FROM banned_pubkeys WHERE community_id = $1::bigint AND pubkey = $2::bytea",
+                  {community, bytea_param(ban.pubkey)}),
+           "unban");
+    else
+      must(c.exec("INSERT INTO banned_pubkeys (community_id, pubkey, reason, banned_by)"
+                  " VALUES ($1::bigint, $2::bytea, $3::text, $4::bytea) ON CONFLICT DO NOTHING",
+                  {community, bytea_param(ban.pubkey), ban.reason,
+                   ban.banned_by ? std::optional(bytea_param(*ban.banned_by)) : std::nullopt}),
+           "ban");
+  }
+}
+
 void add_members(pg_array& keys, pg_array& roles, const std::vector<member>& members) {
   for (const auto& m : members) {
     keys.add_bytea(m.pubkey);
@@ -293,12 +350,14 @@ membership_write membership_store::apply_locked(std::int64_t community_id,
   roster members(members_before(community_id, newest_list_at, locked.integer(0, 1)));
   auto invites = read_invites(connection_, community_id, commands);
   auto allowlist = read_allowlist(connection_, community_id, commands);
-  auto plan = plan_membership(members, commands, invites, allowlist, now);
+  auto banned = read_bans(connection_, community_id, commands);
+  auto plan = plan_membership(members, commands, invites, allowlist, banned, now);
   membership_write out;
   out.committed = true;
   for (auto outcome : plan.outcomes)
     out.results.push_back(membership_result::of(outcome));
   out.members = members.members();
+  write_bans(connection_, community_id, plan.bans);
   if (plan.list_changed) {
     write_member_changes(connection_, community_id, members.changes(), added_by_of(commands));
     write_used_invites(connection_, community_id, invites);
@@ -334,7 +393,7 @@ community_creation membership_store::create_community_with_owner(const std::stri
   last_error_.clear();
   community_creation out;
   membership_command provision{membership_change::provision_owner, owner, member_role::owner,
-                               std::nullopt, {}, "operator", std::nullopt};
+                               std::nullopt, {}, "operator", std::nullopt, {}};
   try {
     must(connection_.exec("BEGIN"), "begin");
     auto created = must(
@@ -353,7 +412,7 @@ community_creation membership_store::create_community_with_owner(const std::stri
     must(connection_.exec("COMMIT"), "commit");
     keep_snapshot();
     out.result = community_creation::status::created;
-    out.community = community_row{id, host, closed, false};
+    out.community = community_row{id, host, closed, false, {}};
     return out;
   } catch (const std::exception& e) {
     (void)connection_.exec("ROLLBACK");

@@ -124,10 +124,45 @@ constexpr const char* migration_3 = R"sql(
 ALTER TABLE events ALTER COLUMN raw SET COMPRESSION lz4;
 )sql";
 
+// NIP-86 management: a community's NIP-11 name, description and icon; banned pubkeys (refused as
+// members and authors) and banned events (deleted, never stored again); and the NIP-98 auth
+// events already used, so none is accepted twice by any pod (kept until it could no longer pass
+// the time check anyway).
+constexpr const char* migration_5 = R"sql(
+ALTER TABLE communities ADD COLUMN name TEXT NULL,
+  ADD COLUMN description TEXT NULL,
+  ADD COLUMN icon TEXT NULL;
+
+CREATE TABLE banned_pubkeys (
+  community_id BIGINT NOT NULL REFERENCES communities (id) ON DELETE CASCADE,
+  pubkey BYTEA NOT NULL,
+  reason TEXT NOT NULL DEFAULT '',
+  banned_by BYTEA NULL,
+  created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+  PRIMARY KEY (community_id, pubkey)
+);
+
+CREATE TABLE banned_events (
+  community_id BIGINT NOT NULL REFERENCES communities (id) ON DELETE CASCADE,
+  event_id BYTEA NOT NULL,
+  reason TEXT NOT NULL DEFAULT '',
+  banned_by BYTEA NULL,
+  created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+  PRIMARY KEY (community_id, event_id)
+);
+
+CREATE TABLE used_http_auth (
+  event_id BYTEA PRIMARY KEY,
+  expires_at BIGINT NOT NULL
+);
+CREATE INDEX used_http_auth_expiry ON used_http_auth (expires_at);
+)sql";
+
 constexpr migration migrations[] = {
   {1, "communities, events, tags, deletions", migration_1},
   {2, "members, invites, allowlist", migration_2},
   {3, "lz4 for stored events", migration_3},
+  {5, "NIP-86: community info, bans, used NIP-98 events", migration_5},
 };
 
 constexpr const char* create_ledger = R"sql(

@@ -67,8 +67,26 @@ void remote_list(self_ptr self, const live_event& list) {
   revoke(self, st.args.cache->replace(*members));
 }
 
+/// Bans and unbans of this write, now committed, reach the connections' checks.
+void follow_bans(self_ptr self, const storage::membership_write& write) {
+  auto& st = self->state;
+  if (!st.args.bans)
+    return;
+  for (std::size_t i = 0; i < st.in_flight.size() && i < write.results.size(); ++i) {
+    auto change = st.in_flight[i].command.change;
+    auto outcome = write.results[i].outcome;
+    bool took_effect = outcome == storage::membership_outcome::changed
+                       || outcome == storage::membership_outcome::nothing_to_do;
+    if (took_effect && change == storage::membership_change::ban_pubkey)
+      st.args.bans->set_pubkey(st.in_flight[i].command.subject, true);
+    if (took_effect && change == storage::membership_change::unban_pubkey)
+      st.args.bans->set_pubkey(st.in_flight[i].command.subject, false);
+  }
+}
+
 void committed(self_ptr self, const storage::membership_write& write) {
   auto& st = self->state;
+  follow_bans(self, write);
   if (write.list)
     st.newest_list_at = std::max(st.newest_list_at, write.list->created_at);
   auto lost = st.args.cache->replace(write.members);
@@ -91,6 +109,10 @@ caf::behavior community_actor(caf::stateful_actor<community_state>* self, commun
       dispatch(self);
     },
     [=](remote_list_atom, const live_event& list) { remote_list(self, list); },
+    [=](event_ban_atom, const protocol::bytes32& id, ban_state state) {
+      if (self->state.args.bans)
+        self->state.args.bans->set_event(id, state == ban_state::banned);
+    },
     [=](applied_atom, const storage::membership_write& write) {
       auto& st = self->state;
       count(self, write);

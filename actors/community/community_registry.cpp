@@ -14,12 +14,16 @@ community_registry::community_registry(caf::actor_system& system, caf::actor mem
 
 std::optional<community_handle> community_registry::ensure(
   std::int64_t community_id,
-  const std::function<std::optional<std::vector<storage::member>>()>& load) {
+  const std::function<std::optional<std::vector<storage::member>>()>& load,
+  const std::function<std::optional<storage::community_bans>()>& load_bans) {
   if (auto known = find(community_id))
     return known;
   // Loaded outside the lock: a slow database must not stall lookups of other communities.
   auto members = load();
   if (!members)
+    return std::nullopt;
+  auto bans = load_bans ? load_bans() : std::optional(storage::community_bans{});
+  if (!bans)
     return std::nullopt;
   std::lock_guard lock(mutex_);
   auto it = communities_.find(community_id);
@@ -27,10 +31,12 @@ std::optional<community_handle> community_registry::ensure(
     return it->second;
   auto cache = std::make_shared<member_cache>();
   (void)cache->replace(*members);
+  auto ban_cache = std::make_shared<ban_list>();
+  ban_cache->replace(*bans);
   auto actor = system_.spawn(community_actor,
                              community_args{community_id, cache, membership_writer_, fanout_, bridge_,
-                                            512, metrics_});
-  return communities_.emplace(community_id, community_handle{actor, cache}).first->second;
+                                            512, metrics_, ban_cache});
+  return communities_.emplace(community_id, community_handle{actor, cache, ban_cache}).first->second;
 }
 
 std::optional<community_handle> community_registry::find(std::int64_t community_id) const {

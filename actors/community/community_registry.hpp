@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "actors/community/ban_list.hpp"
 #include "actors/community/member_cache.hpp"
 #include "actors/metrics.hpp"
 
@@ -17,6 +18,7 @@ namespace comb::actors {
 struct community_handle {
   caf::actor actor;
   member_cache_ptr members;
+  ban_list_ptr bans;
 };
 
 /// The community actors of this pod, spawned on first use. Thread-safe.
@@ -26,10 +28,12 @@ public:
                      std::shared_ptr<relay_metrics> metrics = nullptr);
 
   /// The handle of `community_id`; on first use spawns its actor with the members `load`
-  /// returns. Nothing when `load` fails (the caller answers 503 and tries again later).
+  /// returns and the bans `load_bans` returns (none when unset). Nothing when a load fails (the
+  /// caller answers 503 and tries again later).
   [[nodiscard]] std::optional<community_handle>
   ensure(std::int64_t community_id,
-         const std::function<std::optional<std::vector<storage::member>>()>& load);
+         const std::function<std::optional<std::vector<storage::member>>()>& load,
+         const std::function<std::optional<storage::community_bans>()>& load_bans = {});
 
   [[nodiscard]] std::optional<community_handle> find(std::int64_t community_id) const;
 

@@ -3,6 +3,7 @@
 
 #include "actors/messages.hpp"
 #include "storage/community_state.hpp"
+#include "storage/management_store.hpp"
 #include "storage/membership_store.hpp"
 
 namespace comb::actors {
@@ -76,7 +77,8 @@ caf::behavior directory_actor(caf::stateful_actor<directory_state>* self, direct
       if (answer.community && s.args.registry) {
         auto id = answer.community->id;
         auto ready = s.args.registry->ensure(
-          id, [&] { return storage::load_members(*s.connection, id); });
+          id, [&] { return storage::load_members(*s.connection, id); },
+          [&] { return storage::load_bans(*s.connection, id); });
         answer.answered = ready.has_value();
       }
       s.args.cache->remember(host, answer);

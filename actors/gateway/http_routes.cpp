@@ -26,12 +26,15 @@ std::string relay_info_document(const gateway_context& context,
                                 const storage::community_row& community) {
   const auto& s = context.settings;
   protocol::relay_info info;
-  info.name = s.name;
-  info.description = s.description;
+  const auto& about = community.info;
+  info.name = about.name.empty() ? s.name : about.name;
+  info.description = about.description.empty() ? s.description : about.description;
+  info.icon = about.icon;
+  info.owner_pubkey = about.owner_hex;
   info.contact = s.contact;
   info.self_pubkey = context.relay_pubkey_hex;
   info.version = "0.1.0";
-  info.supported_nips = {1, 9, 11, 40, 42, 43, 45, 70};
+  info.supported_nips = {1, 9, 11, 40, 42, 43, 45, 70, 86, 98};
   info.limits = s.limits;
   info.created_at_upper_seconds = s.created_at.max_seconds_ahead;
   info.auth_required = community.closed;
@@ -67,8 +70,10 @@ http_response community_route(const http_request& request, const gateway_context
                               const storage::community_row& community) {
   if (request.method() == http::verb::options) {
     auto response = text_response(request, http::status::no_content, "");
-    response.set(http::field::access_control_allow_headers, "*");
-    response.set(http::field::access_control_allow_methods, "GET, OPTIONS");
+    // NIP-86 from browsers: "*" does not cover Authorization, so the headers are named.
+    response.set(http::field::access_control_allow_headers, "Authorization, Content-Type, Accept");
+    response.set(http::field::access_control_allow_methods, "GET, POST, OPTIONS");
+    response.set(http::field::access_control_max_age, "86400");
     return response;
   }
   if (request.target() != "/" || request.method() != http::verb::get)
@@ -79,6 +84,14 @@ http_response community_route(const http_request& request, const gateway_context
   return text_response(request, http::status::ok,
                        "comb relay for " + community.host
                          + ": connect with a Nostr client over WebSocket.\n");
+}
+
+http_response oversize_body(const http_request& request) {
+  auto response = text_response(request, http::status::payload_too_large,
+                                "{\"result\":null,\"error\":\"request body is too large\"}",
+                                "application/json");
+  response.keep_alive(false);
+  return response;
 }
 
 http_response refusal(const http_request& request, const host_lookup& lookup) {

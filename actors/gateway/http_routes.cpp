@@ -3,6 +3,8 @@
 
 #include <boost/beast/http.hpp>
 
+#include <boost/json.hpp>
+
 #include "protocol/relay_info.hpp"
 
 namespace comb::actors {
@@ -94,7 +96,18 @@ http_response oversize_body(const http_request& request) {
   return response;
 }
 
-http_response refusal(const http_request& request, const host_lookup& lookup) {
+namespace {
+
+/// The refusal as NIP-86 clients parse it: the same status with a JSON `error`.
+http_response json_refusal(const http_request& request, http_response text) {
+  std::string message = text.body();
+  while (!message.empty() && message.back() == '\n')
+    message.pop_back();
+  boost::json::object body{{"result", nullptr}, {"error", message}};
+  return text_response(request, text.result(), boost::json::serialize(body), "application/json");
+}
+
+http_response text_refusal(const http_request& request, const host_lookup& lookup) {
   if (!lookup.answered)
     return text_response(request, http::status::service_unavailable,
                          "relay: the community directory is unavailable, retry shortly\n");
@@ -102,6 +115,13 @@ http_response refusal(const http_request& request, const host_lookup& lookup) {
     return text_response(request, http::status::forbidden, "relay: this community is archived\n");
   return text_response(request, http::status::not_found,
                        "relay: no community is configured for this host\n");
+}
+
+} // namespace
+
+http_response refusal(const http_request& request, const host_lookup& lookup) {
+  auto text = text_refusal(request, lookup);
+  return request.method() == http::verb::post ? json_refusal(request, std::move(text)) : text;
 }
 
 } // namespace comb::actors

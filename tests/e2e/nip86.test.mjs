@@ -4,6 +4,7 @@
 // bans on the WebSocket path, and after every change the newest 13534 names exactly the members.
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
+import http from 'node:http'
 import { makeHttpAuth, sendManagementRequest, ManagementMethod } from '@welshman/util'
 import { Nip01Signer } from '@welshman/signer'
 import { RawClient, httpGet, itStopsCleanly, keys, now, sign, withRelay } from './harness.mjs'
@@ -35,6 +36,21 @@ async function signedAuth(relay, who, request, tweak) {
   const template = await makeHttpAuth(`http://${relay.host}`, 'POST', JSON.stringify(request))
   if (tweak) tweak(template)
   return Nip01Signer.fromSecret(hex(who.sk)).sign(template)
+}
+
+/** A raw POST with any Host header: { status, json }. */
+function postTo(port, host, body) {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/', agent: false,
+      headers: { Host: host, 'Content-Type': 'application/nostr+json+rpc' } }, (res) => {
+      let text = ''
+      res.setEncoding('utf8')
+      res.on('data', (chunk) => { text += chunk })
+      res.on('end', () => resolve({ status: res.statusCode, json: JSON.parse(text) }))
+    })
+    req.on('error', reject)
+    req.end(body)
+  })
 }
 
 /** The newest 13534 must name exactly the stored members (DESIGN.md, "The invariant"). */
@@ -160,6 +176,10 @@ describe('NIP-86 management of a community', () => {
     const tooBig = await post(relay, await signedAuth(relay, owner, huge), huge)
     assert.equal(tooBig.status, 413)
     assert.match(tooBig.json.error, /too large/)
+
+    const nowhere = await postTo(relay.port, 'nowhere.example', JSON.stringify(request))
+    assert.equal(nowhere.status, 404)
+    assert.match(nowhere.json.error, /no community/)
 
     const { reply: unknown } = await manage(relay, owner, 'blockip', ['1.2.3.4'])
     assert.match(unknown.error, /unsupported method/)

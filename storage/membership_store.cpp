@@ -10,6 +10,7 @@
 
 #include "protocol/canonical_json.hpp"
 #include "protocol/event_json.hpp"
+#include "storage/ban_rows.hpp"
 #include "storage/event_rows.hpp"
 #include "storage/member_list.hpp"
 #include "storage/membership_rules.hpp"
@@ -86,63 +87,6 @@ std::vector<protocol::bytes32> read_allowlist(pg_connection& c, std::int64_t com
   for (int row = 0; row < reply.rows(); ++row)
     pubkeys.push_back(hex_field(reply, row, 0));
   return pubkeys;
-}
-
-bool reads_bans(membership_change change) {
-  switch (change) {
-    case membership_change::add_member:
-    case membership_change::claim_membership:
-    case membership_change::claim_invite:
-    case membership_change::ban_pubkey:
-    case membership_change::unban_pubkey: return true;
-    default: return false;
-  }
-}
-
-/// Of the subjects of commands that admit, ban or unban, those banned from the community. A
-/// batch that bans also takes the community's event lock exclusively, as a deletion does: event
-/// inserts hold it shared and read the bans under it, so none of the banned author's events can
-/// commit after the ban without seeing it.
-std::set<protocol::bytes32> read_bans(pg_connection& c, std::int64_t community_id,
-                                      std::span<const membership_command> commands) {
-  pg_array subjects;
-  bool any = false, bans = false;
-  for (const auto& command : commands)
-    if (reads_bans(command.change)) {
-      subjects.add_bytea(command.subject);
-      any = true;
-      bans = bans || command.change == membership_change::ban_pubkey;
-    }
-  std::set<protocol::bytes32> banned;
-  if (!any)
-    return banned;
-  if (bans)
-    must(c.exec("SELECT pg_advisory_xact_lock($1::bigint)",
-                {std::to_string(community_lock_key(community_id))}),
-         "event lock");
-  auto reply = must(c.exec("SELECT encode(pubkey, 'hex') FROM banned_pubkeys"
-                           " WHERE community_id = $1::bigint AND pubkey = ANY($2::bytea[])",
-                           {std::to_string(community_id), subjects.str()}),
-                    "read bans");
-  for (int row = 0; row < reply.rows(); ++row)
-    banned.insert(hex_field(reply, row, 0));
-  return banned;
-}
-
-void write_bans(pg_connection& c, std::int64_t community_id, const std::vector<ban_change>& bans) {
-  const std::string community = std::to_string(community_id);
-  for (const auto& ban : bans) {
-    if (ban.lifted)
-      must(c.exec("DELETE FROM banned_pubkeys WHERE community_id = $1::bigint AND pubkey = $2::bytea",
-                  {community, bytea_param(ban.pubkey)}),
-           "unban");
-    else
-      must(c.exec("INSERT INTO banned_pubkeys (community_id, pubkey, reason, banned_by)"
-                  " VALUES ($1::bigint, $2::bytea, $3::text, $4::bytea) ON CONFLICT DO NOTHING",
-                  {community, bytea_param(ban.pubkey), ban.reason,
-                   ban.banned_by ? std::optional(bytea_param(*ban.banned_by)) : std::nullopt}),
-           "ban");
-  }
 }
 
 void add_members(pg_array& keys, pg_array& roles, const std::vector<member>& members) {

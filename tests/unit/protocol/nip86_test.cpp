@@ -93,3 +93,15 @@ TEST_CASE("answers have the NIP-86 shape", "[protocol][nip86]") {
   CHECK(methods.size() == management_method_count - 1);
   CHECK(methods[0].as_string() == "banpubkey");
 }
+
+TEST_CASE("mutated JSON-RPC bodies are parsed or refused, never thrown", "[protocol][nip86]") {
+  const std::string valid = R"({"method":"banpubkey","params":[")" + alice + R"(","spam"]})";
+  std::uint32_t state = 777; // a fixed LCG: the same mutations on every run
+  auto next = [&state] { return state = state * 1664525u + 1013904223u; };
+  for (int round = 0; round < 2000; ++round) {
+    std::string body = valid;
+    for (int flips = 1 + next() % 4; flips > 0; --flips)
+      body[next() % body.size()] = static_cast<char>(next() % 256);
+    REQUIRE_NOTHROW((void)parse_management_request(body));
+  }
+}

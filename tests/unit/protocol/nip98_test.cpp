@@ -157,3 +157,24 @@ TEST_CASE("base64 decodes both alphabets with or without padding", "[protocol][n
   CHECK_FALSE(decode_base64("a").has_value());
   CHECK_FALSE(decode_base64("a b=").has_value());
 }
+
+TEST_CASE("mutated Authorization headers are refused, never thrown", "[protocol][nip98]") {
+  const std::string valid = header_of(auth_event({}));
+  const std::string decoded = render_event_json(auth_event({}));
+  std::uint32_t state = 12345; // a fixed LCG: the same mutations on every run
+  auto next = [&state] { return state = state * 1664525u + 1013904223u; };
+  int accepted = 0;
+  for (int round = 0; round < 2000; ++round) {
+    bool inside = round % 2 == 0; // mutate the event JSON, or the header text itself
+    std::string text = inside ? decoded : valid;
+    for (int flips = 1 + next() % 4; flips > 0; --flips)
+      text[next() % text.size()] = static_cast<char>(next() % 256);
+    if (next() % 5 == 0)
+      text.resize(next() % text.size());
+    std::string header = inside ? "Nostr " + base64(text) : text;
+    REQUIRE_NOTHROW(accepted += check_http_auth(header, expected()).ok() ? 1 : 0);
+  }
+  // A flipped byte may land where it changes nothing (e.g. the scheme's case); anything that
+  // changes the signed content must be refused.
+  CHECK(accepted < 100);
+}

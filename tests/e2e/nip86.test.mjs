@@ -54,8 +54,9 @@ function postTo(port, host, body) {
 }
 
 /** The newest 13534 must name exactly the stored members (DESIGN.md, "The invariant"). */
-async function assertListIsMembers(relay) {
-  const client = await RawClient.open(relay)
+async function assertListIsMembers(relay, reader = null) {
+  // A closed community is read by a member (authenticated); an open one by anyone.
+  const client = reader ? await authedClient(relay, reader) : await RawClient.open(relay)
   const { events } = await client.req('list', { kinds: [13534] })
   await client.close()
   assert.equal(events.length, 1, 'one live list')
@@ -273,6 +274,34 @@ describe('NIP-86 management of a community', () => {
     assert.match(body, /comb_management_calls_total\{method="banpubkey",outcome="ok"\} [1-9]/)
     assert.match(body, /comb_management_calls_total\{method="allowpubkey",outcome="forbidden"\} [1-9]/)
     assert.match(body, /comb_management_calls_total\{method="[a-z]+",outcome="unauthorized"\} [1-9]/)
+  })
+
+  itStopsCleanly(ctx)
+})
+
+describe('NIP-86 bans in a closed community', () => {
+  const owner = keys()
+  const bob = keys()
+  const ctx = withRelay({ COMB_OWNER_PUBKEY: owner.pk, COMB_ACCESS: 'closed' })
+
+  it('ends a banned member\'s live reads at once and refuses what they send', async () => {
+    const { relay } = ctx
+    const { reply } = await manage(relay, owner, ManagementMethod.AllowPubkey, [bob.pk])
+    assert.deepEqual(reply, { result: true })
+    const client = await authedClient(relay, bob)
+    const { end } = await client.req('feed', { kinds: [1] })
+    assert.equal(end[0], 'EOSE', 'a member reads')
+    assert.equal((await client.publish(sign(bob.sk, { content: 'hello' }))).ok, true)
+
+    const { reply: banned } = await manage(relay, owner, ManagementMethod.BanPubkey, [bob.pk])
+    assert.deepEqual(banned, { result: true })
+    const closed = await client.take((f) => f[0] === 'CLOSED' && f[1] === 'feed', 'CLOSED of feed')
+    assert.match(closed[2], /^restricted:/)
+    const refused = await client.publish(sign(bob.sk, { content: 'still here?' }))
+    assert.equal(refused.ok, false)
+    assert.match(refused.message, /^(blocked|restricted):/)
+    await client.close()
+    assert.ok(!(await assertListIsMembers(relay, owner)).includes(bob.pk))
   })
 
   itStopsCleanly(ctx)

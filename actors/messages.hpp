@@ -68,6 +68,14 @@ using minted_atom = caf::atom_constant<caf::atom("minted")>;         ///< (minte
 inline constexpr minted_atom minted_atom_v{};
 using revoke_atom = caf::atom_constant<caf::atom("revoke")>;         ///< (revoke_atom, community, std::vector<bytes32>)
 inline constexpr revoke_atom revoke_atom_v{};
+using event_ban_atom = caf::atom_constant<caf::atom("eventban")>;    ///< (event_ban_atom, event id, ban_state): committed
+inline constexpr event_ban_atom event_ban_atom_v{};
+
+// -- NIP-86: HTTP session -> management actor -> community actor ---------------------------------
+using manage_atom = caf::atom_constant<caf::atom("manage")>;         ///< (manage_atom, management_call, management_callback)
+inline constexpr manage_atom manage_atom_v{};
+using overdue_atom = caf::atom_constant<caf::atom("overdue")>;       ///< (overdue_atom, ticket): give up waiting
+inline constexpr overdue_atom overdue_atom_v{};
 
 // -- authority: Postgres notifications -> access watcher -> community actors -> connections ----
 using notice_atom = caf::atom_constant<caf::atom("pgnotice")>;     ///< (notice_atom, payload): a LISTEN notification
@@ -148,6 +156,9 @@ struct invite_reply {
 
 using pubkey_list = std::vector<protocol::bytes32>;
 
+/// Whether an event id is banned in a community (NIP-86 banevent / allowevent).
+enum class ban_state { banned, allowed };
+
 using subscription_matches = std::vector<matched_subscription>;
 
 } // namespace comb::actors
@@ -169,4 +180,5 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::storage::membership_write)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::storage::community_access)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::invite_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::pubkey_list)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::ban_state)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::subscription_matches)

@@ -85,6 +85,17 @@ std::string relay_metrics::render() const {
             << "\",outcome=\""
             << storage::outcome_name(static_cast<storage::membership_outcome>(outcome)) << "\"} "
             << n << '\n';
+  out << "# HELP comb_management_calls_total NIP-86 calls by method and outcome.\n"
+         "# TYPE comb_management_calls_total counter\n";
+  constexpr const char* outcome_names[] = {"ok", "error", "unauthorized", "forbidden", "failed"};
+  for (std::size_t method = 0; method < management_methods; ++method)
+    for (std::size_t outcome = 0; outcome < management_outcomes; ++outcome)
+      if (auto n = management_calls[method][outcome].load(std::memory_order_relaxed))
+        out << "comb_management_calls_total{method=\""
+            << (method < protocol::management_method_count
+                  ? protocol::method_name(static_cast<protocol::management_method>(method))
+                  : std::string_view("other"))
+            << "\",outcome=\"" << outcome_names[outcome] << "\"} " << n << '\n';
   std::string text = out.str();
   req_latency.render(text, "comb_req_seconds", "REQ to EOSE.");
   commit_latency.render(text, "comb_commit_seconds", "Group-commit transaction time.");

@@ -7,6 +7,7 @@
 #include <functional>
 #include <string>
 
+#include "protocol/nip86.hpp"
 #include "storage/membership.hpp"
 
 namespace comb::actors {
@@ -30,6 +31,11 @@ private:
 /// Membership writes by write path and outcome (storage::membership_change x outcome).
 inline constexpr std::size_t membership_paths = storage::membership_change_count;
 inline constexpr std::size_t membership_outcomes = storage::membership_outcome_count;
+
+/// NIP-86 calls by method (the last row: a method comb does not serve, or none) and outcome.
+enum class management_outcome { ok, error, unauthorized, forbidden, failed };
+inline constexpr std::size_t management_outcomes = 5;
+inline constexpr std::size_t management_methods = protocol::management_method_count + 1;
 
 /// Process-wide counters, written from any thread with relaxed atomics and rendered as
 /// Prometheus text on /metrics.
@@ -62,6 +68,8 @@ struct relay_metrics {
   std::atomic<std::uint64_t> list_writes{0};
   std::array<std::array<std::atomic<std::uint64_t>, membership_outcomes>, membership_paths>
     membership_writes{};
+  std::array<std::array<std::atomic<std::uint64_t>, management_outcomes>, management_methods>
+    management_calls{};
   latency_histogram req_latency;
   latency_histogram commit_latency;
   latency_histogram membership_latency;

@@ -15,6 +15,7 @@
 #include "actors/community/access_watcher.hpp"
 #include "actors/fanout/fanout_actor.hpp"
 #include "actors/gateway/server.hpp"
+#include "actors/management/management_actor.hpp"
 #include "actors/messages.hpp"
 #include "actors/storage/membership_writer.hpp"
 #include "actors/storage/storage_actors.hpp"
@@ -99,7 +100,7 @@ bool bootstrap_owner(storage::pg_connection& connection, const protocol::key_pai
   storage::membership_command provision{storage::membership_change::provision_owner,
                                         *protocol::parse_public_key(s.owner_pubkey),
                                         storage::member_role::owner, std::nullopt, {}, "bootstrap",
-                                        std::nullopt, std::nullopt};
+                                        std::nullopt, std::nullopt, {}};
   auto write = members.apply_paced(community_id, std::span(&provision, 1), unix_now(),
                                    storage::sleep_until_second);
   if (!write.committed) {
@@ -146,6 +147,7 @@ struct pod_actors {
   caf::actor membership_writer;
   caf::actor directory;
   caf::actor access_watcher;
+  caf::actor management;
   std::shared_ptr<community_registry> registry;
   std::optional<pod_bridge> bridge;
   /// Set once the server exists; the directory calls it for archived or deleted communities.
@@ -192,6 +194,9 @@ bool spawn_actors(caf::actor_system& system, asio::io_context& io, const conf::r
   pod.access_watcher = system.spawn<caf::detached>(
     access_watcher, access_watcher_args{s.database_url, pod.registry, pod.fanout,
                                         key.public_key(), metrics});
+  pod.management = system.spawn<caf::detached>(
+    management_actor, management_args{s.database_url, key.public_key(), pod.registry, communities,
+                                      metrics, std::chrono::seconds(10)});
   return true;
 }
 
@@ -225,6 +230,8 @@ void stop_actors(caf::actor_system& system, pod_actors& pod) {
   self->send_exit(pod.directory, caf::exit_reason::user_shutdown);
   if (pod.access_watcher)
     self->send_exit(pod.access_watcher, caf::exit_reason::user_shutdown);
+  if (pod.management)
+    self->send_exit(pod.management, caf::exit_reason::user_shutdown);
   self->send_exit(pod.membership_writer, caf::exit_reason::user_shutdown);
   if (pod.registry)
     for (const auto& community : pod.registry->actors())
@@ -281,6 +288,7 @@ int run_relay(const conf::relay_settings& s) {
   context->writers = pod.writers;
   context->directory = pod.directory;
   context->membership_writer = pod.membership_writer;
+  context->management = pod.management;
   context->registry = pod.registry;
   context->readers = pod.readers;
   context->metrics = metrics;

@@ -28,13 +28,16 @@ std::string render_relay_info(const relay_info& info) {
     {"name", info.name},
     {"description", info.description},
     {"self", info.self_pubkey},
-    {"pubkey", info.self_pubkey},
     {"contact", info.contact},
     {"software", info.software},
     {"version", info.version},
     {"supported_nips", std::move(nips)},
     {"limitation", std::move(limitation)},
   };
+  if (!info.owner_pubkey.empty())
+    document["pubkey"] = info.owner_pubkey;
+  if (!info.icon.empty())
+    document["icon"] = info.icon;
   return json::serialize(document);
 }
 

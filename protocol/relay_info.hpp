@@ -14,6 +14,11 @@ struct relay_info {
   std::string description;
   /// Hex public key of the relay (`self`), which signs NIP-43 events.
   std::string self_pubkey;
+  /// Hex public key of the community's owner (`pubkey`, NIP-11's admin contact); omitted when
+  /// the community has none yet.
+  std::string owner_pubkey;
+  /// URL of the community's icon; omitted when empty.
+  std::string icon;
   std::string contact;
   std::string software = "comb";
   std::string version;

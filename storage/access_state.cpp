@@ -35,6 +35,10 @@ std::optional<community_access> read_access(pg_connection& connection, std::int6
   if (!members)
     return std::nullopt;
   out.members = std::move(*members);
+  auto bans = load_bans(connection, id);
+  if (!bans)
+    return std::nullopt;
+  out.bans = std::move(*bans);
   return out;
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "protocol/event.hpp"
+#include "storage/management_store.hpp"
 #include "storage/membership.hpp"
 
 namespace comb::storage {
@@ -22,6 +23,7 @@ struct community_access {
   bool archived = false;
   std::int64_t version = 0;
   std::vector<member> members;
+  community_bans bans;
 };
 
 /// The community's access state in one consistent read (a REPEATABLE READ snapshot);

@@ -94,6 +94,37 @@ std::optional<pg_reply> read_ids(pg_connection& connection,
   return std::nullopt;
 }
 
+/// NIP-86 bans that touch the batch: banned ids among its ids, banned pubkeys among its authors.
+std::optional<pg_reply> read_bans(pg_connection& connection, const batch_keys& keys,
+                                  batch_snapshot& snapshot) {
+  pg_params params = id_columns(keys.ids);
+  pg_array communities, pubkeys;
+  for (const auto& [community, pubkey] : keys.authors) {
+    communities.add_integer(community);
+    pubkeys.add_bytea(pubkey);
+  }
+  params.emplace_back(communities.str());
+  params.emplace_back(pubkeys.str());
+  auto bans = connection.exec(
+    "SELECT 'e', b.community_id, b.event_id FROM unnest($1::bigint[], $2::bytea[])"
+    " AS k(community_id, id) JOIN banned_events b ON b.community_id = k.community_id"
+    " AND b.event_id = k.id"
+    " UNION ALL SELECT 'p', b.community_id, b.pubkey FROM unnest($3::bigint[], $4::bytea[])"
+    " AS a(community_id, pubkey) JOIN banned_pubkeys b ON b.community_id = a.community_id"
+    " AND b.pubkey = a.pubkey",
+    params);
+  if (!bans.ok())
+    return bans;
+  for (int row = 0; row < bans.rows(); ++row) {
+    event_key key{bans.integer(row, 1), bytes32_field(bans, row, 2)};
+    if (bans.text(row, 0) == "e")
+      snapshot.banned_ids.insert(key);
+    else
+      snapshot.banned_authors.emplace(key.community_id, key.id);
+  }
+  return std::nullopt;
+}
+
 constexpr const char* address_keys =
   " FROM unnest($1::bigint[], $2::bytea[], $3::int[], $4::text[])"
   " AS k(community_id, pubkey, kind, d_tag)";
@@ -277,6 +308,8 @@ std::variant<batch_snapshot, pg_reply> read_snapshot(pg_connection& connection,
   if (auto failed = read_ids(connection, keys, snapshot))
     return std::move(*failed);
   if (auto failed = read_addresses(connection, keys, snapshot))
+    return std::move(*failed);
+  if (auto failed = read_bans(connection, keys, snapshot))
     return std::move(*failed);
   return snapshot;
 }

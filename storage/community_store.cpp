@@ -14,13 +14,15 @@ namespace {
 
 // A host may be a community's primary host or one of its aliases in community_hosts.
 constexpr const char* find_sql =
-  "SELECT c.id, c.host, c.access, c.archived_at IS NOT NULL FROM communities c"
+  "SELECT c.id, c.host, c.access, c.archived_at IS NOT NULL, coalesce(c.name, ''),"
+  " coalesce(c.description, ''), coalesce(c.icon, ''), coalesce((SELECT encode(m.pubkey, 'hex')"
+  " FROM members m WHERE m.community_id = c.id AND m.role = 'owner'), '') FROM communities c"
   " WHERE c.host = $1::text OR c.id = (SELECT h.community_id FROM community_hosts h"
   " WHERE h.host = $1::text) ORDER BY c.host = $1::text DESC LIMIT 1";
 
 community_row row_of(const pg_reply& reply, int row = 0) {
   return community_row{reply.integer(row, 0), std::string(reply.text(row, 1)),
-                       reply.text(row, 2) == "closed", reply.text(row, 3) == "t"};
+                       reply.text(row, 2) == "closed", reply.text(row, 3) == "t", {}};
 }
 
 // Aliases travel space-separated: normalized hosts never contain a space.
@@ -111,7 +113,10 @@ std::optional<community_row> community_store::find_by_host(const std::string& ho
     }
     if (reply.rows() == 0)
       return std::nullopt;
-    return row_of(reply);
+    auto row = row_of(reply);
+    row.info = community_info{std::string(reply.text(0, 4)), std::string(reply.text(0, 5)),
+                              std::string(reply.text(0, 6)), std::string(reply.text(0, 7))};
+    return row;
   } catch (const std::exception& e) {
     last_error_ = e.what();
     return std::nullopt;
@@ -225,6 +230,21 @@ lifecycle_result community_store::set_access(std::int64_t id, bool closed) {
                        "UPDATE communities SET access = $2::text"
                        " WHERE id = $1::bigint AND access <> $2::text",
                        {std::to_string(id), closed ? "closed" : "open"}, id);
+}
+
+lifecycle_result community_store::set_info(std::int64_t id, const community_info_update& update) {
+  last_error_.clear();
+  // An unset field keeps its value; "" stores NULL, which NIP-11 then leaves out or defaults.
+  return update_result(
+    connection_, last_error_,
+    "UPDATE communities SET"
+    " name = CASE WHEN $2::text IS NULL THEN name ELSE nullif($2::text, '') END,"
+    " description = CASE WHEN $3::text IS NULL THEN description ELSE nullif($3::text, '') END,"
+    " icon = CASE WHEN $4::text IS NULL THEN icon ELSE nullif($4::text, '') END"
+    " WHERE id = $1::bigint AND (($2::text IS NOT NULL AND name IS DISTINCT FROM nullif($2::text, ''))"
+    " OR ($3::text IS NOT NULL AND description IS DISTINCT FROM nullif($3::text, ''))"
+    " OR ($4::text IS NOT NULL AND icon IS DISTINCT FROM nullif($4::text, '')))",
+    {std::to_string(id), update.name, update.description, update.icon}, id);
 }
 
 std::optional<std::vector<community_summary>> community_store::list_all() {

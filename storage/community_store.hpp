@@ -10,12 +10,29 @@ namespace comb::storage {
 
 class pg_connection;
 
+/// What a community's NIP-11 document says about it (NIP-86 changerelay*, `comb-admin community
+/// set-info`); "" for what was never set.
+struct community_info {
+  std::string name;
+  std::string description;
+  std::string icon;
+  std::string owner_hex; ///< the owner's pubkey, "" when there is none
+};
+
 /// A community as the relay needs it to route a connection.
 struct community_row {
   std::int64_t id = 0;
   std::string host; ///< primary host, normalized
   bool closed = false; ///< closed: NIP-42 AUTH and membership required
   bool archived = false;
+  community_info info; ///< filled by find_by_host
+};
+
+/// The info fields to change; an unset field is left alone, "" clears it.
+struct community_info_update {
+  std::optional<std::string> name;
+  std::optional<std::string> description;
+  std::optional<std::string> icon;
 };
 
 /// A community as operators see it (`comb-admin community list`).
@@ -68,6 +85,9 @@ public:
 
   /// Switches the community to closed (`closed`) or open access.
   [[nodiscard]] lifecycle_result set_access(std::int64_t id, bool closed);
+
+  /// Changes the community's NIP-11 name, description and icon (the fields `update` sets).
+  [[nodiscard]] lifecycle_result set_info(std::int64_t id, const community_info_update& update);
 
   /// Every community, ordered by primary host; nothing on a database error.
   [[nodiscard]] std::optional<std::vector<community_summary>> list_all();

@@ -144,6 +144,8 @@ std::string_view change_name(membership_change change) noexcept {
     case membership_change::transfer_owner: return "transfer_owner";
     case membership_change::backfill_allowlist: return "backfill_allowlist";
     case membership_change::republish: return "republish";
+    case membership_change::ban_pubkey: return "ban_pubkey";
+    case membership_change::unban_pubkey: return "unban_pubkey";
   }
   return "unknown";
 }
@@ -171,6 +173,7 @@ std::string_view outcome_name(membership_outcome outcome) noexcept {
     case membership_outcome::not_allowed: return "not_allowed";
     case membership_outcome::nothing_to_do: return "nothing_to_do";
     case membership_outcome::already_processed: return "already_processed";
+    case membership_outcome::banned: return "banned";
     case membership_outcome::failed: return "failed";
   }
   return "failed";

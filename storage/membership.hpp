@@ -39,6 +39,8 @@ enum class membership_change {
   transfer_owner,        ///< subject becomes owner, the previous owner becomes a member
   backfill_allowlist,    ///< an empty community takes its allowlist as members
   republish,             ///< rewrites the list from the stored members (repair)
+  ban_pubkey,            ///< stores a ban and removes the subject if a member; never the owner
+  unban_pubkey,          ///< lifts a ban; membership is not restored
 };
 
 struct membership_command {
@@ -54,6 +56,8 @@ struct membership_command {
   /// The id of the signed request (28934, 28936, 9030-9032): remembered with the change for
   /// `request_window_seconds`, so the same request is never applied twice, on any pod.
   std::optional<protocol::bytes32> request_id;
+  /// Why (ban_pubkey: stored with the ban and listed by NIP-86 listbannedpubkeys).
+  std::string reason;
 };
 
 /// How far a membership request's created_at may be from now, either way (NIP-43 asks for
@@ -74,6 +78,7 @@ enum class membership_outcome {
   not_allowed,
   nothing_to_do,
   already_processed, ///< a request id seen before: nothing changes again
+  banned, ///< the subject is banned from the community: not admitted
   failed,
 };
 
@@ -85,9 +90,9 @@ enum class membership_outcome {
 [[nodiscard]] std::string_view change_name(membership_change change) noexcept;
 
 /// How many write paths and outcomes there are (for tables indexed by them).
-inline constexpr std::size_t membership_change_count = 10;
-inline constexpr std::size_t membership_outcome_count = 13;
-static_assert(static_cast<std::size_t>(membership_change::republish) + 1 == membership_change_count);
+inline constexpr std::size_t membership_change_count = 12;
+inline constexpr std::size_t membership_outcome_count = 14;
+static_assert(static_cast<std::size_t>(membership_change::unban_pubkey) + 1 == membership_change_count);
 static_assert(static_cast<std::size_t>(membership_outcome::failed) + 1 == membership_outcome_count);
 
 /// One command's result. `delta` is its 8000/8001, when it added or removed someone.

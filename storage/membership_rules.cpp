@@ -20,17 +20,22 @@ step changed(std::uint32_t delta_kind) {
   return {outcome::changed, delta_kind, true};
 }
 
-step add(roster& r, const membership_command& c) {
+step add(roster& r, const membership_command& c, const std::set<protocol::bytes32>& banned) {
   if (c.role == member_role::owner)
     return {outcome::not_allowed};
   if (r.role_of(c.subject))
     return {outcome::already_member};
+  if (banned.contains(c.subject))
+    return {outcome::banned};
   r.add(c.subject, c.role);
   return changed(8000);
 }
 
 step claim_invite(roster& r, const membership_command& c,
-                  std::map<std::string, invite_state>& invites, std::int64_t now) {
+                  std::map<std::string, invite_state>& invites,
+                  const std::set<protocol::bytes32>& banned, std::int64_t now) {
+  if (banned.contains(c.subject))
+    return {outcome::banned}; // before the code: a banned user learns nothing about it
   auto it = invites.find(invite_code_hash(c.invite_code));
   if (it == invites.end() || it->second.revoked)
     return {outcome::invite_invalid};
@@ -72,6 +77,29 @@ step update_role(roster& r, const membership_command& c) {
     return {outcome::nothing_to_do};
   r.set_role(c.subject, c.role);
   return {outcome::changed, 0, true};
+}
+
+/// NIP-86 banpubkey: the ban is stored whether or not they are a member; a member is removed.
+step ban(roster& r, const membership_command& c, std::set<protocol::bytes32>& banned,
+         membership_plan& plan) {
+  auto role = r.role_of(c.subject);
+  if (role == member_role::owner)
+    return {outcome::is_owner};
+  bool newly = banned.insert(c.subject).second;
+  if (newly)
+    plan.bans.push_back({c.subject, c.reason, false, c.requested_by});
+  if (!role)
+    return {newly ? outcome::changed : outcome::nothing_to_do};
+  r.remove(c.subject);
+  return changed(8001);
+}
+
+step unban(const membership_command& c, std::set<protocol::bytes32>& banned,
+           membership_plan& plan) {
+  if (banned.erase(c.subject) == 0)
+    return {outcome::nothing_to_do};
+  plan.bans.push_back({c.subject, {}, true, c.requested_by});
+  return {outcome::changed};
 }
 
 step make_owner(roster& r, const membership_command& c, member_role previous_owner_becomes) {
@@ -117,13 +145,17 @@ bool authorized(const roster& r, const membership_command& c) {
     case membership_change::remove_member_if_role:
       return admin_or_owner && !is_self && (owner || c.expected_role == member_role::member);
     case membership_change::update_role: return owner && !is_self;
+    case membership_change::ban_pubkey:
+      return admin_or_owner && !is_self && (owner || r.role_of(c.subject) != member_role::admin);
+    case membership_change::unban_pubkey: return admin_or_owner;
     default: return false; // owner changes, backfill and repair are operator paths
   }
 }
 
 step plan_one(roster& members, const membership_command& c,
               std::map<std::string, invite_state>& invites,
-              const std::vector<protocol::bytes32>& allowlist, std::int64_t now) {
+              const std::vector<protocol::bytes32>& allowlist, std::set<protocol::bytes32>& banned,
+              std::int64_t now, membership_plan& plan) {
   if (!authorized(members, c)) {
     // The owner is reported as such even to someone who may not touch them.
     bool targets_owner = members.role_of(c.subject) == member_role::owner
@@ -132,8 +164,8 @@ step plan_one(roster& members, const membership_command& c,
   }
   switch (c.change) {
     case membership_change::add_member:
-    case membership_change::claim_membership: return add(members, c);
-    case membership_change::claim_invite: return claim_invite(members, c, invites, now);
+    case membership_change::claim_membership: return add(members, c, banned);
+    case membership_change::claim_invite: return claim_invite(members, c, invites, banned, now);
     case membership_change::remove_member:
     case membership_change::remove_member_if_role: return remove(members, c);
     case membership_change::update_role: return update_role(members, c);
@@ -147,6 +179,8 @@ step plan_one(roster& members, const membership_command& c,
       }
       return {};
     case membership_change::republish: return {outcome::changed, 0, true};
+    case membership_change::ban_pubkey: return ban(members, c, banned, plan);
+    case membership_change::unban_pubkey: return unban(c, banned, plan);
   }
   return {};
 }
@@ -265,7 +299,8 @@ membership_outcome repeated_outcome(const roster& members, const membership_comm
 
 membership_plan plan_membership(roster& members, std::span<const membership_command> commands,
                                 std::map<std::string, invite_state>& invites,
-                                const std::vector<protocol::bytes32>& allowlist, std::int64_t now,
+                                const std::vector<protocol::bytes32>& allowlist,
+                                std::set<protocol::bytes32>& banned, std::int64_t now,
                                 const std::vector<std::optional<membership_outcome>>& earlier) {
   membership_plan plan;
   std::map<protocol::bytes32, membership_outcome> in_batch;
@@ -276,7 +311,7 @@ membership_plan plan_membership(roster& members, std::span<const membership_comm
         !first && it != in_batch.end())
       first = it->second;
     step s = first ? step{repeated_outcome(members, c, *first)}
-                   : plan_one(members, c, invites, allowlist, now);
+                   : plan_one(members, c, invites, allowlist, banned, now, plan);
     if (c.request_id && !first)
       in_batch.emplace(*c.request_id, s.result);
     plan.outcomes.push_back(s.result);

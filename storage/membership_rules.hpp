@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -73,18 +74,28 @@ private:
   std::vector<protocol::bytes32> touch_order_;
 };
 
+/// A ban a batch stores (`lifted`: an unban it deletes).
+struct ban_change {
+  protocol::bytes32 pubkey{};
+  std::string reason;
+  bool lifted = false;
+  std::optional<protocol::bytes32> banned_by;
+};
+
 /// What to write for one batch: every command's outcome, which added or removed someone
-/// (for its 8000/8001), and whether the list must be rewritten.
+/// (for its 8000/8001), whether the list must be rewritten, and the bans to store or lift.
 struct membership_plan {
   std::vector<membership_outcome> outcomes;
   /// Per command: 8000 (added), 8001 (removed), or 0.
   std::vector<std::uint32_t> delta_kinds;
   bool list_changed = false;
+  std::vector<ban_change> bans;
 };
 
 /// Applies `commands` in order to `members` (edited in place) and `invites` (keyed by code
 /// hash hex; edited in place), following the role rules. Pure: the database is read before and
-/// written after. `allowlist` is the community's allowlist, for backfill.
+/// written after. `allowlist` is the community's allowlist, for backfill. `banned` holds the
+/// commands' subjects that are banned (edited in place): they are never admitted.
 ///
 /// A request is applied once. `earlier[i]` is what command i's request came to when it was
 /// processed before (empty vector or nullopt: never); a request id repeated within the batch
@@ -93,7 +104,8 @@ struct membership_plan {
 [[nodiscard]] membership_plan plan_membership(
   roster& members, std::span<const membership_command> commands,
   std::map<std::string, invite_state>& invites, const std::vector<protocol::bytes32>& allowlist,
-  std::int64_t now, const std::vector<std::optional<membership_outcome>>& earlier = {});
+  std::set<protocol::bytes32>& banned, std::int64_t now,
+  const std::vector<std::optional<membership_outcome>>& earlier = {});
 
 /// What a request processed before reports when it comes again: the same refusal if it was
 /// refused (an invalid code stays invalid); otherwise, for a join whose author is a member,

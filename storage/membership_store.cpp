@@ -12,6 +12,7 @@
 #include "protocol/canonical_json.hpp"
 #include "protocol/event_json.hpp"
 #include "storage/access_change.hpp"
+#include "storage/ban_rows.hpp"
 #include "storage/event_rows.hpp"
 #include "storage/member_list.hpp"
 #include "storage/membership_rules.hpp"
@@ -36,6 +37,16 @@ pg_reply must(pg_reply reply, const char* step) {
   if (!reply.ok())
     throw statement_failed(std::string(step) + ": " + reply.error());
   return reply;
+}
+
+/// Bumps the community's state version and notifies every pod on commit (note_access_change).
+std::int64_t noted_version(pg_connection& connection, std::int64_t community_id,
+                           const std::vector<protocol::bytes32>& written) {
+  std::string error;
+  auto version = note_access_change(connection, community_id, written, error);
+  if (!version)
+    throw statement_failed(error.empty() ? "community vanished while noting its change" : error);
+  return *version;
 }
 
 protocol::bytes32 hex_field(const pg_reply& reply, int row, int column) {
@@ -255,15 +266,14 @@ void membership_store::write_list(std::int64_t community_id, std::int64_t newest
   must(connection_.exec("UPDATE communities SET newest_list_at = $2::bigint WHERE id = $1::bigint",
                         {std::to_string(community_id), std::to_string(created_at)}),
        "record list time");
-  std::vector<protocol::bytes32> written{out.list->id};
+  std::vector<protocol::bytes32> written;
+  for (const auto& definition : out.role_definitions)
+    written.push_back(definition.ev.id);
+  written.push_back(out.list->id);
   for (const auto& result : out.results)
     if (result.delta)
       written.push_back(result.delta->id);
-  std::string error;
-  auto version = note_access_change(connection_, community_id, written, error);
-  if (!version)
-    throw statement_failed(error.empty() ? "community vanished while writing its list" : error);
-  out.state_version = *version;
+  out.state_version = noted_version(connection_, community_id, written);
 }
 
 /// NIP-43: each role id a list names has a relay-signed 33534, written with the first list that
@@ -329,8 +339,9 @@ membership_write membership_store::apply_locked(std::int64_t community_id,
   roster members(members_before(community_id, state_version));
   auto invites = read_invites(connection_, community_id, commands);
   auto allowlist = read_allowlist(connection_, community_id, commands);
+  auto banned = read_bans(connection_, community_id, commands);
   auto claims = claim_requests(connection_, community_id, commands, now);
-  auto plan = plan_membership(members, commands, invites, allowlist, now, claims.earlier);
+  auto plan = plan_membership(members, commands, invites, allowlist, banned, now, claims.earlier);
   // Lists keep pace with the clock, decided under the row lock so it holds for every pod: a
   // list never gets a created_at ahead of now; when this second already has one, wait.
   if (plan.list_changed && newest_list_at >= now)
@@ -342,10 +353,13 @@ membership_write membership_store::apply_locked(std::int64_t community_id,
   for (auto outcome : plan.outcomes)
     out.results.push_back(membership_result::of(outcome));
   out.members = members.members();
+  write_bans(connection_, community_id, plan.bans);
   if (plan.list_changed) {
     write_member_changes(connection_, community_id, members.changes(), added_by_of(commands));
     write_used_invites(connection_, community_id, invites);
     write_list(community_id, newest_list_at, commands, plan.delta_kinds, now, out);
+  } else if (!plan.bans.empty()) {
+    out.state_version = noted_version(connection_, community_id, {}); // pods reload the bans
   }
   pending_snapshot_.emplace(community_id, members_snapshot{out.state_version, out.members});
   return out;
@@ -447,7 +461,7 @@ community_creation membership_store::create_community_with_owner(const std::stri
   last_error_.clear();
   community_creation out;
   membership_command provision{membership_change::provision_owner, owner, member_role::owner,
-                               std::nullopt, {}, "operator", std::nullopt, std::nullopt};
+                               std::nullopt, {}, "operator", std::nullopt, std::nullopt, {}};
   try {
     must(connection_.exec("BEGIN"), "begin");
     auto created = must(
@@ -466,7 +480,7 @@ community_creation membership_store::create_community_with_owner(const std::stri
     must(connection_.exec("COMMIT"), "commit");
     keep_snapshot();
     out.result = community_creation::status::created;
-    out.community = community_row{id, host, closed, false};
+    out.community = community_row{id, host, closed, false, {}};
     return out;
   } catch (const list_must_wait&) { // a new community has no list yet: cannot happen
     (void)connection_.exec("ROLLBACK");

@@ -161,11 +161,46 @@ CREATE TRIGGER members_deleted AFTER DELETE ON members REFERENCING OLD TABLE AS 
   FOR EACH STATEMENT EXECUTE FUNCTION comb_members_touched();
 )sql";
 
+// NIP-86 management: a community's NIP-11 name, description and icon; banned pubkeys (refused as
+// members and authors) and banned events (deleted, never stored again); and the NIP-98 auth
+// events already used, so none is accepted twice by any pod (kept until it could no longer pass
+// the time check anyway).
+constexpr const char* migration_5 = R"sql(
+ALTER TABLE communities ADD COLUMN name TEXT NULL,
+  ADD COLUMN description TEXT NULL,
+  ADD COLUMN icon TEXT NULL;
+
+CREATE TABLE banned_pubkeys (
+  community_id BIGINT NOT NULL REFERENCES communities (id) ON DELETE CASCADE,
+  pubkey BYTEA NOT NULL,
+  reason TEXT NOT NULL DEFAULT '',
+  banned_by BYTEA NULL,
+  created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+  PRIMARY KEY (community_id, pubkey)
+);
+
+CREATE TABLE banned_events (
+  community_id BIGINT NOT NULL REFERENCES communities (id) ON DELETE CASCADE,
+  event_id BYTEA NOT NULL,
+  reason TEXT NOT NULL DEFAULT '',
+  banned_by BYTEA NULL,
+  created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+  PRIMARY KEY (community_id, event_id)
+);
+
+CREATE TABLE used_http_auth (
+  event_id BYTEA PRIMARY KEY,
+  expires_at BIGINT NOT NULL
+);
+CREATE INDEX used_http_auth_expiry ON used_http_auth (expires_at);
+)sql";
+
 constexpr migration migrations[] = {
   {1, "communities, events, tags, deletions", migration_1},
   {2, "members, invites, allowlist", migration_2},
   {3, "lz4 for stored events", migration_3},
   {4, "processed membership requests", migration_4},
+  {5, "NIP-86: community info, bans, used NIP-98 events", migration_5},
   {6, "community state versions", migration_6},
 };
 

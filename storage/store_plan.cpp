@@ -59,6 +59,10 @@ private:
     const event_key key{w.community_id, ev.id};
     if (state_.events.contains(key))
       return outcome(store_outcome::status::duplicate, msg_already_have);
+    if (state_.banned_ids.contains(key))
+      return outcome(store_outcome::status::refused, msg_banned_event);
+    if (state_.banned_authors.contains({w.community_id, ev.pubkey}))
+      return outcome(store_outcome::status::refused, msg_banned_author);
     // NIP-09: deleting a deletion has no effect, so a kind 5 is never refused as deleted.
     if (ev.kind != deletion_kind && state_.tombstones.contains(tombstone{key, ev.pubkey}))
       return outcome(store_outcome::status::refused, msg_deleted_id);
@@ -135,6 +139,7 @@ batch_keys keys_of(std::span<const event_write> writes) {
   batch_keys keys;
   for (const auto& w : writes) {
     keys.ids.push_back({w.community_id, w.ev->id});
+    keys.authors.emplace_back(w.community_id, w.ev->pubkey);
     if (auto addr = address_of_event(w.community_id, *w.ev))
       keys.addresses.push_back(std::move(*addr));
     bool deletes_ids = false;
@@ -150,6 +155,7 @@ batch_keys keys_of(std::span<const event_write> writes) {
   }
   sort_unique(keys.ids);
   sort_unique(keys.addresses);
+  sort_unique(keys.authors);
   return keys;
 }
 

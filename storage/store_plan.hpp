@@ -47,6 +47,8 @@ struct batch_snapshot {
   std::set<tombstone> tombstones;               ///< for the batch's ids
   std::map<address, event_key> current;         ///< live version of each address of the batch
   std::map<address, std::int64_t> deleted_until; ///< NIP-09 address deletions
+  std::set<event_key> banned_ids;               ///< NIP-86 banevent, for the batch's ids
+  std::set<std::pair<std::int64_t, protocol::bytes32>> banned_authors; ///< NIP-86 banpubkey
 };
 
 /// The keys a batch touches: what to lock and what to read.
@@ -54,6 +56,7 @@ struct batch_keys {
   std::vector<event_key> ids;          ///< the writes' ids and the ids their `e` tags delete
   std::vector<address> addresses;      ///< the writes' addresses and those their `a` tags delete
   std::map<std::int64_t, bool> communities; ///< community -> deletes by id (exclusive lock)
+  std::vector<std::pair<std::int64_t, protocol::bytes32>> authors; ///< (community, pubkey)
 };
 
 /// One advisory lock to take: sorted by key, every transaction takes them in the same order.
@@ -85,6 +88,8 @@ inline constexpr const char* msg_already_have = "duplicate: already have this ev
 inline constexpr const char* msg_have_newer = "duplicate: have a newer version";
 inline constexpr const char* msg_deleted_id = "blocked: this event was deleted by its author";
 inline constexpr const char* msg_deleted_address = "blocked: this address was deleted";
+inline constexpr const char* msg_banned_event = "blocked: this event is banned from this community";
+inline constexpr const char* msg_banned_author = "blocked: you are banned from this community";
 inline constexpr const char* msg_failed = "error: could not store the event, please retry";
 
 } // namespace comb::storage

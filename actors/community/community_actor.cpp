@@ -87,6 +87,8 @@ void refresh(self_ptr self, const storage::community_access& state) {
   st.closed = state.closed;
   st.archived = state.archived;
   st.args.cache->set_closed(state.closed);
+  if (st.args.bans)
+    st.args.bans->replace(state.bans);
   apply_members(self, state.version, state.members);
   if (hooks && (was_archived != state.archived || was_closed != state.closed))
     hooks->forget_hosts(); // new connections must see the new access at once
@@ -94,7 +96,25 @@ void refresh(self_ptr self, const storage::community_access& state) {
     hooks->recheck_all(st.args.community_id);
 }
 
+/// Bans and unbans of this write, now committed, reach the connections' checks.
+void follow_bans(self_ptr self, const storage::membership_write& write) {
+  auto& st = self->state;
+  if (!st.args.bans)
+    return;
+  for (std::size_t i = 0; i < st.in_flight.size() && i < write.results.size(); ++i) {
+    auto change = st.in_flight[i].command.change;
+    auto outcome = write.results[i].outcome;
+    bool took_effect = outcome == storage::membership_outcome::changed
+                       || outcome == storage::membership_outcome::nothing_to_do;
+    if (took_effect && change == storage::membership_change::ban_pubkey)
+      st.args.bans->set_pubkey(st.in_flight[i].command.subject, true);
+    if (took_effect && change == storage::membership_change::unban_pubkey)
+      st.args.bans->set_pubkey(st.in_flight[i].command.subject, false);
+  }
+}
+
 void committed(self_ptr self, const storage::membership_write& write) {
+  follow_bans(self, write);
   apply_members(self, write.state_version, write.members);
   for (const auto& definition : write.role_definitions)
     publish(self, definition.ev, definition.json);
@@ -152,6 +172,10 @@ caf::behavior community_actor(caf::stateful_actor<community_state>* self, commun
       dispatch(self);
     },
     [=](refresh_atom, const storage::community_access& state) { refresh(self, state); },
+    [=](event_ban_atom, const protocol::bytes32& id, ban_state state) {
+      if (self->state.args.bans)
+        self->state.args.bans->set_event(id, state == ban_state::banned);
+    },
     [=](wake_atom) {
       self->state.waiting_for_clock = false;
       dispatch(self);

@@ -5,6 +5,7 @@
 #include <deque>
 #include <vector>
 
+#include "actors/community/ban_list.hpp"
 #include "actors/community/community_hooks.hpp"
 #include "actors/community/member_cache.hpp"
 #include "actors/messages.hpp"
@@ -22,6 +23,7 @@ struct community_args {
   std::size_t batch_max = 512;
   std::shared_ptr<relay_metrics> metrics; ///< may be unset (tests)
   std::shared_ptr<const community_hooks> hooks; ///< may be unset (tests)
+  ban_list_ptr bans; ///< may be unset (tests)
 };
 
 /// A membership command waiting for its turn, and who to tell the outcome.

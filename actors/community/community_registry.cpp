@@ -29,10 +29,12 @@ std::optional<community_handle> community_registry::ensure(
   (void)cache->replace(state->members);
   cache->set_closed(state->closed);
   cache->set_version(state->version);
+  auto ban_cache = std::make_shared<ban_list>();
+  ban_cache->replace(state->bans);
   auto actor = system_.spawn(community_actor,
                              community_args{community_id, cache, membership_writer_, fanout_, bridge_,
-                                            512, metrics_, hooks_});
-  return communities_.emplace(community_id, community_handle{actor, cache}).first->second;
+                                            512, metrics_, hooks_, ban_cache});
+  return communities_.emplace(community_id, community_handle{actor, cache, ban_cache}).first->second;
 }
 
 std::optional<community_handle> community_registry::find(std::int64_t community_id) const {

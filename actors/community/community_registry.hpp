@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "actors/community/ban_list.hpp"
 #include "actors/community/community_hooks.hpp"
 #include "actors/community/member_cache.hpp"
 #include "storage/access_state.hpp"
@@ -19,6 +20,7 @@ namespace comb::actors {
 struct community_handle {
   caf::actor actor;
   member_cache_ptr members;
+  ban_list_ptr bans;
 };
 
 /// The community actors of this pod, spawned on first use. Thread-safe.

@@ -116,6 +116,9 @@ membership_reply reply_for(std::uint32_t kind, membership_outcome outcome,
     return {false, "error: could not update membership, please retry"};
   if (outcome == o::already_processed)
     return {true, "duplicate: this request was already processed"};
+  if (outcome == o::banned)
+    return {false, kind == join_request_kind ? "blocked: you are banned from this community"
+                                             : "blocked: this pubkey is banned from this community"};
   if (kind == join_request_kind) {
     switch (outcome) {
       case o::changed: return {true, "info: welcome to " + relay_url + "!"};

@@ -66,6 +66,8 @@ std::optional<rejection> connection::admit_event(const protocol::event& ev, std:
   // A non-member of a closed community may authenticate and then only ask to join.
   if (lost_access() && ev.kind != 28934)
     return not_a_member();
+  if (auto banned = check_bans(ev))
+    return banned;
   if (!events_rate_.try_take(clock))
     return rejection{reason::rate_limited, "slow down, too many events"};
   if (events_in_flight_ >= policy_.max_events_in_flight)
@@ -90,6 +92,18 @@ std::optional<rejection> connection::admit_event(const protocol::event& ev, std:
   if (author_not_admitted(ev))
     return rejection{reason::restricted, "the author of this event is not a member of this community"};
   return protocol::verify_event(ev);
+}
+
+std::optional<rejection> connection::check_bans(const protocol::event& ev) const {
+  if (!policy_.bans)
+    return std::nullopt;
+  // A ban covers the author (their joins included) and, when authenticated, the sender.
+  if (policy_.bans->is_banned_pubkey(ev.pubkey)
+      || (authenticated_ && policy_.bans->is_banned_pubkey(*authenticated_)))
+    return rejection{reason::blocked, "you are banned from this community"};
+  if (policy_.bans->is_banned_event(ev.id))
+    return rejection{reason::blocked, "this event is banned from this community"};
+  return std::nullopt;
 }
 
 std::optional<rejection> connection::authenticate(const protocol::event& ev, std::int64_t now) {

@@ -9,6 +9,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "actors/community/ban_list.hpp"
 #include "actors/community/member_cache.hpp"
 #include "actors/connection/rate_limiter.hpp"
 #include "protocol/event.hpp"
@@ -27,6 +28,7 @@ struct connection_policy {
   bool closed_community = false; ///< AUTH and membership required before REQ, COUNT and EVENT
   std::string relay_url;         ///< what clients type for this community, e.g. wss://host
   member_cache_ptr members;      ///< the community's members; null: membership is not checked
+  ban_list_ptr bans;             ///< the community's NIP-86 bans; null: bans are not checked
   protocol::protocol_limits limits;
   protocol::created_at_window created_at;
   double event_rate = 50;
@@ -66,6 +68,9 @@ public:
   [[nodiscard]] std::optional<protocol::rejection> admit_event(const protocol::event& ev,
                                                                std::int64_t now,
                                                                double clock);
+
+  /// NIP-86: a banned author or sender, or a banned event id.
+  [[nodiscard]] std::optional<protocol::rejection> check_bans(const protocol::event& ev) const;
 
   /// Book-keeping of events sent to storage and not yet answered.
   void event_sent() noexcept { ++events_in_flight_; }

@@ -3,6 +3,7 @@
 
 #include "actors/messages.hpp"
 #include "storage/community_state.hpp"
+#include "storage/management_store.hpp"
 #include "storage/membership_store.hpp"
 
 namespace comb::actors {

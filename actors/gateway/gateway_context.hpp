@@ -25,6 +25,7 @@ struct gateway_context {
   caf::actor directory;
   caf::actor membership_writer;
   caf::actor bridge;
+  caf::actor management; ///< NIP-86; unset: POSTs are answered 503
   std::shared_ptr<community_registry> registry;
   std::vector<caf::actor> readers;
   std::shared_ptr<relay_metrics> metrics;

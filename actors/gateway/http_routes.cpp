@@ -3,6 +3,8 @@
 
 #include <boost/beast/http.hpp>
 
+#include <boost/json.hpp>
+
 #include "protocol/relay_info.hpp"
 
 namespace comb::actors {
@@ -26,12 +28,15 @@ std::string relay_info_document(const gateway_context& context,
                                 const storage::community_row& community) {
   const auto& s = context.settings;
   protocol::relay_info info;
-  info.name = s.name;
-  info.description = s.description;
+  const auto& about = community.info;
+  info.name = about.name.empty() ? s.name : about.name;
+  info.description = about.description.empty() ? s.description : about.description;
+  info.icon = about.icon;
+  info.owner_pubkey = about.owner_hex;
   info.contact = s.contact;
   info.self_pubkey = context.relay_pubkey_hex;
   info.version = "0.1.0";
-  info.supported_nips = {1, 9, 11, 40, 42, 43, 45, 70};
+  info.supported_nips = {1, 9, 11, 40, 42, 43, 45, 70, 86, 98};
   info.limits = s.limits;
   info.created_at_upper_seconds = s.created_at.max_seconds_ahead;
   info.auth_required = community.closed;
@@ -67,8 +72,10 @@ http_response community_route(const http_request& request, const gateway_context
                               const storage::community_row& community) {
   if (request.method() == http::verb::options) {
     auto response = text_response(request, http::status::no_content, "");
-    response.set(http::field::access_control_allow_headers, "*");
-    response.set(http::field::access_control_allow_methods, "GET, OPTIONS");
+    // NIP-86 from browsers: "*" does not cover Authorization, so the headers are named.
+    response.set(http::field::access_control_allow_headers, "Authorization, Content-Type, Accept");
+    response.set(http::field::access_control_allow_methods, "GET, POST, OPTIONS");
+    response.set(http::field::access_control_max_age, "86400");
     return response;
   }
   if (request.target() != "/" || request.method() != http::verb::get)
@@ -81,7 +88,26 @@ http_response community_route(const http_request& request, const gateway_context
                          + ": connect with a Nostr client over WebSocket.\n");
 }
 
-http_response refusal(const http_request& request, const host_lookup& lookup) {
+http_response oversize_body(const http_request& request) {
+  auto response = text_response(request, http::status::payload_too_large,
+                                "{\"result\":null,\"error\":\"request body is too large\"}",
+                                "application/json");
+  response.keep_alive(false);
+  return response;
+}
+
+namespace {
+
+/// The refusal as NIP-86 clients parse it: the same status with a JSON `error`.
+http_response json_refusal(const http_request& request, http_response text) {
+  std::string message = text.body();
+  while (!message.empty() && message.back() == '\n')
+    message.pop_back();
+  boost::json::object body{{"result", nullptr}, {"error", message}};
+  return text_response(request, text.result(), boost::json::serialize(body), "application/json");
+}
+
+http_response text_refusal(const http_request& request, const host_lookup& lookup) {
   if (!lookup.answered)
     return text_response(request, http::status::service_unavailable,
                          "relay: the community directory is unavailable, retry shortly\n");
@@ -89,6 +115,13 @@ http_response refusal(const http_request& request, const host_lookup& lookup) {
     return text_response(request, http::status::forbidden, "relay: this community is archived\n");
   return text_response(request, http::status::not_found,
                        "relay: no community is configured for this host\n");
+}
+
+} // namespace
+
+http_response refusal(const http_request& request, const host_lookup& lookup) {
+  auto text = text_refusal(request, lookup);
+  return request.method() == http::verb::post ? json_refusal(request, std::move(text)) : text;
 }
 
 } // namespace comb::actors

@@ -27,6 +27,9 @@ using http_response = boost::beast::http::response<boost::beast::http::string_bo
 /// database could not be asked.
 [[nodiscard]] http_response refusal(const http_request& request, const host_lookup& lookup);
 
+/// 413 with a JSON `error` (NIP-86 clients parse every answer) for a body over the bound.
+[[nodiscard]] http_response oversize_body(const http_request& request);
+
 /// Whether a lookup result may serve clients.
 [[nodiscard]] inline bool serves(const host_lookup& lookup) {
   return lookup.answered && lookup.community && !lookup.community->archived;

@@ -14,6 +14,7 @@
 
 #include "actors/connection/connection_actor.hpp"
 #include "actors/gateway/http_routes.hpp"
+#include "actors/gateway/management_route.hpp"
 #include "actors/messages.hpp"
 #include "protocol/host.hpp"
 #include "protocol/nip42.hpp"
@@ -61,6 +62,7 @@ connection_policy policy_for(const gateway_context& context, const storage::comm
   policy.host = c.host;
   policy.closed_community = c.closed;
   policy.members = handle.members;
+  policy.bans = handle.bans;
   policy.relay_url = (s.effective_public_url().starts_with("wss://") ? "wss://" : "ws://") + c.host;
   policy.limits = s.limits;
   policy.created_at = s.created_at;
@@ -357,6 +359,10 @@ asio::awaitable<void> server::serve(tcp::socket socket) {
     parser.body_limit(64 * 1024);
     stream.expires_after(std::chrono::seconds(30));
     auto [ec, n] = co_await http::async_read(stream, buffer, parser, use_tuple);
+    if (ec == http::error::body_limit) {
+      http_response too_large = oversize_body(parser.get());
+      co_await http::async_write(stream, too_large, use_tuple);
+    }
     if (ec)
       co_return;
     http_request request = parser.release();
@@ -389,7 +395,11 @@ asio::awaitable<void> server::serve(tcp::socket socket) {
       co_await run_websocket(std::move(stream), std::move(request), reached);
       co_return;
     }
-    auto response = community_route(request, *context_, *lookup.community);
+    http_response response;
+    if (request.method() == http::verb::post) // NIP-86
+      response = co_await answer_management(*context_, request, lookup.community->id, *host);
+    else
+      response = community_route(request, *context_, *lookup.community);
     co_await http::async_write(stream, response, use_tuple);
     if (!request.keep_alive())
       co_return;

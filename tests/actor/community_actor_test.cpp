@@ -4,6 +4,7 @@
 #include <caf/all.hpp>
 #include <caf/scheduler/test_coordinator.hpp>
 #include <catch2/catch.hpp>
+#include <set>
 
 #include "actors/community/community_actor.hpp"
 #include "actors/messages.hpp"
@@ -43,7 +44,8 @@ caf::behavior fake_membership_writer(caf::event_based_actor* self,
       } else {
         storage::roster roster(db->members);
         std::map<std::string, storage::invite_state> invites;
-        auto plan = storage::plan_membership(roster, commands, invites, {}, test::unix_now());
+        std::set<protocol::bytes32> banned;
+        auto plan = storage::plan_membership(roster, commands, invites, {}, banned, test::unix_now());
         write.committed = true;
         for (auto o : plan.outcomes)
           write.results.push_back(storage::membership_result::of(o));
@@ -85,6 +87,7 @@ struct fixture {
   std::shared_ptr<fake_membership_db> db = std::make_shared<fake_membership_db>();
   std::shared_ptr<observations> seen = std::make_shared<observations>();
   member_cache_ptr cache = std::make_shared<member_cache>();
+  ban_list_ptr bans = std::make_shared<ban_list>();
   caf::actor writer, watcher, community;
 
   fixture() {
@@ -94,7 +97,7 @@ struct fixture {
     scheduler = &dynamic_cast<caf::scheduler::test_coordinator&>(system->scheduler());
     writer = system->spawn(fake_membership_writer, db);
     watcher = system->spawn(observer, seen);
-    community = system->spawn(community_actor, community_args{1, cache, writer, watcher, {}, 512, nullptr, nullptr});
+    community = system->spawn(community_actor, community_args{1, cache, writer, watcher, {}, 512, nullptr, nullptr, bans});
   }
 
   ~fixture() {
@@ -223,4 +226,29 @@ TEST_CASE_METHOD(fixture, "the database's state replaces the cache only when it 
   CHECK(cache->version() == 5);
   CHECK(cache->is_member(key(3)));
   CHECK(cache->closed() == std::optional<bool>(true));
+}
+
+TEST_CASE_METHOD(fixture, "committed bans reach the ban cache with the member removed",
+                 "[actor][community]") {
+  queue(1, cmd(membership_change::add_member, 2));
+  scheduler->run();
+  REQUIRE(cache->is_member(key(2)));
+  queue(2, cmd(membership_change::ban_pubkey, 2));
+  scheduler->run();
+  CHECK(seen->replies.back() == std::pair<std::uint64_t, outcome>{2, outcome::changed});
+  CHECK_FALSE(cache->is_member(key(2)));
+  CHECK(bans->is_banned_pubkey(key(2)));
+  CHECK(seen->revoked == std::vector<pubkey_list>{{key(2)}});
+
+  db->fail_batch = db->batches.size(); // a failed unban changes nothing
+  queue(3, cmd(membership_change::unban_pubkey, 2));
+  scheduler->run();
+  CHECK(bans->is_banned_pubkey(key(2)));
+
+  caf::anon_send(community, event_ban_atom_v, key(7), ban_state::banned);
+  scheduler->run();
+  CHECK(bans->is_banned_event(key(7)));
+  caf::anon_send(community, event_ban_atom_v, key(7), ban_state::allowed);
+  scheduler->run();
+  CHECK_FALSE(bans->is_banned_event(key(7)));
 }

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// comb-admin community create|list|add-host|archive|unarchive|set-access|delete
+// comb-admin community create|list|add-host|archive|unarchive|set-access|set-info|delete
 #include <catch2/catch.hpp>
 
 #include "cli_fixture.hpp"
@@ -140,4 +140,25 @@ TEST_CASE("community delete removes the community with its members and writes no
   CHECK(f.sql("SELECT count(*) FROM events WHERE kind = 13534") == "1");
   CHECK(f.admin({"community", "delete", "b.example"}).exit_code == 2);
   CHECK(f.listed("a.example") == f.stored("a.example"));
+}
+
+TEST_CASE("community set-info sets the NIP-11 name, description and icon", "[cli]") {
+  cli_fixture f;
+  auto [owner_hex, owner_npub] = random_pubkey();
+  f.admin_ok({"community", "create", "a.example", "--owner", owner_hex});
+  auto set = f.admin_ok({"community", "set-info", "a.example", "--name", "The Hive", "--icon",
+                         "https://img.example/hive.png", "--json"});
+  CHECK(set.json().at("name").as_string() == "The Hive");
+  CHECK(f.sql("SELECT name || '|' || icon || '|' || coalesce(description, '-') FROM communities"
+              " WHERE host = 'a.example'")
+        == "The Hive|https://img.example/hive.png|-");
+  CHECK(f.admin({"community", "set-info", "a.example", "--name", "The Hive"}).exit_code == 5);
+  CHECK(f.admin_ok({"community", "set-info", "a.example", "--description", "bees"}).exit_code == 0);
+  CHECK(f.admin_ok({"community", "set-info", "a.example", "--icon", ""}).exit_code == 0);
+  CHECK(f.sql("SELECT coalesce(icon, '-') || '|' || description FROM communities"
+              " WHERE host = 'a.example'")
+        == "-|bees");
+  CHECK(f.admin({"community", "set-info", "a.example"}).exit_code == 1);
+  CHECK(f.admin({"community", "set-info", "a.example", "--icon", "ftp://x"}).exit_code == 1);
+  CHECK(f.admin({"community", "set-info", "nowhere.example", "--name", "x"}).exit_code == 2);
 }

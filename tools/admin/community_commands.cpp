@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: MIT
-// comb-admin community create|list|archive|unarchive|delete|add-host|set-access
+// comb-admin community create|list|archive|unarchive|delete|add-host|set-access|set-info
 #include <boost/json/array.hpp>
 #include <sstream>
 
 #include "admin/commands.hpp"
 #include "admin/membership_change.hpp"
 #include "protocol/hex.hpp"
+#include "protocol/nip86.hpp"
 #include "storage/membership_store.hpp"
 
 namespace comb::admin {
@@ -19,6 +20,7 @@ struct community_args {
   std::string alias;
   std::string access;
   bool closed = false;
+  storage::community_info_update info; ///< set-info: only the options given
 };
 
 /// Reports a lifecycle change: `done` when it changed something, `already` (a conflict) when
@@ -58,7 +60,7 @@ int run_create(const admin_options& options, const community_args& args, reporte
           + (args.closed ? "closed" : "open") + ")");
   storage::membership_command provision{storage::membership_change::provision_owner, *owner,
                                         storage::member_role::owner, std::nullopt, {}, "operator",
-                                        std::nullopt, std::nullopt};
+                                        std::nullopt, std::nullopt, {}};
   return report_write(options, *created.community, provision, created.write, out);
 }
 
@@ -134,6 +136,45 @@ int run_set_access(const admin_options& options, const community_args& args, rep
   });
 }
 
+/// Why a set-info value cannot be served in NIP-11, or "" (the bounds NIP-86 applies too).
+std::string info_problem(const storage::community_info_update& info) {
+  if (!info.name && !info.description && !info.icon)
+    return "give at least one of --name, --description, --icon";
+  if (info.name && info.name->size() > protocol::max_relay_name_bytes)
+    return "--name is longer than " + std::to_string(protocol::max_relay_name_bytes) + " bytes";
+  if (info.description && info.description->size() > protocol::max_relay_description_bytes)
+    return "--description is longer than "
+           + std::to_string(protocol::max_relay_description_bytes) + " bytes";
+  if (info.icon && !info.icon->empty() && !info.icon->starts_with("https://")
+      && !info.icon->starts_with("http://"))
+    return "--icon must be an http(s) URL (or \"\" to clear it)";
+  if (info.icon && info.icon->size() > protocol::max_relay_icon_bytes)
+    return "--icon is longer than " + std::to_string(protocol::max_relay_icon_bytes) + " bytes";
+  return "";
+}
+
+int run_set_info(const admin_options& options, const community_args& args, reporter& out) {
+  if (auto problem = info_problem(args.info); !problem.empty())
+    return out.fail(exit_code::usage, "usage: " + problem);
+  return on_community(options, args.host, out, [&](admin_session& s, const storage::community_row& c) {
+    for (const auto& [field, value] : {std::pair{"name", &args.info.name},
+                                       std::pair{"description", &args.info.description},
+                                       std::pair{"icon", &args.info.icon}})
+      if (*value)
+        out.fields()[field] = **value;
+    return report_lifecycle(s.communities.set_info(c.id, args.info), s.communities,
+                            "updated the NIP-11 info of " + c.host,
+                            c.host + " already has this info", out);
+  });
+}
+
+/// `--NAME VALUE` that sets `target` only when given ("" clears the field).
+void info_option(CLI::App* command, const std::string& name, std::optional<std::string>& target,
+                 const std::string& help) {
+  command->add_option_function<std::string>(
+    "--" + name, [&target](const std::string& value) { target = value; }, help);
+}
+
 CLI::App* with_host(CLI::App* command, community_args& args) {
   command->add_option("HOST", args.host, "a host of the community")->required();
   return command;
@@ -165,6 +206,12 @@ void add_community_commands(CLI::App& app, admin_cli& cli) {
     ->required()
     ->check(CLI::IsMember({"open", "closed"}));
   on_run(access, cli, args, run_set_access);
+  auto* info = with_host(group->add_subcommand("set-info", "set the NIP-11 name, description, icon"),
+                         *args);
+  info_option(info, "name", args->info.name, "the community's name (\"\" clears it)");
+  info_option(info, "description", args->info.description, "its description (\"\" clears it)");
+  info_option(info, "icon", args->info.icon, "an http(s) URL of its icon (\"\" clears it)");
+  on_run(info, cli, args, run_set_info);
 }
 
 } // namespace comb::admin

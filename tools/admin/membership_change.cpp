@@ -53,6 +53,8 @@ std::string describe(membership_outcome outcome, const storage::membership_comma
       return command.change == membership_change::transfer_owner
                ? "not allowed: " + host + " has no owner to transfer from (set COMB_OWNER_PUBKEY)"
                : "not allowed: the membership rules refuse this change";
+    case membership_outcome::banned:
+      return "not allowed: " + who + " is banned from " + host + " (NIP-86 unbanpubkey lifts it)";
     default: return "unexpected outcome " + std::string(storage::outcome_name(outcome));
   }
 }

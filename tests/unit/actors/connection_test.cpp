@@ -115,3 +115,29 @@ TEST_CASE("a history event that reaches the fan-out after EOSE is not sent again
   // Past the window the remembered ids are let go.
   CHECK(c.live_arrived("s", generation, live(committed_before_query), 100.0 + actors::history_echo_window + 1).has_value());
 }
+
+TEST_CASE("a banned author, sender or event id is refused with blocked", "[actors][connection]") {
+  connection_policy policy;
+  policy.bans = std::make_shared<actors::ban_list>();
+  connection c(policy, "challenge");
+  auto now = test::unix_now();
+  auto post = test::sign_event(author, 1, "post");
+  CHECK_FALSE(c.admit_event(post, now, 1));
+
+  policy.bans->set_event(post.id, true);
+  CHECK(c.admit_event(post, now, 1)->text() == "blocked: this event is banned from this community");
+  policy.bans->set_event(post.id, false);
+  CHECK_FALSE(c.admit_event(post, now, 1));
+
+  policy.bans->set_pubkey(author.public_key(), true);
+  CHECK(c.admit_event(post, now, 1)->text() == "blocked: you are banned from this community");
+  auto join = test::sign_event(author, 28934, "", {{"-"}});
+  CHECK(c.admit_event(join, now, 1)->text() == "blocked: you are banned from this community");
+
+  // Loading the stored bans replaces what was there.
+  storage::community_bans stored;
+  stored.events.push_back({post.id, "spam"});
+  policy.bans->replace(stored);
+  CHECK(c.admit_event(post, now, 1)->text() == "blocked: this event is banned from this community");
+  CHECK_FALSE(policy.bans->is_banned_pubkey(author.public_key()));
+}

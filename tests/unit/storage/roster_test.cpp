@@ -98,3 +98,39 @@ TEST_CASE("adding a present key or removing an absent one is ignored", "[unit][s
   CHECK(changes.removed.empty());
   CHECK(changes.demoted.empty());
 }
+
+TEST_CASE("a ban in a batch removes the member and refuses their later join",
+          "[unit][storage][roster]") {
+  auto r = three_members();
+  std::map<std::string, invite_state> invites;
+  std::set<bytes32> banned;
+  auto ban = [](bytes32 subject, bytes32 by) {
+    membership_command c;
+    c.change = membership_change::ban_pubkey;
+    c.subject = subject;
+    c.requested_by = by;
+    c.reason = "spam";
+    return c;
+  };
+  membership_command join;
+  join.change = membership_change::claim_membership;
+  join.subject = key(3);
+  join.requested_by = key(3);
+  membership_command unban = ban(key(3), key(2));
+  unban.change = membership_change::unban_pubkey;
+  std::vector<membership_command> batch{ban(key(3), key(2)), join, ban(key(1), key(2)),
+                                        ban(key(2), key(2)), unban, join};
+  auto plan = plan_membership(r, batch, invites, {}, banned, 0);
+  CHECK(plan.outcomes == std::vector<membership_outcome>{
+                           membership_outcome::changed, membership_outcome::banned,
+                           membership_outcome::is_owner, membership_outcome::not_allowed,
+                           membership_outcome::changed, membership_outcome::changed});
+  CHECK(plan.delta_kinds == std::vector<std::uint32_t>{8001, 0, 0, 0, 0, 8000});
+  REQUIRE(plan.bans.size() == 2);
+  CHECK(plan.bans[0].pubkey == key(3));
+  CHECK(plan.bans[0].reason == "spam");
+  CHECK_FALSE(plan.bans[0].lifted);
+  CHECK(plan.bans[1].lifted);
+  CHECK(banned.empty());
+  CHECK(r.role_of(key(3)) == member_role::member);
+}

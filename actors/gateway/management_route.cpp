@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: MIT
+#include "actors/gateway/management_route.hpp"
+
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/http.hpp>
+
+#include "actors/management/management_actor.hpp"
+#include "actors/messages.hpp"
+
+namespace comb::actors {
+namespace asio = boost::asio;
+namespace http = boost::beast::http;
+
+namespace {
+
+management_call call_of(const http_request& request, std::int64_t community_id, std::string host) {
+  management_call call;
+  call.community_id = community_id;
+  call.host = std::move(host);
+  call.authorization = std::string(request[http::field::authorization]);
+  call.content_type = std::string(request[http::field::content_type]);
+  call.body = request.body();
+  return call;
+}
+
+http_response response_of(const http_request& request, const management_reply& reply) {
+  http_response response{static_cast<http::status>(reply.status), request.version()};
+  response.set(http::field::server, "comb");
+  response.set(http::field::content_type, "application/json");
+  response.set(http::field::access_control_allow_origin, "*");
+  if (reply.status == 401)
+    response.set(http::field::www_authenticate, "Nostr");
+  response.keep_alive(request.keep_alive());
+  response.body() = reply.body;
+  response.prepare_payload();
+  return response;
+}
+
+} // namespace
+
+asio::awaitable<http_response> answer_management(const gateway_context& context,
+                                                 const http_request& request,
+                                                 std::int64_t community_id, std::string host) {
+  if (!context.management)
+    co_return response_of(request, management_refusal(503, management_outcome::failed,
+                                                      "management is not available"));
+  if (request.target() != "/")
+    co_return response_of(request, management_refusal(404, management_outcome::failed,
+                                                      "NIP-86 is served on the relay's URL, /"));
+  auto executor = co_await asio::this_coro::executor;
+  caf::actor management = context.management;
+  management_call call = call_of(request, community_id, std::move(host));
+  auto ask = [management, executor, call = std::move(call)](auto handler) {
+    auto shared = std::make_shared<decltype(handler)>(std::move(handler));
+    management_callback reply = [shared, executor](management_reply answer) {
+      asio::post(executor, [shared, answer = std::move(answer)]() mutable {
+        std::move (*shared)(std::move(answer));
+      });
+    };
+    caf::anon_send(management, manage_atom_v, call, std::move(reply));
+  };
+  management_reply reply =
+    co_await asio::async_initiate<decltype(asio::use_awaitable), void(management_reply)>(
+      ask, asio::use_awaitable);
+  co_return response_of(request, reply);
+}
+
+} // namespace comb::actors

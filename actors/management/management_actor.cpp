@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: MIT
+#include "actors/management/management_actor.hpp"
+
+#include <variant>
+
+#include "actors/clock.hpp"
+#include "actors/messages.hpp"
+#include "protocol/nip98.hpp"
+#include "storage/membership_store.hpp"
+
+namespace comb::actors {
+namespace {
+
+using self_ptr = caf::stateful_actor<management_state>*;
+using protocol::management_method;
+
+/// NIP-98 suggests 60 s; an auth event is remembered as used for as long as it could pass.
+constexpr std::int64_t auth_window_seconds = 60;
+
+/// A call that passed every check and may run.
+struct admitted_call {
+  protocol::management_request request;
+  protocol::bytes32 caller{};
+};
+
+std::size_t method_row(std::optional<management_method> method) {
+  return method ? static_cast<std::size_t>(*method) : protocol::management_method_count;
+}
+
+void answer(self_ptr self, std::optional<management_method> method,
+            const management_callback& reply, management_reply result) {
+  if (auto& metrics = self->state.args.metrics)
+    bump(metrics->management_calls[method_row(method)][static_cast<std::size_t>(result.outcome)]);
+  if (reply)
+    reply(std::move(result));
+}
+
+management_reply database_trouble() {
+  return management_refusal(503, management_outcome::failed,
+                            "the database is unavailable, please retry");
+}
+
+/// The checks in the order NIP-86 clients expect them: shape of the request, NIP-98 (401),
+/// the auth event not used before (401), the caller's role (403), then the params (200).
+std::variant<admitted_call, management_reply> admit(self_ptr self, const management_call& call) {
+  auto& st = self->state;
+  if (!is_management_content_type(call.content_type))
+    return management_refusal(415, management_outcome::failed,
+                              "Content-Type must be application/nostr+json+rpc");
+  if (call.body.size() > protocol::max_management_body_bytes)
+    return management_refusal(413, management_outcome::failed, "request body is too large");
+  auto now = unix_now();
+  auto auth = protocol::check_http_auth(
+    call.authorization,
+    protocol::http_auth_expectation{call.host, "POST", call.body, now, auth_window_seconds});
+  if (!auth)
+    return management_refusal(401, management_outcome::unauthorized, auth.error().detail);
+  auto fresh = st.store->spend_http_auth(auth->id, auth->created_at + auth_window_seconds, now);
+  if (!fresh)
+    return database_trouble();
+  if (!*fresh)
+    return management_refusal(401, management_outcome::unauthorized, "auth event already used");
+  auto role = st.store->role_of(call.community_id, auth->pubkey);
+  if (!st.store->last_error().empty())
+    return database_trouble();
+  if (role != storage::member_role::owner && role != storage::member_role::admin)
+    return management_refusal(403, management_outcome::forbidden,
+                              "only the community's owner or an admin may manage it");
+  auto request = protocol::parse_management_request(call.body);
+  if (!request)
+    return management_refusal(request.error().malformed ? 400 : 200, management_outcome::error,
+                              request.error().message);
+  return admitted_call{std::move(request).value(), auth->pubkey};
+}
+
+management_reply list_members(self_ptr self, std::int64_t community_id) {
+  auto members = storage::load_members(*self->state.connection, community_id);
+  if (!members)
+    return database_trouble();
+  std::vector<protocol::management_entry> entries;
+  for (const auto& m : *members)
+    entries.push_back({m.pubkey, m.role == storage::member_role::member
+                                   ? std::string() : std::string(storage::role_name(m.role))});
+  return management_success(protocol::render_management_entries(entries, "pubkey"));
+}
+
+management_reply list_bans(self_ptr self, std::int64_t community_id, management_method method) {
+  auto bans = storage::load_bans(*self->state.connection, community_id);
+  if (!bans)
+    return database_trouble();
+  bool events = method == management_method::list_banned_events;
+  std::vector<protocol::management_entry> entries;
+  for (const auto& ban : events ? bans->events : bans->pubkeys)
+    entries.push_back({ban.key, ban.reason});
+  return management_success(protocol::render_management_entries(entries, events ? "id" : "pubkey"));
+}
+
+management_reply change_event_ban(self_ptr self, std::int64_t community_id,
+                                  const admitted_call& call) {
+  auto& st = self->state;
+  bool ban = call.request.method == management_method::ban_event;
+  auto result = ban ? st.store->ban_event(community_id, *call.request.target, call.request.text,
+                                          call.caller)
+                    : st.store->allow_event(community_id, *call.request.target);
+  if (result == storage::management_result::failed)
+    return database_trouble();
+  if (result == storage::management_result::refused)
+    return management_refusal(200, management_outcome::error,
+                              "the relay's own membership events cannot be banned");
+  if (auto handle = st.args.registry ? st.args.registry->find(community_id) : std::nullopt)
+    self->send(handle->actor, event_ban_atom_v, *call.request.target,
+               ban ? ban_state::banned : ban_state::allowed);
+  return management_success("true");
+}
+
+management_reply change_info(self_ptr self, std::int64_t community_id,
+                             const protocol::management_request& request) {
+  auto& st = self->state;
+  storage::community_info_update update;
+  if (request.method == management_method::change_relay_name)
+    update.name = request.text;
+  else if (request.method == management_method::change_relay_description)
+    update.description = request.text;
+  else
+    update.icon = request.text;
+  auto result = st.communities->set_info(community_id, update);
+  if (result == storage::lifecycle_result::failed)
+    return database_trouble();
+  if (st.args.directory_cache)
+    st.args.directory_cache->forget_all(); // this pod's NIP-11 shows it at once
+  return management_success("true");
+}
+
+/// Sends a member or pubkey-ban method to the community actor; the answer comes with its
+/// membership write (member_done_atom), or not at all (overdue_atom).
+void request_membership(self_ptr self, std::int64_t community_id, storage::membership_command command,
+                        management_method method, management_callback reply) {
+  auto& st = self->state;
+  auto handle = st.args.registry ? st.args.registry->find(community_id) : std::nullopt;
+  if (!handle) {
+    answer(self, method, reply, database_trouble());
+    return;
+  }
+  auto ticket = st.next_ticket++;
+  st.pending.emplace(ticket, pending_call{std::move(reply), method});
+  self->send(handle->actor, member_atom_v, ticket, std::move(command));
+  self->delayed_send(self, st.args.timeout, overdue_atom_v, ticket);
+}
+
+void run(self_ptr self, const management_call& call, admitted_call admitted,
+         management_callback reply) {
+  auto method = admitted.request.method;
+  auto community = call.community_id;
+  if (auto command = membership_command_for(admitted.request, admitted.caller)) {
+    request_membership(self, community, std::move(*command), method, std::move(reply));
+    return;
+  }
+  management_reply result;
+  switch (method) {
+    case management_method::supported_methods:
+      result = management_success(protocol::render_supported_methods());
+      break;
+    case management_method::list_allowed_pubkeys: result = list_members(self, community); break;
+    case management_method::list_banned_pubkeys:
+    case management_method::list_banned_events: result = list_bans(self, community, method); break;
+    case management_method::ban_event:
+    case management_method::allow_event: result = change_event_ban(self, community, admitted); break;
+    default: result = change_info(self, community, admitted.request); break;
+  }
+  answer(self, method, reply, std::move(result));
+}
+
+void on_call(self_ptr self, const management_call& call, const management_callback& reply) {
+  auto admitted = admit(self, call);
+  if (auto* refused = std::get_if<management_reply>(&admitted)) {
+    auto named = protocol::parse_management_request(call.body);
+    answer(self, named ? std::optional(named->method) : std::nullopt, reply, std::move(*refused));
+    return;
+  }
+  run(self, call, std::move(std::get<admitted_call>(admitted)), reply);
+}
+
+void on_member_done(self_ptr self, std::uint64_t ticket, const storage::membership_result& result) {
+  auto& st = self->state;
+  auto it = st.pending.find(ticket);
+  if (it == st.pending.end())
+    return;
+  auto call = std::move(it->second);
+  st.pending.erase(it);
+  answer(self, call.method, call.reply, management_reply_for(result.outcome));
+}
+
+void on_overdue(self_ptr self, std::uint64_t ticket) {
+  auto& st = self->state;
+  auto it = st.pending.find(ticket);
+  if (it == st.pending.end())
+    return;
+  auto call = std::move(it->second);
+  st.pending.erase(it);
+  answer(self, call.method, call.reply,
+         management_refusal(503, management_outcome::failed, "membership is unavailable, please retry"));
+}
+
+} // namespace
+
+caf::behavior management_actor(caf::stateful_actor<management_state>* self, management_args args) {
+  auto& st = self->state;
+  st.args = std::move(args);
+  st.connection = std::make_unique<storage::pg_connection>(st.args.database_url);
+  st.store = std::make_unique<storage::management_store>(*st.connection, st.args.relay_pubkey);
+  st.communities = std::make_unique<storage::community_store>(*st.connection);
+  return {
+    [=](manage_atom, const management_call& call, const management_callback& reply) {
+      on_call(self, call, reply);
+    },
+    [=](member_done_atom, std::uint64_t ticket, const storage::membership_result& result) {
+      on_member_done(self, ticket, result);
+    },
+    [=](overdue_atom, std::uint64_t ticket) { on_overdue(self, ticket); },
+  };
+}
+
+} // namespace comb::actors

@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <caf/all.hpp>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include "actors/community/community_registry.hpp"
+#include "actors/gateway/community_directory.hpp"
+#include "actors/management/management_rules.hpp"
+#include "actors/metrics.hpp"
+#include "protocol/nip86.hpp"
+#include "storage/community_store.hpp"
+#include "storage/management_store.hpp"
+#include "storage/pg_connection.hpp"
+
+namespace comb::actors {
+
+struct management_args {
+  std::string database_url;
+  protocol::bytes32 relay_pubkey{};
+  std::shared_ptr<community_registry> registry;
+  /// Host answers (with each community's NIP-11 info) dropped after an info change.
+  std::shared_ptr<community_directory> directory_cache;
+  std::shared_ptr<relay_metrics> metrics; ///< may be unset (tests)
+  std::chrono::seconds timeout{10};
+};
+
+/// A call waiting for its community actor's membership write.
+struct pending_call {
+  management_callback reply;
+  protocol::management_method method = protocol::management_method::supported_methods;
+};
+
+struct management_state {
+  management_args args;
+  std::unique_ptr<storage::pg_connection> connection;
+  std::unique_ptr<storage::management_store> store;
+  std::unique_ptr<storage::community_store> communities;
+  std::unordered_map<std::uint64_t, pending_call> pending;
+  std::uint64_t next_ticket = 1;
+  static inline const char* name = "management";
+};
+
+/// Serves NIP-86 (run detached: libpq blocks). Checks the body, the NIP-98 header, that the
+/// auth event was never used (in Postgres, so across pods) and that the caller is the
+/// community's owner or an admin; then runs the method. Member and pubkey-ban changes go to the
+/// community actor as membership commands (each writes its list and delta in one transaction,
+/// and the member and ban caches follow); event bans and info changes are written here.
+caf::behavior management_actor(caf::stateful_actor<management_state>* self, management_args args);
+
+} // namespace comb::actors
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::management_call)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::management_callback)

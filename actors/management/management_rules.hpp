@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "actors/metrics.hpp"
+#include "protocol/nip86.hpp"
+#include "storage/membership.hpp"
+
+namespace comb::actors {
+
+/// One NIP-86 HTTP request, as the socket edge hands it over.
+struct management_call {
+  std::int64_t community_id = 0;
+  std::string host; ///< the normalized host the request was made to (NIP-98 `u` must name it)
+  std::string authorization;
+  std::string content_type;
+  std::string body;
+};
+
+/// The HTTP answer: a status and a JSON body, always (clients parse it whatever the status).
+struct management_reply {
+  int status = 200;
+  std::string body;
+  management_outcome outcome = management_outcome::ok;
+};
+
+using management_callback = std::function<void(management_reply)>;
+
+/// `{"result": <result_json>}` with 200.
+[[nodiscard]] management_reply management_success(std::string_view result_json);
+
+/// `{"result": null, "error": message}` with `status`.
+[[nodiscard]] management_reply management_refusal(int status, management_outcome outcome,
+                                                  std::string_view message);
+
+/// Whether a Content-Type names NIP-86's `application/nostr+json+rpc` (parameters allowed).
+[[nodiscard]] bool is_management_content_type(std::string_view content_type) noexcept;
+
+/// The membership command a member or pubkey-ban method asks for, signed off by `caller` (the
+/// role rules are checked again inside the transaction); nothing for the other methods.
+[[nodiscard]] std::optional<storage::membership_command>
+membership_command_for(const protocol::management_request& request,
+                       const protocol::bytes32& caller);
+
+/// The answer to a membership method once its write is done. A change that leaves things as
+/// asked (already a member, not a member, already banned) succeeds; touching the owner, or an
+/// admin without being the owner, is 403.
+[[nodiscard]] management_reply management_reply_for(storage::membership_outcome outcome);
+
+} // namespace comb::actors

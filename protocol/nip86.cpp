@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: MIT
+#include "protocol/nip86.hpp"
+
+#include <array>
+#include <boost/json.hpp>
+
+namespace comb::protocol {
+namespace json = boost::json;
+namespace {
+
+using method = management_method;
+
+constexpr std::array<std::string_view, management_method_count> method_names{
+  "supportedmethods",  "banpubkey",     "unbanpubkey",     "listbannedpubkeys",
+  "allowpubkey",       "unallowpubkey", "listallowedpubkeys", "banevent",
+  "allowevent",        "listbannedevents", "changerelayname", "changerelaydescription",
+  "changerelayicon",
+};
+
+using parse_result = result<management_request, management_parse_error>;
+
+parse_result bad_params(std::string_view name, std::string message) {
+  return management_parse_error{false, std::move(message), std::string(name)};
+}
+
+bool takes_target(method m) {
+  switch (m) {
+    case method::ban_pubkey:
+    case method::unban_pubkey:
+    case method::allow_pubkey:
+    case method::unallow_pubkey:
+    case method::ban_event:
+    case method::allow_event: return true;
+    default: return false;
+  }
+}
+
+bool takes_text(method m) {
+  return m == method::change_relay_name || m == method::change_relay_description
+         || m == method::change_relay_icon;
+}
+
+std::size_t text_bound(method m) {
+  switch (m) {
+    case method::change_relay_name: return max_relay_name_bytes;
+    case method::change_relay_description: return max_relay_description_bytes;
+    case method::change_relay_icon: return max_relay_icon_bytes;
+    default: return max_reason_bytes;
+  }
+}
+
+/// A string param at `index`, or "" when absent; nothing when present but not a string.
+std::optional<std::string> string_param(const json::array& params, std::size_t index) {
+  if (index >= params.size() || params[index].is_null())
+    return std::string();
+  if (!params[index].is_string())
+    return std::nullopt;
+  return std::string(params[index].get_string());
+}
+
+parse_result params_of(method m, std::string_view name, const json::array& params) {
+  management_request request;
+  request.method = m;
+  if (takes_target(m)) {
+    auto hex = string_param(params, 0);
+    auto target = hex ? array_from_hex<32>(*hex) : std::nullopt;
+    if (!target)
+      return bad_params(name, "the first param must be a 64-character lowercase hex "
+                                + std::string(m == method::ban_event || m == method::allow_event
+                                                ? "event id" : "pubkey"));
+    request.target = target;
+  }
+  std::size_t text_index = takes_target(m) ? 1 : 0;
+  if (takes_target(m) || takes_text(m)) {
+    auto text = string_param(params, text_index);
+    if (!text)
+      return bad_params(name, "params must be strings");
+    if (takes_text(m) && (text_index >= params.size() || text->empty()))
+      return bad_params(name, "a non-empty string param is required");
+    if (text->size() > text_bound(m))
+      return bad_params(name, "param is longer than " + std::to_string(text_bound(m)) + " bytes");
+    if (m == method::change_relay_icon && !text->starts_with("https://")
+        && !text->starts_with("http://"))
+      return bad_params(name, "the icon must be an http(s) URL");
+    request.text = std::move(*text);
+  }
+  if (params.size() > text_index + (takes_target(m) || takes_text(m) ? 1 : 0))
+    return bad_params(name, "too many params");
+  return request;
+}
+
+} // namespace
+
+std::string_view method_name(management_method m) noexcept {
+  auto index = static_cast<std::size_t>(m);
+  return index < method_names.size() ? method_names[index] : "unknown";
+}
+
+std::optional<management_method> parse_method_name(std::string_view name) noexcept {
+  for (std::size_t i = 0; i < method_names.size(); ++i)
+    if (method_names[i] == name)
+      return static_cast<management_method>(i);
+  return std::nullopt;
+}
+
+result<management_request, management_parse_error>
+parse_management_request(std::string_view body) {
+  if (body.size() > max_management_body_bytes)
+    return management_parse_error{true, "request body is too large", ""};
+  boost::system::error_code ec;
+  json::parse_options options;
+  options.max_depth = 8;
+  auto parsed = json::parse(body, ec, {}, options);
+  if (ec || !parsed.is_object())
+    return management_parse_error{true, "the body must be a JSON-RPC object", ""};
+  const auto& object = parsed.get_object();
+  const auto* name = object.if_contains("method");
+  if (!name || !name->is_string())
+    return management_parse_error{true, "method must be a string", ""};
+  std::string_view method_text = name->get_string();
+  auto m = parse_method_name(method_text);
+  if (!m)
+    return management_parse_error{false, "unsupported method: " + std::string(method_text),
+                                  std::string(method_text)};
+  const auto* params = object.if_contains("params");
+  static const json::array none;
+  if (params && !params->is_null() && !params->is_array())
+    return bad_params(method_text, "params must be an array");
+  return params_of(*m, method_text, params && params->is_array() ? params->get_array() : none);
+}
+
+std::string render_management_result(std::string_view result_json) {
+  return "{\"result\":" + std::string(result_json) + "}";
+}
+
+std::string render_management_error(std::string_view message) {
+  return json::serialize(json::object{{"result", nullptr}, {"error", message}});
+}
+
+std::string render_management_entries(const std::vector<management_entry>& entries,
+                                      std::string_view key_field) {
+  json::array out;
+  out.reserve(entries.size());
+  for (const auto& entry : entries) {
+    json::object row{{key_field, to_hex(entry.key)}};
+    if (!entry.reason.empty())
+      row["reason"] = entry.reason;
+    out.push_back(std::move(row));
+  }
+  return json::serialize(out);
+}
+
+std::string render_supported_methods() {
+  json::array out;
+  for (std::size_t i = 1; i < method_names.size(); ++i)
+    out.emplace_back(method_names[i]);
+  return json::serialize(out);
+}
+
+} // namespace comb::protocol

@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: MIT
+#include "storage/ban_rows.hpp"
+
+#include <stdexcept>
+
+#include "storage/event_rows.hpp"
+#include "storage/pg_array.hpp"
+#include "storage/pg_connection.hpp"
+
+namespace comb::storage {
+namespace {
+
+pg_reply must(pg_reply reply, const char* step) {
+  if (!reply.ok())
+    throw std::runtime_error(std::string(step) + ": " + reply.error());
+  return reply;
+}
+
+protocol::bytes32 hex_field(const pg_reply& reply, int row, int column) {
+  return protocol::array_from_hex<32>(reply.text(row, column)).value_or(protocol::bytes32{});
+}
+
+bool reads_bans(membership_change change) {
+  switch (change) {
+    case membership_change::add_member:
+    case membership_change::claim_membership:
+    case membership_change::claim_invite:
+    case membership_change::ban_pubkey:
+    case membership_change::unban_pubkey: return true;
+    default: return false;
+  }
+}
+
+} // namespace
+
+std::set<protocol::bytes32> read_bans(pg_connection& c, std::int64_t community_id,
+                                      std::span<const membership_command> commands) {
+  pg_array subjects;
+  bool any = false, bans = false;
+  for (const auto& command : commands)
+    if (reads_bans(command.change)) {
+      subjects.add_bytea(command.subject);
+      any = true;
+      bans = bans || command.change == membership_change::ban_pubkey;
+    }
+  std::set<protocol::bytes32> banned;
+  if (!any)
+    return banned;
+  if (bans)
+    must(c.exec("SELECT pg_advisory_xact_lock($1::bigint)",
+                {std::to_string(community_lock_key(community_id))}),
+         "event lock");
+  auto reply = must(c.exec("SELECT encode(pubkey, 'hex') FROM banned_pubkeys"
+                           " WHERE community_id = $1::bigint AND pubkey = ANY($2::bytea[])",
+                           {std::to_string(community_id), subjects.str()}),
+                    "read bans");
+  for (int row = 0; row < reply.rows(); ++row)
+    banned.insert(hex_field(reply, row, 0));
+  return banned;
+}
+
+void write_bans(pg_connection& c, std::int64_t community_id, const std::vector<ban_change>& bans) {
+  const std::string community = std::to_string(community_id);
+  for (const auto& ban : bans) {
+    if (ban.lifted)
+      must(c.exec("DELETE FROM banned_pubkeys WHERE community_id = $1::bigint AND pubkey = $2::bytea",
+                  {community, bytea_param(ban.pubkey)}),
+           "unban");
+    else
+      must(c.exec("INSERT INTO banned_pubkeys (community_id, pubkey, reason, banned_by)"
+                  " VALUES ($1::bigint, $2::bytea, $3::text, $4::bytea) ON CONFLICT DO NOTHING",
+                  {community, bytea_param(ban.pubkey), ban.reason,
+                   ban.banned_by ? std::optional(bytea_param(*ban.banned_by)) : std::nullopt}),
+           "ban");
+  }
+}
+
+} // namespace comb::storage

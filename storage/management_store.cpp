@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: MIT
+#include "storage/management_store.hpp"
+
+#include "storage/access_change.hpp"
+#include "storage/event_rows.hpp"
+#include "storage/pg_array.hpp"
+#include "storage/pg_connection.hpp"
+
+namespace comb::storage {
+namespace {
+
+std::optional<std::vector<ban_entry>> read_entries(pg_connection& c, const char* sql,
+                                                   std::int64_t community_id) {
+  auto reply = c.exec(sql, {std::to_string(community_id)});
+  if (!reply.ok())
+    return std::nullopt;
+  std::vector<ban_entry> out;
+  out.reserve(static_cast<std::size_t>(reply.rows()));
+  for (int row = 0; row < reply.rows(); ++row)
+    out.push_back({protocol::array_from_hex<32>(reply.text(row, 0)).value_or(protocol::bytes32{}),
+                   std::string(reply.text(row, 1))});
+  return out;
+}
+
+} // namespace
+
+std::optional<community_bans> load_bans(pg_connection& connection, std::int64_t community_id) {
+  auto pubkeys = read_entries(connection,
+                              "SELECT encode(pubkey, 'hex'), reason FROM banned_pubkeys"
+                              " WHERE community_id = $1::bigint ORDER BY created_at, pubkey",
+                              community_id);
+  auto events = read_entries(connection,
+                             "SELECT encode(event_id, 'hex'), reason FROM banned_events"
+                             " WHERE community_id = $1::bigint ORDER BY created_at, event_id",
+                             community_id);
+  if (!pubkeys || !events)
+    return std::nullopt;
+  return community_bans{std::move(*pubkeys), std::move(*events)};
+}
+
+management_store::management_store(pg_connection& connection, const protocol::bytes32& relay_pubkey)
+  : connection_(connection), relay_pubkey_(relay_pubkey) {}
+
+std::optional<bool> management_store::spend_http_auth(const protocol::bytes32& event_id,
+                                                      std::int64_t expires_at, std::int64_t now) {
+  last_error_.clear();
+  // Rows past their time can never be replayed (the time check refuses them first).
+  auto purged = connection_.exec("DELETE FROM used_http_auth WHERE expires_at < $1::bigint",
+                                 {std::to_string(now)});
+  auto spent = purged.ok() ? connection_.exec("INSERT INTO used_http_auth (event_id, expires_at)"
+                                              " VALUES ($1::bytea, $2::bigint) ON CONFLICT DO NOTHING",
+                                              {bytea_param(event_id), std::to_string(expires_at)})
+                           : std::move(purged);
+  if (!spent.ok()) {
+    last_error_ = spent.error();
+    return std::nullopt;
+  }
+  return spent.affected_rows() == 1;
+}
+
+std::optional<member_role> management_store::role_of(std::int64_t community_id,
+                                                     const protocol::bytes32& pubkey) {
+  last_error_.clear();
+  auto reply = connection_.exec("SELECT role FROM members WHERE community_id = $1::bigint"
+                                " AND pubkey = $2::bytea",
+                                {std::to_string(community_id), bytea_param(pubkey)});
+  if (!reply.ok()) {
+    last_error_ = reply.error();
+    return std::nullopt;
+  }
+  if (reply.rows() == 0)
+    return std::nullopt;
+  return parse_role(reply.text(0, 0));
+}
+
+management_result management_store::ban_event(std::int64_t community_id,
+                                              const protocol::bytes32& event_id,
+                                              const std::string& reason,
+                                              const protocol::bytes32& banned_by) {
+  last_error_.clear();
+  auto begin = connection_.exec("BEGIN");
+  if (!begin.ok()) {
+    last_error_ = begin.error();
+    return management_result::failed;
+  }
+  auto result = ban_event_locked(community_id, event_id, reason, banned_by);
+  bool keep = result == management_result::changed || result == management_result::unchanged;
+  auto end = connection_.exec(keep ? "COMMIT" : "ROLLBACK");
+  if (!end.ok() && result != management_result::failed) {
+    last_error_ = end.error();
+    return management_result::failed;
+  }
+  return result;
+}
+
+management_result management_store::ban_event_locked(std::int64_t community_id,
+                                                     const protocol::bytes32& event_id,
+                                                     const std::string& reason,
+                                                     const protocol::bytes32& banned_by) {
+  const std::string community = std::to_string(community_id);
+  // The community row first, as membership writers take it (their ban batches take the event
+  // lock below after it): the same order everywhere, so the two never deadlock.
+  auto row = connection_.exec("SELECT 1 FROM communities WHERE id = $1::bigint FOR NO KEY UPDATE",
+                              {community});
+  // Exclusive, as a NIP-09 deletion by id takes it: event inserts hold it shared, so each one
+  // either committed before (and is deleted here) or reads the ban after.
+  auto locked = row.ok() ? connection_.exec("SELECT pg_advisory_xact_lock($1::bigint)",
+                                            {std::to_string(community_lock_key(community_id))})
+                         : std::move(row);
+  // The relay's own NIP-43 events (the live list, its deltas) are never banned: deleting the
+  // list would break "the newest list names exactly the members".
+  auto own = locked.ok() ? connection_.exec("SELECT 1 FROM events WHERE community_id = $1::bigint"
+                                            " AND id = $2::bytea AND pubkey = $3::bytea",
+                                            {community, bytea_param(event_id),
+                                             bytea_param(relay_pubkey_)})
+                         : std::move(locked);
+  if (!own.ok()) {
+    last_error_ = own.error();
+    return management_result::failed;
+  }
+  if (own.rows() > 0)
+    return management_result::refused;
+  auto deleted = connection_.exec("DELETE FROM events WHERE community_id = $1::bigint"
+                                  " AND id = $2::bytea",
+                                  {community, bytea_param(event_id)});
+  auto banned = deleted.ok()
+                  ? connection_.exec("INSERT INTO banned_events (community_id, event_id, reason,"
+                                     " banned_by) VALUES ($1::bigint, $2::bytea, $3::text, $4::bytea)"
+                                     " ON CONFLICT (community_id, event_id) DO NOTHING",
+                                     {community, bytea_param(event_id), reason,
+                                      bytea_param(banned_by)})
+                  : std::move(deleted);
+  if (!banned.ok()) {
+    last_error_ = banned.error();
+    return management_result::failed;
+  }
+  if (banned.affected_rows() == 0 && deleted.affected_rows() == 0)
+    return management_result::unchanged;
+  return noted(community_id) ? management_result::changed : management_result::failed;
+}
+
+bool management_store::noted(std::int64_t community_id) {
+  // Every pod reloads the community's bans when it hears of the new version.
+  if (note_access_change(connection_, community_id, {}, last_error_))
+    return true;
+  if (last_error_.empty())
+    last_error_ = "the community no longer exists";
+  return false;
+}
+
+management_result management_store::allow_event(std::int64_t community_id,
+                                                const protocol::bytes32& event_id) {
+  last_error_.clear();
+  if (auto begin = connection_.exec("BEGIN"); !begin.ok()) {
+    last_error_ = begin.error();
+    return management_result::failed;
+  }
+  auto reply = connection_.exec("DELETE FROM banned_events WHERE community_id = $1::bigint"
+                                " AND event_id = $2::bytea",
+                                {std::to_string(community_id), bytea_param(event_id)});
+  auto result = !reply.ok()                  ? management_result::failed
+                : reply.affected_rows() == 0 ? management_result::unchanged
+                : noted(community_id)        ? management_result::changed
+                                             : management_result::failed;
+  if (!reply.ok())
+    last_error_ = reply.error();
+  auto end = connection_.exec(result == management_result::failed ? "ROLLBACK" : "COMMIT");
+  if (!end.ok() && result != management_result::failed) {
+    last_error_ = end.error();
+    return management_result::failed;
+  }
+  return result;
+}
+
+} // namespace comb::storage

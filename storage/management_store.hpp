@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "protocol/hex.hpp"
+#include "storage/membership.hpp"
+
+namespace comb::storage {
+
+class pg_connection;
+
+/// One banned pubkey or event id with the reason given for it.
+struct ban_entry {
+  protocol::bytes32 key{};
+  std::string reason;
+
+  friend bool operator==(const ban_entry&, const ban_entry&) = default;
+};
+
+/// A community's bans as stored: the truth every pod's ban cache is loaded from.
+struct community_bans {
+  std::vector<ban_entry> pubkeys;
+  std::vector<ban_entry> events;
+};
+
+/// Every ban of `community_id`, oldest first; nothing on a database error. Pods load it when a
+/// community's actor starts (and may load it again whenever the stored bans changed).
+[[nodiscard]] std::optional<community_bans> load_bans(pg_connection& connection,
+                                                      std::int64_t community_id);
+
+/// What a NIP-86 write that is not a membership change came to.
+enum class management_result {
+  changed,
+  unchanged, ///< already in the requested state
+  refused,   ///< not allowed (e.g. banning one of the relay's own NIP-43 events)
+  failed,    ///< database error, see last_error()
+};
+
+/// The NIP-86 state that is not membership: used NIP-98 events, banned events. Pubkey bans are
+/// membership writes (membership_store), because a ban removes a member in the same transaction
+/// as the new list. No function throws.
+class management_store {
+public:
+  management_store(pg_connection& connection, const protocol::bytes32& relay_pubkey);
+
+  /// Records a NIP-98 event id as used until `expires_at` (after which it fails the time check
+  /// anyway, so it is purged). True when it was fresh; false when any pod used it already;
+  /// nothing on a database error.
+  [[nodiscard]] std::optional<bool> spend_http_auth(const protocol::bytes32& event_id,
+                                                    std::int64_t expires_at, std::int64_t now);
+
+  /// The stored role of `pubkey` in the community, or nothing for a non-member (and on a
+  /// database error, with last_error() set).
+  [[nodiscard]] std::optional<member_role> role_of(std::int64_t community_id,
+                                                   const protocol::bytes32& pubkey);
+
+  /// Deletes the event from the community and bans its id there, in one transaction that also
+  /// takes the community's event lock exclusively, so no insert of it can slip between.
+  [[nodiscard]] management_result ban_event(std::int64_t community_id,
+                                            const protocol::bytes32& event_id,
+                                            const std::string& reason,
+                                            const protocol::bytes32& banned_by);
+
+  /// Lifts an event ban (the event stays deleted until someone publishes it again).
+  [[nodiscard]] management_result allow_event(std::int64_t community_id,
+                                              const protocol::bytes32& event_id);
+
+  [[nodiscard]] const std::string& last_error() const noexcept { return last_error_; }
+
+private:
+  /// note_access_change in the open transaction; false (with last_error) when it failed.
+  [[nodiscard]] bool noted(std::int64_t community_id);
+  [[nodiscard]] management_result ban_event_locked(std::int64_t community_id,
+                                                   const protocol::bytes32& event_id,
+                                                   const std::string& reason,
+                                                   const protocol::bytes32& banned_by);
+
+  pg_connection& connection_;
+  protocol::bytes32 relay_pubkey_;
+  std::string last_error_;
+};
+
+} // namespace comb::storage

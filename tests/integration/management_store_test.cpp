@@ -1,0 +1,232 @@
+// SPDX-License-Identifier: MIT
+// NIP-86 storage against a real Postgres: a pubkey ban removes the member in the same
+// transaction as its list and 8001 (or not at all), a banned pubkey or event is refused by the
+// event store, and a NIP-98 auth event is spent once across store instances.
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <thread>
+
+#include "storage/management_store.hpp"
+#include "storage/pg_connection.hpp"
+#include "storage/store_plan.hpp"
+#include "support/membership_fixture.hpp"
+#include "support/test_events.hpp"
+
+using namespace comb;
+using namespace comb::test;
+using storage::member_role;
+using storage::membership_change;
+using outcome = storage::membership_outcome;
+
+namespace {
+
+protocol::bytes32 key(std::uint8_t seed) {
+  return author(seed).pubkey();
+}
+
+storage::membership_command by(storage::membership_command c, const protocol::bytes32& requester,
+                               std::string reason = {}) {
+  c.requested_by = requester;
+  c.reason = std::move(reason);
+  return c;
+}
+
+std::vector<storage::ban_entry> banned_pubkeys(membership_fixture& f) {
+  storage::pg_connection reader(f.database.conninfo());
+  auto bans = storage::load_bans(reader, f.community);
+  REQUIRE(bans);
+  return bans->pubkeys;
+}
+
+std::string count_of(membership_fixture& f, const std::string& sql) {
+  storage::pg_connection reader(f.database.conninfo());
+  return scalar(reader, sql);
+}
+
+struct banned_community : membership_fixture {
+  banned_community() {
+    REQUIRE(apply(command(membership_change::provision_owner, owner, member_role::owner))
+              .results[0].outcome == outcome::changed);
+    REQUIRE(apply(command(membership_change::add_member, admin, member_role::admin)).committed);
+    REQUIRE(apply(command(membership_change::add_member, admin2, member_role::admin)).committed);
+    REQUIRE(apply(command(membership_change::add_member, bob)).committed);
+  }
+
+  protocol::bytes32 owner = key(1), admin = key(2), admin2 = key(3), bob = key(4), erin = key(5);
+};
+
+} // namespace
+
+TEST_CASE_METHOD(banned_community, "a ban removes the member with its list and 8001 and is stored",
+                 "[integration][nip86]") {
+  auto banned = apply(by(command(membership_change::ban_pubkey, bob), admin, "spam"));
+  REQUIRE(banned.committed);
+  CHECK(banned.results[0].outcome == outcome::changed);
+  REQUIRE(banned.list);
+  REQUIRE(banned.results[0].delta);
+  CHECK(banned.results[0].delta->kind == 8001u);
+  auto lists = live_lists(community);
+  REQUIRE(lists.size() == 1);
+  CHECK(lists[0] == *banned.list);
+  CHECK(listed(*banned.list) == stored_members(community));
+  CHECK_FALSE(stored_members(community).contains({hex(bob), "member"}));
+  REQUIRE(banned_pubkeys(*this) == std::vector<storage::ban_entry>{{bob, "spam"}});
+
+  // Banned: a join, an add and their events are refused; nothing is written for them.
+  auto join = apply(command(membership_change::claim_membership, bob));
+  CHECK(join.results[0].outcome == outcome::banned);
+  CHECK_FALSE(join.list);
+  CHECK(apply(by(command(membership_change::add_member, bob), owner)).results[0].outcome
+        == outcome::banned);
+  check_outcome(store_one(events, community, author(4).sign(1, now_seconds())),
+                storage::store_outcome::status::refused, storage::msg_banned_author);
+  CHECK(live_lists(community)[0] == *banned.list);
+
+  // A ban of a non-member stores the ban and writes no list.
+  auto outsider = apply(by(command(membership_change::ban_pubkey, erin), owner));
+  CHECK(outsider.results[0].outcome == outcome::changed);
+  CHECK_FALSE(outsider.list);
+  CHECK(banned_pubkeys(*this).size() == 2);
+
+  auto lifted = apply(by(command(membership_change::unban_pubkey, bob), admin));
+  CHECK(lifted.results[0].outcome == outcome::changed);
+  CHECK_FALSE(lifted.list);
+  CHECK(apply(command(membership_change::claim_membership, bob)).results[0].outcome
+        == outcome::changed);
+  check_outcome(store_one(events, community, author(4).sign(1, now_seconds())),
+                storage::store_outcome::status::stored, "");
+}
+
+TEST_CASE_METHOD(banned_community, "nobody bans the owner and only the owner bans an admin",
+                 "[integration][nip86]") {
+  auto before = live_lists(community);
+  CHECK(apply(by(command(membership_change::ban_pubkey, owner), admin)).results[0].outcome
+        == outcome::is_owner);
+  CHECK(apply(by(command(membership_change::ban_pubkey, admin2), admin)).results[0].outcome
+        == outcome::not_allowed);
+  CHECK(apply(by(command(membership_change::ban_pubkey, erin), bob)).results[0].outcome
+        == outcome::not_allowed);
+  CHECK(apply(command(membership_change::ban_pubkey, owner)).results[0].outcome
+        == outcome::is_owner);
+  CHECK(banned_pubkeys(*this).empty());
+  CHECK(live_lists(community) == before);
+  auto by_owner = apply(by(command(membership_change::ban_pubkey, admin2), owner));
+  CHECK(by_owner.results[0].outcome == outcome::changed);
+  CHECK(listed(*by_owner.list) == stored_members(community));
+}
+
+TEST_CASE_METHOD(banned_community, "a ban whose list cannot be written leaves no ban and no change",
+                 "[integration][nip86]") {
+  auto before = live_lists(community);
+  // Make the 8001 insert fail inside the ban's transaction.
+  storage::pg_connection admin_connection(database.conninfo());
+  scalar(admin_connection,
+         "CREATE FUNCTION refuse_8001() RETURNS trigger LANGUAGE plpgsql AS"
+         " $$ BEGIN IF NEW.kind = 8001 THEN RAISE EXCEPTION 'injected'; END IF; RETURN NEW; END $$");
+  scalar(admin_connection, "CREATE TRIGGER refuse_8001 BEFORE INSERT ON events FOR EACH ROW"
+                           " EXECUTE FUNCTION refuse_8001()");
+  auto failed = apply(by(command(membership_change::ban_pubkey, bob), owner, "spam"));
+  CHECK_FALSE(failed.committed);
+  CHECK(failed.results[0].outcome == outcome::failed);
+  CHECK(banned_pubkeys(*this).empty());
+  CHECK(stored_members(community).contains({hex(bob), "member"}));
+  CHECK(live_lists(community) == before);
+}
+
+TEST_CASE_METHOD(banned_community, "a banned event is deleted and never stored again",
+                 "[integration][nip86]") {
+  storage::management_store store(connection, relay_key.public_key());
+  auto post = author(4).sign(1, now_seconds(), {{"t", "x"}}, "bad");
+  check_outcome(store_one(events, community, post), storage::store_outcome::status::stored, "");
+  auto other = add_community("b.example");
+  check_outcome(store_one(events, other, post), storage::store_outcome::status::stored, "");
+
+  CHECK(store.ban_event(community, post->id, "off topic", owner) == storage::management_result::changed);
+  CHECK(count_of(*this, "SELECT count(*) FROM events WHERE id = '\\x" + hex(post->id) + "'") == "1");
+  CHECK(count_of(*this, "SELECT count(*) FROM event_tags WHERE community_id = "
+                          + std::to_string(community) + " AND event_id = '\\x" + hex(post->id) + "'")
+        == "0");
+  check_outcome(store_one(events, community, post), storage::store_outcome::status::refused,
+                storage::msg_banned_event);
+  CHECK(store.ban_event(community, post->id, "", owner) == storage::management_result::unchanged);
+  storage::pg_connection reader(database.conninfo());
+  auto bans = storage::load_bans(reader, community);
+  REQUIRE(bans);
+  REQUIRE(bans->events == std::vector<storage::ban_entry>{{post->id, "off topic"}});
+
+  // The relay's own list is never banned (it would break list == members).
+  auto list = live_lists(community).at(0);
+  CHECK(store.ban_event(community, list.id, "", owner) == storage::management_result::refused);
+  CHECK(live_lists(community).size() == 1);
+
+  CHECK(store.allow_event(community, post->id) == storage::management_result::changed);
+  CHECK(store.allow_event(community, post->id) == storage::management_result::unchanged);
+  check_outcome(store_one(events, community, post), storage::store_outcome::status::stored, "");
+}
+
+TEST_CASE_METHOD(membership_fixture, "a NIP-98 auth event is spent once across pods",
+                 "[integration][nip86]") {
+  storage::pg_connection other_connection(database.conninfo());
+  storage::management_store pod_a(connection, relay_key.public_key());
+  storage::management_store pod_b(other_connection, relay_key.public_key());
+  auto now = now_seconds();
+  auto id = author(9).sign(27235, now)->id;
+  CHECK(pod_a.spend_http_auth(id, now + 60, now) == true);
+  CHECK(pod_b.spend_http_auth(id, now + 60, now) == false);
+  CHECK(pod_a.spend_http_auth(id, now + 60, now) == false);
+
+  // Past its window the row is purged: by then the time check refuses the event anyway.
+  CHECK(pod_b.spend_http_auth(author(9).sign(27235, now + 1)->id, now + 61, now + 100) == true);
+  CHECK(count_of(*this, "SELECT count(*) FROM used_http_auth") == "1");
+}
+
+TEST_CASE_METHOD(membership_fixture, "two pods spending the same auth events at once: each wins once",
+                 "[integration][nip86]") {
+  constexpr int rounds = 200;
+  auto now = now_seconds();
+  std::vector<protocol::bytes32> ids;
+  for (int i = 0; i < rounds; ++i)
+    ids.push_back(author(10).sign(27235, now - i)->id);
+  std::atomic<int> wins{0}, errors{0};
+  auto spend_all = [&] {
+    storage::pg_connection own(database.conninfo());
+    storage::management_store store(own, relay_key.public_key());
+    for (const auto& id : ids) {
+      auto fresh = store.spend_http_auth(id, now + 60, now);
+      if (!fresh)
+        ++errors;
+      else if (*fresh)
+        ++wins;
+    }
+  };
+  std::thread a(spend_all), b(spend_all);
+  a.join();
+  b.join();
+  CHECK(errors == 0);
+  CHECK(wins == rounds);
+}
+
+TEST_CASE_METHOD(membership_fixture, "community info is set per field and read with the host",
+                 "[integration][nip86]") {
+  auto owner = key(1);
+  REQUIRE(apply(command(membership_change::provision_owner, owner, member_role::owner)).committed);
+  storage::community_info_update update;
+  update.name = "Hive";
+  update.icon = "https://img.example/hive.png";
+  CHECK(communities.set_info(community, update) == storage::lifecycle_result::changed);
+  CHECK(communities.set_info(community, update) == storage::lifecycle_result::unchanged);
+  storage::community_info_update describe;
+  describe.description = "bees";
+  CHECK(communities.set_info(community, describe) == storage::lifecycle_result::changed);
+  auto row = communities.find_by_host("a.example");
+  REQUIRE(row);
+  CHECK(row->info.name == "Hive");
+  CHECK(row->info.description == "bees");
+  CHECK(row->info.icon == "https://img.example/hive.png");
+  CHECK(row->info.owner_hex == hex(owner));
+  storage::community_info_update clear;
+  clear.icon = "";
+  CHECK(communities.set_info(community, clear) == storage::lifecycle_result::changed);
+  CHECK(communities.find_by_host("a.example")->info.icon.empty());
+  CHECK(communities.find_by_host("a.example")->info.name == "Hive");
+}

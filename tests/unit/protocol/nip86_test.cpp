@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: MIT
+#include <boost/json.hpp>
+#include <catch2/catch.hpp>
+
+#include "protocol/nip86.hpp"
+
+using namespace comb::protocol;
+
+namespace {
+
+const std::string alice(64, 'a');
+
+management_parse_error parse_error(std::string_view body) {
+  auto parsed = parse_management_request(body);
+  REQUIRE_FALSE(parsed.ok());
+  return parsed.error();
+}
+
+} // namespace
+
+TEST_CASE("NIP-86 calls parse with their params", "[protocol][nip86]") {
+  auto ban = parse_management_request(R"({"method":"banpubkey","params":[")" + alice + R"(","spam"]})");
+  REQUIRE(ban.ok());
+  CHECK(ban->method == management_method::ban_pubkey);
+  CHECK(to_hex(*ban->target) == alice);
+  CHECK(ban->text == "spam");
+
+  auto allow = parse_management_request(R"({"method":"allowpubkey","params":[")" + alice + R"("]})");
+  REQUIRE(allow.ok());
+  CHECK(allow->text.empty());
+
+  auto list = parse_management_request(R"({"method":"listbannedevents"})");
+  REQUIRE(list.ok());
+  CHECK(list->method == management_method::list_banned_events);
+  CHECK_FALSE(list->target.has_value());
+
+  auto rename = parse_management_request(R"({"method":"changerelayname","params":["Hive"]})");
+  REQUIRE(rename.ok());
+  CHECK(rename->text == "Hive");
+}
+
+TEST_CASE("every method name round-trips", "[protocol][nip86]") {
+  for (std::size_t i = 0; i < management_method_count; ++i) {
+    auto m = static_cast<management_method>(i);
+    CHECK(parse_method_name(method_name(m)) == m);
+  }
+  CHECK_FALSE(parse_method_name("blockip").has_value());
+}
+
+TEST_CASE("an unknown method or bad params is an error, not a malformed body", "[protocol][nip86]") {
+  auto unknown = parse_error(R"({"method":"blockip","params":["1.2.3.4"]})");
+  CHECK_FALSE(unknown.malformed);
+  CHECK(unknown.message == "unsupported method: blockip");
+  CHECK(unknown.method == "blockip");
+
+  CHECK_FALSE(parse_error(R"({"method":"banpubkey","params":["ABC"]})").malformed);
+  CHECK_FALSE(parse_error(R"({"method":"banpubkey","params":[]})").malformed);
+  CHECK_FALSE(parse_error(R"({"method":"banpubkey","params":[")" + alice + R"(",5]})").malformed);
+  CHECK_FALSE(parse_error(R"({"method":"banevent","params":[")" + alice + R"(","r","extra"]})").malformed);
+  CHECK_FALSE(parse_error(R"({"method":"changerelayname","params":[]})").malformed);
+  CHECK_FALSE(parse_error(R"({"method":"changerelayname","params":[""]})").malformed);
+  CHECK_FALSE(parse_error(R"x({"method":"changerelayicon","params":["javascript:alert(1)"]})x").malformed);
+  CHECK_FALSE(parse_error(R"({"method":"changerelayname","params":[")" + std::string(300, 'x') + R"("]})").malformed);
+  CHECK_FALSE(parse_error(R"({"method":"listbannedpubkeys","params":{}})").malformed);
+  CHECK(parse_error(R"({"method":"banpubkey","params":["ABC"]})").method == "banpubkey");
+}
+
+TEST_CASE("a body that is not a JSON-RPC object is malformed", "[protocol][nip86]") {
+  CHECK(parse_error("").malformed);
+  CHECK(parse_error("[]").malformed);
+  CHECK(parse_error(R"({"params":[]})").malformed);
+  CHECK(parse_error(R"({"method":5})").malformed);
+  CHECK(parse_error("{\"method\":\"x\"").malformed);
+  CHECK(parse_error(std::string(max_management_body_bytes + 1, ' ')).malformed);
+  CHECK(parse_error(std::string(100, '[') + std::string(100, ']')).malformed);
+}
+
+TEST_CASE("answers have the NIP-86 shape", "[protocol][nip86]") {
+  auto error = boost::json::parse(render_management_error("no \"way\"")).as_object();
+  CHECK(error.at("error").as_string() == "no \"way\"");
+  CHECK(error.at("result").is_null());
+  CHECK(render_management_result("true") == R"({"result":true})");
+  auto entries = boost::json::parse(render_management_entries(
+                                      {{*array_from_hex<32>(alice), "spam"},
+                                       {*array_from_hex<32>(alice), ""}},
+                                      "pubkey"))
+                   .as_array();
+  REQUIRE(entries.size() == 2);
+  CHECK(entries[0].at("pubkey").as_string() == alice);
+  CHECK(entries[0].at("reason").as_string() == "spam");
+  CHECK_FALSE(entries[1].as_object().contains("reason"));
+  auto methods = boost::json::parse(render_supported_methods()).as_array();
+  CHECK(methods.size() == management_method_count - 1);
+  CHECK(methods[0].as_string() == "banpubkey");
+}
+
+TEST_CASE("mutated JSON-RPC bodies are parsed or refused, never thrown", "[protocol][nip86]") {
+  const std::string valid = R"({"method":"banpubkey","params":[")" + alice + R"(","spam"]})";
+  std::uint32_t state = 777; // a fixed LCG: the same mutations on every run
+  auto next = [&state] { return state = state * 1664525u + 1013904223u; };
+  for (int round = 0; round < 2000; ++round) {
+    std::string body = valid;
+    for (int flips = 1 + next() % 4; flips > 0; --flips)
+      body[next() % body.size()] = static_cast<char>(next() % 256);
+    REQUIRE_NOTHROW((void)parse_management_request(body));
+  }
+}

@@ -78,6 +78,16 @@ request_claims claim_requests(pg_connection& c, std::int64_t community_id,
   return claims;
 }
 
+std::uint64_t forget_processed_requests(pg_connection& c, std::int64_t now) {
+  try {
+    auto reply = c.exec("DELETE FROM processed_requests WHERE expires_at < $1::bigint",
+                        {std::to_string(now)});
+    return reply.ok() ? reply.affected_rows() : 0;
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
 void record_request_outcomes(pg_connection& c, std::int64_t community_id,
                              const request_claims& claims,
                              const std::vector<membership_outcome>& outcomes) {

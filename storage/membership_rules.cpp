@@ -307,9 +307,9 @@ membership_plan plan_membership(roster& members, std::span<const membership_comm
   for (std::size_t i = 0; i < commands.size(); ++i) {
     const auto& c = commands[i];
     std::optional<membership_outcome> first = i < earlier.size() ? earlier[i] : std::nullopt;
-    if (auto it = c.request_id ? in_batch.find(*c.request_id) : in_batch.end();
-        !first && it != in_batch.end())
-      first = it->second;
+    if (!first && c.request_id)
+      if (auto seen = in_batch.find(*c.request_id); seen != in_batch.end())
+        first = seen->second;
     step s = first ? step{repeated_outcome(members, c, *first)}
                    : plan_one(members, c, invites, allowlist, banned, now, plan);
     if (c.request_id && !first)

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "storage/nip43_rows.hpp"
 
-#include <algorithm>
 #include <boost/json.hpp>
 #include <map>
 #include <stdexcept>
@@ -66,17 +65,27 @@ request_claims claim_requests(pg_connection& c, std::int64_t community_id,
   for (int row = 0; row < inserted.rows(); ++row) {
     auto id = hex_field(inserted, row, 0);
     claims.fresh.emplace_back(id, first_of.at(id));
+    first_of.erase(id);
   }
-  if (claims.fresh.size() == first_of.size())
+  if (first_of.empty())
     return claims;
+  // What is left in `first_of` was remembered before this transaction.
   auto earlier = earlier_outcomes(c, community, ids);
   for (std::size_t i = 0; i < commands.size(); ++i)
-    if (commands[i].request_id)
-      if (auto it = earlier.find(*commands[i].request_id); it != earlier.end()
-          && std::none_of(claims.fresh.begin(), claims.fresh.end(),
-                          [&](const auto& f) { return f.first == it->first; }))
+    if (commands[i].request_id && first_of.contains(*commands[i].request_id))
+      if (auto it = earlier.find(*commands[i].request_id); it != earlier.end())
         claims.earlier[i] = it->second;
   return claims;
+}
+
+std::uint64_t forget_processed_requests(pg_connection& c, std::int64_t now) {
+  try {
+    auto reply = c.exec("DELETE FROM processed_requests WHERE expires_at < $1::bigint",
+                        {std::to_string(now)});
+    return reply.ok() ? reply.affected_rows() : 0;
+  } catch (const std::exception&) {
+    return 0;
+  }
 }
 
 void record_request_outcomes(pg_connection& c, std::int64_t community_id,

@@ -36,6 +36,10 @@ struct request_claims {
                                             std::span<const membership_command> commands,
                                             std::int64_t now);
 
+/// Deletes every community's request ids whose time has passed (a periodic sweep, outside any
+/// transaction); returns how many. Does not throw: a failure deletes nothing (0).
+std::uint64_t forget_processed_requests(pg_connection& c, std::int64_t now);
+
 /// Stores what the freshly claimed requests came to, for their repeats.
 void record_request_outcomes(pg_connection& c, std::int64_t community_id,
                              const request_claims& claims,

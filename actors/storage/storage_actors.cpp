@@ -5,6 +5,8 @@
 
 #include <chrono>
 
+#include "storage/nip43_rows.hpp"
+
 namespace comb::actors {
 namespace {
 
@@ -85,6 +87,9 @@ caf::behavior storage_writer(caf::stateful_actor<writer_state>* self, writer_arg
     },
     [=](tick_atom) {
       (void)self->state.store->purge_expired(unix_now());
+      // Membership writes forget their community's old request ids; this catches communities
+      // that have had no request since.
+      (void)storage::forget_processed_requests(*self->state.connection, unix_now());
       self->delayed_send(self, expiry_sweep_interval, tick_atom_v);
     },
   };

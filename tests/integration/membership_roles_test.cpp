@@ -13,6 +13,7 @@
 #include "protocol/event_json.hpp"
 #include "protocol/filter_json.hpp"
 #include "storage/member_list.hpp"
+#include "storage/nip43_rows.hpp"
 #include "storage/pg_array.hpp"
 #include "storage/pg_connection.hpp"
 #include "support/membership_fixture.hpp"
@@ -304,6 +305,15 @@ TEST_CASE_METHOD(membership_fixture, "processed requests are forgotten after the
   CHECK(members.apply(community, std::span(&later, 1), past).results[0].outcome == outcome::changed);
   CHECK(scalar(connection, "SELECT string_agg(encode(event_id, 'hex'), ',') FROM processed_requests")
         == protocol::to_hex(key(111)));
+
+  // The periodic sweep forgets every community's expired ids, and only those.
+  auto other = add_community("b.example");
+  auto there = request(membership_change::claim_membership, key(4), 112);
+  REQUIRE(members.apply(other, std::span(&there, 1), now).committed);
+  CHECK(storage::forget_processed_requests(connection, past + 1) == 1); // b's, expired by then
+  CHECK(processed_rows(*this) == 1);
+  CHECK(storage::forget_processed_requests(connection, past + 2 * storage::request_window_seconds + 1) == 1);
+  CHECK(processed_rows(*this) == 0);
 }
 
 TEST_CASE_METHOD(membership_fixture, "one request racing through two pods is applied once",

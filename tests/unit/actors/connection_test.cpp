@@ -115,3 +115,32 @@ TEST_CASE("a history event that reaches the fan-out after EOSE is not sent again
   // Past the window the remembered ids are let go.
   CHECK(c.live_arrived("s", generation, live(committed_before_query), 100.0 + actors::history_echo_window + 1).has_value());
 }
+
+TEST_CASE("the database's access, kept in the member cache, beats the access at connect time",
+          "[actors][connection]") {
+  auto members = std::make_shared<comb::actors::member_cache>();
+  (void)members->replace({{author.public_key(), storage::member_role::member}});
+  connection_policy policy;
+  policy.host = "hive.test";
+  policy.closed_community = false; // open when the connections below opened
+  policy.members = members;
+  connection anonymous(policy, "c1");
+  connection member(policy, "c2");
+  auto auth = test::sign_event(author, 22242, "", {{"relay", "ws://hive.test"}, {"challenge", "c2"}});
+  REQUIRE_FALSE(member.authenticate(auth, test::unix_now()));
+  CHECK_FALSE(anonymous.may_read());
+  CHECK_FALSE(anonymous.must_leave());
+
+  members->set_closed(true); // the community was closed since
+  CHECK(anonymous.closed_community());
+  REQUIRE(anonymous.may_read());
+  CHECK(anonymous.may_read()->text().starts_with("auth-required:"));
+  CHECK(anonymous.must_leave());
+  CHECK_FALSE(member.must_leave());
+  (void)members->replace({});
+  CHECK(member.must_leave()); // and a member removed afterwards must leave too
+
+  members->set_closed(false); // reopened: anyone reads again
+  CHECK_FALSE(anonymous.may_read());
+  CHECK_FALSE(anonymous.must_leave());
+}

@@ -25,7 +25,9 @@ namespace comb::actors {
 struct connection_policy {
   std::int64_t community_id = 0;
   std::string host;            ///< normalized; NIP-42's relay tag must name it
-  bool closed_community = false; ///< AUTH and membership required before REQ, COUNT and EVENT
+  /// AUTH and membership required before REQ, COUNT and EVENT, as when the connection opened;
+  /// once the member cache knows the database's access, that decides (closed_community()).
+  bool closed_community = false;
   std::string relay_url;         ///< what clients type for this community, e.g. wss://host
   member_cache_ptr members;      ///< the community's members; null: membership is not checked
   ban_list_ptr bans;             ///< the community's NIP-86 bans; null: bans are not checked

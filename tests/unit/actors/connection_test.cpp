@@ -141,3 +141,32 @@ TEST_CASE("a banned author, sender or event id is refused with blocked", "[actor
   CHECK(c.admit_event(post, now, 1)->text() == "blocked: this event is banned from this community");
   CHECK_FALSE(policy.bans->is_banned_pubkey(author.public_key()));
 }
+
+TEST_CASE("the database's access, kept in the member cache, beats the access at connect time",
+          "[actors][connection]") {
+  auto members = std::make_shared<comb::actors::member_cache>();
+  (void)members->replace({{author.public_key(), storage::member_role::member}});
+  connection_policy policy;
+  policy.host = "hive.test";
+  policy.closed_community = false; // open when the connections below opened
+  policy.members = members;
+  connection anonymous(policy, "c1");
+  connection member(policy, "c2");
+  auto auth = test::sign_event(author, 22242, "", {{"relay", "ws://hive.test"}, {"challenge", "c2"}});
+  REQUIRE_FALSE(member.authenticate(auth, test::unix_now()));
+  CHECK_FALSE(anonymous.may_read());
+  CHECK_FALSE(anonymous.must_leave());
+
+  members->set_closed(true); // the community was closed since
+  CHECK(anonymous.closed_community());
+  REQUIRE(anonymous.may_read());
+  CHECK(anonymous.may_read()->text().starts_with("auth-required:"));
+  CHECK(anonymous.must_leave());
+  CHECK_FALSE(member.must_leave());
+  (void)members->replace({});
+  CHECK(member.must_leave()); // and a member removed afterwards must leave too
+
+  members->set_closed(false); // reopened: anyone reads again
+  CHECK_FALSE(anonymous.may_read());
+  CHECK_FALSE(anonymous.must_leave());
+}

@@ -124,10 +124,17 @@ constexpr const char* migration_3 = R"sql(
 ALTER TABLE events ALTER COLUMN raw SET COMPRESSION lz4;
 )sql";
 
+// Minted invites (a REQ for 28935 by an owner or admin) are purged once expired; the sweep finds
+// them by expiry instead of reading the whole table.
+constexpr const char* migration_7 = R"sql(
+CREATE INDEX invites_expiry ON invites (expires_at);
+)sql";
+
 constexpr migration migrations[] = {
   {1, "communities, events, tags, deletions", migration_1},
   {2, "members, invites, allowlist", migration_2},
   {3, "lz4 for stored events", migration_3},
+  {7, "invites by expiry", migration_7},
 };
 
 constexpr const char* create_ledger = R"sql(

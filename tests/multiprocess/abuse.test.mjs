@@ -7,7 +7,8 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import net from 'node:net'
-import { readFile } from 'node:fs/promises'
+import { readFile, readdir } from 'node:fs/promises'
+import { execFileSync } from 'node:child_process'
 import { performance } from 'node:perf_hooks'
 import { RawClient, finalizeEvent, httpGet, keys, now, sign, startRelay } from '../e2e/harness.mjs'
 
@@ -102,6 +103,8 @@ describe('a relay under hostile load', () => {
     await pause(500)
     idle = await rssMiB(relay)
     honest.take()
+    await pause(ATTACK_MS) // the baseline: the honest client alone
+    report.push({ name: 'none (baseline)', rss: await rssMiB(relay), refusals: 0, ...honest.take() })
   })
 
   after(async () => {
@@ -325,5 +328,43 @@ describe('client addresses behind a trusted proxy', () => {
     const spoofed = []
     for (let i = 0; i < 7; i++) spoofed.push(await get('127.0.0.21', `198.51.100.${100 + i}`))
     assert.deepEqual(spoofed, [200, 200, 200, 200, 200, 429, 429])
+  })
+})
+
+/** Seconds of CPU a process has used (user + system). */
+async function cpuSeconds(pid) {
+  const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1].split(' ')
+  return (Number(fields[11]) + Number(fields[12])) / 100 // utime, stime in clock ticks (100/s)
+}
+
+describe('a relay out of file descriptors', () => {
+  let relay
+
+  before(async () => { relay = await startRelay({ COMB_LOG_LEVEL: 'error' }) })
+  after(async () => { await relay?.stop() })
+
+  it('pauses accepting instead of spinning, and serves again once descriptors are free', async () => {
+    const pid = relay.proc.pid
+    const spare = (await readdir(`/proc/${pid}/fd`)).length + 10
+    const [soft, hard] = execFileSync('prlimit', ['--pid', String(pid), '--nofile', '--output=SOFT,HARD',
+      '--noheadings']).toString().trim().split(/\s+/)
+    execFileSync('prlimit', ['--pid', String(pid), `--nofile=${spare}:${hard}`])
+    const sockets = await Promise.all(Array.from({ length: 60 }, (_, i) => new Promise((resolve) => {
+      const socket = net.connect({ port: relay.port, host: '127.0.0.1', localAddress: `127.0.0.${30 + (i % 3)}` })
+      socket.on('error', () => {})
+      socket.once('connect', () => resolve(socket))
+    })))
+    await pause(300)
+    const before = await cpuSeconds(pid)
+    await pause(1000)
+    const used = (await cpuSeconds(pid)) - before
+    for (const s of sockets) s.destroy()
+    execFileSync('prlimit', ['--pid', String(pid), `--nofile=${soft}:${hard}`])
+    // A loop retrying accept at once would burn a whole core for that second.
+    assert.ok(used < 0.5, `${used} s of CPU in one second while out of descriptors`)
+    const client = await RawClient.open(relay)
+    assert.equal((await client.req('after', { kinds: [1] })).end[0], 'EOSE')
+    await client.close()
+    assert.ok(await relay.metric('comb_accept_backoffs_total') > 0)
   })
 })

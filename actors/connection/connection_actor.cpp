@@ -61,6 +61,11 @@ void request_membership_change(self_ptr self, const protocol::event& ev) {
     send_frame(self, protocol::render_ok(ev.id, false, why.text()));
     return;
   }
+  // Each waits on the community actor; as many as events may wait on storage, no more.
+  if (st.awaiting_membership.size() >= st.args.policy.max_events_in_flight) {
+    send_frame(self, protocol::render_ok(ev.id, false, "rate-limited: too many membership requests awaiting an answer"));
+    return;
+  }
   std::uint64_t ticket = st.next_ticket++;
   st.awaiting_membership.emplace(ticket, std::pair{protocol::to_hex(ev.id), ev.kind});
   self->send(st.args.community, member_atom_v, ticket, std::move(command).value());
@@ -127,6 +132,13 @@ void request_invite(self_ptr self, protocol::req_message& message) {
   if (!st.logic->authenticated()) {
     send_frame(self, protocol::render_closed(message.subscription_id,
                                              "auth-required: authenticate to request an invite"));
+    return;
+  }
+  // Each waits on the one membership writer: as many as queries may run, no more.
+  if (st.awaiting_invite.size() >= st.args.policy.max_queries_in_flight) {
+    bump(st.args.metrics->queries_refused);
+    send_frame(self, protocol::render_closed(message.subscription_id,
+                                             "rate-limited: too many invite requests awaiting an answer"));
     return;
   }
   std::uint64_t ticket = st.next_ticket++;

@@ -12,7 +12,10 @@ ip_table::slot::~slot() {
 ip_table::entry* ip_table::find_or_add(const std::string& ip, double now) {
   if (auto it = entries_.find(ip); it != entries_.end())
     return &it->second;
-  if (entries_.size() >= sweep_at_)
+  // Sweep when the table has doubled since the last sweep, or when it is full (then at most
+  // once a second, so a table full of live addresses does not cost a scan per new socket).
+  bool full = entries_.size() >= limits_.max_tracked;
+  if (entries_.size() >= sweep_at_ || (full && now - last_sweep_ >= 1.0))
     sweep(now);
   if (entries_.size() >= limits_.max_tracked)
     return nullptr;
@@ -27,6 +30,7 @@ void ip_table::sweep(double now) {
   });
   // The next sweep waits until the table has doubled, so sweeping costs O(1) per insertion.
   sweep_at_ = std::max<std::size_t>(1024, entries_.size() * 2);
+  last_sweep_ = now;
 }
 
 std::unique_ptr<ip_table::slot> ip_table::open(const std::string& ip, double now, refusal& why) {

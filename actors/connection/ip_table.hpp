@@ -107,6 +107,7 @@ private:
   mutable std::mutex mutex_;
   std::unordered_map<std::string, entry> entries_;
   std::size_t sweep_at_ = 1024;
+  double last_sweep_ = -1e18;
 };
 
 /// The pod-wide count of sockets, from accept to close, with its cap. `try_enter` counts and

@@ -154,6 +154,17 @@ TEST_CASE("the address table forgets idle addresses and is bounded", "[actors][i
   CHECK(why == actors::ip_table::refusal::too_many_addresses);
 }
 
+TEST_CASE("a full address table sweeps idle addresses before it refuses a new one", "[actors][ip]") {
+  actors::ip_limits limits;
+  limits.max_tracked = 1000; // under the first doubling sweep (1024)
+  auto table = std::make_shared<actors::ip_table>(limits);
+  for (int i = 0; i < 1000; ++i)
+    REQUIRE(table->budget("10.2." + std::to_string(i / 256) + "." + std::to_string(i % 256), 1.0));
+  CHECK(table->tracked() == 1000);
+  CHECK(table->budget("203.0.113.77", 1.0) != nullptr);
+  CHECK(table->tracked() == 1);
+}
+
 TEST_CASE("a connection's subscriptions hold at most the filter budget", "[actors][connection]") {
   connection_policy policy;
   policy.max_filters = 4;

@@ -75,6 +75,21 @@ std::string relay_metrics::render() const {
   write(out, "comb_cluster_peers_linked", "gauge", "CAF cluster peers that accepted this pod.", cluster_peers_linked);
   write(out, "comb_bridge_refused_peers_total", "counter", "Cluster peers or messages refused for lack of the secret.", bridge_refused_peers);
   write(out, "comb_list_writes_total", "counter", "NIP-43 member lists written.", list_writes);
+  write(out, "comb_sockets_open", "gauge", "Sockets open, from accept to close.", sockets_open);
+  write(out, "comb_outbound_bytes", "gauge", "Bytes queued for all connections, not yet written.", outbound_bytes);
+  write(out, "comb_connections_refused_busy_total", "counter", "Sockets refused at the pod-wide cap (503).", connections_refused_busy);
+  write(out, "comb_connections_refused_address_total", "counter", "Sockets refused at the per-address cap (429).", connections_refused_address);
+  write(out, "comb_http_rate_limited_total", "counter", "HTTP requests and upgrades refused by the per-address bucket (429).", http_rate_limited);
+  write(out, "comb_upgrade_timeouts_total", "counter", "Sockets closed for not finishing the request or upgrade in time.", upgrade_timeouts);
+  write(out, "comb_accept_backoffs_total", "counter", "Accept pauses for lack of file descriptors.", accept_backoffs);
+  write(out, "comb_frames_rate_limited_total", "counter", "Frames refused by the connection or address token bucket.", frames_rate_limited);
+  write(out, "comb_queries_refused_total", "counter", "REQ and COUNT refused by subscription, filter or queue bounds.", queries_refused);
+  write(out, "comb_queries_waited_total", "counter", "REQ and COUNT that waited for a query place.", queries_waited);
+  write(out, "comb_addresses_tracked", "gauge", "Client addresses held in the per-address table.", addresses_tracked);
+  write(out, "comb_history_truncated_total", "counter", "History replies cut at the byte budget.", history_truncated);
+  write(out, "comb_invites_purged_total", "counter", "Expired invites deleted.", invites_purged);
+  write(out, "comb_deletions_refused_total", "counter", "Deletion requests (kind 5) naming more targets than allowed.", deletions_refused);
+  write(out, "comb_host_lookups_total", "counter", "Host lookups that asked the database.", host_lookups);
   out << "# HELP comb_membership_writes_total Membership commands by write path and outcome.\n"
          "# TYPE comb_membership_writes_total counter\n";
   for (std::size_t path = 0; path < membership_paths; ++path)

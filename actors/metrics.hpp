@@ -70,6 +70,22 @@ struct relay_metrics {
     membership_writes{};
   std::array<std::array<std::atomic<std::uint64_t>, management_outcomes>, management_methods>
     management_calls{};
+  // -- bounds on what clients can make the pod hold or do (docs/operations.md, "Bounds") --
+  std::atomic<std::int64_t> sockets_open{0}; ///< from accept to close, upgraded or not
+  std::atomic<std::int64_t> outbound_bytes{0}; ///< queued for every connection, not yet written
+  std::atomic<std::uint64_t> connections_refused_busy{0};    ///< pod-wide socket cap (503)
+  std::atomic<std::uint64_t> connections_refused_address{0}; ///< per-address socket cap (429)
+  std::atomic<std::uint64_t> http_rate_limited{0};   ///< per-address request bucket (429)
+  std::atomic<std::uint64_t> upgrade_timeouts{0};    ///< request or handshake not done in time
+  std::atomic<std::uint64_t> accept_backoffs{0};     ///< accept paused: out of descriptors
+  std::atomic<std::uint64_t> frames_rate_limited{0}; ///< frames refused by a token bucket
+  std::atomic<std::uint64_t> queries_refused{0};     ///< REQ/COUNT refused: caps and budgets
+  std::atomic<std::uint64_t> queries_waited{0};      ///< REQ/COUNT that waited for a place
+  std::atomic<std::int64_t> addresses_tracked{0};    ///< client addresses in the per-address table
+  std::atomic<std::uint64_t> host_lookups{0};        ///< host lookups that asked the database
+  std::atomic<std::uint64_t> invites_purged{0};      ///< expired invites deleted
+  std::atomic<std::uint64_t> history_truncated{0};   ///< history replies cut at the byte budget
+  std::atomic<std::uint64_t> deletions_refused{0};   ///< kind 5 naming too many targets
   latency_histogram req_latency;
   latency_histogram commit_latency;
   latency_histogram membership_latency;

@@ -14,6 +14,7 @@
 #include "actors/bridge/bridge_setup.hpp"
 #include "actors/community/access_watcher.hpp"
 #include "actors/fanout/fanout_actor.hpp"
+#include "actors/gateway/metrics_listener.hpp"
 #include "actors/gateway/server.hpp"
 #include "actors/management/management_actor.hpp"
 #include "actors/messages.hpp"
@@ -168,7 +169,8 @@ bool spawn_actors(caf::actor_system& system, asio::io_context& io, const conf::r
                   const std::shared_ptr<community_directory>& communities, pod_actors& pod) {
   for (unsigned i = 0; i < s.storage_readers; ++i)
     pod.readers.push_back(system.spawn<caf::detached>(
-      storage_reader, reader_args{s.database_url, s.limits.max_limit}));
+      storage_reader, reader_args{s.database_url, s.limits.max_limit, s.statement_timeout_ms,
+                                  s.max_history_bytes, metrics}));
   pod.fanout = system.spawn(fanout_actor, fanout_args{pod.readers, metrics});
   pod.membership_writer = system.spawn<caf::detached>(
     membership_writer, membership_writer_args{s.database_url, key, 1, 24 * 3600});
@@ -324,6 +326,16 @@ int run_relay(const conf::relay_settings& s) {
     stop_actors(system, pod);
     return 1;
   }
+  metrics_listener metrics_port(io, context);
+  if (s.metrics_listen != "off") {
+    try {
+      metrics_port.start(s.metrics_listen);
+      spdlog::info("metrics on http://{}/metrics", s.metrics_listen);
+    } catch (const std::exception& e) {
+      // The relay serves clients without it; the operator sees why scrapes fail.
+      spdlog::error("cannot serve metrics on {}: {} (set COMB_METRICS_LISTEN)", s.metrics_listen, e.what());
+    }
+  }
   std::cout << "comb-relay listening on " << s.listen << " (" << s.effective_public_url()
             << ")\nrelay public key: " << context->relay_pubkey_hex << " ("
             << protocol::encode_nip19("npub", key->public_key()) << ")" << std::endl;
@@ -334,6 +346,7 @@ int run_relay(const conf::relay_settings& s) {
       return;
     spdlog::info("signal {}: closing connections", signal);
     gateway.stop();
+    metrics_port.stop();
     std::thread([&] {
       wait_for_sessions(gateway, std::chrono::seconds(5));
       if (pod.bridge && pod.bridge->redis)

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <filesystem>
 #include <algorithm>
 #include <cctype>
@@ -56,6 +57,12 @@ std::optional<protocol::key_pair> load_relay_key(const std::string& path, bool c
     if (!write_new_key(path, pair, error))
       return std::nullopt;
     return pair;
+  }
+  // A secret others may read is no longer a secret: refuse rather than use it.
+  struct ::stat info {};
+  if (::stat(path.c_str(), &info) == 0 && (info.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
+    error = "relay key file " + path + " is readable by group or others; run: chmod 600 " + path;
+    return std::nullopt;
   }
   std::stringstream text;
   text << in.rdbuf();

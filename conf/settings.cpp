@@ -4,6 +4,7 @@
 #include <sstream>
 #include <toml++/toml.h>
 
+#include "conf/ip_network.hpp"
 #include "conf/options.hpp"
 #include "protocol/host.hpp"
 #include "protocol/nip19.hpp"
@@ -93,6 +94,12 @@ void validate(const relay_settings& s, std::vector<setting_problem>& problems) {
     problems.push_back({"community.owner_pubkey", "must be 64 lowercase hex characters or an npub"});
   if (s.limits.max_filters_per_req == 0)
     problems.push_back({"limits.max_filters", "must be at least 1"});
+  if (s.metrics_listen != "off"
+      && (s.metrics_listen.rfind(':') == std::string::npos || !protocol::normalize_host(s.metrics_listen)))
+    problems.push_back({"server.metrics_listen", "must be host:port, e.g. 127.0.0.1:9777, or off"});
+  if (auto parsed = parse_networks(s.trusted_proxies); !parsed.bad_entry.empty())
+    problems.push_back({"server.trusted_proxies",
+                        "\"" + parsed.bad_entry + "\" is not an address or CIDR (e.g. 10.0.0.0/8)"});
 }
 
 } // namespace

@@ -31,6 +31,7 @@ struct relay_settings {
   unsigned storage_readers = 2;
   unsigned storage_writers = 2;
   std::size_t write_batch_max = 256;
+  std::uint32_t statement_timeout_ms = 10000; ///< REQ/COUNT queries longer than this are cancelled
   // -- cluster --
   std::string redis_url;
   std::string cluster_listen;
@@ -46,10 +47,31 @@ struct relay_settings {
   protocol::created_at_window created_at;
   std::size_t max_connections = 10000;
   std::size_t max_outbound_bytes = 32 * 1024 * 1024;
+  std::size_t max_pod_outbound_bytes = 1024ULL * 1024 * 1024; ///< queued for all connections
+  std::size_t max_inbound_bytes = 1024 * 1024; ///< read and not yet handled, per connection
+  std::size_t max_history_bytes = 16 * 1024 * 1024; ///< events in one history reply
   double event_rate = 50;  ///< events per second per connection, sustained
   double event_burst = 200; ///< events a connection may send at once
   std::size_t max_events_in_flight = 256;
   std::uint32_t idle_timeout_seconds = 60;
+  // -- bounds on client-driven cost (docs/operations.md, "Bounds") --
+  double frame_rate = 100;    ///< frame tokens per second per connection (a frame: 1 + 1 per 16 KiB)
+  double frame_burst = 400;
+  double auth_cost = 10;      ///< extra tokens an AUTH takes (SHA-256 + Schnorr)
+  double ip_frame_rate = 1000; ///< frame tokens per second per client address, all its connections
+  double ip_frame_burst = 4000;
+  double ip_request_rate = 20; ///< HTTP requests and upgrades per second per client address
+  double ip_request_burst = 100;
+  std::size_t max_connections_per_ip = 100; ///< sockets per client address, counted from accept
+  std::size_t max_tracked_ips = 100000;
+  std::uint32_t upgrade_timeout_seconds = 10; ///< from accept to a finished request or upgrade
+  std::size_t max_open_filters = 500;        ///< filters held by one connection's subscriptions
+  std::size_t max_open_filter_values = 10000; ///< ids, authors, kinds, tag values held, summed
+  std::size_t max_broad_filters = 10; ///< filters with no id, author, kind or tag per connection
+  std::size_t max_queries_in_flight = 8; ///< REQ/COUNT queries of one connection at once
+  std::size_t max_deletion_targets = 100; ///< events/addresses one kind 5 may name
+  std::vector<std::string> trusted_proxies; ///< addresses/CIDRs whose X-Forwarded-For is believed
+  std::string metrics_listen = "127.0.0.1:9777"; ///< /metrics and probes; "off": none
   // -- WebSocket compression --
   bool deflate = false; // ~35 KiB more per connection when a client accepts it (docs/benchmarks.md)
   int deflate_window_bits = 11;

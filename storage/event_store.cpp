@@ -110,7 +110,8 @@ std::vector<store_outcome> event_store::store_batch(std::span<const event_write>
 query_result event_store::query(std::int64_t community_id,
                                 const std::vector<protocol::filter>& filters,
                                 std::int64_t now,
-                                std::uint32_t default_limit) {
+                                std::uint32_t default_limit,
+                                std::size_t max_bytes) {
   try {
     auto statement = history_sql(community_id, filters, now, default_limit);
     if (!statement)
@@ -120,8 +121,16 @@ query_result event_store::query(std::int64_t community_id,
       return query_result{false, {}, read_failed};
     query_result result{true, {}, {}};
     result.events.reserve(static_cast<std::size_t>(reply.rows()));
-    for (int row = 0; row < reply.rows(); ++row)
-      result.events.emplace_back(reply.text(row, 0));
+    std::size_t bytes = 0;
+    for (int row = 0; row < reply.rows(); ++row) {
+      auto raw = reply.text(row, 0);
+      if (row > 0 && bytes + raw.size() > max_bytes) {
+        result.truncated = true;
+        break;
+      }
+      bytes += raw.size();
+      result.events.emplace_back(raw);
+    }
     return result;
   } catch (const std::exception&) {
     return query_result{false, {}, read_failed};

@@ -40,6 +40,7 @@ struct query_result {
   bool ok = false;
   std::vector<std::string> events;
   std::string error; ///< "error: ..." when !ok
+  bool truncated = false; ///< the byte budget ended the reply before the limits did
 };
 
 struct count_result {
@@ -66,10 +67,12 @@ public:
   /// Events matching any of `filters` in `community_id`, newest first (same second: lowest id
   /// first), each filter limited by its `limit` (absent: `default_limit`), de-duplicated across
   /// filters. Expired (NIP-40, expiration <= now) and deleted events are never returned.
+  /// The events returned hold at most `max_bytes` (the newest ones; at least one event).
   [[nodiscard]] query_result query(std::int64_t community_id,
                                    const std::vector<protocol::filter>& filters,
                                    std::int64_t now,
-                                   std::uint32_t default_limit);
+                                   std::uint32_t default_limit,
+                                   std::size_t max_bytes = static_cast<std::size_t>(-1));
 
   /// NIP-45: how many distinct events match any of `filters` (limits ignored).
   [[nodiscard]] count_result count(std::int64_t community_id,

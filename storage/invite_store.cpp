@@ -19,6 +19,30 @@ bool is_lower_hex(std::string_view text) {
 
 invite_store::invite_store(pg_connection& connection) : connection_(connection) {}
 
+std::uint64_t invite_store::purge_expired(std::int64_t now) {
+  constexpr std::int64_t chunk = 1000;
+  std::uint64_t total = 0;
+  try {
+    last_error_.clear();
+    for (;;) {
+      auto reply = connection_.exec(
+        "DELETE FROM invites WHERE (community_id, code_hash) IN (SELECT community_id, code_hash"
+        " FROM invites WHERE expires_at <= $1::bigint LIMIT $2::bigint)",
+        {std::to_string(now), std::to_string(chunk)});
+      if (!reply.ok()) {
+        last_error_ = reply.error();
+        return total;
+      }
+      total += reply.affected_rows();
+      if (static_cast<std::int64_t>(reply.affected_rows()) < chunk)
+        return total;
+    }
+  } catch (const std::exception& e) {
+    last_error_ = e.what();
+    return total;
+  }
+}
+
 std::optional<std::vector<invite_summary>> invite_store::list(std::int64_t community_id) {
   try {
     last_error_.clear();

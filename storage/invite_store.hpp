@@ -41,6 +41,9 @@ public:
   /// Revokes the one invite whose code hash starts with `hash_prefix` (lowercase hex).
   [[nodiscard]] revoke_result revoke(std::int64_t community_id, std::string_view hash_prefix);
 
+  /// Deletes invites that expired before `now` (unix seconds), in chunks; how many.
+  std::uint64_t purge_expired(std::int64_t now);
+
   [[nodiscard]] const std::string& last_error() const noexcept { return last_error_; }
 
 private:

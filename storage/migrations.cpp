@@ -195,6 +195,12 @@ CREATE TABLE used_http_auth (
 CREATE INDEX used_http_auth_expiry ON used_http_auth (expires_at);
 )sql";
 
+// Minted invites (a REQ for 28935 by an owner or admin) are purged once expired; the sweep finds
+// them by expiry instead of reading the whole table.
+constexpr const char* migration_7 = R"sql(
+CREATE INDEX invites_expiry ON invites (expires_at);
+)sql";
+
 constexpr migration migrations[] = {
   {1, "communities, events, tags, deletions", migration_1},
   {2, "members, invites, allowlist", migration_2},
@@ -202,6 +208,7 @@ constexpr migration migrations[] = {
   {4, "processed membership requests", migration_4},
   {5, "NIP-86: community info, bans, used NIP-98 events", migration_5},
   {6, "community state versions", migration_6},
+  {7, "invites by expiry", migration_7},
 };
 
 constexpr const char* create_ledger = R"sql(

@@ -133,6 +133,17 @@ std::optional<std::string> pg_connection::connect_once() {
     PQfinish(conn);
     return error;
   }
+  if (policy_.statement_timeout_ms > 0) {
+    std::string set = "SET statement_timeout = " + std::to_string(policy_.statement_timeout_ms);
+    ::pg_result* result = PQexec(conn, set.c_str());
+    bool applied = result && PQresultStatus(result) == PGRES_COMMAND_OK;
+    std::string error = applied ? std::string() : first_line(PQerrorMessage(conn));
+    PQclear(result);
+    if (!applied) {
+      PQfinish(conn);
+      return error;
+    }
+  }
   conn_ = conn;
   in_transaction_ = false;
   ++connect_count_;

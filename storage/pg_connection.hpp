@@ -63,6 +63,8 @@ private:
 struct pg_reconnect_policy {
   int attempts = 3;
   std::chrono::milliseconds first_backoff{50}; ///< doubled after each failed attempt
+  /// Set on every (re)connect: statements running longer are cancelled by the server. 0: none.
+  std::uint32_t statement_timeout_ms = 0;
 };
 
 /// One libpq connection. Not thread-safe, except `cancel()`, which any thread may call.

@@ -12,11 +12,19 @@ comb_pg_as_owner() {
   fi
 }
 
-# comb_pg_start DIR PORT: creates the cluster on first use, then starts it if it is not running.
+# comb_pg_start DIR PORT [socket-only]: creates the cluster on first use, then starts it if it is
+# not running. With socket-only it listens on no TCP port at all, only on a Unix socket in DIR,
+# which is mode 0700: only its owner (and root) can reach it, so trust authentication there
+# admits no other local user.
 comb_pg_start() {
-  local dir="$1" port="$2"
+  local dir="$1" port="$2" mode="${3:-tcp}"
   mkdir -p "$dir"
   [ "$(id -u)" -eq 0 ] && chown postgres:postgres "$dir"
+  local listen="-c listen_addresses=127.0.0.1"
+  if [ "$mode" = "socket-only" ]; then
+    chmod 700 "$dir"
+    listen="-c listen_addresses=''"
+  fi
   if [ ! -f "$dir/data/PG_VERSION" ]; then
     comb_pg_as_owner "$COMB_PG_BIN/initdb" -D "$dir/data" -A trust -U postgres -E UTF8 \
       --locale=C.UTF-8 >"$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log" >&2; return 1; }
@@ -25,7 +33,7 @@ comb_pg_start() {
     return 0
   fi
   comb_pg_as_owner "$COMB_PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-    -o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c max_connections=200" start >/dev/null \
+    -o "$listen -p $port -k $dir -c max_connections=200" start >/dev/null \
     || { tail -20 "$dir/server.log" >&2; return 1; }
 }
 

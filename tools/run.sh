@@ -30,9 +30,14 @@ if [ -z "${COMB_DATABASE_URL:-}" ]; then
     python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])' > "$pg_dir/port"
   fi
   port=$(cat "$pg_dir/port")
-  comb_pg_start "$pg_dir" "$port"
-  export COMB_DATABASE_URL="postgresql://postgres@127.0.0.1:$port/postgres"
-  echo "comb: private Postgres at 127.0.0.1:$port (data in $pg_dir)" >&2
+  # No TCP port: other local users cannot reach it (its socket folder is private to its owner).
+  if [ ${#pg_dir} -gt 90 ]; then
+    echo "comb: $pg_dir is too long a path for a Unix socket; set COMB_DATA_DIR shorter" >&2
+    exit 1
+  fi
+  comb_pg_start "$pg_dir" "$port" socket-only
+  export COMB_DATABASE_URL="postgresql://postgres@/postgres?host=$pg_dir&port=$port"
+  echo "comb: private Postgres on the Unix socket in $pg_dir (no TCP port)" >&2
 fi
 
 exec "$top/build/bin/comb-relay" "$@"

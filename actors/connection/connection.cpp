@@ -2,6 +2,8 @@
 #include "actors/connection/connection.hpp"
 
 #include "actors/community/membership_requests.hpp"
+#include <algorithm>
+
 #include "protocol/nip42.hpp"
 #include "protocol/relay_message.hpp"
 
@@ -37,6 +39,12 @@ std::optional<rejection> check_request_author(const protocol::event& ev,
 
 } // namespace
 
+std::size_t deletion_targets(const protocol::event& ev) {
+  return static_cast<std::size_t>(std::count_if(ev.tags.begin(), ev.tags.end(), [](const auto& t) {
+    return t.size() >= 2 && (t[0] == "e" || t[0] == "a");
+  }));
+}
+
 std::optional<std::string> id_of_rendered_event(const std::string& json) {
   if (json.size() < rendered_id_prefix.size() + 64 || !json.starts_with(rendered_id_prefix))
     return std::nullopt;
@@ -46,7 +54,45 @@ std::optional<std::string> id_of_rendered_event(const std::string& json) {
 connection::connection(connection_policy policy, std::string challenge)
   : policy_(std::move(policy)),
     challenge_(std::move(challenge)),
-    events_rate_(policy_.event_rate, policy_.event_burst) {}
+    events_rate_(policy_.event_rate, policy_.event_burst),
+    frames_rate_(policy_.frame_rate, policy_.frame_burst) {}
+
+double frame_cost(frame_type type, std::size_t bytes, const connection_policy& policy) {
+  constexpr double bytes_per_token = 16 * 1024;
+  double cost = 1 + static_cast<double>(bytes) / bytes_per_token;
+  if (type == frame_type::auth)
+    cost += policy.auth_cost;
+  return cost;
+}
+
+filter_cost cost_of(const std::vector<protocol::filter>& filters) {
+  filter_cost cost;
+  for (const auto& f : filters) {
+    ++cost.filters;
+    std::size_t values = (f.ids ? f.ids->size() : 0) + (f.authors ? f.authors->size() : 0)
+                         + (f.kinds ? f.kinds->size() : 0);
+    for (const auto& tag : f.tags)
+      values += tag.values.size();
+    cost.values += values;
+    if (!f.ids && !f.authors && !f.kinds && f.tags.empty())
+      ++cost.broad;
+  }
+  return cost;
+}
+
+void drop_unindexed_tag_values(std::vector<protocol::filter>& filters, std::size_t max_bytes) {
+  for (auto& f : filters)
+    for (auto& tag : f.tags)
+      std::erase_if(tag.values, [max_bytes](const std::string& v) { return v.size() > max_bytes; });
+}
+
+std::optional<rejection> connection::charge_frame(double cost, double clock) {
+  if (!frames_rate_.try_take(clock, cost))
+    return rejection{reason::rate_limited, "slow down, too many messages on this connection"};
+  if (policy_.ip && !policy_.ip->try_take_frames(clock, cost))
+    return rejection{reason::rate_limited, "slow down, too many messages from your address"};
+  return std::nullopt;
+}
 
 bool connection::closed_community() const {
   // The database's current word (the community actor keeps it in the cache) beats the access
@@ -76,6 +122,9 @@ std::optional<rejection> connection::admit_event(const protocol::event& ev, std:
     return protocol::invalid("AUTH events are sent with AUTH, not EVENT");
   if (relay_only_kind(ev.kind))
     return rejection{reason::restricted, "only the relay may publish kind " + std::to_string(ev.kind)};
+  if (ev.kind == 5 && deletion_targets(ev) > policy_.max_deletion_targets)
+    return rejection{reason::invalid, "a deletion may name at most "
+                                        + std::to_string(policy_.max_deletion_targets) + " events"};
   if (auto expires = protocol::expiration_of(ev); expires && *expires <= now)
     return protocol::invalid("event has already expired");
   if (auto bad_time = protocol::check_created_at(ev, now, policy_.created_at))
@@ -135,21 +184,57 @@ bool connection::lost_access() const {
          && !policy_.members->is_member(*authenticated_);
 }
 
-protocol::result<std::uint64_t> connection::open_subscription(const std::string& id) {
+protocol::result<std::uint64_t>
+connection::open_subscription(const std::string& id, const std::vector<protocol::filter>& filters) {
   auto existing = subscriptions_.find(id);
   if (existing == subscriptions_.end()
       && subscriptions_.size() >= policy_.limits.max_subscriptions_per_connection)
     return rejection{reason::rate_limited,
                      "too many open subscriptions (at most "
                        + std::to_string(policy_.limits.max_subscriptions_per_connection) + ")"};
+  filter_cost wanted = cost_of(filters);
+  filter_cost kept = held_;
+  if (existing != subscriptions_.end()) {
+    kept.filters -= existing->second.cost.filters;
+    kept.values -= existing->second.cost.values;
+    kept.broad -= existing->second.cost.broad;
+  }
+  if (kept.filters + wanted.filters > policy_.max_filters)
+    return rejection{reason::rate_limited, "too many filters open on this connection (at most "
+                                             + std::to_string(policy_.max_filters) + ")"};
+  if (kept.values + wanted.values > policy_.max_filter_values)
+    return rejection{reason::rate_limited, "too many filter values open on this connection (at most "
+                                             + std::to_string(policy_.max_filter_values) + ")"};
+  if (kept.broad + wanted.broad > policy_.max_broad_filters)
+    return rejection{reason::rate_limited,
+                     "too many filters without ids, authors, kinds or tags (at most "
+                       + std::to_string(policy_.max_broad_filters) + ")"};
+  held_ = {kept.filters + wanted.filters, kept.values + wanted.values, kept.broad + wanted.broad};
   subscription& sub = subscriptions_[id];
   sub = subscription{};
   sub.generation = next_generation_++;
+  sub.cost = wanted;
   return sub.generation;
 }
 
+bool connection::is_open(const std::string& id, std::uint64_t generation) const {
+  auto it = subscriptions_.find(id);
+  return it != subscriptions_.end() && it->second.generation == generation;
+}
+
+void connection::forget_cost(const filter_cost& cost) noexcept {
+  held_.filters -= cost.filters;
+  held_.values -= cost.values;
+  held_.broad -= cost.broad;
+}
+
 bool connection::close_subscription(const std::string& id) {
-  return subscriptions_.erase(id) > 0;
+  auto it = subscriptions_.find(id);
+  if (it == subscriptions_.end())
+    return false;
+  forget_cost(it->second.cost);
+  subscriptions_.erase(it);
+  return true;
 }
 
 std::vector<std::string> connection::history_arrived(const std::string& id,
@@ -199,6 +284,19 @@ std::optional<std::string> connection::live_arrived(const std::string& id, std::
   if (sub.held.size() < policy_.max_buffered_live)
     sub.held.push_back(event);
   return std::nullopt;
+}
+
+void connection::expire_history_echoes(double clock) {
+  for (auto& [id, sub] : subscriptions_)
+    if (!sub.sent_in_history.empty() && clock - sub.history_sent_at > history_echo_window)
+      std::unordered_set<std::string>().swap(sub.sent_in_history);
+}
+
+std::size_t connection::remembered_history_ids() const {
+  std::size_t n = 0;
+  for (const auto& [id, sub] : subscriptions_)
+    n += sub.sent_in_history.size();
+  return n;
 }
 
 std::vector<std::string> connection::subscription_ids() const {

@@ -11,6 +11,7 @@
 
 #include "actors/community/ban_list.hpp"
 #include "actors/community/member_cache.hpp"
+#include "actors/connection/ip_table.hpp"
 #include "actors/connection/rate_limiter.hpp"
 #include "protocol/event.hpp"
 #include "protocol/event_check.hpp"
@@ -38,7 +39,45 @@ struct connection_policy {
   std::size_t max_events_in_flight = 256;
   /// Live events held for a subscription while its history is still being read.
   std::size_t max_buffered_live = 10000;
+  /// Every frame takes tokens from this bucket (see frame_cost); AUTH takes `auth_cost` more.
+  double frame_rate = 100;
+  double frame_burst = 400;
+  double auth_cost = 10;
+  /// The client address's shared buckets; null: no per-address bound (tests).
+  std::shared_ptr<ip_budget> ip;
+  /// What the open subscriptions of one connection may hold in the fan-out index.
+  std::size_t max_filters = 500;        ///< filters, summed over subscriptions
+  std::size_t max_filter_values = 10000; ///< ids, authors, kinds and tag values, summed
+  std::size_t max_broad_filters = 10;   ///< filters with no id, author, kind or tag condition
+  /// Events and addresses one deletion request (kind 5) may name: each becomes a stored mark.
+  std::size_t max_deletion_targets = 100;
+  /// REQ and COUNT queries of one connection running at once; more wait their turn.
+  std::size_t max_queries_in_flight = 8;
 };
+
+/// The `e` and `a` tags of an event: what a deletion request names.
+[[nodiscard]] std::size_t deletion_targets(const protocol::event& ev);
+
+/// What a frame is, for its cost.
+enum class frame_type { event, req, count, close, auth, other };
+
+/// Tokens a frame takes from the connection's bucket: one, plus one per 16 KiB (parsing is paid
+/// by the byte), plus `auth_cost` for AUTH (a SHA-256 and a Schnorr verification).
+[[nodiscard]] double frame_cost(frame_type type, std::size_t bytes, const connection_policy& policy);
+
+/// What the filters of one subscription cost in the fan-out index.
+struct filter_cost {
+  std::size_t filters = 0;
+  std::size_t values = 0;
+  std::size_t broad = 0;
+};
+
+[[nodiscard]] filter_cost cost_of(const std::vector<protocol::filter>& filters);
+
+/// Drops tag values longer than `max_bytes` from tag conditions: storage never indexes them, so
+/// they match no stored event, and the fan-out must not hold them (a REQ of 400 KB values).
+/// A condition left with no value matches nothing, as it would in storage.
+void drop_unindexed_tag_values(std::vector<protocol::filter>& filters, std::size_t max_bytes);
 
 /// A live event as the fan-out hands it out: the event and its JSON rendered once.
 struct live_event {
@@ -82,6 +121,24 @@ public:
       --events_in_flight_;
   }
 
+  /// Takes a frame's tokens from the connection's bucket, then from its address's; a refusal
+  /// says `rate-limited:`. `clock` is a monotonic second count.
+  [[nodiscard]] std::optional<protocol::rejection> charge_frame(double cost, double clock);
+
+  // -- queries ----------------------------------------------------------------------------------
+
+  /// True when one more REQ or COUNT query may start now; otherwise it must wait.
+  [[nodiscard]] bool query_may_start() const noexcept {
+    return queries_in_flight_ < policy_.max_queries_in_flight;
+  }
+
+  void query_started() noexcept { ++queries_in_flight_; }
+
+  void query_finished() noexcept {
+    if (queries_in_flight_ > 0)
+      --queries_in_flight_;
+  }
+
   // -- NIP-42 -----------------------------------------------------------------------------------
 
   /// Verifies an AUTH event; on success the connection is authenticated as its pubkey.
@@ -105,8 +162,15 @@ public:
   // -- subscriptions ------------------------------------------------------------------------------
 
   /// Opens or replaces a subscription; returns its generation, which tags the history reply so a
-  /// reply to a replaced subscription is recognized and dropped.
-  [[nodiscard]] protocol::result<std::uint64_t> open_subscription(const std::string& id);
+  /// reply to a replaced subscription is recognized and dropped. Refused (`rate-limited:`) past
+  /// the subscription count or the filter budget of the policy.
+  [[nodiscard]] protocol::result<std::uint64_t>
+  open_subscription(const std::string& id, const std::vector<protocol::filter>& filters = {});
+
+  /// True if `id` is open under `generation` (a queued query is still wanted).
+  [[nodiscard]] bool is_open(const std::string& id, std::uint64_t generation) const;
+
+  [[nodiscard]] bool is_open(const std::string& id) const { return subscriptions_.contains(id); }
 
   /// Forgets a subscription; false if it was not open.
   bool close_subscription(const std::string& id);
@@ -127,6 +191,13 @@ public:
                                                         const live_event& event,
                                                         double clock = 0);
 
+  /// Forgets the ids remembered after EOSE once `history_echo_window` has passed, so a quiet
+  /// subscription does not keep them until its next live event.
+  void expire_history_echoes(double clock);
+
+  /// Ids remembered after EOSE, over all subscriptions.
+  [[nodiscard]] std::size_t remembered_history_ids() const;
+
   [[nodiscard]] std::size_t subscription_count() const noexcept { return subscriptions_.size(); }
 
   [[nodiscard]] std::vector<std::string> subscription_ids() const;
@@ -144,13 +215,19 @@ private:
     /// the query can reach the fan-out after the history reply reached us.
     std::unordered_set<std::string> sent_in_history;
     double history_sent_at = 0;
+    filter_cost cost;
   };
+
+  void forget_cost(const filter_cost& cost) noexcept;
 
   connection_policy policy_;
   std::string challenge_;
   std::optional<protocol::bytes32> authenticated_;
   rate_limiter events_rate_;
+  rate_limiter frames_rate_;
   std::size_t events_in_flight_ = 0;
+  std::size_t queries_in_flight_ = 0;
+  filter_cost held_; ///< summed over open subscriptions
   std::uint64_t next_generation_ = 1;
   std::unordered_map<std::string, subscription> subscriptions_;
 };

@@ -10,6 +10,7 @@
 #include "protocol/canonical_json.hpp"
 #include "protocol/client_message.hpp"
 #include "protocol/relay_message.hpp"
+#include "storage/event_rows.hpp"
 
 namespace comb::actors {
 namespace protocol = comb::protocol;
@@ -17,6 +18,9 @@ namespace protocol = comb::protocol;
 namespace {
 
 using self_ptr = caf::stateful_actor<connection_state>*;
+
+/// COUNTs that may wait for a query place at once; more are refused.
+constexpr std::size_t max_waiting_counts = 16;
 
 
 void send_frame(self_ptr self, std::string frame) {
@@ -58,6 +62,11 @@ void request_membership_change(self_ptr self, const protocol::event& ev) {
     send_frame(self, protocol::render_ok(ev.id, false, why.text()));
     return;
   }
+  // Each waits on the community actor; as many as events may wait on storage, no more.
+  if (st.awaiting_membership.size() >= st.args.policy.max_events_in_flight) {
+    send_frame(self, protocol::render_ok(ev.id, false, "rate-limited: too many membership requests awaiting an answer"));
+    return;
+  }
   std::uint64_t ticket = st.next_ticket++;
   st.awaiting_membership.emplace(ticket, std::pair{protocol::to_hex(ev.id), ev.kind});
   self->send(st.args.community, member_atom_v, ticket, std::move(command).value());
@@ -80,6 +89,8 @@ void on_event(self_ptr self, protocol::event_message& message) {
   const protocol::event& ev = message.ev;
   if (auto refused = st.logic->admit_event(ev, unix_now(), monotonic_seconds())) {
     bump(metrics.events_rejected);
+    if (ev.kind == 5 && deletion_targets(ev) > st.args.policy.max_deletion_targets)
+      bump(metrics.deletions_refused);
     send_frame(self, protocol::render_ok(ev.id, false, refused->text()));
     return;
   }
@@ -124,6 +135,13 @@ void request_invite(self_ptr self, protocol::req_message& message) {
                                              "auth-required: authenticate to request an invite"));
     return;
   }
+  // Each waits on the one membership writer: as many as queries may run, no more.
+  if (st.awaiting_invite.size() >= st.args.policy.max_queries_in_flight) {
+    bump(st.args.metrics->queries_refused);
+    send_frame(self, protocol::render_closed(message.subscription_id,
+                                             "rate-limited: too many invite requests awaiting an answer"));
+    return;
+  }
   std::uint64_t ticket = st.next_ticket++;
   self->send(st.args.membership_writer, mint_atom_v, ticket, st.args.policy.community_id,
              *st.logic->authenticated());
@@ -159,17 +177,57 @@ void on_req(self_ptr self, protocol::req_message& message) {
   open_subscription(self, message);
 }
 
+/// Starts queries that wait while there are places for them (REQs closed meanwhile are skipped).
+void start_waiting_queries(self_ptr self) {
+  auto& st = self->state;
+  while (!st.waiting_queries.empty() && st.logic->query_may_start()) {
+    auto next = std::move(st.waiting_queries.front());
+    st.waiting_queries.pop_front();
+    if (auto* req = std::get_if<live_request>(&next)) {
+      if (!st.logic->is_open(req->subscription_id, req->generation))
+        continue;
+      st.logic->query_started();
+      self->send(st.args.fanout, subscribe_atom_v, std::move(*req));
+    } else {
+      --st.waiting_counts;
+      st.logic->query_started();
+      self->send(reader_for(self), count_atom_v, std::move(std::get<history_request>(next)));
+    }
+  }
+}
+
+void refuse_subscription(self_ptr self, const std::string& id, const protocol::rejection& why) {
+  auto& st = self->state;
+  if (why.why == protocol::reason::rate_limited)
+    bump(st.args.metrics->queries_refused);
+  // A refused REQ ends the subscription of that id, if one was open: CLOSED means closed.
+  if (st.logic->close_subscription(id))
+    self->send(st.args.fanout, unsubscribe_atom_v, st.args.owner, st.args.policy.community_id, id);
+  st.req_started.erase(id);
+  send_frame(self, protocol::render_closed(id, why.text()));
+}
+
 void open_subscription(self_ptr self, protocol::req_message& message) {
   auto& st = self->state;
-  auto generation = st.logic->open_subscription(message.subscription_id);
+  drop_unindexed_tag_values(message.filters, storage::max_indexed_tag_value_bytes);
+  auto generation = st.logic->open_subscription(message.subscription_id, message.filters);
   if (!generation) {
-    send_frame(self, protocol::render_closed(message.subscription_id, generation.error().text()));
+    refuse_subscription(self, message.subscription_id, generation.error());
     return;
   }
   st.req_started[message.subscription_id] = monotonic_seconds();
-  self->send(st.args.fanout, subscribe_atom_v,
-             live_request{self, st.args.owner, st.args.policy.community_id,
-                          message.subscription_id, generation.value(), std::move(message.filters)});
+  // A REQ that replaces one still waiting takes its place, so waiting REQs are never more than
+  // the open subscriptions, however often a client repeats an id.
+  std::erase_if(st.waiting_queries, [&](const auto& waiting) {
+    const auto* req = std::get_if<live_request>(&waiting);
+    return req && req->subscription_id == message.subscription_id;
+  });
+  st.waiting_queries.emplace_back(
+    live_request{self, st.args.owner, st.args.policy.community_id, message.subscription_id,
+                 generation.value(), std::move(message.filters)});
+  if (!st.logic->query_may_start())
+    bump(st.args.metrics->queries_waited);
+  start_waiting_queries(self);
 }
 
 void on_count(self_ptr self, protocol::count_message& message) {
@@ -179,14 +237,26 @@ void on_count(self_ptr self, protocol::count_message& message) {
     send_frame(self, protocol::render_closed(message.subscription_id, refused->text()));
     return;
   }
-  self->send(reader_for(self), count_atom_v,
-             history_request{self, st.args.policy.community_id, message.subscription_id, 0,
-                             std::move(message.filters)});
+  if (st.waiting_counts >= max_waiting_counts) {
+    bump(st.args.metrics->queries_refused);
+    send_frame(self, protocol::render_closed(message.subscription_id,
+                                             "rate-limited: too many queries at once, wait for answers"));
+    return;
+  }
+  drop_unindexed_tag_values(message.filters, storage::max_indexed_tag_value_bytes);
+  ++st.waiting_counts;
+  st.waiting_queries.emplace_back(history_request{self, st.args.policy.community_id,
+                                                  message.subscription_id, 0,
+                                                  std::move(message.filters)});
+  if (!st.logic->query_may_start())
+    bump(st.args.metrics->queries_waited);
+  start_waiting_queries(self);
 }
 
 void on_close(self_ptr self, const protocol::close_message& message) {
   auto& st = self->state;
   bump(st.args.metrics->messages_close);
+  st.req_started.erase(message.subscription_id);
   if (st.logic->close_subscription(message.subscription_id))
     self->send(st.args.fanout, unsubscribe_atom_v, st.args.owner, st.args.policy.community_id,
                message.subscription_id);
@@ -198,8 +268,85 @@ void on_auth(self_ptr self, const protocol::auth_message& message) {
   send_frame(self, protocol::render_ok(message.ev.id, !refused, refused ? refused->text() : ""));
 }
 
+frame_type type_of(const protocol::client_message& message) {
+  switch (message.index()) {
+    case 0: return frame_type::event;
+    case 1: return frame_type::req;
+    case 2: return frame_type::count;
+    case 3: return frame_type::close;
+    default: return frame_type::auth;
+  }
+}
+
+/// The one reply to a frame refused by the rate limits: OK for EVENT and AUTH, CLOSED for REQ
+/// and COUNT, NOTICE otherwise.
+void refuse_rate_limited(self_ptr self, const protocol::client_message& message,
+                         const protocol::rejection& why) {
+  std::visit(
+    [self, &why](const auto& m) {
+      using T = std::decay_t<decltype(m)>;
+      if constexpr (std::is_same_v<T, protocol::event_message> || std::is_same_v<T, protocol::auth_message>)
+        send_frame(self, protocol::render_ok(m.ev.id, false, why.text()));
+      else if constexpr (std::is_same_v<T, protocol::close_message>)
+        send_frame(self, protocol::render_notice(why.text()));
+      else
+        refuse_subscription(self, m.subscription_id, why);
+    },
+    message);
+}
+
+/// Frames this large are paid for before they are parsed, so a refused one is never parsed (and
+/// is answered with a NOTICE); smaller ones are parsed first, to be answered with OK or CLOSED.
+constexpr std::size_t charged_before_parsing = 16 * 1024;
+
+using parse_result = protocol::result<protocol::client_message, protocol::frame_rejection>;
+
+/// Tokens a parsed frame takes: its size and type, and for a REQ for 28935 (it mints an invite,
+/// a database write on the one membership writer) as much again as an AUTH.
+double cost_of_frame(self_ptr self, std::size_t bytes, const parse_result& parsed) {
+  const auto& policy = self->state.args.policy;
+  auto type = parsed ? type_of(parsed.value()) : frame_type::other;
+  double cost = frame_cost(type, bytes, policy);
+  if (type == frame_type::req && asks_for_invite(std::get<protocol::req_message>(parsed.value())))
+    cost += policy.auth_cost;
+  return cost;
+}
+
+/// Takes `cost` tokens for a parsed frame; false (and the refusal sent) when there are not
+/// enough. A CLOSE of an open subscription is never refused: it only frees what the client holds.
+bool charge(self_ptr self, double cost, const parse_result& parsed) {
+  auto& st = self->state;
+  if (cost <= 0)
+    return true;
+  auto type = parsed ? type_of(parsed.value()) : frame_type::other;
+  auto refused = st.logic->charge_frame(cost, monotonic_seconds());
+  if (!refused)
+    return true;
+  if (type == frame_type::close
+      && st.logic->is_open(std::get<protocol::close_message>(parsed.value()).subscription_id))
+    return true;
+  bump(st.args.metrics->frames_rate_limited);
+  if (parsed)
+    refuse_rate_limited(self, parsed.value(), *refused);
+  else
+    send_frame(self, protocol::render_notice(refused->text()));
+  return false;
+}
+
 void on_frame(self_ptr self, const std::string& text) {
-  auto parsed = protocol::parse_client_message(text, self->state.args.policy.limits);
+  auto& st = self->state;
+  double paid = 0;
+  if (text.size() >= charged_before_parsing) {
+    paid = frame_cost(frame_type::other, text.size(), st.args.policy);
+    if (auto refused = st.logic->charge_frame(paid, monotonic_seconds())) {
+      bump(st.args.metrics->frames_rate_limited);
+      send_frame(self, protocol::render_notice(refused->text()));
+      return;
+    }
+  }
+  auto parsed = protocol::parse_client_message(text, st.args.policy.limits);
+  if (!charge(self, cost_of_frame(self, text.size(), parsed) - paid, parsed))
+    return;
   if (!parsed) {
     reply_to_rejected_frame(self, parsed.error());
     return;
@@ -233,9 +380,22 @@ void on_stored(self_ptr self, std::uint64_t ticket, const storage::store_outcome
   st.awaiting_ok.erase(it);
 }
 
+/// Ids remembered after EOSE are forgotten by time even on a quiet subscription.
+void schedule_echo_expiry(self_ptr self) {
+  auto& st = self->state;
+  if (st.echo_expiry_scheduled)
+    return;
+  st.echo_expiry_scheduled = true;
+  auto after = std::chrono::duration<double>(history_echo_window + 1);
+  self->delayed_send(self, std::chrono::duration_cast<std::chrono::milliseconds>(after), tick_atom_v);
+}
+
 void on_history(self_ptr self, const std::string& sub, std::uint64_t generation,
                 const storage::query_result& result) {
   auto& st = self->state;
+  st.logic->query_finished();
+  start_waiting_queries(self);
+  schedule_echo_expiry(self);
   if (!result.ok) {
     if (st.logic->close_subscription(sub)) {
       self->send(st.args.fanout, unsubscribe_atom_v, st.args.owner, st.args.policy.community_id, sub);
@@ -299,7 +459,7 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, conn
     [=](frame_atom, const std::string& text) {
       on_frame(self, text);
       if (auto& pending = self->state.args.frames_pending)
-        pending->fetch_sub(1, std::memory_order_release);
+        pending->fetch_sub(text.size(), std::memory_order_release);
     },
     [=](stored_atom, std::uint64_t ticket, const storage::store_outcome& outcome) {
       on_stored(self, ticket, outcome);
@@ -307,8 +467,16 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, conn
     [=](history_atom, const std::string& sub, std::uint64_t generation,
         const storage::query_result& result) { on_history(self, sub, generation, result); },
     [=](counted_atom, const std::string& sub, const storage::count_result& result) {
+      self->state.logic->query_finished();
+      start_waiting_queries(self);
       send_frame(self, result.ok ? protocol::render_count(sub, result.count)
                                  : protocol::render_closed(sub, result.error));
+    },
+    [=](tick_atom) {
+      self->state.echo_expiry_scheduled = false;
+      self->state.logic->expire_history_echoes(monotonic_seconds());
+      if (self->state.logic->subscription_count() > 0)
+        schedule_echo_expiry(self);
     },
     [=](deliver_atom, const live_event& event, const subscription_matches& subs) {
       on_deliver(self, event, subs);

@@ -3,9 +3,11 @@
 
 #include <atomic>
 #include <caf/all.hpp>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <unordered_map>
+#include <variant>
 
 #include "actors/connection/connection.hpp"
 #include "actors/messages.hpp"
@@ -27,8 +29,8 @@ struct connection_args {
   caf::actor bridge;            ///< other pods (ephemeral events go there directly); may be unset
   std::vector<caf::actor> readers;
   std::shared_ptr<relay_metrics> metrics;
-  /// Frames the socket handed over and this actor has not finished; the socket stops reading
-  /// while it is high, so a flood queues in the client's TCP window, not in our memory.
+  /// Bytes of frames the socket handed over and this actor has not finished; the socket stops
+  /// reading while it is high, so a flood queues in the client's TCP window, not in our memory.
   std::shared_ptr<std::atomic<std::size_t>> frames_pending;
 };
 
@@ -44,6 +46,12 @@ struct connection_state {
   std::unordered_map<std::uint64_t, protocol::req_message> awaiting_invite;
   /// When each subscription's REQ arrived, for the REQ-to-EOSE histogram.
   std::unordered_map<std::string, double> req_started;
+  /// REQs (their live part, which starts their query) and COUNTs waiting for one of the
+  /// policy's `max_queries_in_flight` places; bounded by the subscription cap and
+  /// `max_waiting_counts`.
+  std::deque<std::variant<live_request, history_request>> waiting_queries;
+  std::size_t waiting_counts = 0;
+  bool echo_expiry_scheduled = false;
   static inline const char* name = "connection";
 };
 

@@ -10,18 +10,29 @@ class rate_limiter {
 public:
   rate_limiter(double rate, double burst) : rate_(rate), burst_(burst), tokens_(burst) {}
 
-  /// Takes one token if there is one at time `now_seconds`.
-  [[nodiscard]] bool try_take(double now_seconds) {
-    if (now_seconds > last_)
-      tokens_ = std::min(burst_, tokens_ + (now_seconds - last_) * rate_);
-    last_ = std::max(last_, now_seconds);
-    if (tokens_ < 1)
+  /// Takes `cost` tokens if there are that many at time `now_seconds`; a refused take costs
+  /// nothing, so a client that waits gets through again.
+  [[nodiscard]] bool try_take(double now_seconds, double cost = 1) {
+    refill(now_seconds);
+    if (tokens_ < cost)
       return false;
-    tokens_ -= 1;
+    tokens_ -= cost;
     return true;
   }
 
+  /// True when the bucket is full again at `now_seconds` (its holder may be forgotten).
+  [[nodiscard]] bool full(double now_seconds) {
+    refill(now_seconds);
+    return tokens_ >= burst_;
+  }
+
 private:
+  void refill(double now_seconds) {
+    if (now_seconds > last_)
+      tokens_ = std::min(burst_, tokens_ + (now_seconds - last_) * rate_);
+    last_ = std::max(last_, now_seconds);
+  }
+
   double rate_;
   double burst_;
   double tokens_;

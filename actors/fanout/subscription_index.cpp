@@ -48,39 +48,58 @@ void subscription_index::remove_owner(owner_id owner) {
     remove(owner, name);
 }
 
+bool subscription_index::is_broad(const protocol::filter& f) noexcept {
+  return !f.ids && !f.authors && f.tags.empty() && !f.kinds;
+}
+
+template <class Visit>
+void subscription_index::for_each_bucket(const protocol::filter& f, Visit&& visit) {
+  if (protocol::matches_nothing(f))
+    return;
+  if (f.ids)
+    for (const auto& id : *f.ids)
+      visit(by_id_, id);
+  else if (f.authors)
+    for (const auto& author : *f.authors)
+      visit(by_author_, author);
+  else if (!f.tags.empty())
+    for (const auto& value : f.tags.front().values)
+      visit(by_tag_, tag_key(f.tags.front().name, value));
+  else if (f.kinds)
+    for (auto kind : *f.kinds)
+      visit(by_kind_, kind);
+}
+
 void subscription_index::file(entry& e) {
   for (std::size_t i = 0; i < e.filters.size(); ++i) {
+    filter_ref ref{&e, i};
     const auto& f = e.filters[i];
     if (protocol::matches_nothing(f))
       continue;
-    filter_ref ref{&e, i};
-    auto file_in = [&](bucket& b) {
-      b.push_back(ref);
-      e.filed_in.push_back(&b);
-    };
-    if (f.ids)
-      for (const auto& id : *f.ids)
-        file_in(by_id_[id]);
-    else if (f.authors)
-      for (const auto& author : *f.authors)
-        file_in(by_author_[author]);
-    else if (!f.tags.empty())
-      for (const auto& value : f.tags.front().values)
-        file_in(by_tag_[tag_key(f.tags.front().name, value)]);
-    else if (f.kinds)
-      for (auto kind : *f.kinds)
-        file_in(by_kind_[kind]);
-    else
-      file_in(match_all_);
+    if (is_broad(f)) {
+      match_all_.push_back(ref);
+      continue;
+    }
+    for_each_bucket(f, [&](auto& map, const auto& key) { map[key].push_back(ref); });
   }
 }
 
 void subscription_index::unfile(const entry& e) {
-  // Buckets are left in their maps when they empty; they are small and commonly reused.
-  for (bucket* b : e.filed_in)
-    b->erase(std::remove_if(b->begin(), b->end(),
-                            [&](const filter_ref& r) { return r.owner_entry == &e; }),
-             b->end());
+  auto mine = [&](const filter_ref& r) { return r.owner_entry == &e; };
+  std::erase_if(match_all_, mine);
+  // Emptied buckets are erased: keys come from clients, so a kept empty bucket is a leak.
+  for (const auto& f : e.filters) {
+    if (is_broad(f) || protocol::matches_nothing(f))
+      continue;
+    for_each_bucket(f, [&](auto& map, const auto& key) {
+      auto it = map.find(key);
+      if (it == map.end())
+        return;
+      std::erase_if(it->second, mine);
+      if (it->second.empty())
+        map.erase(it);
+    });
+  }
 }
 
 void subscription_index::collect(const bucket* b, std::vector<filter_ref>& out) const {

@@ -41,6 +41,11 @@ public:
 
   [[nodiscard]] std::size_t size() const noexcept { return entries_.size(); }
 
+  /// Buckets held in the index (every one non-empty), for tests and bounds.
+  [[nodiscard]] std::size_t bucket_count() const noexcept {
+    return by_id_.size() + by_author_.size() + by_tag_.size() + by_kind_.size();
+  }
+
 private:
   struct entry;
   struct filter_ref {
@@ -53,7 +58,6 @@ private:
     std::string subscription_id;
     std::uint64_t generation = 0;
     std::vector<protocol::filter> filters;
-    std::vector<bucket*> filed_in;
   };
   struct key_hash {
     std::size_t operator()(const std::pair<owner_id, std::string>& k) const noexcept {
@@ -61,6 +65,11 @@ private:
     }
   };
 
+  /// A filter with no ids, authors, tags or kinds: checked against every event.
+  static bool is_broad(const protocol::filter& f) noexcept;
+  /// Calls visit(map, key) for each bucket a filter that is not broad is filed in.
+  template <class Visit>
+  void for_each_bucket(const protocol::filter& f, Visit&& visit);
   void file(entry& e);
   void unfile(const entry& e);
   void collect(const bucket* b, std::vector<filter_ref>& out) const;

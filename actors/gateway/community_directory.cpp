@@ -17,10 +17,22 @@ std::optional<host_lookup> community_directory::cached(const std::string& host) 
 }
 
 void community_directory::remember(const std::string& host, const host_lookup& answer) {
-  if (!answer.answered)
+  // Misses are not kept: any client can send any Host header, and each would stay here. Hits
+  // name a row of the communities table, so they are as many as the hosts an operator made.
+  if (!answer.answered || !answer.community)
     return;
   std::lock_guard lock(mutex_);
-  entries_[host] = {answer, std::chrono::steady_clock::now()};
+  auto now = std::chrono::steady_clock::now();
+  if (entries_.size() >= max_entries && !entries_.contains(host))
+    std::erase_if(entries_, [&](const auto& item) { return now - item.second.at > ttl_; });
+  if (entries_.size() >= max_entries && !entries_.contains(host))
+    entries_.clear();
+  entries_[host] = {answer, now};
+}
+
+std::size_t community_directory::size() const {
+  std::lock_guard lock(mutex_);
+  return entries_.size();
 }
 
 void community_directory::forget_all() {

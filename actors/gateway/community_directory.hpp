@@ -27,10 +27,15 @@ struct host_lookup {
 using lookup_callback = std::function<void(host_lookup)>;
 
 /// Host -> community answers shared by every socket thread, kept for `ttl` so that archiving or
-/// creating a community takes effect within that time on every pod.
+/// creating a community takes effect within that time on every pod. Only hosts that name a
+/// community are kept (at most `max_entries`); an unknown host is asked again each time.
 class community_directory {
 public:
+  static constexpr std::size_t max_entries = 10000;
+
   explicit community_directory(std::chrono::milliseconds ttl) : ttl_(ttl) {}
+
+  [[nodiscard]] std::size_t size() const;
 
   /// A fresh answer, or nothing when the directory actor must be asked.
   [[nodiscard]] std::optional<host_lookup> cached(const std::string& host) const;

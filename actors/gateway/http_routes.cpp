@@ -62,10 +62,16 @@ std::optional<http_response> probe_route(const http_request& request,
       return text_response(request, http::status::ok, "ready\n");
     return text_response(request, http::status::service_unavailable, "degraded: " + problem + "\n");
   }
-  if (target == "/metrics")
+  return std::nullopt;
+}
+
+http_response metrics_route(const http_request& request, const gateway_context& context) {
+  if (request.target() == "/metrics" && request.method() == http::verb::get)
     return text_response(request, http::status::ok, context.metrics->render(),
                          "text/plain; version=0.0.4");
-  return std::nullopt;
+  if (auto probe = probe_route(request, context))
+    return std::move(*probe);
+  return text_response(request, http::status::not_found, "not found\n");
 }
 
 http_response community_route(const http_request& request, const gateway_context& context,

@@ -13,9 +13,13 @@ namespace comb::actors {
 using http_request = boost::beast::http::request<boost::beast::http::string_body>;
 using http_response = boost::beast::http::response<boost::beast::http::string_body>;
 
-/// Answers that need no community: /healthz, /readyz, /metrics. Nothing for other targets.
+/// Answers that need no community: /healthz, /readyz. Nothing for other targets.
 [[nodiscard]] std::optional<http_response> probe_route(const http_request& request,
                                                        const gateway_context& context);
+
+/// The metrics listener's answers: /metrics, the probes, 404 for the rest. Never served on a
+/// community's host (it tells member counts per community).
+[[nodiscard]] http_response metrics_route(const http_request& request, const gateway_context& context);
 
 /// Answers for a plain HTTP request to a community's host: NIP-11 on `GET /` with
 /// `Accept: application/nostr+json`, a short page otherwise, 404 for other paths.

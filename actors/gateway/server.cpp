@@ -5,6 +5,9 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
+#include <array>
+#include <cstring>
+
 #include <boost/asio.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/beast/core.hpp>
@@ -12,6 +15,7 @@
 #include <boost/beast/websocket.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/clock.hpp"
 #include "actors/connection/connection_actor.hpp"
 #include "actors/gateway/http_routes.hpp"
 #include "actors/gateway/management_route.hpp"
@@ -31,12 +35,11 @@ constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 namespace {
 
-/// Frames handed to the actor and not yet handled; above this the socket stops reading.
-constexpr std::size_t max_frames_pending = 64;
 
 asio::awaitable<host_lookup> lookup_host(const gateway_context& context, std::string host) {
   if (auto hit = context.communities->cached(host))
     co_return *hit;
+  bump(context.metrics->host_lookups);
   auto executor = co_await asio::this_coro::executor;
   caf::actor directory = context.directory;
   auto ask = [directory, host, executor](auto handler) {
@@ -69,12 +72,80 @@ connection_policy policy_for(const gateway_context& context, const storage::comm
   policy.event_rate = s.event_rate;
   policy.event_burst = s.event_burst;
   policy.max_events_in_flight = s.max_events_in_flight;
+  policy.frame_rate = s.frame_rate;
+  policy.frame_burst = s.frame_burst;
+  policy.auth_cost = s.auth_cost;
+  policy.max_filters = s.max_open_filters;
+  policy.max_filter_values = s.max_open_filter_values;
+  policy.max_broad_filters = s.max_broad_filters;
+  policy.max_queries_in_flight = s.max_queries_in_flight;
+  policy.max_deletion_targets = s.max_deletion_targets;
   return policy;
+}
+
+ip_limits address_limits(const conf::relay_settings& s) {
+  ip_limits limits;
+  limits.frame_rate = s.ip_frame_rate;
+  limits.frame_burst = s.ip_frame_burst;
+  limits.request_rate = s.ip_request_rate;
+  limits.request_burst = s.ip_request_burst;
+  limits.max_connections = s.max_connections_per_ip;
+  limits.max_tracked = s.max_tracked_ips;
+  return limits;
+}
+
+/// A refusal written before any request was read (the socket is closed right after).
+asio::awaitable<void> refuse_raw(tcp_stream& stream, const char* status, const char* text) {
+  std::string response = std::string("HTTP/1.1 ") + status + "\r\nServer: comb\r\nConnection: close\r\n"
+                         + "Content-Type: text/plain; charset=utf-8\r\nContent-Length: "
+                         + std::to_string(std::strlen(text)) + "\r\n\r\n" + text;
+  stream.expires_after(std::chrono::seconds(2));
+  auto [ec, n] = co_await asio::async_write(stream, asio::buffer(response), use_tuple);
+  if (ec)
+    co_return;
+  // Closing with the request unread would send a reset, which can destroy the reply before the
+  // client reads it: end our side, then read (and drop) briefly until the client closes.
+  boost::system::error_code ignored;
+  stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  std::array<char, 4096> sink{};
+  for (int i = 0; i < 4; ++i) {
+    auto [read_ec, got] = co_await stream.async_read_some(asio::buffer(sink), use_tuple);
+    if (read_ec)
+      break;
+  }
+}
+
+struct socket_refusal {
+  const char* status;
+  const char* text;
+};
+
+socket_refusal refusal_for(ip_table::refusal why) {
+  if (why == ip_table::refusal::too_many_addresses)
+    return {"503 Service Unavailable", "relay: too many client addresses, retry shortly\n"};
+  return {"429 Too Many Requests", "rate-limited: too many connections from your address\n"};
+}
+
+http_response plain_response(const http_request& request, http::status status, std::string body) {
+  http_response response{status, request.version()};
+  response.set(http::field::server, "comb");
+  response.set(http::field::content_type, "text/plain; charset=utf-8");
+  response.keep_alive(false);
+  response.body() = std::move(body);
+  response.prepare_payload();
+  return response;
+}
+
+/// Accept errors that mean "out of descriptors or memory": retrying at once would spin.
+bool out_of_resources(const boost::system::error_code& ec) {
+  return ec == asio::error::no_descriptors || ec == asio::error::no_buffer_space
+         || ec == asio::error::no_memory
+         || ec == boost::system::errc::too_many_files_open_in_system;
 }
 
 void configure(ws_stream& ws, const conf::relay_settings& s) {
   websocket::stream_base::timeout timeouts{};
-  timeouts.handshake_timeout = std::chrono::seconds(30);
+  timeouts.handshake_timeout = std::chrono::seconds(s.upgrade_timeout_seconds);
   timeouts.idle_timeout = std::chrono::seconds(s.idle_timeout_seconds);
   timeouts.keep_alive_pings = true;
   ws.set_option(timeouts);
@@ -154,9 +225,11 @@ asio::awaitable<void> write_loop(std::shared_ptr<ws_stream> ws,
 }
 
 
-asio::awaitable<void> wait_for_actor(std::atomic<std::size_t>& pending) {
+/// Waits while the bytes handed to the actor and not yet handled are at `max_bytes` or more: the
+/// socket stops reading, so a flood queues in the client's TCP window, not in our memory.
+asio::awaitable<void> wait_for_actor(std::atomic<std::size_t>& pending, std::size_t max_bytes) {
   asio::steady_timer pause(co_await asio::this_coro::executor);
-  while (pending.load(std::memory_order_acquire) >= max_frames_pending) {
+  while (pending.load(std::memory_order_acquire) >= max_bytes) {
     pause.expires_after(std::chrono::milliseconds(2));
     co_await pause.async_wait(use_tuple);
   }
@@ -180,7 +253,12 @@ private:
 };
 
 server::server(asio::io_context& io, std::shared_ptr<gateway_context> context)
-  : io_(io), context_(std::move(context)), acceptor_(io) {}
+  : io_(io),
+    context_(std::move(context)),
+    acceptor_(io),
+    sockets_(context_->settings.max_connections),
+    addresses_(std::make_shared<ip_table>(address_limits(context_->settings))),
+    trusted_proxies_(conf::parse_networks(context_->settings.trusted_proxies).networks) {}
 
 void server::start() {
   const std::string& listen = context_->settings.listen;
@@ -257,10 +335,19 @@ void server::withdraw(std::uint64_t id) {
 }
 
 asio::awaitable<void> server::accept_loop() {
+  asio::steady_timer backoff(io_);
   for (;;) {
     auto [ec, socket] = co_await acceptor_.async_accept(asio::make_strand(io_), use_tuple);
     if (ec == asio::error::operation_aborted || !acceptor_.is_open())
       co_return;
+    if (out_of_resources(ec)) {
+      // The pending connection stays in the backlog; retrying at once would spin a core.
+      bump(context_->metrics->accept_backoffs);
+      spdlog::warn("accept paused for 100 ms: {}", ec.message());
+      backoff.expires_after(std::chrono::milliseconds(100));
+      co_await backoff.async_wait(use_tuple);
+      continue;
+    }
     if (ec)
       continue;
     // Frames are small and answered one by one: Nagle's delay would add ~40 ms to each reply.
@@ -291,7 +378,7 @@ struct websocket_session {
 
 websocket_session open_session(tcp_stream stream, gateway_context& context,
                                const storage::community_row& community,
-                               const community_handle& handle) {
+                               const community_handle& handle, std::shared_ptr<ip_budget> budget) {
   websocket_session session;
   boost::system::error_code peer_gone; // the peer may already have left; the log says 0.0.0.0
   auto remote = stream.socket().remote_endpoint(peer_gone);
@@ -300,7 +387,8 @@ websocket_session open_session(tcp_stream stream, gateway_context& context,
   session.ws = std::make_shared<ws_stream>(std::move(stream));
   configure(*session.ws, context.settings);
   session.outbox = std::make_shared<websocket_outbox>(executor, context.settings.max_outbound_bytes,
-                                                      context.metrics);
+                                                      context.metrics,
+                                                      context.settings.max_pod_outbound_bytes);
   // A reader past the bound is cut at once: closing the socket aborts the write that its full
   // buffer holds up, and with it the session.
   std::weak_ptr<ws_stream> weak_ws = session.ws;
@@ -313,6 +401,7 @@ websocket_session open_session(tcp_stream stream, gateway_context& context,
   session.frames_pending = std::make_shared<std::atomic<std::size_t>>(0);
   connection_args args;
   args.policy = policy_for(context, community, handle);
+  args.policy.ip = std::move(budget);
   args.community = handle.actor;
   args.membership_writer = context.membership_writer;
   args.bridge = context.bridge;
@@ -328,10 +417,11 @@ websocket_session open_session(tcp_stream stream, gateway_context& context,
   return session;
 }
 
-asio::awaitable<void> read_loop(websocket_session& session, relay_metrics& metrics) {
+asio::awaitable<void> read_loop(websocket_session& session, relay_metrics& metrics,
+                                std::size_t max_inbound_bytes) {
   beast::flat_buffer buffer;
   for (;;) {
-    co_await wait_for_actor(*session.frames_pending);
+    co_await wait_for_actor(*session.frames_pending, max_inbound_bytes);
     auto [ec, n] = co_await session.ws->async_read(buffer, use_tuple);
     if (ec) {
       if (ec == websocket::error::message_too_big) {
@@ -340,7 +430,7 @@ asio::awaitable<void> read_loop(websocket_session& session, relay_metrics& metri
       }
       co_return;
     }
-    session.frames_pending->fetch_add(1, std::memory_order_relaxed);
+    session.frames_pending->fetch_add(buffer.size(), std::memory_order_relaxed);
     caf::anon_send(session.actor, frame_atom_v, beast::buffers_to_string(buffer.data()));
     buffer.consume(buffer.size());
     // An idle connection holds no read buffer (the next message allocates its own).
@@ -350,27 +440,102 @@ asio::awaitable<void> read_loop(websocket_session& session, relay_metrics& metri
 
 } // namespace
 
+/// Counts a socket from accept to close.
+class socket_pass {
+public:
+  socket_pass(socket_gate& gate, relay_metrics& metrics) : gate_(gate), metrics_(metrics) {
+    metrics_.sockets_open.fetch_add(1, std::memory_order_relaxed);
+  }
+  ~socket_pass() {
+    gate_.leave();
+    metrics_.sockets_open.fetch_sub(1, std::memory_order_relaxed);
+  }
+  socket_pass(const socket_pass&) = delete;
+  socket_pass& operator=(const socket_pass&) = delete;
+
+private:
+  socket_gate& gate_;
+  relay_metrics& metrics_;
+};
+
 asio::awaitable<void> server::serve(tcp::socket socket) {
+  auto& metrics = *context_->metrics;
   tcp_stream stream(std::move(socket));
+  if (!sockets_.try_enter()) {
+    bump(metrics.connections_refused_busy);
+    bump(metrics.connections_refused);
+    co_await refuse_raw(stream, "503 Service Unavailable", "relay: too many connections\n");
+    co_return;
+  }
+  socket_pass pass(sockets_, metrics);
+  boost::system::error_code peer_gone;
+  auto remote = stream.socket().remote_endpoint(peer_gone);
+  if (peer_gone)
+    co_return;
+  auto peer_v6 = remote.address().is_v4()
+                   ? asio::ip::make_address_v6(asio::ip::v4_mapped, remote.address().to_v4())
+                   : remote.address().to_v6();
+  conf::ip_address peer;
+  auto peer_bytes = peer_v6.to_bytes();
+  std::copy(peer_bytes.begin(), peer_bytes.end(), peer.bytes.begin());
+  std::unique_ptr<ip_table::slot> slot;
+  // A trusted proxy carries many clients: their places are taken once each request names one.
+  if (!conf::contains_any(trusted_proxies_, peer)) {
+    ip_table::refusal why{};
+    slot = addresses_->open(peer.text(), monotonic_seconds(), why);
+    metrics.addresses_tracked.store(static_cast<std::int64_t>(addresses_->tracked()),
+                                    std::memory_order_relaxed);
+    if (!slot) {
+      bool busy = why == ip_table::refusal::too_many_addresses;
+      bump(busy ? metrics.connections_refused_busy : metrics.connections_refused_address);
+      bump(metrics.connections_refused);
+      socket_refusal answer = refusal_for(why);
+      co_await refuse_raw(stream, answer.status, answer.text);
+      co_return;
+    }
+  }
+  co_await serve_requests(stream, peer, std::move(slot));
+}
+
+asio::awaitable<void> server::serve_requests(tcp_stream& stream, conf::ip_address peer,
+                                             std::unique_ptr<ip_table::slot> slot) {
+  auto& metrics = *context_->metrics;
+  const auto& s = context_->settings;
   beast::flat_buffer buffer;
   for (;;) {
     http::request_parser<http::string_body> parser;
     parser.header_limit(16 * 1024);
     parser.body_limit(64 * 1024);
-    stream.expires_after(std::chrono::seconds(30));
+    stream.expires_after(std::chrono::seconds(s.upgrade_timeout_seconds));
     auto [ec, n] = co_await http::async_read(stream, buffer, parser, use_tuple);
     if (ec == http::error::body_limit) {
       http_response too_large = oversize_body(parser.get());
       co_await http::async_write(stream, too_large, use_tuple);
     }
+    if (ec == beast::error::timeout)
+      bump(metrics.upgrade_timeouts);
     if (ec)
       co_return;
     http_request request = parser.release();
+    // Probes cost no lookup and come from load balancers at their own pace: never limited.
     if (auto probe = probe_route(request, *context_)) {
       co_await http::async_write(stream, *probe, use_tuple);
       if (!request.keep_alive())
         co_return;
       continue;
+    }
+    auto client = conf::client_address(peer, std::string_view(request["X-Forwarded-For"]),
+                                       std::string_view(request["X-Real-IP"]), trusted_proxies_);
+    auto budget = slot ? slot->budget() : addresses_->budget(client.text(), monotonic_seconds());
+    if (!budget || !budget->try_take_request(monotonic_seconds())) {
+      bump(budget ? metrics.http_rate_limited : metrics.connections_refused_busy);
+      http_response limited = plain_response(request, http::status::service_unavailable,
+                                             "relay: too many client addresses, retry shortly\n");
+      if (budget)
+        limited = plain_response(request, http::status::too_many_requests,
+                                 "rate-limited: too many requests from your address\n");
+      co_await http::async_write(stream, limited, use_tuple);
+      co_return;
     }
     auto host = protocol::normalize_host(std::string(request[http::field::host]));
     // Not a conditional expression: g++ 12 miscompiles co_await inside `?:`.
@@ -385,6 +550,21 @@ asio::awaitable<void> server::serve(tcp::socket socket) {
       co_return;
     }
     if (websocket::is_upgrade(request)) {
+      if (!slot) {
+        ip_table::refusal why{};
+        slot = addresses_->open(client.text(), monotonic_seconds(), why);
+        if (!slot) {
+          bool busy = why == ip_table::refusal::too_many_addresses;
+          bump(busy ? metrics.connections_refused_busy : metrics.connections_refused_address);
+          bump(metrics.connections_refused);
+          socket_refusal answer = refusal_for(why);
+          http_response refused =
+            plain_response(request, busy ? http::status::service_unavailable : http::status::too_many_requests,
+                           answer.text);
+          co_await http::async_write(stream, refused, use_tuple);
+          co_return;
+        }
+      }
       stream.expires_never();
       // This frame lives as long as the WebSocket does: let the HTTP read buffer go with it.
       if (buffer.size() == 0)
@@ -392,7 +572,7 @@ asio::awaitable<void> server::serve(tcp::socket socket) {
       // NIP-42 binds AUTH to the host this connection was made to, which may be an alias.
       storage::community_row reached = *lookup.community;
       reached.host = *host;
-      co_await run_websocket(std::move(stream), std::move(request), reached);
+      co_await run_websocket(std::move(stream), std::move(request), reached, slot->budget());
       co_return;
     }
     http_response response;
@@ -407,25 +587,21 @@ asio::awaitable<void> server::serve(tcp::socket socket) {
 }
 
 asio::awaitable<void> server::run_websocket(tcp_stream stream, http_request request,
-                                            storage::community_row community) {
+                                            storage::community_row community,
+                                            std::shared_ptr<ip_budget> budget) {
   auto& metrics = *context_->metrics;
-  if (static_cast<std::size_t>(metrics.connections_current.load()) >= context_->settings.max_connections) {
-    bump(metrics.connections_refused);
-    http_response busy{http::status::service_unavailable, request.version()};
-    busy.body() = "relay: too many connections\n";
-    busy.prepare_payload();
-    co_await http::async_write(stream, busy, use_tuple);
-    co_return;
-  }
   auto handle = context_->registry->find(community.id);
   if (!handle) {
     http_response unavailable = refusal(request, host_lookup{false, {}});
     co_await http::async_write(stream, unavailable, use_tuple);
     co_return;
   }
-  websocket_session session = open_session(std::move(stream), *context_, community, *handle);
+  websocket_session session =
+    open_session(std::move(stream), *context_, community, *handle, std::move(budget));
   session_registration registration(*this, session.outbox, session.actor, community.id);
   auto [ec] = co_await session.ws->async_accept(request, use_tuple);
+  if (ec == beast::error::timeout)
+    bump(metrics.upgrade_timeouts);
   if (ec) {
     caf::anon_send(session.actor, hangup_atom_v);
     co_return;
@@ -441,7 +617,7 @@ asio::awaitable<void> server::run_websocket(tcp_stream stream, http_request requ
                    *writer_finished = true;
                    writer_done->cancel();
                  });
-  co_await read_loop(session, metrics);
+  co_await read_loop(session, metrics, context_->settings.max_inbound_bytes);
   auto why = session.outbox->closing();
   session.outbox->close(close_reason::going_away);
   caf::anon_send(session.actor, hangup_atom_v);

@@ -10,7 +10,9 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "actors/connection/ip_table.hpp"
 #include "actors/gateway/gateway_context.hpp"
+#include "conf/ip_network.hpp"
 #include "actors/gateway/http_routes.hpp"
 #include "actors/gateway/websocket_outbox.hpp"
 
@@ -48,9 +50,13 @@ public:
 private:
   boost::asio::awaitable<void> accept_loop();
   boost::asio::awaitable<void> serve(boost::asio::ip::tcp::socket socket);
+  boost::asio::awaitable<void> serve_requests(boost::beast::tcp_stream& stream,
+                                              conf::ip_address peer,
+                                              std::unique_ptr<ip_table::slot> slot);
   boost::asio::awaitable<void> run_websocket(boost::beast::tcp_stream stream,
                                              http_request request,
-                                             storage::community_row community);
+                                             storage::community_row community,
+                                             std::shared_ptr<ip_budget> budget);
 
   friend class session_registration;
   std::uint64_t enroll(std::shared_ptr<websocket_outbox> outbox, caf::actor actor,
@@ -61,6 +67,11 @@ private:
   std::shared_ptr<gateway_context> context_;
   boost::asio::ip::tcp::acceptor acceptor_;
   unsigned short port_ = 0;
+  /// Every socket from accept to close, capped by max_connections (checked and counted at once).
+  socket_gate sockets_;
+  /// Per client address: its open sockets (capped) and its token buckets.
+  std::shared_ptr<ip_table> addresses_;
+  std::vector<conf::ip_network> trusted_proxies_;
   mutable std::mutex sessions_mutex_;
   struct session_entry {
     std::weak_ptr<websocket_outbox> outbox;

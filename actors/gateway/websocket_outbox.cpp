@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "actors/gateway/websocket_outbox.hpp"
 
+#include <algorithm>
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -9,8 +11,30 @@ namespace comb::actors {
 namespace asio = boost::asio;
 
 websocket_outbox::websocket_outbox(asio::any_io_executor strand, std::size_t max_bytes,
-                                   std::shared_ptr<relay_metrics> metrics)
-  : strand_(strand), signal_(strand), max_bytes_(max_bytes), metrics_(std::move(metrics)) {}
+                                   std::shared_ptr<relay_metrics> metrics, std::size_t max_pod_bytes)
+  : strand_(strand),
+    signal_(strand),
+    max_bytes_(max_bytes),
+    metrics_(std::move(metrics)),
+    max_pod_bytes_(max_pod_bytes) {}
+
+websocket_outbox::~websocket_outbox() {
+  std::lock_guard lock(mutex_);
+  count(-static_cast<std::int64_t>(pending_bytes_));
+}
+
+void websocket_outbox::count(std::int64_t delta) {
+  metrics_->outbound_bytes.fetch_add(delta, std::memory_order_relaxed);
+}
+
+bool websocket_outbox::over_bound(std::size_t frame_bytes) const {
+  if (pending_bytes_ + frame_bytes > max_bytes_)
+    return true;
+  // Past the pod's bound, the readers holding the most are cut first; small queues still grow,
+  // so quick readers keep working while the slow ones are dropped.
+  auto pod = static_cast<std::size_t>(std::max<std::int64_t>(0, metrics_->outbound_bytes.load(std::memory_order_relaxed)));
+  return pod + frame_bytes > max_pod_bytes_ && pending_bytes_ + frame_bytes >= pod_share_bytes;
+}
 
 void websocket_outbox::send(std::string frame) {
   bool overflow = false;
@@ -18,14 +42,21 @@ void websocket_outbox::send(std::string frame) {
     std::lock_guard lock(mutex_);
     if (closing_)
       return;
-    if (pending_bytes_ + frame.size() > max_bytes_) {
-      // A reader this far behind is cut, not buffered: its queue is dropped at once.
+    if (over_bound(frame.size())) {
+      // A reader this far behind is cut, not buffered: its queue is dropped at once (what is
+      // being written now is counted until `written`).
       closing_ = close_reason::slow_reader;
+      std::size_t dropped = 0;
+      for (const auto& queued : queue_)
+        dropped += queued.size();
       queue_.clear();
+      pending_bytes_ -= std::min(dropped, pending_bytes_);
+      count(-static_cast<std::int64_t>(dropped));
       bump(metrics_->slow_reader_disconnects);
       overflow = true;
     } else {
       pending_bytes_ += frame.size();
+      count(static_cast<std::int64_t>(frame.size()));
       queue_.push_back(std::move(frame));
     }
   }
@@ -78,7 +109,9 @@ asio::awaitable<std::optional<std::string>> websocket_outbox::next() {
 
 void websocket_outbox::written(std::size_t bytes) {
   std::lock_guard lock(mutex_);
-  pending_bytes_ -= std::min(bytes, pending_bytes_);
+  auto done = std::min(bytes, pending_bytes_);
+  pending_bytes_ -= done;
+  count(-static_cast<std::int64_t>(done));
 }
 
 std::optional<close_reason> websocket_outbox::closing() const {

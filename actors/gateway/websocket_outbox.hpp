@@ -19,11 +19,17 @@ namespace comb::actors {
 /// The bounded queue between a connection actor (any thread) and its socket's writer coroutine
 /// (the socket's strand). Pending bytes count from `send` until the frame is written; a frame
 /// that would take them past `max_bytes` cuts the connection instead of growing the queue.
+/// The pending bytes of every outbox are summed in `relay_metrics::outbound_bytes`; past
+/// `max_pod_bytes` a connection that holds `pod_share_bytes` or more is cut the same way.
 class websocket_outbox final : public frame_sink,
                                public std::enable_shared_from_this<websocket_outbox> {
 public:
+  static constexpr std::size_t pod_share_bytes = 1024 * 1024;
+
   websocket_outbox(boost::asio::any_io_executor strand, std::size_t max_bytes,
-                   std::shared_ptr<relay_metrics> metrics);
+                   std::shared_ptr<relay_metrics> metrics,
+                   std::size_t max_pod_bytes = static_cast<std::size_t>(-1));
+  ~websocket_outbox() override;
 
   void send(std::string frame) override;
 
@@ -45,11 +51,14 @@ public:
 
 private:
   void wake();
+  void count(std::int64_t delta); // under mutex_
+  [[nodiscard]] bool over_bound(std::size_t frame_bytes) const; // under mutex_
 
   boost::asio::any_io_executor strand_;
   boost::asio::steady_timer signal_;
   std::size_t max_bytes_;
   std::shared_ptr<relay_metrics> metrics_;
+  std::size_t max_pod_bytes_;
   mutable std::mutex mutex_;
   std::deque<std::string> queue_;
   std::size_t pending_bytes_ = 0;

@@ -5,12 +5,15 @@
 
 #include <chrono>
 
+#include "storage/invite_store.hpp"
 #include "storage/nip43_rows.hpp"
 
 namespace comb::actors {
 namespace {
 
 constexpr auto expiry_sweep_interval = std::chrono::seconds(60);
+/// Expired invites stay listed (comb-admin invite list) this long before they are purged.
+constexpr std::int64_t expired_invites_kept_seconds = 86400;
 
 void count_outcome(relay_metrics& m, const storage::store_outcome& outcome) {
   using status = storage::store_outcome::status;
@@ -90,6 +93,9 @@ caf::behavior storage_writer(caf::stateful_actor<writer_state>* self, writer_arg
       // Membership writes forget their community's old request ids; this catches communities
       // that have had no request since.
       (void)storage::forget_processed_requests(*self->state.connection, unix_now());
+      storage::invite_store invites(*self->state.connection);
+      bump(self->state.args.metrics->invites_purged,
+           invites.purge_expired(unix_now() - expired_invites_kept_seconds));
       self->delayed_send(self, expiry_sweep_interval, tick_atom_v);
     },
   };
@@ -98,13 +104,17 @@ caf::behavior storage_writer(caf::stateful_actor<writer_state>* self, writer_arg
 caf::behavior storage_reader(caf::stateful_actor<reader_state>* self, reader_args args) {
   auto& st = self->state;
   st.args = std::move(args);
-  st.connection = std::make_unique<storage::pg_connection>(st.args.database_url);
+  storage::pg_reconnect_policy policy;
+  policy.statement_timeout_ms = st.args.statement_timeout_ms;
+  st.connection = std::make_unique<storage::pg_connection>(st.args.database_url, policy);
   st.store = std::make_unique<storage::event_store>(*st.connection);
   return {
     [=](query_atom, const history_request& request) {
       auto& s = self->state;
       auto result = s.store->query(request.community_id, request.filters, unix_now(),
-                                   s.args.default_limit);
+                                   s.args.default_limit, s.args.max_history_bytes);
+      if (result.truncated && s.args.metrics)
+        bump(s.args.metrics->history_truncated);
       self->send(request.reply_to, history_atom_v, request.subscription_id, request.generation,
                  std::move(result));
     },

@@ -51,6 +51,11 @@ caf::behavior storage_writer(caf::stateful_actor<writer_state>* self, writer_arg
 struct reader_args {
   std::string database_url;
   std::uint32_t default_limit = 500;
+  /// A REQ or COUNT query running longer is cancelled by Postgres (its client gets CLOSED).
+  std::uint32_t statement_timeout_ms = 10000;
+  /// Bytes of events one history reply holds at most (the newest first).
+  std::size_t max_history_bytes = 16 * 1024 * 1024;
+  std::shared_ptr<relay_metrics> metrics; ///< may be null
 };
 
 struct reader_state {

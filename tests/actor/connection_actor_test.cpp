@@ -115,6 +115,8 @@ struct fixture {
   }
 
   std::vector<caf::actor> spawned;
+  /// Bounds of the connections `connect` opens (community, host and limits are set there).
+  connection_policy base_policy;
 
   struct client {
     caf::actor actor;
@@ -125,6 +127,7 @@ struct fixture {
   client connect(bool closed_community = false, protocol::protocol_limits limits = {}) {
     client c{{}, std::make_shared<recording_sink>(), protocol::make_auth_challenge()};
     connection_args args;
+    args.policy = base_policy;
     args.policy.community_id = 1;
     args.policy.host = "hive.test";
     args.policy.closed_community = closed_community;
@@ -350,4 +353,47 @@ TEST_CASE_METHOD(fixture, "clients cannot publish relay-only NIP-43 kinds", "[ac
           == std::vector<std::string>{ok_frame(ev, false, "restricted: only the relay may publish kind " + std::to_string(kind))});
   }
   CHECK(store->store_calls == 0);
+}
+
+TEST_CASE_METHOD(fixture, "REQs beyond the query places wait their turn; one closed meanwhile is skipped",
+                 "[actor][connection][bounds]") {
+  base_policy.max_queries_in_flight = 2;
+  auto c = connect();
+  for (const char* sub : {"a", "b", "c", "d"})
+    say(c, std::string(R"(["REQ",")") + sub + R"(",{"kinds":[1]}])");
+  CHECK(store->held_queries.size() == 2);
+  say(c, R"(["CLOSE","c"])");
+  release_history();
+  CHECK(c.sink->take() == std::vector<std::string>{protocol::render_eose("a"), protocol::render_eose("b")});
+  REQUIRE(store->held_queries.size() == 1);
+  CHECK(store->held_queries.front().subscription_id == "d");
+  release_history();
+  CHECK(c.sink->take() == std::vector<std::string>{protocol::render_eose("d")});
+  CHECK(metrics->queries_waited.load() == 2);
+}
+
+TEST_CASE_METHOD(fixture, "every frame type is refused past the frame bucket, but a CLOSE of an open subscription is honoured",
+                 "[actor][connection][bounds]") {
+  base_policy.frame_rate = 0.001;
+  base_policy.frame_burst = 3.1; // a small frame takes a little over one token (1 + bytes / 16 KiB)
+  auto c = connect();
+  say(c, R"(["REQ","s1",{"kinds":[1]}])");
+  say(c, R"(["REQ","s2",{"kinds":[1]}])");
+  say(c, R"(["REQ","s3",{"kinds":[1]}])");
+  CHECK(c.sink->take().empty()); // all three wait on their history
+  say(c, R"(["REQ","s4",{"kinds":[1]}])");
+  say(c, R"(["COUNT","n",{"kinds":[1]}])");
+  auto ev = test::sign_event(alice, 1);
+  say(c, test::event_frame(ev));
+  say(c, R"(["CLOSE","never-opened"])");
+  const std::string why = "rate-limited: slow down, too many messages on this connection";
+  CHECK(c.sink->take() == std::vector<std::string>{protocol::render_closed("s4", why),
+                                                   protocol::render_closed("n", why),
+                                                   ok_frame(ev, false, why),
+                                                   protocol::render_notice(why)});
+  say(c, R"(["CLOSE","s1"])");
+  release_history();
+  // s1 was closed although no token was left: its history is dropped.
+  CHECK(c.sink->take() == std::vector<std::string>{protocol::render_eose("s2"), protocol::render_eose("s3")});
+  CHECK(metrics->frames_rate_limited.load() == 4);
 }

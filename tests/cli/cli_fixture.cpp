@@ -86,6 +86,7 @@ cli_fixture::cli_fixture() : relay_key(protocol::key_pair::generate()) {
   std::filesystem::create_directories(folder);
   key_file = folder + "/relay.key";
   std::ofstream(key_file) << protocol::to_hex(relay_key.secret()) << '\n';
+  std::filesystem::permissions(key_file, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
 }
 
 cli_fixture::~cli_fixture() {

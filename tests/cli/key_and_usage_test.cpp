@@ -87,6 +87,15 @@ TEST_CASE("an unreachable database exits 6 and a missing relay key exits 1", "[c
   CHECK(no_key.exit_code == 1);
   CHECK_THAT(no_key.err, Catch::Contains("missing.key"));
   CHECK_FALSE(std::filesystem::exists(f.folder + "/missing.key")); // never created by comb-admin
+  // A key file others may read is refused, with the fix in the message.
+  const auto loose = f.folder + "/loose.key";
+  std::ofstream(loose) << comb::protocol::to_hex(f.relay_key.secret()) << '\n';
+  std::filesystem::permissions(loose, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write
+                                        | std::filesystem::perms::group_read | std::filesystem::perms::others_read);
+  auto readable = f.admin({"community", "create", "c.example", "--owner", owner},
+                          {{"COMB_RELAY_KEY_FILE", loose}});
+  CHECK(readable.exit_code == 1);
+  CHECK_THAT(readable.err, Catch::Contains("chmod 600 " + loose));
   // The data folder default: <COMB_DATA_DIR>/relay.key.
   auto via_data_dir = run_admin({"community", "create", "c.example", "--owner", owner},
                                 {{"COMB_DATABASE_URL", f.database.conninfo()},

@@ -93,10 +93,11 @@ export function freePort() {
   })
 }
 
-/** One HTTP request; resolves to { status, headers, body }. */
-export function httpGet(port, target, headers = {}, ms = 5000) {
+/** One HTTP request; resolves to { status, headers, body }. `localAddress` picks the client's
+ * loopback address (127.0.0.x), so a test can be several clients as the relay counts them. */
+export function httpGet(port, target, headers = {}, ms = 5000, localAddress = undefined) {
   return within(new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, path: target, headers, agent: false }, (res) => {
+    const req = http.request({ host: '127.0.0.1', port, path: target, headers, agent: false, localAddress }, (res) => {
       let body = ''
       res.setEncoding('utf8')
       res.on('data', (chunk) => { body += chunk })
@@ -117,10 +118,12 @@ export async function startRelay(env = {}, { database: shared } = {}) {
   dbUrl.pathname = `/${database}`
   const dataDir = await mkdtemp(path.join(tmpdir(), 'comb-e2e-'))
   const port = Number(env.COMB_LISTEN?.split(':').at(-1)) || await freePort()
+  // /metrics has a listener of its own (never the community's host).
+  const metricsPort = Number(env.COMB_METRICS_LISTEN?.split(':').at(-1)) || await freePort()
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('COMB_')))
   const proc = spawn(relayBin, [], {
     env: { ...inherited, COMB_DATABASE_URL: dbUrl.toString(), COMB_DATA_DIR: dataDir,
-           COMB_LISTEN: `127.0.0.1:${port}`, ...env },
+           COMB_LISTEN: `127.0.0.1:${port}`, COMB_METRICS_LISTEN: `127.0.0.1:${metricsPort}`, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   let stdout = ''
@@ -134,13 +137,14 @@ export async function startRelay(env = {}, { database: shared } = {}) {
     /** Runs SQL in this relay's database. */
     sql: (text) => psql(text, database),
     port,
+    metricsPort,
     host: `127.0.0.1:${port}`,
     url: `ws://127.0.0.1:${port}`,
     proc,
     exited,
     stderr: () => stderr.slice(-4000),
     async metric(name) {
-      const { body } = await httpGet(port, '/metrics')
+      const { body } = await httpGet(metricsPort, '/metrics')
       const line = body.split('\n').find((l) => l.startsWith(`${name} `))
       if (!line) throw new Error(`metric ${name} missing from /metrics`)
       return Number(line.split(' ')[1])
@@ -211,8 +215,8 @@ export const toolsRelay = (relay) => within(Relay.connect(relay.url), 5000, 'nos
 
 /** A WebSocket client that keeps every frame it receives, to be taken in order or by predicate. */
 export class RawClient {
-  static open(relay, { headers = {}, url = relay.url } = {}) {
-    const ws = new WebSocket(url, { headers, perMessageDeflate: false })
+  static open(relay, { headers = {}, url = relay.url, localAddress = undefined } = {}) {
+    const ws = new WebSocket(url, { headers, perMessageDeflate: false, localAddress })
     return within(new Promise((resolve, reject) => {
       ws.once('open', () => resolve(new RawClient(ws)))
       ws.once('unexpected-response', (_req, res) => reject(Object.assign(

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict'
 import { RawClient, finalizeEvent, httpGet, itStopsCleanly, keys, now, sign, withRelay } from './harness.mjs'
 
 async function scrape(relay) {
-  const { status, body } = await httpGet(relay.port, '/metrics')
+  const { status, body } = await httpGet(relay.metricsPort, '/metrics')
   assert.equal(status, 200)
   const values = new Map()
   for (const line of body.split('\n'))
@@ -68,6 +68,17 @@ describe('metrics', () => {
     assert.equal(after.get('comb_connections'), 0)
     assert.ok(delta(before, after, 'comb_commit_seconds_count') >= 1)
     assert.ok([...after.keys()].some((k) => k.startsWith('comb_community_members{')))
+  })
+
+  it('are served on their own listener only, never on a community host', async () => {
+    const { relay } = ctx
+    const onCommunity = await httpGet(relay.port, '/metrics')
+    assert.equal(onCommunity.status, 404)
+    assert.doesNotMatch(onCommunity.body, /comb_/)
+    const onListener = await httpGet(relay.metricsPort, '/metrics', { Host: 'anything.example' })
+    assert.equal(onListener.status, 200)
+    assert.match(onListener.body, /comb_sockets_open /)
+    assert.equal((await httpGet(relay.metricsPort, '/healthz')).status, 200)
   })
 
   itStopsCleanly(ctx)

@@ -18,6 +18,11 @@ describe('slow reader', () => {
     COMB_MAX_OUTBOUND_BYTES: String(256 * 1024),
     COMB_EVENT_RATE: '100000',
     COMB_EVENT_BURST: '100000',
+    // 1,200 frames of 16 KB from one client: above the default frame buckets on purpose.
+    COMB_FRAME_RATE: '100000',
+    COMB_FRAME_BURST: '100000',
+    COMB_IP_FRAME_RATE: '100000',
+    COMB_IP_FRAME_BURST: '100000',
   })
   let relay
   before(() => { relay = ctx.relay })

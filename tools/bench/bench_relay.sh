@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Starts comb-relay for comb-bench on a fresh database of its own, with raised limits.
+# Starts comb-relay for comb-bench on a fresh database of its own, with raised limits (every
+# client of a benchmark comes from 127.0.0.1, which has no exemption from the per-address bounds).
 #   source /tmp/bench-svc/env   # from: bash tools/services.sh start /tmp/bench-svc
 #   bash tools/bench/bench_relay.sh start NAME PORT [BIN]   # prints the relay PID
 #   bash tools/bench/bench_relay.sh stop NAME
@@ -20,6 +21,10 @@ start)
   COMB_DATABASE_URL="${base%/*}/$db" COMB_DATA_DIR="$data" COMB_LISTEN="127.0.0.1:$port" \
   COMB_EVENT_RATE=${COMB_EVENT_RATE:-100000} COMB_EVENT_BURST=${COMB_EVENT_BURST:-100000} \
   COMB_MAX_CONNECTIONS=${COMB_MAX_CONNECTIONS:-20000} COMB_LOG_LEVEL=${COMB_LOG_LEVEL:-warn} \
+  COMB_FRAME_RATE=${COMB_FRAME_RATE:-1000000} COMB_FRAME_BURST=${COMB_FRAME_BURST:-1000000} \
+  COMB_IP_FRAME_RATE=${COMB_IP_FRAME_RATE:-100000000} COMB_IP_FRAME_BURST=${COMB_IP_FRAME_BURST:-100000000} \
+  COMB_IP_REQUEST_RATE=${COMB_IP_REQUEST_RATE:-1000000} COMB_IP_REQUEST_BURST=${COMB_IP_REQUEST_BURST:-1000000} \
+  COMB_MAX_CONNECTIONS_PER_IP=${COMB_MAX_CONNECTIONS_PER_IP:-20000} \
     "$bin" > "$state/log" 2>&1 &
   echo $! > "$state/pid"
   for _ in $(seq 100); do

@@ -1,0 +1,291 @@
+// SPDX-License-Identifier: MIT
+// The bounds on what one client can make a pod hold or do: token buckets per connection and per
+// address, the socket caps, the filter budget, the query places and the host cache.
+#include <boost/json.hpp>
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <thread>
+
+#include "actors/connection/connection.hpp"
+#include "actors/connection/ip_table.hpp"
+#include "actors/fanout/subscription_index.hpp"
+#include "actors/gateway/community_directory.hpp"
+#include "actors/gateway/websocket_outbox.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/strand.hpp>
+#include "protocol/filter_json.hpp"
+#include "support/signed_events.hpp"
+
+using namespace comb;
+using actors::connection;
+using actors::connection_policy;
+
+namespace {
+
+protocol::filter filter_of(const std::string& json) {
+  return protocol::filter_from_json(boost::json::parse(json), protocol::protocol_limits{}).value();
+}
+
+} // namespace
+
+TEST_CASE("a weighted take needs all its tokens and a refused take costs nothing", "[actors][rate]") {
+  actors::rate_limiter limiter(10, 20);
+  CHECK(limiter.try_take(5.0, 11));
+  CHECK_FALSE(limiter.try_take(5.0, 10)); // 9 left
+  CHECK(limiter.try_take(5.0, 9));
+  CHECK_FALSE(limiter.try_take(5.0, 1));
+  CHECK(limiter.try_take(5.5, 5)); // half a second refills 5
+  CHECK_FALSE(limiter.full(5.5));
+  CHECK(limiter.full(7.5));
+}
+
+TEST_CASE("AUTH costs more than other frames, and big frames cost by the byte", "[actors][rate]") {
+  connection_policy policy;
+  policy.auth_cost = 10;
+  CHECK(actors::frame_cost(actors::frame_type::req, 100, policy) < 1.01);
+  CHECK(actors::frame_cost(actors::frame_type::auth, 100, policy) > 10.9);
+  CHECK(actors::frame_cost(actors::frame_type::event, 512 * 1024, policy) == Approx(33));
+}
+
+TEST_CASE("every frame draws on the connection's bucket, then on its address's", "[actors][rate]") {
+  connection_policy policy;
+  policy.frame_rate = 1;
+  policy.frame_burst = 3;
+  connection c(policy, "challenge");
+  CHECK_FALSE(c.charge_frame(1, 10.0));
+  CHECK_FALSE(c.charge_frame(2, 10.0));
+  auto refused = c.charge_frame(1, 10.0);
+  REQUIRE(refused);
+  CHECK(refused->text() == "rate-limited: slow down, too many messages on this connection");
+  CHECK_FALSE(c.charge_frame(1, 11.0));
+
+  actors::ip_limits limits;
+  limits.frame_rate = 1;
+  limits.frame_burst = 4;
+  auto shared = std::make_shared<actors::ip_budget>(limits);
+  connection_policy per_address;
+  per_address.ip = shared;
+  connection a(per_address, "a");
+  connection b(per_address, "b");
+  CHECK_FALSE(a.charge_frame(2, 10.0));
+  CHECK_FALSE(b.charge_frame(2, 10.0));
+  // Both connections have tokens of their own; the address has none left.
+  CHECK(a.charge_frame(1, 10.0)->text() == "rate-limited: slow down, too many messages from your address");
+  CHECK(b.charge_frame(1, 10.0).has_value());
+}
+
+TEST_CASE("an address holds at most its cap of sockets, counted and checked at once", "[actors][ip]") {
+  actors::ip_limits limits;
+  limits.max_connections = 3;
+  auto table = std::make_shared<actors::ip_table>(limits);
+  actors::ip_table::refusal why{};
+  std::vector<std::unique_ptr<actors::ip_table::slot>> held;
+  for (int i = 0; i < 3; ++i)
+    held.push_back(table->open("192.0.2.1", 1.0, why));
+  CHECK(held.back() != nullptr);
+  CHECK(table->open("192.0.2.1", 1.0, why) == nullptr);
+  CHECK(why == actors::ip_table::refusal::too_many_connections);
+  CHECK(table->open("192.0.2.2", 1.0, why) != nullptr); // other addresses are not affected
+  held.pop_back();
+  CHECK(table->connections_of("192.0.2.1") == 2);
+  CHECK(table->open("192.0.2.1", 1.0, why) != nullptr);
+}
+
+TEST_CASE("concurrent opens never overshoot the per-address cap", "[actors][ip]") {
+  actors::ip_limits limits;
+  limits.max_connections = 50;
+  auto table = std::make_shared<actors::ip_table>(limits);
+  std::atomic<int> granted{0};
+  std::vector<std::vector<std::unique_ptr<actors::ip_table::slot>>> kept(8);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      actors::ip_table::refusal why{};
+      for (int i = 0; i < 100; ++i)
+        if (auto slot = table->open("198.51.100.7", 1.0, why)) {
+          ++granted;
+          kept[static_cast<std::size_t>(t)].push_back(std::move(slot));
+        }
+    });
+  for (auto& t : threads)
+    t.join();
+  CHECK(granted == 50);
+  CHECK(table->connections_of("198.51.100.7") == 50);
+}
+
+TEST_CASE("the socket gate counts and caps in one step", "[actors][ip]") {
+  actors::socket_gate gate(100);
+  std::atomic<int> entered{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&] {
+      for (int i = 0; i < 50; ++i)
+        if (gate.try_enter())
+          ++entered;
+    });
+  for (auto& t : threads)
+    t.join();
+  CHECK(entered == 100);
+  CHECK(gate.open() == 100);
+  gate.leave();
+  CHECK(gate.try_enter());
+  CHECK_FALSE(gate.try_enter());
+}
+
+TEST_CASE("the address table forgets idle addresses and is bounded", "[actors][ip]") {
+  actors::ip_limits limits;
+  limits.max_tracked = 1500;
+  auto table = std::make_shared<actors::ip_table>(limits);
+  for (int i = 0; i < 1500; ++i)
+    CHECK(table->budget("10.0." + std::to_string(i / 256) + "." + std::to_string(i % 256), 1.0));
+  // All are fresh (full buckets, no sockets): the next address sweeps them away.
+  CHECK(table->budget("203.0.113.1", 2.0) != nullptr);
+  CHECK(table->tracked() < 1024);
+  // Addresses that hold sockets are not forgotten, and past the bound new ones are refused.
+  actors::ip_table::refusal why{};
+  std::vector<std::unique_ptr<actors::ip_table::slot>> held;
+  for (int i = 0; i < 1500; ++i)
+    if (auto slot = table->open("10.1." + std::to_string(i / 256) + "." + std::to_string(i % 256), 3.0, why))
+      held.push_back(std::move(slot));
+  CHECK(table->tracked() <= 1500);
+  CHECK(table->open("203.0.113.200", 3.0, why) == nullptr);
+  CHECK(why == actors::ip_table::refusal::too_many_addresses);
+}
+
+TEST_CASE("a full address table sweeps idle addresses before it refuses a new one", "[actors][ip]") {
+  actors::ip_limits limits;
+  limits.max_tracked = 1000; // under the first doubling sweep (1024)
+  auto table = std::make_shared<actors::ip_table>(limits);
+  for (int i = 0; i < 1000; ++i)
+    REQUIRE(table->budget("10.2." + std::to_string(i / 256) + "." + std::to_string(i % 256), 1.0));
+  CHECK(table->tracked() == 1000);
+  CHECK(table->budget("203.0.113.77", 1.0) != nullptr);
+  CHECK(table->tracked() == 1);
+}
+
+TEST_CASE("a connection's subscriptions hold at most the filter budget", "[actors][connection]") {
+  connection_policy policy;
+  policy.max_filters = 4;
+  policy.max_filter_values = 4;
+  policy.max_broad_filters = 1;
+  connection c(policy, "challenge");
+  CHECK(c.open_subscription("a", {filter_of(R"({"kinds":[1,2]})")}));
+  CHECK(c.open_subscription("b", {filter_of(R"({"#t":["x"]})")}));
+  auto too_many_values = c.open_subscription("c", {filter_of(R"({"kinds":[3,4]})")});
+  REQUIRE_FALSE(too_many_values);
+  CHECK(too_many_values.error().text().starts_with("rate-limited: too many filter values"));
+  CHECK(c.open_subscription("c", {filter_of(R"({"until":0})")}));
+  auto broad = c.open_subscription("d", {filter_of(R"({"since":5})")});
+  REQUIRE_FALSE(broad);
+  CHECK(broad.error().text().starts_with("rate-limited: too many filters without"));
+  auto filters = c.open_subscription("d", {filter_of(R"({"ids":[]})"), filter_of(R"({"ids":[]})")});
+  REQUIRE_FALSE(filters);
+  CHECK(filters.error().text().starts_with("rate-limited: too many filters open"));
+  // Replacing a subscription returns its share first; closing returns it all.
+  CHECK(c.open_subscription("a", {filter_of(R"({"kinds":[5,6]})")}));
+  CHECK(c.close_subscription("a"));
+  CHECK(c.open_subscription("d", {filter_of(R"({"kinds":[5,6]})")}));
+}
+
+TEST_CASE("tag values longer than storage indexes are dropped from filters", "[actors][connection]") {
+  std::vector<protocol::filter> filters{filter_of(R"({"#t":["short",")" + std::string(600, 'x') + R"("]})")};
+  actors::drop_unindexed_tag_values(filters, 512);
+  CHECK(filters[0].tags[0].values == std::vector<std::string>{"short"});
+  std::vector<protocol::filter> only_long{filter_of(R"({"#t":[")" + std::string(600, 'x') + R"("]})")};
+  actors::drop_unindexed_tag_values(only_long, 512);
+  CHECK(protocol::matches_nothing(only_long[0]));
+}
+
+TEST_CASE("queries beyond the places of a connection wait", "[actors][connection]") {
+  connection_policy policy;
+  policy.max_queries_in_flight = 2;
+  connection c(policy, "challenge");
+  CHECK(c.query_may_start());
+  c.query_started();
+  c.query_started();
+  CHECK_FALSE(c.query_may_start());
+  c.query_finished();
+  CHECK(c.query_may_start());
+}
+
+TEST_CASE("ids remembered after EOSE expire by time on a quiet subscription", "[actors][connection]") {
+  connection c(connection_policy{}, "challenge");
+  auto generation = c.open_subscription("s").value();
+  std::string json = R"({"id":")" + std::string(64, 'a') + R"(","pubkey":"x"})";
+  CHECK(c.history_arrived("s", generation, {json}, 100.0).size() == 2);
+  CHECK(c.is_open("s", generation));
+  CHECK(c.remembered_history_ids() == 1);
+  c.expire_history_echoes(100.0 + actors::history_echo_window - 1);
+  CHECK(c.remembered_history_ids() == 1);
+  c.expire_history_echoes(100.0 + actors::history_echo_window + 1);
+  CHECK(c.remembered_history_ids() == 0);
+}
+
+TEST_CASE("emptied fan-out buckets are erased", "[actors][fanout]") {
+  actors::subscription_index index;
+  for (int i = 0; i < 300; ++i)
+    index.add(1, "churn", {filter_of(R"({"#t":["value-)" + std::to_string(i) + R"("]})"),
+                           filter_of(R"({"kinds":[)" + std::to_string(i) + R"(]})")});
+  CHECK(index.bucket_count() == 2);
+  index.add(1, "other", {filter_of(R"({"authors":[")" + std::string(64, 'b') + R"("]})")});
+  index.remove(1, "churn");
+  CHECK(index.bucket_count() == 1);
+  index.remove_owner(1);
+  CHECK(index.bucket_count() == 0);
+  CHECK(index.size() == 0);
+}
+
+TEST_CASE("the host cache keeps hits only, and a bounded number of them", "[actors][directory]") {
+  actors::community_directory cache(std::chrono::seconds(60));
+  actors::host_lookup miss{true, std::nullopt};
+  for (int i = 0; i < 100; ++i)
+    cache.remember("random-" + std::to_string(i) + ".example", miss);
+  CHECK(cache.size() == 0);
+  CHECK_FALSE(cache.cached("random-1.example"));
+  actors::host_lookup hit{true, storage::community_row{}};
+  for (std::size_t i = 0; i < actors::community_directory::max_entries + 10; ++i)
+    cache.remember("host-" + std::to_string(i) + ".example", hit);
+  CHECK(cache.size() <= actors::community_directory::max_entries);
+  CHECK(cache.cached("host-" + std::to_string(actors::community_directory::max_entries + 9) + ".example"));
+}
+
+TEST_CASE("a deletion naming more than the cap is refused before any mark is stored", "[actors][connection]") {
+  connection_policy policy;
+  policy.max_deletion_targets = 3;
+  connection c(policy, "challenge");
+  auto author = protocol::key_pair::generate();
+  std::vector<protocol::tag> three{{"e", std::string(64, '1')}, {"e", std::string(64, '2')}, {"a", "1:x:y"}};
+  CHECK_FALSE(c.admit_event(test::sign_event(author, 5, "", three), test::unix_now(), 1.0));
+  auto four = three;
+  four.push_back({"e", std::string(64, '3')});
+  auto refused = c.admit_event(test::sign_event(author, 5, "", four), test::unix_now(), 1.0);
+  REQUIRE(refused);
+  CHECK(refused->text() == "invalid: a deletion may name at most 3 events");
+  // Other kinds may carry many e tags (replies, reposts).
+  CHECK_FALSE(c.admit_event(test::sign_event(author, 1, "", four), test::unix_now(), 1.0));
+}
+
+TEST_CASE("past the pod's outbound bound, readers holding a share or more are cut", "[actors][outbox]") {
+  constexpr std::size_t mib = 1024 * 1024;
+  boost::asio::io_context io;
+  auto metrics = std::make_shared<actors::relay_metrics>();
+  {
+    auto slow = std::make_shared<actors::websocket_outbox>(boost::asio::make_strand(io), 64 * mib, metrics, 3 * mib);
+    auto quick = std::make_shared<actors::websocket_outbox>(boost::asio::make_strand(io), 64 * mib, metrics, 3 * mib);
+    slow->send(std::string(2 * mib, 'x'));
+    quick->send(std::string(mib / 2, 'y'));
+    CHECK(metrics->outbound_bytes.load() == static_cast<std::int64_t>(2 * mib + mib / 2));
+    slow->send(std::string(mib, 'x'));
+    CHECK(slow->closing() == actors::close_reason::slow_reader);
+    CHECK(metrics->outbound_bytes.load() == static_cast<std::int64_t>(mib / 2));
+    // A small queue still grows past the bound: the quick reader is not the one to blame.
+    quick->send(std::string(100, 'y'));
+    CHECK_FALSE(quick->closing());
+    quick->written(mib / 2);
+    CHECK(metrics->outbound_bytes.load() == 100);
+  }
+  io.restart();
+  io.poll();
+}

@@ -270,7 +270,7 @@ describe('NIP-86 management of a community', () => {
   })
 
   it('counts calls by method and outcome', async () => {
-    const { body } = await httpGet(ctx.relay.port, '/metrics')
+    const { body } = await httpGet(ctx.relay.metricsPort, '/metrics')
     assert.match(body, /comb_management_calls_total\{method="banpubkey",outcome="ok"\} [1-9]/)
     assert.match(body, /comb_management_calls_total\{method="allowpubkey",outcome="forbidden"\} [1-9]/)
     assert.match(body, /comb_management_calls_total\{method="[a-z]+",outcome="unauthorized"\} [1-9]/)

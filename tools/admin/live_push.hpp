@@ -15,8 +15,10 @@ inline constexpr const char* bridge_channel = "comb:events";
 /// After a committed change: publishes its list, then its deltas, as bridge envelopes on the
 /// Redis channel, so every pod fans them out to connected clients at once. The stored list is
 /// already right, so a missing or failed push is only a warning (on stderr, and `pushed_live`
-/// in JSON). Without `redis_url`, says that clients see the change on their next fetch.
-void push_live(const std::string& redis_url, std::int64_t community_id,
+/// in JSON). Without `redis_url`, says that clients see the change on their next fetch. Each
+/// envelope carries a MAC made with `secret` (pods drop any without one, so without the secret
+/// nothing is pushed and the note says why).
+void push_live(const std::string& redis_url, const std::string& secret, std::int64_t community_id,
                const storage::membership_write& write, reporter& out);
 
 } // namespace comb::admin

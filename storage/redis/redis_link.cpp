@@ -62,7 +62,10 @@ void redis_pubsub::impl::on_introduction_reply(redisAsyncContext* ac, void* repl
   if (r == nullptr || l.ac != ac)
     return;
   if (r->type == REDIS_REPLY_ERROR) {
-    l.owner->stats.refused_login = true;
+    // The first refusal in a row is reported (on_state(false) while not up), so the owner can
+    // say why it is not connecting; the retries that follow are not.
+    if (!l.owner->stats.refused_login.exchange(true))
+      l.owner->notify_state(false);
     return l.owner->connection_lost();
   }
   l.owner->stats.refused_login = false;

@@ -37,7 +37,8 @@ public:
 
   /// `on_message` runs on an io thread for each payload received on the channel (including
   /// this process's own: the caller drops its echoes). `on_state(true)` once both connections
-  /// are ready, `on_state(false)` when either is lost.
+  /// are ready, `on_state(false)` when either is lost, and when Redis first refuses the
+  /// credentials (stats().refused_login tells that case apart).
   redis_pubsub(boost::asio::io_context& io, options opts,
                std::function<void(std::string payload)> on_message,
                std::function<void(bool up)> on_state);

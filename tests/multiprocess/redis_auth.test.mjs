@@ -79,6 +79,7 @@ describe('pods on a Redis with requirepass', () => {
       assert.equal(await readiness(wrong), 503)
       const { httpGet } = await import('../e2e/harness.mjs')
       assert.match((await httpGet(wrong.port, '/readyz')).body, /refused the credentials/)
+      assert.match(wrong.log(), /Redis refused the credentials of COMB_REDIS_URL/)
       assert.ok(!wrong.log().includes('wrong-pass-91b3'))
     } finally {
       await wrong.stop()

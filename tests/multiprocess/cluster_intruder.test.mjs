@@ -24,7 +24,7 @@ function run(bin, args) {
 
 /** Runs the intruder against `port`; its JSON report. */
 async function intrude(port, envelopeFile, tls = []) {
-  const { code, stdout, stderr } = await run(intruderBin, ['127.0.0.1', String(port), envelopeFile, ...tls, '--listen-ms', '2500'])
+  const { code, stdout, stderr } = await run(intruderBin, ['127.0.0.1', String(port), envelopeFile, ...tls, '--listen-ms', '4000'])
   assert.equal(code, 0, stderr)
   return JSON.parse(stdout.trim().split('\n').at(-1))
 }
@@ -79,6 +79,32 @@ async function assertRepelled(report, pod, before, linked) {
   assert.equal(await pod.metric('comb_cluster_peers_linked'), linked)
 }
 
+/**
+ * Runs the intruder against pod `a` while notes are posted on both pods (so envelopes are flowing
+ * between them as it listens); returns its report once the notes reached pod a's subscriber.
+ */
+async function intrudeWhileBusy(a, b, port, envelopeFile, tls = []) {
+  const watcher = await RawClient.open(a)
+  await watcher.req('busy', { kinds: [1], since: now() - 5 })
+  const running = intrude(port, envelopeFile, tls)
+  await pause(1200) // the intruder has connected and made its attempts; it is listening now
+  const notes = []
+  for (const pod of [b, a]) {
+    const poster = await RawClient.open(pod)
+    const note = sign(keys().sk, { content: `posted on ${pod.port} while the intruder listens` })
+    assert.equal((await poster.publish(note)).ok, true)
+    notes.push(note.id)
+    await poster.close()
+  }
+  const seen = []
+  await eventually(async () => {
+    seen.push(...watcher.drain((f) => f[0] === 'EVENT' && f[1] === 'busy').map((f) => f[2].id))
+    return notes.every((id) => seen.includes(id))
+  }, 'both notes on pod a (the link to pod b works meanwhile)')
+  await watcher.close()
+  return running
+}
+
 /** A note posted on `from` reaches a subscriber on `to` exactly once. */
 async function stillLinked(from, to) {
   const watcher = await RawClient.open(to)
@@ -118,7 +144,7 @@ describe('an intruder on a loopback cluster port without TLS', () => {
     const [a, b] = group.pods
     const watch = await watchAll(group.pods)
     const before = await counters(a)
-    const report = await intrude(clusterPorts[0], forged.file)
+    const report = await intrudeWhileBusy(a, b, clusterPorts[0], forged.file)
     assert.ok(report.replies.includes('challenge'), 'a hello is answered (that is all)')
     await assertRepelled(report, a, before, 1)
     await watch.sawNone(forged.note.id)
@@ -190,7 +216,7 @@ describe('an intruder on a cluster port with mutual TLS', () => {
     const [a, b] = group.pods
     const watch = await watchAll(group.pods)
     const before = await counters(a)
-    const report = await intrude(clusterPorts[0], forged.file, ['--cert', path.join(ca, 'intruder.pem'),
+    const report = await intrudeWhileBusy(a, b, clusterPorts[0], forged.file, ['--cert', path.join(ca, 'intruder.pem'),
       '--key', path.join(ca, 'intruder.key'), '--ca', path.join(ca, 'ca.pem')])
     await assertRepelled(report, a, before, 1)
     await watch.sawNone(forged.note.id)

@@ -7,6 +7,7 @@
 #include <boost/asio/signal_set.hpp>
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
+#include <caf/openssl/all.hpp>
 #include <iostream>
 #include <spdlog/spdlog.h>
 #include <thread>
@@ -259,6 +260,10 @@ int run_relay(const conf::relay_settings& s) {
     spdlog::critical("COMB_DATABASE_URL is not set (tools/run.sh starts a private Postgres and sets it)");
     return 1;
   }
+  if (auto problem = bridge_settings_problem(s)) {
+    spdlog::critical("{}", *problem);
+    return 1;
+  }
   auto startup = prepare_database(s, *key);
   if (!startup.ok)
     return 1;
@@ -268,6 +273,14 @@ int run_relay(const conf::relay_settings& s) {
   config.set("logger.verbosity", caf::atom("quiet"));
   if (wants_cluster(s))
     config.load<caf::io::middleman>();
+  if (wants_cluster(s) && conf::cluster_tls(s)) {
+    // conf::load_settings checked all three files are there: CAF throws from inside when a
+    // node with a CA but no certificate of its own dials.
+    config.load<caf::openssl::manager>();
+    config.openssl_certificate = s.cluster_cert;
+    config.openssl_key = s.cluster_key;
+    config.openssl_cafile = s.cluster_ca;
+  }
   caf::actor_system system{config};
   auto metrics = std::make_shared<relay_metrics>();
   auto communities = std::make_shared<community_directory>(std::chrono::seconds(5));

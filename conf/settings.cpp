@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "conf/settings.hpp"
 
+#include <fstream>
 #include <sstream>
 #include <toml++/toml.h>
 
@@ -84,7 +85,42 @@ void apply_file(relay_settings& s, const std::string& path, std::vector<setting_
   }
 }
 
+std::string host_of(const std::string& address) {
+  auto colon = address.rfind(':');
+  std::string host = colon == std::string::npos ? address : address.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  return host;
+}
+
+bool readable(const std::string& path) {
+  std::ifstream file(path);
+  return file.good();
+}
+
+/// Mutual TLS needs all three files; without them, links stay on this host.
+void validate_cluster(const relay_settings& s, std::vector<setting_problem>& problems) {
+  const int given = !s.cluster_cert.empty() + !s.cluster_key.empty() + !s.cluster_ca.empty();
+  if (given != 0 && given != 3)
+    problems.push_back({"cluster.cert", "COMB_CLUSTER_CERT, COMB_CLUSTER_KEY and COMB_CLUSTER_CA "
+                                        "go together (comb-admin cluster issue makes them)"});
+  for (const auto* path : {&s.cluster_cert, &s.cluster_key, &s.cluster_ca})
+    if (!path->empty() && !readable(*path))
+      problems.push_back({"cluster.cert", "cannot read " + *path});
+  if (given == 3)
+    return;
+  std::vector<std::string> addresses = s.cluster_peers;
+  if (!s.cluster_listen.empty())
+    addresses.push_back(s.cluster_listen);
+  for (const auto& address : addresses)
+    if (!loopback_host(host_of(address)))
+      problems.push_back({"cluster.listen", "cluster link " + address + " is not on loopback: "
+                          "links between hosts need mutual TLS (COMB_CLUSTER_CERT, "
+                          "COMB_CLUSTER_KEY, COMB_CLUSTER_CA; see docs/operations.md)"});
+}
+
 void validate(const relay_settings& s, std::vector<setting_problem>& problems) {
+  validate_cluster(s, problems);
   auto colon = s.listen.rfind(':');
   if (colon == std::string::npos || colon == 0 || !protocol::normalize_host(s.listen))
     problems.push_back({"server.listen", "must be host:port, e.g. 127.0.0.1:7777"});
@@ -103,6 +139,16 @@ void validate(const relay_settings& s, std::vector<setting_problem>& problems) {
 }
 
 } // namespace
+
+bool cluster_tls(const relay_settings& s) {
+  return !s.cluster_cert.empty() && !s.cluster_key.empty() && !s.cluster_ca.empty();
+}
+
+bool loopback_host(std::string_view host) {
+  if (host == "localhost" || host == "::1")
+    return true;
+  return host.starts_with("127.") && host.find_first_not_of("0123456789.") == std::string_view::npos;
+}
 
 std::string relay_settings::effective_public_url() const {
   return public_url.empty() ? "ws://" + listen : public_url;

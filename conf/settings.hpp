@@ -37,6 +37,9 @@ struct relay_settings {
   std::string cluster_listen;
   std::vector<std::string> cluster_peers;
   std::string cluster_secret;
+  std::string cluster_cert; ///< PEM certificate of this pod (mutual TLS on cluster links)
+  std::string cluster_key;  ///< its PEM private key
+  std::string cluster_ca;   ///< PEM CA every peer's certificate must chain to
   std::string node_id; ///< empty: random per start
   // -- keys and the fresh-install community --
   std::string relay_key_file; ///< empty: <data_dir>/relay.key
@@ -85,6 +88,12 @@ struct relay_settings {
 
   [[nodiscard]] std::string effective_relay_key_file() const;
 };
+
+/// Whether cluster links run over mutual TLS (certificate, key and CA all set).
+[[nodiscard]] bool cluster_tls(const relay_settings& settings);
+
+/// Whether `host` (no port, brackets allowed) is a loopback address or "localhost".
+[[nodiscard]] bool loopback_host(std::string_view host);
 
 /// Where a setting came from, for error messages and --print-config.
 struct setting_problem {

@@ -3,9 +3,7 @@
 
 #include <caf/all.hpp>
 #include <memory>
-#include <set>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "actors/bridge/bridge_transport.hpp"
@@ -21,32 +19,35 @@ struct bridge_args {
   std::shared_ptr<community_registry> registry;
   protocol::bytes32 relay_pubkey{};
   std::shared_ptr<bridge_transport> redis; ///< may be null (no Redis)
-  std::string cluster_secret;              ///< peers must prove it (CAF transport)
+  std::string cluster_secret;              ///< MACs every envelope (Redis and CAF)
   std::shared_ptr<relay_metrics> metrics;
+};
+
+/// Tells the bridge which gatekeeper carries its envelopes to CAF peers.
+struct bridge_gate {
+  caf::actor gate;
 };
 
 struct bridge_state {
   bridge_args args;
-  /// CAF peers that proved the secret to us: their envelopes are accepted.
-  std::set<caf::actor_addr> trusted_senders;
-  /// Outstanding challenges we sent, by the address that said hello.
-  std::unordered_map<caf::actor_addr, std::string> challenges;
-  /// Peers that accepted our proof: our envelopes go to them.
-  std::vector<caf::actor> peers;
+  /// The gatekeeper (actors/bridge/gatekeeper.hpp), when cluster links are configured.
+  caf::actor gate;
   /// Lists written at start-up, pushed once a transport is ready.
   std::vector<committed_event> startup;
   bool startup_sent_to_redis = false;
+  /// When a dropped envelope was last logged (seconds), so a flood gives one line a second.
+  std::int64_t last_drop_log = 0;
   static inline const char* name = "bridge";
 };
 
-/// One per pod. Sends every locally accepted event to the other pods (Redis and/or CAF peers),
-/// and hands what they send to local fan-out only, never to storage. Drops its own echoes;
-/// the fan-out drops anything it has already delivered. Member caches never follow what arrives
-/// here: the database is the authority (actors/community/access_watcher.hpp).
+/// One per pod. Sends every locally accepted event, as an envelope with a MAC, to the other pods
+/// (Redis and/or the gatekeeper's CAF peers), and hands what they send to local fan-out only,
+/// never to storage. Drops envelopes without a valid MAC and its own echoes; the fan-out drops
+/// anything it has already delivered. Member caches never follow what arrives here: the database
+/// is the authority (actors/community/access_watcher.hpp). Never reachable from the network:
+/// only the gatekeeper talks to remote nodes.
 caf::behavior bridge_actor(caf::stateful_actor<bridge_state>* self, bridge_args args);
 
-/// The proof a peer sends for `nonce`: SHA-256 of secret, nonce and node id, hex.
-[[nodiscard]] std::string cluster_proof(const std::string& secret, const std::string& nonce,
-                                        const std::string& node_id);
-
 } // namespace comb::actors
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::bridge_gate)

@@ -2,8 +2,14 @@
 #include "actors/bridge/bridge_setup.hpp"
 
 #include <caf/io/all.hpp>
+#include <caf/openssl/all.hpp>
+#include <spdlog/spdlog.h>
 
+#include "actors/bridge/cluster_tls.hpp"
+#include "actors/bridge/gatekeeper.hpp"
 #include "actors/bridge/peer_connector.hpp"
+#include "storage/bridge_auth.hpp"
+#include "storage/redis/redis_url.hpp"
 
 namespace comb::actors {
 namespace {
@@ -25,15 +31,33 @@ std::optional<std::pair<std::string, std::uint16_t>> split_host_port(const std::
   }
 }
 
+std::string joined(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items)
+    out += (out.empty() ? "" : ",") + item;
+  return out;
+}
+
 bool start_cluster(caf::actor_system& system, const conf::relay_settings& s, pod_bridge& pod,
-                   std::string& error) {
+                   const std::shared_ptr<relay_metrics>& metrics, std::string& error) {
+  pod.gate = system.spawn<gatekeeper>(
+    gatekeeper_args{pod.node_id, s.cluster_secret, pod.actor, metrics, {}});
+  caf::anon_send(pod.actor, bridge_gate{pod.gate});
+  const bool tls = conf::cluster_tls(s);
+  if (tls)
+    spdlog::info("cluster links over mutual TLS: peers must hold a certificate from {}",
+                 s.cluster_ca);
+  else
+    spdlog::warn("cluster links without TLS (no COMB_CLUSTER_CERT/KEY/CA): loopback only ({}{}{})",
+                 s.cluster_listen, s.cluster_listen.empty() ? "" : " ", joined(s.cluster_peers));
   if (!s.cluster_listen.empty()) {
     auto where = split_host_port(s.cluster_listen);
     if (!where) {
       error = "COMB_CLUSTER_LISTEN must be host:port";
       return false;
     }
-    auto bound = system.middleman().publish(pod.actor, where->second, where->first.c_str(), true);
+    auto bound = tls ? caf::openssl::publish(pod.gate, where->second, where->first.c_str(), true)
+                     : system.middleman().publish(pod.gate, where->second, where->first.c_str(), true);
     if (!bound) {
       error = "cannot listen for cluster peers on " + s.cluster_listen + ": "
               + system.render(bound.error());
@@ -47,13 +71,24 @@ bool start_cluster(caf::actor_system& system, const conf::relay_settings& s, pod
       return false;
     }
     pod.connectors.push_back(
-      system.spawn(peer_connector, peer_connector_args{where->first, where->second, pod.actor}));
+      system.spawn(peer_connector, peer_connector_args{where->first, where->second, pod.gate, tls}));
   }
   pod.cluster_peers = s.cluster_peers.size();
   return true;
 }
 
 } // namespace
+
+std::optional<std::string> bridge_settings_problem(const conf::relay_settings& s) {
+  if (wants_cluster(s) || !s.redis_url.empty())
+    if (auto problem = storage::cluster_secret_problem(s.cluster_secret))
+      return problem;
+  storage::redis_detail::redis_endpoint endpoint;
+  if (!s.redis_url.empty())
+    if (auto problem = storage::redis_detail::parse_redis_url(s.redis_url, endpoint))
+      return "COMB_REDIS_URL: " + *problem; // never shows the password
+  return cluster_tls_problem(s);
+}
 
 bool wants_cluster(const conf::relay_settings& s) {
   return !s.cluster_listen.empty() || !s.cluster_peers.empty();
@@ -88,17 +123,21 @@ void pod_bridge::stop(caf::scoped_actor& self) {
     redis->stop();
   for (const auto& connector : connectors)
     self->send_exit(connector, caf::exit_reason::user_shutdown);
+  if (gate) // refuses exit messages: a remote could send those too
+    self->send(gate, gate_order{gate_order::kind::stop, {}, {}});
   self->send_exit(actor, caf::exit_reason::user_shutdown);
 }
 
 std::optional<pod_bridge> start_bridge(caf::actor_system& system, boost::asio::io_context& io,
                                        const conf::relay_settings& s, bridge_args args,
                                        std::string& error) {
-  if (wants_cluster(s) && s.cluster_secret.empty()) {
-    error = "COMB_CLUSTER_SECRET is required when cluster links are configured";
+  if (auto problem = bridge_settings_problem(s)) {
+    error = *problem;
     return std::nullopt;
   }
   pod_bridge pod;
+  pod.node_id = args.node_id;
+  auto metrics = args.metrics;
   if (!s.redis_url.empty())
     pod.redis = std::make_shared<redis_transport>(io, s.redis_url, "comb:events");
   args.redis = pod.redis;
@@ -109,7 +148,7 @@ std::optional<pod_bridge> start_bridge(caf::actor_system& system, boost::asio::i
       error = "COMB_REDIS_URL: " + *problem;
       return std::nullopt;
     }
-  if (wants_cluster(s) && !start_cluster(system, s, pod, error))
+  if (wants_cluster(s) && !start_cluster(system, s, pod, metrics, error))
     return std::nullopt;
   return pod;
 }

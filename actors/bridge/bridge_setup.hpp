@@ -17,6 +17,8 @@ namespace comb::actors {
 /// The pod's way to the other pods: its bridge actor and whatever transports are configured.
 struct pod_bridge {
   caf::actor actor;
+  caf::actor gate; ///< the gatekeeper on the cluster port; null without cluster links
+  std::string node_id;
   std::shared_ptr<redis_transport> redis;
   std::vector<caf::actor> connectors;
   std::size_t cluster_peers = 0;
@@ -38,6 +40,11 @@ struct pod_bridge {
                                                      boost::asio::io_context& io,
                                                      const conf::relay_settings& settings,
                                                      bridge_args args, std::string& error);
+
+/// Why the bridge cannot start with these settings (no or a short COMB_CLUSTER_SECRET with Redis
+/// or cluster links; TLS files that do not load or do not chain to the CA), or nothing. Checked
+/// before the database and the actor system are touched.
+[[nodiscard]] std::optional<std::string> bridge_settings_problem(const conf::relay_settings& settings);
 
 /// Whether the settings ask for CAF cluster links (the actor system must then load the io
 /// middleman before it starts).

@@ -2,8 +2,10 @@
 #include "actors/bridge/peer_connector.hpp"
 
 #include <caf/io/all.hpp>
+#include <caf/openssl/all.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/bridge/gatekeeper.hpp"
 #include "actors/messages.hpp"
 
 namespace comb::actors {
@@ -14,7 +16,8 @@ void peer_connector(caf::blocking_actor* self, peer_connector_args args) {
   bool running = true;
   auto stop = [&](caf::exit_msg&) { running = false; };
   while (running) {
-    auto remote = self->system().middleman().remote_actor(args.host, args.port);
+    auto remote = args.tls ? caf::openssl::remote_actor(self->system(), args.host, args.port)
+                           : self->system().middleman().remote_actor(args.host, args.port);
     if (!remote) {
       // Wait with backoff, but wake at once for an exit.
       self->receive(stop, caf::after(backoff) >> [] {});
@@ -24,12 +27,14 @@ void peer_connector(caf::blocking_actor* self, peer_connector_args args) {
     backoff = 200ms;
     spdlog::info("bridge: cluster link to {}:{} up", args.host, args.port);
     self->monitor(*remote);
-    self->send(args.bridge, peer_atom_v, *remote);
+    auto where = args.host + ":" + std::to_string(args.port);
+    self->send(args.gate, gate_order{gate_order::kind::dialed, *remote, where});
     bool linked = true;
     self->receive_while([&] { return linked && running; })(stop, [&](caf::down_msg&) {
       linked = false;
-      spdlog::warn("bridge: cluster link to {}:{} lost; reconnecting", args.host, args.port);
+      spdlog::warn("bridge: cluster link to {} lost; reconnecting", where);
     });
+    self->send(args.gate, gate_order{gate_order::kind::lost, *remote, where});
   }
 }
 

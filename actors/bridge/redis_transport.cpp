@@ -17,10 +17,13 @@ std::optional<std::string> redis_transport::start(caf::actor bridge) {
   link_ = std::make_unique<storage::redis_pubsub>(
     io_, options_,
     [bridge](std::string payload) { caf::anon_send(bridge, redis_atom_v, std::move(payload)); },
-    [bridge](bool up) {
+    [this, bridge](bool up) {
       if (up) {
         spdlog::info("bridge: Redis connected");
         caf::anon_send(bridge, ready_atom_v);
+      } else if (link_ && link_->stats().refused_login) {
+        spdlog::error("bridge: Redis refused the credentials of COMB_REDIS_URL (AUTH or SELECT); "
+                      "serving local clients, retrying");
       } else {
         spdlog::warn("bridge: Redis unreachable; serving local clients, retrying");
       }
@@ -38,7 +41,10 @@ void redis_transport::publish(std::string envelope) {
 }
 
 std::string redis_transport::problem() const {
-  return link_ && link_->up() ? std::string() : "redis unreachable";
+  if (link_ && link_->up())
+    return {};
+  return link_ && link_->stats().refused_login ? "redis refused the credentials of COMB_REDIS_URL"
+                                               : "redis unreachable";
 }
 
 const storage::redis_stats& redis_transport::stats() const {

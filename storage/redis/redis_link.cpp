@@ -7,6 +7,7 @@
 #include <hiredis/async.h>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 namespace comb::storage {
 namespace {
@@ -39,11 +40,37 @@ void redis_pubsub::impl::on_connected(const redisAsyncContext* ac, int status) n
     return l.owner->connection_lost();
   }
   redisEnableKeepAlive(&l.ac->c); // notices a silently vanished peer on the idle subscriber
-  if (&l == &l.owner->publisher) {
-    l.ready = true;
-    l.owner->publisher_ready = true;
-    l.owner->check_up();
+  l.connected = true;
+  l.owner->publisher_maybe_ready(l);
+}
+
+/// The publisher takes PUBLISHes once connected and, with credentials, logged in.
+void redis_pubsub::impl::publisher_maybe_ready(link& l) {
+  if (&l != &publisher || !l.connected || l.introduction > 0)
+    return;
+  l.ready = true;
+  publisher_ready = true;
+  check_up();
+}
+
+/// AUTH or SELECT answered: an error (wrong password, unknown user, no such database) ends the
+/// attempt; the retry with backoff tries again, and /readyz says why meanwhile.
+void redis_pubsub::impl::on_introduction_reply(redisAsyncContext* ac, void* reply,
+                                               void* /*privdata*/) noexcept {
+  const auto* r = static_cast<const redisReply*>(reply);
+  link& l = link_of(ac);
+  if (r == nullptr || l.ac != ac)
+    return;
+  if (r->type == REDIS_REPLY_ERROR) {
+    // The first refusal in a row is reported (on_state(false) while not up), so the owner can
+    // say why it is not connecting; the retries that follow are not.
+    if (!l.owner->stats.refused_login.exchange(true))
+      l.owner->notify_state(false);
+    return l.owner->connection_lost();
   }
+  l.owner->stats.refused_login = false;
+  --l.introduction;
+  l.owner->publisher_maybe_ready(l);
 }
 
 void redis_pubsub::impl::on_disconnected(const redisAsyncContext* ac, int /*status*/) noexcept {
@@ -130,12 +157,41 @@ void redis_pubsub::impl::open_links(const std::string& ip) {
   close_links();
   if (!open(publisher, ip) || !open(subscriber, ip))
     return connection_lost();
+  if (!introduce(publisher) || !introduce(subscriber))
+    return connection_lost();
   // Queued now, written by hiredis once the connect completes.
   const char* argv[] = {"SUBSCRIBE", opts.channel.data()};
   const std::size_t lengths[] = {9, opts.channel.size()};
   if (redisAsyncCommandArgv(subscriber.ac, on_subscriber_reply, nullptr, 2, argv, lengths)
       != REDIS_OK)
     connection_lost();
+}
+
+/// Queues AUTH and SELECT (when the URL asks for them) ahead of anything else on `l`: hiredis
+/// writes them first once connected, on every reconnect alike.
+bool redis_pubsub::impl::introduce(link& l) {
+  auto queue = [&](std::initializer_list<std::string_view> args) {
+    std::vector<const char*> argv;
+    std::vector<std::size_t> lengths;
+    for (auto a : args) {
+      argv.push_back(a.data());
+      lengths.push_back(a.size());
+    }
+    if (redisAsyncCommandArgv(l.ac, on_introduction_reply, nullptr, static_cast<int>(argv.size()),
+                              argv.data(), lengths.data())
+        != REDIS_OK)
+      return false;
+    ++l.introduction;
+    return true;
+  };
+  const std::string database = std::to_string(endpoint.database);
+  if (!endpoint.password.empty()) {
+    bool queued = endpoint.user.empty() ? queue({"AUTH", endpoint.password})
+                                        : queue({"AUTH", endpoint.user, endpoint.password});
+    if (!queued)
+      return false;
+  }
+  return endpoint.database == 0 || queue({"SELECT", database});
 }
 
 bool redis_pubsub::impl::open(link& l, const std::string& ip) {
@@ -149,6 +205,8 @@ bool redis_pubsub::impl::open(link& l, const std::string& ip) {
   ac->data = &l;
   l.ac = ac;
   l.ready = false;
+  l.connected = false;
+  l.introduction = 0;
   redisAsyncSetDisconnectCallback(ac, on_disconnected);
   redisAsyncSetConnectCallback(ac, on_connected); // arms the write wait that reports the connect
   return true;

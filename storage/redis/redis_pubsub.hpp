@@ -18,6 +18,7 @@ struct redis_stats {
   std::atomic<std::uint64_t> publish_failed{0}; ///< not sent: Redis down or the send failed
   std::atomic<std::uint64_t> received{0};
   std::atomic<std::uint64_t> reconnects{0};
+  std::atomic<bool> refused_login{false}; ///< the last AUTH or SELECT was refused (bad credentials)
 };
 
 /// Publish/subscribe on one Redis channel for cross-pod delivery (hiredis async, driven by
@@ -28,7 +29,7 @@ struct redis_stats {
 class redis_pubsub {
 public:
   struct options {
-    std::string url;     ///< redis://host:port[/db], loopback or private network
+    std::string url;     ///< redis://[user:password@]host:port[/db]; AUTH and SELECT on every connect
     std::string channel; ///< e.g. "comb:events"
     std::chrono::milliseconds min_backoff{100};
     std::chrono::milliseconds max_backoff{5000};
@@ -36,7 +37,8 @@ public:
 
   /// `on_message` runs on an io thread for each payload received on the channel (including
   /// this process's own: the caller drops its echoes). `on_state(true)` once both connections
-  /// are ready, `on_state(false)` when either is lost.
+  /// are ready, `on_state(false)` when either is lost, and when Redis first refuses the
+  /// credentials (stats().refused_login tells that case apart).
   redis_pubsub(boost::asio::io_context& io, options opts,
                std::function<void(std::string payload)> on_message,
                std::function<void(bool up)> on_state);

@@ -31,7 +31,9 @@ struct redis_pubsub::impl : std::enable_shared_from_this<impl> {
   struct link {
     impl* owner;
     redisAsyncContext* ac = nullptr;
-    bool ready = false; ///< publisher: connected; subscriber: SUBSCRIBE confirmed
+    bool ready = false; ///< publisher: connected and logged in; subscriber: SUBSCRIBE confirmed
+    bool connected = false;
+    int introduction = 0; ///< AUTH/SELECT replies still awaited
   };
 
   impl(boost::asio::io_context& context, options o,
@@ -82,6 +84,8 @@ struct redis_pubsub::impl : std::enable_shared_from_this<impl> {
   void close_links();
   void shut_down();
   void send_publish(const std::string& payload);
+  bool introduce(link& l);
+  void publisher_maybe_ready(link& l);
   static link& link_of(const redisAsyncContext* ac);
   // hiredis callbacks: C function pointers, so nothing may unwind through them (only running
   // out of memory could throw there, and that terminates).
@@ -90,6 +94,7 @@ struct redis_pubsub::impl : std::enable_shared_from_this<impl> {
   static void on_subscriber_reply(redisAsyncContext* ac, void* reply, void* privdata) noexcept;
   static void on_publish_reply(redisAsyncContext* ac, void* reply, void* privdata) noexcept;
   static void on_ping_reply(redisAsyncContext* ac, void* reply, void* privdata) noexcept;
+  static void on_introduction_reply(redisAsyncContext* ac, void* reply, void* privdata) noexcept;
 
   // redis_pubsub.cpp: bookkeeping and user callbacks.
   void count_failed_in_flight();

@@ -19,6 +19,8 @@ struct context_free {
   void operator()(redisContext* c) const noexcept { redisFree(c); }
 };
 
+const std::string secret = "cli test cluster secret 0123456789";
+
 std::string redis_url() {
   const char* url = std::getenv("COMB_TEST_REDIS_URL");
   if (!url || !*url)
@@ -65,13 +67,13 @@ TEST_CASE("member add pushes the new list and its delta to the bridge channel", 
   auto subscriber = subscribe(url);
 
   auto added = f.admin({"member", "add", "c.example", alice_npub, "--json"},
-                       {{"COMB_REDIS_URL", url}});
+                       {{"COMB_REDIS_URL", url}, {"COMB_CLUSTER_SECRET", secret}});
   REQUIRE(added.exit_code == 0);
   CHECK(added.json().at("pushed_live").as_bool());
   CHECK(added.err.find("Postgres notification") == std::string::npos);
 
   // The list comes first, then the 8000, exactly as a pod publishes them.
-  auto list = comb::storage::decode_envelope(next_message(subscriber.get()), {});
+  auto list = comb::storage::decode_envelope(next_message(subscriber.get()), {}, secret);
   REQUIRE(list);
   CHECK(list.value().origin.starts_with("comb-admin-"));
   CHECK(list.value().community_id == community_id);
@@ -84,7 +86,7 @@ TEST_CASE("member add pushes the new list and its delta to the bridge channel", 
   // It is the stored list, not another one.
   CHECK(f.sql("SELECT encode(id, 'hex') FROM events WHERE kind = 13534")
         == comb::protocol::to_hex(list.value().ev->id));
-  auto delta = comb::storage::decode_envelope(next_message(subscriber.get()), {});
+  auto delta = comb::storage::decode_envelope(next_message(subscriber.get()), {}, secret);
   REQUIRE(delta);
   CHECK(delta.value().ev->kind == comb::storage::member_added_kind);
   CHECK(delta.value().origin == list.value().origin);
@@ -95,10 +97,53 @@ TEST_CASE("an unreachable Redis is only a warning and the change is stored", "[c
   f.admin_ok({"community", "create", "c.example", "--owner", random_pubkey().first});
   auto alice = random_pubkey().first;
   auto added = f.admin({"member", "add", "c.example", alice, "--json"},
-                       {{"COMB_REDIS_URL", "redis://127.0.0.1:1"}});
+                       {{"COMB_REDIS_URL", "redis://127.0.0.1:1"},
+                        {"COMB_CLUSTER_SECRET", secret}});
   CHECK(added.exit_code == 0);
   CHECK_FALSE(added.json().at("pushed_live").as_bool());
   CHECK_THAT(added.err, Catch::Contains("warning: could not push"));
   CHECK(f.stored("c.example").size() == 2);
   CHECK(f.listed("c.example") == f.stored("c.example"));
+}
+
+TEST_CASE("without the cluster secret nothing is pushed, and the note says why", "[cli]") {
+  cli_fixture f;
+  f.admin_ok({"community", "create", "c.example", "--owner", random_pubkey().first});
+  auto added = f.admin({"member", "add", "c.example", random_pubkey().first, "--json"},
+                       {{"COMB_REDIS_URL", redis_url()}});
+  CHECK(added.exit_code == 0);
+  CHECK_FALSE(added.json().at("pushed_live").as_bool());
+  CHECK_THAT(added.err, Catch::Contains("COMB_CLUSTER_SECRET"));
+  CHECK(f.listed("c.example") == f.stored("c.example"));
+}
+
+TEST_CASE("an envelope made with another secret does not decode", "[cli]") {
+  const auto url = redis_url();
+  cli_fixture f;
+  f.admin_ok({"community", "create", "c.example", "--owner", random_pubkey().first});
+  auto subscriber = subscribe(url);
+  auto added = f.admin({"member", "add", "c.example", random_pubkey().first, "--json"},
+                       {{"COMB_REDIS_URL", url}, {"COMB_CLUSTER_SECRET", secret}});
+  REQUIRE(added.exit_code == 0);
+  auto decoded = comb::storage::decode_envelope(next_message(subscriber.get()), {},
+                                                "some other secret of the cluster");
+  REQUIRE_FALSE(decoded);
+  CHECK(decoded.error().unauthenticated);
+}
+
+TEST_CASE("a wrong Redis password is a warning that never shows the password", "[cli]") {
+  cli_fixture f;
+  f.admin_ok({"community", "create", "c.example", "--owner", random_pubkey().first});
+  comb::storage::redis_detail::redis_endpoint endpoint;
+  REQUIRE_FALSE(comb::storage::redis_detail::parse_redis_url(redis_url(), endpoint));
+  // The test Redis has no password: AUTH with one is refused ("without any password configured").
+  const std::string with_password = "redis://:hunter2-not-this-one@" + endpoint.host + ":"
+                                    + std::to_string(endpoint.port);
+  auto added = f.admin({"member", "add", "c.example", random_pubkey().first, "--json"},
+                       {{"COMB_REDIS_URL", with_password}, {"COMB_CLUSTER_SECRET", secret}});
+  CHECK(added.exit_code == 0);
+  CHECK_FALSE(added.json().at("pushed_live").as_bool());
+  CHECK_THAT(added.err, Catch::Contains("AUTH refused"));
+  CHECK(added.err.find("hunter2") == std::string::npos);
+  CHECK(added.out.find("hunter2") == std::string::npos);
 }

@@ -143,6 +143,8 @@ export async function startRelay(env = {}, { database: shared } = {}) {
     proc,
     exited,
     stderr: () => stderr.slice(-4000),
+    /** Everything the relay logged so far. */
+    log: () => stderr,
     async metric(name) {
       const { body } = await httpGet(metricsPort, '/metrics')
       const line = body.split('\n').find((l) => l.startsWith(`${name} `))

@@ -266,8 +266,9 @@ TEST_CASE("start() reports a bad configuration as an error", "[integration][redi
   for (const char* url :
        {"", "http://127.0.0.1:6379", "rediss://127.0.0.1:6379", "redis://", "redis://:6379",
         "redis://host:port", "redis://host:0", "redis://host:70000",
-        "redis://host:", "redis://::1:6379", "redis://[::1", "redis://user:secret@host:6379",
-        "redis://host:6379/2", "redis://host:6379?db=1"}) {
+        "redis://host:", "redis://::1:6379", "redis://[::1", "redis://user@host:6379",
+        "redis://user:@host:6379", "redis://host:6379/16", "redis://host:6379/x",
+        "redis://host:6379?db=1", "redis://u:p%zz@host"}) {
     auto pubsub = r.make(threads.io, url);
     const auto error = pubsub.start();
     INFO(url);
@@ -282,4 +283,45 @@ TEST_CASE("start() reports a bad configuration as an error", "[integration][redi
   }
   auto no_channel = r.make(threads.io, "redis://127.0.0.1:1", "");
   CHECK(no_channel.start());
+}
+
+TEST_CASE("with requirepass, the password from the URL logs in on every reconnect",
+          "[integration][redis]") {
+  redis_server server("--requirepass s3cret-pass");
+  io_threads threads;
+  recorder ra, rb;
+  const std::string base = "127.0.0.1:" + std::to_string(server.port());
+  auto a = ra.make(threads.io, "redis://:s3cret-pass@" + base);
+  auto b = rb.make(threads.io, "redis://default:s3cret-pass@" + base + "/1");
+  REQUIRE_FALSE(a.start());
+  REQUIRE_FALSE(b.start());
+  REQUIRE(eventually([&] { return a.up() && b.up(); }));
+  a.publish("before"); // pub/sub is server-wide: database 1 hears database 0
+  REQUIRE(eventually([&] { return rb.message_count() == 1; }));
+
+  server.stop();
+  REQUIRE(eventually([&] { return !a.up() && !b.up(); }, 3s));
+  server.start();
+  REQUIRE(eventually([&] { return a.up() && b.up(); }, 5s));
+  a.publish("after");
+  REQUIRE(eventually([&] { return rb.message_count() == 2; }));
+  CHECK_FALSE(a.stats().refused_login);
+}
+
+TEST_CASE("a wrong password is refused, reported and retried, never up",
+          "[integration][redis]") {
+  redis_server server("--requirepass s3cret-pass");
+  io_threads threads;
+  recorder r, n;
+  const std::string base = "127.0.0.1:" + std::to_string(server.port());
+  auto wrong = r.make(threads.io, "redis://:not-the-pass@" + base);
+  auto none = n.make(threads.io, "redis://" + base);
+  REQUIRE_FALSE(wrong.start());
+  REQUIRE_FALSE(none.start());
+  CHECK(eventually([&] { return wrong.stats().refused_login.load(); }));
+  CHECK(eventually([&] { return wrong.stats().reconnects >= 2 && none.stats().reconnects >= 2; }, 9s));
+  CHECK_FALSE(wrong.up());
+  CHECK_FALSE(none.up()); // without AUTH the SUBSCRIBE is refused: never up either
+  CHECK(r.changes() == std::vector<bool>{false}); // the refusal reported once, not every retry
+  CHECK(n.changes().empty());
 }

@@ -54,12 +54,18 @@ describe('three pods linked by CAF cluster links', () => {
     const refusedBefore = await a.metric('comb_bridge_refused_peers_total')
     const intruder = await startRelay({
       COMB_CLUSTER_PEERS: `127.0.0.1:${clusterPorts[0]}`,
-      COMB_CLUSTER_SECRET: 'wrong secret',
+      COMB_CLUSTER_SECRET: 'a wrong secret, long enough to be accepted',
     })
     try {
+      // The intruder refuses pod a's proof (made with the other secret) and so never proves
+      // itself; pod a refuses it when the handshake times out.
+      await eventually(async () => (await intruder.metric('comb_bridge_refused_peers_total')) > 0,
+        'the intruder refuses pod a', 15000)
       await eventually(async () => (await a.metric('comb_bridge_refused_peers_total')) > refusedBefore,
-        'pod a refuses the intruder', 15000)
+        'pod a refuses the intruder', 25000)
+      assert.match(a.log(), /handshake not completed in time/)
       assert.equal(await intruder.metric('comb_cluster_peers_linked'), 0)
+      assert.equal(await a.metric('comb_cluster_peers_linked'), 2)
       assert.equal(await readiness(intruder), 503)
     } finally {
       await intruder.stop()

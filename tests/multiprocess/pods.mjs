@@ -11,6 +11,9 @@ import { RawClient, createDatabase, dropDatabase, finalizeEvent, freePort, httpG
 
 const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
+/** The cluster secret every test pod shares (made as the docs say: head -c 32 /dev/urandom | xxd -p -c 64). */
+export const clusterSecret = randomBytes(32).toString('hex')
+
 /** Polls `probe` (async, truthy when done) every 50 ms for at most `ms`. */
 export async function eventually(probe, what, ms = 10000) {
   const deadline = Date.now() + ms
@@ -30,17 +33,21 @@ function portOpen(port) {
   })
 }
 
-/** A redis-server of the test's own on a fixed port: start(), stop(), url. */
-export async function privateRedis() {
+/**
+ * A redis-server of the test's own on a fixed port: start(), stop(), url. With `password`, the
+ * server requires it (requirepass) and `url` carries it (redis://:password@host:port).
+ */
+export async function privateRedis({ password = '' } = {}) {
   const port = await freePort()
   const dir = await mkdtemp(path.join(tmpdir(), 'comb-redis-'))
   let proc = null
   const redis = {
     port,
-    url: `redis://127.0.0.1:${port}`,
+    url: password ? `redis://:${encodeURIComponent(password)}@127.0.0.1:${port}` : `redis://127.0.0.1:${port}`,
     async start() {
       proc = spawn('redis-server', ['--bind', '127.0.0.1', '--port', String(port), '--save', '',
-        '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' })
+        '--appendonly', 'no', '--dir', dir, ...(password ? ['--requirepass', password] : [])],
+        { stdio: 'ignore' })
       await eventually(() => portOpen(port), 'redis-server listening', 5000)
     },
     async stop() {
@@ -72,7 +79,8 @@ export async function startPods(count, envFor = () => ({})) {
   try {
     for (let i = 0; i < count; i++)
       pods.push(await startRelay({ COMB_PUBLIC_URL: 'ws://hive.test', COMB_LISTEN: `127.0.0.1:${ports[i]}`,
-        COMB_NODE_ID: `pod-${i}`, COMB_RELAY_KEY_FILE: keyFile, ...envFor(i, ports) }, { database }))
+        COMB_NODE_ID: `pod-${i}`, COMB_RELAY_KEY_FILE: keyFile, COMB_CLUSTER_SECRET: clusterSecret,
+        ...envFor(i, ports) }, { database }))
   } catch (error) {
     for (const pod of pods) await pod.stop()
     await dropDatabase(database)

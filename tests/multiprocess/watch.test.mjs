@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { keys, settlesWithin, sign, startRelay } from '../e2e/harness.mjs'
-import { authed, eventually, privateRedis, readiness, startPods } from './pods.mjs'
+import { authed, clusterSecret, eventually, privateRedis, readiness, startPods } from './pods.mjs'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const watchBin = process.env.COMB_WATCH_BIN || path.resolve(here, '../../build/bin/comb-watch')
@@ -161,7 +161,7 @@ describe('comb-watch on two pods', () => {
   it('reconnects when its pod restarts, and the replayed list alerts nothing', async () => {
     const before = adminWatch.alerts.length
     const env = { COMB_PUBLIC_URL: 'ws://hive.test', COMB_LISTEN: `127.0.0.1:${b.port}`, COMB_NODE_ID: 'pod-1',
-      COMB_RELAY_KEY_FILE: group.keyFile, COMB_REDIS_URL: redis.url, COMB_OWNER_PUBKEY: owner.pk,
+      COMB_RELAY_KEY_FILE: group.keyFile, COMB_REDIS_URL: redis.url, COMB_CLUSTER_SECRET: clusterSecret, COMB_OWNER_PUBKEY: owner.pk,
       COMB_ACCESS: 'open' }
     const reconnects = (adminWatch.log.match(/subscribed to the member list/g) ?? []).length
     await b.stop()

@@ -27,17 +27,54 @@ std::string origin_id() {
   return "comb-admin-" + protocol::to_hex(random);
 }
 
-/// The stored JSON of the role definitions, list and deltas a write produced.
-std::vector<const std::string*> events_of(const storage::membership_write& write) {
-  std::vector<const std::string*> events;
+struct pushed_event {
+  const protocol::bytes32* id;
+  const std::string* json;
+};
+
+/// The role definitions, list and deltas a write produced, with their stored JSON.
+std::vector<pushed_event> events_of(const storage::membership_write& write) {
+  std::vector<pushed_event> events;
   for (const auto& definition : write.role_definitions)
-    events.push_back(&definition.json);
+    events.push_back({&definition.ev.id, &definition.json});
   if (write.list)
-    events.push_back(&write.list_json);
+    events.push_back({&write.list->id, &write.list_json});
   for (const auto& result : write.results)
     if (result.delta)
-      events.push_back(&result.delta_json);
+      events.push_back({&result.delta->id, &result.delta_json});
   return events;
+}
+
+/// AUTH (when the URL has a password) and SELECT (when it names a database), as a pod does.
+bool introduce(redisContext* c, const storage::redis_detail::redis_endpoint& endpoint,
+               std::string& error) {
+  auto command = [&](std::vector<std::string> args) {
+    std::vector<const char*> argv;
+    std::vector<std::size_t> lengths;
+    for (const auto& a : args) {
+      argv.push_back(a.data());
+      lengths.push_back(a.size());
+    }
+    auto* reply = static_cast<redisReply*>(
+      redisCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lengths.data()));
+    if (!reply) {
+      error = c->errstr;
+      return false;
+    }
+    bool ok = reply->type != REDIS_REPLY_ERROR;
+    if (!ok) // the server's text never contains the password
+      error = args[0] + " refused: " + std::string(reply->str, reply->len);
+    freeReplyObject(reply);
+    return ok;
+  };
+  if (!endpoint.password.empty()) {
+    auto args = endpoint.user.empty()
+                  ? std::vector<std::string>{"AUTH", endpoint.password}
+                  : std::vector<std::string>{"AUTH", endpoint.user, endpoint.password};
+    if (!command(std::move(args)))
+      return false;
+  }
+  return endpoint.database == 0 || command({"SELECT", std::to_string(endpoint.database)});
 }
 
 /// Connects with a short timeout: an operator waits for this, and the push is optional.
@@ -54,6 +91,8 @@ redis_context connect(const std::string& url, std::string& error) {
     return nullptr;
   }
   redisSetTimeout(c.get(), timeout);
+  if (!introduce(c.get(), endpoint, error))
+    return nullptr;
   return c;
 }
 
@@ -74,7 +113,7 @@ bool publish(redisContext* c, const std::string& payload, std::string& error) {
 
 } // namespace
 
-void push_live(const std::string& redis_url, std::int64_t community_id,
+void push_live(const std::string& redis_url, const std::string& secret, std::int64_t community_id,
                const storage::membership_write& write, reporter& out) {
   auto events = events_of(write);
   if (events.empty())
@@ -85,11 +124,19 @@ void push_live(const std::string& redis_url, std::int64_t community_id,
              " from its Postgres notification");
     return;
   }
+  if (secret.empty()) {
+    out.note("warning: not pushed over Redis (no --cluster-secret or COMB_CLUSTER_SECRET: pods"
+             " drop envelopes without its MAC): every pod delivers the change from its Postgres"
+             " notification");
+    return;
+  }
   std::string error;
   auto c = connect(redis_url, error);
   const std::string origin = origin_id();
-  for (const auto* json : events)
-    if (!c || !publish(c.get(), storage::encode_envelope(origin, community_id, *json), error)) {
+  for (const auto& event : events)
+    if (!c || !publish(c.get(), storage::encode_envelope(secret, origin, community_id, *event.id,
+                                                         *event.json),
+                       error)) {
       out.note("warning: could not push the change over Redis (" + error + "): every pod still"
                " delivers it from its Postgres notification");
       return;

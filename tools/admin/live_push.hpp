@@ -16,8 +16,9 @@ inline constexpr const char* bridge_channel = "comb:events";
 /// Redis channel, so every pod fans them out to connected clients at once. The stored list is
 /// already right, so a missing or failed push is only a warning (on stderr, and `pushed_live`
 /// in JSON). Without `redis_url`, says so: every pod delivers the change from its Postgres
-/// notification anyway.
-void push_live(const std::string& redis_url, std::int64_t community_id,
+/// notification anyway. Each envelope carries a MAC made with `secret` (pods drop any without
+/// one, so without the secret nothing is pushed and the note says why).
+void push_live(const std::string& redis_url, const std::string& secret, std::int64_t community_id,
                const storage::membership_write& write, reporter& out);
 
 } // namespace comb::admin

@@ -32,6 +32,9 @@ void add_shared_options(CLI::App& app, admin_options& options) {
     ->envname("COMB_RELAY_KEY_FILE");
   app.add_option("--redis-url", options.redis_url, "Redis, to push changed lists to every pod")
     ->envname("COMB_REDIS_URL");
+  app.add_option("--cluster-secret", options.cluster_secret,
+                 "the pods' cluster secret: live pushes carry a MAC made with it")
+    ->envname("COMB_CLUSTER_SECRET");
   app.add_flag("--json", options.json, "one JSON object per command on stdout");
 }
 
@@ -70,6 +73,7 @@ int run(int argc, char** argv) {
   add_invite_commands(app, cli);
   add_repair_commands(app, cli);
   add_key_commands(app, cli);
+  add_cluster_commands(app, cli);
   let_options_fall_through(app);
   try {
     app.parse(argc, argv);

@@ -98,7 +98,7 @@ int report_write(const admin_options& options, const storage::community_row& com
     return out.fail(code, message);
   record_members(write, out);
   out.say(message);
-  push_live(options.redis_url, community.id, write, out);
+  push_live(options.redis_url, options.cluster_secret, community.id, write, out);
   return as_int(exit_code::ok);
 }
 

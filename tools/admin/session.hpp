@@ -20,6 +20,7 @@ struct admin_options {
   std::string data_dir = "./var"; ///< --data-dir / COMB_DATA_DIR
   std::string key_file;     ///< --key-file / COMB_RELAY_KEY_FILE; empty: <data_dir>/relay.key
   std::string redis_url;    ///< --redis-url / COMB_REDIS_URL; empty: no live push
+  std::string cluster_secret; ///< --cluster-secret / COMB_CLUSTER_SECRET: MACs live pushes
   bool json = false;
 
   [[nodiscard]] std::string effective_key_file() const;

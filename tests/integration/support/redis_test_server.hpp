@@ -72,18 +72,24 @@ inline bool accepts_connections(int port) {
 /// A private redis-server on a free loopback port, which a test can stop and start again.
 class redis_server {
 public:
-  redis_server() : dir_(make_dir()), port_(free_port()) { start(); }
+  /// `extra` is appended to the command line, e.g. "--requirepass secret".
+  explicit redis_server(std::string extra = {})
+    : dir_(make_dir()), port_(free_port()), extra_(std::move(extra)) {
+    start();
+  }
   ~redis_server() {
     stop();
     std::filesystem::remove_all(dir_);
   }
 
   [[nodiscard]] std::string url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
+  [[nodiscard]] int port() const { return port_; }
 
   void start() {
     const std::string command = "redis-server --bind 127.0.0.1 --port " + std::to_string(port_)
                                 + " --save '' --appendonly no --daemonize yes --pidfile " + dir_
-                                + "/redis.pid --logfile " + dir_ + "/redis.log --dir " + dir_;
+                                + "/redis.pid --logfile " + dir_ + "/redis.log --dir " + dir_
+                                + " " + extra_;
     REQUIRE(std::system(command.c_str()) == 0);
     REQUIRE(eventually([&] { return accepts_connections(port_); }));
     REQUIRE(eventually([&] {
@@ -126,6 +132,7 @@ private:
 
   std::string dir_;
   int port_;
+  std::string extra_;
   pid_t pid_ = 0;
 };
 

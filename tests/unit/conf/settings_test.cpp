@@ -82,3 +82,33 @@ TEST_CASE("the example file lists every option and loads cleanly", "[conf]") {
   auto defaults = load_settings({}, {});
   CHECK(print_settings(loaded.settings) == print_settings(defaults.settings) + "");
 }
+
+TEST_CASE("cluster links off this host need mutual TLS; the three files go together", "[conf]") {
+  auto remote = load_settings({{"COMB_CLUSTER_LISTEN", "10.0.0.5:7801"}}, {});
+  REQUIRE(remote.problems.size() == 1);
+  CHECK(remote.problems[0].message.find("not on loopback") != std::string::npos);
+  auto remote_peer = load_settings({{"COMB_CLUSTER_LISTEN", "127.0.0.1:7801"},
+                                    {"COMB_CLUSTER_PEERS", "127.0.0.1:7802,pod-b.internal:7801"}}, {});
+  REQUIRE(remote_peer.problems.size() == 1);
+  CHECK(remote_peer.problems[0].message.find("pod-b.internal:7801") != std::string::npos);
+  auto local = load_settings({{"COMB_CLUSTER_LISTEN", "[::1]:7801"},
+                              {"COMB_CLUSTER_PEERS", "localhost:7802,127.0.0.2:7803"}}, {});
+  CHECK(local.problems.empty());
+  auto partial = load_settings({{"COMB_CLUSTER_CERT", "/etc/hostname"}}, {});
+  REQUIRE_FALSE(partial.problems.empty());
+  CHECK(partial.problems[0].message.find("go together") != std::string::npos);
+  auto missing = load_settings({{"COMB_CLUSTER_CERT", "/nonexistent/c.pem"},
+                                {"COMB_CLUSTER_KEY", "/etc/hostname"},
+                                {"COMB_CLUSTER_CA", "/etc/hostname"},
+                                {"COMB_CLUSTER_LISTEN", "10.0.0.5:7801"}}, {});
+  REQUIRE(missing.problems.size() == 1);
+  CHECK(missing.problems[0].message == "cannot read /nonexistent/c.pem");
+  CHECK(loopback_host("127.0.0.1"));
+  CHECK_FALSE(loopback_host("127.0.0.1.evil.example"));
+  CHECK_FALSE(loopback_host("0.0.0.0"));
+}
+
+TEST_CASE("printing never shows a Redis password", "[conf]") {
+  auto loaded = load_settings({{"COMB_REDIS_URL", "redis://comb:hunter2@10.0.0.9:6379/1"}}, {});
+  CHECK(print_settings(loaded.settings).find("hunter2") == std::string::npos);
+}

@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <atomic>
+#include <caf/all.hpp>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include "actors/bridge/cluster_handshake.hpp"
+#include "actors/metrics.hpp"
+
+namespace comb::actors {
+
+/// An order to the gatekeeper from this process. A remote node cannot send one: CAF only
+/// deserializes types it was told about, and this one is never announced.
+struct gate_order {
+  enum class kind {
+    dialed,   ///< a peer connector linked to `peer` (at `text`, host:port): greet it
+    lost,     ///< the link to `peer` dropped
+    send_all, ///< `text` is an envelope for every linked peer
+    send_to,  ///< `text` is an envelope for `peer` only (start-up lists for a new link)
+    tick,     ///< housekeeping: expire challenges, greet stalled peers again
+    stop,     ///< end the actor (exit messages are refused, so this is the only way)
+  };
+  kind what = kind::tick;
+  caf::actor peer;
+  std::string text;
+};
+
+struct gatekeeper_args {
+  std::string node_id;
+  std::string secret;
+  caf::actor bridge; ///< gets (envelope_atom, payload) from authenticated peers, (peer_atom, peer) per new link
+  std::shared_ptr<relay_metrics> metrics;
+  handshake_limits limits;
+};
+
+/// The only actor a remote node can reach: the one published on the cluster port, and the one
+/// that sends to peers (a local actor becomes addressable from the network once it sends there).
+/// Its mailbox admits the handshake (hello, challenge, prove, welcome), envelopes and local
+/// gate_orders, nothing else: exit and down messages (CAF lets a remote send both, and an exit
+/// with reason `kill` would end any actor), requests and any other shape are dropped before
+/// they are queued, counted and logged. Envelopes pass only from peers that proved the secret,
+/// and reach the bridge, whose own handlers a remote can never address.
+class gatekeeper final : public caf::event_based_actor {
+public:
+  gatekeeper(caf::actor_config& config, gatekeeper_args args);
+
+  void enqueue(caf::mailbox_element_ptr element, caf::execution_unit* unit) override;
+
+  caf::behavior make_behavior() override;
+
+  const char* name() const override { return "gatekeeper"; }
+
+private:
+  [[nodiscard]] std::string sender_key();
+  void refuse(const std::string& why);
+  void on_order(gate_order& order);
+  void on_hello(const std::string& node_id, const std::string& nonce);
+  void on_challenge(const std::string& node_id, const std::string& nonce, const std::string& proof);
+  void on_prove(const std::string& node_id, const std::string& proof);
+  void on_welcome();
+  void on_envelope(std::string& payload);
+  void greet(const std::string& key);
+  void lose(const caf::actor& peer);
+  void tick();
+
+  gatekeeper_args args_;
+  cluster_handshake handshake_;
+  std::unordered_map<std::string, caf::actor> dialed_; ///< by key: links our connectors made
+  std::unordered_map<std::string, std::string> where_; ///< by key: host:port, for logs
+  std::atomic<std::int64_t> last_drop_log_{0}; ///< enqueue runs on any thread
+  std::int64_t last_refusal_log_ = 0;
+  int refusals_this_second_ = 0;
+};
+
+/// Whether `content` may enter the gatekeeper's mailbox (the shapes above).
+[[nodiscard]] bool admitted_at_gate(const caf::type_erased_tuple& content);
+
+} // namespace comb::actors
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::gate_order)

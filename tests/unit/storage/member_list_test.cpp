@@ -3,6 +3,8 @@
 // upgrade's test of whether a stored list is in the current shape.
 #include <catch2/catch.hpp>
 
+#include <set>
+
 #include "protocol/event_check.hpp"
 #include "storage/member_list.hpp"
 #include "storage/membership_rules.hpp"
@@ -101,24 +103,25 @@ TEST_CASE("lists in comb's older shape are read, and told apart from the current
 TEST_CASE("a request processed before changes nothing", "[unit][storage][roster]") {
   roster r({{key(1), member_role::owner}, {key(2), member_role::member}});
   std::map<std::string, invite_state> invites;
+  std::set<protocol::bytes32> banned;
   membership_command join{membership_change::claim_membership, key(2), member_role::member,
-                          std::nullopt, {}, "join", key(2), key(40)};
+                          std::nullopt, {}, "join", key(2), key(40), {}};
   membership_command newcomer = join;
   newcomer.subject = key(3);
   newcomer.requested_by = key(3);
   newcomer.request_id = key(41);
   membership_command leave{membership_change::remove_member, key(2), member_role::member,
-                           std::nullopt, {}, {}, key(2), key(42)};
+                           std::nullopt, {}, {}, key(2), key(42), {}};
   std::vector commands{join, newcomer, leave};
   using o = membership_outcome;
-  auto plan = plan_membership(r, commands, invites, {}, 0, {o::changed, o::changed, o::changed});
+  auto plan = plan_membership(r, commands, invites, {}, banned, 0, {o::changed, o::changed, o::changed});
   CHECK(plan.outcomes == std::vector{o::already_member, o::already_processed, o::already_processed});
   CHECK_FALSE(plan.list_changed);
   CHECK(plan.delta_kinds == std::vector<std::uint32_t>{0, 0, 0});
   CHECK(r.members().size() == 2);
 
   // Only the fresh one acts.
-  auto fresh = plan_membership(r, commands, invites, {}, 0, {std::nullopt, std::nullopt, o::changed});
+  auto fresh = plan_membership(r, commands, invites, {}, banned, 0, {std::nullopt, std::nullopt, o::changed});
   CHECK(fresh.outcomes == std::vector{o::already_member, o::changed, o::already_processed});
   CHECK(r.role_of(key(3)) == member_role::member);
   CHECK(r.role_of(key(2)) == member_role::member);
@@ -127,10 +130,11 @@ TEST_CASE("a request processed before changes nothing", "[unit][storage][roster]
 TEST_CASE("a refused request is refused the same way when it comes again", "[unit][storage][roster]") {
   roster r({{key(1), member_role::owner}});
   std::map<std::string, invite_state> invites;
+  std::set<protocol::bytes32> banned;
   membership_command join{membership_change::claim_invite, key(2), member_role::member,
-                          std::nullopt, "bad-code", "invite", key(2), key(50)};
+                          std::nullopt, "bad-code", "invite", key(2), key(50), {}};
   using o = membership_outcome;
-  auto plan = plan_membership(r, std::span(&join, 1), invites, {}, 0, {o::invite_expired});
+  auto plan = plan_membership(r, std::span(&join, 1), invites, {}, banned, 0, {o::invite_expired});
   CHECK(plan.outcomes == std::vector{o::invite_expired});
   CHECK(repeated_outcome(r, join, o::is_owner) == o::is_owner);
   CHECK(repeated_outcome(r, join, o::changed) == o::already_processed);
@@ -140,20 +144,21 @@ TEST_CASE("a refused request is refused the same way when it comes again", "[uni
 TEST_CASE("a request id repeated within one batch acts once", "[unit][storage][roster]") {
   roster r({{key(1), member_role::owner}});
   std::map<std::string, invite_state> invites;
+  std::set<protocol::bytes32> banned;
   membership_command add{membership_change::add_member, key(5), member_role::member,
-                         std::nullopt, {}, "admin", key(1), key(60)};
+                         std::nullopt, {}, "admin", key(1), key(60), {}};
   membership_command remove{membership_change::remove_member, key(5), member_role::member,
-                            std::nullopt, {}, {}, key(1), key(61)};
+                            std::nullopt, {}, {}, key(1), key(61), {}};
   std::vector commands{add, remove, add, remove};
-  auto plan = plan_membership(r, commands, invites, {}, 0);
+  auto plan = plan_membership(r, commands, invites, {}, banned, 0);
   using o = membership_outcome;
   CHECK(plan.outcomes == std::vector{o::changed, o::changed, o::already_processed, o::already_processed});
   CHECK_FALSE(r.role_of(key(5)));
   // A refused first command's repeat in the batch is refused alike.
   membership_command stranger{membership_change::remove_member, key(9), member_role::member,
-                              std::nullopt, {}, {}, key(1), key(62)};
+                              std::nullopt, {}, {}, key(1), key(62), {}};
   std::vector twice{stranger, stranger};
-  CHECK(plan_membership(r, twice, invites, {}, 0).outcomes == std::vector{o::not_member, o::not_member});
+  CHECK(plan_membership(r, twice, invites, {}, banned, 0).outcomes == std::vector{o::not_member, o::not_member});
 }
 
 TEST_CASE("outcome names read back", "[unit][storage]") {

@@ -111,7 +111,7 @@ struct membership_result {
 };
 
 /// A relay-signed event a membership write stored, and its JSON as stored.
-struct stored_event {
+struct relay_signed_event {
   protocol::event ev;
   std::string json;
 };
@@ -128,7 +128,7 @@ struct membership_write {
   /// The members after the transaction, in list order; filled whenever committed.
   std::vector<member> members;
   /// 33534 role definitions first written with `list` (the first list naming those roles).
-  std::vector<stored_event> role_definitions;
+  std::vector<relay_signed_event> role_definitions;
   /// The community's state version after the transaction (note_access_change); 0 when unknown.
   std::int64_t state_version = 0;
   /// Not committed because the newest list already has this second: try again at this unix

@@ -287,7 +287,7 @@ void membership_store::write_role_definitions(std::int64_t community_id, std::in
   for (auto role : used) {
     if (defined.contains(std::string(*role_id(role))))
       continue;
-    stored_event definition{sign_role_definition(relay_key_, role, created_at), {}};
+    relay_signed_event definition{sign_role_definition(relay_key_, role, created_at), {}};
     definition.json = protocol::render_event_json(definition.ev);
     insert_role_definition(connection_, community_id, definition);
     out.role_definitions.push_back(std::move(definition));

@@ -119,7 +119,7 @@ std::set<std::string> read_role_ids(pg_connection& c, std::int64_t community_id,
 }
 
 void insert_role_definition(pg_connection& c, std::int64_t community_id,
-                            const stored_event& definition) {
+                            const relay_signed_event& definition) {
   const auto& ev = definition.ev;
   const std::string community = std::to_string(community_id);
   const std::string d(protocol::d_tag(ev));

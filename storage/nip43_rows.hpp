@@ -51,7 +51,7 @@ void record_request_outcomes(pg_connection& c, std::int64_t community_id,
 
 /// Stores a 33534 (addressable, keyed by its `d`), indexed by its d tag for REQ filters.
 void insert_role_definition(pg_connection& c, std::int64_t community_id,
-                            const stored_event& definition);
+                            const relay_signed_event& definition);
 
 /// A stored 13534 as an event; nothing if it cannot be read.
 [[nodiscard]] std::optional<protocol::event> parse_stored_list(std::string_view raw);

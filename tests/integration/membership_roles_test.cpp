@@ -5,6 +5,7 @@
 // membership requests that are never applied twice, on any connection.
 #include <boost/json.hpp>
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <thread>
@@ -119,6 +120,14 @@ bool lock_waiters(storage::pg_connection& observer, int count) {
   return false;
 }
 
+/// The first second with no list in `community_id`: the fixture's paced writes may have run
+/// ahead of the clock, and a list never reuses a second (the change would wait for the next).
+std::int64_t free_second(membership_fixture& f, std::int64_t community_id) {
+  std::int64_t newest = std::stoll(scalar(f.connection, "SELECT newest_list_at FROM communities WHERE id = $1::bigint",
+                                  {std::to_string(community_id)}));
+  return std::max<std::int64_t>(now_seconds(), newest + 1);
+}
+
 } // namespace
 
 TEST_CASE_METHOD(membership_fixture, "role definitions are written with the first list naming them",
@@ -172,7 +181,7 @@ TEST_CASE_METHOD(membership_fixture, "a list written by an older comb is rewritt
   auto current = live_lists(community);
   REQUIRE(current.size() == 1);
   // A list in the current shape with its definitions is left alone.
-  auto untouched = members.upgrade_list(community, now_seconds());
+  auto untouched = members.upgrade_list(community, free_second(*this, community));
   REQUIRE(untouched.committed);
   CHECK_FALSE(untouched.list);
   CHECK(live_lists(community) == current);
@@ -180,7 +189,7 @@ TEST_CASE_METHOD(membership_fixture, "a list written by an older comb is rewritt
   auto old = make_old_shape(*this);
   auto newest_before = std::stoll(scalar(connection, "SELECT newest_list_at FROM communities WHERE id = $1::bigint",
                                          {std::to_string(community)}));
-  auto upgraded = members.upgrade_list(community, now_seconds());
+  auto upgraded = members.upgrade_list(community, free_second(*this, community));
   REQUIRE(upgraded.committed);
   REQUIRE(upgraded.list);
   CHECK(upgraded.list->created_at >= now_seconds() - 5);
@@ -197,7 +206,7 @@ TEST_CASE_METHOD(membership_fixture, "a list written by an older comb is rewritt
   CHECK(members.verify(community).matches);
   CHECK(definitions(*this).size() == 2);
 
-  auto again = members.upgrade_list(community, now_seconds());
+  auto again = members.upgrade_list(community, free_second(*this, community));
   REQUIRE(again.committed);
   CHECK_FALSE(again.list);
   CHECK(live_lists(community) == lists);
@@ -215,6 +224,7 @@ TEST_CASE_METHOD(membership_fixture, "two pods upgrading at once rewrite the lis
   REQUIRE(apply(command(membership_change::provision_owner, key(1), member_role::owner)).list);
   REQUIRE(apply(command(membership_change::add_member, key(2))).list);
   make_old_shape(*this);
+  auto at = free_second(*this, community);
   community_lock_holder lock(*this);
   std::atomic<int> rewrites{0}, committed{0};
   std::vector<std::thread> pods;
@@ -222,7 +232,7 @@ TEST_CASE_METHOD(membership_fixture, "two pods upgrading at once rewrite the lis
     pods.emplace_back([&] {
       storage::pg_connection own(database.conninfo());
       storage::membership_store store(own, relay_key);
-      auto write = store.upgrade_list(community, now_seconds());
+      auto write = store.upgrade_list(community, at);
       committed += write.committed;
       rewrites += write.list.has_value();
     });
@@ -252,7 +262,7 @@ TEST_CASE_METHOD(membership_fixture, "a processed request changes nothing when i
   // The same join again, through another connection (another pod): nothing changes.
   storage::pg_connection other(database.conninfo());
   storage::membership_store pod_b(other, relay_key);
-  auto replayed = pod_b.apply(community, std::span(&join, 1), now_seconds());
+  auto replayed = pod_b.apply(community, std::span(&join, 1), free_second(*this, community));
   REQUIRE(replayed.committed);
   CHECK(replayed.results[0].outcome == outcome::already_processed);
   CHECK_FALSE(replayed.list);
@@ -272,7 +282,7 @@ TEST_CASE_METHOD(membership_fixture, "a processed request changes nothing when i
   std::vector<storage::membership_command> batch{request(membership_change::add_member, key(5), 103),
                                                  request(membership_change::add_member, key(5), 103)};
   batch[0].requested_by = batch[1].requested_by = key(1);
-  auto both = members.apply(community, batch, now_seconds());
+  auto both = members.apply(community, batch, free_second(*this, community));
   CHECK(both.results[0].outcome == outcome::changed);
   CHECK(both.results[1].outcome == outcome::already_processed);
 
@@ -285,7 +295,7 @@ TEST_CASE_METHOD(membership_fixture, "a processed request changes nothing when i
   auto not_theirs = request(membership_change::remove_member, key(5), 104);
   not_theirs.requested_by = key(2); // a plain member may not remove others
   CHECK(apply(not_theirs).results[0].outcome == outcome::not_allowed);
-  CHECK(pod_b.apply(community, std::span(&not_theirs, 1), now_seconds()).results[0].outcome
+  CHECK(pod_b.apply(community, std::span(&not_theirs, 1), free_second(*this, community)).results[0].outcome
         == outcome::not_allowed);
   CHECK(stored_members(community).contains({protocol::to_hex(key(5)), "member"}));
 }
@@ -293,7 +303,7 @@ TEST_CASE_METHOD(membership_fixture, "a processed request changes nothing when i
 TEST_CASE_METHOD(membership_fixture, "processed requests are forgotten after the request window",
                  "[integration][membership][nip43]") {
   REQUIRE(apply(command(membership_change::provision_owner, key(1), member_role::owner)).list);
-  auto now = now_seconds();
+  auto now = free_second(*this, community);
   auto join = request(membership_change::claim_membership, key(2), 110);
   CHECK(members.apply(community, std::span(&join, 1), now).results[0].outcome == outcome::changed);
   CHECK(scalar(connection, "SELECT expires_at FROM processed_requests")
@@ -320,6 +330,7 @@ TEST_CASE_METHOD(membership_fixture, "one request racing through two pods is app
                  "[integration][membership][nip43][race]") {
   REQUIRE(apply(command(membership_change::provision_owner, key(1), member_role::owner)).list);
   auto join = request(membership_change::claim_membership, key(2), 120);
+  auto at = free_second(*this, community);
   community_lock_holder lock(*this);
   std::atomic<int> changed{0}, processed{0};
   std::vector<std::thread> pods;
@@ -327,7 +338,7 @@ TEST_CASE_METHOD(membership_fixture, "one request racing through two pods is app
     pods.emplace_back([&] {
       storage::pg_connection own(database.conninfo());
       storage::membership_store store(own, relay_key);
-      auto write = store.apply(community, std::span(&join, 1), now_seconds());
+      auto write = store.apply(community, std::span(&join, 1), at);
       changed += write.results.at(0).outcome == outcome::changed;
       processed += write.results.at(0).outcome == outcome::already_member;
     });

@@ -5,8 +5,8 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
-import { RawClient, keys, sign, now } from '../e2e/harness.mjs'
-import { authed, eventually, privateRedis, readiness, startPods } from './pods.mjs'
+import { RawClient, freePort, keys, sign, now, startRelay } from '../e2e/harness.mjs'
+import { authed, clusterSecret, eventually, privateRedis, readiness, startPods } from './pods.mjs'
 
 const UNLIMITED_ADDRESS = { COMB_IP_REQUEST_RATE: '100000', COMB_IP_REQUEST_BURST: '100000',
   COMB_MAX_CONNECTIONS_PER_IP: '100000', COMB_IP_FRAME_RATE: '1000000', COMB_IP_FRAME_BURST: '1000000' }
@@ -249,6 +249,120 @@ describe('two pods: access does not depend on Redis', () => {
     assert.ok(events[0].created_at >= finished - 2, `list ${events[0].created_at}, joins done ${finished}`)
     assert.ok(events[0].created_at <= finished + 1, `list ${events[0].created_at}, joins done ${finished}`)
     for (const client of [...watchers, ...clients]) await client.close()
+  })
+
+  it('stops cleanly', async () => {
+    const results = await group.stop()
+    for (const r of results) assert.deepEqual([r.code, r.signal, r.timedOut], [0, null, false])
+    group = null
+  })
+})
+
+/** Whether `who` is refused on `pod` now: a fresh connection, AUTH, and a REQ answered CLOSED. */
+async function refused(pod, who) {
+  const client = await authed(pod, who)
+  try {
+    const { end } = await client.req('probe', { kinds: [1], limit: 1 })
+    return end[0] === 'CLOSED' && /^restricted: /.test(end[2])
+  } finally {
+    await client.close()
+  }
+}
+
+/** The env of a pod of `group` (the one startPods gave pod `i`), for starting it again. */
+function podEnv(group, pod, i, extra) {
+  return { COMB_PUBLIC_URL: 'ws://hive.test', COMB_LISTEN: `127.0.0.1:${pod.port}`, COMB_NODE_ID: `pod-${i}-again`,
+    COMB_RELAY_KEY_FILE: group.keyFile, COMB_CLUSTER_SECRET: clusterSecret, ...extra }
+}
+
+describe('two pods linked by CAF cluster links: access does not depend on the link', () => {
+  let group, a, b
+  const owner = keys()
+  const clusterPorts = []
+  const common = { COMB_OWNER_PUBKEY: owner.pk, COMB_ACCESS: 'closed', ...UNLIMITED_ADDRESS }
+  before(async () => {
+    for (let i = 0; i < 2; i++) clusterPorts.push(await freePort())
+    group = await startPods(2, (i) => ({ ...common, COMB_CLUSTER_LISTEN: `127.0.0.1:${clusterPorts[i]}`,
+      COMB_CLUSTER_PEERS: `127.0.0.1:${clusterPorts[1 - i]}` }))
+    ;[a, b] = group.pods
+    for (const pod of group.pods)
+      await eventually(async () => (await pod.metric('comb_cluster_peers_linked')) === 1, 'pods linked', 20000)
+  })
+  after(async () => { await group?.stop() })
+
+  it('revokes on pod a a member removed through pod b while no link joins them', async () => {
+    const member = keys()
+    await admin(group, 'member', 'add', 'hive.test', member.pk)
+    await eventually(() => mayRead(a, member), 'member admitted on pod a', 2000)
+    const onA = await authed(a, member)
+    assert.equal((await onA.req('feed', { kinds: [1] })).end[0], 'EOSE')
+    // Pod b comes back on its own ports but with its only peer on a port nobody listens on, and
+    // pod a's peer address (pod b's old cluster port) is dead: no CAF link can carry the change.
+    await b.stop()
+    const nobody = await freePort()
+    group.pods[1] = b = await startRelay(podEnv(group, b, 1, { ...common,
+      COMB_CLUSTER_LISTEN: `127.0.0.1:${await freePort()}`, COMB_CLUSTER_PEERS: `127.0.0.1:${nobody}` }),
+    { database: group.database })
+    await eventually(async () => (await a.metric('comb_cluster_peers_linked')) === 0, 'pod a lost its link', 15000)
+    assert.equal(await b.metric('comb_cluster_peers_linked'), 0)
+    assert.equal(await mayRead(a, member), true, 'still a member before the change')
+    const ownerOnB = await authed(b, owner)
+    assert.equal((await ownerOnB.publish(sign(owner.sk, { kind: 9031, tags: [['p', member.pk], ['relay', b.url]] }))).message,
+      'info: member removed')
+    const started = Date.now()
+    await enforcedWithin(started, closedFrame(onA, 'feed'), 'removal reaches pod a with no CAF link')
+    assert.deepEqual(onA.inbox.find((f) => f[0] === 'CLOSED'),
+      ['CLOSED', 'feed', 'restricted: you are no longer a member of this community'])
+    await enforcedWithin(started, () => refused(a, member), 'new connection on pod a refused')
+    // Refused as a former member, not because pod a (unready without its peer) refuses everyone.
+    assert.equal(await mayRead(a, owner), true)
+    assert.equal(await a.metric('comb_cluster_peers_linked'), 0, 'no link came up meanwhile')
+    for (const client of [ownerOnB, onA]) await client.close()
+  })
+
+  it('stops cleanly', async () => {
+    const results = await group.stop()
+    for (const r of results) assert.deepEqual([r.code, r.signal, r.timedOut], [0, null, false])
+    group = null
+  })
+})
+
+describe('a pod that restarts after membership changed while it was down', () => {
+  let group, a, b
+  const owner = keys()
+  const common = { COMB_OWNER_PUBKEY: owner.pk, COMB_ACCESS: 'closed', ...UNLIMITED_ADDRESS }
+  before(async () => {
+    group = await startPods(2, () => common)
+    ;[a, b] = group.pods
+    for (const pod of group.pods) await eventually(async () => (await readiness(pod)) === 200, 'pod ready')
+  })
+  after(async () => { await group?.stop() })
+
+  it('refuses the removed key and admits the added key within a second of being ready', async () => {
+    const removed = keys()
+    const added = keys()
+    await admin(group, 'member', 'add', 'hive.test', removed.pk)
+    // Pod a knew the old state before it went down.
+    await eventually(() => mayRead(a, removed), 'removed-to-be admitted on pod a', 2000)
+    assert.equal(await refused(a, added), true)
+    const stopped = await a.stop()
+    assert.deepEqual([stopped.code, stopped.signal, stopped.timedOut], [0, null, false])
+    const ownerOnB = await authed(b, owner)
+    assert.equal((await ownerOnB.publish(sign(owner.sk, { kind: 9031, tags: [['p', removed.pk], ['relay', b.url]] }))).message,
+      'info: member removed')
+    assert.equal((await ownerOnB.publish(sign(owner.sk, { kind: 9030, tags: [['p', added.pk], ['relay', b.url]] }))).message,
+      'info: member added')
+    await ownerOnB.close()
+    // Same database, same relay key, same port: pod a again.
+    group.pods[0] = a = await startRelay(podEnv(group, a, 0, common), { database: group.database })
+    await eventually(async () => (await readiness(a)) === 200, 'pod a ready again', 10000)
+    const ready = Date.now()
+    await enforcedWithin(ready, async () => (await refused(a, removed)) && (await mayRead(a, added)),
+      'restarted pod a refuses the removed key and admits the added one')
+    // And it stays right (no late reload of an older state).
+    await pause(1000)
+    assert.equal(await refused(a, removed), true)
+    assert.equal(await mayRead(a, added), true)
   })
 
   it('stops cleanly', async () => {

@@ -39,6 +39,16 @@ pg_reply must(pg_reply reply, const char* step) {
   return reply;
 }
 
+/// The community's live 13534 (no row when it has none).
+pg_reply read_live_list(pg_connection& connection, std::int64_t community_id,
+                        const protocol::bytes32& relay_pubkey) {
+  return must(connection.exec("SELECT raw FROM events WHERE community_id = $1::bigint"
+                              " AND pubkey = $2::bytea AND kind = $3::int",
+                              {std::to_string(community_id), bytea_param(relay_pubkey),
+                               std::to_string(member_list_kind)}),
+              "read list");
+}
+
 /// Bumps the community's state version and notifies every pod on commit (note_access_change).
 std::int64_t noted_version(pg_connection& connection, std::int64_t community_id,
                            const std::vector<protocol::bytes32>& written) {
@@ -302,6 +312,14 @@ std::vector<member> membership_store::members_before(std::int64_t community_id,
   return read_members(connection_, community_id);
 }
 
+membership_write membership_store::must_wait(std::size_t commands, std::int64_t until) {
+  (void)connection_.exec("ROLLBACK");
+  pending_snapshot_.reset();
+  auto out = failed_write(commands, "the list of this second is written; waiting");
+  out.retry_at = until;
+  return out;
+}
+
 void membership_store::keep_snapshot() {
   if (!pending_snapshot_)
     return;
@@ -376,11 +394,7 @@ membership_write membership_store::apply(std::int64_t community_id,
     keep_snapshot();
     return out;
   } catch (const list_must_wait& wait) {
-    (void)connection_.exec("ROLLBACK");
-    pending_snapshot_.reset();
-    auto out = failed_write(commands.size(), "the list of this second is written; waiting");
-    out.retry_at = wait.until;
-    return out;
+    return must_wait(commands.size(), wait.until);
   } catch (const std::exception& e) {
     (void)connection_.exec("ROLLBACK");
     drop_snapshot(community_id);
@@ -390,12 +404,7 @@ membership_write membership_store::apply(std::int64_t community_id,
 }
 
 bool membership_store::live_list_outdated(std::int64_t community_id) {
-  auto live = must(connection_.exec("SELECT raw FROM events WHERE community_id = $1::bigint"
-                                    " AND pubkey = $2::bytea AND kind = $3::int",
-                                    {std::to_string(community_id),
-                                     bytea_param(relay_key_.public_key()),
-                                     std::to_string(member_list_kind)}),
-                   "read list");
+  auto live = read_live_list(connection_, community_id, relay_key_.public_key());
   if (live.rows() == 0)
     return false;
   auto list = parse_stored_list(live.text(0, 0));
@@ -425,11 +434,7 @@ membership_write membership_store::upgrade_list(std::int64_t community_id, std::
     keep_snapshot();
     return out;
   } catch (const list_must_wait& wait) {
-    (void)connection_.exec("ROLLBACK");
-    pending_snapshot_.reset();
-    auto out = failed_write(1, "the list of this second is written; waiting");
-    out.retry_at = wait.until;
-    return out;
+    return must_wait(1, wait.until);
   } catch (const std::exception& e) {
     (void)connection_.exec("ROLLBACK");
     drop_snapshot(community_id);
@@ -553,12 +558,7 @@ list_check membership_store::verify(std::int64_t community_id) {
   last_error_.clear();
   try {
     auto stored = read_members(connection_, community_id);
-    auto live = must(connection_.exec("SELECT raw FROM events WHERE community_id = $1::bigint"
-                                      " AND pubkey = $2::bytea AND kind = $3::int",
-                                      {std::to_string(community_id),
-                                       bytea_param(relay_key_.public_key()),
-                                       std::to_string(member_list_kind)}),
-                     "read list");
+    auto live = read_live_list(connection_, community_id, relay_key_.public_key());
     if (live.rows() == 0)
       return {stored.empty(), stored.empty() ? "no members, no list" : "no live list"};
     auto list = parse_stored_list(live.text(0, 0));

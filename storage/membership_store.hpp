@@ -127,6 +127,8 @@ private:
   [[nodiscard]] std::vector<member> members_before(std::int64_t community_id,
                                                    std::int64_t state_version);
   void keep_snapshot();
+  /// Rolls back a write whose list must wait for the next second: nothing written, `retry_at`.
+  [[nodiscard]] membership_write must_wait(std::size_t commands, std::int64_t until);
   void drop_snapshot(std::int64_t community_id);
 
   pg_connection& connection_;

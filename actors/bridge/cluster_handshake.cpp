@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <utility>
 
 #include "protocol/hex.hpp"
 #include "protocol/signature.hpp"
@@ -42,7 +43,12 @@ cluster_handshake::on_hello(const std::string& key, const hello& h, time_point n
   challenge c{self_id_, handshake_nonce(),
               storage::cluster_proof(secret_, storage::proof_role::acceptor, h.nonce, self_id_,
                                      h.dialer_id)};
-  pending_[key] = pending_challenge{h.dialer_id, c.nonce, now};
+  auto [it, fresh] = pending_.try_emplace(key, pending_challenge{h.dialer_id, c.nonce, now});
+  if (!fresh) {
+    if (abandoned_.size() < limits_.max_pending)
+      abandoned_.push_back(it->second.dialer_id);
+    it->second = pending_challenge{h.dialer_id, c.nonce, now};
+  }
   return c;
 }
 
@@ -118,7 +124,7 @@ std::string cluster_handshake::peer_id(const std::string& key) const {
 std::vector<std::string> cluster_handshake::stalled(time_point now) const {
   std::vector<std::string> out;
   for (const auto& [key, peer] : dialed_)
-    if (peer.stage != dial_stage::linked && now - peer.at >= 2 * limits_.ttl)
+    if (peer.stage != dial_stage::linked && now - peer.at >= limits_.retry)
       out.push_back(key);
   return out;
 }
@@ -130,7 +136,7 @@ void cluster_handshake::forget(const std::string& key) {
 }
 
 std::vector<std::string> cluster_handshake::expire(time_point now) {
-  std::vector<std::string> abandoned;
+  std::vector<std::string> abandoned = std::exchange(abandoned_, {});
   std::erase_if(pending_, [&](const auto& entry) {
     if (now - entry.second.at < limits_.ttl)
       return false;

@@ -18,6 +18,7 @@ struct handshake_limits {
   std::size_t max_pending = 64;            ///< challenges awaiting a proof (new hellos refused beyond)
   std::size_t max_trusted = 256;           ///< authenticated dialers remembered (oldest forgotten)
   std::chrono::seconds ttl{10};            ///< a challenge or a hello unanswered this long is void
+  std::chrono::seconds retry{4};           ///< a dialed peer not linked by then is greeted again
 };
 
 /// The cluster handshake of one pod, free of actors: both ends prove the shared secret with
@@ -87,8 +88,8 @@ public:
   /// The node id a dialed peer proved, or "".
   [[nodiscard]] std::string peer_id(const std::string& key) const;
 
-  /// Dialed peers whose handshake is not complete after twice the ttl: they are greeted again
-  /// (after the acceptor has given up on the previous attempt and reported it).
+  /// Dialed peers whose handshake is not complete after `retry`: they are greeted again (a
+  /// message can be lost while CAF replaces a redundant connection between two nodes).
   [[nodiscard]] std::vector<std::string> stalled(time_point now) const;
 
   // -- both --
@@ -97,7 +98,8 @@ public:
   void forget(const std::string& key);
 
   /// Drops challenges older than the ttl; returns the dialer ids whose handshake never finished
-  /// (a wrong secret: the dialer refused our proof; or someone probing the port).
+  /// (a wrong secret: the dialer refused our proof; or someone probing the port), those replaced
+  /// by a new hello from the same connection included.
   std::vector<std::string> expire(time_point now);
 
   [[nodiscard]] std::size_t pending() const { return pending_.size(); }
@@ -121,6 +123,7 @@ private:
   handshake_limits limits_;
   std::map<std::string, pending_challenge> pending_;
   std::deque<std::string> trusted_; ///< oldest first
+  std::vector<std::string> abandoned_; ///< dialer ids whose challenge a new hello replaced
   std::map<std::string, dialed_peer> dialed_;
 };
 

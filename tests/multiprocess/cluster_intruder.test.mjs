@@ -132,7 +132,7 @@ describe('an intruder on a loopback cluster port without TLS', () => {
       COMB_CLUSTER_PEERS: `127.0.0.1:${clusterPorts[1 - i]}`,
     }))
     for (const pod of group.pods)
-      await eventually(async () => (await pod.metric('comb_cluster_peers_linked')) === 1, 'linked', 20000)
+      await eventually(async () => (await pod.metric('comb_cluster_peers_linked')) === 1, 'linked', 30000)
   })
   after(async () => { await group?.stop(); await rm(dir, { recursive: true, force: true }) })
 
@@ -186,7 +186,7 @@ describe('an intruder on a cluster port with mutual TLS', () => {
       COMB_CLUSTER_CA: path.join(ca, 'ca.pem'),
     }))
     for (const pod of group.pods)
-      await eventually(async () => (await pod.metric('comb_cluster_peers_linked')) === 1, 'linked over TLS', 20000)
+      await eventually(async () => (await pod.metric('comb_cluster_peers_linked')) === 1, 'linked over TLS', 30000)
   })
   after(async () => { await group?.stop(); await rm(dir, { recursive: true, force: true }) })
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "actors/management/management_actor.hpp"
 
+#include <optional>
 #include <variant>
 
 #include "actors/clock.hpp"
@@ -180,25 +181,24 @@ void on_call(self_ptr self, const management_call& call, const management_callba
   run(self, call, std::move(std::get<admitted_call>(admitted)), reply);
 }
 
+/// The call waiting for `ticket`, removed: whichever of its outcome and its deadline comes
+/// first answers it; the other finds nothing.
+std::optional<pending_call> take_pending(self_ptr self, std::uint64_t ticket) {
+  auto node = self->state.pending.extract(ticket);
+  if (node.empty())
+    return std::nullopt;
+  return std::move(node.mapped());
+}
+
 void on_member_done(self_ptr self, std::uint64_t ticket, const storage::membership_result& result) {
-  auto& st = self->state;
-  auto it = st.pending.find(ticket);
-  if (it == st.pending.end())
-    return;
-  auto call = std::move(it->second);
-  st.pending.erase(it);
-  answer(self, call.method, call.reply, management_reply_for(result.outcome));
+  if (auto call = take_pending(self, ticket))
+    answer(self, call->method, call->reply, management_reply_for(result.outcome));
 }
 
 void on_overdue(self_ptr self, std::uint64_t ticket) {
-  auto& st = self->state;
-  auto it = st.pending.find(ticket);
-  if (it == st.pending.end())
-    return;
-  auto call = std::move(it->second);
-  st.pending.erase(it);
-  answer(self, call.method, call.reply,
-         management_refusal(503, management_outcome::failed, "membership is unavailable, please retry"));
+  if (auto call = take_pending(self, ticket))
+    answer(self, call->method, call->reply,
+           management_refusal(503, management_outcome::failed, "membership is unavailable, please retry"));
 }
 
 } // namespace

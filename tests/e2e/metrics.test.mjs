@@ -15,6 +15,16 @@ async function scrape(relay) {
   return values
 }
 
+// The socket's close reaches the relay after client.close() resolves; wait for the gauge, bounded.
+async function scrapeOnceClosed(relay) {
+  const deadline = Date.now() + 3000
+  for (;;) {
+    const values = await scrape(relay)
+    if (values.get('comb_connections') === 0 || Date.now() > deadline) return values
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+}
+
 const delta = (before, after, name) => (after.get(name) ?? 0) - (before.get(name) ?? 0)
 
 describe('metrics', () => {
@@ -46,7 +56,7 @@ describe('metrics', () => {
     assert.equal((await client.auth(auth)).ok, true)
     assert.match((await client.publish(sign(joiner.sk, { kind: 28934, tags: [['-']] }))).message, /^info: welcome/)
     await client.close()
-    const after = await scrape(relay)
+    const after = await scrapeOnceClosed(relay)
 
     const expect = {
       'comb_connections_total': 1,

@@ -15,6 +15,7 @@
 #include "actors/bridge/bridge_setup.hpp"
 #include "actors/community/access_watcher.hpp"
 #include "actors/fanout/fanout_actor.hpp"
+#include "actors/gateway/listen_address.hpp"
 #include "actors/gateway/metrics_listener.hpp"
 #include "actors/gateway/server.hpp"
 #include "actors/management/management_actor.hpp"
@@ -23,6 +24,7 @@
 #include "actors/storage/storage_actors.hpp"
 #include "storage/membership_store.hpp"
 #include "conf/relay_key.hpp"
+#include "protocol/address.hpp"
 #include "protocol/host.hpp"
 #include "protocol/nip19.hpp"
 #include "storage/community_store.hpp"
@@ -39,7 +41,8 @@ namespace {
 /// The fresh-install community: the public URL's host, plus the loopback names at the listen
 /// port so a newcomer's client works whichever of them it types.
 std::vector<std::string> loopback_aliases(const conf::relay_settings& s) {
-  std::string port = s.listen.substr(s.listen.rfind(':') + 1);
+  // conf::load_settings refused a listen address without a port.
+  const auto port = std::to_string(*protocol::parse_host_and_port(s.listen)->port);
   std::vector<std::string> aliases;
   for (const char* name : {"localhost", "127.0.0.1", "[::1]"})
     if (auto host = protocol::normalize_host(std::string(name) + ":" + port))
@@ -241,6 +244,16 @@ void stop_actors(caf::actor_system& system, pod_actors& pod) {
       self->send_exit(community, caf::exit_reason::user_shutdown);
 }
 
+/// Listen names are resolved before the database is touched, so a typo creates no community.
+std::optional<std::string> unresolved_listen_address(const conf::relay_settings& s) {
+  if (auto endpoints = resolve_listen("COMB_LISTEN", s.listen); !endpoints)
+    return endpoints.error();
+  if (s.metrics_listen != "off")
+    if (auto endpoints = resolve_listen("COMB_METRICS_LISTEN", s.metrics_listen); !endpoints)
+      return endpoints.error();
+  return std::nullopt;
+}
+
 void wait_for_sessions(const server& gateway, std::chrono::seconds grace) {
   auto deadline = std::chrono::steady_clock::now() + grace;
   while (gateway.open_connections() > 0 && std::chrono::steady_clock::now() < deadline)
@@ -261,6 +274,10 @@ int run_relay(const conf::relay_settings& s) {
     return 1;
   }
   if (auto problem = bridge_settings_problem(s)) {
+    spdlog::critical("{}", *problem);
+    return 1;
+  }
+  if (auto problem = unresolved_listen_address(s)) {
     spdlog::critical("{}", *problem);
     return 1;
   }
@@ -335,7 +352,7 @@ int run_relay(const conf::relay_settings& s) {
   try {
     gateway.start();
   } catch (const std::exception& e) {
-    spdlog::critical("cannot listen on {}: {}", s.listen, e.what());
+    spdlog::critical("{}", e.what()); // names the setting and the address that failed
     stop_actors(system, pod);
     return 1;
   }
@@ -346,7 +363,7 @@ int run_relay(const conf::relay_settings& s) {
       spdlog::info("metrics on http://{}/metrics", s.metrics_listen);
     } catch (const std::exception& e) {
       // The relay serves clients without it; the operator sees why scrapes fail.
-      spdlog::error("cannot serve metrics on {}: {} (set COMB_METRICS_LISTEN)", s.metrics_listen, e.what());
+      spdlog::error("cannot serve metrics: {}", e.what());
     }
   }
   std::cout << "comb-relay listening on " << s.listen << " (" << s.effective_public_url()

@@ -7,6 +7,7 @@
 
 #include "conf/ip_network.hpp"
 #include "conf/options.hpp"
+#include "protocol/address.hpp"
 #include "protocol/host.hpp"
 #include "protocol/nip19.hpp"
 
@@ -85,12 +86,35 @@ void apply_file(relay_settings& s, const std::string& path, std::vector<setting_
   }
 }
 
+/// The host of an address without brackets; empty when it is not one (reported by validate).
 std::string host_of(const std::string& address) {
-  auto colon = address.rfind(':');
-  std::string host = colon == std::string::npos ? address : address.substr(0, colon);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
-    host = host.substr(1, host.size() - 2);
-  return host;
+  auto parsed = protocol::parse_host_port(address);
+  return parsed ? parsed->host : std::string();
+}
+
+/// A `host:port` setting: the problem names the setting and says what is wrong.
+void check_host_and_port(std::string_view option, std::string_view env, const std::string& value,
+                         std::vector<setting_problem>& problems) {
+  if (auto parsed = protocol::parse_host_and_port(value); !parsed)
+    problems.push_back({std::string(option), std::string(env) + "=\"" + value
+                                               + "\" must be host:port, e.g. 127.0.0.1:7777: "
+                                               + parsed.error()});
+}
+
+/// Every address setting, so a typo stops the start before anything is created. COMB_REDIS_URL
+/// is checked by actors::bridge_settings_problem (also before anything is created), which
+/// knows how to show it without its password.
+void validate_addresses(const relay_settings& s, std::vector<setting_problem>& problems) {
+  check_host_and_port("server.listen", "COMB_LISTEN", s.listen, problems);
+  if (s.metrics_listen != "off")
+    check_host_and_port("server.metrics_listen", "COMB_METRICS_LISTEN", s.metrics_listen, problems);
+  if (!s.cluster_listen.empty())
+    check_host_and_port("cluster.listen", "COMB_CLUSTER_LISTEN", s.cluster_listen, problems);
+  for (const auto& peer : s.cluster_peers)
+    check_host_and_port("cluster.peers", "COMB_CLUSTER_PEERS", peer, problems);
+  if (!s.public_url.empty() && !protocol::host_of_relay_url(s.public_url))
+    problems.push_back({"server.public_url", "COMB_PUBLIC_URL=\"" + s.public_url
+                                               + "\" must be a ws:// or wss:// URL with no path"});
 }
 
 bool readable(const std::string& path) {
@@ -113,26 +137,19 @@ void validate_cluster(const relay_settings& s, std::vector<setting_problem>& pro
   if (!s.cluster_listen.empty())
     addresses.push_back(s.cluster_listen);
   for (const auto& address : addresses)
-    if (!loopback_host(host_of(address)))
+    if (auto host = host_of(address); !host.empty() && !loopback_host(host))
       problems.push_back({"cluster.listen", "cluster link " + address + " is not on loopback: "
                           "links between hosts need mutual TLS (COMB_CLUSTER_CERT, "
                           "COMB_CLUSTER_KEY, COMB_CLUSTER_CA; see docs/operations.md)"});
 }
 
 void validate(const relay_settings& s, std::vector<setting_problem>& problems) {
+  validate_addresses(s, problems);
   validate_cluster(s, problems);
-  auto colon = s.listen.rfind(':');
-  if (colon == std::string::npos || colon == 0 || !protocol::normalize_host(s.listen))
-    problems.push_back({"server.listen", "must be host:port, e.g. 127.0.0.1:7777"});
-  if (!s.public_url.empty() && !protocol::host_of_relay_url(s.public_url))
-    problems.push_back({"server.public_url", "must be a ws:// or wss:// URL with no path"});
   if (!s.owner_pubkey.empty() && !protocol::parse_public_key(s.owner_pubkey))
     problems.push_back({"community.owner_pubkey", "must be 64 lowercase hex characters or an npub"});
   if (s.limits.max_filters_per_req == 0)
     problems.push_back({"limits.max_filters", "must be at least 1"});
-  if (s.metrics_listen != "off"
-      && (s.metrics_listen.rfind(':') == std::string::npos || !protocol::normalize_host(s.metrics_listen)))
-    problems.push_back({"server.metrics_listen", "must be host:port, e.g. 127.0.0.1:9777, or off"});
   if (auto parsed = parse_networks(s.trusted_proxies); !parsed.bad_entry.empty())
     problems.push_back({"server.trusted_proxies",
                         "\"" + parsed.bad_entry + "\" is not an address or CIDR (e.g. 10.0.0.0/8)"});

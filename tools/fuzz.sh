@@ -13,7 +13,7 @@ if [ ! -x "$binary" ] || [ "$newest_source" -nt "$binary" ]; then
   echo "fuzz: building $binary"
   clang++ -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
     -DBOOST_JSON_HEADER_ONLY -DBOOST_JSON_NO_LIB -I"$top" "${sources[@]}" \
-    -lsecp256k1 -lcrypto -o "$binary"
+    -lsecp256k1 -lcrypto -lboost_url -o "$binary"
 fi
 echo "fuzz: running for ${seconds}s"
 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \

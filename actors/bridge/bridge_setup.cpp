@@ -8,27 +8,19 @@
 #include "actors/bridge/cluster_tls.hpp"
 #include "actors/bridge/gatekeeper.hpp"
 #include "actors/bridge/peer_connector.hpp"
+#include "protocol/address.hpp"
 #include "storage/bridge_auth.hpp"
 #include "storage/redis/redis_url.hpp"
 
 namespace comb::actors {
 namespace {
 
+/// Host and port of a cluster address; conf::load_settings already refused anything else.
 std::optional<std::pair<std::string, std::uint16_t>> split_host_port(const std::string& text) {
-  auto colon = text.rfind(':');
-  if (colon == std::string::npos || colon == 0)
+  auto where = protocol::parse_host_and_port(text);
+  if (!where)
     return std::nullopt;
-  std::string host = text.substr(0, colon);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
-    host = host.substr(1, host.size() - 2);
-  try {
-    int port = std::stoi(text.substr(colon + 1));
-    if (port < 1 || port > 65535)
-      return std::nullopt;
-    return std::pair{host, static_cast<std::uint16_t>(port)};
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
+  return std::pair{where->host, *where->port};
 }
 
 std::string joined(const std::vector<std::string>& items) {

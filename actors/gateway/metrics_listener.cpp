@@ -6,6 +6,7 @@
 #include <boost/beast/http.hpp>
 
 #include "actors/gateway/http_routes.hpp"
+#include "actors/gateway/listen_address.hpp"
 
 namespace comb::actors {
 namespace asio = boost::asio;
@@ -20,41 +21,31 @@ constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 /// Scrapers are few and local: one request at a time each, a short deadline, small requests.
 constexpr auto request_deadline = std::chrono::seconds(10);
 
-tcp::endpoint endpoint_of(const std::string& listen) {
-  auto colon = listen.rfind(':');
-  std::string host = listen.substr(0, colon);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
-    host = host.substr(1, host.size() - 2);
-  return {asio::ip::make_address(host), static_cast<unsigned short>(std::stoi(listen.substr(colon + 1)))};
-}
-
 } // namespace
 
 metrics_listener::metrics_listener(asio::io_context& io, std::shared_ptr<gateway_context> context)
-  : io_(io), context_(std::move(context)), acceptor_(io) {}
+  : io_(io), context_(std::move(context)) {}
 
 void metrics_listener::start(const std::string& listen) {
-  auto endpoint = endpoint_of(listen);
-  acceptor_.open(endpoint.protocol());
-  acceptor_.set_option(asio::socket_base::reuse_address(true));
-  acceptor_.bind(endpoint);
-  acceptor_.listen(64);
-  port_ = acceptor_.local_endpoint().port();
-  asio::co_spawn(io_, accept_loop(), asio::detached);
+  acceptors_ = open_listeners(io_, "COMB_METRICS_LISTEN", listen, 64);
+  port_ = acceptors_.front().local_endpoint().port();
+  for (auto& acceptor : acceptors_)
+    asio::co_spawn(io_, accept_loop(acceptor), asio::detached);
 }
 
 void metrics_listener::stop() {
   asio::post(io_, [this] {
     boost::system::error_code ignored;
-    acceptor_.close(ignored);
+    for (auto& acceptor : acceptors_)
+      acceptor.close(ignored);
   });
 }
 
-asio::awaitable<void> metrics_listener::accept_loop() {
+asio::awaitable<void> metrics_listener::accept_loop(tcp::acceptor& acceptor) {
   asio::steady_timer backoff(io_);
   for (;;) {
-    auto [ec, socket] = co_await acceptor_.async_accept(asio::make_strand(io_), use_tuple);
-    if (ec == asio::error::operation_aborted || !acceptor_.is_open())
+    auto [ec, socket] = co_await acceptor.async_accept(asio::make_strand(io_), use_tuple);
+    if (ec == asio::error::operation_aborted || !acceptor.is_open())
       co_return;
     if (ec) {
       backoff.expires_after(std::chrono::milliseconds(100)); // out of descriptors: do not spin

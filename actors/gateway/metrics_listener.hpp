@@ -6,6 +6,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "actors/gateway/gateway_context.hpp"
 
@@ -17,7 +18,8 @@ class metrics_listener {
 public:
   metrics_listener(boost::asio::io_context& io, std::shared_ptr<gateway_context> context);
 
-  /// Binds `listen` (host:port) and starts serving; throws std::system_error when it cannot.
+  /// Binds every address `listen` (host:port) names and starts serving; throws
+  /// std::runtime_error naming the address when it cannot.
   void start(const std::string& listen);
 
   void stop();
@@ -25,12 +27,12 @@ public:
   [[nodiscard]] unsigned short port() const { return port_; }
 
 private:
-  boost::asio::awaitable<void> accept_loop();
+  boost::asio::awaitable<void> accept_loop(boost::asio::ip::tcp::acceptor& acceptor);
   boost::asio::awaitable<void> serve(boost::asio::ip::tcp::socket socket);
 
   boost::asio::io_context& io_;
   std::shared_ptr<gateway_context> context_;
-  boost::asio::ip::tcp::acceptor acceptor_;
+  std::vector<boost::asio::ip::tcp::acceptor> acceptors_; ///< one per resolved address
   unsigned short port_ = 0;
 };
 

@@ -18,6 +18,7 @@
 #include "actors/clock.hpp"
 #include "actors/connection/connection_actor.hpp"
 #include "actors/gateway/http_routes.hpp"
+#include "actors/gateway/listen_address.hpp"
 #include "actors/gateway/management_route.hpp"
 #include "actors/messages.hpp"
 #include "protocol/host.hpp"
@@ -255,31 +256,23 @@ private:
 server::server(asio::io_context& io, std::shared_ptr<gateway_context> context)
   : io_(io),
     context_(std::move(context)),
-    acceptor_(io),
     sockets_(context_->settings.max_connections),
     addresses_(std::make_shared<ip_table>(address_limits(context_->settings))),
     trusted_proxies_(conf::parse_networks(context_->settings.trusted_proxies).networks) {}
 
 void server::start() {
-  const std::string& listen = context_->settings.listen;
-  auto colon = listen.rfind(':');
-  std::string host = listen.substr(0, colon);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
-    host = host.substr(1, host.size() - 2);
-  tcp::endpoint endpoint(asio::ip::make_address(host),
-                         static_cast<unsigned short>(std::stoi(listen.substr(colon + 1))));
-  acceptor_.open(endpoint.protocol());
-  acceptor_.set_option(asio::socket_base::reuse_address(true));
-  acceptor_.bind(endpoint);
-  acceptor_.listen(asio::socket_base::max_listen_connections);
-  port_ = acceptor_.local_endpoint().port();
-  asio::co_spawn(io_, accept_loop(), asio::detached);
+  acceptors_ = open_listeners(io_, "COMB_LISTEN", context_->settings.listen,
+                              asio::socket_base::max_listen_connections);
+  port_ = acceptors_.front().local_endpoint().port();
+  for (auto& acceptor : acceptors_)
+    asio::co_spawn(io_, accept_loop(acceptor), asio::detached);
 }
 
 void server::stop() {
   asio::post(io_, [this] {
     boost::system::error_code ignored;
-    acceptor_.close(ignored);
+    for (auto& acceptor : acceptors_)
+      acceptor.close(ignored);
   });
   std::vector<std::shared_ptr<websocket_outbox>> open;
   {
@@ -334,11 +327,11 @@ void server::withdraw(std::uint64_t id) {
   sessions_.erase(id);
 }
 
-asio::awaitable<void> server::accept_loop() {
+asio::awaitable<void> server::accept_loop(tcp::acceptor& acceptor) {
   asio::steady_timer backoff(io_);
   for (;;) {
-    auto [ec, socket] = co_await acceptor_.async_accept(asio::make_strand(io_), use_tuple);
-    if (ec == asio::error::operation_aborted || !acceptor_.is_open())
+    auto [ec, socket] = co_await acceptor.async_accept(asio::make_strand(io_), use_tuple);
+    if (ec == asio::error::operation_aborted || !acceptor.is_open())
       co_return;
     if (out_of_resources(ec)) {
       // The pending connection stays in the backlog; retrying at once would spin a core.

@@ -25,11 +25,11 @@ class server {
 public:
   server(boost::asio::io_context& io, std::shared_ptr<gateway_context> context);
 
-  /// Binds the listen address and starts accepting. Throws std::system_error when the address
-  /// cannot be bound (a start-up error).
+  /// Binds every address COMB_LISTEN names and starts accepting. Throws std::runtime_error
+  /// naming the address that cannot be resolved or bound (a start-up error).
   void start();
 
-  /// The port actually bound (useful when listening on port 0).
+  /// The port actually bound (useful when listening on port 0; the same on every address).
   [[nodiscard]] unsigned short port() const { return port_; }
 
   /// Stops accepting and closes every connection with 1001 after what is queued for it.
@@ -48,7 +48,7 @@ public:
   [[nodiscard]] std::size_t open_connections() const;
 
 private:
-  boost::asio::awaitable<void> accept_loop();
+  boost::asio::awaitable<void> accept_loop(boost::asio::ip::tcp::acceptor& acceptor);
   boost::asio::awaitable<void> serve(boost::asio::ip::tcp::socket socket);
   boost::asio::awaitable<void> serve_requests(boost::beast::tcp_stream& stream,
                                               conf::ip_address peer,
@@ -65,7 +65,7 @@ private:
 
   boost::asio::io_context& io_;
   std::shared_ptr<gateway_context> context_;
-  boost::asio::ip::tcp::acceptor acceptor_;
+  std::vector<boost::asio::ip::tcp::acceptor> acceptors_; ///< one per resolved listen address
   unsigned short port_ = 0;
   /// Every socket from accept to close, capped by max_connections (checked and counted at once).
   socket_gate sockets_;

@@ -3,56 +3,10 @@
 
 #include <charconv>
 
+#include "protocol/address.hpp"
+
 namespace comb::storage::redis_detail {
 namespace {
-
-constexpr std::string_view scheme = "redis://";
-
-std::optional<int> parse_port(std::string_view text) {
-  int port = 0;
-  const auto* end = text.data() + text.size();
-  const auto [stop, error] = std::from_chars(text.data(), end, port);
-  if (text.empty() || error != std::errc{} || stop != end || port < 1 || port > 65535)
-    return std::nullopt;
-  return port;
-}
-
-/// Splits `host[:port]` or `[v6]:port`; the brackets are what keep an IPv6 address's colons
-/// apart from the port separator.
-std::optional<std::string> split_host_port(std::string_view authority, redis_endpoint& out) {
-  std::string_view host = authority;
-  std::string_view port;
-  if (authority.starts_with('[')) {
-    const auto close = authority.find(']');
-    if (close == std::string_view::npos)
-      return "missing ']' after the IPv6 address";
-    host = authority.substr(1, close - 1);
-    const auto rest = authority.substr(close + 1);
-    if (!rest.empty() && !rest.starts_with(':'))
-      return "unexpected text after ']'";
-    port = rest.empty() ? rest : rest.substr(1);
-    if (!rest.empty() && port.empty())
-      return "empty port";
-  } else if (const auto colon = authority.find(':'); colon != std::string_view::npos) {
-    host = authority.substr(0, colon);
-    port = authority.substr(colon + 1);
-    if (port.find(':') != std::string_view::npos)
-      return "an IPv6 address needs brackets, e.g. redis://[::1]:6379";
-    if (port.empty())
-      return "empty port";
-  }
-  if (host.empty())
-    return "missing host";
-  out.host = std::string(host);
-  out.port = 6379;
-  if (!port.empty()) {
-    const auto number = parse_port(port);
-    if (!number)
-      return "port must be a number from 1 to 65535";
-    out.port = *number;
-  }
-  return std::nullopt;
-}
 
 /// `/db`: a number from 0 to 15 (Redis's default range; SELECT reports anything else).
 std::optional<std::string> parse_database(std::string_view path, redis_endpoint& out) {
@@ -66,51 +20,6 @@ std::optional<std::string> parse_database(std::string_view path, redis_endpoint&
   if (digits.empty() || error != std::errc{} || stop != end || number < 0 || number > 15)
     return "the path must be a database number, e.g. redis://host:6379/0";
   out.database = number;
-  return std::nullopt;
-}
-
-int hex_digit(char c) {
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F')
-    return c - 'A' + 10;
-  return -1;
-}
-
-std::optional<std::string> percent_decode(std::string_view text) {
-  std::string out;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] != '%') {
-      out += text[i];
-      continue;
-    }
-    if (i + 2 >= text.size())
-      return std::nullopt;
-    const int high = hex_digit(text[i + 1]);
-    const int low = hex_digit(text[i + 2]);
-    if (high < 0 || low < 0)
-      return std::nullopt;
-    out += static_cast<char>(high * 16 + low);
-    i += 2;
-  }
-  return out;
-}
-
-/// `user:password` or `:password` (the default user).
-std::optional<std::string> parse_userinfo(std::string_view userinfo, redis_endpoint& out) {
-  const auto colon = userinfo.find(':');
-  if (colon == std::string_view::npos)
-    return "credentials must be user:password or :password";
-  auto user = percent_decode(userinfo.substr(0, colon));
-  auto password = percent_decode(userinfo.substr(colon + 1));
-  if (!user || !password)
-    return "bad percent-encoding in the credentials";
-  if (password->empty())
-    return "empty password";
-  out.user = std::move(*user);
-  out.password = std::move(*password);
   return std::nullopt;
 }
 
@@ -143,25 +52,26 @@ std::optional<std::string> parse_redis_url(std::string_view url, redis_endpoint&
   auto failed = [url](std::string_view why) {
     return "invalid Redis URL '" + redact_redis_url(url) + "': " + std::string(why);
   };
-  if (url.starts_with("rediss://"))
+  auto parsed = protocol::parse_url(url);
+  if (!parsed)
+    return failed(parsed.error());
+  if (parsed->scheme == "rediss")
     return failed("TLS (rediss://) is not supported");
-  if (!url.starts_with(scheme))
+  if (parsed->scheme != "redis")
     return failed("expected redis://host:port");
-  auto rest = url.substr(scheme.size());
-  out.user.clear();
-  out.password.clear();
-  if (const auto at = userinfo_end(rest); at != std::string_view::npos) {
-    if (auto error = parse_userinfo(rest.substr(0, at), out))
-      return failed(*error);
-    rest = rest.substr(at + 1);
-  }
-  if (rest.find_first_of("?#") != std::string_view::npos)
+  if (parsed->has_query || parsed->has_fragment)
     return failed("query parameters are not supported");
-  const auto slash = rest.find('/');
-  const auto authority = rest.substr(0, slash);
-  if (auto error = split_host_port(authority, out))
-    return failed(*error);
-  if (auto error = parse_database(slash == std::string_view::npos ? "" : rest.substr(slash), out))
+  if (parsed->has_userinfo && !parsed->has_password)
+    return failed("credentials must be user:password or :password");
+  if (parsed->has_password && parsed->password.empty())
+    return failed("empty password");
+  if (parsed->where.port == 0)
+    return failed("port must be a number from 1 to 65535");
+  out.user = parsed->user;
+  out.password = parsed->password;
+  out.host = parsed->where.host;
+  out.port = parsed->where.port.value_or(6379);
+  if (auto error = parse_database(parsed->path, out))
     return failed(*error);
   return std::nullopt;
 }

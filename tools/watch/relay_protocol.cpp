@@ -5,6 +5,7 @@
 
 #include "protocol/canonical_json.hpp"
 #include "protocol/event_json.hpp"
+#include "protocol/address.hpp"
 #include "protocol/host.hpp"
 #include "protocol/nip42.hpp"
 #include "tools/watch/ledger.hpp"
@@ -49,26 +50,16 @@ relay_frame::type type_named(std::string_view name) {
 } // namespace
 
 std::optional<relay_endpoint> parse_relay_url(std::string_view url) {
-  if (!url.starts_with("ws://"))
-    return std::nullopt;
   auto community = protocol::host_of_relay_url(url);
-  if (!community)
+  auto parsed = protocol::parse_url(url);
+  if (!community || !parsed || parsed->scheme != "ws")
     return std::nullopt;
   relay_endpoint out;
   out.url = std::string(url);
   out.community = *community;
-  // host_of_relay_url allows at most a trailing "/", so the authority is all that follows.
-  std::string_view rest = url.substr(5);
-  out.authority = std::string(rest.substr(0, rest.find('/')));
-  std::string_view authority = out.authority;
-  // The last ':' starts a port unless it sits inside an IPv6 literal's brackets.
-  auto colon = authority.rfind(':');
-  bool has_port =
-    colon != std::string_view::npos && authority.find(']', colon) == std::string_view::npos;
-  out.host = std::string(has_port ? authority.substr(0, colon) : authority);
-  out.port = has_port ? std::string(authority.substr(colon + 1)) : "80";
-  if (out.host.starts_with('[') && out.host.ends_with(']'))
-    out.host = out.host.substr(1, out.host.size() - 2);
+  out.host = parsed->where.host;
+  out.port = std::to_string(parsed->where.port.value_or(80));
+  out.authority = parsed->where.authority();
   return out;
 }
 

@@ -15,9 +15,9 @@ namespace comb::watch {
 /// Where the watcher connects; only ws:// (TLS is left to a local proxy or a later version).
 struct relay_endpoint {
   std::string url;        ///< as given, used verbatim in the NIP-42 `relay` tag
-  std::string host;       ///< host name or address to resolve
+  std::string host;       ///< host name (lowercase) or address to resolve, IPv6 without brackets
   std::string port;       ///< "80" when the URL names none
-  std::string authority;  ///< the Host header: host[:port] as written in the URL
+  std::string authority;  ///< the Host header: host[:port], IPv6 in brackets
   std::string target = "/";  ///< comb serves a community at its host's root
   std::string community;  ///< normalized host, the ledger's community name
 };

@@ -44,9 +44,29 @@ TEST_CASE("invalid values name the option and the accepted range", "[conf]") {
   check_problem({{"COMB_MAX_LIMIT", "lots"}}, "limits.max_limit", "COMB_MAX_LIMIT: must be a number from 1 to 1000000");
   check_problem({{"COMB_ACCESS", "public"}}, "community.access", "COMB_ACCESS: must be one of: open closed");
   check_problem({{"COMB_WS_DEFLATE", "maybe"}}, "websocket.deflate", "COMB_WS_DEFLATE: must be true or false");
-  check_problem({{"COMB_LISTEN", "nowhere"}}, "server.listen", "must be host:port, e.g. 127.0.0.1:7777");
-  check_problem({{"COMB_PUBLIC_URL", "http://x"}}, "server.public_url", "must be a ws:// or wss:// URL with no path");
+  check_problem({{"COMB_LISTEN", "nowhere"}}, "server.listen",
+                "COMB_LISTEN=\"nowhere\" must be host:port, e.g. 127.0.0.1:7777: the port is missing "
+                "(host:port, e.g. 127.0.0.1:7777)");
+  check_problem({{"COMB_PUBLIC_URL", "http://x"}}, "server.public_url",
+                "COMB_PUBLIC_URL=\"http://x\" must be a ws:// or wss:// URL with no path");
   check_problem({{"COMB_OWNER_PUBKEY", "npub1nope"}}, "community.owner_pubkey", "must be 64 lowercase hex characters or an npub");
+}
+
+TEST_CASE("every address setting is parsed one way and named in its error", "[conf]") {
+  auto named = load_settings({{"COMB_LISTEN", "localhost:7799"}, {"COMB_METRICS_LISTEN", "localhost:9799"}}, {});
+  CHECK(named.problems.empty());
+  const std::map<std::string, std::string> bad[] = {
+    {{"COMB_LISTEN", "[zz]:7777"}},        {{"COMB_METRICS_LISTEN", "[zz]:1"}},
+    {{"COMB_CLUSTER_LISTEN", "[zz]:1"}},   {{"COMB_CLUSTER_PEERS", "127.0.0.1:1,[::1"}},
+    {{"COMB_PUBLIC_URL", "wss://[zz]"}},   {{"COMB_LISTEN", "127.0.0.1:70000"}},
+  };
+  for (const auto& env : bad) {
+    const auto& [name, value] = *env.begin();
+    INFO(name << "=" << value);
+    auto loaded = load_settings(env, {});
+    REQUIRE(loaded.problems.size() == 1);
+    CHECK(loaded.problems[0].message.find(name) != std::string::npos);
+  }
 }
 
 TEST_CASE("unknown keys in the file are refused", "[conf]") {

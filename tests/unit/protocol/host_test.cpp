@@ -15,6 +15,7 @@ TEST_CASE("hosts are normalized for community lookup", "[protocol][host]") {
   CHECK(normalize_host("[::1]:7777") == "[::1]:7777");
   CHECK(normalize_host("[::1]") == "[::1]");
   CHECK(normalize_host("LOCALHOST:7777") == "localhost:7777");
+  CHECK(normalize_host("[0:0::1]:7777") == "[::1]:7777"); // one spelling per IPv6 address
 }
 
 TEST_CASE("things that are not hosts are refused", "[protocol][host]") {
@@ -28,6 +29,8 @@ TEST_CASE("things that are not hosts are refused", "[protocol][host]") {
   CHECK_FALSE(normalize_host("ex[a]mple"));
   CHECK_FALSE(normalize_host(std::string(300, 'a')));
   CHECK_FALSE(normalize_host("a\r\nb"));
+  CHECK_FALSE(normalize_host("[zz]"));
+  CHECK_FALSE(normalize_host("[zz]:7777"));
 }
 
 TEST_CASE("relay URLs yield their host", "[protocol][host]") {
@@ -39,4 +42,7 @@ TEST_CASE("relay URLs yield their host", "[protocol][host]") {
   CHECK_FALSE(host_of_relay_url("wss://relay.example.com/other"));
   CHECK_FALSE(host_of_relay_url("relay.example.com"));
   CHECK_FALSE(host_of_relay_url("wss://"));
+  CHECK_FALSE(host_of_relay_url("wss://[zz]/"));
+  CHECK_FALSE(host_of_relay_url("wss://user@relay.example.com"));
+  CHECK_FALSE(host_of_relay_url("wss://relay.example.com/?x=1"));
 }

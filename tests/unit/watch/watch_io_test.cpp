@@ -55,9 +55,9 @@ TEST_CASE("alerts render as text, JSON and an environment", "[watch][output]") {
 TEST_CASE("relay URLs: ws:// only, community is the normalized host", "[watch][relay]") {
   auto relay = parse_relay_url("ws://Hive.Test:7777");
   REQUIRE(relay);
-  CHECK(relay->host == "Hive.Test");
+  CHECK(relay->host == "hive.test");
   CHECK(relay->port == "7777");
-  CHECK(relay->authority == "Hive.Test:7777");
+  CHECK(relay->authority == "hive.test:7777");
   CHECK(relay->target == "/");
   CHECK(relay->community == "hive.test:7777");
   auto plain = parse_relay_url("ws://[::1]/");

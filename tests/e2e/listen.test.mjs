@@ -1,0 +1,75 @@
+// Listen addresses: a host name works (resolved at start), and a bad address stops the start
+// before the database is touched, with the setting's name in the error.
+import { describe, it } from 'node:test'
+import assert from 'node:assert/strict'
+import { execFile } from 'node:child_process'
+import {
+  Relay, createDatabase, dropDatabase, freePort, keys, sign, startRelay, stopRelayCleanly, within,
+} from './harness.mjs'
+
+function tablesIn(database) {
+  const url = new URL(process.env.COMB_TEST_DATABASE_URL)
+  url.pathname = `/${database}`
+  return new Promise((resolve, reject) => execFile('psql', [url.toString(), '-qAtc',
+    "SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public'"],
+  { timeout: 20000 }, (error, stdout) => (error ? reject(error) : resolve(Number(stdout.trim())))))
+}
+
+/** Starts a relay that must fail; resolves to its error message (stderr included). */
+async function failedStart(env, database) {
+  try {
+    const relay = await startRelay(env, { database })
+    await relay.stop()
+  } catch (error) {
+    return error.message
+  }
+  assert.fail(`comb-relay started with ${JSON.stringify(env)}`)
+}
+
+describe('listen addresses', () => {
+  it('COMB_LISTEN=localhost:PORT serves the community localhost:PORT', async () => {
+    const port = await freePort()
+    const relay = await startRelay({ COMB_LISTEN: `localhost:${port}` })
+    try {
+      const client = await within(Relay.connect(`ws://localhost:${port}`), 5000, 'connect')
+      const author = keys()
+      const note = sign(author.sk, { content: 'hello through a listen name' })
+      await within(client.publish(note), 5000, 'publish')
+      const got = await within(new Promise((resolve) => {
+        const found = []
+        const sub = client.subscribe([{ ids: [note.id] }], {
+          onevent: (e) => found.push(e),
+          oneose: () => { sub.close(); resolve(found) },
+        })
+      }), 5000, 'read back')
+      assert.deepEqual(got.map((e) => e.id), [note.id])
+      client.close()
+      assert.match(relay.log() + '', /community localhost:\d+ \(id \d+\)/)
+    } finally {
+      await stopRelayCleanly(relay)
+    }
+  })
+
+  it('a name that does not resolve stops the start before the database is touched', async () => {
+    const database = await createDatabase()
+    try {
+      const message = await failedStart({ COMB_LISTEN: `nowhere.invalid:${await freePort()}` }, database)
+      assert.match(message, /COMB_LISTEN=nowhere\.invalid:\d+: cannot resolve nowhere\.invalid/)
+      assert.equal(await tablesIn(database), 0, 'no migration ran, no community was created')
+    } finally {
+      await dropDatabase(database)
+    }
+  })
+
+  it('[zz] is not an IPv6 address: refused by the settings, naming COMB_LISTEN', async () => {
+    const database = await createDatabase()
+    try {
+      const message = await failedStart({ COMB_LISTEN: '[zz]:7777' }, database)
+      assert.match(message, /exited with 2/)
+      assert.match(message, /invalid setting server\.listen: COMB_LISTEN="\[zz\]:7777"/)
+      assert.equal(await tablesIn(database), 0)
+    } finally {
+      await dropDatabase(database)
+    }
+  })
+})

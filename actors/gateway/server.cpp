@@ -363,6 +363,7 @@ namespace {
 
 struct websocket_session {
   std::string peer;
+  std::string client; ///< the client's address: the peer, or what a trusted proxy forwarded
   std::shared_ptr<ws_stream> ws;
   std::shared_ptr<websocket_outbox> outbox;
   caf::actor actor;
@@ -565,7 +566,8 @@ asio::awaitable<void> server::serve_requests(tcp_stream& stream, conf::ip_addres
       // NIP-42 binds AUTH to the host this connection was made to, which may be an alias.
       storage::community_row reached = *lookup.community;
       reached.host = *host;
-      co_await run_websocket(std::move(stream), std::move(request), reached, slot->budget());
+      co_await run_websocket(std::move(stream), std::move(request), reached, slot->budget(),
+                             client.text());
       co_return;
     }
     http_response response;
@@ -581,7 +583,7 @@ asio::awaitable<void> server::serve_requests(tcp_stream& stream, conf::ip_addres
 
 asio::awaitable<void> server::run_websocket(tcp_stream stream, http_request request,
                                             storage::community_row community,
-                                            std::shared_ptr<ip_budget> budget) {
+                                            std::shared_ptr<ip_budget> budget, std::string client) {
   auto& metrics = *context_->metrics;
   auto handle = context_->registry->find(community.id);
   if (!handle) {
@@ -591,6 +593,7 @@ asio::awaitable<void> server::run_websocket(tcp_stream stream, http_request requ
   }
   websocket_session session =
     open_session(std::move(stream), *context_, community, *handle, std::move(budget));
+  session.client = std::move(client);
   session_registration registration(*this, session.outbox, session.actor, community.id);
   auto [ec] = co_await session.ws->async_accept(request, use_tuple);
   if (ec == beast::error::timeout)
@@ -618,8 +621,8 @@ asio::awaitable<void> server::run_websocket(tcp_stream stream, http_request requ
   if (!*writer_finished)
     co_await writer_done->async_wait(use_tuple);
   metrics.connections_current.fetch_sub(1);
-  spdlog::info("connection closed: peer {} community {} host {} reason {}", session.peer, community.id,
-               community.host, describe(why));
+  spdlog::info("connection closed: peer {} client {} community {} host {} reason {}", session.peer,
+               session.client, community.id, community.host, describe(why));
 }
 
 } // namespace comb::actors

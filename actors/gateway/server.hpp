@@ -56,7 +56,7 @@ private:
   boost::asio::awaitable<void> run_websocket(boost::beast::tcp_stream stream,
                                              http_request request,
                                              storage::community_row community,
-                                             std::shared_ptr<ip_budget> budget);
+                                             std::shared_ptr<ip_budget> budget, std::string client);
 
   friend class session_registration;
   std::uint64_t enroll(std::shared_ptr<websocket_outbox> outbox, caf::actor actor,

@@ -5,6 +5,8 @@
 
 #include <boost/json.hpp>
 
+#include "actors/gateway/community_page.hpp"
+#include "protocol/nip19.hpp"
 #include "protocol/relay_info.hpp"
 
 namespace comb::actors {
@@ -42,6 +44,29 @@ std::string relay_info_document(const gateway_context& context,
   info.auth_required = community.closed;
   info.restricted_writes = community.closed;
   return protocol::render_relay_info(info);
+}
+
+std::string npub_of(const std::string& hex) {
+  auto key = protocol::parse_public_key(hex);
+  return key ? protocol::encode_nip19("npub", *key) : std::string();
+}
+
+/// The page a browser gets: the same fields as NIP-11, for people.
+std::string page_of(const gateway_context& context, const storage::community_row& community) {
+  const auto& s = context.settings;
+  const auto& about = community.info;
+  community_page page;
+  page.name = about.name.empty() ? s.name : about.name;
+  page.description = about.description.empty() ? s.description : about.description;
+  page.icon = about.icon;
+  // Every community of a deployment is reached the same way as its public URL (wss:// behind
+  // a TLS proxy); the host is the community's own.
+  const bool tls = s.effective_public_url().starts_with("wss://");
+  page.relay_url = (tls ? "wss://" : "ws://") + community.host;
+  page.closed = community.closed;
+  page.relay_npub = npub_of(context.relay_pubkey_hex);
+  page.owner_npub = npub_of(about.owner_hex);
+  return render_community_page(page);
 }
 
 bool wants_relay_info(const http_request& request) {
@@ -89,6 +114,15 @@ http_response community_route(const http_request& request, const gateway_context
   if (wants_relay_info(request))
     return text_response(request, http::status::ok, relay_info_document(context, community),
                          "application/nostr+json");
+  if (wants_html(request[http::field::accept])) {
+    auto page = text_response(request, http::status::ok, page_of(context, community),
+                              "text/html; charset=utf-8");
+    // No scripts, no frames, images from anywhere (the icon): a page that cannot run code.
+    page.set("Content-Security-Policy",
+             "default-src 'none'; img-src https: http:; style-src 'unsafe-inline'; frame-ancestors 'none'");
+    page.set("X-Content-Type-Options", "nosniff");
+    return page;
+  }
   return text_response(request, http::status::ok,
                        "comb relay for " + community.host
                          + ": connect with a Nostr client over WebSocket.\n");

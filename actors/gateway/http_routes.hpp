@@ -22,7 +22,8 @@ using http_response = boost::beast::http::response<boost::beast::http::string_bo
 [[nodiscard]] http_response metrics_route(const http_request& request, const gateway_context& context);
 
 /// Answers for a plain HTTP request to a community's host: NIP-11 on `GET /` with
-/// `Accept: application/nostr+json`, a short page otherwise, 404 for other paths.
+/// `Accept: application/nostr+json`, an HTML page with `Accept: text/html` (a browser), one line
+/// of text otherwise, 404 for other paths.
 [[nodiscard]] http_response community_route(const http_request& request,
                                             const gateway_context& context,
                                             const storage::community_row& community);

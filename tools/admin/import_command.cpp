@@ -121,6 +121,8 @@ private:
     if (!refusal.bad_line)
       return true;
     ++tally_.bad_lines;
+    if (tally_.bad_lines <= max_lines_shown + 1)
+      progress_.clear_line();
     if (tally_.bad_lines <= max_lines_shown)
       out_.note("line " + std::to_string(line.number) + ": " + refusal.message);
     else if (tally_.bad_lines == max_lines_shown + 1)

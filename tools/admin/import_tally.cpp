@@ -37,6 +37,11 @@ void import_progress::tick(const import_tally& tally) {
     show(tally);
 }
 
+void import_progress::clear_line() {
+  if (terminal_ && shown_)
+    std::fputs("\r\033[K", stream_);
+}
+
 void import_progress::done(const import_tally& tally) {
   if (!terminal_)
     return;

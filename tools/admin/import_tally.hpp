@@ -39,6 +39,10 @@ public:
   /// Shows the tally if it is time to.
   void tick(const import_tally& tally);
 
+  /// Before a message on the same stream: a terminal's progress line is wiped, to be redrawn
+  /// below the message by the next tick.
+  void clear_line();
+
   /// Ends the progress display (a terminal's line is finished with a newline).
   void done(const import_tally& tally);
 

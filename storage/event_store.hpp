@@ -33,6 +33,8 @@ struct store_outcome {
   };
   status result = status::failed;
   std::string message;
+  /// stored, and it displaced an older version of its replaceable or addressable key.
+  bool replaced = false;
 };
 
 /// Result of a history query: the stored JSON of each matching event, newest first, or a failure.

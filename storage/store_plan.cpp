@@ -67,6 +67,7 @@ private:
     if (ev.kind != deletion_kind && state_.tombstones.contains(tombstone{key, ev.pubkey}))
       return outcome(store_outcome::status::refused, msg_deleted_id);
     auto addr = address_of_event(w.community_id, ev);
+    bool replaced = false;
     if (addr) {
       if (auto until = state_.deleted_until.find(*addr);
           until != state_.deleted_until.end() && ev.created_at <= until->second)
@@ -76,6 +77,7 @@ private:
         if (old != state_.events.end() && stored_version_wins(old->second, current->second.id, ev))
           return outcome(store_outcome::status::duplicate, msg_have_newer);
         remove(current->second);
+        replaced = true;
       }
       state_.current[*addr] = key;
     }
@@ -83,7 +85,9 @@ private:
     pending_[key] = index;
     if (ev.kind == deletion_kind)
       apply_deletion(w);
-    return outcome(store_outcome::status::stored, "");
+    store_outcome stored = outcome(store_outcome::status::stored, "");
+    stored.replaced = replaced;
+    return stored;
   }
 
   void remove(const event_key& key) {

@@ -4,6 +4,7 @@
 #include "actors/community/membership_requests.hpp"
 #include <algorithm>
 
+#include "protocol/kind_rules.hpp"
 #include "protocol/nip42.hpp"
 #include "protocol/relay_message.hpp"
 
@@ -16,9 +17,9 @@ namespace {
 
 constexpr std::string_view rendered_id_prefix = "{\"id\":\"";
 
-/// Kinds only the relay signs (NIP-43); a client copy would forge membership or roles.
+/// Kinds only the relay signs; a client copy would forge membership, roles or group state.
 bool relay_only_kind(std::uint32_t kind) {
-  return kind == 13534 || kind == 8000 || kind == 8001 || kind == 28935 || kind == 33534;
+  return protocol::relay_signed_kind(kind);
 }
 
 rejection not_a_member() {
@@ -38,12 +39,6 @@ std::optional<rejection> check_request_author(const protocol::event& ev,
 }
 
 } // namespace
-
-std::size_t deletion_targets(const protocol::event& ev) {
-  return static_cast<std::size_t>(std::count_if(ev.tags.begin(), ev.tags.end(), [](const auto& t) {
-    return t.size() >= 2 && (t[0] == "e" || t[0] == "a");
-  }));
-}
 
 std::optional<std::string> id_of_rendered_event(const std::string& json) {
   if (json.size() < rendered_id_prefix.size() + 64 || !json.starts_with(rendered_id_prefix))

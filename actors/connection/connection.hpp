@@ -16,6 +16,7 @@
 #include "protocol/event.hpp"
 #include "protocol/event_check.hpp"
 #include "protocol/filter.hpp"
+#include "protocol/kind_rules.hpp"
 #include "protocol/limits.hpp"
 #include "protocol/rejection.hpp"
 #include "protocol/result.hpp"
@@ -55,8 +56,8 @@ struct connection_policy {
   std::size_t max_queries_in_flight = 8;
 };
 
-/// The `e` and `a` tags of an event: what a deletion request names.
-[[nodiscard]] std::size_t deletion_targets(const protocol::event& ev);
+/// The `e` and `a` tags of an event: what a deletion request names (protocol/kind_rules).
+using protocol::deletion_targets;
 
 /// What a frame is, for its cost.
 enum class frame_type { event, req, count, close, auth, other };

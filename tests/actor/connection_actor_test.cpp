@@ -344,9 +344,9 @@ TEST_CASE_METHOD(fixture, "COUNT answers from storage", "[actor][connection]") {
   CHECK(c.sink->take() == std::vector<std::string>{R"(["COUNT","n",{"count":2}])"});
 }
 
-TEST_CASE_METHOD(fixture, "clients cannot publish relay-only NIP-43 kinds", "[actor][connection]") {
+TEST_CASE_METHOD(fixture, "clients cannot publish relay-only NIP-43 and NIP-29 kinds", "[actor][connection]") {
   auto c = connect();
-  for (std::uint32_t kind : {13534u, 8000u, 8001u, 28935u, 33534u}) {
+  for (std::uint32_t kind : {13534u, 8000u, 8001u, 28935u, 33534u, 39000u, 39005u}) {
     auto ev = test::sign_event(alice, kind, "", {{"-"}});
     say(c, test::event_frame(ev));
     CHECK(c.sink->take()

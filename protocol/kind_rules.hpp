@@ -1,0 +1,24 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "protocol/event.hpp"
+
+namespace comb::protocol {
+
+/// Kinds only a relay signs: NIP-43 lists, deltas and role definitions (13534, 8000, 8001,
+/// 33534), the join reply (28935) and NIP-29 group metadata (39000-39005). A client's copy,
+/// or another relay's in an import, would forge membership, roles or group state.
+[[nodiscard]] bool relay_signed_kind(std::uint32_t kind) noexcept;
+
+/// Requests that act on a community's state when a relay receives them: NIP-43 joins and
+/// leaves (28934, 28936), NIP-29 moderation (9000-9022) and comb's member commands
+/// (9030-9032). Replaying one out of its moment (an import) would change members.
+[[nodiscard]] bool state_request_kind(std::uint32_t kind) noexcept;
+
+/// How many events (`e`) and addresses (`a`) a deletion (kind 5) names.
+[[nodiscard]] std::size_t deletion_targets(const event& ev) noexcept;
+
+} // namespace comb::protocol

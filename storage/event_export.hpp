@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace comb::storage {
+
+class pg_connection;
+
+/// Which stored events an export takes (each bound inclusive, as in a NIP-01 filter).
+struct export_range {
+  std::optional<std::int64_t> since;
+  std::optional<std::int64_t> until;
+  std::vector<std::uint32_t> kinds; ///< empty: every kind
+};
+
+/// Receives one event's stored JSON; returns false to stop the export (e.g. a full disk).
+using export_sink = std::function<bool(std::string_view json)>;
+
+/// Streams the community's events in `range` to `sink`, oldest first (same second: lowest id
+/// first), exactly as stored. Expired events (NIP-40, expiration <= now) are left out, as a
+/// query would. One snapshot (a repeatable-read transaction), read through a server-side cursor
+/// `fetch_rows` at a time, so memory stays constant whatever the community holds.
+/// Returns the error, if any; a sink that stops the export is not an error.
+[[nodiscard]] std::optional<std::string> export_events(pg_connection& connection,
+                                                       std::int64_t community_id,
+                                                       const export_range& range,
+                                                       std::int64_t now,
+                                                       const export_sink& sink,
+                                                       std::size_t fetch_rows = 500);
+
+} // namespace comb::storage

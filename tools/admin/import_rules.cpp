@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: MIT
+#include "admin/import_rules.hpp"
+
+#include <variant>
+
+#include "protocol/canonical_json.hpp"
+#include "protocol/client_message.hpp"
+#include "protocol/kind_rules.hpp"
+#include "protocol/nip42.hpp"
+
+namespace comb::admin {
+namespace {
+
+line_refusal bad_line(std::string reason, std::string message) {
+  return {std::move(reason), std::move(message), true};
+}
+
+line_refusal refused(std::string reason, std::string message) {
+  return {std::move(reason), std::move(message), false};
+}
+
+std::optional<line_refusal> kind_refusal(const protocol::event& ev) {
+  if (ev.kind == protocol::auth_kind)
+    return refused("auth", "AUTH events are never stored");
+  if (protocol::relay_signed_kind(ev.kind))
+    return refused("relay_signed", "kind " + std::to_string(ev.kind)
+                                     + " is signed by a relay; this one writes its own");
+  if (protocol::state_request_kind(ev.kind))
+    return refused("state_request", "kind " + std::to_string(ev.kind)
+                                      + " is a request that acts on state, not replayed");
+  if (protocol::classify(ev.kind) == protocol::kind_class::ephemeral)
+    return refused("ephemeral", "ephemeral events are not stored");
+  return std::nullopt;
+}
+
+} // namespace
+
+protocol::result<protocol::event, line_refusal> read_event_line(std::string_view line,
+                                                                const import_policy& policy) {
+  if (line.size() > policy.limits.max_message_bytes)
+    return bad_line("too_large", "line longer than the relay's message bound ("
+                                   + std::to_string(policy.limits.max_message_bytes) + " bytes)");
+  // The relay's own frame parser, so a line passes exactly when the same event in an EVENT
+  // frame would.
+  std::string frame;
+  frame.reserve(line.size() + 11);
+  frame.append("[\"EVENT\",").append(line).append("]");
+  auto parsed = protocol::parse_client_message(frame, policy.limits);
+  if (!parsed)
+    return bad_line("invalid", parsed.error().why.text());
+  auto* message = std::get_if<protocol::event_message>(&parsed.value());
+  if (!message)
+    return bad_line("invalid", "invalid: not one event object");
+  return std::move(message->ev);
+}
+
+std::optional<line_refusal> import_refusal(const protocol::event& ev, std::int64_t now,
+                                           const import_policy& policy,
+                                           const std::set<protocol::bytes32>* admitted) {
+  if (auto by_kind = kind_refusal(ev))
+    return by_kind;
+  if (ev.kind == 5 && protocol::deletion_targets(ev) > policy.max_deletion_targets)
+    return refused("too_many_deletion_targets",
+                   "a deletion may name at most " + std::to_string(policy.max_deletion_targets)
+                     + " events");
+  if (auto expires = protocol::expiration_of(ev); expires && *expires <= now)
+    return refused("expired", "event has already expired");
+  if (auto bad_time = protocol::check_created_at(ev, now, policy.created_at))
+    return refused("created_at", bad_time->text());
+  if (admitted && !admitted->contains(ev.pubkey))
+    return refused("not_a_member", "the author is not a member of this closed community");
+  if (policy.check_signatures) {
+    if (auto bad = protocol::verify_event(ev))
+      return bad_line("bad_signature", bad->text());
+  } else if (protocol::compute_id(ev) != ev.id) {
+    // Even a trusted file must not store an event under an id that is not its own.
+    return bad_line("bad_id", "invalid: event id does not match its content");
+  }
+  return std::nullopt;
+}
+
+} // namespace comb::admin

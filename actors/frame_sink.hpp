@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -26,6 +27,12 @@ public:
 
   /// Ends the connection after what is already queued.
   virtual void close(close_reason why) = 0;
+
+  /// Bytes queued and not yet written to the socket (0 where nothing is queued).
+  [[nodiscard]] virtual std::size_t queued_bytes() const { return 0; }
+
+  /// True once the connection is ending: what is sent now may never be written.
+  [[nodiscard]] virtual bool ending() const { return false; }
 };
 
 } // namespace comb::actors

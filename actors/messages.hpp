@@ -3,6 +3,7 @@
 // Every message between comb's actors: atoms and payload types. The message graph is drawn in
 // actors/handles.hpp.
 
+#include <atomic>
 #include <caf/all.hpp>
 #include <cstdint>
 #include <memory>
@@ -32,7 +33,7 @@ using stored_atom = caf::atom_constant<caf::atom("stored")>;     ///< (stored_at
 inline constexpr stored_atom stored_atom_v{};
 using query_atom = caf::atom_constant<caf::atom("query")>;       ///< (query_atom, history_request)
 inline constexpr query_atom query_atom_v{};
-using history_atom = caf::atom_constant<caf::atom("history")>;   ///< (history_atom, sub, generation, query_result)
+using history_atom = caf::atom_constant<caf::atom("history")>;   ///< (history_atom, sub, generation, query_result): one chunk; `last` ends the reply
 inline constexpr history_atom history_atom_v{};
 using count_atom = caf::atom_constant<caf::atom("count")>;       ///< (count_atom, history_request)
 inline constexpr count_atom count_atom_v{};
@@ -127,6 +128,23 @@ struct committed_event {
   live_event event;
 };
 
+using frame_sink_ptr = std::shared_ptr<frame_sink>;
+
+/// What one connection's history replies hold on their way to its client: chunks a storage
+/// reader has sent and the connection actor has not yet handed to its socket (`in_mailbox`,
+/// bytes), then the socket's queue. A reader waits before sending another chunk while the two
+/// would pass the history budget, so however large a reply, the relay holds about that much.
+struct history_flow {
+  std::atomic<std::size_t> in_mailbox{0};
+  frame_sink_ptr sink; ///< may be null (tests): then only `in_mailbox` counts
+
+  [[nodiscard]] std::size_t held() const {
+    return in_mailbox.load(std::memory_order_acquire) + (sink ? sink->queued_bytes() : 0);
+  }
+};
+
+using history_flow_ptr = std::shared_ptr<history_flow>;
+
 /// A REQ's or COUNT's history part, addressed to a storage reader.
 struct history_request {
   caf::actor reply_to;
@@ -134,6 +152,7 @@ struct history_request {
   std::string subscription_id;
   std::uint64_t generation = 0;
   std::vector<protocol::filter> filters;
+  history_flow_ptr flow; ///< null: the reply is not paced (COUNT, tests)
 };
 
 /// A REQ's live part, addressed to the fan-out.
@@ -144,9 +163,8 @@ struct live_request {
   std::string subscription_id;
   std::uint64_t generation = 0;
   std::vector<protocol::filter> filters;
+  history_flow_ptr flow; ///< handed on to the history request
 };
-
-using frame_sink_ptr = std::shared_ptr<frame_sink>;
 
 /// A minted invite as the connection sends it: the relay-signed 28935, or why there is none.
 struct invite_reply {

@@ -86,7 +86,9 @@ struct relay_metrics {
   std::atomic<std::int64_t> addresses_tracked{0};    ///< client addresses in the per-address table
   std::atomic<std::uint64_t> host_lookups{0};        ///< host lookups that asked the database
   std::atomic<std::uint64_t> invites_purged{0};      ///< expired invites deleted
-  std::atomic<std::uint64_t> history_truncated{0};   ///< history replies cut at the byte budget
+  std::atomic<std::uint64_t> history_chunks{0};      ///< history chunks sent before a reply's last
+  std::atomic<std::uint64_t> history_waits{0};       ///< a reader waited for its client to read
+  std::atomic<std::uint64_t> history_abandoned{0};   ///< replies ended: client gone or too slow
   std::atomic<std::uint64_t> deletions_refused{0};   ///< kind 5 naming too many targets
   latency_histogram req_latency;
   latency_histogram commit_latency;

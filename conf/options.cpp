@@ -138,7 +138,7 @@ std::vector<option> make_options() {
     number<sz>("limits.max_connections", "COMB_MAX_CONNECTIONS", "open WebSocket connections per pod", [](S& s) -> auto& { return s.max_connections; }, 1, 1000000),
     number<sz>("limits.max_outbound_bytes", "COMB_MAX_OUTBOUND_BYTES", "bytes queued for one slow reader before it is cut", [](S& s) -> auto& { return s.max_outbound_bytes; }, 64 * 1024, 1024 * mib),
     number<sz>("limits.max_pod_outbound_bytes", "COMB_MAX_POD_OUTBOUND_BYTES", "bytes queued for all connections of the pod; past it, a reader holding 1 MiB or more is cut", [](S& s) -> auto& { return s.max_pod_outbound_bytes; }, mib, 1024 * 1024 * mib),
-    number<sz>("limits.max_history_bytes", "COMB_MAX_HISTORY_BYTES", "bytes of events one REQ's history reply holds at most (newest first); keep it under max_outbound_bytes", [](S& s) -> auto& { return s.max_history_bytes; }, 64 * 1024, 1024 * mib),
+    number<sz>("limits.max_history_bytes", "COMB_MAX_HISTORY_BYTES", "bytes of history one connection holds on its way out (replies are streamed in chunks of a sixteenth of it); keep it under max_outbound_bytes", [](S& s) -> auto& { return s.max_history_bytes; }, 64 * 1024, 1024 * mib),
     number<sz>("limits.max_inbound_bytes", "COMB_MAX_INBOUND_BYTES", "bytes read from one connection and not yet handled; past it the socket is not read", [](S& s) -> auto& { return s.max_inbound_bytes; }, 64 * 1024, 1024 * mib),
     number<double>("limits.event_rate", "COMB_EVENT_RATE", "events per second one connection may send, sustained", [](S& s) -> auto& { return s.event_rate; }, 0.01, 1e6),
     number<double>("limits.event_burst", "COMB_EVENT_BURST", "events one connection may send at once", [](S& s) -> auto& { return s.event_burst; }, 1, 1e6),

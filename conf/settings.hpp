@@ -52,7 +52,7 @@ struct relay_settings {
   std::size_t max_outbound_bytes = 32 * 1024 * 1024;
   std::size_t max_pod_outbound_bytes = 1024ULL * 1024 * 1024; ///< queued for all connections
   std::size_t max_inbound_bytes = 1024 * 1024; ///< read and not yet handled, per connection
-  std::size_t max_history_bytes = 16 * 1024 * 1024; ///< events in one history reply
+  std::size_t max_history_bytes = 16 * 1024 * 1024; ///< history held on its way to one connection
   double event_rate = 50;  ///< events per second per connection, sustained
   double event_burst = 200; ///< events a connection may send at once
   std::size_t max_events_in_flight = 256;

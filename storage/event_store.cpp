@@ -2,6 +2,8 @@
 #include "storage/event_store.hpp"
 
 #include <exception>
+#include <iterator>
+#include <utility>
 #include <variant>
 
 #include "storage/batch_sql.hpp"
@@ -110,28 +112,52 @@ std::vector<store_outcome> event_store::store_batch(std::span<const event_write>
 query_result event_store::query(std::int64_t community_id,
                                 const std::vector<protocol::filter>& filters,
                                 std::int64_t now,
-                                std::uint32_t default_limit,
-                                std::size_t max_bytes) {
+                                std::uint32_t default_limit) {
+  std::vector<std::string> events;
+  auto gather = [&events](query_result chunk) {
+    std::move(chunk.events.begin(), chunk.events.end(), std::back_inserter(events));
+    return true;
+  };
+  auto rest = query_chunks(community_id, filters, now, default_limit, 1024 * 1024, gather);
+  if (!rest.ok)
+    return rest;
+  std::move(rest.events.begin(), rest.events.end(), std::back_inserter(events));
+  rest.events = std::move(events);
+  return rest;
+}
+
+query_result event_store::query_chunks(std::int64_t community_id,
+                                       const std::vector<protocol::filter>& filters,
+                                       std::int64_t now,
+                                       std::uint32_t default_limit,
+                                       std::size_t chunk_bytes,
+                                       const chunk_handler& on_chunk) {
   try {
     auto statement = history_sql(community_id, filters, now, default_limit);
     if (!statement)
       return query_result{true, {}, {}};
-    auto reply = read_with_retry(connection_, *statement);
-    if (!reply.ok())
-      return query_result{false, {}, read_failed};
-    query_result result{true, {}, {}};
-    result.events.reserve(static_cast<std::size_t>(reply.rows()));
+    query_result chunk{true, {}, {}, false};
     std::size_t bytes = 0;
-    for (int row = 0; row < reply.rows(); ++row) {
-      auto raw = reply.text(row, 0);
-      if (row > 0 && bytes + raw.size() > max_bytes) {
-        result.truncated = true;
-        break;
-      }
+    bool handed_over = false; // a chunk left: the statement can no longer be sent again
+    bool going_on = true;
+    auto take_row = [&](const pg_reply& row) {
+      auto raw = row.text(0, 0);
       bytes += raw.size();
-      result.events.emplace_back(raw);
-    }
-    return result;
+      chunk.events.emplace_back(raw);
+      if (bytes < chunk_bytes)
+        return true;
+      handed_over = true;
+      going_on = on_chunk(std::exchange(chunk, query_result{true, {}, {}, false}));
+      bytes = 0;
+      return going_on;
+    };
+    auto reply = connection_.exec_rows(statement->text, statement->params, take_row);
+    if (!reply.ok() && reply.connection_lost() && !handed_over && chunk.events.empty())
+      reply = connection_.exec_rows(statement->text, statement->params, take_row);
+    if (!reply.ok() || !going_on)
+      return query_result{false, {}, going_on ? read_failed : "error: history reply abandoned"};
+    chunk.last = true;
+    return chunk;
   } catch (const std::exception&) {
     return query_result{false, {}, read_failed};
   }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -37,13 +38,25 @@ struct store_outcome {
   bool replaced = false;
 };
 
-/// Result of a history query: the stored JSON of each matching event, newest first, or a failure.
+/// Result of a history query, or one chunk of it: the stored JSON of each matching event, newest
+/// first, or a failure.
 struct query_result {
   bool ok = false;
   std::vector<std::string> events;
   std::string error; ///< "error: ..." when !ok
-  bool truncated = false; ///< the byte budget ended the reply before the limits did
+  bool last = true;  ///< false for a chunk that more chunks follow
 };
+
+/// Bytes of event JSON a result holds.
+[[nodiscard]] inline std::size_t bytes_of(const query_result& result) noexcept {
+  std::size_t bytes = 0;
+  for (const auto& json : result.events)
+    bytes += json.size();
+  return bytes;
+}
+
+/// Takes one chunk of a streamed history reply (`last` false) and returns whether to go on.
+using chunk_handler = std::function<bool(query_result chunk)>;
 
 struct count_result {
   bool ok = false;
@@ -69,12 +82,22 @@ public:
   /// Events matching any of `filters` in `community_id`, newest first (same second: lowest id
   /// first), each filter limited by its `limit` (absent: `default_limit`), de-duplicated across
   /// filters. Expired (NIP-40, expiration <= now) and deleted events are never returned.
-  /// The events returned hold at most `max_bytes` (the newest ones; at least one event).
   [[nodiscard]] query_result query(std::int64_t community_id,
                                    const std::vector<protocol::filter>& filters,
                                    std::int64_t now,
-                                   std::uint32_t default_limit,
-                                   std::size_t max_bytes = static_cast<std::size_t>(-1));
+                                   std::uint32_t default_limit);
+
+  /// The same events as `query`, read row by row and handed to `on_chunk` in order, a chunk
+  /// each time the rows read hold `chunk_bytes` or more (at least one event per chunk), so no
+  /// more than about one chunk is held here whatever the reply's size. `on_chunk` returns false
+  /// to stop reading (the reply is then abandoned). Returns the final part: the events left
+  /// (`last` true) or the failure; a failure after some chunks were handed over ends the reply.
+  [[nodiscard]] query_result query_chunks(std::int64_t community_id,
+                                          const std::vector<protocol::filter>& filters,
+                                          std::int64_t now,
+                                          std::uint32_t default_limit,
+                                          std::size_t chunk_bytes,
+                                          const chunk_handler& on_chunk);
 
   /// NIP-45: how many distinct events match any of `filters` (limits ignored).
   [[nodiscard]] count_result count(std::int64_t community_id,

@@ -251,6 +251,41 @@ pg_reply pg_connection::exec(std::string_view sql, const pg_params& params) {
               ends_transaction(sql));
 }
 
+pg_reply pg_connection::exec_rows(std::string_view sql, const pg_params& params,
+                                   const std::function<bool(const pg_reply& row)>& on_row) {
+  if (auto not_ready = before_statement(sql))
+    return std::move(*not_ready);
+  std::vector<const char*> values;
+  values.reserve(params.size());
+  for (const auto& param : params)
+    values.push_back(param ? param->c_str() : nullptr);
+  const std::string text(sql);
+  if (PQsendQueryParams(conn_, text.c_str(), static_cast<int>(values.size()), nullptr,
+                        values.data(), nullptr, nullptr, 0) != 1)
+    return wrap(nullptr, false);
+  (void)PQsetSingleRowMode(conn_); // on failure the rows come in one result: still correct
+  pg_reply outcome;
+  bool wanted = true;
+  bool stopped = false;
+  while (::pg_result* raw = PQgetResult(conn_)) {
+    ExecStatusType status = PQresultStatus(raw);
+    if (status == PGRES_SINGLE_TUPLE || (status == PGRES_TUPLES_OK && PQntuples(raw) > 0)) {
+      pg_reply row;
+      row.result_.reset(raw);
+      if (wanted && !on_row(row)) {
+        wanted = false;
+        stopped = cancel(); // the remaining results still have to be read (and dropped)
+      }
+      continue;
+    }
+    // The final result: success with no more rows, or the error (ours, when cancelled).
+    outcome = wrap(raw, false);
+  }
+  if (stopped || !wanted)
+    outcome = pg_reply{};
+  return outcome;
+}
+
 pg_reply pg_connection::exec_script(std::string_view constant_sql) {
   if (auto not_ready = before_statement(constant_sql))
     return std::move(*not_ready);

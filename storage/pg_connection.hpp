@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -88,6 +89,14 @@ public:
   /// Runs one parameterized statement (PQexecParams, text format). Parameters are referenced
   /// as $1, $2, ... and cast in the SQL text where their type matters.
   [[nodiscard]] pg_reply exec(std::string_view sql, const pg_params& params = {});
+
+  /// Runs one parameterized read like `exec`, but hands its rows over one at a time as they
+  /// arrive (libpq single-row mode: each `row` holds one row), so a large result is never held
+  /// whole by libpq or the caller. `on_row` returns false to stop: the statement is then
+  /// cancelled and the rest discarded. Returns the statement's outcome (no rows); a connection
+  /// lost before the first row is reported like `exec`'s.
+  [[nodiscard]] pg_reply exec_rows(std::string_view sql, const pg_params& params,
+                                   const std::function<bool(const pg_reply& row)>& on_row);
 
   /// Runs a constant script of several statements (simple query protocol). For schema
   /// migrations only: the script must contain no value that came from outside the program.

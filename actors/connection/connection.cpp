@@ -235,13 +235,14 @@ bool connection::close_subscription(const std::string& id) {
 std::vector<std::string> connection::history_arrived(const std::string& id,
                                                      std::uint64_t generation,
                                                      const std::vector<std::string>& events,
-                                                     double clock) {
+                                                     double clock,
+                                                     bool last) {
   auto it = subscriptions_.find(id);
-  if (it == subscriptions_.end() || it->second.generation != generation)
+  if (it == subscriptions_.end() || it->second.generation != generation || it->second.live)
     return {};
   subscription& sub = it->second;
   std::vector<std::string> frames;
-  frames.reserve(events.size() + sub.held.size() + 1);
+  frames.reserve(events.size() + (last ? sub.held.size() + 1 : 0));
   std::unordered_set<std::string>& sent = sub.sent_in_history;
   sub.history_sent_at = clock;
   for (const auto& json : events) {
@@ -249,6 +250,8 @@ std::vector<std::string> connection::history_arrived(const std::string& id,
       sent.insert(*event_id);
     frames.push_back(protocol::render_event_frame(id, json));
   }
+  if (!last)
+    return frames;
   frames.push_back(protocol::render_eose(id));
   for (const auto& held : sub.held)
     if (!sent.contains(protocol::to_hex(held.ev->id)))

@@ -176,13 +176,15 @@ public:
   /// Forgets a subscription; false if it was not open.
   bool close_subscription(const std::string& id);
 
-  /// Frames for the stored history of subscription `id`: the events, EOSE, then live events that
-  /// arrived meanwhile and were not in the history. Empty if the subscription is gone or was
-  /// replaced since (`generation` differs).
+  /// Frames for the stored history of subscription `id`, which may come in several chunks: the
+  /// events of each; after the `last` one EOSE, then live events that arrived meanwhile and were
+  /// not in the history. Empty if the subscription is gone, was replaced since (`generation`
+  /// differs) or has already had its EOSE.
   [[nodiscard]] std::vector<std::string> history_arrived(const std::string& id,
                                                          std::uint64_t generation,
                                                          const std::vector<std::string>& events,
-                                                         double clock = 0);
+                                                         double clock = 0,
+                                                         bool last = true);
 
   /// The frame for a live event on subscription `id` registered as `generation`, or nothing
   /// when the subscription is gone or was replaced since, or is still reading history (then

@@ -224,7 +224,7 @@ void open_subscription(self_ptr self, protocol::req_message& message) {
   });
   st.waiting_queries.emplace_back(
     live_request{self, st.args.owner, st.args.policy.community_id, message.subscription_id,
-                 generation.value(), std::move(message.filters)});
+                 generation.value(), std::move(message.filters), st.history});
   if (!st.logic->query_may_start())
     bump(st.args.metrics->queries_waited);
   start_waiting_queries(self);
@@ -247,7 +247,7 @@ void on_count(self_ptr self, protocol::count_message& message) {
   ++st.waiting_counts;
   st.waiting_queries.emplace_back(history_request{self, st.args.policy.community_id,
                                                   message.subscription_id, 0,
-                                                  std::move(message.filters)});
+                                                  std::move(message.filters), nullptr});
   if (!st.logic->query_may_start())
     bump(st.args.metrics->queries_waited);
   start_waiting_queries(self);
@@ -393,6 +393,13 @@ void schedule_echo_expiry(self_ptr self) {
 void on_history(self_ptr self, const std::string& sub, std::uint64_t generation,
                 const storage::query_result& result) {
   auto& st = self->state;
+  if (!result.last) {
+    for (auto& frame : st.logic->history_arrived(sub, generation, result.events, monotonic_seconds(), false))
+      send_frame(self, std::move(frame));
+    // Only now, with the frames in the socket's queue, which counts them from here on.
+    st.history->in_mailbox.fetch_sub(storage::bytes_of(result), std::memory_order_release);
+    return;
+  }
   st.logic->query_finished();
   start_waiting_queries(self);
   schedule_echo_expiry(self);
@@ -405,14 +412,15 @@ void on_history(self_ptr self, const std::string& sub, std::uint64_t generation,
   }
   double now = monotonic_seconds();
   auto frames = st.logic->history_arrived(sub, generation, result.events, now);
+  for (auto& frame : frames)
+    send_frame(self, std::move(frame));
+  st.history->in_mailbox.fetch_sub(storage::bytes_of(result), std::memory_order_release);
   if (frames.empty())
     return;
   if (auto started = st.req_started.find(sub); started != st.req_started.end()) {
     st.args.metrics->req_latency.observe(now - started->second);
     st.req_started.erase(started);
   }
-  for (auto& frame : frames)
-    send_frame(self, std::move(frame));
 }
 
 /// Revocation: a closed community's member who lost membership loses every subscription now.
@@ -454,6 +462,8 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, conn
   auto& st = self->state;
   st.args = std::move(args);
   st.logic.emplace(st.args.policy, st.args.challenge);
+  st.history = std::make_shared<history_flow>();
+  st.history->sink = st.args.sink;
   send_frame(self, protocol::render_auth_challenge(st.args.challenge));
   return {
     [=](frame_atom, const std::string& text) {

@@ -52,6 +52,8 @@ struct connection_state {
   std::deque<std::variant<live_request, history_request>> waiting_queries;
   std::size_t waiting_counts = 0;
   bool echo_expiry_scheduled = false;
+  /// What this connection's history replies hold on their way out; readers pace by it.
+  history_flow_ptr history;
   static inline const char* name = "connection";
 };
 

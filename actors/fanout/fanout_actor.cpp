@@ -49,7 +49,7 @@ caf::behavior fanout_actor(caf::stateful_actor<fanout_state>* self, fanout_args 
       if (readers.empty())
         return;
       history_request history{request.connection, request.community_id, request.subscription_id,
-                              request.generation, std::move(request.filters)};
+                              request.generation, std::move(request.filters), std::move(request.flow)};
       self->send(readers[request.owner % readers.size()], query_atom_v, std::move(history));
     },
     [=](unsubscribe_atom, std::uint64_t owner, std::int64_t community, const std::string& sub) {

@@ -49,6 +49,10 @@ public:
 
   [[nodiscard]] std::size_t pending_bytes() const;
 
+  [[nodiscard]] std::size_t queued_bytes() const override { return pending_bytes(); }
+
+  [[nodiscard]] bool ending() const override { return closing().has_value(); }
+
 private:
   void wake();
   void count(std::int64_t delta); // under mutex_

@@ -3,7 +3,9 @@
 
 #include "actors/clock.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <thread>
 
 #include "storage/invite_store.hpp"
 #include "storage/nip43_rows.hpp"
@@ -101,6 +103,72 @@ caf::behavior storage_writer(caf::stateful_actor<writer_state>* self, writer_arg
   };
 }
 
+namespace {
+
+/// Waits until `flow` has room for `bytes` more within `budget` (or holds nothing); false when
+/// the client's connection is ending or nothing it holds was written for `patience`.
+bool wait_for_room(const history_flow& flow, std::size_t bytes, std::size_t budget,
+                   std::chrono::milliseconds patience) {
+  auto pause = std::chrono::milliseconds(1);
+  auto last_progress = std::chrono::steady_clock::now();
+  std::size_t held = flow.held();
+  while (held > 0 && held + bytes > budget) {
+    if (flow.sink && flow.sink->ending())
+      return false;
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::milliseconds(16));
+    std::size_t now_held = flow.held();
+    auto now = std::chrono::steady_clock::now();
+    if (now_held < held)
+      last_progress = now;
+    else if (now - last_progress > patience)
+      return false;
+    held = now_held;
+  }
+  return true;
+}
+
+/// Streams one REQ's history to its connection in chunks of a sixteenth of the budget, each
+/// sent only when what the connection still holds of its history leaves room for it.
+void answer_history(caf::stateful_actor<reader_state>* self, const history_request& request) {
+  auto& s = self->state;
+  const std::size_t budget = s.args.max_history_bytes;
+  const std::size_t chunk_bytes = std::max<std::size_t>(budget / 16, 4096);
+  const std::chrono::milliseconds patience(std::max<std::uint32_t>(s.args.statement_timeout_ms, 1000));
+  relay_metrics* metrics = s.args.metrics.get();
+  bool abandoned = false;
+  auto deliver = [&](storage::query_result chunk) {
+    std::size_t bytes = storage::bytes_of(chunk);
+    if (request.flow) {
+      if (request.flow->held() > 0 && request.flow->held() + bytes > budget && metrics)
+        bump(metrics->history_waits);
+      if (!wait_for_room(*request.flow, bytes, budget, patience)) {
+        abandoned = true;
+        return false;
+      }
+      request.flow->in_mailbox.fetch_add(bytes, std::memory_order_acq_rel);
+    }
+    if (!chunk.last && metrics)
+      bump(metrics->history_chunks);
+    self->send(request.reply_to, history_atom_v, request.subscription_id, request.generation,
+               std::move(chunk));
+    return true;
+  };
+  auto rest = s.store->query_chunks(request.community_id, request.filters, unix_now(),
+                                    s.args.default_limit, chunk_bytes, deliver);
+  if (rest.ok && deliver(std::move(rest)))
+    return;
+  if (abandoned) {
+    if (metrics)
+      bump(metrics->history_abandoned);
+    rest = storage::query_result{false, {}, "error: history reply abandoned: the client did not read it in time"};
+  }
+  self->send(request.reply_to, history_atom_v, request.subscription_id, request.generation,
+             std::move(rest));
+}
+
+} // namespace
+
 caf::behavior storage_reader(caf::stateful_actor<reader_state>* self, reader_args args) {
   auto& st = self->state;
   st.args = std::move(args);
@@ -109,15 +177,7 @@ caf::behavior storage_reader(caf::stateful_actor<reader_state>* self, reader_arg
   st.connection = std::make_unique<storage::pg_connection>(st.args.database_url, policy);
   st.store = std::make_unique<storage::event_store>(*st.connection);
   return {
-    [=](query_atom, const history_request& request) {
-      auto& s = self->state;
-      auto result = s.store->query(request.community_id, request.filters, unix_now(),
-                                   s.args.default_limit, s.args.max_history_bytes);
-      if (result.truncated && s.args.metrics)
-        bump(s.args.metrics->history_truncated);
-      self->send(request.reply_to, history_atom_v, request.subscription_id, request.generation,
-                 std::move(result));
-    },
+    [=](query_atom, const history_request& request) { answer_history(self, request); },
     [=](count_atom, const history_request& request) {
       auto result = self->state.store->count(request.community_id, request.filters, unix_now());
       self->send(request.reply_to, counted_atom_v, request.subscription_id, std::move(result));

@@ -53,7 +53,7 @@ struct reader_args {
   std::uint32_t default_limit = 500;
   /// A REQ or COUNT query running longer is cancelled by Postgres (its client gets CLOSED).
   std::uint32_t statement_timeout_ms = 10000;
-  /// Bytes of events one history reply holds at most (the newest first).
+  /// Bytes of history one connection's replies hold on their way out; replies stream in chunks.
   std::size_t max_history_bytes = 16 * 1024 * 1024;
   std::shared_ptr<relay_metrics> metrics; ///< may be null
 };

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Storage-side bounds: the history byte budget, statement_timeout on reader connections and the
+// Storage-side bounds: history read in chunks, statement_timeout on reader connections and the
 // purge of expired invites.
 #include <catch2/catch.hpp>
 
@@ -13,27 +13,53 @@ namespace {
 constexpr std::int64_t now = 1'700'000'000;
 }
 
-TEST_CASE_METHOD(test::store_fixture, "a history reply stops at its byte budget, newest first",
+TEST_CASE_METHOD(test::store_fixture, "a history reply is read in chunks of its byte size, newest first",
                  "[integration][bounds]") {
   test::author alice{1};
-  std::vector<test::event_ptr> stored;
-  for (int i = 0; i < 10; ++i) {
-    stored.push_back(alice.sign(1, now - 100 + i, {}, std::string(1000, 'x')));
-    REQUIRE(test::store_one(events, community, stored.back()).result
+  for (int i = 0; i < 10; ++i)
+    REQUIRE(test::store_one(events, community, alice.sign(1, now - 100 + i, {}, std::string(1000, 'x'))).result
             == storage::store_outcome::status::stored);
-  }
   auto whole = events.query(community, {protocol::filter{}}, now, 100);
   REQUIRE(whole.ok);
-  CHECK(whole.events.size() == 10);
-  CHECK_FALSE(whole.truncated);
+  REQUIRE(whole.events.size() == 10);
   std::size_t one = whole.events.front().size();
-  auto cut = events.query(community, {protocol::filter{}}, now, 100, 3 * one + one / 2);
-  REQUIRE(cut.ok);
-  CHECK(cut.truncated);
-  CHECK(cut.events == std::vector<std::string>(whole.events.begin(), whole.events.begin() + 3));
-  // One event is always returned, even over the budget.
-  auto tiny = events.query(community, {protocol::filter{}}, now, 100, 1);
-  CHECK(tiny.events.size() == 1);
+
+  std::vector<std::vector<std::string>> chunks;
+  auto keep = [&](storage::query_result chunk) {
+    CHECK(chunk.ok);
+    CHECK_FALSE(chunk.last);
+    chunks.push_back(std::move(chunk.events));
+    return true;
+  };
+  auto rest = events.query_chunks(community, {protocol::filter{}}, now, 100, 3 * one + one / 2, keep);
+  REQUIRE(rest.ok);
+  CHECK(rest.last);
+  // A chunk closes at the row that reaches the size: 4 + 4, then the last 2.
+  REQUIRE(chunks.size() == 2);
+  CHECK(chunks[0].size() == 4);
+  CHECK(chunks[1].size() == 4);
+  std::vector<std::string> joined;
+  for (auto& c : chunks)
+    joined.insert(joined.end(), c.begin(), c.end());
+  joined.insert(joined.end(), rest.events.begin(), rest.events.end());
+  CHECK(joined == whole.events);
+
+  SECTION("one event per chunk when a chunk is smaller than an event") {
+    chunks.clear();
+    auto last = events.query_chunks(community, {protocol::filter{}}, now, 100, 1, keep);
+    CHECK(chunks.size() == 10);
+    CHECK(last.ok);
+    CHECK(last.events.empty());
+  }
+  SECTION("a handler that stops ends the reply, and the connection stays usable") {
+    int calls = 0;
+    auto stop = [&](storage::query_result) { return ++calls < 2; };
+    auto ended = events.query_chunks(community, {protocol::filter{}}, now, 100, 1, stop);
+    CHECK_FALSE(ended.ok);
+    CHECK(calls == 2);
+    auto again = events.query(community, {protocol::filter{}}, now, 100);
+    CHECK(again.events == whole.events);
+  }
 }
 
 TEST_CASE_METHOD(test::store_fixture, "reader connections cancel statements past statement_timeout",

@@ -2,7 +2,7 @@
 // comb-bench: a load generator for any NIP-01 relay on this machine (loopback only).
 //   comb-bench SCENARIO --relay URL [--events N] [--connections N] [--subscribers N]
 //              [--seconds S] [--key FILE] [--json] [--rate R] [--relay-pid PID] [--deflate]
-//              [--members N]
+//              [--members N] [--db-pids PID,...]
 // SCENARIO: ingest, fanout, query, connections, membership. Every run is bounded in count and
 // time; the corpus is signed before the clock starts; --json prints one JSON object last.
 #include <CLI/CLI.hpp>
@@ -30,7 +30,10 @@ int main(int argc, char** argv) {
   app.add_option("--subscribers", opts.subscribers, "subscribers (fanout)");
   app.add_option("--seconds", opts.seconds, "time bound of the timed phase");
   app.add_option("--rate", opts.rate, "events published per second (fanout)");
-  app.add_option("--relay-pid", opts.relay_pid, "relay process whose RSS to read (connections)");
+  app.add_option("--relay-pid", opts.relay_pid, "relay process: CPU per operation of each timed "
+                                              "phase, RSS (connections)");
+  app.add_option("--db-pids", opts.db_pids, "database processes (comma-separated): CPU per operation")
+    ->delimiter(',');
   app.add_flag("--deflate", opts.deflate, "offer permessage-deflate (default: not offered)");
   app.add_option("--members", opts.members, "grow the community to this many members first (membership)");
   app.add_option("--key", key_file, "secret key file (64 hex or nsec) to sign with instead of fresh keys");

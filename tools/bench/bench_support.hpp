@@ -28,7 +28,8 @@ struct options {
   int subscribers = 0;
   double seconds = 0;
   double rate = 0;          ///< fan-out: events published per second
-  int relay_pid = 0;
+  int relay_pid = 0;        ///< 0: none; its CPU is reported per operation, its RSS (connections)
+  std::vector<int> db_pids; ///< the relay's database processes: their CPU is reported too
   bool deflate = false;     ///< offer permessage-deflate
   long members = 10000;     ///< membership: grow the community to this many first
   std::optional<protocol::key_pair> key;

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "protocol/hex.hpp"
+#include "tools/bench/cpu_meter.hpp"
 #include "tools/bench/scenarios.hpp"
 
 namespace comb::bench {
@@ -109,6 +110,7 @@ int run_ingest(const options& opts, report& out) {
     return 1;
   }
   auto cpu = cpu_seconds();
+  cpu_meter meter(opts);
   start = last_ok = clock_type::now();
   running = true;
   for (std::size_t c = 0; c < clients.size(); ++c)
@@ -132,6 +134,7 @@ int run_ingest(const options& opts, report& out) {
   out.figure("ceiling_per_s", verify * cores, "/s (verify rate x cores)");
   out.figure("ratio_to_ceiling", rate / (verify * cores), "(target >= 0.35)");
   out.figure("cpu_s", cpu_timed, "s generator CPU while timed");
+  meter.add_to(out, "", static_cast<double>(accepted), "event");
   return pending == 0 ? 0 : 1;
 }
 
@@ -188,6 +191,7 @@ int run_fanout(const options& opts, report& out) {
     return 1;
   }
   auto cpu = cpu_seconds();
+  cpu_meter meter(opts);
   start = last_delivery = clock_type::now();
   // Publishes what is due every 2 ms, round-robin over the publisher connections.
   std::function<void()> tick = [&] {
@@ -218,6 +222,7 @@ int run_fanout(const options& opts, report& out) {
   out.figure("p50_ms", latency.quantile(0.5), "ms publish->deliver");
   out.figure("p99_ms", latency.quantile(0.99), "ms");
   out.figure("cpu_s", cpu_seconds() - cpu, "s generator CPU while timed");
+  meter.add_to(out, "", static_cast<double>(deliveries), "delivery");
   return deliveries >= expected ? 0 : 1;
 }
 

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "protocol/hex.hpp"
+#include "tools/bench/cpu_meter.hpp"
 #include "tools/bench/scenarios.hpp"
 
 namespace comb::bench {
@@ -145,6 +146,7 @@ int run_query(const options& opts, report& out) {
     current = &kind;
     latency = {};
     done = events = 0;
+    cpu_meter meter(opts);
     phase_start = clock_type::now();
     for (std::size_t c = 0; c < clients.size(); ++c)
       ask(c);
@@ -155,6 +157,7 @@ int run_query(const options& opts, report& out) {
     out.figure(p + "events_per_req", done ? static_cast<double>(events) / static_cast<double>(done) : 0);
     out.figure(p + "p50_ms", latency.quantile(0.5), "ms REQ->EOSE");
     out.figure(p + "p99_ms", latency.quantile(0.99), "ms");
+    meter.add_to(out, p, static_cast<double>(events), "event");
   }
   out.figure("cpu_s", cpu_seconds() - cpu, "s generator CPU while querying");
   return 0;

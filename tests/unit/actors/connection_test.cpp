@@ -79,6 +79,27 @@ TEST_CASE("history frames, EOSE, then held live events not already sent", "[acto
   CHECK(c.live_arrived("s", generation, live(live_only)).has_value());
 }
 
+TEST_CASE("history in chunks: events of each, EOSE and held live events after the last only",
+          "[actors][connection]") {
+  connection c(connection_policy{}, "challenge");
+  auto generation = c.open_subscription("s").value();
+  auto newest = test::sign_event(author, 1, "newest");
+  auto older = test::sign_event(author, 1, "older");
+  auto live_meanwhile = test::sign_event(author, 1, "live");
+  auto frame = [](const protocol::event& ev) {
+    return protocol::render_event_frame("s", protocol::render_event_json(ev));
+  };
+  CHECK(c.history_arrived("s", generation, {protocol::render_event_json(newest)}, 1.0, false)
+        == std::vector<std::string>{frame(newest)});
+  // Still reading history: a live event is held, even one already sent in a chunk.
+  CHECK_FALSE(c.live_arrived("s", generation, live(live_meanwhile)));
+  CHECK_FALSE(c.live_arrived("s", generation, live(newest)));
+  CHECK(c.history_arrived("s", generation, {protocol::render_event_json(older)}, 1.0)
+        == std::vector<std::string>{frame(older), protocol::render_eose("s"), frame(live_meanwhile)});
+  // A reply that arrives after EOSE (none should) is dropped rather than sent after it.
+  CHECK(c.history_arrived("s", generation, {protocol::render_event_json(older)}, 1.0).empty());
+}
+
 TEST_CASE("a history reply for a replaced subscription is dropped", "[actors][connection]") {
   connection c(connection_policy{}, "challenge");
   auto first = c.open_subscription("s").value();

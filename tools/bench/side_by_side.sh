@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# comb and strfry side by side: every scenario of issue 16's table against both relays, in
+# alternating rounds (comb, strfry, comb, strfry, ...), then the table of medians, ratios and CPU.
+# Each relay runs for the whole sitting on a store of its own; the query store is preloaded once.
+#
+#   bash tools/services.sh start /tmp/sbs-svc && source /tmp/sbs-svc/env
+#   bash tools/bench/side_by_side.sh [ROUNDS]        # default 2 rounds, about 10 minutes
+#
+# comb: build/bin/comb-relay (tools/build.sh), Postgres of tools/services.sh (fsync and
+# synchronous_commit on), CPU counted for the relay and every Postgres process.
+# strfry: ../shared/peers/strfry (its defaults), one process.
+# Environment: SBS_OUT (folder for the JSON lines, default a fresh temp folder), STRFRY_DIR,
+# COMB_PORT / STRFRY_PORT (default 7781 / 7782), SBS_SECONDS (timed seconds per phase, 4).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+rounds=${1:-2}
+bench=$root/build/bin/comb-bench
+strfry_dir=${STRFRY_DIR:-/work/shared/peers/strfry}
+comb_port=${COMB_PORT:-7781}
+strfry_port=${STRFRY_PORT:-7782}
+seconds=${SBS_SECONDS:-4}
+out=${SBS_OUT:-$(mktemp -d /tmp/side-by-side.XXXXXX)}
+: "${COMB_TEST_DATABASE_URL:?source the services env first (tools/services.sh)}"
+[ -x "$bench" ] || { echo "build first: bash tools/build.sh" >&2; exit 2; }
+mkdir -p "$out"
+
+# Every process of the Postgres serving COMB_TEST_DATABASE_URL: the postmaster and its children.
+postgres_pids() {
+  local pm
+  pm=$(head -1 "$(psql "$COMB_TEST_DATABASE_URL" -qAtc "SHOW data_directory")/postmaster.pid")
+  echo "$pm$(pgrep -P "$pm" | sed 's/^/,/' | tr -d '\n')"
+}
+
+comb_pid=$(bash "$here/bench_relay.sh" start sbs "$comb_port")
+strfry_pid=$(bash "$strfry_dir/run.sh" start "$strfry_port" /tmp/sbs-strfry)
+cleanup() {
+  bash "$here/bench_relay.sh" stop sbs >/dev/null 2>&1 || true
+  bash "$strfry_dir/run.sh" stop /tmp/sbs-strfry >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
+echo "comb pid $comb_pid on $comb_port, strfry pid $strfry_pid on $strfry_port; JSON lines in $out" >&2
+
+# One scenario against one relay; its JSON line goes to $out/<relay>.<name>.jsonl.
+run() {
+  local relay=$1 name=$2; shift 2
+  local port pid db=()
+  if [ "$relay" = comb ]; then
+    port=$comb_port pid=$comb_pid db=(--db-pids "$(postgres_pids)")
+  else
+    port=$strfry_port pid=$strfry_pid
+  fi
+  timeout 180 "$bench" "$@" --relay "ws://127.0.0.1:$port" --relay-pid "$pid" "${db[@]}" --json \
+    2>>"$out/$relay.stderr" | tail -1 >> "$out/$relay.$name.jsonl" || echo "{}" >> "$out/$relay.$name.jsonl"
+  echo "  $relay $name done" >&2
+}
+
+for relay in comb strfry; do  # the query store, once per relay, outside the rounds
+  timeout 300 "$bench" query --relay "ws://127.0.0.1:$([ $relay = comb ] && echo $comb_port || echo $strfry_port)" \
+    --events 100000 --seconds 1 --json 2>>"$out/$relay.stderr" | tail -1 > "$out/$relay.preload.json" || true
+  echo "  $relay preloaded" >&2
+done
+
+for round in $(seq "$rounds"); do
+  echo "round $round" >&2
+  for relay in comb strfry; do
+    run "$relay" ingest ingest --events 40000 --connections 256 --seconds $((seconds * 2))
+    run "$relay" fanout1000 fanout --subscribers 1000 --rate 200 --seconds "$seconds"
+    run "$relay" fanout200 fanout --subscribers 200 --rate 1000 --seconds "$seconds"
+    run "$relay" fanout10 fanout --subscribers 10 --rate 2000 --seconds "$seconds"
+    run "$relay" query query --events 0 --connections 4 --seconds $((seconds * 3))
+    run "$relay" connections connections --connections 5000 --seconds 30
+  done
+done
+
+python3 - "$out" <<'EOF'
+import json, os, statistics, sys
+out = sys.argv[1]
+
+def values(relay, name, field):
+    path = os.path.join(out, f"{relay}.{name}.jsonl")
+    found = []
+    if os.path.exists(path):
+        for line in open(path):
+            try:
+                v = json.loads(line).get(field)
+            except ValueError:
+                v = None
+            if isinstance(v, (int, float)):
+                found.append(float(v))
+    return found
+
+def med(relay, name, field):
+    v = values(relay, name, field)
+    return statistics.median(v) if v else None
+
+def fmt(x):
+    if x is None:
+        return "n/a"
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.2f}" if abs(x) < 10 else f"{x:.1f}"
+
+rows = []
+def row(label, name, field, higher_better=True, comb_extra=None, sum_ratio=False):
+    s, c = med("strfry", name, field), med("comb", name, field)
+    if sum_ratio and c is not None:
+        c = c + (med("comb", name, comb_extra) or 0)
+    ratio = (c / s) if (s and c is not None) else None
+    if ratio is not None and not higher_better:
+        ratio = (s / c) if c else None
+    c = med("comb", name, field)
+    cv = fmt(c) if comb_extra is None else f"{fmt(c)} + {fmt(med('comb', name, comb_extra))}"
+    rows.append((label, fmt(s), cv, fmt(ratio)))
+
+row("ingest, 256 connections: events/s", "ingest", "events_per_s")
+row("ingest: CPU µs per accepted event (relay; comb: relay + Postgres; ratio on the sum)", "ingest", "relay_cpu_us_per_event", False, "db_cpu_us_per_event", True)
+for subs, rate in ((1000, 200), (200, 1000), (10, 2000)):
+    name = f"fanout{subs}"
+    row(f"fan-out {subs:,} subscribers × {rate:,} ev/s: deliveries/s", name, "deliveries_per_s")
+    row(f"same: p50 publish→deliver ms (ratio: strfry ÷ comb)", name, "p50_ms", False)
+    row(f"same: CPU µs per delivery (relay; comb: relay + Postgres; ratio on the relay)", name, "relay_cpu_us_per_delivery", False, "db_cpu_us_per_delivery")
+    row(f"same: generator CPU s", name, "bench_cpu_s", False)
+for shape in ("authors_kinds_limit500", "e_tag", "kinds_since"):
+    row(f"query {shape}, 4 connections: REQ/s", "query", f"{shape}_reqs_per_s")
+    row(f"same: p99 ms (ratio: strfry ÷ comb)", "query", f"{shape}_p99_ms", False)
+    row(f"same: CPU µs per event served (relay; comb: relay + Postgres; ratio on the sum)", "query", f"{shape}_relay_cpu_us_per_event", False, f"{shape}_db_cpu_us_per_event", True)
+row("5,000 idle connections: relay KiB per connection (ratio: strfry ÷ comb)", "connections", "relay_kib_per_connection", False)
+
+n = len(values("comb", "ingest", "events_per_s"))
+print(f"\nMedians of {n} alternating round(s); ratio = comb ÷ strfry unless noted (> 1: comb better).\n")
+print("| scenario (comb-bench) | strfry | comb | ratio |")
+print("|---|---:|---:|---:|")
+for r in rows:
+    print("| " + " | ".join(r) + " |")
+EOF

@@ -49,8 +49,15 @@ int main(int argc, char** argv) {
   std::map<std::string, std::string> overrides;
   std::string config_file;
   bool print_config = false;
-  app.add_option("--config", config_file, "TOML configuration file (also COMB_CONFIG)");
+  bool check_config = false;
+  app.add_option("--config", config_file,
+                 std::string("TOML configuration file (also COMB_CONFIG); default: ")
+                   + comb::conf::default_config_file + " when it exists");
   app.add_flag("--print-config", print_config, "print the effective configuration and exit");
+  app.add_flag("--check-config", check_config,
+               "check the settings (addresses resolved, secrets, Redis URL) and exit: 0 when the "
+               "relay may start with them");
+  app.set_version_flag("--version", "comb-relay " COMB_VERSION);
   for (const auto& option : comb::conf::all_options()) {
     app.add_option_function<std::string>(
       "--" + option.key, [&overrides, key = option.key](const std::string& v) { overrides[key] = v; },
@@ -68,6 +75,16 @@ int main(int argc, char** argv) {
   }
   if (print_config) {
     std::cout << comb::conf::print_settings(loaded.settings);
+    return 0;
+  }
+  if (check_config) {
+    if (auto problem = comb::actors::startup_problem(loaded.settings)) {
+      std::cerr << "comb-relay: " << *problem << "\n";
+      return 2;
+    }
+    std::cout << "comb-relay: configuration OK"
+              << (loaded.settings.config_file.empty() ? "" : " (" + loaded.settings.config_file + ")")
+              << "\n";
     return 0;
   }
   configure_logs(loaded.settings);

@@ -244,16 +244,6 @@ void stop_actors(caf::actor_system& system, pod_actors& pod) {
       self->send_exit(community, caf::exit_reason::user_shutdown);
 }
 
-/// Listen names are resolved before the database is touched, so a typo creates no community.
-std::optional<std::string> unresolved_listen_address(const conf::relay_settings& s) {
-  if (auto endpoints = resolve_listen("COMB_LISTEN", s.listen); !endpoints)
-    return endpoints.error();
-  if (s.metrics_listen != "off")
-    if (auto endpoints = resolve_listen("COMB_METRICS_LISTEN", s.metrics_listen); !endpoints)
-      return endpoints.error();
-  return std::nullopt;
-}
-
 void wait_for_sessions(const server& gateway, std::chrono::seconds grace) {
   auto deadline = std::chrono::steady_clock::now() + grace;
   while (gateway.open_connections() > 0 && std::chrono::steady_clock::now() < deadline)
@@ -261,6 +251,18 @@ void wait_for_sessions(const server& gateway, std::chrono::seconds grace) {
 }
 
 } // namespace
+
+std::optional<std::string> startup_problem(const conf::relay_settings& s) {
+  if (auto problem = bridge_settings_problem(s))
+    return problem;
+  // Listen names are resolved before the database is touched, so a typo creates no community.
+  if (auto endpoints = resolve_listen("COMB_LISTEN", s.listen); !endpoints)
+    return endpoints.error();
+  if (s.metrics_listen != "off")
+    if (auto endpoints = resolve_listen("COMB_METRICS_LISTEN", s.metrics_listen); !endpoints)
+      return endpoints.error();
+  return std::nullopt;
+}
 
 int run_relay(const conf::relay_settings& s) {
   std::string key_error;
@@ -273,11 +275,7 @@ int run_relay(const conf::relay_settings& s) {
     spdlog::critical("COMB_DATABASE_URL is not set (tools/run.sh starts a private Postgres and sets it)");
     return 1;
   }
-  if (auto problem = bridge_settings_problem(s)) {
-    spdlog::critical("{}", *problem);
-    return 1;
-  }
-  if (auto problem = unresolved_listen_address(s)) {
+  if (auto problem = startup_problem(s)) {
     spdlog::critical("{}", *problem);
     return 1;
   }

@@ -1,9 +1,17 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include <optional>
+#include <string>
+
 #include "conf/settings.hpp"
 
 namespace comb::actors {
+
+/// What conf::load_settings cannot check alone, checked before anything is created: the cluster
+/// secret and COMB_REDIS_URL (password never shown), and that the listen addresses resolve.
+/// Nothing when the pod may start. `comb-relay --check-config` prints it.
+[[nodiscard]] std::optional<std::string> startup_problem(const conf::relay_settings& settings);
 
 /// Runs one pod: checks the database and key, spawns the actors in dependency order (storage
 /// readers, fan-out, writer, directory), serves sockets on I/O threads, and on SIGINT/SIGTERM

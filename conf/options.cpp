@@ -103,7 +103,7 @@ std::vector<option> make_options() {
   using S = relay_settings;
   using sz = std::size_t;
   return {
-    text("server.listen", "COMB_LISTEN", "address:port the relay listens on", [](S& s) -> auto& { return s.listen; }),
+    text("server.listen", "COMB_LISTEN", "host:port the relay listens on (a name: every address it resolves to)", [](S& s) -> auto& { return s.listen; }),
     text("server.public_url", "COMB_PUBLIC_URL", "URL clients type (same for every pod behind a load balancer); empty: ws:// + listen", [](S& s) -> auto& { return s.public_url; }),
     text("server.data_dir", "COMB_DATA_DIR", "data folder (relay key, private Postgres)", [](S& s) -> auto& { return s.data_dir; }),
     number<unsigned>("server.io_threads", "COMB_IO_THREADS", "threads running sockets", [](S& s) -> auto& { return s.io_threads; }, 1, 64),

@@ -176,14 +176,22 @@ std::string relay_settings::effective_relay_key_file() const {
 }
 
 load_result load_settings(const std::map<std::string, std::string>& environment,
-                          const std::map<std::string, std::string>& overrides) {
+                          const std::map<std::string, std::string>& overrides,
+                          const std::string& fallback_file) {
   load_result out;
   auto& s = out.settings;
   std::string file;
-  if (auto it = environment.find("COMB_CONFIG"); it != environment.end())
+  bool named = false;
+  if (auto it = environment.find("COMB_CONFIG"); it != environment.end()) {
     file = it->second;
-  if (auto it = overrides.find("config"); it != overrides.end())
+    named = true;
+  }
+  if (auto it = overrides.find("config"); it != overrides.end()) {
     file = it->second;
+    named = true;
+  }
+  if (!named && !fallback_file.empty() && readable(fallback_file))
+    file = fallback_file; // an installed service: comb-relay with no arguments reads it
   if (!file.empty()) {
     s.config_file = file;
     apply_file(s, file, out.problems);

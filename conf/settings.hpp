@@ -101,8 +101,13 @@ struct setting_problem {
   std::string message;
 };
 
-/// Reads defaults < file (if `COMB_CONFIG` or `config_file` names one) < environment <
-/// `overrides` (command-line flags, keyed by the TOML name such as "server.listen").
+/// The file read when neither COMB_CONFIG nor --config names one and it exists: where
+/// `cmake --install` puts the configuration of a service.
+inline constexpr const char* default_config_file = "/etc/comb/comb.toml";
+
+/// Reads defaults < file (`COMB_CONFIG` or the "config" override; when neither is given,
+/// `fallback_file` if it exists; `COMB_CONFIG=` names no file) < environment < `overrides`
+/// (command-line flags, keyed by the TOML name such as "server.listen").
 /// Returns the settings, or every problem found (unknown keys, bad values, out of range).
 struct load_result {
   relay_settings settings;
@@ -110,7 +115,8 @@ struct load_result {
 };
 
 [[nodiscard]] load_result load_settings(const std::map<std::string, std::string>& environment,
-                                        const std::map<std::string, std::string>& overrides);
+                                        const std::map<std::string, std::string>& overrides,
+                                        const std::string& fallback_file = default_config_file);
 
 /// The process environment as a map (only COMB_* variables).
 [[nodiscard]] std::map<std::string, std::string> comb_environment();

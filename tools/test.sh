@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# The test command: installs what is missing, builds, starts private Postgres and Redis servers,
+# The test command: installs what is missing, builds, checks `cmake --install` into a staging
+# folder (tools/check_install.sh), starts private Postgres and Redis servers,
 # fuzzes the frame parser for a bounded time, then runs every ctest tier
 # (unit, actor, integration, multiprocess, e2e). Exits non-zero if anything fails.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 bash tools/build.sh
+bash tools/check_install.sh
 
 services=$(mktemp -d /tmp/comb-test-services.XXXXXX)
 trap 'bash "$top/tools/services.sh" stop "$services"' EXIT

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sys/resource.h>
 
+#include "protocol/address.hpp"
 #include "protocol/canonical_json.hpp"
 #include "protocol/hex.hpp"
 #include "protocol/nip42.hpp"
@@ -16,44 +17,30 @@ namespace comb::bench {
 namespace json = boost::json;
 
 std::optional<endpoint> parse_loopback_url(std::string_view url) {
-  auto fail = [&](const char* why) -> std::optional<endpoint> {
-    std::fprintf(stderr, "comb-bench: refusing relay URL %.*s: %s\n", static_cast<int>(url.size()),
-                 url.data(), why);
+  auto fail = [&](std::string_view why) -> std::optional<endpoint> {
+    std::fprintf(stderr, "comb-bench: refusing relay URL %.*s: %.*s\n", static_cast<int>(url.size()),
+                 url.data(), static_cast<int>(why.size()), why.data());
     return std::nullopt;
   };
-  constexpr std::string_view scheme = "ws://";
-  if (!url.starts_with(scheme))
+  auto parsed = protocol::parse_url(url);
+  if (!parsed)
+    return fail(parsed.error());
+  if (parsed->scheme != "ws")
     return fail("only ws:// URLs (loopback, no TLS)");
-  endpoint out;
-  out.url = std::string(url);
-  auto rest = url.substr(scheme.size());
-  auto slash = rest.find('/');
-  out.authority = std::string(rest.substr(0, slash));
-  out.target = slash == std::string_view::npos ? "/" : std::string(rest.substr(slash));
-  std::string_view hostport = out.authority;
-  std::string_view host, port = "80";
-  if (hostport.starts_with('[')) {
-    auto close = hostport.find(']');
-    if (close == std::string_view::npos)
-      return fail("unterminated IPv6 address");
-    host = hostport.substr(1, close - 1);
-    if (close + 1 < hostport.size() && hostport[close + 1] == ':')
-      port = hostport.substr(close + 2);
-  } else {
-    auto colon = hostport.rfind(':');
-    host = hostport.substr(0, colon);
-    if (colon != std::string_view::npos)
-      port = hostport.substr(colon + 1);
-  }
-  bool loopback = host == "localhost" || host == "::1" || host.starts_with("127.");
-  if (host.starts_with("127.")) // digits and dots only: 127.evil.com is not loopback
-    loopback = std::all_of(host.begin(), host.end(), [](char c) { return c == '.' || (c >= '0' && c <= '9'); });
+  if (parsed->has_userinfo || parsed->has_query || parsed->has_fragment)
+    return fail("a relay URL has no user, query or fragment");
+  const auto& where = parsed->where;
+  // A literal 127.x.y.z, ::1 or localhost: "127.evil.com" is a name, not a loopback address.
+  const bool loopback = where.host == "localhost" || (where.ipv6 && where.host == "::1")
+                        || (!where.ipv6 && where.literal() && where.host.starts_with("127."));
   if (!loopback)
     return fail("comb-bench talks to loopback hosts only (127.0.0.0/8, ::1, localhost)");
-  if (port.empty() || !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; }))
-    return fail("bad port");
-  out.host = host == "localhost" ? "127.0.0.1" : std::string(host);
-  out.port = std::string(port);
+  endpoint out;
+  out.url = std::string(url);
+  out.host = where.host == "localhost" ? "127.0.0.1" : where.host;
+  out.port = std::to_string(where.port.value_or(80));
+  out.authority = where.authority();
+  out.target = parsed->path.empty() ? "/" : parsed->path;
   return out;
 }
 

@@ -14,9 +14,9 @@ namespace comb::bench {
 /// Where to connect: a loopback ws:// URL, split.
 struct endpoint {
   std::string url;        ///< as given; the NIP-42 `relay` tag names it
-  std::string host;       ///< address to connect to (brackets removed)
+  std::string host;       ///< address to connect to (IPv6 without brackets)
   std::string port;
-  std::string authority;  ///< Host header, as written in the URL
+  std::string authority;  ///< Host header: host[:port], lowercase, IPv6 in brackets
   std::string target;     ///< path, "/" when empty
 };
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include <catch2/catch.hpp>
+#include <cstdio>
 #include <fstream>
 
 #include "conf/options.hpp"
@@ -14,6 +15,27 @@ TEST_CASE("defaults are the documented ones", "[conf]") {
   CHECK(loaded.settings.effective_public_url() == "ws://127.0.0.1:7777");
   CHECK(loaded.settings.effective_relay_key_file() == "./var/relay.key");
   CHECK(loaded.settings.access == "open");
+}
+
+TEST_CASE("with no config named, the installed /etc/comb/comb.toml is read when it exists", "[conf]") {
+  CHECK(std::string(default_config_file) == "/etc/comb/comb.toml");
+  std::string installed = "/tmp/comb-settings-installed-test.toml";
+  {
+    std::ofstream file(installed);
+    file << "[server]\nlisten = \"127.0.0.1:9100\"\n";
+  }
+  auto fallback = load_settings({}, {}, installed);
+  REQUIRE(fallback.problems.empty());
+  CHECK(fallback.settings.listen == "127.0.0.1:9100");
+  CHECK(fallback.settings.config_file == installed);
+  // A named file wins, and COMB_CONFIG= (empty) names none at all.
+  auto none = load_settings({{"COMB_CONFIG", ""}}, {}, installed);
+  CHECK(none.settings.listen == "127.0.0.1:7777");
+  CHECK(none.settings.config_file.empty());
+  auto missing = load_settings({}, {}, "/nonexistent/comb.toml");
+  REQUIRE(missing.problems.empty());
+  CHECK(missing.settings.config_file.empty());
+  std::remove(installed.c_str());
 }
 
 TEST_CASE("environment overrides the file and flags override both", "[conf]") {

@@ -2,6 +2,7 @@
 #include "actors/gateway/websocket_outbox.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/post.hpp>
@@ -38,6 +39,7 @@ bool websocket_outbox::over_bound(std::size_t frame_bytes) const {
 
 void websocket_outbox::send(std::string frame) {
   bool overflow = false;
+  bool wake_writer = false;
   {
     std::lock_guard lock(mutex_);
     if (closing_)
@@ -59,13 +61,17 @@ void websocket_outbox::send(std::string frame) {
       count(static_cast<std::int64_t>(frame.size()));
       queue_.push_back(std::move(frame));
     }
+    // A writer that is busy takes this frame when it next looks at the queue: only one that
+    // waits needs waking (a post to the strand per frame was a large part of a delivery's cost).
+    wake_writer = std::exchange(writer_waiting_, false) || overflow;
   }
   if (overflow)
     asio::post(strand_, [self = shared_from_this()] {
       if (self->abort_)
         self->abort_();
     });
-  wake();
+  if (wake_writer)
+    wake();
 }
 
 void websocket_outbox::on_overflow(std::function<void()> abort) {
@@ -101,6 +107,7 @@ asio::awaitable<std::optional<std::string>> websocket_outbox::next() {
       }
       if (closing_)
         co_return std::nullopt;
+      writer_waiting_ = true;
     }
     signal_.expires_at(asio::steady_timer::time_point::max());
     co_await signal_.async_wait(asio::as_tuple(asio::use_awaitable));

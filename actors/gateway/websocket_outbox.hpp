@@ -66,6 +66,8 @@ private:
   mutable std::mutex mutex_;
   std::deque<std::string> queue_;
   std::size_t pending_bytes_ = 0;
+  /// `next()` found the queue empty and waits (or is about to): the next frame must wake it.
+  bool writer_waiting_ = false;
   std::optional<close_reason> closing_;
   std::function<void()> abort_;
 };

@@ -91,6 +91,7 @@ std::string relay_metrics::render() const {
   write(out, "comb_history_chunks_total", "counter", "History chunks sent before the last one of their reply (replies over a chunk).", history_chunks);
   write(out, "comb_history_waits_total", "counter", "Times a storage reader waited for a client to read history held at the byte budget.", history_waits);
   write(out, "comb_history_abandoned_total", "counter", "History replies ended early: the client left or read nothing for the statement timeout.", history_abandoned);
+  write(out, "comb_history_refused_busy_total", "counter", "History replies ended because every storage reader that may wait for a slow client already did.", history_refused_busy);
   write(out, "comb_invites_purged_total", "counter", "Expired invites deleted.", invites_purged);
   write(out, "comb_deletions_refused_total", "counter", "Deletion requests (kind 5) naming more targets than allowed.", deletions_refused);
   write(out, "comb_host_lookups_total", "counter", "Host lookups that asked the database.", host_lookups);

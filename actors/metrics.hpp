@@ -89,6 +89,7 @@ struct relay_metrics {
   std::atomic<std::uint64_t> history_chunks{0};      ///< history chunks sent before a reply's last
   std::atomic<std::uint64_t> history_waits{0};       ///< a reader waited for its client to read
   std::atomic<std::uint64_t> history_abandoned{0};   ///< replies ended: client gone or too slow
+  std::atomic<std::uint64_t> history_refused_busy{0}; ///< replies ended: every wait slot was taken
   std::atomic<std::uint64_t> deletions_refused{0};   ///< kind 5 naming too many targets
   latency_histogram req_latency;
   latency_histogram commit_latency;

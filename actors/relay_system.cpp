@@ -147,6 +147,7 @@ startup_lists prepare_database(const conf::relay_settings& s, const protocol::ke
 
 struct pod_actors {
   std::vector<caf::actor> readers;
+  std::shared_ptr<reader_waits> readers_waiting;
   caf::actor fanout;
   std::vector<caf::actor> writers;
   caf::actor membership_writer;
@@ -171,11 +172,12 @@ std::string node_id_of(const conf::relay_settings& s) {
 bool spawn_actors(caf::actor_system& system, asio::io_context& io, const conf::relay_settings& s,
                   const protocol::key_pair& key, const std::shared_ptr<relay_metrics>& metrics,
                   const std::shared_ptr<community_directory>& communities, pod_actors& pod) {
+  pod.readers_waiting = std::make_shared<reader_waits>(s.storage_readers);
   for (unsigned i = 0; i < s.storage_readers; ++i)
     pod.readers.push_back(system.spawn<caf::detached>(
       storage_reader, reader_args{s.database_url, s.limits.max_limit, s.statement_timeout_ms,
-                                  s.max_history_bytes, metrics}));
-  pod.fanout = system.spawn(fanout_actor, fanout_args{pod.readers, metrics});
+                                  s.max_history_bytes, metrics, pod.readers_waiting, i}));
+  pod.fanout = system.spawn(fanout_actor, fanout_args{pod.readers, metrics, pod.readers_waiting});
   pod.membership_writer = system.spawn<caf::detached>(
     membership_writer, membership_writer_args{s.database_url, key, 1, 24 * 3600});
   pod.registry =
@@ -321,6 +323,7 @@ int run_relay(const conf::relay_settings& s) {
   context->management = pod.management;
   context->registry = pod.registry;
   context->readers = pod.readers;
+  context->readers_waiting = pod.readers_waiting;
   context->metrics = metrics;
   context->communities = communities;
   context->bridge = pod.bridge->actor;

@@ -48,8 +48,8 @@ void reply_to_rejected_frame(self_ptr self, const protocol::frame_rejection& r) 
 }
 
 const caf::actor& reader_for(self_ptr self) {
-  const auto& readers = self->state.args.readers;
-  return readers[self->state.args.owner % readers.size()];
+  const auto& args = self->state.args;
+  return pick_reader(args.readers, args.readers_waiting.get(), args.owner);
 }
 
 void request_membership_change(self_ptr self, const protocol::event& ev) {

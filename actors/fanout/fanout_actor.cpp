@@ -50,7 +50,8 @@ caf::behavior fanout_actor(caf::stateful_actor<fanout_state>* self, fanout_args 
         return;
       history_request history{request.connection, request.community_id, request.subscription_id,
                               request.generation, std::move(request.filters), std::move(request.flow)};
-      self->send(readers[request.owner % readers.size()], query_atom_v, std::move(history));
+      self->send(pick_reader(readers, st.args.readers_waiting.get(), request.owner), query_atom_v,
+                 std::move(history));
     },
     [=](unsubscribe_atom, std::uint64_t owner, std::int64_t community, const std::string& sub) {
       auto it = self->state.communities.find(community);

@@ -10,6 +10,7 @@
 
 #include "actors/fanout/subscription_index.hpp"
 #include "actors/metrics.hpp"
+#include "actors/storage/reader_waits.hpp"
 
 namespace comb::actors {
 
@@ -30,6 +31,7 @@ struct delivered_key_hash {
 struct fanout_args {
   std::vector<caf::actor> readers;
   std::shared_ptr<relay_metrics> metrics;
+  std::shared_ptr<const reader_waits> readers_waiting; ///< steers queries off waiting readers
 };
 
 struct fanout_state {

@@ -405,6 +405,7 @@ websocket_session open_session(tcp_stream stream, gateway_context& context,
   args.fanout = context.fanout;
   args.writer = context.writers[args.owner % context.writers.size()];
   args.readers = context.readers;
+  args.readers_waiting = context.readers_waiting;
   args.metrics = context.metrics;
   args.frames_pending = session.frames_pending;
   session.actor = context.system->spawn(connection_actor, std::move(args));

@@ -128,6 +128,21 @@ bool wait_for_room(const history_flow& flow, std::size_t bytes, std::size_t budg
   return true;
 }
 
+/// Waits for room as wait_for_room does, but only in one of the pod's wait slots: with none
+/// free the reply is refused at once rather than holding another reader.
+enum class room { made, client_too_slow, readers_busy };
+room make_room(const history_flow& flow, std::size_t bytes, std::size_t budget,
+               std::chrono::milliseconds patience, reader_waits* waits, std::size_t reader) {
+  if (flow.held() == 0 || flow.held() + bytes <= budget)
+    return room::made;
+  if (waits && !waits->begin_wait(reader))
+    return room::readers_busy;
+  bool made = wait_for_room(flow, bytes, budget, patience);
+  if (waits)
+    waits->end_wait(reader);
+  return made ? room::made : room::client_too_slow;
+}
+
 /// Streams one REQ's history to its connection in chunks of a sixteenth of the budget, each
 /// sent only when what the connection still holds of its history leaves room for it.
 void answer_history(caf::stateful_actor<reader_state>* self, const history_request& request) {
@@ -136,16 +151,15 @@ void answer_history(caf::stateful_actor<reader_state>* self, const history_reque
   const std::size_t chunk_bytes = std::max<std::size_t>(budget / 16, 4096);
   const std::chrono::milliseconds patience(std::max<std::uint32_t>(s.args.statement_timeout_ms, 1000));
   relay_metrics* metrics = s.args.metrics.get();
-  bool abandoned = false;
+  room outcome = room::made;
   auto deliver = [&](storage::query_result chunk) {
     std::size_t bytes = storage::bytes_of(chunk);
     if (request.flow) {
       if (request.flow->held() > 0 && request.flow->held() + bytes > budget && metrics)
         bump(metrics->history_waits);
-      if (!wait_for_room(*request.flow, bytes, budget, patience)) {
-        abandoned = true;
+      outcome = make_room(*request.flow, bytes, budget, patience, s.args.waits.get(), s.args.index);
+      if (outcome != room::made)
         return false;
-      }
       request.flow->in_mailbox.fetch_add(bytes, std::memory_order_acq_rel);
     }
     if (!chunk.last && metrics)
@@ -158,10 +172,12 @@ void answer_history(caf::stateful_actor<reader_state>* self, const history_reque
                                     s.args.default_limit, chunk_bytes, deliver);
   if (rest.ok && deliver(std::move(rest)))
     return;
-  if (abandoned) {
+  if (outcome != room::made) {
     if (metrics)
-      bump(metrics->history_abandoned);
-    rest = storage::query_result{false, {}, "error: history reply abandoned: the client did not read it in time"};
+      bump(outcome == room::readers_busy ? metrics->history_refused_busy : metrics->history_abandoned);
+    rest = storage::query_result{false, {}, outcome == room::readers_busy
+      ? "error: history reply abandoned: too many clients are reading slowly; try again later"
+      : "error: history reply abandoned: the client did not read it in time"};
   }
   self->send(request.reply_to, history_atom_v, request.subscription_id, request.generation,
              std::move(rest));

@@ -8,6 +8,7 @@
 
 #include "actors/messages.hpp"
 #include "actors/metrics.hpp"
+#include "actors/storage/reader_waits.hpp"
 #include "storage/event_store.hpp"
 #include "storage/pg_connection.hpp"
 
@@ -56,6 +57,9 @@ struct reader_args {
   /// Bytes of history one connection's replies hold on their way out; replies stream in chunks.
   std::size_t max_history_bytes = 16 * 1024 * 1024;
   std::shared_ptr<relay_metrics> metrics; ///< may be null
+  /// Shared by the pod's readers (may be null: waits unbounded, for tests of one reader).
+  std::shared_ptr<reader_waits> waits;
+  std::size_t index = 0; ///< this reader's place among the pod's readers
 };
 
 struct reader_state {

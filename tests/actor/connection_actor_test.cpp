@@ -102,7 +102,7 @@ struct fixture {
     system = std::make_unique<caf::actor_system>(config);
     scheduler = &dynamic_cast<caf::scheduler::test_coordinator&>(system->scheduler());
     storage_actor = system->spawn(fake_storage, store);
-    fanout = system->spawn(fanout_actor, fanout_args{{storage_actor}, metrics});
+    fanout = system->spawn(fanout_actor, fanout_args{{storage_actor}, metrics, nullptr});
     store->fanout = fanout;
     spawned = {storage_actor, fanout};
   }

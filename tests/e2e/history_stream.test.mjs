@@ -102,6 +102,38 @@ describe('history streamed in chunks', () => {
     await paused.close()
   })
 
+  it('only one of two readers waits for paused clients: a second is refused, others still answered', async () => {
+    const waits = await relay.metric('comb_history_waits_total')
+    const refused = await relay.metric('comb_history_refused_busy_total')
+    const first = await RawClient.open(relay)
+    await first.challenge()
+    first.ws._socket.pause()
+    first.send(['REQ', 'slow', { authors: [stored.pk], limit: 1000 }])
+    assert.ok(await metricAbove(relay, 'comb_history_waits_total', waits, 8000) > waits, 'the first paused client held no reader')
+    const second = await RawClient.open(relay)
+    await second.challenge()
+    second.ws._socket.pause()
+    second.send(['REQ', 'slow', { authors: [stored.pk], limit: 1000 }])
+    assert.equal(await metricAbove(relay, 'comb_history_refused_busy_total', refused, 8000), refused + 1,
+      'the second paused client made the last free reader wait')
+    // Both paused, whichever reader connections are pinned to: a REQ is answered at once.
+    for (let n = 0; n < 2; n++) {
+      const other = await RawClient.open(relay)
+      other.send(['REQ', 'one', { authors: [stored.pk], limit: 1 }])
+      assert.equal((await other.history('one', 3000)).events[0].id, newestFirst(stored.events)[0].id)
+      await other.close()
+    }
+    first.ws._socket.resume()
+    second.ws._socket.resume()
+    const whole = await first.history('slow', 20000)
+    assert.deepEqual(whole.end, ['EOSE', 'slow'])
+    assert.deepEqual(idsOf(whole.events), idsOf(newestFirst(stored.events)))
+    const cut = await second.history('slow', 20000)
+    assert.equal(cut.end[0], 'CLOSED')
+    assert.match(cut.end[2], /^error: history reply abandoned: too many clients are reading slowly/)
+    await Promise.all([first.close(), second.close()])
+  })
+
   itStopsCleanly(ctx)
 })
 

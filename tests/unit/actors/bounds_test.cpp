@@ -12,6 +12,7 @@
 #include "actors/fanout/subscription_index.hpp"
 #include "actors/gateway/community_directory.hpp"
 #include "actors/gateway/websocket_outbox.hpp"
+#include "actors/storage/reader_waits.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/strand.hpp>
@@ -288,4 +289,24 @@ TEST_CASE("past the pod's outbound bound, readers holding a share or more are cu
   }
   io.restart();
   io.poll();
+}
+
+TEST_CASE("all readers but one may wait for a slow client, and queries avoid a waiting reader",
+          "[actors][readers]") {
+  comb::actors::reader_waits waits(2);
+  CHECK(waits.pick(0) == 0);
+  CHECK(waits.pick(1) == 1);
+  REQUIRE(waits.begin_wait(0));
+  CHECK_FALSE(waits.begin_wait(1)); // the last free reader never waits
+  CHECK(waits.pick(0) == 1);        // connection 0's queries go around the waiting reader
+  CHECK(waits.pick(1) == 1);
+  waits.end_wait(0);
+  CHECK(waits.pick(0) == 0);
+  REQUIRE(waits.begin_wait(1));
+  CHECK(waits.pick(1) == 0);
+  waits.end_wait(1);
+
+  comb::actors::reader_waits lone(1);
+  CHECK_FALSE(lone.begin_wait(0)); // one reader: it never waits for a client
+  CHECK(lone.pick(7) == 0);
 }

@@ -301,6 +301,13 @@ TEST_CASE("import never replays relay-signed events, requests or AUTH, and keeps
                                {{"COMB_MAX_CONTENT_BYTES", "1000"}});
     CHECK(refused(refused_big.json(), "invalid") == 1);
     CHECK_THAT(refused_big.err, Catch::Contains("line 1: "));
+    auto too_long = f.admin({"import", "a.example", "--in", big, "--json"},
+                            {{"COMB_MAX_MESSAGE_BYTES", "1024"}});
+    CHECK(refused(too_long.json(), "too_large") == 1);
+    auto bad_setting = f.admin({"import", "a.example", "--in", big},
+                               {{"COMB_MAX_MESSAGE_BYTES", "ten"}});
+    CHECK(bad_setting.exit_code == 1);
+    CHECK_THAT(bad_setting.err, Catch::Contains("MAX_MESSAGE_BYTES"));
   }
 }
 

@@ -236,6 +236,7 @@ TEST_CASE("bad lines are reported by number and skipped, --strict stops at the f
     CHECK(count_of(result, "read") == 8); // the blank line is not one
     CHECK(count_of(result, "stored") == 3);
     CHECK(count_of(result, "bad_lines") == 5);
+    CHECK(boost::json::serialize(result.at("bad_line_numbers")) == "[2,5,6,7,9]");
     CHECK(refused(result, "invalid") == 2);
     CHECK(refused(result, "bad_signature") == 2);
     CHECK(refused(result, "truncated") == 1);
@@ -252,6 +253,17 @@ TEST_CASE("bad lines are reported by number and skipped, --strict stops at the f
     CHECK_THAT(run.err, Catch::Contains("stopped at line 2"));
     CHECK(count_of(run.json(), "stored") == 1);
     CHECK(stored_ids(f, "a.example").size() == 1);
+  }
+  SECTION("past a hundred, bad lines are counted, not listed") {
+    auto noisy = file_in(f, "noisy.jsonl");
+    write_lines(noisy, std::vector<std::string>(150, "{"));
+    auto run = f.admin({"import", "a.example", "--in", noisy, "--json"});
+    REQUIRE(run.exit_code == 0);
+    CHECK(count_of(run.json(), "bad_lines") == 150);
+    CHECK(run.json().at("bad_line_numbers").as_array().size() == 100);
+    CHECK_THAT(run.err, Catch::Contains("line 100: "));
+    CHECK_THAT(run.err, !Catch::Contains("line 101: "));
+    CHECK_THAT(run.err, Catch::Contains("only the first 100 are shown"));
   }
   SECTION("--skip-signature-check still checks ids") {
     auto run = f.admin({"import", "a.example", "--in", path, "--skip-signature-check", "--json"});

@@ -121,12 +121,14 @@ private:
     if (!refusal.bad_line)
       return true;
     ++tally_.bad_lines;
-    if (tally_.bad_lines <= max_lines_shown + 1)
+    if (tally_.bad_lines <= max_lines_shown) {
       progress_.clear_line();
-    if (tally_.bad_lines <= max_lines_shown)
+      tally_.bad_line_numbers.push_back(line.number);
       out_.note("line " + std::to_string(line.number) + ": " + refusal.message);
-    else if (tally_.bad_lines == max_lines_shown + 1)
+    } else if (tally_.bad_lines == max_lines_shown + 1) {
+      progress_.clear_line();
       out_.note("more bad lines; only the first " + std::to_string(max_lines_shown) + " are shown");
+    }
     return !args_.strict;
   }
 

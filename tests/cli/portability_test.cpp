@@ -306,6 +306,20 @@ TEST_CASE("import never replays relay-signed events, requests or AUTH, and keeps
   CHECK(f.sql("SELECT count(*) FROM events WHERE pubkey = $1::bytea",
               {"\\x" + protocol::to_hex(alice.public_key())}) == "1");
 
+  SECTION("bans hold for imported events as for live ones") {
+    auto mallory = protocol::key_pair::generate();
+    auto banned_note = sign_event(alice, 1, "banned note");
+    (void)f.sql("INSERT INTO banned_pubkeys (community_id, pubkey) VALUES ($1::bigint, $2::bytea)",
+                {std::to_string(community_id(f, "a.example")), "\\x" + protocol::to_hex(mallory.public_key())});
+    (void)f.sql("INSERT INTO banned_events (community_id, event_id) VALUES ($1::bigint, $2::bytea)",
+                {std::to_string(community_id(f, "a.example")), "\\x" + protocol::to_hex(banned_note.id)});
+    auto banned = file_in(f, "banned.jsonl");
+    write_lines(banned, {json_of(sign_event(mallory, 1, "from a banned author")), json_of(banned_note)});
+    auto banned_run = f.admin({"import", "a.example", "--in", banned, "--json"});
+    REQUIRE(banned_run.exit_code == 0);
+    CHECK(refused(banned_run.json(), "banned") == 2);
+    CHECK(count_of(banned_run.json(), "stored") == 0);
+  }
   SECTION("the relay's size bound, read from its settings") {
     auto big = file_in(f, "big.jsonl");
     write_lines(big, {json_of(sign_event(alice, 1, std::string(2000, 'x')))});

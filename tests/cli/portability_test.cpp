@@ -2,6 +2,7 @@
 // comb-admin export / import: JSONL round trips, bad lines, idempotence, closed communities.
 #include <boost/json.hpp>
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -390,4 +391,70 @@ TEST_CASE("a closed community imports members' events only, --members-from-list 
     CHECK_THAT(run.err, Catch::Contains("no valid 13534"));
     CHECK(f.stored("c.example").size() == 1);
   }
+}
+
+TEST_CASE("two imports of one file at once store each event once and the newest versions win", "[cli][portability]") {
+  cli_fixture f;
+  auto owner = protocol::key_pair::generate();
+  f.admin_ok({"community", "create", "a.example", "--owner", npub(owner)});
+  std::vector<protocol::key_pair> authors;
+  for (int i = 0; i < 4; ++i)
+    authors.push_back(protocol::key_pair::generate());
+  auto t = unix_now() - 5000;
+  std::vector<std::string> lines;
+  auto author_of = [&](int i) -> std::size_t {
+    // Every tenth line is a new version of one author's profile and addressable post, in turn.
+    return static_cast<std::size_t>(i % 10 == 0 ? i / 10 : i) % authors.size();
+  };
+  for (int i = 0; i < 1500; ++i) {
+    const auto& who = authors[author_of(i)];
+    if (i % 10 == 0) {
+      lines.push_back(json_of(sign_event(who, 0, "profile " + std::to_string(i), {}, t + i)));
+      lines.push_back(json_of(sign_event(who, 30023, "post " + std::to_string(i), {{"d", "post"}}, t + i)));
+    } else {
+      lines.push_back(json_of(sign_event(who, 1, "note " + std::to_string(i), {}, t + i)));
+    }
+  }
+  auto path = file_in(f, "both.jsonl");
+  write_lines(path, lines);
+  // Small batches, so the two runs' transactions interleave many times.
+  std::string one_run = "COMB_DATABASE_URL='" + f.database.conninfo() + "' " COMB_ADMIN_BIN
+                        " import a.example --batch 20 --json --in '" + path + "'";
+  std::string both = "cd '" + f.folder + "' && (" + one_run + " > first.json 2>first.err & "
+                     + one_run + " > second.json 2>second.err & wait)";
+  REQUIRE(std::system(both.c_str()) == 0);
+  auto result_of = [&](const char* name) {
+    std::ifstream in(f.folder + "/" + name);
+    std::stringstream text;
+    text << in.rdbuf();
+    INFO(name << ": " << text.str());
+    return boost::json::parse(text.str()).as_object();
+  };
+  auto first = result_of("first.json");
+  auto second = result_of("second.json");
+  CHECK(first.at("ok").as_bool());
+  CHECK(second.at("ok").as_bool());
+  const std::int64_t lines_total = static_cast<std::int64_t>(lines.size());
+  // Each event is stored by exactly one run; the other finds it (or a newer version) there.
+  CHECK(count_of(first, "stored") + count_of(second, "stored")
+        + count_of(first, "duplicate") + count_of(second, "duplicate") == 2 * lines_total);
+  CHECK(count_of(first, "stored") + count_of(second, "stored") <= lines_total);
+  // Whatever the interleaving: every note, and only the newest profile and post of each author.
+  CHECK(f.sql("SELECT count(*) FROM events WHERE kind = 1") == "1350");
+  CHECK(f.sql("SELECT count(*) FROM events WHERE kind IN (0, 30023)") == "8");
+  auto last_profile_at = [&](std::size_t author_index) {
+    std::int64_t at = 0;
+    for (int i = 0; i < 1500; i += 10)
+      if (author_of(i) == author_index)
+        at = t + i;
+    return at;
+  };
+  for (std::size_t a = 0; a < authors.size(); ++a)
+    for (const char* kind : {"0", "30023"}) {
+      INFO("author " << a << " kind " << kind);
+      auto stored_at = f.sql("SELECT string_agg(created_at::text, ',') FROM events"
+                             " WHERE kind = $1::int AND pubkey = $2::bytea",
+                             {kind, "\\x" + protocol::to_hex(authors[a].public_key())});
+      CHECK(stored_at == std::to_string(last_profile_at(a)));
+    }
 }

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <sys/resource.h>
 #include <sstream>
 
 #include "cli_fixture.hpp"
@@ -99,8 +100,9 @@ void store(const cli_fixture& f, const std::string& host, const std::vector<prot
   storage::pg_connection connection(f.database.conninfo());
   storage::event_store store(connection);
   std::vector<storage::event_write> writes;
+  const auto community = community_id(f, host);
   for (const auto& ev : events)
-    writes.push_back({community_id(f, host), std::make_shared<const protocol::event>(ev),
+    writes.push_back({community, std::make_shared<const protocol::event>(ev),
                       std::make_shared<const std::string>(json_of(ev))});
   for (const auto& outcome : store.store_batch(writes))
     REQUIRE(outcome.result == storage::store_outcome::status::stored);
@@ -457,4 +459,36 @@ TEST_CASE("two imports of one file at once store each event once and the newest 
                              {kind, "\\x" + protocol::to_hex(authors[a].public_key())});
       CHECK(stored_at == std::to_string(last_profile_at(a)));
     }
+}
+
+TEST_CASE("export and import hold a bounded share of what they move", "[cli][portability]") {
+  cli_fixture f;
+  auto owner = protocol::key_pair::generate();
+  auto alice = protocol::key_pair::generate();
+  f.admin_ok({"community", "create", "a.example", "--owner", npub(owner)});
+  // 94 MiB of events, written one at a time so this process stays small: a child's peak memory
+  // (RUSAGE_CHILDREN) starts from its parent's when it is spawned.
+  constexpr int count = 6000;
+  const std::string content(16 * 1024, 'x');
+  auto t = unix_now() - 10000;
+  auto path = file_in(f, "big.jsonl");
+  {
+    std::ofstream out(path);
+    for (int i = 0; i < count; ++i)
+      out << json_of(sign_event(alice, 1, content + std::to_string(i), {}, t + i / 500)) << '\n';
+  }
+  auto peak_kib = [] {
+    rusage usage{};
+    ::getrusage(RUSAGE_CHILDREN, &usage);
+    return usage.ru_maxrss;
+  };
+  auto imported = f.admin({"import", "a.example", "--in", path, "--json"});
+  REQUIRE(imported.exit_code == 0);
+  CHECK(count_of(imported.json(), "stored") == count);
+  // Holding the file would take over 94 MiB; batches of 500 such events, about 80 MiB.
+  CHECK(peak_kib() < 64 * 1024); // batches are bounded in bytes too, not only in events
+  auto exported = file_in(f, "exported.jsonl");
+  f.admin_ok({"export", "a.example", "--out", exported});
+  CHECK(std::filesystem::file_size(exported) > 94u * 1024 * 1024);
+  CHECK(peak_kib() < 64 * 1024); // one cursor page at a time
 }

@@ -2,9 +2,11 @@
 // comb-admin export / import: JSONL round trips, bad lines, idempotence, closed communities.
 #include <boost/json.hpp>
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <sys/resource.h>
 #include <sstream>
 
 #include "cli_fixture.hpp"
@@ -98,8 +100,9 @@ void store(const cli_fixture& f, const std::string& host, const std::vector<prot
   storage::pg_connection connection(f.database.conninfo());
   storage::event_store store(connection);
   std::vector<storage::event_write> writes;
+  const auto community = community_id(f, host);
   for (const auto& ev : events)
-    writes.push_back({community_id(f, host), std::make_shared<const protocol::event>(ev),
+    writes.push_back({community, std::make_shared<const protocol::event>(ev),
                       std::make_shared<const std::string>(json_of(ev))});
   for (const auto& outcome : store.store_batch(writes))
     REQUIRE(outcome.result == storage::store_outcome::status::stored);
@@ -236,6 +239,7 @@ TEST_CASE("bad lines are reported by number and skipped, --strict stops at the f
     CHECK(count_of(result, "read") == 8); // the blank line is not one
     CHECK(count_of(result, "stored") == 3);
     CHECK(count_of(result, "bad_lines") == 5);
+    CHECK(boost::json::serialize(result.at("bad_line_numbers")) == "[2,5,6,7,9]");
     CHECK(refused(result, "invalid") == 2);
     CHECK(refused(result, "bad_signature") == 2);
     CHECK(refused(result, "truncated") == 1);
@@ -252,6 +256,17 @@ TEST_CASE("bad lines are reported by number and skipped, --strict stops at the f
     CHECK_THAT(run.err, Catch::Contains("stopped at line 2"));
     CHECK(count_of(run.json(), "stored") == 1);
     CHECK(stored_ids(f, "a.example").size() == 1);
+  }
+  SECTION("past a hundred, bad lines are counted, not listed") {
+    auto noisy = file_in(f, "noisy.jsonl");
+    write_lines(noisy, std::vector<std::string>(150, "{"));
+    auto run = f.admin({"import", "a.example", "--in", noisy, "--json"});
+    REQUIRE(run.exit_code == 0);
+    CHECK(count_of(run.json(), "bad_lines") == 150);
+    CHECK(run.json().at("bad_line_numbers").as_array().size() == 100);
+    CHECK_THAT(run.err, Catch::Contains("line 100: "));
+    CHECK_THAT(run.err, !Catch::Contains("line 101: "));
+    CHECK_THAT(run.err, Catch::Contains("only the first 100 are shown"));
   }
   SECTION("--skip-signature-check still checks ids") {
     auto run = f.admin({"import", "a.example", "--in", path, "--skip-signature-check", "--json"});
@@ -294,6 +309,20 @@ TEST_CASE("import never replays relay-signed events, requests or AUTH, and keeps
   CHECK(f.sql("SELECT count(*) FROM events WHERE pubkey = $1::bytea",
               {"\\x" + protocol::to_hex(alice.public_key())}) == "1");
 
+  SECTION("bans hold for imported events as for live ones") {
+    auto mallory = protocol::key_pair::generate();
+    auto banned_note = sign_event(alice, 1, "banned note");
+    (void)f.sql("INSERT INTO banned_pubkeys (community_id, pubkey) VALUES ($1::bigint, $2::bytea)",
+                {std::to_string(community_id(f, "a.example")), "\\x" + protocol::to_hex(mallory.public_key())});
+    (void)f.sql("INSERT INTO banned_events (community_id, event_id) VALUES ($1::bigint, $2::bytea)",
+                {std::to_string(community_id(f, "a.example")), "\\x" + protocol::to_hex(banned_note.id)});
+    auto banned = file_in(f, "banned.jsonl");
+    write_lines(banned, {json_of(sign_event(mallory, 1, "from a banned author")), json_of(banned_note)});
+    auto banned_run = f.admin({"import", "a.example", "--in", banned, "--json"});
+    REQUIRE(banned_run.exit_code == 0);
+    CHECK(refused(banned_run.json(), "banned") == 2);
+    CHECK(count_of(banned_run.json(), "stored") == 0);
+  }
   SECTION("the relay's size bound, read from its settings") {
     auto big = file_in(f, "big.jsonl");
     write_lines(big, {json_of(sign_event(alice, 1, std::string(2000, 'x')))});
@@ -301,6 +330,13 @@ TEST_CASE("import never replays relay-signed events, requests or AUTH, and keeps
                                {{"COMB_MAX_CONTENT_BYTES", "1000"}});
     CHECK(refused(refused_big.json(), "invalid") == 1);
     CHECK_THAT(refused_big.err, Catch::Contains("line 1: "));
+    auto too_long = f.admin({"import", "a.example", "--in", big, "--json"},
+                            {{"COMB_MAX_MESSAGE_BYTES", "1024"}});
+    CHECK(refused(too_long.json(), "too_large") == 1);
+    auto bad_setting = f.admin({"import", "a.example", "--in", big},
+                               {{"COMB_MAX_MESSAGE_BYTES", "ten"}});
+    CHECK(bad_setting.exit_code == 1);
+    CHECK_THAT(bad_setting.err, Catch::Contains("MAX_MESSAGE_BYTES"));
   }
 }
 
@@ -357,4 +393,102 @@ TEST_CASE("a closed community imports members' events only, --members-from-list 
     CHECK_THAT(run.err, Catch::Contains("no valid 13534"));
     CHECK(f.stored("c.example").size() == 1);
   }
+}
+
+TEST_CASE("two imports of one file at once store each event once and the newest versions win", "[cli][portability]") {
+  cli_fixture f;
+  auto owner = protocol::key_pair::generate();
+  f.admin_ok({"community", "create", "a.example", "--owner", npub(owner)});
+  std::vector<protocol::key_pair> authors;
+  for (int i = 0; i < 4; ++i)
+    authors.push_back(protocol::key_pair::generate());
+  auto t = unix_now() - 5000;
+  std::vector<std::string> lines;
+  auto author_of = [&](int i) -> std::size_t {
+    // Every tenth line is a new version of one author's profile and addressable post, in turn.
+    return static_cast<std::size_t>(i % 10 == 0 ? i / 10 : i) % authors.size();
+  };
+  for (int i = 0; i < 1500; ++i) {
+    const auto& who = authors[author_of(i)];
+    if (i % 10 == 0) {
+      lines.push_back(json_of(sign_event(who, 0, "profile " + std::to_string(i), {}, t + i)));
+      lines.push_back(json_of(sign_event(who, 30023, "post " + std::to_string(i), {{"d", "post"}}, t + i)));
+    } else {
+      lines.push_back(json_of(sign_event(who, 1, "note " + std::to_string(i), {}, t + i)));
+    }
+  }
+  auto path = file_in(f, "both.jsonl");
+  write_lines(path, lines);
+  // Small batches, so the two runs' transactions interleave many times.
+  std::string one_run = "COMB_DATABASE_URL='" + f.database.conninfo() + "' " COMB_ADMIN_BIN
+                        " import a.example --batch 20 --json --in '" + path + "'";
+  std::string both = "cd '" + f.folder + "' && (" + one_run + " > first.json 2>first.err & "
+                     + one_run + " > second.json 2>second.err & wait)";
+  REQUIRE(std::system(both.c_str()) == 0);
+  auto result_of = [&](const char* name) {
+    std::ifstream in(f.folder + "/" + name);
+    std::stringstream text;
+    text << in.rdbuf();
+    INFO(name << ": " << text.str());
+    return boost::json::parse(text.str()).as_object();
+  };
+  auto first = result_of("first.json");
+  auto second = result_of("second.json");
+  CHECK(first.at("ok").as_bool());
+  CHECK(second.at("ok").as_bool());
+  const std::int64_t lines_total = static_cast<std::int64_t>(lines.size());
+  // Each event is stored by exactly one run; the other finds it (or a newer version) there.
+  CHECK(count_of(first, "stored") + count_of(second, "stored")
+        + count_of(first, "duplicate") + count_of(second, "duplicate") == 2 * lines_total);
+  CHECK(count_of(first, "stored") + count_of(second, "stored") <= lines_total);
+  // Whatever the interleaving: every note, and only the newest profile and post of each author.
+  CHECK(f.sql("SELECT count(*) FROM events WHERE kind = 1") == "1350");
+  CHECK(f.sql("SELECT count(*) FROM events WHERE kind IN (0, 30023)") == "8");
+  auto last_profile_at = [&](std::size_t author_index) {
+    std::int64_t at = 0;
+    for (int i = 0; i < 1500; i += 10)
+      if (author_of(i) == author_index)
+        at = t + i;
+    return at;
+  };
+  for (std::size_t a = 0; a < authors.size(); ++a)
+    for (const char* kind : {"0", "30023"}) {
+      INFO("author " << a << " kind " << kind);
+      auto stored_at = f.sql("SELECT string_agg(created_at::text, ',') FROM events"
+                             " WHERE kind = $1::int AND pubkey = $2::bytea",
+                             {kind, "\\x" + protocol::to_hex(authors[a].public_key())});
+      CHECK(stored_at == std::to_string(last_profile_at(a)));
+    }
+}
+
+TEST_CASE("export and import hold a bounded share of what they move", "[cli][portability]") {
+  cli_fixture f;
+  auto owner = protocol::key_pair::generate();
+  auto alice = protocol::key_pair::generate();
+  f.admin_ok({"community", "create", "a.example", "--owner", npub(owner)});
+  // 94 MiB of events, written one at a time so this process stays small: a child's peak memory
+  // (RUSAGE_CHILDREN) starts from its parent's when it is spawned.
+  constexpr int count = 6000;
+  const std::string content(16 * 1024, 'x');
+  auto t = unix_now() - 10000;
+  auto path = file_in(f, "big.jsonl");
+  {
+    std::ofstream out(path);
+    for (int i = 0; i < count; ++i)
+      out << json_of(sign_event(alice, 1, content + std::to_string(i), {}, t + i / 500)) << '\n';
+  }
+  auto peak_kib = [] {
+    rusage usage{};
+    ::getrusage(RUSAGE_CHILDREN, &usage);
+    return usage.ru_maxrss;
+  };
+  auto imported = f.admin({"import", "a.example", "--in", path, "--json"});
+  REQUIRE(imported.exit_code == 0);
+  CHECK(count_of(imported.json(), "stored") == count);
+  // Holding the file would take over 94 MiB; batches of 500 such events, about 80 MiB.
+  CHECK(peak_kib() < 64 * 1024); // batches are bounded in bytes too, not only in events
+  auto exported = file_in(f, "exported.jsonl");
+  f.admin_ok({"export", "a.example", "--out", exported});
+  CHECK(std::filesystem::file_size(exported) > 94u * 1024 * 1024);
+  CHECK(peak_kib() < 64 * 1024); // one cursor page at a time
 }

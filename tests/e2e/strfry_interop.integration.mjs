@@ -159,7 +159,8 @@ describe('strfry -> comb -> strfry', () => {
     const ids = await idsOfFile(exported)
     // strfry keeps the newest version of each replaceable key and drops the deleted note.
     assert.equal(ids.length, data.events.length - 3)
-    const { stdout } = await admin(comb, ['import', comb.host, '--in', exported, '--json'])
+    // Through stdin, as `strfry export | comb-admin import HOST` would.
+    const { stdout } = await admin(comb, ['import', comb.host, '--json'], { input: exported })
     const result = JSON.parse(stdout)
     assert.equal(result.stored, ids.length, stdout)
     assert.equal(result.bad_lines, 0, stdout)

@@ -21,6 +21,9 @@ namespace comb::admin {
 namespace {
 
 constexpr std::uint64_t max_lines_shown = 100;
+/// A batch is stored once it holds this much JSON, whatever --batch says, so memory stays
+/// bounded by bytes and not only by the count of events (an event may be 512 KiB).
+constexpr std::size_t max_batch_bytes = 4 * 1024 * 1024;
 
 struct import_args {
   std::string host;
@@ -78,7 +81,7 @@ public:
       ++tally_.read;
       if (!consider(line))
         return stop_at(line);
-      if (pending_.size() >= args_.batch && !flush())
+      if ((pending_.size() >= args_.batch || pending_bytes_ >= max_batch_bytes) && !flush())
         return database_failure();
       progress_.tick(tally_);
     }
@@ -108,6 +111,7 @@ private:
       return refuse(line, *refusal);
     auto shared = std::make_shared<const protocol::event>(std::move(ev.value()));
     auto json = std::make_shared<const std::string>(protocol::render_event_json(*shared));
+    pending_bytes_ += json->size();
     pending_.push_back({line.number, {community_.id, std::move(shared), std::move(json)}});
     return true;
   }
@@ -121,12 +125,14 @@ private:
     if (!refusal.bad_line)
       return true;
     ++tally_.bad_lines;
-    if (tally_.bad_lines <= max_lines_shown + 1)
+    if (tally_.bad_lines <= max_lines_shown) {
       progress_.clear_line();
-    if (tally_.bad_lines <= max_lines_shown)
+      tally_.bad_line_numbers.push_back(line.number);
       out_.note("line " + std::to_string(line.number) + ": " + refusal.message);
-    else if (tally_.bad_lines == max_lines_shown + 1)
+    } else if (tally_.bad_lines == max_lines_shown + 1) {
+      progress_.clear_line();
       out_.note("more bad lines; only the first " + std::to_string(max_lines_shown) + " are shown");
+    }
     return !args_.strict;
   }
 
@@ -145,6 +151,7 @@ private:
         return false;
       }
     pending_.clear();
+    pending_bytes_ = 0;
     return true;
   }
 
@@ -195,6 +202,7 @@ private:
   import_progress progress_;
   import_tally tally_;
   std::vector<pending_line> pending_;
+  std::size_t pending_bytes_ = 0;
   std::string failed_message_;
 };
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "admin/import_tally.hpp"
 
+#include <boost/json/array.hpp>
 #include <unistd.h>
 
 namespace comb::admin {
@@ -22,6 +23,10 @@ void import_tally::describe(boost::json::object& fields) const {
   for (const auto& [reason, count] : refused)
     by_reason[reason] = count;
   fields["refused"] = std::move(by_reason);
+  boost::json::array numbers;
+  for (auto number : bad_line_numbers)
+    numbers.push_back(number);
+  fields["bad_line_numbers"] = std::move(numbers);
 }
 
 import_progress::import_progress(std::FILE* stream, std::chrono::seconds plain_every)

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "admin/output.hpp"
 
@@ -20,6 +21,7 @@ struct import_tally {
   std::uint64_t duplicate = 0; ///< already stored, or older than the stored version
   std::uint64_t bad_lines = 0; ///< not a valid event (also counted in `refused`)
   std::map<std::string, std::uint64_t> refused; ///< by reason
+  std::vector<std::uint64_t> bad_line_numbers; ///< the first ones (as many as are reported)
 
   void refuse(const std::string& reason) { ++refused[reason]; }
 

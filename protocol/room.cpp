@@ -161,6 +161,14 @@ std::optional<rendered_room> room_of_rendered(std::string_view json) {
   return rendered_room{std::move(*room), *kind};
 }
 
+std::optional<std::string> room_key_of(const event& ev) {
+  if (is_room_state_kind(ev.kind))
+    return std::string(d_tag(ev));
+  if (const std::string* room = room_of(ev))
+    return *room;
+  return std::nullopt;
+}
+
 result<room_request> parse_room_request(const event& ev) {
   auto action = action_of(ev.kind);
   if (!action)

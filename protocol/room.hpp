@@ -45,6 +45,10 @@ inline constexpr std::size_t max_roles_per_member = 8;
 /// The room an event is posted to: its `h` tag; nothing when it has none.
 [[nodiscard]] const std::string* room_of(const event& ev) noexcept;
 
+/// The room an event belongs to: the `d` of the relay's 39000-39005, else the `h`; nothing for
+/// an event of no room.
+[[nodiscard]] std::optional<std::string> room_key_of(const event& ev);
+
 /// The room a stored event belongs to, read from its JSON as comb renders it (tags before
 /// content, so a tag's `["h","` cannot be faked by content): the `h` value, or for the relay's
 /// 39000-39005 the `d` value. Cheap enough for every history event.

@@ -74,6 +74,7 @@ int run(int argc, char** argv) {
   add_repair_commands(app, cli);
   add_key_commands(app, cli);
   add_cluster_commands(app, cli);
+  add_room_commands(app, cli);
   let_options_fall_through(app);
   try {
     app.parse(argc, argv);

@@ -100,9 +100,13 @@ describe('rooms in a community, as Flotilla uses them', () => {
 
   it('lets a member join an open room, chat and read back; a second join is a duplicate', async () => {
     const { relay } = ctx
-    accepted(await alice.publish(relay, makeRoomJoinEvent(room)), /^info: /)
+    const join = await alice.publish(relay, makeRoomJoinEvent(room))
+    accepted(join, /^info: /)
     assert.deepEqual(members(await roomState(bob, relay, ROOM_MEMBERS, room.h)), [owner.pk, alice.pk].sort())
-    refused(await alice.publish(relay, makeRoomJoinEvent(room)), /^duplicate: /)
+    // Another join of a member is refused as a duplicate; the same join event again was processed.
+    refused(await alice.publish(relay, { ...makeRoomJoinEvent(room), created_at: join.event.created_at + 1 }), /^duplicate: /)
+    accepted(await alice.publish(relay, { ...makeRoomJoinEvent(room), created_at: join.event.created_at }),
+      /^duplicate: this request was already processed/)
     const chat = await alice.publish(relay, makeEvent(9, { content: 'margherita?', tags: [['h', room.h]] }))
     accepted(chat)
     const read = await bob.read(relay, [{ kinds: [9], '#h': [room.h] }])

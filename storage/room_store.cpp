@@ -247,20 +247,22 @@ void write_metadata(pg_connection& c, std::int64_t community_id, const room_stat
        "write room metadata");
 }
 
-/// 9005: the named events of this room go, and are remembered so a re-post is refused.
-void delete_room_events(pg_connection& c, std::int64_t community_id, const std::string& room,
-                        const std::vector<protocol::bytes32>& targets) {
+/// 9005: the named events of this room go, and are remembered so a re-post is refused. Returns
+/// how many went.
+std::int64_t delete_room_events(pg_connection& c, std::int64_t community_id, const std::string& room,
+                                const std::vector<protocol::bytes32>& targets) {
   pg_array ids;
   for (const auto& id : targets)
     ids.add_bytea(id);
-  must(c.exec("WITH gone AS (DELETE FROM events e WHERE e.community_id = $1::bigint"
+  return static_cast<std::int64_t>(must(c.exec("WITH gone AS (DELETE FROM events e WHERE e.community_id = $1::bigint"
               " AND e.id = ANY($3::bytea[]) AND EXISTS (SELECT 1 FROM event_tags t"
               " WHERE t.community_id = $1::bigint AND t.event_id = e.id AND t.name = 'h'"
               " AND t.value = $2) RETURNING e.id, e.pubkey)"
               " INSERT INTO deleted_events (community_id, event_id, pubkey)"
               " SELECT $1::bigint, id, pubkey FROM gone ON CONFLICT DO NOTHING",
               {std::to_string(community_id), room, ids.str()}),
-       "delete room events");
+              "delete room events")
+                                     .affected_rows());
 }
 
 /// 9008: the room, its members, invites, state and every event posted to it.
@@ -351,13 +353,24 @@ room_write apply_locked(pg_connection& c, const protocol::key_pair& relay,
          "create room");
   if (plan.deleted)
     delete_room(c, relay, community_id, request.room);
-  if (request.action == protocol::room_action::delete_event)
-    delete_room_events(c, community_id, request.room, request.targets);
-  if (plan.store_invite)
-    must(c.exec("INSERT INTO room_invites (community_id, room_id, code_hash, created_by)"
-                " VALUES ($1::bigint, $2, $3, $4::bytea) ON CONFLICT DO NOTHING",
-                {community, request.room, invite_code_hash(request.code), bytea_param(request.author)}),
-         "store invite");
+  // A deletion of nothing and a code that exists already are no-ops: nothing is written (nothing
+  // was before these statements).
+  if (request.action == protocol::room_action::delete_event
+      && delete_room_events(c, community_id, request.room, request.targets) == 0) {
+    out.outcome = room_outcome::nothing_to_do;
+    return out;
+  }
+  if (plan.store_invite
+      && must(c.exec("INSERT INTO room_invites (community_id, room_id, code_hash, created_by)"
+                     " VALUES ($1::bigint, $2, $3, $4::bytea) ON CONFLICT DO NOTHING",
+                     {community, request.room, invite_code_hash(request.code),
+                      bytea_param(request.author)}),
+              "store invite")
+             .affected_rows()
+           == 0) {
+    out.outcome = room_outcome::nothing_to_do;
+    return out;
+  }
   if (plan.parts.metadata)
     write_metadata(c, community_id, plan.after);
   if (!plan.deleted)

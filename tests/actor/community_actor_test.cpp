@@ -314,7 +314,7 @@ TEST_CASE_METHOD(fixture, "committed bans reach the ban cache with the member re
   CHECK_FALSE(bans->is_banned_event(key(7)));
 }
 
-TEST_CASE_METHOD(fixture, "room requests go one at a time; the cache has the room before the reply",
+TEST_CASE_METHOD(fixture, "room requests go one at a time and the cache has the room before the reply",
                  "[actor][community][rooms]") {
   queue_room(1, "pizza");
   scheduler->run_once();

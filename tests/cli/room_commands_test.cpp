@@ -38,7 +38,7 @@ protocol::room_outcome room_request(storage::room_store& rooms, std::int64_t com
 
 } // namespace
 
-TEST_CASE("room list and room members show rooms; member remove empties them", "[cli]") {
+TEST_CASE("room list and room members show rooms, member remove empties them", "[cli]") {
   cli_fixture f;
   auto owner = protocol::key_pair::generate();
   auto alice = protocol::key_pair::generate();

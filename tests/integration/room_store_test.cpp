@@ -143,6 +143,11 @@ TEST_CASE_METHOD(room_fixture, "a closed room admits with a 9009 code, stored ha
   CHECK(count("SELECT count(*) FROM room_invites WHERE community_id = $1::bigint"
               " AND code_hash <> 'secret-code'") == "1");
   CHECK(run(alice, 9021, {{"code", "secret-code"}}).outcome == room_outcome::changed);
+  // The same code again is a no-op: no second invite, no second 9009 stored.
+  auto again = run(owner, 9009, {{"code", "secret-code"}, {"alt", "again"}});
+  CHECK(again.outcome == room_outcome::nothing_to_do);
+  CHECK(again.events.empty());
+  CHECK(count("SELECT count(*) FROM events WHERE community_id = $1::bigint AND kind = 9009") == "1");
 }
 
 TEST_CASE_METHOD(room_fixture, "roles: a moderator deletes events, only admins grant roles",
@@ -157,6 +162,10 @@ TEST_CASE_METHOD(room_fixture, "roles: a moderator deletes events, only admins g
   auto deleted = run(alice, 9005, {{"e", hex(chat->id)}});
   CHECK(deleted.outcome == room_outcome::changed);
   CHECK(count("SELECT count(*) FROM events WHERE community_id = $1::bigint AND kind = 9") == "0");
+  // Deleting it again deletes nothing and stores nothing.
+  auto twice = run(alice, 9005, {{"e", hex(chat->id)}, {"alt", "again"}});
+  CHECK(twice.outcome == room_outcome::nothing_to_do);
+  CHECK(count("SELECT count(*) FROM events WHERE community_id = $1::bigint AND kind = 9005") == "1");
   // Gone for good: the same event posted again is refused.
   CHECK(store_one(events, community, chat).result != storage::store_outcome::status::stored);
 }

@@ -178,6 +178,9 @@ result<room_request> parse_room_request(const event& ev) {
     return invalid("an h tag naming the room is required");
   if (!valid_room_id(*room))
     return invalid("room ids are 1 to 64 letters, digits, '-', '_' or '.'");
+  // Flotilla's general chat of a space: the community itself, never a room of its own.
+  if (*room == "_" && *action == room_action::create_room)
+    return invalid("the room \"_\" is the community's general chat");
   room_request request;
   request.action = *action;
   request.room = *room;

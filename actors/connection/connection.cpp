@@ -23,6 +23,10 @@ bool relay_only_kind(std::uint32_t kind) {
          || protocol::is_room_state_kind(kind);
 }
 
+/// Flotilla posts a space's general chat to the room "_", which no 9007 creates: it is the
+/// community itself, always there, open to whoever may post in the community.
+constexpr std::string_view general_room = "_";
+
 rejection not_a_member() {
   return {reason::restricted, "you are not a member of this community"};
 }
@@ -167,7 +171,7 @@ std::optional<rejection> connection::check_room_event(const protocol::event& ev,
     return std::nullopt;
   if (auto late = protocol::check_room_time(ev, now, policy_.room_late_seconds))
     return late;
-  if (ev.kind == protocol::room_create_kind || !policy_.members)
+  if (ev.kind == protocol::room_create_kind || !policy_.members || *room == general_room)
     return std::nullopt;
   auto rooms = policy_.members->rooms();
   const cached_room* cached = rooms->find(*room);

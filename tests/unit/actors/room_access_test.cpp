@@ -57,6 +57,7 @@ TEST_CASE("posts to rooms: unknown rooms, late events and restricted rooms are r
   connection c(policy, "challenge");
   auto now = test::unix_now();
   CHECK_FALSE(c.admit_event(chat(outsider, "open"), now, 1));
+  CHECK_FALSE(c.admit_event(chat(outsider, "_"), now, 1)); // Flotilla's general chat
   CHECK(c.admit_event(chat(outsider, "nowhere"), now, 2)->text()
         == "invalid: there is no room \"nowhere\" in this community");
   CHECK(c.admit_event(chat(member, "open", now - 901), now, 3)->text().starts_with("invalid: room events"));

@@ -61,6 +61,7 @@ TEST_CASE("room requests are read from their tags", "[room]") {
   CHECK_FALSE(parse_room_request(comb::test::sign_event(alice(), 9005, "", {{"h", "pizza"}})));
   CHECK_FALSE(parse_room_request(comb::test::sign_event(alice(), 9009, "", {{"h", "pizza"}})));
   CHECK_FALSE(parse_room_request(comb::test::sign_event(alice(), 9003, "", {{"h", "pizza"}})));
+  CHECK_FALSE(parse_room_request(comb::test::sign_event(alice(), 9007, "", {{"h", "_"}})));
   CHECK(request_of(comb::test::sign_event(alice(), 9021, "", {{"h", "pizza"}, {"code", "xyz"}})).code == "xyz");
 }
 

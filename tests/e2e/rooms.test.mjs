@@ -8,7 +8,7 @@ import {
 } from '@welshman/net'
 import { Nip01Signer } from '@welshman/signer'
 import {
-  ROOM_ADMINS, ROOM_MEMBERS, ROOM_META, getPubkey, getTagValue, makeEvent, makeRoomCreateEvent, makeRoomDeleteEvent,
+  ROOM_ADMINS, ROOM_MEMBERS, ROOM_META, getPubkey, getTagValue, makeEvent, makeHttpAuth, sendManagementRequest, makeRoomCreateEvent, makeRoomDeleteEvent,
   makeRoomEditEvent, makeRoomJoinEvent, makeRoomLeaveEvent, makeRoomMeta, makeSecret, readRoomMeta,
 } from '@welshman/util'
 import { httpGet, itStopsCleanly, now, withRelay } from './harness.mjs'
@@ -172,6 +172,22 @@ describe('rooms in a community, as Flotilla uses them', () => {
     const after = await roomState(owner, relay, ROOM_MEMBERS, room.h)
     assert.ok(after.created_at > before.created_at)
     assert.ok(!members(after).includes(alice.pk))
+  })
+
+  it("lists rooms and a room's members over NIP-86, for the owner only", async () => {
+    const { relay } = ctx
+    const call = async (secretKey, request) => {
+      const template = await makeHttpAuth(`http://${relay.host}`, 'POST', JSON.stringify(request))
+      const auth = await Nip01Signer.fromSecret(secretKey).sign(template)
+      return sendManagementRequest(`http://${relay.host}`, request, auth)
+    }
+    const rooms = await call(ownerSecret, { method: 'listrooms', params: [] })
+    assert.deepEqual(rooms.result.map((r) => r.id).sort(), [room.h, secret.h].sort())
+    assert.deepEqual(rooms.result.find((r) => r.id === secret.h).flags, ['private', 'restricted', 'closed'])
+    const inRoom = await call(ownerSecret, { method: 'listroommembers', params: [room.h] })
+    assert.deepEqual(inRoom.result, [{ pubkey: owner.pk, roles: ['admin'] }, { pubkey: bob.pk, roles: ['moderator'] }])
+    const stranger = await call(makeSecret(), { method: 'listrooms', params: [] })
+    assert.ok(stranger.error, 'a non-admin is refused')
   })
 
   it('deletes a room with its events', async () => {

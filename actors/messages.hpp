@@ -17,6 +17,7 @@
 #include "storage/access_state.hpp"
 #include "storage/event_store.hpp"
 #include "storage/membership.hpp"
+#include "storage/room_store.hpp"
 
 namespace comb::actors {
 
@@ -71,6 +72,18 @@ using revoke_atom = caf::atom_constant<caf::atom("revoke")>;         ///< (revok
 inline constexpr revoke_atom revoke_atom_v{};
 using event_ban_atom = caf::atom_constant<caf::atom("eventban")>;    ///< (event_ban_atom, event id, ban_state): committed
 inline constexpr event_ban_atom event_ban_atom_v{};
+
+// -- rooms (NIP-29): connection -> community actor -> membership writer ---------------------------
+using room_atom = caf::atom_constant<caf::atom("room")>;             ///< (room_atom, ticket, room_command)
+inline constexpr room_atom room_atom_v{};
+using room_done_atom = caf::atom_constant<caf::atom("roomdone")>;    ///< (room_done_atom, ticket, room_outcome)
+inline constexpr room_done_atom room_done_atom_v{};
+using room_apply_atom = caf::atom_constant<caf::atom("roomapply")>;  ///< (room_apply_atom, community, room_command)
+inline constexpr room_apply_atom room_apply_atom_v{};
+using room_applied_atom = caf::atom_constant<caf::atom("roomaplied")>; ///< (room_applied_atom, room_applied)
+inline constexpr room_applied_atom room_applied_atom_v{};
+using room_wake_atom = caf::atom_constant<caf::atom("roomwake")>;    ///< the second a room's state needed has begun
+inline constexpr room_wake_atom room_wake_atom_v{};
 
 // -- NIP-86: HTTP session -> management actor -> community actor ---------------------------------
 using manage_atom = caf::atom_constant<caf::atom("manage")>;         ///< (manage_atom, management_call, management_callback)
@@ -179,6 +192,13 @@ enum class ban_state { banned, allowed };
 
 using subscription_matches = std::vector<matched_subscription>;
 
+/// A room request's transaction, and the community's state read right after it committed (the
+/// rooms a connection checks come from there), when it changed anything.
+struct room_applied {
+  storage::room_write write;
+  std::optional<storage::community_access> access;
+};
+
 } // namespace comb::actors
 
 // Local-only payloads: they never cross a process boundary (the bridge has its own envelope).
@@ -200,3 +220,6 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::invite_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::pubkey_list)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::ban_state)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::subscription_matches)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::storage::room_command)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::room_applied)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::protocol::room_outcome)

@@ -105,6 +105,14 @@ std::string relay_metrics::render() const {
             << "\",outcome=\""
             << storage::outcome_name(static_cast<storage::membership_outcome>(outcome)) << "\"} "
             << n << '\n';
+  out << "# HELP comb_room_writes_total NIP-29 room requests by outcome.\n"
+         "# TYPE comb_room_writes_total counter\n";
+  for (std::size_t outcome = 0; outcome < room_outcomes; ++outcome)
+    if (auto n = room_writes[outcome].load(std::memory_order_relaxed))
+      out << "comb_room_writes_total{outcome=\""
+          << protocol::room_outcome_name(static_cast<protocol::room_outcome>(outcome)) << "\"} " << n
+          << '\n';
+  write(out, "comb_room_events_withheld_total", "counter", "Room events not sent to a reader the room's flags exclude.", room_events_withheld);
   out << "# HELP comb_management_calls_total NIP-86 calls by method and outcome.\n"
          "# TYPE comb_management_calls_total counter\n";
   constexpr const char* outcome_names[] = {"ok", "error", "unauthorized", "forbidden", "failed"};

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "protocol/nip86.hpp"
+#include "protocol/room_rules.hpp"
 #include "storage/membership.hpp"
 
 namespace comb::actors {
@@ -31,6 +32,7 @@ private:
 /// Membership writes by write path and outcome (storage::membership_change x outcome).
 inline constexpr std::size_t membership_paths = storage::membership_change_count;
 inline constexpr std::size_t membership_outcomes = storage::membership_outcome_count;
+inline constexpr std::size_t room_outcomes = static_cast<std::size_t>(protocol::room_outcome::failed) + 1;
 
 /// NIP-86 calls by method (the last row: a method comb does not serve, or none) and outcome.
 enum class management_outcome { ok, error, unauthorized, forbidden, failed };
@@ -91,6 +93,10 @@ struct relay_metrics {
   std::atomic<std::uint64_t> history_abandoned{0};   ///< replies ended: client gone or too slow
   std::atomic<std::uint64_t> history_refused_busy{0}; ///< replies ended: every wait slot was taken
   std::atomic<std::uint64_t> deletions_refused{0};   ///< kind 5 naming too many targets
+  /// NIP-29 room requests by outcome (protocol::room_outcome), and room events withheld from a
+  /// reader by the room's flags.
+  std::array<std::atomic<std::uint64_t>, room_outcomes> room_writes{};
+  std::atomic<std::uint64_t> room_events_withheld{0};
   latency_histogram req_latency;
   latency_histogram commit_latency;
   latency_histogram membership_latency;

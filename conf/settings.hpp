@@ -73,6 +73,7 @@ struct relay_settings {
   std::size_t max_broad_filters = 10; ///< filters with no id, author, kind or tag per connection
   std::size_t max_queries_in_flight = 8; ///< REQ/COUNT queries of one connection at once
   std::size_t max_deletion_targets = 100; ///< events/addresses one kind 5 may name
+  std::int64_t room_late_seconds = 900; ///< NIP-29: room events older than this are refused
   std::vector<std::string> trusted_proxies; ///< addresses/CIDRs whose X-Forwarded-For is believed
   std::string metrics_listen = "127.0.0.1:9777"; ///< /metrics and probes; "off": none
   // -- WebSocket compression --

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "protocol/kind_rules.hpp"
+#include "protocol/room.hpp"
 
 #include <algorithm>
 
@@ -7,7 +8,7 @@ namespace comb::protocol {
 
 bool relay_signed_kind(std::uint32_t kind) noexcept {
   return kind == 13534 || kind == 8000 || kind == 8001 || kind == 28935 || kind == 33534
-         || (kind >= 39000 && kind <= 39005);
+         || is_room_state_kind(kind);
 }
 
 bool state_request_kind(std::uint32_t kind) noexcept {

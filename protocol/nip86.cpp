@@ -14,7 +14,7 @@ constexpr std::array<std::string_view, management_method_count> method_names{
   "supportedmethods",  "banpubkey",     "unbanpubkey",     "listbannedpubkeys",
   "allowpubkey",       "unallowpubkey", "listallowedpubkeys", "banevent",
   "allowevent",        "listbannedevents", "changerelayname", "changerelaydescription",
-  "changerelayicon",
+  "changerelayicon",   "listrooms",     "listroommembers",
 };
 
 using parse_result = result<management_request, management_parse_error>;
@@ -37,7 +37,7 @@ bool takes_target(method m) {
 
 bool takes_text(method m) {
   return m == method::change_relay_name || m == method::change_relay_description
-         || m == method::change_relay_icon;
+         || m == method::change_relay_icon || m == method::list_room_members;
 }
 
 std::size_t text_bound(method m) {
@@ -45,6 +45,7 @@ std::size_t text_bound(method m) {
     case method::change_relay_name: return max_relay_name_bytes;
     case method::change_relay_description: return max_relay_description_bytes;
     case method::change_relay_icon: return max_relay_icon_bytes;
+    case method::list_room_members: return 64; // a room id
     default: return max_reason_bytes;
   }
 }

@@ -27,10 +27,12 @@ enum class management_method {
   change_relay_name,
   change_relay_description,
   change_relay_icon,
+  list_rooms,        ///< comb's: the community's NIP-29 rooms
+  list_room_members, ///< comb's: one room's members and their room roles
 };
 
-inline constexpr std::size_t management_method_count = 13;
-static_assert(static_cast<std::size_t>(management_method::change_relay_icon) + 1
+inline constexpr std::size_t management_method_count = 15;
+static_assert(static_cast<std::size_t>(management_method::list_room_members) + 1
               == management_method_count);
 
 /// Request bodies larger than this are refused before they are parsed.

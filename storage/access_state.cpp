@@ -4,6 +4,7 @@
 #include "storage/membership_store.hpp"
 #include "storage/pg_array.hpp"
 #include "storage/pg_connection.hpp"
+#include "storage/room_store.hpp"
 
 namespace comb::storage {
 namespace {
@@ -39,6 +40,10 @@ std::optional<community_access> read_access(pg_connection& connection, std::int6
   if (!bans)
     return std::nullopt;
   out.bans = std::move(*bans);
+  auto rooms = load_rooms(connection, id);
+  if (!rooms)
+    return std::nullopt;
+  out.rooms = std::move(*rooms);
   return out;
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "protocol/event.hpp"
+#include "protocol/room_rules.hpp"
 #include "storage/management_store.hpp"
 #include "storage/membership.hpp"
 
@@ -24,6 +25,7 @@ struct community_access {
   std::int64_t version = 0;
   std::vector<member> members;
   community_bans bans;
+  std::vector<protocol::room_state> rooms; ///< NIP-29 rooms: flags and members
 };
 
 /// The community's access state in one consistent read (a REPEATABLE READ snapshot);

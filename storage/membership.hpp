@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "protocol/event.hpp"
+#include "protocol/room_rules.hpp"
 
 namespace comb::storage {
 
@@ -131,6 +132,12 @@ struct membership_write {
   std::vector<relay_signed_event> role_definitions;
   /// The community's state version after the transaction (note_access_change); 0 when unknown.
   std::int64_t state_version = 0;
+  /// The version the transaction found under the community row lock (what it started from).
+  std::int64_t previous_version = 0;
+  /// Room state (39001/39002) rewritten because removed members left their rooms.
+  std::vector<relay_signed_event> room_events;
+  /// Every room of the community after the transaction, when `room_events` is not empty.
+  std::optional<std::vector<protocol::room_state>> rooms;
   /// Not committed because the newest list already has this second: try again at this unix
   /// second (lists keep pace with the clock). 0 otherwise.
   std::int64_t retry_at = 0;

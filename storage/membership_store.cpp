@@ -19,6 +19,7 @@
 #include "storage/nip43_rows.hpp"
 #include "storage/pg_array.hpp"
 #include "storage/pg_connection.hpp"
+#include "storage/room_store.hpp"
 
 namespace comb::storage {
 namespace {
@@ -283,6 +284,8 @@ void membership_store::write_list(std::int64_t community_id, std::int64_t newest
   for (const auto& result : out.results)
     if (result.delta)
       written.push_back(result.delta->id);
+  for (const auto& room_event : out.room_events)
+    written.push_back(room_event.ev.id);
   out.state_version = noted_version(connection_, community_id, written);
 }
 
@@ -301,6 +304,23 @@ void membership_store::write_role_definitions(std::int64_t community_id, std::in
     definition.json = protocol::render_event_json(definition.ev);
     insert_role_definition(connection_, community_id, definition);
     out.role_definitions.push_back(std::move(definition));
+  }
+}
+
+/// A member removed from the community leaves every room of it in the same transaction; when a
+/// room's state already has this second, the whole change waits like the list does.
+void membership_store::leave_rooms(std::int64_t community_id,
+                                   const std::vector<protocol::bytes32>& removed, std::int64_t now,
+                                   membership_write& out) {
+  std::int64_t wait_until = 0;
+  out.room_events = remove_from_rooms(connection_, relay_key_, community_id, removed, now, wait_until);
+  if (wait_until != 0)
+    throw list_must_wait{wait_until};
+  if (!out.room_events.empty()) {
+    auto rooms = load_rooms(connection_, community_id);
+    if (!rooms)
+      throw statement_failed("read rooms after removing members");
+    out.rooms = std::move(*rooms);
   }
 }
 
@@ -368,12 +388,14 @@ membership_write membership_store::apply_locked(std::int64_t community_id,
   membership_write out;
   out.committed = true;
   out.state_version = state_version;
+  out.previous_version = state_version;
   for (auto outcome : plan.outcomes)
     out.results.push_back(membership_result::of(outcome));
   out.members = members.members();
   write_bans(connection_, community_id, plan.bans);
   if (plan.list_changed) {
     write_member_changes(connection_, community_id, members.changes(), added_by_of(commands));
+    leave_rooms(community_id, members.changes().removed, now, out);
     write_used_invites(connection_, community_id, invites);
     write_list(community_id, newest_list_at, commands, plan.delta_kinds, now, out);
   } else if (!plan.bans.empty()) {

@@ -109,6 +109,8 @@ private:
                                               std::span<const membership_command> commands,
                                               std::int64_t now);
   [[nodiscard]] bool live_list_outdated(std::int64_t community_id);
+  void leave_rooms(std::int64_t community_id, const std::vector<protocol::bytes32>& removed,
+                   std::int64_t now, membership_write& out);
   void write_role_definitions(std::int64_t community_id, std::int64_t created_at,
                               membership_write& out);
   void write_list(std::int64_t community_id, std::int64_t newest_list_at,

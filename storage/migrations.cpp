@@ -201,6 +201,55 @@ constexpr const char* migration_7 = R"sql(
 CREATE INDEX invites_expiry ON invites (expires_at);
 )sql";
 
+// NIP-29 rooms inside a community (DESIGN.md "Rooms"): the room and its flags, its members with
+// their room roles, its invite codes (hashed, as community invites are). room_clocks keeps each
+// room id's newest relay-signed state time after the room is deleted, so a room created again
+// never reuses a created_at. Every change goes through note_access_change like membership.
+constexpr const char* migration_8 = R"sql(
+CREATE TABLE rooms (
+  community_id BIGINT NOT NULL REFERENCES communities (id) ON DELETE CASCADE,
+  room_id TEXT NOT NULL,
+  name TEXT NOT NULL DEFAULT '',
+  about TEXT NOT NULL DEFAULT '',
+  picture TEXT NOT NULL DEFAULT '',
+  private BOOLEAN NOT NULL DEFAULT false,
+  restricted BOOLEAN NOT NULL DEFAULT false,
+  hidden BOOLEAN NOT NULL DEFAULT false,
+  closed BOOLEAN NOT NULL DEFAULT false,
+  created_by BYTEA NULL,
+  created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+  PRIMARY KEY (community_id, room_id)
+);
+
+CREATE TABLE room_members (
+  community_id BIGINT NOT NULL,
+  room_id TEXT NOT NULL,
+  pubkey BYTEA NOT NULL,
+  roles TEXT[] NOT NULL DEFAULT '{}',
+  position BIGSERIAL NOT NULL,
+  PRIMARY KEY (community_id, room_id, pubkey),
+  FOREIGN KEY (community_id, room_id) REFERENCES rooms (community_id, room_id) ON DELETE CASCADE
+);
+CREATE INDEX room_members_pubkey ON room_members (community_id, pubkey);
+
+CREATE TABLE room_invites (
+  community_id BIGINT NOT NULL,
+  room_id TEXT NOT NULL,
+  code_hash TEXT NOT NULL,
+  created_by BYTEA NULL,
+  created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+  PRIMARY KEY (community_id, room_id, code_hash),
+  FOREIGN KEY (community_id, room_id) REFERENCES rooms (community_id, room_id) ON DELETE CASCADE
+);
+
+CREATE TABLE room_clocks (
+  community_id BIGINT NOT NULL REFERENCES communities (id) ON DELETE CASCADE,
+  room_id TEXT NOT NULL,
+  newest_state_at BIGINT NOT NULL DEFAULT 0,
+  PRIMARY KEY (community_id, room_id)
+);
+)sql";
+
 constexpr migration migrations[] = {
   {1, "communities, events, tags, deletions", migration_1},
   {2, "members, invites, allowlist", migration_2},
@@ -209,6 +258,7 @@ constexpr migration migrations[] = {
   {5, "NIP-86: community info, bans, used NIP-98 events", migration_5},
   {6, "community state versions", migration_6},
   {7, "invites by expiry", migration_7},
+  {8, "NIP-29 rooms", migration_8},
 };
 
 constexpr const char* create_ledger = R"sql(

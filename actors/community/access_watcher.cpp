@@ -20,6 +20,12 @@ protocol::protocol_limits stored_event_limits() {
   return limits;
 }
 
+/// The version up to which this pod holds the community's whole state: members and rooms may
+/// have been taken from different writes.
+std::int64_t held_version(const member_cache& cache) {
+  return std::min(cache.version(), cache.rooms_version());
+}
+
 /// Reloads one community and hands its state to its actor. False on a database error.
 bool reload(self_ptr self, std::int64_t community_id) {
   auto& st = self->state;
@@ -67,7 +73,7 @@ void on_notice(self_ptr self, const std::string& payload) {
     return;
   auto community = st.args.registry->find(notice->community_id);
   // Not served here, or this pod already holds that state (its own commit).
-  if (!community || notice->version <= community->members->version())
+  if (!community || notice->version <= held_version(*community->members))
     return;
   // A change that wrote no events is one of access, archive or hosts: cached host lookups go.
   if (notice->ids.empty() && !notice->more_ids)
@@ -95,7 +101,7 @@ void check_versions(self_ptr self) {
   for (auto id : ids) {
     auto community = st.args.registry->find(id);
     auto it = versions->find(id);
-    bool behind = it == versions->end() || (community && it->second > community->members->version());
+    bool behind = it == versions->end() || (community && it->second > held_version(*community->members));
     if (behind && !reload(self, id))
       return;
   }

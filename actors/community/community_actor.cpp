@@ -65,10 +65,20 @@ void apply_members(self_ptr self, std::int64_t version, const std::vector<storag
   st.args.cache->set_version(st.version);
 }
 
+/// Rooms at a newer state version than the cache's rooms replace them.
+void apply_rooms(self_ptr self, std::int64_t version, const std::vector<protocol::room_state>& rooms) {
+  auto& cache = *self->state.args.cache;
+  if (version != 0 && version <= cache.rooms_version())
+    return;
+  cache.set_rooms(std::make_shared<const room_index>(rooms), version);
+}
+
 /// The database's state, reloaded after a notification or a version check.
 void refresh(self_ptr self, const storage::community_access& state) {
   auto& st = self->state;
   auto& hooks = st.args.hooks;
+  if (state.exists)
+    apply_rooms(self, state.version, state.rooms);
   if (!state.exists || state.archived) {
     // Archived or deleted: nobody may stay. Unarchiving needs no action here: new
     // connections find the community again through the directory.
@@ -116,6 +126,14 @@ void follow_bans(self_ptr self, const storage::membership_write& write) {
 void committed(self_ptr self, const storage::membership_write& write) {
   follow_bans(self, write);
   apply_members(self, write.state_version, write.members);
+  // Removed members left their rooms in the same transaction; otherwise the rooms the cache
+  // holds are still current if nothing else wrote between their version and this write.
+  if (write.rooms)
+    apply_rooms(self, write.state_version, *write.rooms);
+  else
+    self->state.args.cache->confirm_rooms(write.previous_version, write.state_version);
+  for (const auto& room_event : write.room_events)
+    publish(self, room_event.ev, room_event.json);
   for (const auto& definition : write.role_definitions)
     publish(self, definition.ev, definition.json);
   if (write.list)
@@ -159,6 +177,50 @@ void on_applied(self_ptr self, const storage::membership_write& write) {
   dispatch(self);
 }
 
+void dispatch_room(self_ptr self) {
+  auto& st = self->state;
+  if (st.room_in_flight || st.room_waiting_for_clock || st.room_queue.empty())
+    return;
+  st.room_in_flight = true;
+  self->send(st.args.membership_writer, room_apply_atom_v, st.args.community_id,
+             st.room_queue.front().command);
+}
+
+/// The room's state already has this second: the request goes again once `retry_at` began.
+void wait_for_room_clock(self_ptr self, std::int64_t retry_at) {
+  auto& st = self->state;
+  st.room_waiting_for_clock = true;
+  auto due = std::chrono::system_clock::time_point(std::chrono::seconds(retry_at));
+  auto delay = std::chrono::duration_cast<std::chrono::milliseconds>(
+    due - std::chrono::system_clock::now());
+  self->delayed_send(self, std::max(delay, std::chrono::milliseconds(1)), room_wake_atom_v);
+}
+
+/// After a room transaction: its events go live (the request, the new state, an issued 9001),
+/// the cache takes the state read after the commit, and the requester hears the outcome.
+void on_room_applied(self_ptr self, const room_applied& applied) {
+  auto& st = self->state;
+  st.room_in_flight = false;
+  if (applied.write.retry_at != 0) {
+    wait_for_room_clock(self, applied.write.retry_at);
+    return;
+  }
+  auto outcome = applied.write.committed ? applied.write.outcome : protocol::room_outcome::failed;
+  if (st.args.metrics)
+    bump(st.args.metrics->room_writes[static_cast<std::size_t>(outcome)]);
+  if (applied.access)
+    refresh(self, *applied.access);
+  for (const auto& ev : applied.write.events)
+    publish(self, ev.ev, ev.json);
+  if (!st.room_queue.empty()) {
+    auto done = std::move(st.room_queue.front());
+    st.room_queue.pop_front();
+    if (done.reply_to)
+      self->send(done.reply_to, room_done_atom_v, done.ticket, outcome);
+  }
+  dispatch_room(self);
+}
+
 } // namespace
 
 caf::behavior community_actor(caf::stateful_actor<community_state>* self, community_args args) {
@@ -181,6 +243,16 @@ caf::behavior community_actor(caf::stateful_actor<community_state>* self, commun
       dispatch(self);
     },
     [=](applied_atom, const storage::membership_write& write) { on_applied(self, write); },
+    [=](room_atom, std::uint64_t ticket, const storage::room_command& command) {
+      auto sender = caf::actor_cast<caf::actor>(self->current_sender());
+      self->state.room_queue.push_back({std::move(sender), ticket, command});
+      dispatch_room(self);
+    },
+    [=](room_applied_atom, const room_applied& applied) { on_room_applied(self, applied); },
+    [=](room_wake_atom) {
+      self->state.room_waiting_for_clock = false;
+      dispatch_room(self);
+    },
   };
 }
 

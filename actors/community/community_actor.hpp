@@ -33,6 +33,13 @@ struct queued_command {
   storage::membership_command command;
 };
 
+/// A room request waiting for its turn (one room transaction of a community at a time).
+struct queued_room {
+  caf::actor reply_to;
+  std::uint64_t ticket = 0;
+  storage::room_command command;
+};
+
 struct community_state {
   community_args args;
   std::deque<queued_command> queue;
@@ -45,11 +52,14 @@ struct community_state {
   /// The newest list has this second: commands wait for the next one, then go together.
   bool waiting_for_clock = false;
   std::chrono::steady_clock::time_point batch_started;
+  std::deque<queued_room> room_queue; ///< bounded by each connection's requests awaiting answers
+  bool room_in_flight = false;
+  bool room_waiting_for_clock = false;
   static inline const char* name = "community";
 };
 
-/// One per community per pod: the sequence point of its membership writes and the owner of its
-/// member cache. Commands queued while a transaction runs go together into the next one (group
+/// One per community per pod: the sequence point of its membership and room writes and the owner
+/// of its member cache (rooms included). Commands queued while a transaction runs go together into the next one (group
 /// commit), each with its own outcome; when the newest list already has this second, they wait
 /// for the next one together. After a commit it updates the cache, publishes the list and the
 /// deltas to fan-out and bridge, and has the fan-out revoke anyone who lost access. The cache

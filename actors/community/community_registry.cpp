@@ -29,6 +29,7 @@ std::optional<community_handle> community_registry::ensure(
   (void)cache->replace(state->members);
   cache->set_closed(state->closed);
   cache->set_version(state->version);
+  cache->set_rooms(std::make_shared<const room_index>(state->rooms), state->version);
   auto ban_cache = std::make_shared<ban_list>();
   ban_cache->replace(state->bans);
   auto actor = system_.spawn(community_actor,

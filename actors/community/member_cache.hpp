@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "actors/community/room_index.hpp"
 #include "protocol/hex.hpp"
 #include "storage/membership.hpp"
 
@@ -70,6 +71,30 @@ public:
     return roles_.size();
   }
 
+  /// The community's rooms (NIP-29); never null.
+  [[nodiscard]] room_index_ptr rooms() const {
+    std::shared_lock lock(mutex_);
+    return rooms_;
+  }
+
+  /// The state version the rooms were loaded at: rooms follow the database like members do,
+  /// but a membership write (which returns members, not rooms) does not refresh them.
+  [[nodiscard]] std::int64_t rooms_version() const {
+    return rooms_version_.load(std::memory_order_acquire);
+  }
+
+  void set_rooms(room_index_ptr rooms, std::int64_t version) {
+    std::unique_lock lock(mutex_);
+    rooms_ = std::move(rooms);
+    rooms_version_.store(version, std::memory_order_release);
+  }
+
+  /// The rooms are known to be current at `version` too (nothing changed them meanwhile).
+  void confirm_rooms(std::int64_t from, std::int64_t version) {
+    std::int64_t expected = from;
+    rooms_version_.compare_exchange_strong(expected, version);
+  }
+
 private:
   static int rank(storage::member_role role) {
     return role == storage::member_role::owner ? 2 : role == storage::member_role::admin ? 1 : 0;
@@ -79,6 +104,8 @@ private:
   std::atomic<std::int64_t> version_{0};
   mutable std::shared_mutex mutex_;
   std::unordered_map<protocol::bytes32, storage::member_role, protocol::bytes32_hash> roles_;
+  room_index_ptr rooms_ = std::make_shared<const room_index>();
+  std::atomic<std::int64_t> rooms_version_{0};
 };
 
 using member_cache_ptr = std::shared_ptr<member_cache>;

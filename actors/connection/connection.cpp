@@ -17,10 +17,15 @@ namespace {
 
 constexpr std::string_view rendered_id_prefix = "{\"id\":\"";
 
-/// Kinds only the relay signs; a client copy would forge membership, roles or group state.
+/// Kinds only the relay signs (NIP-43, NIP-29 room state); a client copy would forge
+/// membership, roles or a room.
 bool relay_only_kind(std::uint32_t kind) {
   return protocol::relay_signed_kind(kind);
 }
+
+/// Flotilla posts a space's general chat to the room "_", which no 9007 creates: it is the
+/// community itself, always there, open to whoever may post in the community.
+constexpr std::string_view general_room = "_";
 
 rejection not_a_member() {
   return {reason::restricted, "you are not a member of this community"};
@@ -135,7 +140,72 @@ std::optional<rejection> connection::admit_event(const protocol::event& ev, std:
   }
   if (author_not_admitted(ev))
     return rejection{reason::restricted, "the author of this event is not a member of this community"};
+  if (auto refused = check_room_event(ev, now))
+    return refused;
   return protocol::verify_event(ev);
+}
+
+protocol::room_reader connection::reader_of(const cached_room& room,
+                                            const std::optional<protocol::bytes32>& who) const {
+  protocol::room_reader reader;
+  if (!who)
+    return reader;
+  auto it = room.members.find(*who);
+  reader.member = it != room.members.end();
+  reader.room_admin = reader.member && it->second;
+  auto role = policy_.members ? policy_.members->role_of(*who) : std::nullopt;
+  reader.community_admin = role == storage::member_role::owner || role == storage::member_role::admin;
+  return reader;
+}
+
+std::optional<rejection> connection::check_room_event(const protocol::event& ev,
+                                                      std::int64_t now) const {
+  const std::string* room = protocol::room_of(ev);
+  if (!room)
+    return std::nullopt;
+  if (auto late = protocol::check_room_time(ev, now, policy_.room_late_seconds))
+    return late;
+  if (ev.kind == protocol::room_create_kind || !policy_.members || *room == general_room)
+    return std::nullopt;
+  auto rooms = policy_.members->rooms();
+  const cached_room* cached = rooms->find(*room);
+  if (!cached)
+    return protocol::invalid("there is no room \"" + room->substr(0, protocol::max_room_id_bytes)
+                             + "\" in this community");
+  if (protocol::is_room_request_kind(ev.kind))
+    return std::nullopt;
+  if (!protocol::room_write_allowed(cached->flags, reader_of(*cached, ev.pubkey)))
+    return rejection{reason::restricted, "only members of this room may post in it"};
+  return std::nullopt;
+}
+
+bool connection::room_event_visible(const std::string& room, std::uint32_t kind) const {
+  if (!policy_.members)
+    return true;
+  auto rooms = policy_.members->rooms();
+  const cached_room* cached = rooms->find(room);
+  return !cached || protocol::room_event_visible(cached->flags, kind, reader_of(*cached, authenticated_));
+}
+
+bool connection::rendered_visible(const std::string& json) {
+  auto room = protocol::room_of_rendered(json);
+  if (!room || room_event_visible(room->room, room->kind))
+    return true;
+  ++withheld_;
+  return false;
+}
+
+std::optional<rejection> connection::check_room_filters(const std::vector<protocol::filter>& filters) const {
+  for (const auto& f : filters)
+    for (const auto& tag : f.tags)
+      if (tag.name == 'h')
+        for (const auto& room : tag.values)
+          if (!room_event_visible(room, 9)) {
+            if (!authenticated_)
+              return rejection{reason::auth_required, "this room is private; authenticate to read it"};
+            return rejection{reason::restricted, "only members of this room may read it"};
+          }
+  return std::nullopt;
 }
 
 std::optional<rejection> connection::check_bans(const protocol::event& ev) const {
@@ -246,6 +316,8 @@ std::vector<std::string> connection::history_arrived(const std::string& id,
   std::unordered_set<std::string>& sent = sub.sent_in_history;
   sub.history_sent_at = clock;
   for (const auto& json : events) {
+    if (!rendered_visible(json))
+      continue;
     if (auto event_id = id_of_rendered_event(json))
       sent.insert(*event_id);
     frames.push_back(protocol::render_event_frame(id, json));
@@ -268,6 +340,10 @@ std::optional<std::string> connection::live_arrived(const std::string& id, std::
   if (it == subscriptions_.end() || it->second.generation != generation)
     return std::nullopt;
   subscription& sub = it->second;
+  if (auto room = protocol::room_key_of(*event.ev); room && !room_event_visible(*room, event.ev->kind)) {
+    ++withheld_;
+    return std::nullopt;
+  }
   if (sub.live) {
     if (!sub.sent_in_history.empty()) {
       if (clock - sub.history_sent_at > history_echo_window)

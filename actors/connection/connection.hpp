@@ -7,6 +7,7 @@
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "actors/community/ban_list.hpp"
@@ -19,6 +20,7 @@
 #include "protocol/kind_rules.hpp"
 #include "protocol/limits.hpp"
 #include "protocol/rejection.hpp"
+#include "protocol/room_rules.hpp"
 #include "protocol/result.hpp"
 
 namespace comb::actors {
@@ -52,6 +54,8 @@ struct connection_policy {
   std::size_t max_broad_filters = 10;   ///< filters with no id, author, kind or tag condition
   /// Events and addresses one deletion request (kind 5) may name: each becomes a stored mark.
   std::size_t max_deletion_targets = 100;
+  /// NIP-29 late publication: events posted to a room older than this are refused.
+  std::int64_t room_late_seconds = 900;
   /// REQ and COUNT queries of one connection running at once; more wait their turn.
   std::size_t max_queries_in_flight = 8;
 };
@@ -110,6 +114,23 @@ public:
   [[nodiscard]] std::optional<protocol::rejection> admit_event(const protocol::event& ev,
                                                                std::int64_t now,
                                                                double clock);
+
+  /// NIP-29: an event posted to a room (`h` tag) must name a room of this community, be recent,
+  /// and, in a `restricted` room, come from one of its members. Room requests (9000-9022) are
+  /// judged by the room rules in their transaction, not here.
+  [[nodiscard]] std::optional<protocol::rejection> check_room_event(const protocol::event& ev,
+                                                                    std::int64_t now) const;
+
+  /// NIP-29: whether this connection may see an event of `kind` in `room` (private and hidden
+  /// rooms, invite codes); events of rooms this community does not have are not concerned.
+  [[nodiscard]] bool room_event_visible(const std::string& room, std::uint32_t kind) const;
+
+  /// NIP-29: a REQ naming (`#h`) a room whose events this connection may not read is refused.
+  [[nodiscard]] std::optional<protocol::rejection>
+  check_room_filters(const std::vector<protocol::filter>& filters) const;
+
+  /// Room events withheld from this connection since the last call (for /metrics).
+  [[nodiscard]] std::size_t take_withheld() noexcept { return std::exchange(withheld_, 0); }
 
   /// NIP-86: a banned author or sender, or a banned event id.
   [[nodiscard]] std::optional<protocol::rejection> check_bans(const protocol::event& ev) const;
@@ -223,6 +244,11 @@ private:
 
   void forget_cost(const filter_cost& cost) noexcept;
 
+  [[nodiscard]] protocol::room_reader reader_of(const cached_room& room,
+                                                const std::optional<protocol::bytes32>& who) const;
+  /// A stored or live event's JSON, when its room's flags let this connection see it.
+  [[nodiscard]] bool rendered_visible(const std::string& json);
+
   connection_policy policy_;
   std::string challenge_;
   std::optional<protocol::bytes32> authenticated_;
@@ -230,6 +256,7 @@ private:
   rate_limiter frames_rate_;
   std::size_t events_in_flight_ = 0;
   std::size_t queries_in_flight_ = 0;
+  std::size_t withheld_ = 0;
   filter_cost held_; ///< summed over open subscriptions
   std::uint64_t next_generation_ = 1;
   std::unordered_map<std::string, subscription> subscriptions_;

@@ -7,6 +7,8 @@
 #include <chrono>
 
 #include "actors/community/membership_requests.hpp"
+#include "actors/community/room_requests.hpp"
+#include "protocol/room.hpp"
 #include "protocol/canonical_json.hpp"
 #include "protocol/client_message.hpp"
 #include "protocol/relay_message.hpp"
@@ -82,6 +84,38 @@ void on_member_done(self_ptr self, std::uint64_t ticket, const storage::membersh
   st.awaiting_membership.erase(it);
 }
 
+/// NIP-29: a room request goes to the community actor, which applies it in its own transaction
+/// (the room rules decide there, on the database's roles) and answers with the outcome.
+void request_room_change(self_ptr self, const protocol::event& ev) {
+  auto& st = self->state;
+  auto request = protocol::parse_room_request(ev);
+  if (!request || !st.args.community) {
+    auto why = request ? protocol::rejection{protocol::reason::error, "rooms are unavailable"}
+                       : request.error();
+    send_frame(self, protocol::render_ok(ev.id, false, why.text()));
+    return;
+  }
+  // They wait on the community actor with membership requests, bounded together.
+  if (st.awaiting_membership.size() >= st.args.policy.max_events_in_flight) {
+    send_frame(self, protocol::render_ok(ev.id, false, "rate-limited: too many requests awaiting an answer"));
+    return;
+  }
+  std::uint64_t ticket = st.next_ticket++;
+  st.awaiting_membership.emplace(ticket, std::pair{protocol::to_hex(ev.id), ev.kind});
+  storage::room_command command{ev, protocol::render_event_json(ev), std::move(request).value()};
+  self->send(st.args.community, room_atom_v, ticket, std::move(command));
+}
+
+void on_room_done(self_ptr self, std::uint64_t ticket, protocol::room_outcome outcome) {
+  auto& st = self->state;
+  auto it = st.awaiting_membership.find(ticket);
+  if (it == st.awaiting_membership.end())
+    return;
+  auto reply = room_reply_for(it->second.second, outcome);
+  send_frame(self, protocol::render_ok(it->second.first, reply.accepted, reply.message));
+  st.awaiting_membership.erase(it);
+}
+
 void on_event(self_ptr self, protocol::event_message& message) {
   auto& st = self->state;
   auto& metrics = *st.args.metrics;
@@ -97,6 +131,10 @@ void on_event(self_ptr self, protocol::event_message& message) {
   bump(metrics.events_accepted);
   if (is_membership_request(ev.kind)) {
     request_membership_change(self, ev);
+    return;
+  }
+  if (protocol::is_room_request_kind(ev.kind)) {
+    request_room_change(self, ev);
     return;
   }
   auto shared_event = std::make_shared<const protocol::event>(std::move(message.ev));
@@ -125,6 +163,7 @@ bool asks_for_invite(const protocol::req_message& message) {
 }
 
 void open_subscription(self_ptr self, protocol::req_message& message);
+void refuse_subscription(self_ptr self, const std::string& id, const protocol::rejection& why);
 
 /// NIP-43: a REQ for kind 28935 mints an invite for an authenticated member allowed to invite;
 /// the invite is sent first, then the REQ proceeds as usual (28935 is never stored).
@@ -168,6 +207,10 @@ void on_req(self_ptr self, protocol::req_message& message) {
   bump(st.args.metrics->messages_req);
   if (auto refused = st.logic->may_read()) {
     send_frame(self, protocol::render_closed(message.subscription_id, refused->text()));
+    return;
+  }
+  if (auto refused = st.logic->check_room_filters(message.filters)) {
+    refuse_subscription(self, message.subscription_id, *refused);
     return;
   }
   if (asks_for_invite(message) && st.args.membership_writer) {
@@ -234,6 +277,10 @@ void on_count(self_ptr self, protocol::count_message& message) {
   auto& st = self->state;
   bump(st.args.metrics->messages_count);
   if (auto refused = st.logic->may_read()) {
+    send_frame(self, protocol::render_closed(message.subscription_id, refused->text()));
+    return;
+  }
+  if (auto refused = st.logic->check_room_filters(message.filters)) {
     send_frame(self, protocol::render_closed(message.subscription_id, refused->text()));
     return;
   }
@@ -390,12 +437,18 @@ void schedule_echo_expiry(self_ptr self) {
   self->delayed_send(self, std::chrono::duration_cast<std::chrono::milliseconds>(after), tick_atom_v);
 }
 
+void count_withheld(self_ptr self) {
+  if (auto n = self->state.logic->take_withheld())
+    self->state.args.metrics->room_events_withheld.fetch_add(n, std::memory_order_relaxed);
+}
+
 void on_history(self_ptr self, const std::string& sub, std::uint64_t generation,
                 const storage::query_result& result) {
   auto& st = self->state;
   if (!result.last) {
     for (auto& frame : st.logic->history_arrived(sub, generation, result.events, monotonic_seconds(), false))
       send_frame(self, std::move(frame));
+    count_withheld(self);
     // Only now, with the frames in the socket's queue, which counts them from here on.
     st.history->in_mailbox.fetch_sub(storage::bytes_of(result), std::memory_order_release);
     return;
@@ -412,6 +465,7 @@ void on_history(self_ptr self, const std::string& sub, std::uint64_t generation,
   }
   double now = monotonic_seconds();
   auto frames = st.logic->history_arrived(sub, generation, result.events, now);
+  count_withheld(self);
   for (auto& frame : frames)
     send_frame(self, std::move(frame));
   st.history->in_mailbox.fetch_sub(storage::bytes_of(result), std::memory_order_release);
@@ -454,6 +508,7 @@ void on_deliver(self_ptr self, const live_event& event, const subscription_match
   for (const auto& sub : subs)
     if (auto frame = self->state.logic->live_arrived(sub.id, sub.generation, event, monotonic_seconds()))
       send_frame(self, std::move(*frame));
+  count_withheld(self);
 }
 
 } // namespace
@@ -495,6 +550,9 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, conn
       on_member_done(self, ticket, result);
     },
     [=](minted_atom, std::uint64_t ticket, const invite_reply& reply) { on_minted(self, ticket, reply); },
+    [=](room_done_atom, std::uint64_t ticket, protocol::room_outcome outcome) {
+      on_room_done(self, ticket, outcome);
+    },
     [=](revoke_atom, std::int64_t, const pubkey_list& pubkeys) { on_revoke(self, pubkeys); },
     [=](access_atom, std::int64_t) { on_access_changed(self); },
     [=](hangup_atom) {

@@ -81,6 +81,7 @@ connection_policy policy_for(const gateway_context& context, const storage::comm
   policy.max_broad_filters = s.max_broad_filters;
   policy.max_queries_in_flight = s.max_queries_in_flight;
   policy.max_deletion_targets = s.max_deletion_targets;
+  policy.room_late_seconds = s.room_late_seconds;
   return policy;
 }
 

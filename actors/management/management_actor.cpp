@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "actors/management/management_actor.hpp"
 
+#include <algorithm>
+#include <boost/json.hpp>
 #include <optional>
 #include <variant>
 
@@ -8,6 +10,7 @@
 #include "actors/messages.hpp"
 #include "protocol/nip98.hpp"
 #include "storage/membership_store.hpp"
+#include "storage/room_store.hpp"
 
 namespace comb::actors {
 namespace {
@@ -83,6 +86,43 @@ management_reply list_members(self_ptr self, std::int64_t community_id) {
     entries.push_back({m.pubkey, m.role == storage::member_role::member
                                    ? std::string() : std::string(storage::role_name(m.role))});
   return management_success(protocol::render_management_entries(entries, "pubkey"));
+}
+
+/// comb's NIP-86 extension: `listrooms` -> [{"id", "name", "flags": [...], "members": n}].
+management_reply list_rooms(self_ptr self, std::int64_t community_id) {
+  auto rooms = storage::load_rooms(*self->state.connection, community_id);
+  if (!rooms)
+    return database_trouble();
+  boost::json::array out;
+  for (const auto& room : *rooms) {
+    boost::json::array flags;
+    const auto& f = room.meta.flags;
+    for (auto [on, name] : {std::pair{f.is_private, "private"}, {f.restricted, "restricted"},
+                            {f.hidden, "hidden"}, {f.closed, "closed"}})
+      if (on)
+        flags.emplace_back(name);
+    out.push_back({{"id", room.id}, {"name", room.meta.name}, {"flags", std::move(flags)},
+                   {"members", room.members.size()}});
+  }
+  return management_success(boost::json::serialize(out));
+}
+
+/// `listroommembers [room id]` -> [{"pubkey", "roles": [...]}] in the order they joined.
+management_reply list_room_members(self_ptr self, std::int64_t community_id, const std::string& id) {
+  auto rooms = storage::load_rooms(*self->state.connection, community_id);
+  if (!rooms)
+    return database_trouble();
+  auto room = std::find_if(rooms->begin(), rooms->end(), [&](const auto& r) { return r.id == id; });
+  if (room == rooms->end())
+    return management_refusal(200, management_outcome::error, "no such room in this community");
+  boost::json::array out;
+  for (const auto& member : room->members) {
+    boost::json::array roles;
+    for (const auto& role : member.roles)
+      roles.emplace_back(role);
+    out.push_back({{"pubkey", protocol::to_hex(member.pubkey)}, {"roles", std::move(roles)}});
+  }
+  return management_success(boost::json::serialize(out));
 }
 
 management_reply list_bans(self_ptr self, std::int64_t community_id, management_method method) {
@@ -166,6 +206,10 @@ void run(self_ptr self, const management_call& call, admitted_call admitted,
     case management_method::list_banned_events: result = list_bans(self, community, method); break;
     case management_method::ban_event:
     case management_method::allow_event: result = change_event_ban(self, community, admitted); break;
+    case management_method::list_rooms: result = list_rooms(self, community); break;
+    case management_method::list_room_members:
+      result = list_room_members(self, community, admitted.request.text);
+      break;
     default: result = change_info(self, community, admitted.request); break;
   }
   answer(self, method, reply, std::move(result));

@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "protocol/canonical_json.hpp"
+#include "storage/access_state.hpp"
 
 namespace comb::actors {
 namespace {
@@ -30,12 +31,23 @@ caf::behavior membership_writer(caf::stateful_actor<membership_writer_state>* se
   st.args = std::make_unique<membership_writer_args>(std::move(args));
   st.connection = std::make_unique<storage::pg_connection>(st.args->database_url);
   st.store = std::make_unique<storage::membership_store>(*st.connection, st.args->relay_key);
+  st.rooms = std::make_unique<storage::room_store>(*st.connection, st.args->relay_key);
   return {
     [=](apply_atom, std::int64_t community,
         const std::vector<storage::membership_command>& commands) {
       auto write = self->state.store->apply(community, commands, unix_now());
       self->send(caf::actor_cast<caf::actor>(self->current_sender()), applied_atom_v,
                  std::move(write));
+    },
+    [=](room_apply_atom, std::int64_t community, const storage::room_command& command) {
+      room_applied applied{self->state.rooms->apply(community, command, unix_now()), std::nullopt};
+      // Read after the commit, so the community actor's rooms match what was just written (a
+      // failed read leaves them to the notification's reload).
+      if (applied.write.committed && !applied.write.events.empty())
+        if (auto access = storage::load_access(*self->state.connection, community))
+          applied.access = std::move(*access);
+      self->send(caf::actor_cast<caf::actor>(self->current_sender()), room_applied_atom_v,
+                 std::move(applied));
     },
     [=](mint_atom, std::uint64_t ticket, std::int64_t community, const protocol::bytes32& requester) {
       auto& s = self->state;

@@ -25,7 +25,34 @@ struct fake_membership_db {
   std::optional<std::size_t> fail_batch; ///< index in `batches` of the batch to fail
   std::optional<std::size_t> wait_batch; ///< index of a batch told to wait for the next second
   std::int64_t version = 0;
+  std::vector<std::string> room_requests; ///< rooms named by room requests, in arrival order
+  std::optional<std::size_t> room_wait;   ///< index of a room request told to wait a second
+  bool remove_from_rooms = false;         ///< membership writes say they rewrote the rooms
 };
+
+/// A committed room write: the request stored, and the community's state read afterwards, with
+/// every room named so far, private.
+room_applied room_write_of(fake_membership_db& db, const storage::room_command& command) {
+  room_applied applied;
+  applied.write.committed = true;
+  applied.write.outcome = protocol::room_outcome::changed;
+  applied.write.events.push_back({command.ev, command.json});
+  applied.write.state_version = ++db.version;
+  storage::community_access access;
+  access.community_id = 1;
+  access.exists = true;
+  access.version = db.version;
+  access.members = db.members;
+  for (const auto& id : db.room_requests) {
+    protocol::room_state room;
+    room.exists = true;
+    room.id = id;
+    room.meta.flags.is_private = true;
+    access.rooms.push_back(room);
+  }
+  applied.access = access;
+  return applied;
+}
 
 /// Applies each batch with the real role rules to an in-memory roster, or fails it whole.
 caf::behavior fake_membership_writer(caf::event_based_actor* self,
@@ -51,7 +78,10 @@ caf::behavior fake_membership_writer(caf::event_based_actor* self,
           write.results.push_back(storage::membership_result::of(o));
         write.members = roster.members();
         db->members = roster.members();
+        write.previous_version = db->version;
         write.state_version = ++db->version;
+        if (db->remove_from_rooms)
+          write.rooms.emplace(); // every room emptied of the removed member: none left here
         if (plan.list_changed) {
           write.list.emplace();
           write.list->kind = 13534;
@@ -59,6 +89,17 @@ caf::behavior fake_membership_writer(caf::event_based_actor* self,
         }
       }
       self->send(caf::actor_cast<caf::actor>(self->current_sender()), applied_atom_v, write);
+    },
+    [=](room_apply_atom, std::int64_t, const storage::room_command& command) {
+      room_applied applied;
+      if (db->room_wait == db->room_requests.size()) {
+        db->room_wait.reset();
+        applied.write.retry_at = test::unix_now() + 1;
+      } else {
+        db->room_requests.push_back(command.request.room);
+        applied = room_write_of(*db, command);
+      }
+      self->send(caf::actor_cast<caf::actor>(self->current_sender()), room_applied_atom_v, applied);
     },
   };
 }
@@ -68,12 +109,20 @@ struct observations {
   std::vector<std::pair<std::uint64_t, outcome>> replies;
   std::vector<pubkey_list> revoked;
   int published = 0;
+  std::vector<std::pair<std::uint64_t, protocol::room_outcome>> room_replies;
+  std::vector<std::size_t> rooms_known_at_reply;
+  member_cache_ptr cache;
 };
 
 caf::behavior observer(caf::event_based_actor*, std::shared_ptr<observations> seen) {
   return {
     [=](member_done_atom, std::uint64_t ticket, const storage::membership_result& result) {
       seen->replies.emplace_back(ticket, result.outcome);
+    },
+    [=](room_done_atom, std::uint64_t ticket, protocol::room_outcome result) {
+      seen->room_replies.emplace_back(ticket, result);
+      // By the time the requester hears, the rooms its connection checks include this one.
+      seen->rooms_known_at_reply.push_back(seen->cache->rooms()->size());
     },
     [=](publish_atom, const committed_event&) { ++seen->published; },
     [=](revoke_atom, std::int64_t, const pubkey_list& pubkeys) { seen->revoked.push_back(pubkeys); },
@@ -95,6 +144,7 @@ struct fixture {
     config.set("logger.verbosity", caf::atom("quiet"));
     system = std::make_unique<caf::actor_system>(config);
     scheduler = &dynamic_cast<caf::scheduler::test_coordinator&>(system->scheduler());
+    seen->cache = cache;
     writer = system->spawn(fake_membership_writer, db);
     watcher = system->spawn(observer, seen);
     community = system->spawn(community_actor, community_args{1, cache, writer, watcher, {}, 512, nullptr, nullptr, bans});
@@ -105,6 +155,17 @@ struct fixture {
       caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
     scheduler->run();
   }
+
+  /// Queues a room request for `room` as if `watcher` had sent it.
+  void queue_room(std::uint64_t ticket, const std::string& room) {
+    auto ev = test::sign_event(author, 9021, "", {{"h", room}});
+    auto request = protocol::parse_room_request(ev);
+    REQUIRE(request);
+    caf::send_as(watcher, community, room_atom_v, ticket,
+                 storage::room_command{ev, protocol::render_event_json(ev), request.value()});
+  }
+
+  protocol::key_pair author = protocol::key_pair::generate();
 
   /// Queues a command as if `watcher` had sent it, without running anything yet.
   void queue(std::uint64_t ticket, storage::membership_command c) {
@@ -251,4 +312,57 @@ TEST_CASE_METHOD(fixture, "committed bans reach the ban cache with the member re
   caf::anon_send(community, event_ban_atom_v, key(7), ban_state::allowed);
   scheduler->run();
   CHECK_FALSE(bans->is_banned_event(key(7)));
+}
+
+TEST_CASE_METHOD(fixture, "room requests go one at a time and the cache has the room before the reply",
+                 "[actor][community][rooms]") {
+  queue_room(1, "pizza");
+  scheduler->run_once();
+  queue_room(2, "pasta");
+  scheduler->run();
+  CHECK(db->room_requests == std::vector<std::string>{"pizza", "pasta"});
+  CHECK(seen->room_replies
+        == std::vector<std::pair<std::uint64_t, protocol::room_outcome>>{
+          {1, protocol::room_outcome::changed}, {2, protocol::room_outcome::changed}});
+  CHECK(seen->rooms_known_at_reply == std::vector<std::size_t>{1, 2});
+  CHECK(seen->published == 2); // each stored request goes live
+  REQUIRE(cache->rooms()->find("pasta"));
+  CHECK(cache->rooms()->find("pasta")->flags.is_private);
+  CHECK(cache->rooms_version() == cache->version());
+}
+
+TEST_CASE_METHOD(fixture, "a room request that must wait is sent again in the next second",
+                 "[actor][community][rooms]") {
+  db->room_wait = 0;
+  queue_room(1, "pizza");
+  scheduler->run();
+  CHECK(seen->room_replies.empty());
+  CHECK(db->room_requests.empty());
+  scheduler->trigger_timeouts();
+  scheduler->run();
+  CHECK(db->room_requests == std::vector<std::string>{"pizza"});
+  CHECK(seen->room_replies.size() == 1);
+}
+
+TEST_CASE_METHOD(fixture, "rooms follow membership writes: rewritten rooms replace, others stay current",
+                 "[actor][community][rooms]") {
+  queue_room(1, "pizza");
+  scheduler->run();
+  REQUIRE(cache->rooms()->size() == 1);
+  // A write that started from the rooms' version leaves them current at its own.
+  queue(2, cmd(membership_change::add_member, 2));
+  scheduler->run();
+  CHECK(cache->rooms_version() == cache->version());
+  CHECK(cache->rooms()->size() == 1);
+  // A state the cache missed (another pod's write) leaves the rooms behind until a reload.
+  ++db->version;
+  queue(3, cmd(membership_change::add_member, 3));
+  scheduler->run();
+  CHECK(cache->rooms_version() < cache->version());
+  // A write that removed members from rooms carries them.
+  db->remove_from_rooms = true;
+  queue(4, cmd(membership_change::remove_member, 3));
+  scheduler->run();
+  CHECK(cache->rooms_version() == cache->version());
+  CHECK(cache->rooms()->size() == 0);
 }

@@ -26,6 +26,7 @@ void add_key_commands(CLI::App& app, admin_cli& cli);
 void add_cluster_commands(CLI::App& app, admin_cli& cli);
 void add_export_command(CLI::App& app, admin_cli& cli);
 void add_import_command(CLI::App& app, admin_cli& cli);
+void add_room_commands(CLI::App& app, admin_cli& cli);
 
 /// Makes `command`, when given, choose `run(options, args, out)` as the action. `args` is
 /// shared with the option bindings, which fill it while parsing.

@@ -76,6 +76,7 @@ int run(int argc, char** argv) {
   add_cluster_commands(app, cli);
   add_export_command(app, cli);
   add_import_command(app, cli);
+  add_room_commands(app, cli);
   let_options_fall_through(app);
   try {
     app.parse(argc, argv);

@@ -34,6 +34,16 @@ TEST_CASE("NIP-86 calls parse with their params", "[protocol][nip86]") {
   CHECK(list->method == management_method::list_banned_events);
   CHECK_FALSE(list->target.has_value());
 
+  auto rooms = parse_management_request(R"({"method":"listrooms"})");
+  REQUIRE(rooms.ok());
+  CHECK(rooms->method == management_method::list_rooms);
+  auto room_members = parse_management_request(R"({"method":"listroommembers","params":["pizza"]})");
+  REQUIRE(room_members.ok());
+  CHECK(room_members->method == management_method::list_room_members);
+  CHECK(room_members->text == "pizza");
+  CHECK_FALSE(parse_management_request(R"({"method":"listroommembers"})").ok());
+  CHECK_FALSE(parse_management_request(R"({"method":"listroommembers","params":[")" + std::string(65, 'a') + R"("]})").ok());
+
   auto rename = parse_management_request(R"({"method":"changerelayname","params":["Hive"]})");
   REQUIRE(rename.ok());
   CHECK(rename->text == "Hive");

@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: MIT
+#include "actors/community/room_requests.hpp"
+
+#include "protocol/room.hpp"
+
+namespace comb::actors {
+
+membership_reply room_reply_for(std::uint32_t kind, protocol::room_outcome outcome) {
+  using o = protocol::room_outcome;
+  switch (outcome) {
+    case o::changed:
+      return {true, kind == protocol::room_join_kind    ? "info: welcome to the room"
+                    : kind == protocol::room_leave_kind ? "info: you have left the room"
+                                                        : ""};
+    case o::already_member:
+      return {false, kind == protocol::room_join_kind ? "duplicate: you are already a member of this room"
+                                                      : "duplicate: already a member with these roles"};
+    case o::already_processed: return {true, "duplicate: this request was already processed"};
+    case o::nothing_to_do: return {true, "duplicate: nothing to change"};
+    case o::not_member: return {false, "invalid: not a member of this room"};
+    case o::no_such_room: return {false, "invalid: there is no such room in this community"};
+    case o::room_exists: return {false, "duplicate: a room with this id exists"};
+    case o::not_allowed: return {false, "restricted: your role does not allow this in this room"};
+    case o::not_in_community:
+      return {false, "restricted: only members of this community can be in its rooms"};
+    case o::invite_required:
+      return {false, "restricted: this room is closed; a valid invite code is required"};
+    case o::failed: break;
+  }
+  return {false, "error: could not update the room, please retry"};
+}
+
+} // namespace comb::actors

@@ -1,0 +1,202 @@
+// SPDX-License-Identifier: MIT
+#include "protocol/room.hpp"
+
+#include <algorithm>
+#include <charconv>
+
+namespace comb::protocol {
+namespace {
+
+bool id_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-'
+         || c == '_';
+}
+
+/// Role names are stored and listed as they are: a small alphabet keeps them plain.
+bool valid_role_name(const std::string& role) {
+  return role.size() <= 32 && std::all_of(role.begin(), role.end(), id_char);
+}
+
+bool has_flag(const event& ev, std::string_view name) {
+  return std::any_of(ev.tags.begin(), ev.tags.end(),
+                     [name](const tag& t) { return !t.empty() && t[0] == name; });
+}
+
+std::optional<std::string> optional_value(const event& ev, std::string_view name) {
+  if (const std::string* value = first_tag_value(ev, name))
+    return *value;
+  return std::nullopt;
+}
+
+result<bytes32> subject_of(const event& ev) {
+  const std::string* p = first_tag_value(ev, "p");
+  auto pubkey = p ? array_from_hex<32>(*p) : std::nullopt;
+  if (!pubkey)
+    return invalid("a p tag with the user's hex pubkey is required");
+  return *pubkey;
+}
+
+std::optional<room_action> action_of(std::uint32_t kind) {
+  switch (kind) {
+    case room_put_user_kind: return room_action::put_user;
+    case room_remove_user_kind: return room_action::remove_user;
+    case room_edit_metadata_kind: return room_action::edit_metadata;
+    case room_delete_event_kind: return room_action::delete_event;
+    case room_create_kind: return room_action::create_room;
+    case room_delete_kind: return room_action::delete_room;
+    case room_create_invite_kind: return room_action::create_invite;
+    case room_join_kind: return room_action::join;
+    case room_leave_kind: return room_action::leave;
+    default: return std::nullopt;
+  }
+}
+
+/// The arguments each kind needs, from its tags.
+std::optional<rejection> read_arguments(const event& ev, room_request& request) {
+  switch (request.action) {
+    case room_action::put_user:
+    case room_action::remove_user: {
+      auto subject = subject_of(ev);
+      if (!subject)
+        return subject.error();
+      request.subject = subject.value();
+      for (const auto& t : ev.tags)
+        if (t.size() >= 2 && t[0] == "p" && array_from_hex<32>(t[1]) == request.subject) {
+          request.roles.assign(t.begin() + 2, t.end());
+          break;
+        }
+      std::erase_if(request.roles, [](const std::string& role) { return role.empty(); });
+      if (request.roles.size() > max_roles_per_member
+          || !std::all_of(request.roles.begin(), request.roles.end(), valid_role_name))
+        return invalid("at most 8 roles, each 1 to 32 letters, digits, '-' or '_'");
+      return std::nullopt;
+    }
+    case room_action::edit_metadata:
+      request.name = optional_value(ev, "name");
+      request.about = optional_value(ev, "about");
+      request.picture = optional_value(ev, "picture");
+      request.flags = {has_flag(ev, "private"), has_flag(ev, "restricted"), has_flag(ev, "hidden"),
+                       has_flag(ev, "closed")};
+      return std::nullopt;
+    case room_action::delete_event:
+      for (const auto& t : ev.tags)
+        if (t.size() >= 2 && t[0] == "e")
+          if (auto id = array_from_hex<32>(t[1]))
+            request.targets.push_back(*id);
+      if (request.targets.empty())
+        return invalid("an e tag with the id of the event to delete is required");
+      return std::nullopt;
+    case room_action::create_invite:
+      request.code = optional_value(ev, "code").value_or("");
+      if (request.code.empty() || request.code.size() > 256)
+        return invalid("a code tag (1 to 256 bytes) is required");
+      return std::nullopt;
+    case room_action::join:
+      request.code = optional_value(ev, "code").value_or("");
+      return std::nullopt;
+    default:
+      return std::nullopt;
+  }
+}
+
+/// The value of the first `["<name>","...` tag in rendered JSON, when it holds no escape.
+std::optional<std::string> rendered_tag(std::string_view json, std::string_view marker) {
+  auto at = json.find(marker);
+  if (at == std::string_view::npos)
+    return std::nullopt;
+  auto start = at + marker.size();
+  auto end = json.find('"', start);
+  if (end == std::string_view::npos)
+    return std::nullopt;
+  auto value = json.substr(start, end - start);
+  if (value.find('\\') != std::string_view::npos)
+    return std::nullopt;
+  return std::string(value);
+}
+
+std::optional<std::uint32_t> rendered_kind(std::string_view json) {
+  constexpr std::string_view marker = "\"kind\":";
+  auto at = json.find(marker);
+  if (at == std::string_view::npos)
+    return std::nullopt;
+  std::uint32_t kind = 0;
+  const char* begin = json.data() + at + marker.size();
+  auto [end, ec] = std::from_chars(begin, json.data() + json.size(), kind);
+  if (ec != std::errc{})
+    return std::nullopt;
+  return kind;
+}
+
+} // namespace
+
+bool is_room_request_kind(std::uint32_t kind) noexcept {
+  return (kind >= 9000 && kind <= 9020) || kind == room_join_kind || kind == room_leave_kind;
+}
+
+bool is_room_state_kind(std::uint32_t kind) noexcept {
+  return kind >= 39000 && kind <= 39005;
+}
+
+bool valid_room_id(std::string_view id) noexcept {
+  if (id.empty() || id.size() > max_room_id_bytes)
+    return false;
+  return std::all_of(id.begin(), id.end(), [](char c) { return id_char(c) || c == '.'; });
+}
+
+const std::string* room_of(const event& ev) noexcept {
+  return first_tag_value(ev, "h");
+}
+
+std::optional<rendered_room> room_of_rendered(std::string_view json) {
+  auto kind = rendered_kind(json);
+  if (!kind)
+    return std::nullopt;
+  auto tags_at = json.find("\"tags\":");
+  if (tags_at == std::string_view::npos)
+    return std::nullopt;
+  auto tags = json.substr(tags_at);
+  auto room = rendered_tag(tags, is_room_state_kind(*kind) ? "[\"d\",\"" : "[\"h\",\"");
+  if (!room)
+    return std::nullopt;
+  return rendered_room{std::move(*room), *kind};
+}
+
+std::optional<std::string> room_key_of(const event& ev) {
+  if (is_room_state_kind(ev.kind))
+    return std::string(d_tag(ev));
+  if (const std::string* room = room_of(ev))
+    return *room;
+  return std::nullopt;
+}
+
+result<room_request> parse_room_request(const event& ev) {
+  auto action = action_of(ev.kind);
+  if (!action)
+    return invalid("kind " + std::to_string(ev.kind) + " is not a room request this relay handles");
+  const std::string* room = room_of(ev);
+  if (!room)
+    return invalid("an h tag naming the room is required");
+  if (!valid_room_id(*room))
+    return invalid("room ids are 1 to 64 letters, digits, '-', '_' or '.'");
+  // Flotilla's general chat of a space: the community itself, never a room of its own.
+  if (*room == "_" && *action == room_action::create_room)
+    return invalid("the room \"_\" is the community's general chat");
+  room_request request;
+  request.action = *action;
+  request.room = *room;
+  request.author = ev.pubkey;
+  request.subject = ev.pubkey;
+  if (auto bad = read_arguments(ev, request))
+    return *bad;
+  return request;
+}
+
+std::optional<rejection> check_room_time(const event& ev, std::int64_t now,
+                                         std::int64_t late_seconds) {
+  if (!room_of(ev) || ev.created_at >= now - late_seconds)
+    return std::nullopt;
+  return invalid("room events must be published within " + std::to_string(late_seconds)
+                 + " seconds of their created_at");
+}
+
+} // namespace comb::protocol

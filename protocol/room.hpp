@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "protocol/event.hpp"
+#include "protocol/result.hpp"
+
+namespace comb::protocol {
+
+/// NIP-29 rooms (groups) inside a community: the kinds users send and the relay signs.
+inline constexpr std::uint32_t room_put_user_kind = 9000;
+inline constexpr std::uint32_t room_remove_user_kind = 9001;
+inline constexpr std::uint32_t room_edit_metadata_kind = 9002;
+inline constexpr std::uint32_t room_delete_event_kind = 9005;
+inline constexpr std::uint32_t room_create_kind = 9007;
+inline constexpr std::uint32_t room_delete_kind = 9008;
+inline constexpr std::uint32_t room_create_invite_kind = 9009;
+inline constexpr std::uint32_t room_join_kind = 9021;
+inline constexpr std::uint32_t room_leave_kind = 9022;
+inline constexpr std::uint32_t room_metadata_kind = 39000;
+inline constexpr std::uint32_t room_admins_kind = 39001;
+inline constexpr std::uint32_t room_members_kind = 39002;
+inline constexpr std::uint32_t room_roles_kind = 39003;
+
+/// Room ids are at most this long (they become `d` tags and database keys).
+inline constexpr std::size_t max_room_id_bytes = 64;
+
+/// A 9000 may give a member at most this many roles.
+inline constexpr std::size_t max_roles_per_member = 8;
+
+/// 9000-9020 moderation and 9021/9022 join and leave: requests that change a room's state.
+[[nodiscard]] bool is_room_request_kind(std::uint32_t kind) noexcept;
+
+/// 39000-39005: room state only the relay signs.
+[[nodiscard]] bool is_room_state_kind(std::uint32_t kind) noexcept;
+
+/// Letters, digits, `-`, `_` and `.`, 1 to max_room_id_bytes long.
+[[nodiscard]] bool valid_room_id(std::string_view id) noexcept;
+
+/// The room an event is posted to: its `h` tag; nothing when it has none.
+[[nodiscard]] const std::string* room_of(const event& ev) noexcept;
+
+/// The room an event belongs to: the `d` of the relay's 39000-39005, else the `h`; nothing for
+/// an event of no room.
+[[nodiscard]] std::optional<std::string> room_key_of(const event& ev);
+
+/// The room a stored event belongs to, read from its JSON as comb renders it (tags before
+/// content, so a tag's `["h","` cannot be faked by content): the `h` value, or for the relay's
+/// 39000-39005 the `d` value. Cheap enough for every history event.
+struct rendered_room {
+  std::string room;
+  std::uint32_t kind = 0;
+};
+[[nodiscard]] std::optional<rendered_room> room_of_rendered(std::string_view json);
+
+struct room_flags {
+  bool is_private = false; ///< only members read its events and its member list
+  bool restricted = false; ///< only members write
+  bool hidden = false;     ///< metadata only for members
+  bool closed = false;     ///< joins need an invite code
+
+  friend bool operator==(const room_flags&, const room_flags&) = default;
+};
+
+struct room_metadata {
+  std::string name;
+  std::string about;
+  std::string picture;
+  room_flags flags;
+
+  friend bool operator==(const room_metadata&, const room_metadata&) = default;
+};
+
+enum class room_action {
+  put_user,      ///< 9000: add a member, or set their roles
+  remove_user,   ///< 9001
+  edit_metadata, ///< 9002: name, about, picture and the flags (as given: a flag absent is off)
+  delete_event,  ///< 9005
+  create_room,   ///< 9007
+  delete_room,   ///< 9008: the room and its events
+  create_invite, ///< 9009: a `code` for a closed room
+  join,          ///< 9021, with an optional `code`
+  leave,         ///< 9022: the relay issues the 9001
+};
+
+/// A verified 9000-9022 event read as what it asks for.
+struct room_request {
+  room_action action = room_action::join;
+  std::string room;
+  bytes32 author{};
+  bytes32 subject{};               ///< put/remove: the `p`; join/leave: the author
+  std::vector<std::string> roles;  ///< put_user: the role names after the pubkey
+  std::optional<std::string> name, about, picture; ///< edit_metadata: fields given
+  room_flags flags;                ///< edit_metadata (and create: none)
+  std::vector<bytes32> targets;    ///< delete_event: the `e` ids
+  std::string code;                ///< create_invite, join
+};
+
+/// Reads a 9000-9022 event; why not, for one that lacks what its kind needs (`invalid:`).
+[[nodiscard]] result<room_request> parse_room_request(const event& ev);
+
+/// NIP-29 late publication: an event posted to a room more than `late_seconds` before `now`
+/// is refused (`invalid:`); events without an `h` tag are not concerned.
+[[nodiscard]] std::optional<rejection> check_room_time(const event& ev, std::int64_t now,
+                                                       std::int64_t late_seconds);
+
+} // namespace comb::protocol

@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <cstdint>
+
+#include "protocol/room_rules.hpp"
+#include "protocol/signature.hpp"
+
+namespace comb::protocol {
+
+/// The relay-signed room state (NIP-29 "Group metadata events"), each with `d` = room id.
+[[nodiscard]] event sign_room_metadata(const key_pair& relay, const room_state& room,
+                                       std::int64_t created_at);
+/// 39001: members with at least one role, with their roles.
+[[nodiscard]] event sign_room_admins(const key_pair& relay, const room_state& room,
+                                     std::int64_t created_at);
+/// 39002: every member.
+[[nodiscard]] event sign_room_members(const key_pair& relay, const room_state& room,
+                                      std::int64_t created_at);
+/// 39003: the roles the relay gives power to.
+[[nodiscard]] event sign_room_roles(const key_pair& relay, const room_state& room,
+                                    std::int64_t created_at);
+/// The 9001 the relay issues for a 9022 leave request.
+[[nodiscard]] event sign_room_removal(const key_pair& relay, const std::string& room,
+                                      const bytes32& subject, std::int64_t created_at);
+
+} // namespace comb::protocol

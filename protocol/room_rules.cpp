@@ -1,0 +1,234 @@
+// SPDX-License-Identifier: MIT
+#include "protocol/room_rules.hpp"
+
+#include <algorithm>
+
+namespace comb::protocol {
+namespace {
+
+bool has_role(const room_member* member, std::string_view role) {
+  return member && std::find(member->roles.begin(), member->roles.end(), role) != member->roles.end();
+}
+
+bool community_manager(community_standing standing) {
+  return standing == community_standing::owner || standing == community_standing::admin;
+}
+
+/// Community owner and admins, and the room's own admins.
+bool room_admin(const room_state& room, const bytes32& pubkey, community_standing standing) {
+  return community_manager(standing) || has_role(find_member(room, pubkey), room_admin_role);
+}
+
+bool room_moderator(const room_state& room, const bytes32& pubkey, community_standing standing) {
+  return room_admin(room, pubkey, standing)
+         || has_role(find_member(room, pubkey), room_moderator_role);
+}
+
+room_plan outcome_only(room_outcome outcome) {
+  room_plan plan;
+  plan.outcome = outcome;
+  return plan;
+}
+
+room_plan changed(room_state after) {
+  room_plan plan;
+  plan.outcome = room_outcome::changed;
+  plan.after = std::move(after);
+  plan.store_request = true;
+  return plan;
+}
+
+room_plan create(const room_request& request) {
+  room_state room;
+  room.exists = true;
+  room.id = request.room;
+  room.meta.name = request.room;
+  room.members.push_back({request.author, {std::string(room_admin_role)}});
+  auto plan = changed(std::move(room));
+  plan.parts = {true, true, true, true};
+  return plan;
+}
+
+room_plan put_user(const room_state& before, const room_request& request,
+                   const room_context& context) {
+  // Granting roles is for admins; moderators add plain members.
+  if (!request.roles.empty() && !room_admin(before, request.author, context.actor))
+    return outcome_only(room_outcome::not_allowed);
+  if (context.closed_community && context.subject == community_standing::outsider)
+    return outcome_only(room_outcome::not_in_community);
+  const room_member* existing = find_member(before, request.subject);
+  if (existing && (request.roles.empty() || request.roles == existing->roles))
+    return outcome_only(room_outcome::already_member);
+  auto plan = changed(before);
+  if (existing) {
+    std::find_if(plan.after.members.begin(), plan.after.members.end(), [&](const auto& m) {
+      return m.pubkey == request.subject;
+    })->roles = request.roles;
+    plan.parts.admins = true;
+    return plan;
+  }
+  plan.after.members.push_back({request.subject, request.roles});
+  plan.parts.members = true;
+  plan.parts.admins = !request.roles.empty();
+  return plan;
+}
+
+room_plan remove_user(const room_state& before, const room_request& request,
+                      const room_context& context) {
+  const room_member* existing = find_member(before, request.subject);
+  if (!existing)
+    return outcome_only(room_outcome::not_member);
+  // A moderator removes plain members and moderators, never an admin.
+  if (has_role(existing, room_admin_role) && !room_admin(before, request.author, context.actor))
+    return outcome_only(room_outcome::not_allowed);
+  auto plan = changed(before);
+  plan.parts.members = true;
+  plan.parts.admins = !existing->roles.empty();
+  remove_member(plan.after, request.subject);
+  return plan;
+}
+
+room_plan edit_metadata(const room_state& before, const room_request& request) {
+  room_metadata meta = before.meta;
+  if (request.name)
+    meta.name = *request.name;
+  if (request.about)
+    meta.about = *request.about;
+  if (request.picture)
+    meta.picture = *request.picture;
+  meta.flags = request.flags;
+  if (meta == before.meta)
+    return outcome_only(room_outcome::nothing_to_do);
+  auto plan = changed(before);
+  plan.after.meta = std::move(meta);
+  plan.parts.metadata = true;
+  return plan;
+}
+
+room_plan join(const room_state& before, const room_request& request, const room_context& context) {
+  if (find_member(before, request.subject))
+    return outcome_only(room_outcome::already_member);
+  if (context.closed_community && context.subject == community_standing::outsider)
+    return outcome_only(room_outcome::not_in_community);
+  if (before.meta.flags.closed && !context.code_valid)
+    return outcome_only(room_outcome::invite_required);
+  auto plan = changed(before);
+  plan.after.members.push_back({request.subject, {}});
+  plan.parts.members = true;
+  return plan;
+}
+
+room_plan leave(const room_state& before, const room_request& request) {
+  const room_member* existing = find_member(before, request.subject);
+  if (!existing)
+    return outcome_only(room_outcome::not_member);
+  auto plan = changed(before);
+  plan.parts.members = true;
+  plan.parts.admins = !existing->roles.empty();
+  plan.issue_removal = true;
+  remove_member(plan.after, request.subject);
+  return plan;
+}
+
+} // namespace
+
+const room_member* find_member(const room_state& room, const bytes32& pubkey) {
+  auto it = std::find_if(room.members.begin(), room.members.end(),
+                         [&](const room_member& m) { return m.pubkey == pubkey; });
+  return it == room.members.end() ? nullptr : &*it;
+}
+
+bool remove_member(room_state& room, const bytes32& pubkey) {
+  return std::erase_if(room.members, [&](const room_member& m) { return m.pubkey == pubkey; }) > 0;
+}
+
+std::string_view room_outcome_name(room_outcome outcome) noexcept {
+  switch (outcome) {
+    case room_outcome::changed: return "changed";
+    case room_outcome::already_member: return "already_member";
+    case room_outcome::not_member: return "not_member";
+    case room_outcome::no_such_room: return "no_such_room";
+    case room_outcome::room_exists: return "room_exists";
+    case room_outcome::not_allowed: return "not_allowed";
+    case room_outcome::not_in_community: return "not_in_community";
+    case room_outcome::invite_required: return "invite_required";
+    case room_outcome::nothing_to_do: return "nothing_to_do";
+    case room_outcome::already_processed: return "already_processed";
+    case room_outcome::failed: return "failed";
+  }
+  return "failed";
+}
+
+bool room_action_allowed(const room_state& room, const room_request& request,
+                         community_standing actor) {
+  switch (request.action) {
+    case room_action::join:
+    case room_action::leave:
+      return true;
+    case room_action::create_room:
+      return community_manager(actor);
+    case room_action::put_user:
+    case room_action::remove_user:
+    case room_action::delete_event:
+      return room_moderator(room, request.author, actor);
+    case room_action::edit_metadata:
+    case room_action::delete_room:
+    case room_action::create_invite:
+      return room_admin(room, request.author, actor);
+  }
+  return false;
+}
+
+room_plan plan_room_change(const room_state& before, const room_request& request,
+                           const room_context& context) {
+  if (request.action == room_action::create_room) {
+    if (before.exists)
+      return outcome_only(room_outcome::room_exists);
+    if (!room_action_allowed(before, request, context.actor))
+      return outcome_only(room_outcome::not_allowed);
+    return create(request);
+  }
+  if (!before.exists)
+    return outcome_only(room_outcome::no_such_room);
+  if (!room_action_allowed(before, request, context.actor))
+    return outcome_only(room_outcome::not_allowed);
+  switch (request.action) {
+    case room_action::put_user: return put_user(before, request, context);
+    case room_action::remove_user: return remove_user(before, request, context);
+    case room_action::edit_metadata: return edit_metadata(before, request);
+    case room_action::join: return join(before, request, context);
+    case room_action::leave: return leave(before, request);
+    case room_action::delete_room: {
+      auto plan = changed(before);
+      plan.deleted = true;
+      return plan;
+    }
+    case room_action::create_invite: {
+      auto plan = changed(before);
+      plan.store_invite = true;
+      return plan;
+    }
+    default: // delete_event: the request is stored, the events it names are deleted
+      return changed(before);
+  }
+}
+
+bool room_event_visible(const room_flags& flags, std::uint32_t kind, const room_reader& reader) {
+  if (reader.community_admin || reader.room_admin)
+    return true;
+  if (kind == room_create_invite_kind) // carries the invite code
+    return false;
+  if (reader.member)
+    return true;
+  if (flags.hidden)
+    return false;
+  if (flags.is_private)
+    return kind == room_metadata_kind || kind == room_roles_kind;
+  return true;
+}
+
+bool room_write_allowed(const room_flags& flags, const room_reader& author) {
+  return !flags.restricted || author.member || author.community_admin;
+}
+
+} // namespace comb::protocol

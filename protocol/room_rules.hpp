@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "protocol/room.hpp"
+
+namespace comb::protocol {
+
+/// The room roles the relay gives power to (its 39003): admins may do everything in the room,
+/// moderators delete events and add or remove plain members. Other names are kept and listed.
+inline constexpr std::string_view room_admin_role = "admin";
+inline constexpr std::string_view room_moderator_role = "moderator";
+
+/// Where someone stands in the room's community (NIP-43 roles); its owner and admins moderate
+/// every room.
+enum class community_standing { outsider, member, admin, owner };
+
+struct room_member {
+  bytes32 pubkey{};
+  std::vector<std::string> roles;
+
+  friend bool operator==(const room_member&, const room_member&) = default;
+};
+
+/// A room as the database holds it.
+struct room_state {
+  bool exists = false;
+  std::string id;
+  room_metadata meta;
+  std::vector<room_member> members; ///< in the order they joined
+};
+
+[[nodiscard]] const room_member* find_member(const room_state& room, const bytes32& pubkey);
+
+/// What a request may do, from what the database says about the people involved.
+struct room_context {
+  community_standing actor = community_standing::outsider;   ///< the request's author
+  community_standing subject = community_standing::outsider; ///< the `p` (or the author)
+  bool closed_community = false;
+  bool code_valid = false; ///< join: its `code` names a stored invite of this room
+};
+
+enum class room_outcome {
+  changed,
+  already_member,   ///< join or put of a member with the same roles: `duplicate:`
+  not_member,       ///< remove or leave of someone not in the room
+  no_such_room,
+  room_exists,      ///< create of an id in use
+  not_allowed,      ///< the author's roles do not allow this
+  not_in_community, ///< a closed community's rooms hold only its members
+  invite_required,  ///< join of a closed room without a valid code
+  nothing_to_do,    ///< an edit that changes nothing, a delete of nothing
+  already_processed,///< this request event was applied before
+  failed,
+};
+
+[[nodiscard]] std::string_view room_outcome_name(room_outcome outcome) noexcept;
+
+/// Which relay-signed events of the room a change rewrites.
+struct room_parts {
+  bool metadata = false; ///< 39000
+  bool admins = false;   ///< 39001
+  bool members = false;  ///< 39002
+  bool roles = false;    ///< 39003
+
+  [[nodiscard]] bool any() const noexcept { return metadata || admins || members || roles; }
+};
+
+struct room_plan {
+  room_outcome outcome = room_outcome::failed;
+  room_state after;
+  room_parts parts;
+  bool deleted = false;        ///< delete_room: the room and its events go
+  bool store_request = false;  ///< the accepted request event itself is stored
+  bool issue_removal = false;  ///< leave: the relay signs the 9001
+  bool store_invite = false;   ///< create_invite: its code is stored hashed
+};
+
+/// Whether `actor` may take `request.action` in `room` (before looking at the subject).
+[[nodiscard]] bool room_action_allowed(const room_state& room, const room_request& request,
+                                       community_standing actor);
+
+/// THE room rules: what `request` does to `before`, and which events that rewrites. A no-op
+/// rewrites nothing.
+[[nodiscard]] room_plan plan_room_change(const room_state& before, const room_request& request,
+                                         const room_context& context);
+
+/// Who reads what of a room: `private` rooms show non-members only their 39000 (and 39003),
+/// `hidden` rooms nothing at all, and a stored 9009 (its code) shows only to room admins.
+/// Community owner and admins read everything.
+struct room_reader {
+  bool member = false;   ///< in the room's 39002
+  bool room_admin = false;
+  bool community_admin = false; ///< owner or admin of the community
+};
+
+[[nodiscard]] bool room_event_visible(const room_flags& flags, std::uint32_t kind,
+                                      const room_reader& reader);
+
+/// Whether the author may post a regular event to the room: in a `restricted` room only its
+/// members (and community owner and admins) write.
+[[nodiscard]] bool room_write_allowed(const room_flags& flags, const room_reader& author);
+
+/// Removes `pubkey` from the room; true when they were in it (their roles go with them).
+bool remove_member(room_state& room, const bytes32& pubkey);
+
+} // namespace comb::protocol

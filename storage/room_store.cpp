@@ -1,0 +1,500 @@
+// SPDX-License-Identifier: MIT
+#include "storage/room_store.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <stdexcept>
+
+#include "protocol/canonical_json.hpp"
+#include "protocol/room_events.hpp"
+#include "storage/access_change.hpp"
+#include "storage/event_rows.hpp"
+#include "storage/membership_rules.hpp"
+#include "storage/pg_array.hpp"
+#include "storage/pg_connection.hpp"
+
+namespace comb::storage {
+namespace {
+
+using protocol::room_outcome;
+using protocol::room_state;
+
+struct statement_failed : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// The room's newest state already has this second.
+struct room_must_wait {
+  std::int64_t until = 0;
+};
+
+pg_reply must(pg_reply reply, const char* step) {
+  if (!reply.ok())
+    throw statement_failed(std::string(step) + ": " + reply.error());
+  return reply;
+}
+
+std::vector<std::string> split_roles(std::string_view joined) {
+  std::vector<std::string> roles;
+  while (!joined.empty()) {
+    auto comma = joined.find(',');
+    roles.emplace_back(joined.substr(0, comma));
+    joined = comma == std::string_view::npos ? std::string_view{} : joined.substr(comma + 1);
+  }
+  return roles;
+}
+
+std::string joined_roles(const std::vector<std::string>& roles) {
+  std::string out;
+  for (const auto& role : roles)
+    out += (out.empty() ? "" : ",") + role;
+  return out;
+}
+
+protocol::room_metadata metadata_of(const pg_reply& reply, int row, int first) {
+  protocol::room_metadata meta;
+  meta.name = reply.text(row, first);
+  meta.about = reply.text(row, first + 1);
+  meta.picture = reply.text(row, first + 2);
+  meta.flags = {reply.text(row, first + 3) == "t", reply.text(row, first + 4) == "t",
+                reply.text(row, first + 5) == "t", reply.text(row, first + 6) == "t"};
+  return meta;
+}
+
+constexpr const char* room_columns = "name, about, picture, private, restricted, hidden, closed";
+
+std::vector<protocol::room_member> read_room_members(pg_connection& c, std::int64_t community_id,
+                                                     const std::string& room) {
+  auto reply = must(c.exec("SELECT encode(pubkey, 'hex'), array_to_string(roles, ',')"
+                           " FROM room_members WHERE community_id = $1::bigint AND room_id = $2"
+                           " ORDER BY position",
+                           {std::to_string(community_id), room}),
+                    "read room members");
+  std::vector<protocol::room_member> members;
+  for (int row = 0; row < reply.rows(); ++row)
+    members.push_back({protocol::array_from_hex<32>(reply.text(row, 0)).value_or(protocol::bytes32{}),
+                       split_roles(reply.text(row, 1))});
+  return members;
+}
+
+room_state read_room(pg_connection& c, std::int64_t community_id, const std::string& room) {
+  auto reply = must(c.exec(std::string("SELECT ") + room_columns
+                             + " FROM rooms WHERE community_id = $1::bigint AND room_id = $2",
+                           {std::to_string(community_id), room}),
+                    "read room");
+  room_state state;
+  state.id = room;
+  if (reply.rows() == 0)
+    return state;
+  state.exists = true;
+  state.meta = metadata_of(reply, 0, 0);
+  state.members = read_room_members(c, community_id, room);
+  return state;
+}
+
+protocol::community_standing standing_of(pg_connection& c, std::int64_t community_id,
+                                         const protocol::bytes32& pubkey) {
+  auto reply = must(c.exec("SELECT role FROM members WHERE community_id = $1::bigint"
+                           " AND pubkey = $2::bytea",
+                           {std::to_string(community_id), bytea_param(pubkey)}),
+                    "read standing");
+  if (reply.rows() == 0)
+    return protocol::community_standing::outsider;
+  auto role = parse_role(reply.text(0, 0)).value_or(member_role::member);
+  return role == member_role::owner   ? protocol::community_standing::owner
+         : role == member_role::admin ? protocol::community_standing::admin
+                                      : protocol::community_standing::member;
+}
+
+bool exists(pg_connection& c, const char* sql, std::vector<std::optional<std::string>> params,
+            const char* step) {
+  return must(c.exec(sql, params), step).rows() > 0;
+}
+
+std::int64_t count(pg_connection& c, const char* sql, std::vector<std::optional<std::string>> params,
+                   const char* step) {
+  return must(c.exec(sql, params), step).integer(0, 0);
+}
+
+std::int64_t room_clock(pg_connection& c, std::int64_t community_id, const std::string& room) {
+  auto reply = must(c.exec("SELECT newest_state_at FROM room_clocks"
+                           " WHERE community_id = $1::bigint AND room_id = $2",
+                           {std::to_string(community_id), room}),
+                    "read room clock");
+  return reply.rows() == 0 ? 0 : reply.integer(0, 0);
+}
+
+void set_room_clock(pg_connection& c, std::int64_t community_id, const std::string& room,
+                    std::int64_t at) {
+  must(c.exec("INSERT INTO room_clocks (community_id, room_id, newest_state_at)"
+              " VALUES ($1::bigint, $2, $3::bigint) ON CONFLICT (community_id, room_id)"
+              " DO UPDATE SET newest_state_at = EXCLUDED.newest_state_at",
+              {std::to_string(community_id), room, std::to_string(at)}),
+       "record room clock");
+}
+
+/// Stores an event with its indexed tags (the request itself, a relay-signed state event).
+void insert_event(pg_connection& c, std::int64_t community_id, const relay_signed_event& stored) {
+  const auto& ev = stored.ev;
+  const std::string community = std::to_string(community_id);
+  bool addressable = protocol::classify(ev.kind) == protocol::kind_class::addressable;
+  auto inserted = must(
+    c.exec("INSERT INTO events (community_id, id, pubkey, created_at, kind, d_tag, expires_at, raw)"
+           " VALUES ($1::bigint, $2::bytea, $3::bytea, $4::bigint, $5::int, $6, NULL, $7::text)"
+           " ON CONFLICT (community_id, id) DO NOTHING RETURNING id",
+           {community, bytea_param(ev.id), bytea_param(ev.pubkey), std::to_string(ev.created_at),
+            std::to_string(ev.kind),
+            addressable ? std::optional(address_key(protocol::d_tag(ev))) : std::nullopt,
+            stored.json}),
+    "insert room event");
+  if (inserted.rows() == 0)
+    return;
+  pg_array names, values;
+  for (const auto& [name, value] : indexed_tags(ev)) {
+    names.add_text(std::string(1, name));
+    values.add_text(value);
+  }
+  must(c.exec("INSERT INTO event_tags (community_id, event_id, name, value, created_at, kind)"
+              " SELECT $1::bigint, $2::bytea, u.name, u.value, $3::bigint, $4::int"
+              " FROM unnest($5::text[], $6::text[]) AS u(name, value)",
+              {community, bytea_param(ev.id), std::to_string(ev.created_at),
+               std::to_string(ev.kind), names.str(), values.str()}),
+       "index room event");
+}
+
+relay_signed_event rendered(protocol::event ev) {
+  relay_signed_event out{std::move(ev), {}};
+  out.json = protocol::render_event_json(out.ev);
+  return out;
+}
+
+/// Retires the room's previous relay-signed events of `kinds`.
+void retire_state(pg_connection& c, std::int64_t community_id, const protocol::bytes32& relay,
+                  const std::string& room, const std::vector<std::uint32_t>& kinds) {
+  pg_array wanted;
+  for (auto kind : kinds)
+    wanted.add_integer(kind);
+  must(c.exec("DELETE FROM events WHERE community_id = $1::bigint AND pubkey = $2::bytea"
+              " AND kind = ANY($3::int[]) AND d_tag = $4",
+              {std::to_string(community_id), bytea_param(relay), wanted.str(), address_key(room)}),
+       "retire room state");
+}
+
+/// Signs, retires and stores the relay-signed events of `parts`, at one paced second.
+std::vector<relay_signed_event> write_state(pg_connection& c, const protocol::key_pair& relay,
+                                            std::int64_t community_id, const room_state& room,
+                                            const protocol::room_parts& parts,
+                                            std::int64_t created_at) {
+  std::vector<relay_signed_event> out;
+  std::vector<std::uint32_t> kinds;
+  if (parts.metadata) {
+    out.push_back(rendered(protocol::sign_room_metadata(relay, room, created_at)));
+    kinds.push_back(protocol::room_metadata_kind);
+  }
+  if (parts.admins) {
+    out.push_back(rendered(protocol::sign_room_admins(relay, room, created_at)));
+    kinds.push_back(protocol::room_admins_kind);
+  }
+  if (parts.members) {
+    out.push_back(rendered(protocol::sign_room_members(relay, room, created_at)));
+    kinds.push_back(protocol::room_members_kind);
+  }
+  if (parts.roles) {
+    out.push_back(rendered(protocol::sign_room_roles(relay, room, created_at)));
+    kinds.push_back(protocol::room_roles_kind);
+  }
+  retire_state(c, community_id, relay.public_key(), room.id, kinds);
+  for (const auto& ev : out)
+    insert_event(c, community_id, ev);
+  set_room_clock(c, community_id, room.id, created_at);
+  return out;
+}
+
+/// The member rows as `after` has them (rows of `before` that differ are rewritten).
+void write_members(pg_connection& c, std::int64_t community_id, const room_state& before,
+                   const room_state& after) {
+  const std::string community = std::to_string(community_id);
+  pg_array gone;
+  for (const auto& m : before.members)
+    if (!protocol::find_member(after, m.pubkey))
+      gone.add_bytea(m.pubkey);
+  if (!gone.empty())
+    must(c.exec("DELETE FROM room_members WHERE community_id = $1::bigint AND room_id = $2"
+                " AND pubkey = ANY($3::bytea[])",
+                {community, after.id, gone.str()}),
+         "remove room members");
+  for (const auto& m : after.members) {
+    const auto* old = protocol::find_member(before, m.pubkey);
+    if (old && old->roles == m.roles)
+      continue;
+    must(c.exec("INSERT INTO room_members (community_id, room_id, pubkey, roles)"
+                " VALUES ($1::bigint, $2, $3::bytea, string_to_array($4, ','))"
+                " ON CONFLICT (community_id, room_id, pubkey) DO UPDATE SET roles = EXCLUDED.roles",
+                {community, after.id, bytea_param(m.pubkey), joined_roles(m.roles)}),
+         "write room member");
+  }
+}
+
+void write_metadata(pg_connection& c, std::int64_t community_id, const room_state& room) {
+  const auto& m = room.meta;
+  must(c.exec("UPDATE rooms SET name = $3, about = $4, picture = $5, private = $6::bool,"
+              " restricted = $7::bool, hidden = $8::bool, closed = $9::bool"
+              " WHERE community_id = $1::bigint AND room_id = $2",
+              {std::to_string(community_id), room.id, m.name, m.about, m.picture,
+               m.flags.is_private ? "t" : "f", m.flags.restricted ? "t" : "f",
+               m.flags.hidden ? "t" : "f", m.flags.closed ? "t" : "f"}),
+       "write room metadata");
+}
+
+/// 9005: the named events of this room go, and are remembered so a re-post is refused. Returns
+/// how many went.
+std::int64_t delete_room_events(pg_connection& c, std::int64_t community_id, const std::string& room,
+                                const std::vector<protocol::bytes32>& targets) {
+  pg_array ids;
+  for (const auto& id : targets)
+    ids.add_bytea(id);
+  return static_cast<std::int64_t>(must(c.exec("WITH gone AS (DELETE FROM events e WHERE e.community_id = $1::bigint"
+              " AND e.id = ANY($3::bytea[]) AND EXISTS (SELECT 1 FROM event_tags t"
+              " WHERE t.community_id = $1::bigint AND t.event_id = e.id AND t.name = 'h'"
+              " AND t.value = $2) RETURNING e.id, e.pubkey)"
+              " INSERT INTO deleted_events (community_id, event_id, pubkey)"
+              " SELECT $1::bigint, id, pubkey FROM gone ON CONFLICT DO NOTHING",
+              {std::to_string(community_id), room, ids.str()}),
+              "delete room events")
+                                     .affected_rows());
+}
+
+/// 9008: the room, its members, invites, state and every event posted to it.
+void delete_room(pg_connection& c, const protocol::key_pair& relay, std::int64_t community_id,
+                 const std::string& room) {
+  const std::string community = std::to_string(community_id);
+  must(c.exec("DELETE FROM events e WHERE e.community_id = $1::bigint AND e.id IN"
+              " (SELECT t.event_id FROM event_tags t WHERE t.community_id = $1::bigint"
+              " AND t.name = 'h' AND t.value = $2)",
+              {community, room}),
+       "delete room's events");
+  retire_state(c, community_id, relay.public_key(), room,
+               {protocol::room_metadata_kind, protocol::room_admins_kind,
+                protocol::room_members_kind, protocol::room_roles_kind, 39004, 39005});
+  must(c.exec("DELETE FROM rooms WHERE community_id = $1::bigint AND room_id = $2",
+              {community, room}),
+       "delete room");
+}
+
+void check_bounds(pg_connection& c, std::int64_t community_id, const protocol::room_plan& plan,
+                  const room_state& before, const std::string& room) {
+  const std::string community = std::to_string(community_id);
+  if (!before.exists
+      && count(c, "SELECT count(*) FROM rooms WHERE community_id = $1::bigint", {community},
+               "count rooms")
+           >= max_rooms_per_community)
+    throw statement_failed("this community has the most rooms it may have");
+  if (plan.after.members.size() > before.members.size()
+      && static_cast<std::int64_t>(plan.after.members.size()) > max_members_per_room)
+    throw statement_failed("this room has the most members it may have");
+  if (plan.store_invite
+      && count(c, "SELECT count(*) FROM room_invites WHERE community_id = $1::bigint AND room_id = $2",
+               {community, room}, "count invites")
+           >= max_invites_per_room)
+    throw statement_failed("this room has the most invites it may have");
+}
+
+} // namespace
+
+room_store::room_store(pg_connection& connection, const protocol::key_pair& relay_key)
+  : connection_(connection), relay_key_(relay_key) {}
+
+namespace {
+
+/// One request, inside its transaction. Throws statement_failed or room_must_wait.
+room_write apply_locked(pg_connection& c, const protocol::key_pair& relay,
+                        std::int64_t community_id, const room_command& command, std::int64_t now) {
+  const std::string community = std::to_string(community_id);
+  const auto& request = command.request;
+  auto locked = must(c.exec("SELECT access FROM communities WHERE id = $1::bigint FOR NO KEY UPDATE",
+                            {community}),
+                     "lock community");
+  if (locked.rows() == 0)
+    throw statement_failed("community " + community + " does not exist");
+  room_write out;
+  out.committed = true;
+  if (exists(c, "SELECT 1 FROM events WHERE community_id = $1::bigint AND id = $2::bytea",
+             {community, bytea_param(command.ev.id)}, "find request")) {
+    out.outcome = room_outcome::already_processed;
+    return out;
+  }
+  room_state before = read_room(c, community_id, request.room);
+  protocol::room_context context;
+  context.actor = standing_of(c, community_id, request.author);
+  context.subject = request.subject == request.author ? context.actor
+                                                      : standing_of(c, community_id, request.subject);
+  context.closed_community = locked.text(0, 0) == "closed";
+  context.code_valid =
+    !request.code.empty() && request.action == protocol::room_action::join
+    && exists(c, "SELECT 1 FROM room_invites WHERE community_id = $1::bigint AND room_id = $2"
+                 " AND code_hash = $3",
+              {community, request.room, invite_code_hash(request.code)}, "find invite");
+  auto plan = protocol::plan_room_change(before, request, context);
+  out.outcome = plan.outcome;
+  if (plan.outcome != room_outcome::changed)
+    return out;
+  check_bounds(c, community_id, plan, before, request.room);
+  std::int64_t newest = room_clock(c, community_id, request.room);
+  bool signs = plan.parts.any() || plan.issue_removal;
+  if (signs && newest >= now)
+    throw room_must_wait{newest + 1};
+  std::int64_t created_at = std::max(now, newest + 1);
+
+  if (request.action == protocol::room_action::create_room)
+    must(c.exec("INSERT INTO rooms (community_id, room_id, name, created_by)"
+                " VALUES ($1::bigint, $2, $3, $4::bytea)",
+                {community, request.room, plan.after.meta.name, bytea_param(request.author)}),
+         "create room");
+  if (plan.deleted)
+    delete_room(c, relay, community_id, request.room);
+  // A deletion of nothing and a code that exists already are no-ops: nothing is written (nothing
+  // was before these statements).
+  if (request.action == protocol::room_action::delete_event
+      && delete_room_events(c, community_id, request.room, request.targets) == 0) {
+    out.outcome = room_outcome::nothing_to_do;
+    return out;
+  }
+  if (plan.store_invite
+      && must(c.exec("INSERT INTO room_invites (community_id, room_id, code_hash, created_by)"
+                     " VALUES ($1::bigint, $2, $3, $4::bytea) ON CONFLICT DO NOTHING",
+                     {community, request.room, invite_code_hash(request.code),
+                      bytea_param(request.author)}),
+              "store invite")
+             .affected_rows()
+           == 0) {
+    out.outcome = room_outcome::nothing_to_do;
+    return out;
+  }
+  if (plan.parts.metadata)
+    write_metadata(c, community_id, plan.after);
+  if (!plan.deleted)
+    write_members(c, community_id, before, plan.after);
+
+  relay_signed_event stored_request{command.ev, command.json};
+  insert_event(c, community_id, stored_request);
+  out.events.push_back(std::move(stored_request));
+  if (plan.parts.any()) {
+    auto state = write_state(c, relay, community_id, plan.after, plan.parts, created_at);
+    out.events.insert(out.events.end(), state.begin(), state.end());
+  }
+  if (plan.issue_removal) {
+    auto removal = rendered(protocol::sign_room_removal(relay, request.room, request.subject, created_at));
+    insert_event(c, community_id, removal);
+    set_room_clock(c, community_id, request.room, created_at);
+    out.events.push_back(std::move(removal));
+  }
+  std::vector<protocol::bytes32> written;
+  for (const auto& ev : out.events)
+    written.push_back(ev.ev.id);
+  std::string error;
+  auto version = note_access_change(c, community_id, written, error);
+  if (!version)
+    throw statement_failed(error.empty() ? "community vanished" : error);
+  out.state_version = *version;
+  return out;
+}
+
+} // namespace
+
+room_write room_store::apply(std::int64_t community_id, const room_command& command,
+                             std::int64_t now) {
+  last_error_.clear();
+  try {
+    must(connection_.exec("BEGIN"), "begin");
+    auto out = apply_locked(connection_, relay_key_, community_id, command, now);
+    must(connection_.exec("COMMIT"), "commit");
+    return out;
+  } catch (const room_must_wait& wait) {
+    (void)connection_.exec("ROLLBACK");
+    room_write out;
+    out.error = "the room's state of this second is written; waiting";
+    out.retry_at = wait.until;
+    return out;
+  } catch (const std::exception& e) {
+    (void)connection_.exec("ROLLBACK");
+    last_error_ = e.what();
+    room_write out;
+    out.error = last_error_;
+    return out;
+  }
+}
+
+std::optional<std::vector<room_state>> load_rooms(pg_connection& connection,
+                                                  std::int64_t community_id) {
+  const std::string community = std::to_string(community_id);
+  auto rooms = connection.exec(std::string("SELECT room_id, ") + room_columns
+                                 + " FROM rooms WHERE community_id = $1::bigint ORDER BY room_id",
+                               {community});
+  auto members = connection.exec("SELECT room_id, encode(pubkey, 'hex'), array_to_string(roles, ',')"
+                                 " FROM room_members WHERE community_id = $1::bigint"
+                                 " ORDER BY room_id, position",
+                                 {community});
+  if (!rooms.ok() || !members.ok())
+    return std::nullopt;
+  std::vector<room_state> out;
+  std::map<std::string, std::size_t, std::less<>> index;
+  for (int row = 0; row < rooms.rows(); ++row) {
+    room_state room;
+    room.exists = true;
+    room.id = rooms.text(row, 0);
+    room.meta = metadata_of(rooms, row, 1);
+    index.emplace(room.id, out.size());
+    out.push_back(std::move(room));
+  }
+  for (int row = 0; row < members.rows(); ++row) {
+    auto it = index.find(members.text(row, 0));
+    if (it == index.end())
+      continue;
+    out[it->second].members.push_back(
+      {protocol::array_from_hex<32>(members.text(row, 1)).value_or(protocol::bytes32{}),
+       split_roles(members.text(row, 2))});
+  }
+  return out;
+}
+
+std::vector<relay_signed_event>
+remove_from_rooms(pg_connection& tx, const protocol::key_pair& relay_key, std::int64_t community_id,
+                  const std::vector<protocol::bytes32>& pubkeys, std::int64_t now,
+                  std::int64_t& wait_until) {
+  wait_until = 0;
+  if (pubkeys.empty())
+    return {};
+  const std::string community = std::to_string(community_id);
+  pg_array keys;
+  for (const auto& pubkey : pubkeys)
+    keys.add_bytea(pubkey);
+  auto affected = must(tx.exec("SELECT m.room_id, bool_or(cardinality(m.roles) > 0),"
+                               " coalesce(max(c.newest_state_at), 0)"
+                               " FROM room_members m LEFT JOIN room_clocks c"
+                               " ON c.community_id = m.community_id AND c.room_id = m.room_id"
+                               " WHERE m.community_id = $1::bigint AND m.pubkey = ANY($2::bytea[])"
+                               " GROUP BY m.room_id ORDER BY m.room_id",
+                               {community, keys.str()}),
+                       "find rooms of removed members");
+  for (int row = 0; row < affected.rows(); ++row)
+    if (affected.integer(row, 2) >= now)
+      wait_until = std::max(wait_until, affected.integer(row, 2) + 1);
+  if (wait_until != 0 || affected.rows() == 0)
+    return {};
+  must(tx.exec("DELETE FROM room_members WHERE community_id = $1::bigint AND pubkey = ANY($2::bytea[])",
+               {community, keys.str()}),
+       "remove from rooms");
+  std::vector<relay_signed_event> written;
+  for (int row = 0; row < affected.rows(); ++row) {
+    auto room = read_room(tx, community_id, std::string(affected.text(row, 0)));
+    protocol::room_parts parts;
+    parts.members = true;
+    parts.admins = affected.text(row, 1) == "t";
+    auto state = write_state(tx, relay_key, community_id, room, parts, now);
+    written.insert(written.end(), state.begin(), state.end());
+  }
+  return written;
+}
+
+} // namespace comb::storage

@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "protocol/room_rules.hpp"
+#include "protocol/signature.hpp"
+#include "storage/membership.hpp"
+
+namespace comb::storage {
+
+class pg_connection;
+
+/// Bounds on what rooms a client can make the relay hold.
+inline constexpr std::int64_t max_rooms_per_community = 1000;
+inline constexpr std::int64_t max_members_per_room = 10000;
+inline constexpr std::int64_t max_invites_per_room = 1000;
+
+/// The result of one room request's transaction.
+struct room_write {
+  bool committed = false;
+  std::string error; ///< why nothing was written, when !committed
+  protocol::room_outcome outcome = protocol::room_outcome::failed;
+  /// What the transaction stored that subscribers should see, in order: the request itself,
+  /// the relay-signed 39000-39003 it rewrote, the 9001 it issued for a leave.
+  std::vector<relay_signed_event> events;
+  /// The community's state version after the transaction (note_access_change); 0 when unknown.
+  std::int64_t state_version = 0;
+  /// Not committed because the room's newest state already has this second: try again then.
+  std::int64_t retry_at = 0;
+};
+
+/// A room request to apply: the verified 9000-9022 event, read, with its JSON as stored.
+struct room_command {
+  protocol::event ev;
+  std::string json;
+  protocol::room_request request;
+};
+
+/// NIP-29 rooms in Postgres. Each request runs in one transaction under the community row lock
+/// (FOR NO KEY UPDATE, as membership writes take it, so the two never interleave): plan by the
+/// room rules, write the rows, store the request, rewrite exactly the relay-signed events the
+/// change affects with created_at = max(now, newest room state + 1), never ahead of now (else
+/// nothing is written and `retry_at` says when), and note the access change. A no-op writes
+/// nothing; a failure rolls everything back. No function throws.
+class room_store {
+public:
+  room_store(pg_connection& connection, const protocol::key_pair& relay_key);
+
+  [[nodiscard]] room_write apply(std::int64_t community_id, const room_command& command,
+                                 std::int64_t now);
+
+  [[nodiscard]] const std::string& last_error() const noexcept { return last_error_; }
+
+private:
+  pg_connection& connection_;
+  const protocol::key_pair& relay_key_;
+  std::string last_error_;
+};
+
+/// Every room of a community with its flags and members, in id order; nothing on an error.
+[[nodiscard]] std::optional<std::vector<protocol::room_state>> load_rooms(pg_connection& connection,
+                                                                          std::int64_t community_id);
+
+/// Inside an open membership transaction that removed `pubkeys` from the community: removes
+/// them from every room of it and rewrites each affected room's 39002 (and 39001 when one had
+/// a role). Returns the events written, or, when an affected room's newest state already has
+/// second `now`, nothing written and the second to wait for in `wait_until`. Throws
+/// std::runtime_error on a database error (the caller rolls back).
+[[nodiscard]] std::vector<relay_signed_event>
+remove_from_rooms(pg_connection& tx, const protocol::key_pair& relay_key, std::int64_t community_id,
+                  const std::vector<protocol::bytes32>& pubkeys, std::int64_t now,
+                  std::int64_t& wait_until);
+
+} // namespace comb::storage

@@ -1,0 +1,204 @@
+// NIP-29 rooms inside a comb community, driven exactly as Flotilla drives them through welshman:
+// makeRoomCreateEvent / makeRoomEditEvent / makeRoomJoinEvent / makeRoomLeaveEvent /
+// makeRoomDeleteEvent, kind-9 chat with an `h` tag, 9000 with a role, 9005, 9009 codes.
+import { describe, it } from 'node:test'
+import assert from 'node:assert/strict'
+import {
+  AuthStatus, Pool, PublishStatus, Socket, defaultSocketPolicies, makeSocketPolicyAuth, publishOne, requestOne,
+} from '@welshman/net'
+import { Nip01Signer } from '@welshman/signer'
+import {
+  ROOM_ADMINS, ROOM_MEMBERS, ROOM_META, getPubkey, getTagValue, makeEvent, makeHttpAuth, sendManagementRequest, makeRoomCreateEvent, makeRoomDeleteEvent,
+  makeRoomEditEvent, makeRoomJoinEvent, makeRoomLeaveEvent, makeRoomMeta, makeSecret, readRoomMeta,
+} from '@welshman/util'
+import { httpGet, itStopsCleanly, now, withRelay } from './harness.mjs'
+
+/** A user of a Flotilla-like app: a key, a signer and a pool whose sockets answer AUTH. */
+function appUser(secret = makeSecret()) {
+  const signer = Nip01Signer.fromSecret(secret)
+  const pool = new Pool({
+    makeSocket: (url) => new Socket(url, [...defaultSocketPolicies, makeSocketPolicyAuth({ sign: signer.sign })]),
+  })
+  const context = { pool }
+  return {
+    pk: getPubkey(secret),
+    async publish(relay, template) {
+      const event = await signer.sign(template)
+      const result = await publishOne({ event, relay: relay.url, context, timeout: 8000 })
+      return { event, status: result.status, detail: result.detail }
+    },
+    async authenticated(relay) {
+      const socket = pool.get(relay.url)
+      socket.attemptToOpen()
+      for (let i = 0; i < 250 && socket.auth.status !== AuthStatus.Ok; i++)
+        await new Promise((resolve) => setTimeout(resolve, 20))
+      assert.equal(socket.auth.status, AuthStatus.Ok, `AUTH by socket policy: ${socket.auth.details}`)
+    },
+    async read(relay, filters) {
+      let closed = null
+      const events = await requestOne({
+        relay: relay.url, filters, context, autoClose: true, signal: AbortSignal.timeout(8000),
+        onClosed: (message) => { closed = message },
+      })
+      return { events, closed }
+    },
+    close() { pool.clear() },
+  }
+}
+
+const accepted = (result, pattern) => {
+  assert.equal(result.status, PublishStatus.Success, `expected success, got ${result.status}: ${result.detail}`)
+  if (pattern) assert.match(result.detail, pattern)
+}
+
+const refused = (result, pattern) => {
+  assert.equal(result.status, PublishStatus.Failure, `expected failure, got ${result.status}: ${result.detail}`)
+  assert.match(result.detail, pattern)
+}
+
+/** The one live relay-signed state event of `kind` for room `h`. */
+async function roomState(user, relay, kind, h) {
+  const { events, closed } = await user.read(relay, [{ kinds: [kind], authors: [relay.pubkey], '#d': [h] }])
+  assert.equal(closed, null)
+  assert.equal(events.length, 1, `one live ${kind} for ${h}`)
+  return events[0]
+}
+
+const members = (event) => event.tags.filter((t) => t[0] === 'p').map((t) => t[1]).sort()
+
+describe('rooms in a community, as Flotilla uses them', () => {
+  const ownerSecret = makeSecret()
+  const ctx = withRelay({ COMB_OWNER_PUBKEY: getPubkey(ownerSecret) })
+  const owner = appUser(ownerSecret)
+  const alice = appUser()
+  const bob = appUser()
+  const carol = appUser()
+  const room = makeRoomMeta({ name: 'Pizza', about: 'for people who love pizza' })
+  const secret = makeRoomMeta({ name: 'Kitchen', isClosed: true, isPrivate: true, isRestricted: true })
+
+  it('lists NIP-29 and lets the owner create and name rooms', async () => {
+    const { relay } = ctx
+    const { body } = await httpGet(relay.port, '/', { Accept: 'application/nostr+json' })
+    assert.ok(JSON.parse(body).supported_nips.includes(29))
+    for (const user of [owner, alice, bob, carol]) await user.authenticated(relay)
+    // Only the community's owner and admins create rooms.
+    refused(await alice.publish(relay, makeRoomCreateEvent(makeRoomMeta())), /^restricted: /)
+    for (const r of [room, secret]) {
+      accepted(await owner.publish(relay, makeRoomCreateEvent(r)))
+      accepted(await owner.publish(relay, makeRoomEditEvent(r)))
+    }
+    const meta = readRoomMeta(await roomState(alice, relay, ROOM_META, room.h))
+    assert.equal(meta.name, 'Pizza')
+    assert.equal(meta.about, 'for people who love pizza')
+    assert.equal(meta.isClosed, false)
+    const admins = await roomState(owner, relay, ROOM_ADMINS, room.h)
+    assert.deepEqual(admins.tags.find((t) => t[0] === 'p'), ['p', owner.pk, 'admin'])
+    // Nobody but the relay publishes room state.
+    refused(await owner.publish(relay, makeEvent(ROOM_META, { tags: [['d', room.h], ['name', 'forged']] })),
+      /^restricted: only the relay may publish kind 39000/)
+  })
+
+  it('lets a member join an open room, chat and read back; a second join is a duplicate', async () => {
+    const { relay } = ctx
+    const join = await alice.publish(relay, makeRoomJoinEvent(room))
+    accepted(join, /^info: /)
+    assert.deepEqual(members(await roomState(bob, relay, ROOM_MEMBERS, room.h)), [owner.pk, alice.pk].sort())
+    // Another join of a member is refused as a duplicate; the same join event again was processed.
+    refused(await alice.publish(relay, { ...makeRoomJoinEvent(room), created_at: join.event.created_at + 1 }), /^duplicate: /)
+    accepted(await alice.publish(relay, { ...makeRoomJoinEvent(room), created_at: join.event.created_at }),
+      /^duplicate: this request was already processed/)
+    const chat = await alice.publish(relay, makeEvent(9, { content: 'margherita?', tags: [['h', room.h]] }))
+    accepted(chat)
+    const read = await bob.read(relay, [{ kinds: [9], '#h': [room.h] }])
+    assert.deepEqual(read.events.map((e) => e.id), [chat.event.id])
+    // A room that does not exist, and late publication, are refused.
+    refused(await alice.publish(relay, makeEvent(9, { content: 'hello?', tags: [['h', 'nowhere1']] })),
+      /^invalid: there is no room/)
+    refused(await alice.publish(relay, makeEvent(9, { content: 'old', tags: [['h', room.h]], created_at: now() - 3600 })),
+      /^invalid: room events must be published within/)
+  })
+
+  it('keeps a closed, private, restricted room to members; joins need a 9009 code', async () => {
+    const { relay } = ctx
+    refused(await bob.publish(relay, makeRoomJoinEvent(secret)), /^restricted: this room is closed/)
+    const code = 'kitchen-door-code'
+    accepted(await owner.publish(relay, makeEvent(9009, { tags: [['h', secret.h], ['code', code]] })))
+    const join = makeRoomJoinEvent(secret)
+    join.tags.push(['code', 'wrong'])
+    refused(await bob.publish(relay, join), /^restricted: /)
+    const withCode = makeRoomJoinEvent(secret)
+    withCode.tags.push(['code', code])
+    accepted(await bob.publish(relay, withCode))
+    const note = await bob.publish(relay, makeEvent(9, { content: 'members only', tags: [['h', secret.h]] }))
+    accepted(note)
+    // Carol is not in the room: she may not post in it, nor read it, nor see its member list.
+    refused(await carol.publish(relay, makeEvent(9, { content: 'let me in', tags: [['h', secret.h]] })), /^restricted: /)
+    const denied = await carol.read(relay, [{ kinds: [9], '#h': [secret.h] }])
+    assert.match(denied.closed ?? '', /^restricted: /)
+    assert.equal(denied.events.length, 0)
+    const broad = await carol.read(relay, [{ kinds: [9, ROOM_MEMBERS] }])
+    assert.ok(!broad.events.some((e) => e.id === note.event.id), 'a private room event leaked')
+    assert.ok(!broad.events.some((e) => e.kind === ROOM_MEMBERS && getTagValue('d', e.tags) === secret.h),
+      'a private room member list leaked')
+    assert.equal((await carol.read(relay, [{ kinds: [ROOM_META], '#d': [secret.h] }])).events.length, 1)
+    assert.deepEqual((await bob.read(relay, [{ kinds: [9], '#h': [secret.h] }])).events.map((e) => e.id), [note.event.id])
+    // The invite code shows to the room's admins only.
+    assert.equal((await bob.read(relay, [{ kinds: [9009] }])).events.length, 0)
+    assert.equal((await owner.read(relay, [{ kinds: [9009] }])).events.length, 1)
+  })
+
+  it('lets a moderator delete a message for everyone', async () => {
+    const { relay } = ctx
+    accepted(await owner.publish(relay, makeEvent(9000, { tags: [['h', room.h], ['p', bob.pk, 'moderator']] })))
+    const admins = await roomState(alice, relay, ROOM_ADMINS, room.h)
+    assert.deepEqual(admins.tags.find((t) => t[1] === bob.pk), ['p', bob.pk, 'moderator'])
+    const chat = await alice.publish(relay, makeEvent(9, { content: 'spam', tags: [['h', room.h]] }))
+    accepted(chat)
+    // A plain member may not moderate; a moderator may not grant roles.
+    refused(await alice.publish(relay, makeEvent(9005, { tags: [['h', room.h], ['e', chat.event.id]] })), /^restricted: /)
+    refused(await bob.publish(relay, makeEvent(9000, { tags: [['h', room.h], ['p', carol.pk, 'admin']] })), /^restricted: /)
+    accepted(await bob.publish(relay, makeEvent(9005, { tags: [['h', room.h], ['e', chat.event.id]] })))
+    for (const user of [owner, alice, carol])
+      assert.equal((await user.read(relay, [{ ids: [chat.event.id] }])).events.length, 0)
+  })
+
+  it('turns a leave into a relay-signed 9001 and a new 39002', async () => {
+    const { relay } = ctx
+    const before = await roomState(owner, relay, ROOM_MEMBERS, room.h)
+    accepted(await alice.publish(relay, makeRoomLeaveEvent(room)))
+    const removal = await owner.read(relay, [{ kinds: [9001], '#h': [room.h], '#p': [alice.pk] }])
+    assert.equal(removal.events.length, 1)
+    assert.equal(removal.events[0].pubkey, relay.pubkey)
+    const after = await roomState(owner, relay, ROOM_MEMBERS, room.h)
+    assert.ok(after.created_at > before.created_at)
+    assert.ok(!members(after).includes(alice.pk))
+  })
+
+  it("lists rooms and a room's members over NIP-86, for the owner only", async () => {
+    const { relay } = ctx
+    const call = async (secretKey, request) => {
+      const template = await makeHttpAuth(`http://${relay.host}`, 'POST', JSON.stringify(request))
+      const auth = await Nip01Signer.fromSecret(secretKey).sign(template)
+      return sendManagementRequest(`http://${relay.host}`, request, auth)
+    }
+    const rooms = await call(ownerSecret, { method: 'listrooms', params: [] })
+    assert.deepEqual(rooms.result.map((r) => r.id).sort(), [room.h, secret.h].sort())
+    assert.deepEqual(rooms.result.find((r) => r.id === secret.h).flags, ['private', 'restricted', 'closed'])
+    const inRoom = await call(ownerSecret, { method: 'listroommembers', params: [room.h] })
+    assert.deepEqual(inRoom.result, [{ pubkey: owner.pk, roles: ['admin'] }, { pubkey: bob.pk, roles: ['moderator'] }])
+    const stranger = await call(makeSecret(), { method: 'listrooms', params: [] })
+    assert.ok(stranger.error, 'a non-admin is refused')
+  })
+
+  it('deletes a room with its events', async () => {
+    const { relay } = ctx
+    refused(await bob.publish(relay, makeRoomDeleteEvent(room)), /^restricted: /)
+    accepted(await owner.publish(relay, makeRoomDeleteEvent(room)))
+    assert.equal((await owner.read(relay, [{ kinds: [9], '#h': [room.h] }])).events.length, 0)
+    assert.equal((await owner.read(relay, [{ kinds: [ROOM_META, ROOM_MEMBERS], '#d': [room.h] }])).events.length, 0)
+    refused(await owner.publish(relay, makeEvent(9, { content: 'anyone?', tags: [['h', room.h]] })), /^invalid: there is no room/)
+    for (const user of [owner, alice, bob, carol]) user.close()
+  })
+
+  itStopsCleanly(ctx)
+})

@@ -1,0 +1,280 @@
+// SPDX-License-Identifier: MIT
+// NIP-29 rooms on a real Postgres: every write path writes exactly the room state it affects in
+// its transaction, a failure rolls back, concurrent joins all land, community removal cascades.
+#include <catch2/catch.hpp>
+#include <atomic>
+#include <chrono>
+#include <set>
+#include <thread>
+
+#include "protocol/canonical_json.hpp"
+#include "protocol/event_json.hpp"
+#include "storage/pg_connection.hpp"
+#include "storage/nip43_rows.hpp"
+#include "storage/room_store.hpp"
+#include "support/membership_fixture.hpp"
+#include "support/test_events.hpp"
+
+using namespace comb;
+using namespace comb::test;
+using protocol::room_outcome;
+using storage::member_role;
+using storage::membership_change;
+
+namespace {
+
+storage::room_command room_command(const author& who, std::uint32_t kind,
+                                   std::vector<protocol::tag> tags, std::int64_t created_at) {
+  auto ev = who.sign(kind, created_at, std::move(tags));
+  auto request = protocol::parse_room_request(*ev);
+  REQUIRE(request);
+  return {*ev, protocol::render_event_json(*ev), request.value()};
+}
+
+/// Applies a command, moving the test clock over seconds the room's state must wait for.
+storage::room_write paced_room(storage::room_store& store, std::int64_t community,
+                               const storage::room_command& command, std::int64_t& now) {
+  for (;;) {
+    auto write = store.apply(community, command, now);
+    if (write.retry_at == 0)
+      return write;
+    now = write.retry_at;
+  }
+}
+
+std::vector<std::uint32_t> kinds_of(const storage::room_write& write) {
+  std::vector<std::uint32_t> kinds;
+  for (const auto& ev : write.events)
+    kinds.push_back(ev.ev.kind);
+  return kinds;
+}
+
+struct room_fixture : membership_fixture {
+  room_fixture() : rooms(connection, relay_key) {
+    REQUIRE(apply(command(membership_change::provision_owner, owner.pubkey(), member_role::owner)).committed);
+    now = now_seconds();
+  }
+
+  storage::room_write run(const author& who, std::uint32_t kind, std::vector<protocol::tag> tags) {
+    tags.insert(tags.begin(), {"h", "pizza"});
+    return paced_room(rooms, community, room_command(who, kind, std::move(tags), now), now);
+  }
+
+  std::string count(const std::string& sql) {
+    storage::pg_connection reader(database.conninfo());
+    return scalar(reader, sql, {std::to_string(community)});
+  }
+
+  /// The p tags of the live 39002 of room "pizza" (there must be exactly one).
+  std::vector<std::string> listed_members() {
+    storage::pg_connection reader(database.conninfo());
+    auto reply = reader.exec("SELECT raw FROM events WHERE community_id = $1::bigint AND kind = 39002"
+                             " AND d_tag = 'pizza'",
+                             {std::to_string(community)});
+    REQUIRE(reply.ok());
+    REQUIRE(reply.rows() == 1);
+    auto ev = storage::parse_stored_list(reply.text(0, 0));
+    REQUIRE(ev);
+    std::vector<std::string> out;
+    for (const auto& t : ev->tags)
+      if (t.size() >= 2 && t[0] == "p")
+        out.push_back(t[1]);
+    return out;
+  }
+
+  author owner{1}, alice{2}, bob{3}, carol{4};
+  storage::room_store rooms;
+  std::int64_t now = 0;
+};
+
+} // namespace
+
+TEST_CASE_METHOD(room_fixture, "creating a room writes its four state events and the request",
+                 "[integration][rooms]") {
+  auto created = run(owner, 9007, {});
+  REQUIRE(created.committed);
+  CHECK(created.outcome == room_outcome::changed);
+  CHECK(kinds_of(created) == std::vector<std::uint32_t>{9007, 39000, 39001, 39002, 39003});
+  CHECK(created.state_version > 0);
+  CHECK(count("SELECT count(*) FROM events WHERE community_id = $1::bigint AND kind BETWEEN 39000 AND 39003") == "4");
+  CHECK(listed_members() == std::vector<std::string>{owner.pubkey_hex()});
+  // The same request again is recognized; another create of the id is a no-op: neither writes.
+  CHECK(run(owner, 9007, {}).outcome == room_outcome::already_processed);
+  auto again = run(owner, 9007, {{"alt", "again"}});
+  CHECK(again.outcome == room_outcome::room_exists);
+  CHECK(again.events.empty());
+  CHECK(count("SELECT count(*) FROM events WHERE community_id = $1::bigint AND kind = 9007") == "1");
+  // Members of the community who are not admins do not create rooms.
+  auto by_member = paced_room(rooms, community, room_command(alice, 9007, {{"h", "other"}}, now), now);
+  CHECK(by_member.outcome == room_outcome::not_allowed);
+  CHECK(count("SELECT count(*) FROM rooms WHERE community_id = $1::bigint") == "1");
+}
+
+TEST_CASE_METHOD(room_fixture, "joins and leaves rewrite 39002 only, paced, and a leave issues 9001",
+                 "[integration][rooms]") {
+  REQUIRE(run(owner, 9007, {}).committed);
+  std::int64_t created_second = now;
+  auto joined = run(alice, 9021, {});
+  CHECK(joined.outcome == room_outcome::changed);
+  CHECK(kinds_of(joined) == std::vector<std::uint32_t>{9021, 39002});
+  // The room's state of that second was written: the join moved to the next one.
+  CHECK(joined.events.at(1).ev.created_at == created_second + 1);
+  CHECK(listed_members() == std::vector<std::string>{owner.pubkey_hex(), alice.pubkey_hex()});
+  auto twice = run(alice, 9021, {});
+  CHECK(twice.outcome == room_outcome::already_member);
+  CHECK(twice.events.empty());
+  auto left = run(alice, 9022, {});
+  CHECK(kinds_of(left) == std::vector<std::uint32_t>{9022, 39002, 9001});
+  CHECK(left.events.back().ev.pubkey == relay_key.public_key());
+  CHECK(listed_members() == std::vector<std::string>{owner.pubkey_hex()});
+  CHECK(run(alice, 9022, {}).outcome == room_outcome::not_member);
+}
+
+TEST_CASE_METHOD(room_fixture, "a closed room admits with a 9009 code, stored hashed",
+                 "[integration][rooms]") {
+  REQUIRE(run(owner, 9007, {}).committed);
+  auto closing = run(owner, 9002, {{"name", "Pizza"}, {"closed"}});
+  CHECK(kinds_of(closing) == std::vector<std::uint32_t>{9002, 39000});
+  CHECK(run(alice, 9021, {}).outcome == room_outcome::invite_required);
+  CHECK(run(alice, 9021, {{"code", "wrong"}}).outcome == room_outcome::invite_required);
+  CHECK(run(alice, 9009, {{"code", "secret-code"}}).outcome == room_outcome::not_allowed);
+  auto invite = run(owner, 9009, {{"code", "secret-code"}});
+  CHECK(kinds_of(invite) == std::vector<std::uint32_t>{9009});
+  CHECK(count("SELECT count(*) FROM room_invites WHERE community_id = $1::bigint"
+              " AND code_hash <> 'secret-code'") == "1");
+  CHECK(run(alice, 9021, {{"code", "secret-code"}}).outcome == room_outcome::changed);
+  // The same code again is a no-op: no second invite, no second 9009 stored.
+  auto again = run(owner, 9009, {{"code", "secret-code"}, {"alt", "again"}});
+  CHECK(again.outcome == room_outcome::nothing_to_do);
+  CHECK(again.events.empty());
+  CHECK(count("SELECT count(*) FROM events WHERE community_id = $1::bigint AND kind = 9009") == "1");
+}
+
+TEST_CASE_METHOD(room_fixture, "roles: a moderator deletes events, only admins grant roles",
+                 "[integration][rooms]") {
+  REQUIRE(run(owner, 9007, {}).committed);
+  auto put = run(owner, 9000, {{"p", alice.pubkey_hex(), "moderator"}});
+  CHECK(kinds_of(put) == std::vector<std::uint32_t>{9000, 39001, 39002});
+  CHECK(run(alice, 9000, {{"p", bob.pubkey_hex(), "admin"}}).outcome == room_outcome::not_allowed);
+  CHECK(run(alice, 9000, {{"p", bob.pubkey_hex()}}).outcome == room_outcome::changed);
+  auto chat = bob.sign(9, now, {{"h", "pizza"}}, "hello");
+  REQUIRE(store_one(events, community, chat).result == storage::store_outcome::status::stored);
+  auto deleted = run(alice, 9005, {{"e", hex(chat->id)}});
+  CHECK(deleted.outcome == room_outcome::changed);
+  CHECK(count("SELECT count(*) FROM events WHERE community_id = $1::bigint AND kind = 9") == "0");
+  // Deleting it again deletes nothing and stores nothing.
+  auto twice = run(alice, 9005, {{"e", hex(chat->id)}, {"alt", "again"}});
+  CHECK(twice.outcome == room_outcome::nothing_to_do);
+  CHECK(count("SELECT count(*) FROM events WHERE community_id = $1::bigint AND kind = 9005") == "1");
+  // Gone for good: the same event posted again is refused.
+  CHECK(store_one(events, community, chat).result != storage::store_outcome::status::stored);
+}
+
+TEST_CASE_METHOD(room_fixture, "deleting a room removes it, its state and its events",
+                 "[integration][rooms]") {
+  REQUIRE(run(owner, 9007, {}).committed);
+  auto joined = run(alice, 9021, {});
+  REQUIRE(joined.committed);
+  std::int64_t old_state_second = joined.events.at(1).ev.created_at;
+  REQUIRE(store_one(events, community, alice.sign(9, now, {{"h", "pizza"}}, "hi")).result
+          == storage::store_outcome::status::stored);
+  auto gone = run(owner, 9008, {});
+  CHECK(gone.outcome == room_outcome::changed);
+  CHECK(count("SELECT count(*) FROM rooms WHERE community_id = $1::bigint") == "0");
+  CHECK(count("SELECT count(*) FROM room_members WHERE community_id = $1::bigint") == "0");
+  CHECK(count("SELECT count(*) FROM events WHERE community_id = $1::bigint"
+              " AND (kind = 9 OR kind BETWEEN 39000 AND 39005)") == "0");
+  // Created again, its state never reuses a second of the old room's.
+  auto again = run(owner, 9007, {{"alt", "again"}});
+  CHECK(again.events.at(1).ev.created_at > old_state_second);
+  CHECK(again.outcome == room_outcome::changed);
+}
+
+TEST_CASE_METHOD(room_fixture, "a failed room write rolls everything back", "[integration][rooms]") {
+  REQUIRE(run(owner, 9007, {}).committed);
+  storage::pg_connection holder(database.conninfo());
+  REQUIRE(holder.exec("BEGIN").ok());
+  REQUIRE(holder.exec("LOCK TABLE room_clocks IN ACCESS EXCLUSIVE MODE").ok());
+  REQUIRE_FALSE(connection.ensure_connected());
+  storage::room_write joined;
+  auto join = room_command(alice, 9021, {{"h", "pizza"}}, now);
+  std::thread writer([&] { joined = rooms.apply(community, join, now + 5); });
+  storage::pg_connection observer(database.conninfo());
+  bool blocked = false;
+  for (int i = 0; i < 500 && !blocked; ++i) {
+    blocked = scalar(observer, "SELECT count(*) FROM pg_stat_activity WHERE pid = $1::int"
+                               " AND wait_event_type = 'Lock'",
+                     {std::to_string(connection.backend_pid())})
+              == "1";
+    if (!blocked)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  connection.cancel();
+  writer.join();
+  (void)holder.exec("ROLLBACK");
+  REQUIRE(blocked);
+  CHECK_FALSE(joined.committed);
+  CHECK(joined.outcome == room_outcome::failed);
+  CHECK(count("SELECT count(*) FROM room_members WHERE community_id = $1::bigint") == "1");
+  CHECK(count("SELECT count(*) FROM events WHERE community_id = $1::bigint AND kind = 9021") == "0");
+  CHECK(listed_members() == std::vector<std::string>{owner.pubkey_hex()});
+}
+
+TEST_CASE_METHOD(room_fixture, "concurrent joins over separate connections all land in 39002",
+                 "[integration][rooms][race]") {
+  REQUIRE(run(owner, 9007, {}).committed);
+  constexpr int joiners = 6;
+  std::vector<std::unique_ptr<author>> people;
+  std::vector<storage::room_write> writes(joiners);
+  std::vector<std::thread> threads;
+  std::atomic<int> ready{0};
+  for (int i = 0; i < joiners; ++i)
+    people.push_back(std::make_unique<author>(static_cast<std::uint8_t>(20 + i)));
+  std::int64_t start = now;
+  for (int i = 0; i < joiners; ++i)
+    threads.emplace_back([&, i] {
+      storage::pg_connection own(database.conninfo());
+      storage::room_store store(own, relay_key);
+      auto join = room_command(*people[i], 9021, {{"h", "pizza"}}, start);
+      std::int64_t clock = start;
+      ++ready;
+      while (ready < joiners)
+        std::this_thread::yield();
+      writes[i] = paced_room(store, community, join, clock);
+    });
+  for (auto& t : threads)
+    t.join();
+  for (const auto& w : writes)
+    CHECK(w.outcome == room_outcome::changed);
+  auto listed = listed_members();
+  CHECK(listed.size() == joiners + 1);
+  for (const auto& person : people)
+    CHECK(std::find(listed.begin(), listed.end(), person->pubkey_hex()) != listed.end());
+  // Each join wrote its own 39002 at its own second: none reused a created_at.
+  std::set<std::int64_t> seconds;
+  for (const auto& w : writes)
+    seconds.insert(w.events.at(1).ev.created_at);
+  CHECK(seconds.size() == joiners);
+}
+
+TEST_CASE_METHOD(room_fixture, "removing a community member removes them from every room at once",
+                 "[integration][rooms]") {
+  REQUIRE(apply(command(membership_change::add_member, alice.pubkey())).committed);
+  REQUIRE(run(owner, 9007, {}).committed);
+  REQUIRE(run(owner, 9000, {{"p", alice.pubkey_hex(), "moderator"}}).committed);
+  auto second_room = paced_room(rooms, community, room_command(owner, 9007, {{"h", "pasta"}}, now), now);
+  REQUIRE(second_room.committed);
+  REQUIRE(paced_room(rooms, community, room_command(alice, 9021, {{"h", "pasta"}}, now), now).committed);
+  auto removed = apply(command(membership_change::remove_member, alice.pubkey()));
+  REQUIRE(removed.committed);
+  REQUIRE(removed.list);
+  // pizza: 39001 (she had a role) and 39002; pasta: 39002.
+  std::multiset<std::uint32_t> kinds;
+  for (const auto& ev : removed.room_events)
+    kinds.insert(ev.ev.kind);
+  CHECK(kinds == std::multiset<std::uint32_t>{39001, 39002, 39002});
+  REQUIRE(removed.rooms);
+  CHECK(removed.rooms->size() == 2);
+  CHECK(count("SELECT count(*) FROM room_members WHERE community_id = $1::bigint") == "2");
+  CHECK(listed_members() == std::vector<std::string>{owner.pubkey_hex()});
+}

@@ -1,0 +1,78 @@
+// NIP-29 rooms across two pods sharing one database: joins racing through both processes all land
+// in the room's one 39002, and a room made private on one pod is enforced on the other at once,
+// for history and for live delivery.
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { keys, sign } from '../e2e/harness.mjs'
+import { authed, eventually, privateRedis, readiness, startPods } from './pods.mjs'
+
+const pTags = (ev) => new Set(ev.tags.filter((t) => t[0] === 'p').map((t) => t[1]))
+
+describe('rooms across two pods', () => {
+  let redis, group, a, b
+  const owner = keys()
+
+  before(async () => {
+    redis = await privateRedis()
+    group = await startPods(2, () => ({ COMB_REDIS_URL: redis.url, COMB_OWNER_PUBKEY: owner.pk }))
+    ;[a, b] = group.pods
+    for (const pod of group.pods) await eventually(async () => (await readiness(pod)) === 200, 'pod ready')
+  })
+  after(async () => { await group?.stop(); await redis?.dispose() })
+
+  it('lands 8 concurrent joins through two processes in the final 39002', async () => {
+    const ownerOnA = await authed(a, owner)
+    assert.equal((await ownerOnA.publish(sign(owner.sk, { kind: 9007, tags: [['h', 'lobby']] }))).message, '')
+    const joiners = Array.from({ length: 8 }, () => keys())
+    const clients = await Promise.all(joiners.map((who, i) => authed(i % 2 ? b : a, who)))
+    // Pod b learns of the room from the database's notification before its clients post.
+    await eventually(async () => {
+      const { end } = await clients[1].req(`probe-${Date.now()}`, { kinds: [39000], '#d': ['lobby'] })
+      return end[0] === 'EOSE'
+    }, 'pod b knows the room')
+    // A room's state is written at most once a second, so 8 joins take about 8 seconds.
+    const replies = await Promise.all(clients.map((client, i) => {
+      const join = sign(joiners[i].sk, { kind: 9021, tags: [['h', 'lobby']] })
+      client.send(['EVENT', join])
+      return client.ok(join.id, 30000)
+    }))
+    for (const reply of replies) assert.match(reply.message, /^info: welcome/)
+    for (const pod of [ownerOnA, clients[1]]) {
+      const { events } = await pod.req(`members-${Math.random()}`, { kinds: [39002], '#d': ['lobby'] })
+      assert.equal(events.length, 1, 'one live 39002')
+      assert.deepEqual(pTags(events[0]), new Set([owner.pk, ...joiners.map((j) => j.pk)]))
+    }
+    for (const client of [ownerOnA, ...clients]) await client.close()
+  })
+
+  it('enforces a room made private on pod a for readers on pod b, history and live', async () => {
+    const member = keys()
+    const stranger = keys()
+    const ownerOnA = await authed(a, owner)
+    assert.equal((await ownerOnA.publish(sign(owner.sk, { kind: 9007, tags: [['h', 'den']] }))).message, '')
+    const memberOnB = await authed(b, member)
+    await eventually(async () => {
+      const reply = await memberOnB.publish(sign(member.sk, { kind: 9021, tags: [['h', 'den']] }))
+      return reply.message.startsWith('info: welcome')
+    }, 'the member joins through pod b')
+    assert.match((await ownerOnA.publish(sign(owner.sk, { kind: 9002, tags: [['h', 'den'], ['name', 'Den'], ['private']] }))).message, /^$/)
+    const strangerOnB = await authed(b, stranger)
+    await eventually(async () => {
+      const { end } = await strangerOnB.req(`den-${Date.now()}`, { kinds: [9], '#h': ['den'] })
+      return end[0] === 'CLOSED' && /^restricted: /.test(end[2])
+    }, 'pod b refuses a private room to a stranger')
+    // Live: a broad subscription on pod b gets the member's post, the stranger's does not.
+    strangerOnB.send(['REQ', 'all', { kinds: [9] }])
+    assert.equal((await strangerOnB.history('all')).end[0], 'EOSE')
+    memberOnB.send(['REQ', 'mine', { kinds: [9] }])
+    assert.equal((await memberOnB.history('mine')).end[0], 'EOSE')
+    const post = sign(owner.sk, { kind: 9, content: 'private words', tags: [['h', 'den']] })
+    assert.equal((await ownerOnA.publish(post)).message, '')
+    assert.equal((await memberOnB.live('mine', 10000)).id, post.id)
+    const open = sign(owner.sk, { kind: 9, content: 'public words' })
+    assert.equal((await ownerOnA.publish(open)).message, '')
+    // The stranger's next live event is the public one: the private post was withheld.
+    assert.equal((await strangerOnB.live('all', 10000)).id, open.id)
+    for (const client of [ownerOnA, memberOnB, strangerOnB]) await client.close()
+  })
+})

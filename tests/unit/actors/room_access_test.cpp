@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: MIT
+// The connection's NIP-29 checks against a pod's room cache: unknown rooms, late events,
+// restricted writes, private and hidden reads, invite codes, relay-only room state.
+#include <catch2/catch.hpp>
+
+#include "actors/connection/connection.hpp"
+#include "protocol/canonical_json.hpp"
+#include "support/signed_events.hpp"
+
+using namespace comb;
+using actors::connection;
+using actors::connection_policy;
+
+namespace {
+
+const auto member = protocol::key_pair::generate();
+const auto outsider = protocol::key_pair::generate();
+const auto admin = protocol::key_pair::generate();
+
+protocol::room_state room(std::string id, protocol::room_flags flags) {
+  protocol::room_state r;
+  r.exists = true;
+  r.id = std::move(id);
+  r.meta.flags = flags;
+  r.members = {{member.public_key(), {}}};
+  return r;
+}
+
+connection_policy policy_with_rooms() {
+  connection_policy policy;
+  policy.members = std::make_shared<actors::member_cache>();
+  (void)policy.members->replace({{admin.public_key(), storage::member_role::admin}});
+  policy.members->set_rooms(std::make_shared<const actors::room_index>(std::vector{
+                              room("open", {}), room("locked", {true, true, false, false}),
+                              room("ghost", {true, false, true, false})}),
+                            1);
+  return policy;
+}
+
+protocol::event chat(const protocol::key_pair& who, const std::string& h, std::int64_t at = 0) {
+  return test::sign_event(who, 9, "hi", {{"h", h}}, at);
+}
+
+connection authed_as(const protocol::key_pair& who, const connection_policy& policy) {
+  connection c(policy, "challenge");
+  auto auth = test::sign_event(who, 22242, "", {{"relay", "ws://" + policy.host}, {"challenge", "challenge"}});
+  REQUIRE_FALSE(c.authenticate(auth, test::unix_now()));
+  return c;
+}
+
+} // namespace
+
+TEST_CASE("posts to rooms: unknown rooms, late events and restricted rooms are refused",
+          "[actors][rooms]") {
+  auto policy = policy_with_rooms();
+  policy.host = "relay.test";
+  connection c(policy, "challenge");
+  auto now = test::unix_now();
+  CHECK_FALSE(c.admit_event(chat(outsider, "open"), now, 1));
+  CHECK_FALSE(c.admit_event(chat(outsider, "_"), now, 1)); // Flotilla's general chat
+  CHECK(c.admit_event(chat(outsider, "nowhere"), now, 2)->text()
+        == "invalid: there is no room \"nowhere\" in this community");
+  CHECK(c.admit_event(chat(member, "open", now - 901), now, 3)->text().starts_with("invalid: room events"));
+  CHECK(c.admit_event(chat(outsider, "locked"), now, 4)->text()
+        == "restricted: only members of this room may post in it");
+  CHECK_FALSE(c.admit_event(chat(member, "locked"), now, 5));
+  CHECK_FALSE(c.admit_event(chat(admin, "locked"), now, 6));
+  // A create names a room that does not exist yet; room requests are judged in their transaction.
+  CHECK_FALSE(c.admit_event(test::sign_event(outsider, 9007, "", {{"h", "new-room"}}), now, 7));
+  CHECK_FALSE(c.admit_event(test::sign_event(outsider, 9021, "", {{"h", "locked"}}), now, 8));
+  for (std::uint32_t kind : {39000u, 39001u, 39002u, 39003u, 39005u})
+    CHECK(c.admit_event(test::sign_event(admin, kind, "", {{"d", "open"}}), now, 9 + kind % 10)->text()
+          == "restricted: only the relay may publish kind " + std::to_string(kind));
+}
+
+TEST_CASE("reads of rooms follow their flags", "[actors][rooms]") {
+  auto policy = policy_with_rooms();
+  policy.host = "relay.test";
+  connection anonymous(policy, "challenge");
+  auto stranger = authed_as(outsider, policy);
+  auto inside = authed_as(member, policy);
+  auto manager = authed_as(admin, policy);
+  CHECK(anonymous.room_event_visible("open", 9));
+  CHECK_FALSE(anonymous.room_event_visible("locked", 9));
+  CHECK(stranger.room_event_visible("locked", 39000));
+  CHECK_FALSE(stranger.room_event_visible("locked", 39002));
+  CHECK_FALSE(stranger.room_event_visible("ghost", 39000));
+  CHECK(inside.room_event_visible("ghost", 9));
+  CHECK_FALSE(inside.room_event_visible("open", 9009));
+  CHECK(manager.room_event_visible("open", 9009));
+  CHECK(manager.room_event_visible("ghost", 39002));
+
+  protocol::filter wants_locked;
+  wants_locked.tags.push_back({'h', {"locked"}});
+  CHECK(anonymous.check_room_filters({wants_locked})->text().starts_with("auth-required: "));
+  CHECK(stranger.check_room_filters({wants_locked})->text() == "restricted: only members of this room may read it");
+  CHECK_FALSE(inside.check_room_filters({wants_locked}));
+
+  // History and live delivery withhold what the reader may not see, and count it.
+  auto locked_chat = chat(member, "locked");
+  auto open_chat = chat(member, "open");
+  REQUIRE(stranger.open_subscription("s").ok());
+  auto frames = stranger.history_arrived("s", 1, {protocol::render_event_json(locked_chat),
+                                                  protocol::render_event_json(open_chat)});
+  CHECK(frames.size() == 2); // the open chat and EOSE
+  CHECK(frames[0].find(protocol::to_hex(open_chat.id)) != std::string::npos);
+  actors::live_event live{std::make_shared<const protocol::event>(locked_chat),
+                          std::make_shared<const std::string>(protocol::render_event_json(locked_chat))};
+  CHECK_FALSE(stranger.live_arrived("s", 1, live));
+  CHECK(stranger.take_withheld() == 2);
+  REQUIRE(inside.open_subscription("s").ok());
+  (void)inside.history_arrived("s", 1, {});
+  CHECK(inside.live_arrived("s", 1, live));
+}

@@ -1,0 +1,216 @@
+// SPDX-License-Identifier: MIT
+#include <catch2/catch.hpp>
+
+#include "protocol/canonical_json.hpp"
+#include "protocol/event_check.hpp"
+#include "protocol/room_events.hpp"
+#include "support/signed_events.hpp"
+
+using namespace comb::protocol;
+
+namespace {
+
+const key_pair& alice() {
+  static key_pair k = *key_pair::from_secret(*array_from_hex<32>(std::string(63, '0') + "1"));
+  return k;
+}
+const key_pair& bob() {
+  static key_pair k = *key_pair::from_secret(*array_from_hex<32>(std::string(63, '0') + "2"));
+  return k;
+}
+const key_pair& relay() {
+  static key_pair k = *key_pair::from_secret(*array_from_hex<32>(std::string(63, '0') + "3"));
+  return k;
+}
+
+room_request request_of(const event& ev) {
+  auto parsed = parse_room_request(ev);
+  REQUIRE(parsed);
+  return parsed.value();
+}
+
+room_state room_with(std::vector<room_member> members, room_flags flags = {}) {
+  room_state room;
+  room.exists = true;
+  room.id = "pizza";
+  room.meta.name = "pizza";
+  room.meta.flags = flags;
+  room.members = std::move(members);
+  return room;
+}
+
+} // namespace
+
+TEST_CASE("room requests are read from their tags", "[room]") {
+  auto put = comb::test::sign_event(alice(), 9000, "", {{"h", "pizza"}, {"p", to_hex(bob().public_key()), "moderator"}});
+  auto request = request_of(put);
+  CHECK(request.action == room_action::put_user);
+  CHECK(request.room == "pizza");
+  CHECK(request.subject == bob().public_key());
+  CHECK(request.roles == std::vector<std::string>{"moderator"});
+
+  auto edit = comb::test::sign_event(alice(), 9002, "", {{"h", "pizza"}, {"name", "Pizza"}, {"private"}, {"closed"}});
+  auto meta = request_of(edit);
+  CHECK(meta.name == "Pizza");
+  CHECK_FALSE(meta.about);
+  CHECK(meta.flags == room_flags{true, false, false, true});
+
+  CHECK_FALSE(parse_room_request(comb::test::sign_event(alice(), 9021, "", {})));
+  CHECK_FALSE(parse_room_request(comb::test::sign_event(alice(), 9021, "", {{"h", "bad id!"}})));
+  CHECK_FALSE(parse_room_request(comb::test::sign_event(alice(), 9000, "", {{"h", "pizza"}})));
+  CHECK_FALSE(parse_room_request(comb::test::sign_event(alice(), 9005, "", {{"h", "pizza"}})));
+  CHECK_FALSE(parse_room_request(comb::test::sign_event(alice(), 9009, "", {{"h", "pizza"}})));
+  CHECK_FALSE(parse_room_request(comb::test::sign_event(alice(), 9003, "", {{"h", "pizza"}})));
+  CHECK_FALSE(parse_room_request(comb::test::sign_event(alice(), 9007, "", {{"h", "_"}})));
+  CHECK(request_of(comb::test::sign_event(alice(), 9021, "", {{"h", "pizza"}, {"code", "xyz"}})).code == "xyz");
+}
+
+TEST_CASE("room kinds and ids", "[room]") {
+  CHECK(is_room_request_kind(9000));
+  CHECK(is_room_request_kind(9020));
+  CHECK(is_room_request_kind(9022));
+  CHECK_FALSE(is_room_request_kind(9030));
+  CHECK(is_room_state_kind(39000));
+  CHECK(is_room_state_kind(39005));
+  CHECK_FALSE(is_room_state_kind(39006));
+  CHECK(valid_room_id("plokaru7"));
+  CHECK_FALSE(valid_room_id(""));
+  CHECK_FALSE(valid_room_id(std::string(65, 'a')));
+  CHECK_FALSE(valid_room_id("a\"b"));
+}
+
+TEST_CASE("late room events are refused, others are not concerned", "[room]") {
+  std::int64_t now = 1'700'000'000;
+  auto late = comb::test::sign_event(alice(), 9, "hi", {{"h", "pizza"}}, now - 901);
+  auto fresh = comb::test::sign_event(alice(), 9, "hi", {{"h", "pizza"}}, now - 899);
+  auto plain = comb::test::sign_event(alice(), 1, "hi", {}, now - 100000);
+  auto refused = check_room_time(late, now, 900);
+  REQUIRE(refused);
+  CHECK(refused->text().starts_with("invalid: "));
+  CHECK_FALSE(check_room_time(fresh, now, 900));
+  CHECK_FALSE(check_room_time(plain, now, 900));
+}
+
+TEST_CASE("the room rules: who may do what", "[room]") {
+  auto create = request_of(comb::test::sign_event(alice(), 9007, "", {{"h", "pizza"}}));
+  SECTION("only community owner and admins create rooms") {
+    CHECK(plan_room_change({}, create, {community_standing::member}).outcome == room_outcome::not_allowed);
+    auto plan = plan_room_change({}, create, {community_standing::admin});
+    REQUIRE(plan.outcome == room_outcome::changed);
+    CHECK(plan.parts.metadata);
+    CHECK(plan.parts.admins);
+    CHECK(plan.parts.members);
+    CHECK(plan.parts.roles);
+    CHECK(plan.store_request);
+    REQUIRE(plan.after.members.size() == 1);
+    CHECK(plan.after.members[0].roles == std::vector<std::string>{"admin"});
+    CHECK(plan_room_change(plan.after, create, {community_standing::owner}).outcome
+          == room_outcome::room_exists);
+  }
+  SECTION("moderators add and remove plain members, only admins grant roles") {
+    auto room = room_with({{alice().public_key(), {"moderator"}}});
+    auto plain = request_of(comb::test::sign_event(alice(), 9000, "", {{"h", "pizza"}, {"p", to_hex(bob().public_key())}}));
+    auto granted = request_of(comb::test::sign_event(alice(), 9000, "", {{"h", "pizza"}, {"p", to_hex(bob().public_key()), "admin"}}));
+    auto plan = plan_room_change(room, plain, {community_standing::member, community_standing::member});
+    CHECK(plan.outcome == room_outcome::changed);
+    CHECK(plan.parts.members);
+    CHECK_FALSE(plan.parts.admins);
+    CHECK(plan_room_change(room, granted, {community_standing::member}).outcome == room_outcome::not_allowed);
+    CHECK(plan_room_change(room, granted, {community_standing::admin}).outcome == room_outcome::changed);
+    CHECK(plan_room_change(plan.after, plain, {community_standing::member}).outcome == room_outcome::already_member);
+  }
+  SECTION("a moderator cannot remove an admin; members cannot moderate") {
+    auto room = room_with({{alice().public_key(), {"moderator"}}, {bob().public_key(), {"admin"}}});
+    auto remove = request_of(comb::test::sign_event(alice(), 9001, "", {{"h", "pizza"}, {"p", to_hex(bob().public_key())}}));
+    CHECK(plan_room_change(room, remove, {community_standing::member}).outcome == room_outcome::not_allowed);
+    auto edit = request_of(comb::test::sign_event(alice(), 9002, "", {{"h", "pizza"}, {"name", "x"}}));
+    CHECK(plan_room_change(room, edit, {community_standing::member}).outcome == room_outcome::not_allowed);
+    auto removal_by_admin = request_of(comb::test::sign_event(bob(), 9001, "", {{"h", "pizza"}, {"p", to_hex(alice().public_key())}}));
+    auto plan = plan_room_change(room, removal_by_admin, {community_standing::member});
+    CHECK(plan.outcome == room_outcome::changed);
+    CHECK(plan.parts.admins); // alice had a role
+    auto plain_member_room = room_with({{alice().public_key(), {}}});
+    auto del = request_of(comb::test::sign_event(alice(), 9005, "", {{"h", "pizza"}, {"e", std::string(64, 'a')}}));
+    CHECK(plan_room_change(plain_member_room, del, {community_standing::member}).outcome == room_outcome::not_allowed);
+  }
+  SECTION("an edit that changes nothing writes nothing") {
+    auto room = room_with({});
+    auto same = request_of(comb::test::sign_event(alice(), 9002, "", {{"h", "pizza"}, {"name", "pizza"}}));
+    CHECK(plan_room_change(room, same, {community_standing::owner}).outcome == room_outcome::nothing_to_do);
+    auto closing = request_of(comb::test::sign_event(alice(), 9002, "", {{"h", "pizza"}, {"closed"}}));
+    auto plan = plan_room_change(room, closing, {community_standing::owner});
+    CHECK(plan.parts.metadata);
+    CHECK(plan.after.meta.flags.closed);
+    CHECK(plan.after.meta.name == "pizza");
+  }
+}
+
+TEST_CASE("joins and leaves", "[room]") {
+  auto join = request_of(comb::test::sign_event(bob(), 9021, "", {{"h", "pizza"}}));
+  auto leave = request_of(comb::test::sign_event(bob(), 9022, "", {{"h", "pizza"}}));
+  CHECK(plan_room_change({}, join, {}).outcome == room_outcome::no_such_room);
+  auto open = room_with({});
+  auto joined = plan_room_change(open, join, {community_standing::outsider});
+  REQUIRE(joined.outcome == room_outcome::changed);
+  CHECK(joined.parts.members);
+  CHECK(plan_room_change(joined.after, join, {}).outcome == room_outcome::already_member);
+  CHECK(plan_room_change(open, join, {community_standing::outsider, community_standing::outsider, true})
+          .outcome == room_outcome::not_in_community);
+  auto closed = room_with({}, {false, false, false, true});
+  CHECK(plan_room_change(closed, join, {}).outcome == room_outcome::invite_required);
+  CHECK(plan_room_change(closed, join, {community_standing::member, community_standing::member, false, true})
+          .outcome == room_outcome::changed);
+  auto left = plan_room_change(joined.after, leave, {});
+  CHECK(left.outcome == room_outcome::changed);
+  CHECK(left.issue_removal);
+  CHECK(left.after.members.empty());
+  CHECK(plan_room_change(open, leave, {}).outcome == room_outcome::not_member);
+}
+
+TEST_CASE("who reads and writes a room", "[room]") {
+  room_flags priv{true, false, false, false};
+  room_flags hidden{true, false, true, false};
+  room_flags restricted{false, true, false, false};
+  room_reader outsider{};
+  room_reader member{true, false, false};
+  room_reader admin{false, false, true};
+  CHECK(room_event_visible({}, 9, outsider));
+  CHECK_FALSE(room_event_visible(priv, 9, outsider));
+  CHECK_FALSE(room_event_visible(priv, 39002, outsider));
+  CHECK(room_event_visible(priv, 39000, outsider));
+  CHECK_FALSE(room_event_visible(hidden, 39000, outsider));
+  CHECK(room_event_visible(hidden, 9, member));
+  CHECK_FALSE(room_event_visible({}, 9009, member));
+  CHECK(room_event_visible({}, 9009, admin));
+  CHECK_FALSE(room_write_allowed(restricted, outsider));
+  CHECK(room_write_allowed(restricted, member));
+  CHECK(room_write_allowed({}, outsider));
+}
+
+TEST_CASE("relay-signed room state has the NIP-29 shape", "[room]") {
+  auto room = room_with({{alice().public_key(), {"admin"}}, {bob().public_key(), {}}},
+                        {true, false, false, true});
+  auto meta = sign_room_metadata(relay(), room, 100);
+  CHECK(meta.kind == 39000);
+  CHECK(d_tag(meta) == "pizza");
+  CHECK(std::find(meta.tags.begin(), meta.tags.end(), tag{"private"}) != meta.tags.end());
+  CHECK(std::find(meta.tags.begin(), meta.tags.end(), tag{"closed"}) != meta.tags.end());
+  CHECK_FALSE(verify_event(meta));
+  auto admins = sign_room_admins(relay(), room, 100);
+  CHECK(admins.tags.size() == 2);
+  CHECK(admins.tags[1] == tag{"p", to_hex(alice().public_key()), "admin"});
+  auto members = sign_room_members(relay(), room, 100);
+  CHECK(members.tags.size() == 3);
+  auto removal = sign_room_removal(relay(), "pizza", bob().public_key(), 100);
+  CHECK(removal.kind == 9001);
+  CHECK(*room_of(removal) == "pizza");
+  auto rendered = room_of_rendered(render_event_json(members));
+  REQUIRE(rendered);
+  CHECK(rendered->room == "pizza");
+  CHECK(rendered->kind == 39002);
+  auto chat = comb::test::sign_event(bob(), 9, "[\"h\",\"fake\"]", {{"e", std::string(64, 'b')}, {"h", "pizza"}});
+  auto chat_room = room_of_rendered(render_event_json(chat));
+  REQUIRE(chat_room);
+  CHECK(chat_room->room == "pizza");
+  CHECK_FALSE(room_of_rendered(render_event_json(comb::test::sign_event(bob(), 1, "[\"h\",\"x\"]"))));
+}

@@ -49,6 +49,15 @@ bool ends_transaction(std::string_view sql) {
   return is_rollback(sql) || word == "COMMIT" || word == "END";
 }
 
+/// libpq's view of the parameters: null for SQL NULL; valid while `params` lives.
+std::vector<const char*> param_values(const pg_params& params) {
+  std::vector<const char*> values;
+  values.reserve(params.size());
+  for (const auto& param : params)
+    values.push_back(param ? param->c_str() : nullptr);
+  return values;
+}
+
 } // namespace
 
 // -- pg_reply -----------------------------------------------------------------
@@ -241,10 +250,7 @@ std::optional<pg_reply> pg_connection::before_statement(std::string_view sql) {
 pg_reply pg_connection::exec(std::string_view sql, const pg_params& params) {
   if (auto not_ready = before_statement(sql))
     return std::move(*not_ready);
-  std::vector<const char*> values;
-  values.reserve(params.size());
-  for (const auto& param : params)
-    values.push_back(param ? param->c_str() : nullptr);
+  auto values = param_values(params);
   const std::string text(sql);
   return wrap(PQexecParams(conn_, text.c_str(), static_cast<int>(values.size()), nullptr,
                            values.data(), nullptr, nullptr, 0),
@@ -255,10 +261,7 @@ pg_reply pg_connection::exec_rows(std::string_view sql, const pg_params& params,
                                    const std::function<bool(const pg_reply& row)>& on_row) {
   if (auto not_ready = before_statement(sql))
     return std::move(*not_ready);
-  std::vector<const char*> values;
-  values.reserve(params.size());
-  for (const auto& param : params)
-    values.push_back(param ? param->c_str() : nullptr);
+  auto values = param_values(params);
   const std::string text(sql);
   if (PQsendQueryParams(conn_, text.c_str(), static_cast<int>(values.size()), nullptr,
                         values.data(), nullptr, nullptr, 0) != 1)

@@ -227,6 +227,20 @@ bool room_event_visible(const room_flags& flags, std::uint32_t kind, const room_
   return true;
 }
 
+void hide_room(room_hiding& hiding, const std::string& room, const room_flags& flags,
+               const room_reader& reader) {
+  if (reader.community_admin || reader.room_admin)
+    return;
+  if (reader.member)
+    hiding.codes_hidden.push_back(room);
+  else if (flags.hidden)
+    hiding.unseen.push_back(room);
+  else if (flags.is_private)
+    hiding.state_only.push_back(room);
+  else
+    hiding.codes_hidden.push_back(room);
+}
+
 bool room_write_allowed(const room_flags& flags, const room_reader& author) {
   return !flags.restricted || author.member || author.community_admin;
 }

@@ -102,6 +102,22 @@ struct room_reader {
 [[nodiscard]] bool room_event_visible(const room_flags& flags, std::uint32_t kind,
                                       const room_reader& reader);
 
+/// What one reader may not see of a community's rooms, for answers the database computes
+/// without rendering each event (COUNT): the same rule as room_event_visible, as room lists.
+struct room_hiding {
+  std::vector<std::string> unseen;       ///< no event of these rooms
+  std::vector<std::string> state_only;   ///< only their 39000 and 39003
+  std::vector<std::string> codes_hidden; ///< everything but their 9009
+
+  [[nodiscard]] bool empty() const noexcept {
+    return unseen.empty() && state_only.empty() && codes_hidden.empty();
+  }
+};
+
+/// Adds `room` to `hiding` as room_event_visible decides for `reader`.
+void hide_room(room_hiding& hiding, const std::string& room, const room_flags& flags,
+               const room_reader& reader);
+
 /// Whether the author may post a regular event to the room: in a `restricted` room only its
 /// members (and community owner and admins) write.
 [[nodiscard]] bool room_write_allowed(const room_flags& flags, const room_reader& author);

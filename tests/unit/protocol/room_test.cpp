@@ -187,6 +187,35 @@ TEST_CASE("who reads and writes a room", "[room]") {
   CHECK(room_write_allowed({}, outsider));
 }
 
+namespace {
+
+/// Whether `hiding` (one room "r") lets an event of `kind` through, as COUNT's SQL reads it.
+bool passes(const room_hiding& hiding, std::uint32_t kind) {
+  auto has = [](const std::vector<std::string>& rooms) { return !rooms.empty(); };
+  if (has(hiding.unseen))
+    return false;
+  if (has(hiding.state_only) && kind != room_metadata_kind && kind != room_roles_kind)
+    return false;
+  return !(has(hiding.codes_hidden) && kind == room_create_invite_kind);
+}
+
+} // namespace
+
+TEST_CASE("room hiding for COUNT agrees with room_event_visible", "[room]") {
+  const std::vector<room_flags> all_flags{{false, false, false, false}, {true, false, false, false},
+                                          {true, false, true, false},   {false, false, true, false},
+                                          {false, true, false, true}};
+  const std::vector<room_reader> readers{{}, {true, false, false}, {true, true, false}, {false, false, true}};
+  const std::vector<std::uint32_t> kinds{9, 9009, 9000, 39000, 39001, 39002, 39003, 1};
+  for (const auto& flags : all_flags)
+    for (const auto& reader : readers) {
+      room_hiding hiding;
+      hide_room(hiding, "r", flags, reader);
+      for (auto kind : kinds)
+        CHECK(passes(hiding, kind) == room_event_visible(flags, kind, reader));
+    }
+}
+
 TEST_CASE("relay-signed room state has the NIP-29 shape", "[room]") {
   auto room = room_with({{alice().public_key(), {"admin"}}, {bob().public_key(), {}}},
                         {true, false, false, true});

@@ -190,6 +190,37 @@ TEST_CASE_METHOD(room_fixture, "deleting a room removes it, its state and its ev
   CHECK(again.outcome == room_outcome::changed);
 }
 
+TEST_CASE_METHOD(room_fixture, "a room bound reached is refused by name and writes nothing",
+                 "[integration][rooms]") {
+  REQUIRE(run(owner, 9007, {}).committed);
+  auto fill = [&](const std::string& sql) {
+    storage::pg_connection filler(database.conninfo());
+    auto filled = filler.exec(sql, {std::to_string(community)});
+    INFO(filled.error());
+    REQUIRE(filled.ok());
+  };
+  // The other rows of each bound, written directly: only the one request over it goes through.
+  fill("INSERT INTO room_invites (community_id, room_id, code_hash) SELECT $1::bigint, 'pizza',"
+       " 'code' || i FROM generate_series(1, " + std::to_string(storage::max_invites_per_room) + ") i");
+  auto invite = run(owner, 9009, {{"code", "one-more"}});
+  CHECK(invite.outcome == room_outcome::too_many_invites);
+  CHECK(invite.events.empty());
+  fill("INSERT INTO room_members (community_id, room_id, pubkey) SELECT $1::bigint, 'pizza',"
+       " decode(lpad(to_hex(i), 64, '0'), 'hex') FROM generate_series(1, "
+       + std::to_string(storage::max_members_per_room - 1) + ") i");
+  auto joined = run(alice, 9021, {});
+  CHECK(joined.outcome == room_outcome::too_many_members);
+  CHECK(joined.events.empty());
+  fill("INSERT INTO rooms (community_id, room_id) SELECT $1::bigint, 'room' || i FROM"
+       " generate_series(2, " + std::to_string(storage::max_rooms_per_community) + ") i");
+  auto created = paced_room(rooms, community, room_command(owner, 9007, {{"h", "one-more"}}, now), now);
+  CHECK(created.outcome == room_outcome::too_many_rooms);
+  CHECK(created.events.empty());
+  CHECK(count("SELECT count(*) FROM rooms WHERE community_id = $1::bigint")
+        == std::to_string(storage::max_rooms_per_community));
+  CHECK(count("SELECT count(*) FROM events WHERE community_id = $1::bigint AND kind IN (9009, 9021)") == "0");
+}
+
 TEST_CASE_METHOD(room_fixture, "a failed room write rolls everything back", "[integration][rooms]") {
   REQUIRE(run(owner, 9007, {}).committed);
   storage::pg_connection holder(database.conninfo());

@@ -173,6 +173,7 @@ bool room_action_allowed(const room_state& room, const room_request& request,
     case room_action::put_user:
     case room_action::remove_user:
     case room_action::delete_event:
+    case room_action::update_pins:
       return room_moderator(room, request.author, actor);
     case room_action::edit_metadata:
     case room_action::delete_room:
@@ -209,6 +210,12 @@ room_plan plan_room_change(const room_state& before, const room_request& request
     case room_action::create_invite: {
       auto plan = changed(before);
       plan.store_invite = true;
+      return plan;
+    }
+    case room_action::update_pins: {
+      auto plan = changed(before);
+      plan.after.pins = request.pins;
+      plan.parts.pins = true;
       return plan;
     }
     default: // delete_event: the request is stored, the events it names are deleted

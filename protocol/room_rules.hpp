@@ -33,6 +33,9 @@ struct room_state {
   std::string id;
   room_metadata meta;
   std::vector<room_member> members; ///< in the order they joined
+  /// The pin list as a 9010 set it (its 39005 holds it; the database keeps no other copy, and
+  /// only a plan of a 9010 fills it).
+  std::vector<tag> pins;
 };
 
 [[nodiscard]] const room_member* find_member(const room_state& room, const bytes32& pubkey);
@@ -70,8 +73,9 @@ struct room_parts {
   bool admins = false;   ///< 39001
   bool members = false;  ///< 39002
   bool roles = false;    ///< 39003
+  bool pins = false;     ///< 39005
 
-  [[nodiscard]] bool any() const noexcept { return metadata || admins || members || roles; }
+  [[nodiscard]] bool any() const noexcept { return metadata || admins || members || roles || pins; }
 };
 
 struct room_plan {

@@ -204,6 +204,10 @@ std::vector<relay_signed_event> write_state(pg_connection& c, const protocol::ke
     out.push_back(rendered(protocol::sign_room_roles(relay, room, created_at)));
     kinds.push_back(protocol::room_roles_kind);
   }
+  if (parts.pins) {
+    out.push_back(rendered(protocol::sign_room_pins(relay, room, created_at)));
+    kinds.push_back(protocol::room_pins_kind);
+  }
   retire_state(c, community_id, relay.public_key(), room.id, kinds);
   for (const auto& ev : out)
     insert_event(c, community_id, ev);
@@ -276,7 +280,8 @@ void delete_room(pg_connection& c, const protocol::key_pair& relay, std::int64_t
        "delete room's events");
   retire_state(c, community_id, relay.public_key(), room,
                {protocol::room_metadata_kind, protocol::room_admins_kind,
-                protocol::room_members_kind, protocol::room_roles_kind, 39004, 39005});
+                protocol::room_members_kind, protocol::room_roles_kind, 39004,
+                protocol::room_pins_kind});
   must(c.exec("DELETE FROM rooms WHERE community_id = $1::bigint AND room_id = $2",
               {community, room}),
        "delete room");

@@ -170,6 +170,28 @@ TEST_CASE_METHOD(room_fixture, "roles: a moderator deletes events, only admins g
   CHECK(store_one(events, community, chat).result != storage::store_outcome::status::stored);
 }
 
+TEST_CASE_METHOD(room_fixture, "a 9010 writes the room's 39005 in its transaction, replacing the last",
+                 "[integration][rooms]") {
+  REQUIRE(run(owner, 9007, {}).committed);
+  REQUIRE(run(owner, 9000, {{"p", alice.pubkey_hex(), "moderator"}}).committed);
+  REQUIRE(run(owner, 9000, {{"p", bob.pubkey_hex()}}).committed);
+  const std::string first(64, 'a'), second(64, 'b');
+  CHECK(run(bob, 9010, {{"e", first}}).outcome == room_outcome::not_allowed);
+  auto pinned = run(alice, 9010, {{"e", first}, {"e", second}});
+  CHECK(pinned.outcome == room_outcome::changed);
+  CHECK(kinds_of(pinned) == std::vector<std::uint32_t>{9010, 39005});
+  CHECK(pinned.events.at(1).ev.pubkey == relay_key.public_key());
+  CHECK(pinned.events.at(1).ev.tags
+        == std::vector<protocol::tag>{{"d", "pizza"}, {"e", first}, {"e", second}});
+  auto unpinned = run(owner, 9010, {{"e", second}});
+  CHECK(kinds_of(unpinned) == std::vector<std::uint32_t>{9010, 39005});
+  CHECK(count("SELECT count(*) FROM events WHERE community_id = $1::bigint AND kind = 39005") == "1");
+  CHECK(count("SELECT count(*) FROM events WHERE community_id = $1::bigint AND kind = 39005"
+              " AND raw LIKE '%" + second + "%' AND raw NOT LIKE '%" + first + "%'") == "1");
+  CHECK(run(owner, 9008, {}).committed);
+  CHECK(count("SELECT count(*) FROM events WHERE community_id = $1::bigint AND kind = 39005") == "0");
+}
+
 TEST_CASE_METHOD(room_fixture, "deleting a room removes it, its state and its events",
                  "[integration][rooms]") {
   REQUIRE(run(owner, 9007, {}).committed);

@@ -145,6 +145,37 @@ TEST_CASE("the room rules: who may do what", "[room]") {
   }
 }
 
+TEST_CASE("9010 pins: moderators and admins replace the list, 39005 mirrors it", "[room]") {
+  const std::string note(64, 'a');
+  const std::string address = "30023:" + to_hex(bob().public_key()) + ":post";
+  auto pin = request_of(comb::test::sign_event(
+    alice(), 9010, "", {{"h", "pizza"}, {"a", address}, {"p", "ignored"}, {"e", note, "wss://x"}}));
+  CHECK(pin.action == room_action::update_pins);
+  CHECK(pin.pins == std::vector<tag>{{"a", address}, {"e", note}});
+  CHECK(request_of(comb::test::sign_event(alice(), 9010, "", {{"h", "pizza"}})).pins.empty());
+  CHECK_FALSE(parse_room_request(comb::test::sign_event(alice(), 9010, "", {{"h", "pizza"}, {"e", "zz"}})));
+  CHECK_FALSE(parse_room_request(comb::test::sign_event(alice(), 9010, "", {{"h", "pizza"}, {"a", "x:y:z"}})));
+  std::vector<tag> many{{"h", "pizza"}};
+  for (std::size_t i = 0; i <= max_room_pins; ++i)
+    many.push_back({"e", note});
+  CHECK_FALSE(parse_room_request(comb::test::sign_event(alice(), 9010, "", many)));
+
+  auto moderated = room_with({{alice().public_key(), {"moderator"}}});
+  auto plan = plan_room_change(moderated, pin, {community_standing::member});
+  REQUIRE(plan.outcome == room_outcome::changed);
+  CHECK(plan.parts.pins);
+  CHECK_FALSE(plan.parts.members);
+  CHECK(plan.store_request);
+  CHECK(plan.after.pins == pin.pins);
+  auto pins = sign_room_pins(relay(), plan.after, 100);
+  CHECK(pins.kind == 39005);
+  CHECK(pins.tags == std::vector<tag>{{"d", "pizza"}, {"a", address}, {"e", note}});
+  CHECK_FALSE(verify_event(pins));
+  CHECK(plan_room_change(room_with({{alice().public_key(), {}}}), pin, {community_standing::member}).outcome
+        == room_outcome::not_allowed);
+  CHECK(plan_room_change(room_with({}), pin, {community_standing::admin}).outcome == room_outcome::changed);
+}
+
 TEST_CASE("joins and leaves", "[room]") {
   auto join = request_of(comb::test::sign_event(bob(), 9021, "", {{"h", "pizza"}}));
   auto leave = request_of(comb::test::sign_event(bob(), 9022, "", {{"h", "pizza"}}));

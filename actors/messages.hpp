@@ -166,6 +166,7 @@ struct history_request {
   std::uint64_t generation = 0;
   std::vector<protocol::filter> filters;
   history_flow_ptr flow; ///< null: the reply is not paced (COUNT, tests)
+  protocol::room_hiding hidden; ///< COUNT: what of the rooms the reader may not see
 };
 
 /// A REQ's live part, addressed to the fan-out.

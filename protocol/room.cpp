@@ -47,8 +47,39 @@ std::optional<room_action> action_of(std::uint32_t kind) {
     case room_create_invite_kind: return room_action::create_invite;
     case room_join_kind: return room_action::join;
     case room_leave_kind: return room_action::leave;
+    case room_pin_list_kind: return room_action::update_pins;
     default: return std::nullopt;
   }
+}
+
+/// An `e` with an event id, or an `a` with `<kind>:<pubkey>:<d>`.
+bool valid_pin(const tag& t) {
+  if (t.size() < 2)
+    return false;
+  if (t[0] == "e")
+    return array_from_hex<32>(t[1]).has_value();
+  if (t[0] != "a" || t[1].size() > 512)
+    return false;
+  auto colon = t[1].find(':');
+  return colon != std::string::npos && colon > 0
+         && std::all_of(t[1].begin(), t[1].begin() + static_cast<std::ptrdiff_t>(colon),
+                        [](char c) { return c >= '0' && c <= '9'; })
+         && array_from_hex<32>(t[1].substr(colon + 1, 64)).has_value()
+         && t[1].size() > colon + 65 && t[1][colon + 65] == ':';
+}
+
+/// 9010: every `e` and `a` tag, in order, as just the reference; none clears the pins.
+std::optional<rejection> read_pins(const event& ev, room_request& request) {
+  for (const auto& t : ev.tags) {
+    if (t.empty() || (t[0] != "e" && t[0] != "a"))
+      continue;
+    if (!valid_pin(t))
+      return invalid("pins are e tags with an event id or a tags with <kind>:<pubkey>:<d>");
+    request.pins.push_back({t[0], t[1]});
+  }
+  if (request.pins.size() > max_room_pins)
+    return invalid("at most " + std::to_string(max_room_pins) + " pinned events per room");
+  return std::nullopt;
 }
 
 /// The arguments each kind needs, from its tags.
@@ -94,6 +125,8 @@ std::optional<rejection> read_arguments(const event& ev, room_request& request) 
     case room_action::join:
       request.code = optional_value(ev, "code").value_or("");
       return std::nullopt;
+    case room_action::update_pins:
+      return read_pins(ev, request);
     default:
       return std::nullopt;
   }

@@ -20,12 +20,17 @@ inline constexpr std::uint32_t room_delete_event_kind = 9005;
 inline constexpr std::uint32_t room_create_kind = 9007;
 inline constexpr std::uint32_t room_delete_kind = 9008;
 inline constexpr std::uint32_t room_create_invite_kind = 9009;
+inline constexpr std::uint32_t room_pin_list_kind = 9010;
 inline constexpr std::uint32_t room_join_kind = 9021;
 inline constexpr std::uint32_t room_leave_kind = 9022;
 inline constexpr std::uint32_t room_metadata_kind = 39000;
 inline constexpr std::uint32_t room_admins_kind = 39001;
 inline constexpr std::uint32_t room_members_kind = 39002;
 inline constexpr std::uint32_t room_roles_kind = 39003;
+inline constexpr std::uint32_t room_pins_kind = 39005;
+
+/// A 9010 pins at most this many events (NIP-29 lets the relay limit them).
+inline constexpr std::size_t max_room_pins = 100;
 
 /// Room ids are at most this long (they become `d` tags and database keys).
 inline constexpr std::size_t max_room_id_bytes = 64;
@@ -86,6 +91,7 @@ enum class room_action {
   create_invite, ///< 9009: a `code` for a closed room
   join,          ///< 9021, with an optional `code`
   leave,         ///< 9022: the relay issues the 9001
+  update_pins,   ///< 9010: the whole pin list, in display order
 };
 
 /// A verified 9000-9022 event read as what it asks for.
@@ -99,6 +105,7 @@ struct room_request {
   room_flags flags;                ///< edit_metadata (and create: none)
   std::vector<bytes32> targets;    ///< delete_event: the `e` ids
   std::string code;                ///< create_invite, join
+  std::vector<tag> pins;           ///< update_pins: its `e` and `a` tags, in order
 };
 
 /// Reads a 9000-9022 event; why not, for one that lacks what its kind needs (`invalid:`).

@@ -67,6 +67,12 @@ event sign_room_roles(const key_pair& relay, const room_state& room, std::int64_
   return sign(relay, room_roles_kind, std::move(tags), created_at);
 }
 
+event sign_room_pins(const key_pair& relay, const room_state& room, std::int64_t created_at) {
+  std::vector<tag> tags{{"d", room.id}};
+  tags.insert(tags.end(), room.pins.begin(), room.pins.end());
+  return sign(relay, room_pins_kind, std::move(tags), created_at);
+}
+
 event sign_room_removal(const key_pair& relay, const std::string& room, const bytes32& subject,
                         std::int64_t created_at) {
   return sign(relay, room_remove_user_kind, {{"h", room}, {"p", to_hex(subject)}}, created_at);

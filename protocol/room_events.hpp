@@ -20,6 +20,9 @@ namespace comb::protocol {
 /// 39003: the roles the relay gives power to.
 [[nodiscard]] event sign_room_roles(const key_pair& relay, const room_state& room,
                                     std::int64_t created_at);
+/// 39005: the pinned events, in the order the last 9010 gave them.
+[[nodiscard]] event sign_room_pins(const key_pair& relay, const room_state& room,
+                                   std::int64_t created_at);
 /// The 9001 the relay issues for a 9022 leave request.
 [[nodiscard]] event sign_room_removal(const key_pair& relay, const std::string& room,
                                       const bytes32& subject, std::int64_t created_at);

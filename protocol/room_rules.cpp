@@ -154,6 +154,9 @@ std::string_view room_outcome_name(room_outcome outcome) noexcept {
     case room_outcome::invite_required: return "invite_required";
     case room_outcome::nothing_to_do: return "nothing_to_do";
     case room_outcome::already_processed: return "already_processed";
+    case room_outcome::too_many_rooms: return "too_many_rooms";
+    case room_outcome::too_many_members: return "too_many_members";
+    case room_outcome::too_many_invites: return "too_many_invites";
     case room_outcome::failed: return "failed";
   }
   return "failed";
@@ -170,6 +173,7 @@ bool room_action_allowed(const room_state& room, const room_request& request,
     case room_action::put_user:
     case room_action::remove_user:
     case room_action::delete_event:
+    case room_action::update_pins:
       return room_moderator(room, request.author, actor);
     case room_action::edit_metadata:
     case room_action::delete_room:
@@ -208,6 +212,12 @@ room_plan plan_room_change(const room_state& before, const room_request& request
       plan.store_invite = true;
       return plan;
     }
+    case room_action::update_pins: {
+      auto plan = changed(before);
+      plan.after.pins = request.pins;
+      plan.parts.pins = true;
+      return plan;
+    }
     default: // delete_event: the request is stored, the events it names are deleted
       return changed(before);
   }
@@ -225,6 +235,20 @@ bool room_event_visible(const room_flags& flags, std::uint32_t kind, const room_
   if (flags.is_private)
     return kind == room_metadata_kind || kind == room_roles_kind;
   return true;
+}
+
+void hide_room(room_hiding& hiding, const std::string& room, const room_flags& flags,
+               const room_reader& reader) {
+  if (reader.community_admin || reader.room_admin)
+    return;
+  if (reader.member)
+    hiding.codes_hidden.push_back(room);
+  else if (flags.hidden)
+    hiding.unseen.push_back(room);
+  else if (flags.is_private)
+    hiding.state_only.push_back(room);
+  else
+    hiding.codes_hidden.push_back(room);
 }
 
 bool room_write_allowed(const room_flags& flags, const room_reader& author) {

@@ -33,6 +33,9 @@ struct room_state {
   std::string id;
   room_metadata meta;
   std::vector<room_member> members; ///< in the order they joined
+  /// The pin list as a 9010 set it (its 39005 holds it; the database keeps no other copy, and
+  /// only a plan of a 9010 fills it).
+  std::vector<tag> pins;
 };
 
 [[nodiscard]] const room_member* find_member(const room_state& room, const bytes32& pubkey);
@@ -56,6 +59,9 @@ enum class room_outcome {
   invite_required,  ///< join of a closed room without a valid code
   nothing_to_do,    ///< an edit that changes nothing, a delete of nothing
   already_processed,///< this request event was applied before
+  too_many_rooms,   ///< create past the rooms a community may have
+  too_many_members, ///< a join or put past the members a room may have
+  too_many_invites, ///< a 9009 past the codes a room may have
   failed,
 };
 
@@ -67,8 +73,9 @@ struct room_parts {
   bool admins = false;   ///< 39001
   bool members = false;  ///< 39002
   bool roles = false;    ///< 39003
+  bool pins = false;     ///< 39005
 
-  [[nodiscard]] bool any() const noexcept { return metadata || admins || members || roles; }
+  [[nodiscard]] bool any() const noexcept { return metadata || admins || members || roles || pins; }
 };
 
 struct room_plan {
@@ -101,6 +108,22 @@ struct room_reader {
 
 [[nodiscard]] bool room_event_visible(const room_flags& flags, std::uint32_t kind,
                                       const room_reader& reader);
+
+/// What one reader may not see of a community's rooms, for answers the database computes
+/// without rendering each event (COUNT): the same rule as room_event_visible, as room lists.
+struct room_hiding {
+  std::vector<std::string> unseen;       ///< no event of these rooms
+  std::vector<std::string> state_only;   ///< only their 39000 and 39003
+  std::vector<std::string> codes_hidden; ///< everything but their 9009
+
+  [[nodiscard]] bool empty() const noexcept {
+    return unseen.empty() && state_only.empty() && codes_hidden.empty();
+  }
+};
+
+/// Adds `room` to `hiding` as room_event_visible decides for `reader`.
+void hide_room(room_hiding& hiding, const std::string& room, const room_flags& flags,
+               const room_reader& reader);
 
 /// Whether the author may post a regular event to the room: in a `restricted` room only its
 /// members (and community owner and admins) write.

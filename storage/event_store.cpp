@@ -165,9 +165,10 @@ query_result event_store::query_chunks(std::int64_t community_id,
 
 count_result event_store::count(std::int64_t community_id,
                                 const std::vector<protocol::filter>& filters,
-                                std::int64_t now) {
+                                std::int64_t now,
+                                const protocol::room_hiding& hiding) {
   try {
-    auto statement = count_sql(community_id, filters, now);
+    auto statement = count_sql(community_id, filters, now, hiding);
     if (!statement)
       return count_result{true, 0, {}};
     auto reply = read_with_retry(connection_, *statement);

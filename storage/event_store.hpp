@@ -11,6 +11,7 @@
 
 #include "protocol/event.hpp"
 #include "protocol/filter.hpp"
+#include "protocol/room_rules.hpp"
 
 namespace comb::storage {
 
@@ -99,10 +100,12 @@ public:
                                           std::size_t chunk_bytes,
                                           const chunk_handler& on_chunk);
 
-  /// NIP-45: how many distinct events match any of `filters` (limits ignored).
+  /// NIP-45: how many distinct events match any of `filters` (limits ignored), leaving out
+  /// what `hiding` keeps from the reader.
   [[nodiscard]] count_result count(std::int64_t community_id,
                                    const std::vector<protocol::filter>& filters,
-                                   std::int64_t now);
+                                   std::int64_t now,
+                                   const protocol::room_hiding& hiding = {});
 
   /// Deletes rows whose NIP-40 expiration has passed; returns how many.
   std::uint64_t purge_expired(std::int64_t now);

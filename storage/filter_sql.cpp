@@ -183,6 +183,27 @@ std::string union_of(const std::vector<std::string>& selects) {
   return sql;
 }
 
+std::string text_list(const std::vector<std::string>& values) {
+  pg_array array;
+  for (const auto& value : values)
+    array.add_text(value);
+  return array.str();
+}
+
+/// Leaves out the rows a reader may not see of the rooms (protocol::room_hiding). A row's room
+/// is its `d` tag for room state (39000-39005), its `h` tag otherwise, as for a REQ; a row
+/// with several `h` tags is left out when any of them names a room it may not see.
+std::string hidden_rooms_sql(const protocol::room_hiding& hiding, param_list& params) {
+  std::string unseen = params.add(text_list(hiding.unseen), "text[]");
+  std::string state_only = params.add(text_list(hiding.state_only), "text[]");
+  std::string codes = params.add(text_list(hiding.codes_hidden), "text[]");
+  return " AND NOT EXISTS (SELECT 1 FROM event_tags r WHERE r.community_id = e.community_id"
+         " AND r.event_id = e.id AND r.name = CASE WHEN e.kind BETWEEN 39000 AND 39005"
+         " THEN 'd' ELSE 'h' END AND (r.value = ANY(" + unseen + ") OR (r.value = ANY("
+         + state_only + ") AND e.kind NOT IN (39000, 39003)) OR (r.value = ANY(" + codes
+         + ") AND e.kind = 9009)))";
+}
+
 } // namespace
 
 std::optional<sql_statement> history_sql(std::int64_t community_id,
@@ -213,7 +234,8 @@ std::optional<sql_statement> history_sql(std::int64_t community_id,
 
 std::optional<sql_statement> count_sql(std::int64_t community_id,
                                        const std::vector<protocol::filter>& filters,
-                                       std::int64_t now) {
+                                       std::int64_t now,
+                                       const protocol::room_hiding& hiding) {
   param_list params(community_id, now);
   std::vector<std::string> selects;
   for (const auto& f : filters)
@@ -221,6 +243,11 @@ std::optional<sql_statement> count_sql(std::int64_t community_id,
       selects.push_back("SELECT e.id FROM events e WHERE " + where_sql(f, params));
   if (selects.empty())
     return std::nullopt;
+  if (!hiding.empty()) {
+    std::string hidden = hidden_rooms_sql(hiding, params);
+    for (auto& select : selects)
+      select += hidden;
+  }
   if (selects.size() == 1)
     return sql_statement{"SELECT count(*) FROM (" + selects.front() + ") AS m", params.take()};
   return sql_statement{"SELECT count(*) FROM (" + union_of(selects) + ") AS m", params.take()};

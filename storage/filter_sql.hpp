@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "protocol/filter.hpp"
+#include "protocol/room_rules.hpp"
 #include "storage/pg_connection.hpp"
 
 namespace comb::storage {
@@ -28,10 +29,12 @@ struct sql_statement {
                                                        std::int64_t now,
                                                        std::uint32_t default_limit);
 
-/// NIP-45: one statement returning a single row with the number of distinct matching events;
-/// limits are ignored. Nothing when no filter can match.
+/// NIP-45: one statement returning a single row with the number of distinct matching events
+/// the reader may see (`hiding`: NIP-29 rooms, as a REQ would show them); limits are ignored.
+/// Nothing when no filter can match.
 [[nodiscard]] std::optional<sql_statement> count_sql(std::int64_t community_id,
                                                      const std::vector<protocol::filter>& filters,
-                                                     std::int64_t now);
+                                                     std::int64_t now,
+                                                     const protocol::room_hiding& hiding = {});
 
 } // namespace comb::storage

@@ -204,6 +204,10 @@ std::vector<relay_signed_event> write_state(pg_connection& c, const protocol::ke
     out.push_back(rendered(protocol::sign_room_roles(relay, room, created_at)));
     kinds.push_back(protocol::room_roles_kind);
   }
+  if (parts.pins) {
+    out.push_back(rendered(protocol::sign_room_pins(relay, room, created_at)));
+    kinds.push_back(protocol::room_pins_kind);
+  }
   retire_state(c, community_id, relay.public_key(), room.id, kinds);
   for (const auto& ev : out)
     insert_event(c, community_id, ev);
@@ -276,28 +280,32 @@ void delete_room(pg_connection& c, const protocol::key_pair& relay, std::int64_t
        "delete room's events");
   retire_state(c, community_id, relay.public_key(), room,
                {protocol::room_metadata_kind, protocol::room_admins_kind,
-                protocol::room_members_kind, protocol::room_roles_kind, 39004, 39005});
+                protocol::room_members_kind, protocol::room_roles_kind, 39004,
+                protocol::room_pins_kind});
   must(c.exec("DELETE FROM rooms WHERE community_id = $1::bigint AND room_id = $2",
               {community, room}),
        "delete room");
 }
 
-void check_bounds(pg_connection& c, std::int64_t community_id, const protocol::room_plan& plan,
-                  const room_state& before, const std::string& room) {
+/// The bounds a room change must stay within; the outcome naming the one it would pass.
+std::optional<room_outcome> check_bounds(pg_connection& c, std::int64_t community_id,
+                                         const protocol::room_plan& plan, const room_state& before,
+                                         const std::string& room) {
   const std::string community = std::to_string(community_id);
   if (!before.exists
       && count(c, "SELECT count(*) FROM rooms WHERE community_id = $1::bigint", {community},
                "count rooms")
            >= max_rooms_per_community)
-    throw statement_failed("this community has the most rooms it may have");
+    return room_outcome::too_many_rooms;
   if (plan.after.members.size() > before.members.size()
       && static_cast<std::int64_t>(plan.after.members.size()) > max_members_per_room)
-    throw statement_failed("this room has the most members it may have");
+    return room_outcome::too_many_members;
   if (plan.store_invite
       && count(c, "SELECT count(*) FROM room_invites WHERE community_id = $1::bigint AND room_id = $2",
                {community, room}, "count invites")
            >= max_invites_per_room)
-    throw statement_failed("this room has the most invites it may have");
+    return room_outcome::too_many_invites;
+  return std::nullopt;
 }
 
 } // namespace
@@ -339,7 +347,10 @@ room_write apply_locked(pg_connection& c, const protocol::key_pair& relay,
   out.outcome = plan.outcome;
   if (plan.outcome != room_outcome::changed)
     return out;
-  check_bounds(c, community_id, plan, before, request.room);
+  if (auto bound = check_bounds(c, community_id, plan, before, request.room)) {
+    out.outcome = *bound;
+    return out;
+  }
   std::int64_t newest = room_clock(c, community_id, request.room);
   bool signs = plan.parts.any() || plan.issue_removal;
   if (signs && newest >= now)

@@ -42,6 +42,10 @@ public:
 
   [[nodiscard]] std::size_t size() const noexcept { return rooms_.size(); }
 
+  [[nodiscard]] const std::unordered_map<std::string, cached_room>& all() const noexcept {
+    return rooms_;
+  }
+
 private:
   std::unordered_map<std::string, cached_room> rooms_;
 };

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: MIT
 #include "actors/community/room_requests.hpp"
 
+#include <string>
+
 #include "protocol/room.hpp"
+#include "storage/room_store.hpp"
 
 namespace comb::actors {
 
@@ -25,6 +28,15 @@ membership_reply room_reply_for(std::uint32_t kind, protocol::room_outcome outco
       return {false, "restricted: only members of this community can be in its rooms"};
     case o::invite_required:
       return {false, "restricted: this room is closed; a valid invite code is required"};
+    case o::too_many_rooms:
+      return {false, "restricted: this community has the most rooms it may have ("
+                       + std::to_string(storage::max_rooms_per_community) + ")"};
+    case o::too_many_members:
+      return {false, "restricted: this room has the most members it may have ("
+                       + std::to_string(storage::max_members_per_room) + ")"};
+    case o::too_many_invites:
+      return {false, "restricted: this room has the most invite codes it may have ("
+                       + std::to_string(storage::max_invites_per_room) + ")"};
     case o::failed: break;
   }
   return {false, "error: could not update the room, please retry"};

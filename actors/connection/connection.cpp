@@ -187,6 +187,16 @@ bool connection::room_event_visible(const std::string& room, std::uint32_t kind)
   return !cached || protocol::room_event_visible(cached->flags, kind, reader_of(*cached, authenticated_));
 }
 
+protocol::room_hiding connection::hidden_rooms() const {
+  protocol::room_hiding hiding;
+  if (!policy_.members)
+    return hiding;
+  auto rooms = policy_.members->rooms();
+  for (const auto& [id, cached] : rooms->all())
+    protocol::hide_room(hiding, id, cached.flags, reader_of(cached, authenticated_));
+  return hiding;
+}
+
 bool connection::rendered_visible(const std::string& json) {
   auto room = protocol::room_of_rendered(json);
   if (!room || room_event_visible(room->room, room->kind))

@@ -125,6 +125,10 @@ public:
   /// rooms, invite codes); events of rooms this community does not have are not concerned.
   [[nodiscard]] bool room_event_visible(const std::string& room, std::uint32_t kind) const;
 
+  /// NIP-29: what of this community's rooms this connection may not see, for a COUNT the
+  /// database answers (the same rule as room_event_visible).
+  [[nodiscard]] protocol::room_hiding hidden_rooms() const;
+
   /// NIP-29: a REQ naming (`#h`) a room whose events this connection may not read is refused.
   [[nodiscard]] std::optional<protocol::rejection>
   check_room_filters(const std::vector<protocol::filter>& filters) const;

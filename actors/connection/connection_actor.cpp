@@ -294,7 +294,8 @@ void on_count(self_ptr self, protocol::count_message& message) {
   ++st.waiting_counts;
   st.waiting_queries.emplace_back(history_request{self, st.args.policy.community_id,
                                                   message.subscription_id, 0,
-                                                  std::move(message.filters), nullptr});
+                                                  std::move(message.filters), nullptr,
+                                                  st.logic->hidden_rooms()});
   if (!st.logic->query_may_start())
     bump(st.args.metrics->queries_waited);
   start_waiting_queries(self);

@@ -195,7 +195,8 @@ caf::behavior storage_reader(caf::stateful_actor<reader_state>* self, reader_arg
   return {
     [=](query_atom, const history_request& request) { answer_history(self, request); },
     [=](count_atom, const history_request& request) {
-      auto result = self->state.store->count(request.community_id, request.filters, unix_now());
+      auto result = self->state.store->count(request.community_id, request.filters, unix_now(),
+                                             request.hidden);
       self->send(request.reply_to, counted_atom_v, request.subscription_id, std::move(result));
     },
   };

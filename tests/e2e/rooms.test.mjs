@@ -11,7 +11,7 @@ import {
   ROOM_ADMINS, ROOM_MEMBERS, ROOM_META, getPubkey, getTagValue, makeEvent, makeHttpAuth, sendManagementRequest, makeRoomCreateEvent, makeRoomDeleteEvent,
   makeRoomEditEvent, makeRoomJoinEvent, makeRoomLeaveEvent, makeRoomMeta, makeSecret, readRoomMeta,
 } from '@welshman/util'
-import { httpGet, itStopsCleanly, now, withRelay } from './harness.mjs'
+import { RawClient, httpGet, itStopsCleanly, now, withRelay } from './harness.mjs'
 
 /** A user of a Flotilla-like app: a key, a signer and a pool whose sockets answer AUTH. */
 function appUser(secret = makeSecret()) {
@@ -145,6 +145,17 @@ describe('rooms in a community, as Flotilla uses them', () => {
     // The invite code shows to the room's admins only.
     assert.equal((await bob.read(relay, [{ kinds: [9009] }])).events.length, 0)
     assert.equal((await owner.read(relay, [{ kinds: [9009] }])).events.length, 1)
+    // COUNT counts only what the same reader's REQ returns: no private room's chat or member
+    // list, no invite code.
+    const anonymous = await RawClient.open(relay)
+    for (const filter of [{ kinds: [9, 9009] }, { kinds: [ROOM_MEMBERS, ROOM_META] }, {}]) {
+      const { events } = await anonymous.req('r', filter)
+      assert.ok(!events.some((e) => e.id === note.event.id || e.kind === 9009), 'REQ leaked')
+      anonymous.send(['COUNT', 'c', filter])
+      const counted = await anonymous.take((f) => f[1] === 'c', 'COUNT')
+      assert.deepEqual(counted, ['COUNT', 'c', { count: events.length }], JSON.stringify(filter))
+    }
+    await anonymous.close()
   })
 
   it('lets a moderator delete a message for everyone', async () => {

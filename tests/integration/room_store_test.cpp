@@ -170,6 +170,28 @@ TEST_CASE_METHOD(room_fixture, "roles: a moderator deletes events, only admins g
   CHECK(store_one(events, community, chat).result != storage::store_outcome::status::stored);
 }
 
+TEST_CASE_METHOD(room_fixture, "a 9010 writes the room's 39005 in its transaction, replacing the last",
+                 "[integration][rooms]") {
+  REQUIRE(run(owner, 9007, {}).committed);
+  REQUIRE(run(owner, 9000, {{"p", alice.pubkey_hex(), "moderator"}}).committed);
+  REQUIRE(run(owner, 9000, {{"p", bob.pubkey_hex()}}).committed);
+  const std::string first(64, 'a'), second(64, 'b');
+  CHECK(run(bob, 9010, {{"e", first}}).outcome == room_outcome::not_allowed);
+  auto pinned = run(alice, 9010, {{"e", first}, {"e", second}});
+  CHECK(pinned.outcome == room_outcome::changed);
+  CHECK(kinds_of(pinned) == std::vector<std::uint32_t>{9010, 39005});
+  CHECK(pinned.events.at(1).ev.pubkey == relay_key.public_key());
+  CHECK(pinned.events.at(1).ev.tags
+        == std::vector<protocol::tag>{{"d", "pizza"}, {"e", first}, {"e", second}});
+  auto unpinned = run(owner, 9010, {{"e", second}});
+  CHECK(kinds_of(unpinned) == std::vector<std::uint32_t>{9010, 39005});
+  CHECK(count("SELECT count(*) FROM events WHERE community_id = $1::bigint AND kind = 39005") == "1");
+  CHECK(count("SELECT count(*) FROM events WHERE community_id = $1::bigint AND kind = 39005"
+              " AND raw LIKE '%" + second + "%' AND raw NOT LIKE '%" + first + "%'") == "1");
+  CHECK(run(owner, 9008, {}).committed);
+  CHECK(count("SELECT count(*) FROM events WHERE community_id = $1::bigint AND kind = 39005") == "0");
+}
+
 TEST_CASE_METHOD(room_fixture, "deleting a room removes it, its state and its events",
                  "[integration][rooms]") {
   REQUIRE(run(owner, 9007, {}).committed);
@@ -188,6 +210,37 @@ TEST_CASE_METHOD(room_fixture, "deleting a room removes it, its state and its ev
   auto again = run(owner, 9007, {{"alt", "again"}});
   CHECK(again.events.at(1).ev.created_at > old_state_second);
   CHECK(again.outcome == room_outcome::changed);
+}
+
+TEST_CASE_METHOD(room_fixture, "a room bound reached is refused by name and writes nothing",
+                 "[integration][rooms]") {
+  REQUIRE(run(owner, 9007, {}).committed);
+  auto fill = [&](const std::string& sql) {
+    storage::pg_connection filler(database.conninfo());
+    auto filled = filler.exec(sql, {std::to_string(community)});
+    INFO(filled.error());
+    REQUIRE(filled.ok());
+  };
+  // The other rows of each bound, written directly: only the one request over it goes through.
+  fill("INSERT INTO room_invites (community_id, room_id, code_hash) SELECT $1::bigint, 'pizza',"
+       " 'code' || i FROM generate_series(1, " + std::to_string(storage::max_invites_per_room) + ") i");
+  auto invite = run(owner, 9009, {{"code", "one-more"}});
+  CHECK(invite.outcome == room_outcome::too_many_invites);
+  CHECK(invite.events.empty());
+  fill("INSERT INTO room_members (community_id, room_id, pubkey) SELECT $1::bigint, 'pizza',"
+       " decode(lpad(to_hex(i), 64, '0'), 'hex') FROM generate_series(1, "
+       + std::to_string(storage::max_members_per_room - 1) + ") i");
+  auto joined = run(alice, 9021, {});
+  CHECK(joined.outcome == room_outcome::too_many_members);
+  CHECK(joined.events.empty());
+  fill("INSERT INTO rooms (community_id, room_id) SELECT $1::bigint, 'room' || i FROM"
+       " generate_series(2, " + std::to_string(storage::max_rooms_per_community) + ") i");
+  auto created = paced_room(rooms, community, room_command(owner, 9007, {{"h", "one-more"}}, now), now);
+  CHECK(created.outcome == room_outcome::too_many_rooms);
+  CHECK(created.events.empty());
+  CHECK(count("SELECT count(*) FROM rooms WHERE community_id = $1::bigint")
+        == std::to_string(storage::max_rooms_per_community));
+  CHECK(count("SELECT count(*) FROM events WHERE community_id = $1::bigint AND kind IN (9009, 9021)") == "0");
 }
 
 TEST_CASE_METHOD(room_fixture, "a failed room write rolls everything back", "[integration][rooms]") {

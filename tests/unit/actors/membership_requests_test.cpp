@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "actors/community/membership_requests.hpp"
+#include "actors/community/room_requests.hpp"
 #include "actors/connection/connection.hpp"
 #include "support/signed_events.hpp"
 
@@ -169,4 +170,19 @@ TEST_CASE("clients may not publish role definitions", "[unit][actors][nip43]") {
   auto owner = connection_to(false, &alice);
   auto role = test::sign_event(alice, 33534, "", {{"-"}, {"d", "owner"}});
   CHECK(admit(owner, role) == "restricted: only the relay may publish kind 33534");
+}
+
+TEST_CASE("a room bound reached is refused naming the bound, not as a failure", "[room]") {
+  using comb::protocol::room_outcome;
+  for (auto outcome : {room_outcome::too_many_rooms, room_outcome::too_many_members,
+                       room_outcome::too_many_invites}) {
+    auto reply = comb::actors::room_reply_for(9021, outcome);
+    CHECK_FALSE(reply.accepted);
+    CHECK(reply.message.starts_with("restricted: "));
+    CHECK(reply.message.find("the most") != std::string::npos);
+  }
+  CHECK(comb::actors::room_reply_for(9007, room_outcome::too_many_rooms).message
+        == "restricted: this community has the most rooms it may have (1000)");
+  CHECK(comb::actors::room_reply_for(9021, room_outcome::too_many_members).message
+        == "restricted: this room has the most members it may have (10000)");
 }

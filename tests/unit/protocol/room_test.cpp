@@ -145,6 +145,37 @@ TEST_CASE("the room rules: who may do what", "[room]") {
   }
 }
 
+TEST_CASE("9010 pins: moderators and admins replace the list, 39005 mirrors it", "[room]") {
+  const std::string note(64, 'a');
+  const std::string address = "30023:" + to_hex(bob().public_key()) + ":post";
+  auto pin = request_of(comb::test::sign_event(
+    alice(), 9010, "", {{"h", "pizza"}, {"a", address}, {"p", "ignored"}, {"e", note, "wss://x"}}));
+  CHECK(pin.action == room_action::update_pins);
+  CHECK(pin.pins == std::vector<tag>{{"a", address}, {"e", note}});
+  CHECK(request_of(comb::test::sign_event(alice(), 9010, "", {{"h", "pizza"}})).pins.empty());
+  CHECK_FALSE(parse_room_request(comb::test::sign_event(alice(), 9010, "", {{"h", "pizza"}, {"e", "zz"}})));
+  CHECK_FALSE(parse_room_request(comb::test::sign_event(alice(), 9010, "", {{"h", "pizza"}, {"a", "x:y:z"}})));
+  std::vector<tag> many{{"h", "pizza"}};
+  for (std::size_t i = 0; i <= max_room_pins; ++i)
+    many.push_back({"e", note});
+  CHECK_FALSE(parse_room_request(comb::test::sign_event(alice(), 9010, "", many)));
+
+  auto moderated = room_with({{alice().public_key(), {"moderator"}}});
+  auto plan = plan_room_change(moderated, pin, {community_standing::member});
+  REQUIRE(plan.outcome == room_outcome::changed);
+  CHECK(plan.parts.pins);
+  CHECK_FALSE(plan.parts.members);
+  CHECK(plan.store_request);
+  CHECK(plan.after.pins == pin.pins);
+  auto pins = sign_room_pins(relay(), plan.after, 100);
+  CHECK(pins.kind == 39005);
+  CHECK(pins.tags == std::vector<tag>{{"d", "pizza"}, {"a", address}, {"e", note}});
+  CHECK_FALSE(verify_event(pins));
+  CHECK(plan_room_change(room_with({{alice().public_key(), {}}}), pin, {community_standing::member}).outcome
+        == room_outcome::not_allowed);
+  CHECK(plan_room_change(room_with({}), pin, {community_standing::admin}).outcome == room_outcome::changed);
+}
+
 TEST_CASE("joins and leaves", "[room]") {
   auto join = request_of(comb::test::sign_event(bob(), 9021, "", {{"h", "pizza"}}));
   auto leave = request_of(comb::test::sign_event(bob(), 9022, "", {{"h", "pizza"}}));
@@ -185,6 +216,35 @@ TEST_CASE("who reads and writes a room", "[room]") {
   CHECK_FALSE(room_write_allowed(restricted, outsider));
   CHECK(room_write_allowed(restricted, member));
   CHECK(room_write_allowed({}, outsider));
+}
+
+namespace {
+
+/// Whether `hiding` (one room "r") lets an event of `kind` through, as COUNT's SQL reads it.
+bool passes(const room_hiding& hiding, std::uint32_t kind) {
+  auto has = [](const std::vector<std::string>& rooms) { return !rooms.empty(); };
+  if (has(hiding.unseen))
+    return false;
+  if (has(hiding.state_only) && kind != room_metadata_kind && kind != room_roles_kind)
+    return false;
+  return !(has(hiding.codes_hidden) && kind == room_create_invite_kind);
+}
+
+} // namespace
+
+TEST_CASE("room hiding for COUNT agrees with room_event_visible", "[room]") {
+  const std::vector<room_flags> all_flags{{false, false, false, false}, {true, false, false, false},
+                                          {true, false, true, false},   {false, false, true, false},
+                                          {false, true, false, true}};
+  const std::vector<room_reader> readers{{}, {true, false, false}, {true, true, false}, {false, false, true}};
+  const std::vector<std::uint32_t> kinds{9, 9009, 9000, 39000, 39001, 39002, 39003, 1};
+  for (const auto& flags : all_flags)
+    for (const auto& reader : readers) {
+      room_hiding hiding;
+      hide_room(hiding, "r", flags, reader);
+      for (auto kind : kinds)
+        CHECK(passes(hiding, kind) == room_event_visible(flags, kind, reader));
+    }
 }
 
 TEST_CASE("relay-signed room state has the NIP-29 shape", "[room]") {

@@ -5,6 +5,7 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { execFile, spawn } from 'node:child_process'
+import net from 'node:net'
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
@@ -90,6 +91,20 @@ async function startNginx(dir, config) {
   proc.stderr.on('data', (d) => { output += d })
   const exited = new Promise((resolve) => proc.once('exit', resolve))
   return {
+    /** Resolves once nginx accepts connections on `port` (it binds after the spawn returns). */
+    async listening(port, ms = 5000) {
+      const deadline = Date.now() + ms
+      for (;;) {
+        const open = await new Promise((resolve) => {
+          const socket = net.connect({ host: '127.0.0.1', port }, () => { socket.destroy(); resolve(true) })
+          socket.once('error', () => resolve(false))
+        })
+        if (open) return
+        if (proc.exitCode !== null || Date.now() > deadline)
+          throw new Error(`nginx is not listening on ${port}: ${output}`)
+        await new Promise((resolve) => setTimeout(resolve, 20))
+      }
+    },
     proc,
     output: () => output,
     async stop() {
@@ -152,6 +167,7 @@ describe('behind nginx terminating TLS', () => {
     for (const host of hosts)
       await relay.sql(`INSERT INTO communities (host) VALUES ('${host}:${tlsPort}')`)
     nginx = await startNginx(dir, nginxConfig({ dir, tlsPort, relayPort: relay.port, cert, key }))
+    await nginx.listening(tlsPort)
   })
   after(async () => {
     await nginx?.stop()

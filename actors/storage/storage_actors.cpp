@@ -128,13 +128,17 @@ bool wait_for_room(const history_flow& flow, std::size_t bytes, std::size_t budg
   return true;
 }
 
-/// Waits for room as wait_for_room does, but only in one of the pod's wait slots: with none
-/// free the reply is refused at once rather than holding another reader.
+/// Waits for room as wait_for_room does (counted as a wait), but only in one of the pod's wait
+/// slots: with none free the reply is refused at once rather than holding another reader.
 enum class room { made, client_too_slow, readers_busy };
 room make_room(const history_flow& flow, std::size_t bytes, std::size_t budget,
-               std::chrono::milliseconds patience, reader_waits* waits, std::size_t reader) {
-  if (flow.held() == 0 || flow.held() + bytes <= budget)
+               std::chrono::milliseconds patience, reader_waits* waits, std::size_t reader,
+               relay_metrics* metrics) {
+  std::size_t held = flow.held();
+  if (held == 0 || held + bytes <= budget)
     return room::made;
+  if (metrics)
+    bump(metrics->history_waits);
   if (waits && !waits->begin_wait(reader))
     return room::readers_busy;
   bool made = wait_for_room(flow, bytes, budget, patience);
@@ -155,9 +159,8 @@ void answer_history(caf::stateful_actor<reader_state>* self, const history_reque
   auto deliver = [&](storage::query_result chunk) {
     std::size_t bytes = storage::bytes_of(chunk);
     if (request.flow) {
-      if (request.flow->held() > 0 && request.flow->held() + bytes > budget && metrics)
-        bump(metrics->history_waits);
-      outcome = make_room(*request.flow, bytes, budget, patience, s.args.waits.get(), s.args.index);
+      outcome = make_room(*request.flow, bytes, budget, patience, s.args.waits.get(), s.args.index,
+                          metrics);
       if (outcome != room::made)
         return false;
       request.flow->in_mailbox.fetch_add(bytes, std::memory_order_acq_rel);

@@ -187,27 +187,19 @@ std::vector<relay_signed_event> write_state(pg_connection& c, const protocol::ke
                                             const protocol::room_parts& parts,
                                             std::int64_t created_at) {
   std::vector<relay_signed_event> out;
-  std::vector<std::uint32_t> kinds;
-  if (parts.metadata) {
+  if (parts.metadata)
     out.push_back(rendered(protocol::sign_room_metadata(relay, room, created_at)));
-    kinds.push_back(protocol::room_metadata_kind);
-  }
-  if (parts.admins) {
+  if (parts.admins)
     out.push_back(rendered(protocol::sign_room_admins(relay, room, created_at)));
-    kinds.push_back(protocol::room_admins_kind);
-  }
-  if (parts.members) {
+  if (parts.members)
     out.push_back(rendered(protocol::sign_room_members(relay, room, created_at)));
-    kinds.push_back(protocol::room_members_kind);
-  }
-  if (parts.roles) {
+  if (parts.roles)
     out.push_back(rendered(protocol::sign_room_roles(relay, room, created_at)));
-    kinds.push_back(protocol::room_roles_kind);
-  }
-  if (parts.pins) {
+  if (parts.pins)
     out.push_back(rendered(protocol::sign_room_pins(relay, room, created_at)));
-    kinds.push_back(protocol::room_pins_kind);
-  }
+  std::vector<std::uint32_t> kinds;
+  for (const auto& ev : out)
+    kinds.push_back(ev.ev.kind);
   retire_state(c, community_id, relay.public_key(), room.id, kinds);
   for (const auto& ev : out)
     insert_event(c, community_id, ev);

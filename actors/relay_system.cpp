@@ -191,11 +191,11 @@ bool spawn_actors(caf::actor_system& system, asio::io_context& io, const conf::r
     spdlog::critical("{}", error);
     return false;
   }
-  pod.registry->set_bridge(pod.bridge->actor);
+  pod.registry->set_bridge(pod.bridge->publisher());
   for (unsigned i = 0; i < s.storage_writers; ++i)
     pod.writers.push_back(system.spawn<caf::detached>(
       storage_writer, writer_args{s.database_url, s.write_batch_max, pod.fanout,
-                                  pod.bridge->actor, metrics, i == 0}));
+                                  pod.bridge->publisher(), metrics, i == 0}));
   pod.directory = system.spawn<caf::detached>(
     directory_actor,
     directory_args{s.database_url, communities, pod.registry, pod.close_community});
@@ -326,7 +326,7 @@ int run_relay(const conf::relay_settings& s) {
   context->readers_waiting = pod.readers_waiting;
   context->metrics = metrics;
   context->communities = communities;
-  context->bridge = pod.bridge->actor;
+  context->bridge = pod.bridge->publisher();
   auto listener = start_listener(io, s, pod.access_watcher);
   // Not ready while Postgres is away: the LISTEN connection is the pod's probe of it.
   context->readiness = [&pod, metrics, listener] {

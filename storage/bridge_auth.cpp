@@ -2,9 +2,10 @@
 #include "storage/bridge_auth.hpp"
 
 #include <array>
+#include <memory>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
+#include <openssl/params.h>
 
 namespace comb::storage {
 namespace {
@@ -18,14 +19,51 @@ void frame(std::string& out, std::string_view field) {
   out += ';';
 }
 
+struct mac_context_free {
+  void operator()(EVP_MAC_CTX* ctx) const noexcept { EVP_MAC_CTX_free(ctx); }
+};
+using mac_context = std::unique_ptr<EVP_MAC_CTX, mac_context_free>;
+
+EVP_MAC* hmac_algorithm() {
+  static EVP_MAC* mac = EVP_MAC_fetch(nullptr, "HMAC", nullptr);
+  return mac;
+}
+
+/// An HMAC-SHA256 context keyed with `secret`, kept per thread for the last secret used. The
+/// one-shot HMAC() fetches HMAC and SHA-256 from the provider tables and keys a fresh context
+/// on every call: several times the MAC of an envelope's short message, once per event bridged.
+EVP_MAC_CTX* keyed_context(std::string_view secret) {
+  thread_local std::string key;
+  thread_local mac_context ctx;
+  if (ctx && key == secret)
+    return ctx.get();
+  ctx.reset(hmac_algorithm() ? EVP_MAC_CTX_new(hmac_algorithm()) : nullptr);
+  char digest_name[] = "SHA256";
+  OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string("digest", digest_name, 0),
+                         OSSL_PARAM_construct_end()};
+  // Never a null key pointer: OpenSSL reads that as "keep the previous key".
+  const auto* bytes = reinterpret_cast<const unsigned char*>(secret.empty() ? "" : secret.data());
+  if (!ctx || EVP_MAC_init(ctx.get(), bytes, secret.size(), params) != 1) {
+    ctx.reset();
+    return nullptr;
+  }
+  key = secret;
+  return ctx.get();
+}
+
 std::string hmac_hex(std::string_view secret, const std::string& message) {
-  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
-  unsigned int length = 0;
-  const auto* ok = HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
-                        reinterpret_cast<const unsigned char*>(message.data()), message.size(),
-                        digest.data(), &length);
-  if (ok == nullptr)
+  EVP_MAC_CTX* keyed = keyed_context(secret);
+  if (!keyed)
     return {}; // never equal to a claimed MAC: matches() refuses empty values
+  mac_context ctx(EVP_MAC_CTX_dup(keyed));
+  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
+  std::size_t length = 0;
+  if (!ctx
+      || EVP_MAC_update(ctx.get(), reinterpret_cast<const unsigned char*>(message.data()),
+                        message.size())
+           != 1
+      || EVP_MAC_final(ctx.get(), digest.data(), &length, digest.size()) != 1)
+    return {};
   return protocol::to_hex(std::span<const std::uint8_t>(digest.data(), length));
 }
 

@@ -23,6 +23,10 @@ struct pod_bridge {
   std::vector<caf::actor> connectors;
   std::size_t cluster_peers = 0;
 
+  /// The bridge actor when it has somewhere to send (Redis or cluster links), else null: a
+  /// single pod would encode and sign an envelope per event for nobody, one more actor hop.
+  [[nodiscard]] caf::actor publisher() const { return redis || gate ? actor : caf::actor{}; }
+
   /// "" when every configured transport works; otherwise what does not (for /readyz).
   [[nodiscard]] std::string problem(const relay_metrics& metrics) const;
 

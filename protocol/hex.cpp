@@ -32,9 +32,12 @@ bool decode_lower_hex(std::string_view text, std::span<std::uint8_t> out) noexce
 void append_hex(std::string& out, std::span<const std::uint8_t> bytes) {
   std::size_t at = out.size();
   out.resize(at + bytes.size() * 2);
+  // Through a local pointer: a store via out[] may alias the string itself, so the compiler
+  // reloads its data pointer for every character (ids, keys and signatures of every event).
+  char* to = out.data() + at;
   for (std::uint8_t b : bytes) {
-    out[at++] = digits[b >> 4];
-    out[at++] = digits[b & 0x0f];
+    *to++ = digits[b >> 4];
+    *to++ = digits[b & 0x0f];
   }
 }
 

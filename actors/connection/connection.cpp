@@ -179,12 +179,15 @@ std::optional<rejection> connection::check_room_event(const protocol::event& ev,
   return std::nullopt;
 }
 
-bool connection::room_event_visible(const std::string& room, std::uint32_t kind) const {
-  if (!policy_.members)
+bool connection::rooms_visible(const std::vector<std::string>& rooms, std::uint32_t kind) const {
+  if (!policy_.members || rooms.empty())
     return true;
-  auto rooms = policy_.members->rooms();
-  const cached_room* cached = rooms->find(room);
-  return !cached || protocol::room_event_visible(cached->flags, kind, reader_of(*cached, authenticated_));
+  auto cache = policy_.members->rooms();
+  return protocol::event_visible(rooms, kind, [&](const std::string& room) {
+    const cached_room* cached = cache->find(room);
+    return cached ? std::optional(protocol::room_view{cached->flags, reader_of(*cached, authenticated_)})
+                  : std::nullopt;
+  });
 }
 
 protocol::room_hiding connection::hidden_rooms() const {
@@ -198,8 +201,8 @@ protocol::room_hiding connection::hidden_rooms() const {
 }
 
 bool connection::rendered_visible(const std::string& json) {
-  auto room = protocol::room_of_rendered(json);
-  if (!room || room_event_visible(room->room, room->kind))
+  auto rooms = protocol::rooms_of_rendered(json);
+  if (!rooms || rooms_visible(rooms->rooms, rooms->kind))
     return true;
   ++withheld_;
   return false;
@@ -210,7 +213,7 @@ std::optional<rejection> connection::check_room_filters(const std::vector<protoc
     for (const auto& tag : f.tags)
       if (tag.name == 'h')
         for (const auto& room : tag.values)
-          if (!room_event_visible(room, 9)) {
+          if (!rooms_visible({room}, 9)) {
             if (!authenticated_)
               return rejection{reason::auth_required, "this room is private; authenticate to read it"};
             return rejection{reason::restricted, "only members of this room may read it"};
@@ -350,7 +353,7 @@ std::optional<std::string> connection::live_arrived(const std::string& id, std::
   if (it == subscriptions_.end() || it->second.generation != generation)
     return std::nullopt;
   subscription& sub = it->second;
-  if (auto room = protocol::room_key_of(*event.ev); room && !room_event_visible(*room, event.ev->kind)) {
+  if (!rooms_visible(protocol::rooms_of_event(*event.ev), event.ev->kind)) {
     ++withheld_;
     return std::nullopt;
   }

@@ -165,17 +165,24 @@ std::optional<rejection> connection::check_room_event(const protocol::event& ev,
     return std::nullopt;
   if (auto late = protocol::check_room_time(ev, now, policy_.room_late_seconds))
     return late;
-  if (ev.kind == protocol::room_create_kind || !policy_.members || *room == general_room)
+  if (ev.kind == protocol::room_create_kind || !policy_.members)
     return std::nullopt;
   auto rooms = policy_.members->rooms();
-  const cached_room* cached = rooms->find(*room);
-  if (!cached)
-    return protocol::invalid("there is no room \"" + room->substr(0, protocol::max_room_id_bytes)
-                             + "\" in this community");
-  if (protocol::is_room_request_kind(ev.kind))
-    return std::nullopt;
-  if (!protocol::room_write_allowed(cached->flags, reader_of(*cached, ev.pubkey)))
-    return rejection{reason::restricted, "only members of this room may post in it"};
+  // A request acts on its first `h`; any other event is posted to every room it names, so each
+  // must exist and let the author write (as every one must let a reader read: rooms_visible).
+  bool request = protocol::is_room_request_kind(ev.kind);
+  for (const auto& t : ev.tags) {
+    if (t.size() < 2 || t[0] != "h" || (request && &t[1] != room))
+      continue;
+    if (t[1] == general_room)
+      continue;
+    const cached_room* cached = rooms->find(t[1]);
+    if (!cached)
+      return protocol::invalid("there is no room \"" + t[1].substr(0, protocol::max_room_id_bytes)
+                               + "\" in this community");
+    if (!request && !protocol::room_write_allowed(cached->flags, reader_of(*cached, ev.pubkey)))
+      return rejection{reason::restricted, "only members of this room may post in it"};
+  }
   return std::nullopt;
 }
 

@@ -115,8 +115,8 @@ public:
                                                                std::int64_t now,
                                                                double clock);
 
-  /// NIP-29: an event posted to a room (`h` tag) must name a room of this community, be recent,
-  /// and, in a `restricted` room, come from one of its members. Room requests (9000-9022) are
+  /// NIP-29: an event posted to rooms (`h` tags) must name rooms of this community, be recent,
+  /// and, where one is `restricted`, come from one of its members (every `h` counts). Room requests (9000-9022) are
   /// judged by the room rules in their transaction, not here.
   [[nodiscard]] std::optional<protocol::rejection> check_room_event(const protocol::event& ev,
                                                                     std::int64_t now) const;

@@ -65,6 +65,12 @@ TEST_CASE("posts to rooms: unknown rooms, late events and restricted rooms are r
         == "restricted: only members of this room may post in it");
   CHECK_FALSE(c.admit_event(chat(member, "locked"), now, 5));
   CHECK_FALSE(c.admit_event(chat(admin, "locked"), now, 6));
+  // Every h counts, not the first only: a restricted or unknown room further on refuses too.
+  CHECK(c.admit_event(test::sign_event(outsider, 9, "hi", {{"h", "open"}, {"h", "locked"}}), now, 20)->text()
+        == "restricted: only members of this room may post in it");
+  CHECK(c.admit_event(test::sign_event(outsider, 9, "hi", {{"h", "open"}, {"h", "nowhere"}}), now, 21)->text()
+        == "invalid: there is no room \"nowhere\" in this community");
+  CHECK_FALSE(c.admit_event(test::sign_event(member, 9, "hi", {{"h", "open"}, {"h", "locked"}}), now, 22));
   // A create names a room that does not exist yet; room requests are judged in their transaction.
   CHECK_FALSE(c.admit_event(test::sign_event(outsider, 9007, "", {{"h", "new-room"}}), now, 7));
   CHECK_FALSE(c.admit_event(test::sign_event(outsider, 9021, "", {{"h", "locked"}}), now, 8));

@@ -132,12 +132,9 @@ std::optional<rejection> read_arguments(const event& ev, room_request& request) 
   }
 }
 
-/// The value of the first `["<name>","...` tag in rendered JSON, when it holds no escape.
-std::optional<std::string> rendered_tag(std::string_view json, std::string_view marker) {
-  auto at = json.find(marker);
-  if (at == std::string_view::npos)
-    return std::nullopt;
-  auto start = at + marker.size();
+/// The value of a rendered tag starting at `start` (after its `["<name>","`), when it holds no
+/// escape (room ids never do).
+std::optional<std::string> rendered_value(std::string_view json, std::size_t start) {
   auto end = json.find('"', start);
   if (end == std::string_view::npos)
     return std::nullopt;
@@ -180,7 +177,7 @@ const std::string* room_of(const event& ev) noexcept {
   return first_tag_value(ev, "h");
 }
 
-std::optional<rendered_room> room_of_rendered(std::string_view json) {
+std::optional<rendered_rooms> rooms_of_rendered(std::string_view json) {
   auto kind = rendered_kind(json);
   if (!kind)
     return std::nullopt;
@@ -188,18 +185,28 @@ std::optional<rendered_room> room_of_rendered(std::string_view json) {
   if (tags_at == std::string_view::npos)
     return std::nullopt;
   auto tags = json.substr(tags_at);
-  auto room = rendered_tag(tags, is_room_state_kind(*kind) ? "[\"d\",\"" : "[\"h\",\"");
-  if (!room)
+  bool state = is_room_state_kind(*kind);
+  std::string_view marker = state ? "[\"d\",\"" : "[\"h\",\"";
+  rendered_rooms out{{}, *kind};
+  for (auto at = tags.find(marker); at != std::string_view::npos; at = tags.find(marker, at + 1)) {
+    if (auto room = rendered_value(tags, at + marker.size()))
+      out.rooms.push_back(std::move(*room));
+    if (state) // the first `d` names the address
+      break;
+  }
+  if (out.rooms.empty())
     return std::nullopt;
-  return rendered_room{std::move(*room), *kind};
+  return out;
 }
 
-std::optional<std::string> room_key_of(const event& ev) {
+std::vector<std::string> rooms_of_event(const event& ev) {
   if (is_room_state_kind(ev.kind))
-    return std::string(d_tag(ev));
-  if (const std::string* room = room_of(ev))
-    return *room;
-  return std::nullopt;
+    return {std::string(d_tag(ev))};
+  std::vector<std::string> rooms;
+  for (const auto& t : ev.tags)
+    if (t.size() >= 2 && t[0] == "h")
+      rooms.push_back(t[1]);
+  return rooms;
 }
 
 result<room_request> parse_room_request(const event& ev) {

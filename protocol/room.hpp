@@ -50,18 +50,18 @@ inline constexpr std::size_t max_roles_per_member = 8;
 /// The room an event is posted to: its `h` tag; nothing when it has none.
 [[nodiscard]] const std::string* room_of(const event& ev) noexcept;
 
-/// The room an event belongs to: the `d` of the relay's 39000-39005, else the `h`; nothing for
-/// an event of no room.
-[[nodiscard]] std::optional<std::string> room_key_of(const event& ev);
+/// The rooms an event belongs to: the `d` of the relay's 39000-39005, else the value of every
+/// `h` tag (an event may name several rooms); empty for an event of no room.
+[[nodiscard]] std::vector<std::string> rooms_of_event(const event& ev);
 
-/// The room a stored event belongs to, read from its JSON as comb renders it (tags before
-/// content, so a tag's `["h","` cannot be faked by content): the `h` value, or for the relay's
-/// 39000-39005 the `d` value. Cheap enough for every history event.
-struct rendered_room {
-  std::string room;
+/// The rooms a stored event belongs to, read from its JSON as comb renders it (tags before
+/// content, and a string never holds an unescaped `["h","`, so content cannot fake a tag): as
+/// rooms_of_event. Cheap enough for every history event. Nothing for an event of no room.
+struct rendered_rooms {
+  std::vector<std::string> rooms;
   std::uint32_t kind = 0;
 };
-[[nodiscard]] std::optional<rendered_room> room_of_rendered(std::string_view json);
+[[nodiscard]] std::optional<rendered_rooms> rooms_of_rendered(std::string_view json);
 
 struct room_flags {
   bool is_private = false; ///< only members read its events and its member list

@@ -109,6 +109,29 @@ struct room_reader {
 [[nodiscard]] bool room_event_visible(const room_flags& flags, std::uint32_t kind,
                                       const room_reader& reader);
 
+/// A room as one reader sees it: its flags and the reader's standing in it.
+struct room_view {
+  room_flags flags;
+  room_reader reader;
+};
+
+/// THE rule for an event naming rooms (rooms_of_event, rooms_of_rendered), used by REQ history
+/// and live delivery: it shows only when every room it names shows it to the reader (an event
+/// posted to a public and a private room is as private as the private one). `view_of(room)`
+/// returns an optional room_view, nothing for a room this community does not have (which hides
+/// nothing). COUNT's SQL (storage/filter_sql.cpp `hidden_rooms_sql`) applies the same rule to
+/// the lists hide_room makes: a row is left out when any of its rooms hides it.
+template <class ViewOf>
+[[nodiscard]] bool event_visible(const std::vector<std::string>& rooms, std::uint32_t kind,
+                                 ViewOf&& view_of) {
+  for (const auto& room : rooms) {
+    auto view = view_of(room);
+    if (view && !room_event_visible(view->flags, kind, view->reader))
+      return false;
+  }
+  return true;
+}
+
 /// What one reader may not see of a community's rooms, for answers the database computes
 /// without rendering each event (COUNT): the same rule as room_event_visible, as room lists.
 struct room_hiding {

@@ -3,11 +3,14 @@
 
 #include <exception>
 #include <sstream>
+#include <stdexcept>
 
+#include "protocol/hex.hpp"
 #include "protocol/host.hpp"
 #include "storage/access_change.hpp"
 #include "storage/pg_array.hpp"
 #include "storage/pg_connection.hpp"
+#include "storage/room_store.hpp"
 
 namespace comb::storage {
 namespace {
@@ -92,6 +95,61 @@ lifecycle_result update_result(pg_connection& connection, std::string& error, co
     return lifecycle_result::failed;
   }
   return exists.rows() > 0 ? lifecycle_result::unchanged : lifecycle_result::not_found;
+}
+
+pg_reply must(pg_reply reply, const char* step) {
+  if (!reply.ok())
+    throw std::runtime_error(std::string(step) + ": " + reply.error());
+  return reply;
+}
+
+/// Everyone in a room of the community who is not one of its members.
+std::vector<protocol::bytes32> room_outsiders(pg_connection& tx, std::int64_t id) {
+  auto reply = must(tx.exec("SELECT DISTINCT encode(r.pubkey, 'hex') FROM room_members r"
+                            " WHERE r.community_id = $1::bigint AND NOT EXISTS (SELECT 1 FROM members m"
+                            " WHERE m.community_id = r.community_id AND m.pubkey = r.pubkey)"
+                            " ORDER BY 1",
+                            {std::to_string(id)}),
+                    "find room members who are not community members");
+  std::vector<protocol::bytes32> out;
+  for (int row = 0; row < reply.rows(); ++row)
+    out.push_back(protocol::array_from_hex<32>(reply.text(row, 0)).value_or(protocol::bytes32{}));
+  return out;
+}
+
+/// The access switch inside its transaction, under the community row lock (as membership and
+/// room writers take it, so nobody joins a room in between). Closing also removes every
+/// non-member from the community's rooms: in a closed community only its members are in rooms.
+/// `changed` is the only result to commit. Throws std::runtime_error on a database error.
+access_switch switch_access_locked(pg_connection& tx, std::int64_t id, bool closed,
+                                   const protocol::key_pair& relay_key, std::int64_t now) {
+  const std::string community = std::to_string(id);
+  access_switch out{lifecycle_result::changed, {}, 0};
+  if (must(tx.exec("SELECT 1 FROM communities WHERE id = $1::bigint FOR NO KEY UPDATE", {community}),
+           "lock community")
+        .rows()
+      == 0)
+    return access_switch{lifecycle_result::not_found, {}, 0};
+  const std::string access = closed ? "closed" : "open";
+  if (must(tx.exec("UPDATE communities SET access = $2::text WHERE id = $1::bigint"
+                   " AND access <> $2::text",
+                   {community, access}),
+           "set access")
+        .affected_rows()
+      == 0)
+    return access_switch{lifecycle_result::unchanged, {}, 0};
+  if (closed) {
+    out.room_events = remove_from_rooms(tx, relay_key, id, room_outsiders(tx, id), now, out.retry_at);
+    if (out.retry_at != 0) // a room's state already has this second: nothing is written
+      return access_switch{lifecycle_result::unchanged, {}, out.retry_at};
+  }
+  std::vector<protocol::bytes32> written;
+  for (const auto& ev : out.room_events)
+    written.push_back(ev.ev.id);
+  std::string error;
+  if (!note_access_change(tx, id, written, error))
+    throw std::runtime_error(error.empty() ? "community vanished" : error);
+  return out;
 }
 
 } // namespace
@@ -224,12 +282,21 @@ lifecycle_result community_store::add_host(std::int64_t id, const std::string& h
   return exists.rows() > 0 ? lifecycle_result::host_exists : lifecycle_result::not_found;
 }
 
-lifecycle_result community_store::set_access(std::int64_t id, bool closed) {
+access_switch community_store::set_access(std::int64_t id, bool closed,
+                                          const protocol::key_pair& relay_key, std::int64_t now) {
   last_error_.clear();
-  return update_result(connection_, last_error_,
-                       "UPDATE communities SET access = $2::text"
-                       " WHERE id = $1::bigint AND access <> $2::text",
-                       {std::to_string(id), closed ? "closed" : "open"}, id);
+  access_switch out;
+  try {
+    must(connection_.exec("BEGIN"), "begin");
+    out = switch_access_locked(connection_, id, closed, relay_key, now);
+    must(connection_.exec(out.result == lifecycle_result::changed ? "COMMIT" : "ROLLBACK"),
+         "end transaction");
+    return out;
+  } catch (const std::exception& e) {
+    (void)connection_.exec("ROLLBACK");
+    last_error_ = e.what();
+    return access_switch{lifecycle_result::failed, {}, 0};
+  }
 }
 
 lifecycle_result community_store::set_info(std::int64_t id, const community_info_update& update) {

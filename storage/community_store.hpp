@@ -6,6 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "protocol/signature.hpp"
+#include "storage/membership.hpp"
+
 namespace comb::storage {
 
 class pg_connection;
@@ -51,6 +54,16 @@ enum class lifecycle_result {
   failed,      ///< database error, see last_error()
 };
 
+/// What switching a community's access did (set_access).
+struct access_switch {
+  lifecycle_result result = lifecycle_result::failed;
+  /// The rooms' 39002 (and 39001 where a removed user held a room role) rewritten because
+  /// closing removed non-members from them; in the order written.
+  std::vector<relay_signed_event> room_events;
+  /// Nothing written: a room's newest state already has second `now`; try again from this one.
+  std::int64_t retry_at = 0;
+};
+
 /// Communities and their host names. Hosts are stored normalized (protocol::normalize_host).
 /// No function throws; a database failure returns nothing / false and sets `last_error()`.
 class community_store {
@@ -83,8 +96,12 @@ public:
   /// any community, this one included, already answers to it.
   [[nodiscard]] lifecycle_result add_host(std::int64_t id, const std::string& host);
 
-  /// Switches the community to closed (`closed`) or open access.
-  [[nodiscard]] lifecycle_result set_access(std::int64_t id, bool closed);
+  /// Switches the community to closed (`closed`) or open access. Closing removes everyone who
+  /// is not a community member from its rooms in the same transaction and rewrites the affected
+  /// rooms' state relay-signed with `relay_key` at `now` (remove_from_rooms: paced per room,
+  /// never ahead of `now`; else nothing is written and `retry_at` says when to try again).
+  [[nodiscard]] access_switch set_access(std::int64_t id, bool closed,
+                                         const protocol::key_pair& relay_key, std::int64_t now);
 
   /// Changes the community's NIP-11 name, description and icon (the fields `update` sets).
   [[nodiscard]] lifecycle_result set_info(std::int64_t id, const community_info_update& update);

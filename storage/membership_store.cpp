@@ -3,9 +3,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <thread>
 #include <map>
-#include <set>
+#include <thread>
 #include <stdexcept>
 #include <utility>
 
@@ -16,233 +15,15 @@
 #include "storage/event_rows.hpp"
 #include "storage/member_list.hpp"
 #include "storage/membership_rules.hpp"
+#include "storage/membership_steps.hpp"
 #include "storage/nip43_rows.hpp"
 #include "storage/pg_array.hpp"
 #include "storage/pg_connection.hpp"
 #include "storage/room_store.hpp"
 
 namespace comb::storage {
-namespace {
 
-/// A failed statement inside a transaction; caught at the public boundary, which rolls back.
-struct statement_failed : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-/// The newest list already has this second: the change must wait for the next one.
-struct list_must_wait {
-  std::int64_t until = 0;
-};
-
-pg_reply must(pg_reply reply, const char* step) {
-  if (!reply.ok())
-    throw statement_failed(std::string(step) + ": " + reply.error());
-  return reply;
-}
-
-/// The community's live 13534 (no row when it has none).
-pg_reply read_live_list(pg_connection& connection, std::int64_t community_id,
-                        const protocol::bytes32& relay_pubkey) {
-  return must(connection.exec("SELECT raw FROM events WHERE community_id = $1::bigint"
-                              " AND pubkey = $2::bytea AND kind = $3::int",
-                              {std::to_string(community_id), bytea_param(relay_pubkey),
-                               std::to_string(member_list_kind)}),
-              "read list");
-}
-
-/// Bumps the community's state version and notifies every pod on commit (note_access_change).
-std::int64_t noted_version(pg_connection& connection, std::int64_t community_id,
-                           const std::vector<protocol::bytes32>& written) {
-  std::string error;
-  auto version = note_access_change(connection, community_id, written, error);
-  if (!version)
-    throw statement_failed(error.empty() ? "community vanished while noting its change" : error);
-  return *version;
-}
-
-protocol::bytes32 hex_field(const pg_reply& reply, int row, int column) {
-  return protocol::array_from_hex<32>(reply.text(row, column)).value_or(protocol::bytes32{});
-}
-
-std::vector<member> read_members(pg_connection& c, std::int64_t community_id) {
-  auto reply = must(c.exec("SELECT encode(pubkey, 'hex'), role FROM members"
-                           " WHERE community_id = $1::bigint ORDER BY position",
-                           {std::to_string(community_id)}),
-                    "read members");
-  std::vector<member> members;
-  members.reserve(static_cast<std::size_t>(reply.rows()));
-  for (int row = 0; row < reply.rows(); ++row)
-    members.push_back({hex_field(reply, row, 0),
-                       parse_role(reply.text(row, 1)).value_or(member_role::member)});
-  return members;
-}
-
-std::map<std::string, invite_state> read_invites(pg_connection& c, std::int64_t community_id,
-                                                 std::span<const membership_command> commands) {
-  pg_array hashes;
-  bool any = false;
-  for (const auto& command : commands)
-    if (command.change == membership_change::claim_invite) {
-      hashes.add_text(invite_code_hash(command.invite_code));
-      any = true;
-    }
-  std::map<std::string, invite_state> invites;
-  if (!any)
-    return invites;
-  auto reply = must(c.exec("SELECT code_hash, expires_at, max_uses, use_count, revoked FROM invites"
-                           " WHERE community_id = $1::bigint AND code_hash = ANY($2::text[])"
-                           " ORDER BY code_hash FOR UPDATE",
-                           {std::to_string(community_id), hashes.str()}),
-                    "read invites");
-  for (int row = 0; row < reply.rows(); ++row)
-    invites[std::string(reply.text(row, 0))] = {reply.integer(row, 1), reply.integer(row, 2),
-                                                reply.integer(row, 3), reply.text(row, 4) == "t",
-                                                false};
-  return invites;
-}
-
-std::vector<protocol::bytes32> read_allowlist(pg_connection& c, std::int64_t community_id,
-                                              std::span<const membership_command> commands) {
-  bool wanted = std::any_of(commands.begin(), commands.end(), [](const auto& command) {
-    return command.change == membership_change::backfill_allowlist;
-  });
-  std::vector<protocol::bytes32> pubkeys;
-  if (!wanted)
-    return pubkeys;
-  auto reply = must(c.exec("SELECT encode(pubkey, 'hex') FROM allowlist"
-                           " WHERE community_id = $1::bigint ORDER BY added_at, pubkey",
-                           {std::to_string(community_id)}),
-                    "read allowlist");
-  for (int row = 0; row < reply.rows(); ++row)
-    pubkeys.push_back(hex_field(reply, row, 0));
-  return pubkeys;
-}
-
-void add_members(pg_array& keys, pg_array& roles, const std::vector<member>& members) {
-  for (const auto& m : members) {
-    keys.add_bytea(m.pubkey);
-    roles.add_text(role_name(m.role));
-  }
-}
-
-/// Writes a batch's changes in the order `member_changes` gives, so the table never holds two
-/// owners; each step is one statement, whatever the batch's size.
-void write_member_changes(pg_connection& c, std::int64_t community_id,
-                          const member_changes& changes, const std::string& added_by) {
-  pg_array demote_keys, demote_roles, promote_keys, promote_roles, removed, added_keys, added_roles;
-  add_members(demote_keys, demote_roles, changes.demoted);
-  add_members(promote_keys, promote_roles, changes.promoted);
-  add_members(added_keys, added_roles, changes.added);
-  for (const auto& pubkey : changes.removed)
-    removed.add_bytea(pubkey);
-  const std::string community = std::to_string(community_id);
-  const char* update_sql =
-    "UPDATE members m SET role = u.role, updated_at = now()"
-    " FROM unnest($2::bytea[], $3::text[]) AS u(pubkey, role)"
-    " WHERE m.community_id = $1::bigint AND m.pubkey = u.pubkey";
-  if (!changes.demoted.empty())
-    must(c.exec(update_sql, {community, demote_keys.str(), demote_roles.str()}), "demote");
-  if (!changes.removed.empty())
-    must(c.exec("DELETE FROM members WHERE community_id = $1::bigint AND pubkey = ANY($2::bytea[])",
-                {community, removed.str()}),
-         "remove members");
-  if (!changes.promoted.empty())
-    must(c.exec(update_sql, {community, promote_keys.str(), promote_roles.str()}), "promote");
-  // WITH ORDINALITY keeps the list order of the new members in `position`.
-  if (!changes.added.empty())
-    must(c.exec("INSERT INTO members (community_id, pubkey, role, added_by)"
-                " SELECT $1::bigint, u.pubkey, u.role, $4 FROM unnest($2::bytea[], $3::text[])"
-                " WITH ORDINALITY AS u(pubkey, role, n) ORDER BY u.n",
-                {community, added_keys.str(), added_roles.str(), added_by}),
-         "add members");
-}
-
-void write_used_invites(pg_connection& c, std::int64_t community_id,
-                        const std::map<std::string, invite_state>& invites) {
-  pg_array hashes, counts;
-  for (const auto& [hash, invite] : invites)
-    if (invite.used) {
-      hashes.add_text(hash);
-      counts.add_integer(invite.use_count);
-    }
-  must(c.exec("UPDATE invites i SET use_count = u.use_count"
-              " FROM unnest($2::text[], $3::int[]) AS u(code_hash, use_count)"
-              " WHERE i.community_id = $1::bigint AND i.code_hash = u.code_hash",
-              {std::to_string(community_id), hashes.str(), counts.str()}),
-       "use invites");
-}
-
-/// The list goes in as one plain text parameter: at 10,000 members it is about 750 KB, which as
-/// an array literal would be escaped here and parsed again by Postgres.
-void insert_list(pg_connection& c, std::int64_t community_id, const protocol::event& list,
-                 const std::string& list_json) {
-  must(c.exec("INSERT INTO events (community_id, id, pubkey, created_at, kind, d_tag, expires_at, raw)"
-              " VALUES ($1::bigint, $2::bytea, $3::bytea, $4::bigint, $5::int, '', NULL, $6::text)"
-              " ON CONFLICT (community_id, id) DO NOTHING",
-              {std::to_string(community_id), bytea_param(list.id), bytea_param(list.pubkey),
-               std::to_string(list.created_at), std::to_string(list.kind), list_json}),
-       "insert list");
-}
-
-void insert_deltas(pg_connection& c, std::int64_t community_id,
-                   const std::vector<membership_result>& results) {
-  pg_array ids, pubkeys, times, kinds, raws;
-  pg_array tag_ids, tag_values, tag_times, tag_kinds;
-  for (const auto& result : results) {
-    if (!result.delta)
-      continue;
-    const auto& ev = *result.delta;
-    ids.add_bytea(ev.id);
-    pubkeys.add_bytea(ev.pubkey);
-    times.add_integer(ev.created_at);
-    kinds.add_integer(ev.kind);
-    raws.add_text(result.delta_json);
-    if (const std::string* p = protocol::first_tag_value(ev, "p")) {
-      tag_ids.add_bytea(ev.id);
-      tag_values.add_text(*p);
-      tag_times.add_integer(ev.created_at);
-      tag_kinds.add_integer(ev.kind);
-    }
-  }
-  if (ids.empty())
-    return;
-  const std::string community = std::to_string(community_id);
-  // A delta identical to one already stored (same subject, kind and second) is that event.
-  auto inserted = must(
-    c.exec("INSERT INTO events (community_id, id, pubkey, created_at, kind, d_tag, expires_at, raw)"
-           " SELECT $1::bigint, u.id, u.pubkey, u.created_at, u.kind, NULL, NULL, u.raw"
-           " FROM unnest($2::bytea[], $3::bytea[], $4::bigint[], $5::int[], $6::text[])"
-           " AS u(id, pubkey, created_at, kind, raw)"
-           " ON CONFLICT (community_id, id) DO NOTHING RETURNING id",
-           {community, ids.str(), pubkeys.str(), times.str(), kinds.str(), raws.str()}),
-    "insert deltas");
-  if (inserted.rows() == 0)
-    return;
-  must(c.exec("INSERT INTO event_tags (community_id, event_id, name, value, created_at, kind)"
-              " SELECT $1::bigint, u.id, 'p', u.value, u.created_at, u.kind"
-              " FROM unnest($2::bytea[], $3::text[], $4::bigint[], $5::int[])"
-              " AS u(id, value, created_at, kind)"
-              " WHERE NOT EXISTS (SELECT 1 FROM event_tags t WHERE t.community_id = $1::bigint"
-              " AND t.event_id = u.id)",
-              {community, tag_ids.str(), tag_values.str(), tag_times.str(), tag_kinds.str()}),
-       "index deltas");
-}
-
-std::string added_by_of(std::span<const membership_command> commands) {
-  for (const auto& command : commands)
-    if (!command.added_by.empty())
-      return command.added_by;
-  return "relay";
-}
-
-membership_write failed_write(std::size_t commands, std::string error) {
-  membership_write out;
-  out.error = std::move(error);
-  out.results.assign(commands, membership_result::of(membership_outcome::failed));
-  return out;
-}
-
-} // namespace
+using namespace membership_steps;
 
 membership_store::membership_store(pg_connection& connection, const protocol::key_pair& relay_key)
   : connection_(connection), relay_key_(relay_key) {}
@@ -425,46 +206,6 @@ membership_write membership_store::apply(std::int64_t community_id,
   }
 }
 
-bool membership_store::live_list_outdated(std::int64_t community_id) {
-  auto live = read_live_list(connection_, community_id, relay_key_.public_key());
-  if (live.rows() == 0)
-    return false;
-  auto list = parse_stored_list(live.text(0, 0));
-  return list
-         && !list_in_current_shape(*list, read_role_ids(connection_, community_id,
-                                                        relay_key_.public_key()));
-}
-
-membership_write membership_store::upgrade_list(std::int64_t community_id, std::int64_t now) {
-  last_error_.clear();
-  membership_command republish;
-  republish.change = membership_change::republish;
-  republish.added_by = "upgrade";
-  try {
-    must(connection_.exec("BEGIN"), "begin");
-    must(connection_.exec("SELECT 1 FROM communities WHERE id = $1::bigint FOR NO KEY UPDATE",
-                          {std::to_string(community_id)}),
-         "lock community");
-    membership_write out;
-    if (live_list_outdated(community_id))
-      out = apply_locked(community_id, std::span(&republish, 1), now);
-    else {
-      out.committed = true;
-      out.results.push_back(membership_result::of(membership_outcome::nothing_to_do));
-    }
-    must(connection_.exec("COMMIT"), "commit");
-    keep_snapshot();
-    return out;
-  } catch (const list_must_wait& wait) {
-    return must_wait(1, wait.until);
-  } catch (const std::exception& e) {
-    (void)connection_.exec("ROLLBACK");
-    drop_snapshot(community_id);
-    last_error_ = e.what();
-    return failed_write(1, last_error_);
-  }
-}
-
 membership_write membership_store::apply_paced(std::int64_t community_id,
                                                std::span<const membership_command> commands,
                                                std::int64_t now, const second_waiter& wait_until) {
@@ -574,37 +315,6 @@ bool membership_store::members_may_invite(std::int64_t community_id) {
   auto reply = connection_.exec("SELECT members_may_invite FROM communities WHERE id = $1::bigint",
                                 {std::to_string(community_id)});
   return reply.ok() && reply.rows() == 1 && reply.text(0, 0) == "t";
-}
-
-list_check membership_store::verify(std::int64_t community_id) {
-  last_error_.clear();
-  try {
-    auto stored = read_members(connection_, community_id);
-    auto live = read_live_list(connection_, community_id, relay_key_.public_key());
-    if (live.rows() == 0)
-      return {stored.empty(), stored.empty() ? "no members, no list" : "no live list"};
-    auto list = parse_stored_list(live.text(0, 0));
-    auto listed = list ? members_of_list(*list) : std::nullopt;
-    if (!listed)
-      return {false, "the live list cannot be read"};
-    std::set<std::pair<protocol::bytes32, member_role>> a, b;
-    for (const auto& m : stored)
-      a.insert({m.pubkey, m.role});
-    for (const auto& m : *listed)
-      b.insert({m.pubkey, m.role});
-    if (a == b)
-      return {true, std::to_string(a.size()) + " members"};
-    std::size_t missing = 0, extra = 0;
-    for (const auto& entry : a)
-      missing += !b.contains(entry);
-    for (const auto& entry : b)
-      extra += !a.contains(entry);
-    return {false, std::to_string(missing) + " stored members (or roles) missing from the live list, "
-                     + std::to_string(extra) + " list entries not among the members"};
-  } catch (const std::exception& e) {
-    last_error_ = e.what();
-    return {false, "database error: " + last_error_};
-  }
 }
 
 } // namespace comb::storage

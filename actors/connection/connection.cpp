@@ -165,26 +165,36 @@ std::optional<rejection> connection::check_room_event(const protocol::event& ev,
     return std::nullopt;
   if (auto late = protocol::check_room_time(ev, now, policy_.room_late_seconds))
     return late;
-  if (ev.kind == protocol::room_create_kind || !policy_.members || *room == general_room)
+  if (ev.kind == protocol::room_create_kind || !policy_.members)
     return std::nullopt;
   auto rooms = policy_.members->rooms();
-  const cached_room* cached = rooms->find(*room);
-  if (!cached)
-    return protocol::invalid("there is no room \"" + room->substr(0, protocol::max_room_id_bytes)
-                             + "\" in this community");
-  if (protocol::is_room_request_kind(ev.kind))
-    return std::nullopt;
-  if (!protocol::room_write_allowed(cached->flags, reader_of(*cached, ev.pubkey)))
-    return rejection{reason::restricted, "only members of this room may post in it"};
+  // A request acts on its first `h`; any other event is posted to every room it names, so each
+  // must exist and let the author write (as every one must let a reader read: rooms_visible).
+  bool request = protocol::is_room_request_kind(ev.kind);
+  for (const auto& t : ev.tags) {
+    if (t.size() < 2 || t[0] != "h" || (request && &t[1] != room))
+      continue;
+    if (t[1] == general_room)
+      continue;
+    const cached_room* cached = rooms->find(t[1]);
+    if (!cached)
+      return protocol::invalid("there is no room \"" + t[1].substr(0, protocol::max_room_id_bytes)
+                               + "\" in this community");
+    if (!request && !protocol::room_write_allowed(cached->flags, reader_of(*cached, ev.pubkey)))
+      return rejection{reason::restricted, "only members of this room may post in it"};
+  }
   return std::nullopt;
 }
 
-bool connection::room_event_visible(const std::string& room, std::uint32_t kind) const {
-  if (!policy_.members)
+bool connection::rooms_visible(const std::vector<std::string>& rooms, std::uint32_t kind) const {
+  if (!policy_.members || rooms.empty())
     return true;
-  auto rooms = policy_.members->rooms();
-  const cached_room* cached = rooms->find(room);
-  return !cached || protocol::room_event_visible(cached->flags, kind, reader_of(*cached, authenticated_));
+  auto cache = policy_.members->rooms();
+  return protocol::event_visible(rooms, kind, [&](const std::string& room) {
+    const cached_room* cached = cache->find(room);
+    return cached ? std::optional(protocol::room_view{cached->flags, reader_of(*cached, authenticated_)})
+                  : std::nullopt;
+  });
 }
 
 protocol::room_hiding connection::hidden_rooms() const {
@@ -198,8 +208,8 @@ protocol::room_hiding connection::hidden_rooms() const {
 }
 
 bool connection::rendered_visible(const std::string& json) {
-  auto room = protocol::room_of_rendered(json);
-  if (!room || room_event_visible(room->room, room->kind))
+  auto rooms = protocol::rooms_of_rendered(json);
+  if (!rooms || rooms_visible(rooms->rooms, rooms->kind))
     return true;
   ++withheld_;
   return false;
@@ -210,7 +220,7 @@ std::optional<rejection> connection::check_room_filters(const std::vector<protoc
     for (const auto& tag : f.tags)
       if (tag.name == 'h')
         for (const auto& room : tag.values)
-          if (!room_event_visible(room, 9)) {
+          if (!rooms_visible({room}, 9)) {
             if (!authenticated_)
               return rejection{reason::auth_required, "this room is private; authenticate to read it"};
             return rejection{reason::restricted, "only members of this room may read it"};
@@ -350,7 +360,7 @@ std::optional<std::string> connection::live_arrived(const std::string& id, std::
   if (it == subscriptions_.end() || it->second.generation != generation)
     return std::nullopt;
   subscription& sub = it->second;
-  if (auto room = protocol::room_key_of(*event.ev); room && !room_event_visible(*room, event.ev->kind)) {
+  if (!rooms_visible(protocol::rooms_of_event(*event.ev), event.ev->kind)) {
     ++withheld_;
     return std::nullopt;
   }

@@ -115,18 +115,19 @@ public:
                                                                std::int64_t now,
                                                                double clock);
 
-  /// NIP-29: an event posted to a room (`h` tag) must name a room of this community, be recent,
-  /// and, in a `restricted` room, come from one of its members. Room requests (9000-9022) are
+  /// NIP-29: an event posted to rooms (`h` tags) must name rooms of this community, be recent,
+  /// and, where one is `restricted`, come from one of its members (every `h` counts). Room requests (9000-9022) are
   /// judged by the room rules in their transaction, not here.
   [[nodiscard]] std::optional<protocol::rejection> check_room_event(const protocol::event& ev,
                                                                     std::int64_t now) const;
 
-  /// NIP-29: whether this connection may see an event of `kind` in `room` (private and hidden
-  /// rooms, invite codes); events of rooms this community does not have are not concerned.
-  [[nodiscard]] bool room_event_visible(const std::string& room, std::uint32_t kind) const;
+  /// NIP-29: whether this connection may see an event of `kind` naming `rooms` (private and
+  /// hidden rooms, invite codes): protocol::event_visible, every room must show it; rooms this
+  /// community does not have are not concerned.
+  [[nodiscard]] bool rooms_visible(const std::vector<std::string>& rooms, std::uint32_t kind) const;
 
   /// NIP-29: what of this community's rooms this connection may not see, for a COUNT the
-  /// database answers (the same rule as room_event_visible).
+  /// database answers (the same rule as rooms_visible).
   [[nodiscard]] protocol::room_hiding hidden_rooms() const;
 
   /// NIP-29: a REQ naming (`#h`) a room whose events this connection may not read is refused.

@@ -79,3 +79,33 @@ TEST_CASE("room list and room members show rooms, member remove empties them", "
         == "0");
   CHECK(f.sql("SELECT count(*) FROM events WHERE kind = 39002 AND d_tag = 'pizza'") == "1");
 }
+
+TEST_CASE("community set-access closed takes non-members out of the rooms", "[cli]") {
+  cli_fixture f;
+  auto owner = protocol::key_pair::generate();
+  auto bob = protocol::key_pair::generate();
+  auto owner_hex = protocol::to_hex(owner.public_key());
+  auto bob_hex = protocol::to_hex(bob.public_key());
+  f.admin_ok({"community", "create", "c.example", "--owner", owner_hex});
+  auto community = std::stoll(f.sql("SELECT id FROM communities WHERE host = 'c.example'"));
+  storage::pg_connection connection(f.database.conninfo());
+  storage::room_store rooms(connection, f.relay_key);
+  std::int64_t now = std::time(nullptr) - 10; // the switch, at the wall clock, need not wait
+  using o = protocol::room_outcome;
+  REQUIRE(room_request(rooms, community, owner, 9007, {{"h", "pizza"}}, now) == o::changed);
+  REQUIRE(room_request(rooms, community, bob, 9021, {{"h", "pizza"}}, now) == o::changed);
+
+  auto closed = f.admin_ok({"community", "set-access", "c.example", "closed", "--json"}).json();
+  CHECK(closed.at("access").as_string() == "closed");
+  CHECK(closed.at("room_events").as_int64() == 1); // pizza's 39002: bob held no room role
+  auto members = f.admin_ok({"room", "members", "c.example", "pizza", "--json"}).json();
+  REQUIRE(members.at("members").as_array().size() == 1);
+  CHECK(members.at("members").as_array()[0].at("pubkey").as_string() == owner_hex);
+  CHECK(f.sql("SELECT count(*) FROM events WHERE kind = 39002 AND d_tag = 'pizza'"
+              " AND position($1 in raw) > 0",
+              {bob_hex})
+        == "0");
+  // Opening again changes only the flag; a key is still needed to run the command.
+  auto opened = f.admin_ok({"community", "set-access", "c.example", "open", "--json"}).json();
+  CHECK(opened.at("room_events").as_int64() == 0);
+}

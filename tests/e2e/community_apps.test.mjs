@@ -5,65 +5,16 @@
 // checked against a schema of the current NIP-43 text.
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import {
-  AuthStatus, Pool, PublishStatus, Socket, defaultSocketPolicies, makeSocketPolicyAuth, publishOne, requestOne,
-} from '@welshman/net'
-import { Nip01Signer } from '@welshman/signer'
+import { PublishStatus } from '@welshman/net'
 import {
   RELAY_ADD_MEMBER, RELAY_INVITE, RELAY_JOIN, RELAY_LEAVE, RELAY_MEMBERS, RELAY_REMOVE_MEMBER,
   getPubkey, getTagValue, makeEvent, makeSecret,
 } from '@welshman/util'
+import { appUser } from './app_user.mjs'
 import { httpGet, itStopsCleanly, withRelay } from './harness.mjs'
 
 const RELAY_ROLE = 33534
 const hex64 = /^[0-9a-f]{64}$/
-
-/**
- * A user of a Flotilla-like app: a key, a signer and a pool of its own. (Nip01Signer arms a 30 s
- * timer per signature that it never clears, so this file's process exits about 30 s after its
- * last test.)
- */
-function appUser(secret = makeSecret()) {
-  const signer = Nip01Signer.fromSecret(secret)
-  const pool = new Pool({
-    makeSocket: (url) => new Socket(url, [...defaultSocketPolicies, makeSocketPolicyAuth({ sign: signer.sign })]),
-  })
-  const context = { pool }
-  return {
-    pk: getPubkey(secret),
-    signer,
-    /** Signs `template` and publishes it; { event, status, detail }. */
-    async publish(relay, template) {
-      return this.publishSigned(relay, await signer.sign(template))
-    },
-    /** Publishes an already signed event through this user's socket. */
-    async publishSigned(relay, event) {
-      const result = await publishOne({ event, relay: relay.url, context, timeout: 8000 })
-      return { event, status: result.status, detail: result.detail }
-    },
-    /**
-     * Opens the socket and waits (bounded) until the socket policy has answered the relay's AUTH
-     * challenge, as Flotilla's attemptRelayAccess does before it sends a join.
-     */
-    async authenticated(relay) {
-      const socket = pool.get(relay.url)
-      socket.attemptToOpen()
-      for (let i = 0; i < 250 && socket.auth.status !== AuthStatus.Ok; i++)
-        await new Promise((resolve) => setTimeout(resolve, 20))
-      assert.equal(socket.auth.status, AuthStatus.Ok, `AUTH by socket policy: ${socket.auth.details}`)
-    },
-    /** One REQ to EOSE or CLOSED: { events, closed }. */
-    async read(relay, filters) {
-      let closed = null
-      const events = await requestOne({
-        relay: relay.url, filters, context, autoClose: true, signal: AbortSignal.timeout(8000),
-        onClosed: (message) => { closed = message },
-      })
-      return { events, closed }
-    },
-    close() { pool.clear() },
-  }
-}
 
 const accepted = (result, detail) => {
   assert.equal(result.status, PublishStatus.Success, `expected success, got ${result.status}: ${result.detail}`)

@@ -3,48 +3,14 @@
 // makeRoomDeleteEvent, kind-9 chat with an `h` tag, 9000 with a role, 9005, 9009 codes.
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import {
-  AuthStatus, Pool, PublishStatus, Socket, defaultSocketPolicies, makeSocketPolicyAuth, publishOne, requestOne,
-} from '@welshman/net'
+import { PublishStatus } from '@welshman/net'
 import { Nip01Signer } from '@welshman/signer'
 import {
   ROOM_ADMINS, ROOM_MEMBERS, ROOM_META, getPubkey, getTagValue, makeEvent, makeHttpAuth, sendManagementRequest, makeRoomCreateEvent, makeRoomDeleteEvent,
   makeRoomEditEvent, makeRoomJoinEvent, makeRoomLeaveEvent, makeRoomMeta, makeSecret, readRoomMeta,
 } from '@welshman/util'
+import { appUser } from './app_user.mjs'
 import { RawClient, httpGet, itStopsCleanly, now, withRelay } from './harness.mjs'
-
-/** A user of a Flotilla-like app: a key, a signer and a pool whose sockets answer AUTH. */
-function appUser(secret = makeSecret()) {
-  const signer = Nip01Signer.fromSecret(secret)
-  const pool = new Pool({
-    makeSocket: (url) => new Socket(url, [...defaultSocketPolicies, makeSocketPolicyAuth({ sign: signer.sign })]),
-  })
-  const context = { pool }
-  return {
-    pk: getPubkey(secret),
-    async publish(relay, template) {
-      const event = await signer.sign(template)
-      const result = await publishOne({ event, relay: relay.url, context, timeout: 8000 })
-      return { event, status: result.status, detail: result.detail }
-    },
-    async authenticated(relay) {
-      const socket = pool.get(relay.url)
-      socket.attemptToOpen()
-      for (let i = 0; i < 250 && socket.auth.status !== AuthStatus.Ok; i++)
-        await new Promise((resolve) => setTimeout(resolve, 20))
-      assert.equal(socket.auth.status, AuthStatus.Ok, `AUTH by socket policy: ${socket.auth.details}`)
-    },
-    async read(relay, filters) {
-      let closed = null
-      const events = await requestOne({
-        relay: relay.url, filters, context, autoClose: true, signal: AbortSignal.timeout(8000),
-        onClosed: (message) => { closed = message },
-      })
-      return { events, closed }
-    },
-    close() { pool.clear() },
-  }
-}
 
 const accepted = (result, pattern) => {
   assert.equal(result.status, PublishStatus.Success, `expected success, got ${result.status}: ${result.detail}`)

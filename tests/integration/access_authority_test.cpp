@@ -134,8 +134,10 @@ TEST_CASE_METHOD(membership_fixture, "every access change bumps the version and 
   CHECK(apply(command(membership_change::add_member, key_of(2))).committed);
   CHECK(version_of(connection, community) == added.state_version);
 
-  REQUIRE(communities.set_access(community, true) == storage::lifecycle_result::changed);
-  CHECK(communities.set_access(community, true) == storage::lifecycle_result::unchanged);
+  REQUIRE(communities.set_access(community, true, relay_key, now_seconds()).result
+          == storage::lifecycle_result::changed);
+  CHECK(communities.set_access(community, true, relay_key, now_seconds()).result
+        == storage::lifecycle_result::unchanged);
   REQUIRE(communities.set_archived(community, true) == storage::lifecycle_result::changed);
   REQUIRE(communities.add_host(community, "alias.example") == storage::lifecycle_result::changed);
   REQUIRE(l.eventually([&] { return l.notices().size() == 4; }));

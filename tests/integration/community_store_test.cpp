@@ -40,7 +40,9 @@ TEST_CASE("ensure creates a community once and finds it by any of its hosts",
   CHECK_FALSE(again->closed);
   CHECK_FALSE(store.find_by_host("localhost:7777")->closed);
   CHECK(test::scalar(c, "SELECT count(*) FROM communities") == "1");
-  REQUIRE(store.set_access(made->id, true) == storage::lifecycle_result::changed);
+  auto key = protocol::key_pair::generate();
+  REQUIRE(store.set_access(made->id, true, key, 1'700'000'000).result
+          == storage::lifecycle_result::changed);
   auto restarted = store.ensure("relay.example", {"localhost:7777"}, false);
   REQUIRE(restarted);
   CHECK(restarted->closed); // a restart never reopens a community the operator closed

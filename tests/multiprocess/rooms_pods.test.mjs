@@ -1,10 +1,25 @@
 // NIP-29 rooms across two pods sharing one database: joins racing through both processes all land
 // in the room's one 39002, and a room made private on one pod is enforced on the other at once,
-// for history and for live delivery.
+// for history and for live delivery; closing the community through comb-admin takes non-members
+// out of its rooms, and the other pod serves the new 39002 at once.
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
+import { execFile } from 'node:child_process'
 import { keys, sign } from '../e2e/harness.mjs'
 import { authed, eventually, privateRedis, readiness, startPods } from './pods.mjs'
+
+const adminBin = process.env.COMB_ADMIN_BIN ?? '../../build/bin/comb-admin'
+
+/** Runs comb-admin against the pods' database and key, without Redis. */
+function admin(group, ...args) {
+  const url = new URL(process.env.COMB_TEST_DATABASE_URL)
+  url.pathname = `/${group.database}`
+  return new Promise((resolve, reject) => {
+    execFile(adminBin, args, { timeout: 20000, env: { ...process.env, COMB_REDIS_URL: '',
+      COMB_DATABASE_URL: url.toString(), COMB_RELAY_KEY_FILE: group.keyFile } },
+    (error, stdout, stderr) => (error ? reject(new Error(`comb-admin ${args.join(' ')}: ${stderr}`)) : resolve(stdout)))
+  })
+}
 
 const pTags = (ev) => new Set(ev.tags.filter((t) => t[0] === 'p').map((t) => t[1]))
 
@@ -74,5 +89,29 @@ describe('rooms across two pods', () => {
     // The stranger's next live event is the public one: the private post was withheld.
     assert.equal((await strangerOnB.live('all', 10000)).id, open.id)
     for (const client of [ownerOnA, memberOnB, strangerOnB]) await client.close()
+  })
+
+  // Last: it closes the community.
+  it('closing the community on comb-admin drops non-members from 39002, live and in REQ on pod b', async () => {
+    const stranger = keys()
+    const ownerOnA = await authed(a, owner)
+    assert.equal((await ownerOnA.publish(sign(owner.sk, { kind: 9007, tags: [['h', 'hall']] }))).message, '')
+    const strangerOnB = await authed(b, stranger)
+    await eventually(async () => {
+      const reply = await strangerOnB.publish(sign(stranger.sk, { kind: 9021, tags: [['h', 'hall']] }))
+      return reply.message.startsWith('info: welcome')
+    }, 'a non-member joins the room of the open community through pod b')
+    const ownerOnB = await authed(b, owner)
+    const { events: before } = await ownerOnB.req('hall', { kinds: [39002], '#d': ['hall'] })
+    assert.deepEqual(pTags(before[0]), new Set([owner.pk, stranger.pk]))
+    await admin(group, 'community', 'set-access', 'hive.test', 'closed')
+    // Live: pod b delivers the 39002 the switch wrote, from the database's notification.
+    const live = await ownerOnB.live('hall', 10000)
+    assert.equal(live.kind, 39002)
+    assert.deepEqual(pTags(live), new Set([owner.pk]))
+    const { events } = await ownerOnB.req(`after-${Date.now()}`, { kinds: [39002], '#d': ['hall'] })
+    assert.equal(events.length, 1, 'one live 39002')
+    assert.equal(events[0].id, live.id)
+    for (const client of [ownerOnA, ownerOnB, strangerOnB]) await client.close()
   })
 })

@@ -127,11 +127,32 @@ int run_add_host(const admin_options& options, const community_args& args, repor
   });
 }
 
+/// Switches access, waiting for the next second while a room's state already has this one
+/// (closing rewrites the state of the rooms non-members leave).
+storage::access_switch switch_access_paced(storage::community_store& store, std::int64_t id,
+                                           bool closed, const protocol::key_pair& key) {
+  auto now = unix_now();
+  for (;;) {
+    auto done = store.set_access(id, closed, key, now);
+    if (done.retry_at == 0)
+      return done;
+    now = storage::sleep_until_second(done.retry_at);
+  }
+}
+
 int run_set_access(const admin_options& options, const community_args& args, reporter& out) {
+  auto key = load_key(options, out);
+  if (!key)
+    return out.failed_code();
   return on_community(options, args.host, out, [&](admin_session& s, const storage::community_row& c) {
     out.fields()["access"] = args.access;
-    auto result = s.communities.set_access(c.id, args.access == "closed");
-    return report_lifecycle(result, s.communities, c.host + " is now " + args.access,
+    auto done = switch_access_paced(s.communities, c.id, args.access == "closed", *key);
+    out.fields()["room_events"] = static_cast<std::int64_t>(done.room_events.size());
+    auto removed = done.room_events.empty()
+                     ? std::string()
+                     : " (non-members left its rooms: " + std::to_string(done.room_events.size())
+                         + " room state events rewritten)";
+    return report_lifecycle(done.result, s.communities, c.host + " is now " + args.access + removed,
                             c.host + " is already " + args.access, out);
   });
 }

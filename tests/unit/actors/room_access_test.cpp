@@ -65,6 +65,12 @@ TEST_CASE("posts to rooms: unknown rooms, late events and restricted rooms are r
         == "restricted: only members of this room may post in it");
   CHECK_FALSE(c.admit_event(chat(member, "locked"), now, 5));
   CHECK_FALSE(c.admit_event(chat(admin, "locked"), now, 6));
+  // Every h counts, not the first only: a restricted or unknown room further on refuses too.
+  CHECK(c.admit_event(test::sign_event(outsider, 9, "hi", {{"h", "open"}, {"h", "locked"}}), now, 20)->text()
+        == "restricted: only members of this room may post in it");
+  CHECK(c.admit_event(test::sign_event(outsider, 9, "hi", {{"h", "open"}, {"h", "nowhere"}}), now, 21)->text()
+        == "invalid: there is no room \"nowhere\" in this community");
+  CHECK_FALSE(c.admit_event(test::sign_event(member, 9, "hi", {{"h", "open"}, {"h", "locked"}}), now, 22));
   // A create names a room that does not exist yet; room requests are judged in their transaction.
   CHECK_FALSE(c.admit_event(test::sign_event(outsider, 9007, "", {{"h", "new-room"}}), now, 7));
   CHECK_FALSE(c.admit_event(test::sign_event(outsider, 9021, "", {{"h", "locked"}}), now, 8));
@@ -80,15 +86,15 @@ TEST_CASE("reads of rooms follow their flags", "[actors][rooms]") {
   auto stranger = authed_as(outsider, policy);
   auto inside = authed_as(member, policy);
   auto manager = authed_as(admin, policy);
-  CHECK(anonymous.room_event_visible("open", 9));
-  CHECK_FALSE(anonymous.room_event_visible("locked", 9));
-  CHECK(stranger.room_event_visible("locked", 39000));
-  CHECK_FALSE(stranger.room_event_visible("locked", 39002));
-  CHECK_FALSE(stranger.room_event_visible("ghost", 39000));
-  CHECK(inside.room_event_visible("ghost", 9));
-  CHECK_FALSE(inside.room_event_visible("open", 9009));
-  CHECK(manager.room_event_visible("open", 9009));
-  CHECK(manager.room_event_visible("ghost", 39002));
+  CHECK(anonymous.rooms_visible({"open"}, 9));
+  CHECK_FALSE(anonymous.rooms_visible({"locked"}, 9));
+  CHECK(stranger.rooms_visible({"locked"}, 39000));
+  CHECK_FALSE(stranger.rooms_visible({"locked"}, 39002));
+  CHECK_FALSE(stranger.rooms_visible({"ghost"}, 39000));
+  CHECK(inside.rooms_visible({"ghost"}, 9));
+  CHECK_FALSE(inside.rooms_visible({"open"}, 9009));
+  CHECK(manager.rooms_visible({"open"}, 9009));
+  CHECK(manager.rooms_visible({"ghost"}, 39002));
 
   protocol::filter wants_locked;
   wants_locked.tags.push_back({'h', {"locked"}});
@@ -111,4 +117,32 @@ TEST_CASE("reads of rooms follow their flags", "[actors][rooms]") {
   REQUIRE(inside.open_subscription("s").ok());
   (void)inside.history_arrived("s", 1, {});
   CHECK(inside.live_arrived("s", 1, live));
+}
+
+TEST_CASE("an event naming several rooms shows only where every one of them shows it",
+          "[actors][rooms]") {
+  auto policy = policy_with_rooms();
+  policy.host = "relay.test";
+  auto stranger = authed_as(outsider, policy);
+  auto inside = authed_as(member, policy);
+  // The private room second: REQ history and live delivery read every h, not the first only.
+  auto both = test::sign_event(member, 9, "hi", {{"h", "open"}, {"h", "locked"}});
+  auto open_twice = test::sign_event(member, 9, "hi", {{"h", "open"}, {"h", "nowhere"}});
+  CHECK_FALSE(stranger.rooms_visible(protocol::rooms_of_event(both), 9));
+  CHECK(inside.rooms_visible(protocol::rooms_of_event(both), 9));
+  REQUIRE(stranger.open_subscription("s").ok());
+  auto frames = stranger.history_arrived("s", 1, {protocol::render_event_json(both),
+                                                  protocol::render_event_json(open_twice)});
+  REQUIRE(frames.size() == 2); // open_twice and EOSE
+  CHECK(frames[0].find(protocol::to_hex(open_twice.id)) != std::string::npos);
+  actors::live_event live{std::make_shared<const protocol::event>(both),
+                          std::make_shared<const std::string>(protocol::render_event_json(both))};
+  CHECK_FALSE(stranger.live_arrived("s", 1, live));
+  CHECK(stranger.take_withheld() == 2);
+  REQUIRE(inside.open_subscription("s").ok());
+  (void)inside.history_arrived("s", 1, {});
+  CHECK(inside.live_arrived("s", 1, live));
+  // COUNT's lists name the private room, so its SQL leaves the event out for the stranger too.
+  auto hiding = stranger.hidden_rooms();
+  CHECK(std::find(hiding.state_only.begin(), hiding.state_only.end(), "locked") != hiding.state_only.end());
 }

@@ -220,31 +220,70 @@ TEST_CASE("who reads and writes a room", "[room]") {
 
 namespace {
 
-/// Whether `hiding` (one room "r") lets an event of `kind` through, as COUNT's SQL reads it.
-bool passes(const room_hiding& hiding, std::uint32_t kind) {
-  auto has = [](const std::vector<std::string>& rooms) { return !rooms.empty(); };
-  if (has(hiding.unseen))
-    return false;
-  if (has(hiding.state_only) && kind != room_metadata_kind && kind != room_roles_kind)
-    return false;
-  return !(has(hiding.codes_hidden) && kind == room_create_invite_kind);
+/// Whether `hiding` lets an event of `kind` naming `rooms` through, as COUNT's SQL
+/// (hidden_rooms_sql) reads it: the row is left out when any of its rooms hides it.
+bool passes(const room_hiding& hiding, const std::vector<std::string>& rooms, std::uint32_t kind) {
+  auto names = [](const std::vector<std::string>& list, const std::string& room) {
+    return std::find(list.begin(), list.end(), room) != list.end();
+  };
+  for (const auto& room : rooms) {
+    if (names(hiding.unseen, room))
+      return false;
+    if (names(hiding.state_only, room) && kind != room_metadata_kind && kind != room_roles_kind)
+      return false;
+    if (names(hiding.codes_hidden, room) && kind == room_create_invite_kind)
+      return false;
+  }
+  return true;
 }
+
+const std::vector<room_flags> all_flags{{false, false, false, false}, {true, false, false, false},
+                                        {true, false, true, false},   {false, false, true, false},
+                                        {false, true, false, true}};
+const std::vector<room_reader> readers{{}, {true, false, false}, {true, true, false}, {false, false, true}};
+const std::vector<std::uint32_t> kinds{9, 9009, 9000, 39000, 39001, 39002, 39003, 1};
 
 } // namespace
 
 TEST_CASE("room hiding for COUNT agrees with room_event_visible", "[room]") {
-  const std::vector<room_flags> all_flags{{false, false, false, false}, {true, false, false, false},
-                                          {true, false, true, false},   {false, false, true, false},
-                                          {false, true, false, true}};
-  const std::vector<room_reader> readers{{}, {true, false, false}, {true, true, false}, {false, false, true}};
-  const std::vector<std::uint32_t> kinds{9, 9009, 9000, 39000, 39001, 39002, 39003, 1};
   for (const auto& flags : all_flags)
     for (const auto& reader : readers) {
       room_hiding hiding;
       hide_room(hiding, "r", flags, reader);
       for (auto kind : kinds)
-        CHECK(passes(hiding, kind) == room_event_visible(flags, kind, reader));
+        CHECK(passes(hiding, {"r"}, kind) == room_event_visible(flags, kind, reader));
     }
+}
+
+TEST_CASE("an event of several rooms shows only where every room shows it, for REQ and COUNT alike",
+          "[room]") {
+  // Two rooms with every pair of flags and standings; the event names both, in both orders,
+  // and a room this community does not have.
+  for (const auto& flags_a : all_flags)
+    for (const auto& flags_b : all_flags)
+      for (const auto& reader_a : readers)
+        for (const auto& reader_b : readers) {
+          auto view_of = [&](const std::string& room) -> std::optional<room_view> {
+            if (room == "a")
+              return room_view{flags_a, reader_a};
+            if (room == "b")
+              return room_view{flags_b, reader_b};
+            return std::nullopt;
+          };
+          room_hiding hiding;
+          hide_room(hiding, "a", flags_a, reader_a);
+          hide_room(hiding, "b", flags_b, reader_b);
+          for (auto kind : kinds) {
+            bool both = room_event_visible(flags_a, kind, reader_a)
+                        && room_event_visible(flags_b, kind, reader_b);
+            for (const std::vector<std::string>& rooms :
+                 {std::vector<std::string>{"a", "b"}, {"b", "a"}, {"ghost", "b", "a"}}) {
+              CHECK(event_visible(rooms, kind, view_of) == both);
+              CHECK(passes(hiding, rooms, kind) == both);
+            }
+          }
+        }
+  CHECK(event_visible({}, 9, [](const std::string&) { return std::optional<room_view>{}; }));
 }
 
 TEST_CASE("relay-signed room state has the NIP-29 shape", "[room]") {
@@ -264,13 +303,17 @@ TEST_CASE("relay-signed room state has the NIP-29 shape", "[room]") {
   auto removal = sign_room_removal(relay(), "pizza", bob().public_key(), 100);
   CHECK(removal.kind == 9001);
   CHECK(*room_of(removal) == "pizza");
-  auto rendered = room_of_rendered(render_event_json(members));
+  auto rendered = rooms_of_rendered(render_event_json(members));
   REQUIRE(rendered);
-  CHECK(rendered->room == "pizza");
+  CHECK(rendered->rooms == std::vector<std::string>{"pizza"});
   CHECK(rendered->kind == 39002);
-  auto chat = comb::test::sign_event(bob(), 9, "[\"h\",\"fake\"]", {{"e", std::string(64, 'b')}, {"h", "pizza"}});
-  auto chat_room = room_of_rendered(render_event_json(chat));
-  REQUIRE(chat_room);
-  CHECK(chat_room->room == "pizza");
-  CHECK_FALSE(room_of_rendered(render_event_json(comb::test::sign_event(bob(), 1, "[\"h\",\"x\"]"))));
+  CHECK(rooms_of_event(members) == std::vector<std::string>{"pizza"});
+  auto chat = comb::test::sign_event(bob(), 9, "[\"h\",\"fake\"]",
+                                     {{"e", std::string(64, 'b')}, {"h", "pizza"}, {"h", "pasta"}});
+  auto chat_rooms = rooms_of_rendered(render_event_json(chat));
+  REQUIRE(chat_rooms);
+  CHECK(chat_rooms->rooms == std::vector<std::string>{"pizza", "pasta"}); // every h, not content
+  CHECK(rooms_of_event(chat) == std::vector<std::string>{"pizza", "pasta"});
+  CHECK_FALSE(rooms_of_rendered(render_event_json(comb::test::sign_event(bob(), 1, "[\"h\",\"x\"]"))));
+  CHECK(rooms_of_event(comb::test::sign_event(bob(), 1, "")).empty());
 }

@@ -1,0 +1,53 @@
+// A user of a Flotilla-like app on welshman, shared by the e2e files that drive comb as such an
+// app does (community_apps, rooms).
+import assert from 'node:assert/strict'
+import { AuthStatus, Pool, Socket, defaultSocketPolicies, makeSocketPolicyAuth, publishOne, requestOne } from '@welshman/net'
+import { Nip01Signer } from '@welshman/signer'
+import { getPubkey, makeSecret } from '@welshman/util'
+
+/**
+ * A user of a Flotilla-like app: a key, a signer and a pool of its own. (Nip01Signer arms a 30 s
+ * timer per signature that it never clears, so a test file using it exits about 30 s after its
+ * last test.)
+ */
+export function appUser(secret = makeSecret()) {
+  const signer = Nip01Signer.fromSecret(secret)
+  const pool = new Pool({
+    makeSocket: (url) => new Socket(url, [...defaultSocketPolicies, makeSocketPolicyAuth({ sign: signer.sign })]),
+  })
+  const context = { pool }
+  return {
+    pk: getPubkey(secret),
+    signer,
+    /** Signs `template` and publishes it; { event, status, detail }. */
+    async publish(relay, template) {
+      return this.publishSigned(relay, await signer.sign(template))
+    },
+    /** Publishes an already signed event through this user's socket. */
+    async publishSigned(relay, event) {
+      const result = await publishOne({ event, relay: relay.url, context, timeout: 8000 })
+      return { event, status: result.status, detail: result.detail }
+    },
+    /**
+     * Opens the socket and waits (bounded) until the socket policy has answered the relay's AUTH
+     * challenge, as Flotilla's attemptRelayAccess does before it sends a join.
+     */
+    async authenticated(relay) {
+      const socket = pool.get(relay.url)
+      socket.attemptToOpen()
+      for (let i = 0; i < 250 && socket.auth.status !== AuthStatus.Ok; i++)
+        await new Promise((resolve) => setTimeout(resolve, 20))
+      assert.equal(socket.auth.status, AuthStatus.Ok, `AUTH by socket policy: ${socket.auth.details}`)
+    },
+    /** One REQ to EOSE or CLOSED: { events, closed }. */
+    async read(relay, filters) {
+      let closed = null
+      const events = await requestOne({
+        relay: relay.url, filters, context, autoClose: true, signal: AbortSignal.timeout(8000),
+        onClosed: (message) => { closed = message },
+      })
+      return { events, closed }
+    },
+    close() { pool.clear() },
+  }
+}

@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: MIT
+// Closing a community: in a closed community only its members are in rooms, so the switch
+// removes everyone else from every room in its own transaction, with the rooms' new state.
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <set>
+#include <thread>
+
+#include "storage/community_store.hpp"
+#include "support/room_fixture.hpp"
+
+using namespace comb;
+using namespace comb::test;
+using storage::lifecycle_result;
+using storage::member_role;
+using storage::membership_change;
+
+namespace {
+
+struct closing_fixture : room_fixture {
+  /// Alice is a community member; bob joined room "pizza" and carol was made its moderator
+  /// while the community was open, so neither is a community member. Room "pasta" holds only
+  /// community members.
+  closing_fixture() {
+    REQUIRE(apply(command(membership_change::add_member, alice.pubkey())).committed);
+    REQUIRE(run(owner, 9007, {}).committed);
+    REQUIRE(run(alice, 9021, {}).committed);
+    REQUIRE(run(bob, 9021, {}).committed);
+    REQUIRE(run(owner, 9000, {{"p", carol.pubkey_hex(), "moderator"}}).committed);
+    REQUIRE(paced_room(rooms, community, room_command(owner, 9007, {{"h", "pasta"}}, now), now)
+              .committed);
+  }
+
+  storage::access_switch set_access(bool closed, std::int64_t at) {
+    return communities.set_access(community, closed, relay_key, at);
+  }
+
+  std::string access() { return count("SELECT access FROM communities WHERE id = $1::bigint"); }
+  std::string version() {
+    return count("SELECT state_version FROM communities WHERE id = $1::bigint");
+  }
+  std::string room_rows() {
+    return count("SELECT count(*) FROM room_members WHERE community_id = $1::bigint");
+  }
+  std::string state_of(const char* room) {
+    storage::pg_connection reader(database.conninfo());
+    return scalar(reader,
+                  "SELECT string_agg(encode(id, 'hex'), ',' ORDER BY kind) FROM events"
+                  " WHERE community_id = $1::bigint AND d_tag = $2 AND kind BETWEEN 39000 AND 39005",
+                  {std::to_string(community), room});
+  }
+};
+
+} // namespace
+
+TEST_CASE_METHOD(closing_fixture, "closing removes every non-member from the rooms in its transaction",
+                 "[integration][rooms]") {
+  auto version_before = std::stoll(version());
+  auto pasta_before = state_of("pasta");
+  CHECK(room_rows() == "5"); // pizza: owner, alice, bob, carol; pasta: owner
+
+  // pizza's state already has this second: nothing is written, not even the flag.
+  auto early = set_access(true, now);
+  CHECK(early.retry_at == now + 1);
+  CHECK(early.room_events.empty());
+  CHECK(access() == "open");
+  CHECK(room_rows() == "5");
+  CHECK(std::stoll(version()) == version_before);
+
+  now = early.retry_at;
+  auto closed = set_access(true, now);
+  INFO(communities.last_error());
+  REQUIRE(closed.result == lifecycle_result::changed);
+  CHECK(closed.retry_at == 0);
+  CHECK(access() == "closed");
+  // pizza: 39001 (carol held a role) and 39002, at the paced second; pasta is untouched.
+  std::multiset<std::uint32_t> kinds;
+  for (const auto& ev : closed.room_events) {
+    kinds.insert(ev.ev.kind);
+    CHECK(protocol::d_tag(ev.ev) == "pizza");
+    CHECK(ev.ev.created_at == now);
+    CHECK(ev.ev.pubkey == relay_key.public_key());
+  }
+  CHECK(kinds == std::multiset<std::uint32_t>{39001, 39002});
+  CHECK(listed_members() == std::vector<std::string>{owner.pubkey_hex(), alice.pubkey_hex()});
+  CHECK(room_rows() == "3");
+  CHECK(state_of("pasta") == pasta_before);
+  CHECK(count("SELECT newest_state_at FROM room_clocks WHERE community_id = $1::bigint"
+              " AND room_id = 'pizza'")
+        == std::to_string(now));
+  // One transaction: the flag and the rooms' state under one version bump.
+  CHECK(std::stoll(version()) == version_before + 1);
+  auto admins = count("SELECT raw FROM events WHERE community_id = $1::bigint AND kind = 39001"
+                      " AND d_tag = 'pizza'");
+  CHECK(admins.find(carol.pubkey_hex()) == std::string::npos);
+
+  // A closed community's rooms refuse outsiders from now on (the room rule), and closing again
+  // is a conflict that writes nothing.
+  auto again = set_access(true, now + 1);
+  CHECK(again.result == lifecycle_result::unchanged);
+  CHECK(again.room_events.empty());
+  CHECK(std::stoll(version()) == version_before + 1);
+}
+
+TEST_CASE_METHOD(closing_fixture, "closing when every room member is a community member writes no room state",
+                 "[integration][rooms]") {
+  REQUIRE(run(owner, 9001, {{"p", bob.pubkey_hex()}}).committed);
+  REQUIRE(run(owner, 9001, {{"p", carol.pubkey_hex()}}).committed);
+  auto pizza_before = state_of("pizza");
+  auto closed = set_access(true, now); // pizza's clock is at `now`, but nothing is rewritten
+  REQUIRE(closed.result == lifecycle_result::changed);
+  CHECK(closed.room_events.empty());
+  CHECK(state_of("pizza") == pizza_before);
+  CHECK(room_rows() == "3");
+  // Opening never touches the rooms.
+  auto opened = set_access(false, now);
+  REQUIRE(opened.result == lifecycle_result::changed);
+  CHECK(opened.room_events.empty());
+  CHECK(state_of("pizza") == pizza_before);
+}
+
+TEST_CASE_METHOD(closing_fixture, "a failed close rolls back the flag and the rooms together",
+                 "[integration][rooms]") {
+  auto version_before = version();
+  auto pizza_before = state_of("pizza");
+  storage::pg_connection holder(database.conninfo());
+  REQUIRE(holder.exec("BEGIN").ok());
+  REQUIRE(holder.exec("LOCK TABLE room_clocks IN ACCESS EXCLUSIVE MODE").ok());
+  REQUIRE_FALSE(connection.ensure_connected());
+  storage::access_switch closed;
+  // The flag is written before the rooms are read: the close blocks after it.
+  std::thread writer([&] { closed = set_access(true, now + 5); });
+  storage::pg_connection observer(database.conninfo());
+  bool blocked = false;
+  for (int i = 0; i < 500 && !blocked; ++i) {
+    blocked = scalar(observer, "SELECT count(*) FROM pg_stat_activity WHERE pid = $1::int"
+                               " AND wait_event_type = 'Lock'",
+                     {std::to_string(connection.backend_pid())})
+              == "1";
+    if (!blocked)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  connection.cancel();
+  writer.join();
+  (void)holder.exec("ROLLBACK");
+  REQUIRE(blocked);
+  CHECK(closed.result == lifecycle_result::failed);
+  CHECK_FALSE(communities.last_error().empty());
+  CHECK(closed.room_events.empty());
+  CHECK(access() == "open");
+  CHECK(room_rows() == "5");
+  CHECK(state_of("pizza") == pizza_before);
+  CHECK(version() == version_before);
+  // Nothing half-done is left: the same close then succeeds in full.
+  auto retried = set_access(true, now + 5);
+  REQUIRE(retried.result == lifecycle_result::changed);
+  CHECK(room_rows() == "3");
+  CHECK(listed_members() == std::vector<std::string>{owner.pubkey_hex(), alice.pubkey_hex()});
+}

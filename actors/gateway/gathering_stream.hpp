@@ -12,6 +12,7 @@
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
@@ -26,20 +27,28 @@ namespace comb::actors {
 /// write still completing after its stream is gone touches live state.
 class socket_write_gate {
 public:
-  explicit socket_write_gate(const boost::asio::any_io_executor& strand)
-    : wake_(strand, boost::asio::steady_timer::time_point::max()) {}
-
   boost::asio::awaitable<void> enter() {
-    // The timer never expires: `leave` cancels it, which wakes every waiter to look again.
-    while (busy_)
-      co_await wake_.async_wait(boost::asio::as_tuple(boost::asio::use_awaitable));
+    while (busy_) {
+      ++waits_;
+      // Made on the first wait only (rarely needed: a pong behind a burst), so an idle
+      // connection holds no timer. It never expires: `leave` cancels it, which wakes every
+      // waiter to look again.
+      if (!wake_)
+        wake_ = std::make_unique<boost::asio::steady_timer>(
+          co_await boost::asio::this_coro::executor, boost::asio::steady_timer::time_point::max());
+      co_await wake_->async_wait(boost::asio::as_tuple(boost::asio::use_awaitable));
+    }
     busy_ = true;
   }
 
   void leave() {
     busy_ = false;
-    wake_.cancel();
+    if (wake_)
+      wake_->cancel();
   }
+
+  /// Times a writer found the socket busy and waited (tests make sure the race happens).
+  [[nodiscard]] std::size_t waits() const { return waits_; }
 
   /// Beast has written a close frame: no data frame may follow it.
   [[nodiscard]] bool closed() const { return closed_; }
@@ -48,7 +57,8 @@ public:
 private:
   bool busy_ = false;
   bool closed_ = false;
-  boost::asio::steady_timer wake_;
+  std::size_t waits_ = 0;
+  std::unique_ptr<boost::asio::steady_timer> wake_;
 };
 
 /// The layer between Beast's WebSocket stream and the TCP stream: reads pass through; Beast's
@@ -62,7 +72,7 @@ public:
 
   explicit gathering_stream(next_layer_type stream)
     : stream_(std::move(stream)),
-      gate_(std::make_shared<socket_write_gate>(stream_.get_executor())) {}
+      gate_(std::make_shared<socket_write_gate>()) {}
 
   executor_type get_executor() noexcept { return stream_.get_executor(); }
   next_layer_type& next_layer() noexcept { return stream_; }

@@ -64,7 +64,7 @@ private:
 /// The layer between Beast's WebSocket stream and the TCP stream: reads pass through; Beast's
 /// writes wait at the socket's write gate and are then written whole (a legal `write_some`:
 /// it reports every byte written), so the relay may write its own frames between them with
-/// `write_frames` (writer.hpp), many in one system call.
+/// `write_gathered` (socket_writer.cpp), many in one system call.
 class gathering_stream {
 public:
   using next_layer_type = boost::beast::tcp_stream;

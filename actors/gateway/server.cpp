@@ -1,10 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "actors/gateway/server.hpp"
 
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sys/socket.h>
-
 #include <array>
 #include <cstring>
 
@@ -20,6 +16,7 @@
 #include "actors/gateway/http_routes.hpp"
 #include "actors/gateway/listen_address.hpp"
 #include "actors/gateway/management_route.hpp"
+#include "actors/gateway/socket_writer.hpp"
 #include "actors/messages.hpp"
 #include "protocol/host.hpp"
 #include "protocol/nip42.hpp"
@@ -31,7 +28,6 @@ namespace http = beast::http;
 namespace websocket = beast::websocket;
 using asio::ip::tcp;
 using tcp_stream = beast::tcp_stream;
-using ws_stream = websocket::stream<tcp_stream>;
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 namespace {
@@ -161,71 +157,6 @@ void configure(ws_stream& ws, const conf::relay_settings& s) {
   deflate.memLevel = s.deflate_mem_level;
   ws.set_option(deflate);
 }
-
-const char* describe(std::optional<close_reason> why) {
-  if (!why)
-    return "client closed or went silent";
-  switch (*why) {
-    case close_reason::going_away: return "relay shutting down";
-    case close_reason::policy: return "community archived or deleted";
-    case close_reason::too_big: return "frame over the size limit";
-    case close_reason::slow_reader: return "slow reader: outbound bound reached";
-  }
-  return "unknown";
-}
-
-/// Corks the socket while more frames wait behind the one being written, so a burst (a REQ's
-/// history, hundreds of EVENTs) leaves in full segments rather than one packet per frame; it is
-/// uncorked, which sends what is held at once, whenever the queue runs dry.
-class burst_cork {
-public:
-  explicit burst_cork(ws_stream& ws) : socket_(beast::get_lowest_layer(ws).socket()) {}
-
-  void hold(bool more_waiting) {
-    if (more_waiting == corked_)
-      return;
-    int on = more_waiting ? 1 : 0;
-    // A socket that refuses it still works, one packet per frame.
-    (void)::setsockopt(socket_.native_handle(), IPPROTO_TCP, TCP_CORK, &on, sizeof on);
-    corked_ = more_waiting;
-  }
-
-private:
-  tcp::socket& socket_;
-  bool corked_ = false;
-};
-
-asio::awaitable<void> write_loop(std::shared_ptr<ws_stream> ws,
-                                 std::shared_ptr<websocket_outbox> outbox) {
-  burst_cork cork(*ws);
-  for (;;) {
-    auto frame = co_await outbox->next();
-    if (!frame)
-      break;
-    cork.hold(outbox->pending_bytes() > frame->size());
-    ws->text(true);
-    auto buffer = asio::buffer(*frame);
-    auto [ec, n] = co_await ws->async_write(buffer, use_tuple);
-    outbox->written(frame->size());
-    if (outbox->pending_bytes() == 0)
-      cork.hold(false);
-    if (ec) {
-      outbox->close(close_reason::going_away);
-      co_return;
-    }
-  }
-  auto why = outbox->closing().value_or(close_reason::going_away);
-  if (why == close_reason::slow_reader) {
-    // Its socket buffer is full, so not even a close frame would get through: drop it.
-    beast::get_lowest_layer(*ws).close();
-    co_return;
-  }
-  auto code = static_cast<websocket::close_code>(why);
-  const char* text = describe(why);
-  websocket::close_reason reason(code, text);
-  co_await ws->async_close(reason, use_tuple);
-}
-
 
 /// Waits while the bytes handed to the actor and not yet handled are at `max_bytes` or more: the
 /// socket stops reading, so a flood queues in the client's TCP window, not in our memory.
@@ -610,7 +541,8 @@ asio::awaitable<void> server::run_websocket(tcp_stream stream, http_request requ
   auto executor = co_await asio::this_coro::executor;
   auto writer_done = std::make_shared<asio::steady_timer>(executor, asio::steady_timer::time_point::max());
   auto writer_finished = std::make_shared<bool>(false);
-  asio::co_spawn(executor, write_loop(session.ws, session.outbox),
+  auto writing = context_->settings.deflate ? frame_writing::by_beast : frame_writing::gathered;
+  asio::co_spawn(executor, write_loop(session.ws, session.outbox, writing),
                  [writer_done, writer_finished](std::exception_ptr) {
                    *writer_finished = true;
                    writer_done->cancel();

@@ -89,28 +89,41 @@ void websocket_outbox::close(close_reason why) {
 }
 
 void websocket_outbox::wake() {
-  // Cancelling the timer on the strand wakes `next()`; a wake that comes before the wait is
-  // harmless because `next()` looks at the queue before it waits, in the same strand turn.
+  // Cancelling the timer on the strand wakes `next_batch()`; a wake that comes before the wait is
+  // harmless because `next_batch()` looks at the queue before it waits, in the same strand turn.
   asio::post(strand_, [self = shared_from_this()] { self->signal_.cancel(); });
 }
 
-asio::awaitable<std::optional<std::string>> websocket_outbox::next() {
+asio::awaitable<bool> websocket_outbox::next_batch(std::vector<std::string>& batch,
+                                                   std::size_t max_frames, std::size_t max_bytes) {
   for (;;) {
     {
       std::lock_guard lock(mutex_);
       if (closing_ == close_reason::slow_reader)
-        co_return std::nullopt;
+        co_return false;
       if (!queue_.empty()) {
-        std::string frame = std::move(queue_.front());
-        queue_.pop_front();
-        co_return frame;
+        take_batch(batch, max_frames, max_bytes);
+        co_return true;
       }
       if (closing_)
-        co_return std::nullopt;
+        co_return false;
       writer_waiting_ = true;
     }
     signal_.expires_at(asio::steady_timer::time_point::max());
     co_await signal_.async_wait(asio::as_tuple(asio::use_awaitable));
+  }
+}
+
+void websocket_outbox::take_batch(std::vector<std::string>& batch, std::size_t max_frames,
+                                  std::size_t max_bytes) {
+  std::size_t bytes = 0;
+  while (!queue_.empty() && batch.size() < max_frames) {
+    std::size_t size = queue_.front().size();
+    if (!batch.empty() && bytes + size > max_bytes)
+      break;
+    bytes += size;
+    batch.push_back(std::move(queue_.front()));
+    queue_.pop_front();
   }
 }
 

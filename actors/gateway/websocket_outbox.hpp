@@ -10,6 +10,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "actors/frame_sink.hpp"
 #include "actors/metrics.hpp"
@@ -35,11 +36,14 @@ public:
 
   void close(close_reason why) override;
 
-  /// On the strand: the next frame to write, or nothing once the connection is closing (then
-  /// `closing()` says why). Frames queued before a graceful close are still handed out.
-  boost::asio::awaitable<std::optional<std::string>> next();
+  /// On the strand: waits for frames, then moves the oldest into `batch` (empty on entry), at
+  /// most `max_frames` and, past the first, `max_bytes`. Returns false, with nothing moved, once
+  /// the connection is closing (then `closing()` says why). Frames queued before a graceful
+  /// close are still handed out. A burst leaves in one gathered write instead of one per frame.
+  boost::asio::awaitable<bool> next_batch(std::vector<std::string>& batch, std::size_t max_frames,
+                                          std::size_t max_bytes);
 
-  /// On the strand, after a frame was written: it no longer counts as pending.
+  /// On the strand, after frames were written: they no longer count as pending.
   void written(std::size_t bytes);
 
   [[nodiscard]] std::optional<close_reason> closing() const;
@@ -56,6 +60,8 @@ public:
 private:
   void wake();
   void count(std::int64_t delta); // under mutex_
+  void take_batch(std::vector<std::string>& batch, std::size_t max_frames,
+                  std::size_t max_bytes); // under mutex_
   [[nodiscard]] bool over_bound(std::size_t frame_bytes) const; // under mutex_
 
   boost::asio::any_io_executor strand_;
@@ -66,7 +72,7 @@ private:
   mutable std::mutex mutex_;
   std::deque<std::string> queue_;
   std::size_t pending_bytes_ = 0;
-  /// `next()` found the queue empty and waits (or is about to): the next frame must wake it.
+  /// `next_batch()` found the queue empty and waits (or is about to): the next frame must wake it.
   bool writer_waiting_ = false;
   std::optional<close_reason> closing_;
   std::function<void()> abort_;

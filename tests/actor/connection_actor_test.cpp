@@ -397,3 +397,28 @@ TEST_CASE_METHOD(fixture, "every frame type is refused past the frame bucket, bu
   CHECK(c.sink->take() == std::vector<std::string>{protocol::render_eose("s2"), protocol::render_eose("s3")});
   CHECK(metrics->frames_rate_limited.load() == 4);
 }
+
+TEST_CASE_METHOD(fixture, "a burst of publishes reaches each connection in publish order",
+                 "[actor][fanout]") {
+  auto reader = connect();
+  auto other = connect();
+  say(reader, R"(["REQ","a",{"kinds":[1]}])");
+  say(other, R"(["REQ","b",{"kinds":[1]}])");
+  release_history();
+  reader.sink->take();
+  other.sink->take();
+  // Queued before the fan-out runs, so that it handles them in one turn.
+  std::vector<std::string> expected_a;
+  std::vector<std::string> expected_b;
+  for (int i = 0; i < 150; ++i) {
+    auto ev = test::sign_event(bob, 1, "note " + std::to_string(i));
+    auto json = std::make_shared<const std::string>(protocol::render_event_json(ev));
+    live_event live{std::make_shared<const protocol::event>(ev), json};
+    caf::anon_send(fanout, publish_atom_v, committed_event{1, live});
+    expected_a.push_back(event_on("a", ev));
+    expected_b.push_back(event_on("b", ev));
+  }
+  run();
+  CHECK(reader.sink->take() == expected_a);
+  CHECK(other.sink->take() == expected_b);
+}

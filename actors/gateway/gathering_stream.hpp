@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <exception>
+#include <memory>
+#include <tuple>
+#include <utility>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/websocket/stream.hpp>
+#include <boost/beast/websocket/teardown.hpp>
+
+namespace comb::actors {
+
+/// One writer at a time on a socket: Beast's own writes (the handshake reply, pongs, keep-alive
+/// pings, the close frame) and the relay's gathered data frames each go out whole before the
+/// next begins, so their bytes never interleave. Lives on the socket's strand; shared so that a
+/// write still completing after its stream is gone touches live state.
+class socket_write_gate {
+public:
+  boost::asio::awaitable<void> enter() {
+    while (busy_) {
+      ++waits_;
+      // Made on the first wait only (rarely needed: a pong behind a burst), so an idle
+      // connection holds no timer. It never expires: `leave` cancels it, which wakes every
+      // waiter to look again.
+      if (!wake_)
+        wake_ = std::make_unique<boost::asio::steady_timer>(
+          co_await boost::asio::this_coro::executor, boost::asio::steady_timer::time_point::max());
+      co_await wake_->async_wait(boost::asio::as_tuple(boost::asio::use_awaitable));
+    }
+    busy_ = true;
+  }
+
+  void leave() {
+    busy_ = false;
+    if (wake_)
+      wake_->cancel();
+  }
+
+  /// Times a writer found the socket busy and waited (tests make sure the race happens).
+  [[nodiscard]] std::size_t waits() const { return waits_; }
+
+  /// Beast has written a close frame: no data frame may follow it.
+  [[nodiscard]] bool closed() const { return closed_; }
+  void mark_closed() { closed_ = true; }
+
+private:
+  bool busy_ = false;
+  bool closed_ = false;
+  std::size_t waits_ = 0;
+  std::unique_ptr<boost::asio::steady_timer> wake_;
+};
+
+/// The layer between Beast's WebSocket stream and the TCP stream: reads pass through; Beast's
+/// writes wait at the socket's write gate and are then written whole (a legal `write_some`:
+/// it reports every byte written), so the relay may write its own frames between them with
+/// `write_gathered` (socket_writer.cpp), many in one system call.
+class gathering_stream {
+public:
+  using next_layer_type = boost::beast::tcp_stream;
+  using executor_type = next_layer_type::executor_type;
+
+  explicit gathering_stream(next_layer_type stream)
+    : stream_(std::move(stream)),
+      gate_(std::make_shared<socket_write_gate>()) {}
+
+  executor_type get_executor() noexcept { return stream_.get_executor(); }
+  next_layer_type& next_layer() noexcept { return stream_; }
+  [[nodiscard]] const next_layer_type& next_layer() const noexcept { return stream_; }
+  [[nodiscard]] const std::shared_ptr<socket_write_gate>& gate() const noexcept { return gate_; }
+
+  template <class MutableBuffers, class Token>
+  auto async_read_some(const MutableBuffers& buffers, Token&& token) {
+    return stream_.async_read_some(buffers, std::forward<Token>(token));
+  }
+
+  template <class ConstBuffers, class Token>
+  auto async_write_some(const ConstBuffers& buffers, Token&& token) {
+    using signature = void(boost::system::error_code, std::size_t);
+    return boost::asio::async_initiate<Token, signature>(
+      [gate = gate_, &socket = stream_.socket()](auto handler, const ConstBuffers& bytes) {
+        auto executor = socket.get_executor();
+        boost::asio::co_spawn(
+          executor, write_whole(gate, socket, bytes),
+          [handler = std::move(handler)](std::exception_ptr error,
+                                         std::tuple<boost::system::error_code, std::size_t> done) mutable {
+            if (error)
+              std::get<0>(done) = boost::asio::error::fault;
+            std::move(handler)(std::get<0>(done), std::get<1>(done));
+          });
+      },
+      token, buffers);
+  }
+
+private:
+  template <class ConstBuffers>
+  static boost::asio::awaitable<std::tuple<boost::system::error_code, std::size_t>>
+  write_whole(std::shared_ptr<socket_write_gate> gate, boost::asio::ip::tcp::socket& socket,
+              ConstBuffers bytes) {
+    co_await gate->enter();
+    if (starts_close_frame(bytes))
+      gate->mark_closed();
+    auto done = co_await boost::asio::async_write(socket, bytes,
+                                                  boost::asio::as_tuple(boost::asio::use_awaitable));
+    gate->leave();
+    co_return done;
+  }
+
+  /// A server's close frame starts with FIN + opcode 8; the handshake reply starts with "HTTP".
+  template <class ConstBuffers>
+  static bool starts_close_frame(const ConstBuffers& bytes) {
+    for (auto it = boost::asio::buffer_sequence_begin(bytes);
+         it != boost::asio::buffer_sequence_end(bytes); ++it) {
+      boost::asio::const_buffer piece(*it);
+      if (piece.size() > 0)
+        return *static_cast<const unsigned char*>(piece.data()) == 0x88;
+    }
+    return false;
+  }
+
+  next_layer_type stream_;
+  std::shared_ptr<socket_write_gate> gate_;
+};
+
+using ws_stream = boost::beast::websocket::stream<gathering_stream>;
+
+// Beast's customisation points: closing a WebSocket tears down the TCP stream underneath.
+inline void teardown(boost::beast::role_type role, gathering_stream& stream,
+                     boost::system::error_code& ec) {
+  using boost::beast::websocket::teardown;
+  teardown(role, stream.next_layer(), ec);
+}
+
+template <class TeardownHandler>
+void async_teardown(boost::beast::role_type role, gathering_stream& stream,
+                    TeardownHandler&& handler) {
+  using boost::beast::websocket::async_teardown;
+  async_teardown(role, stream.next_layer(), std::forward<TeardownHandler>(handler));
+}
+
+} // namespace comb::actors

@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: MIT
+#include "actors/gateway/socket_writer.hpp"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <string>
+#include <vector>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/websocket.hpp>
+
+#include "protocol/websocket_frame.hpp"
+
+namespace comb::actors {
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace websocket = beast::websocket;
+using asio::ip::tcp;
+using boost::system::error_code;
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+namespace {
+
+/// Asio hands at most 64 buffers to one `sendmsg`, and each frame takes two (header, payload).
+constexpr std::size_t max_frames_per_write = 32;
+/// A write holds the socket's gate: a pong waits behind it, so one write stays modest.
+constexpr std::size_t max_bytes_per_write = 64 * 1024;
+
+/// Corks the socket while more frames wait behind the one being written, so a burst written
+/// frame by frame through Beast leaves in full segments rather than one packet per frame; it
+/// is uncorked, which sends what is held at once, whenever the queue runs dry.
+class burst_cork {
+public:
+  explicit burst_cork(ws_stream& ws) : socket_(beast::get_lowest_layer(ws).socket()) {}
+
+  void hold(bool more_waiting) {
+    if (more_waiting == corked_)
+      return;
+    int on = more_waiting ? 1 : 0;
+    // A socket that refuses it still works, one packet per frame.
+    (void)::setsockopt(socket_.native_handle(), IPPROTO_TCP, TCP_CORK, &on, sizeof on);
+    corked_ = more_waiting;
+  }
+
+private:
+  tcp::socket& socket_;
+  bool corked_ = false;
+};
+
+/// Every frame of `frames` in one gathered write, between (never inside) Beast's own writes.
+asio::awaitable<error_code> write_gathered(ws_stream& ws, const std::vector<std::string>& frames) {
+  std::vector<protocol::text_frame_header> headers;
+  headers.reserve(frames.size()); // the buffers point into it: it must not move
+  std::vector<asio::const_buffer> buffers;
+  buffers.reserve(2 * frames.size());
+  for (const auto& frame : frames) {
+    headers.push_back(protocol::make_text_frame_header(frame.size()));
+    buffers.emplace_back(headers.back().bytes.data(), headers.back().size);
+    buffers.emplace_back(frame.data(), frame.size());
+  }
+  std::shared_ptr<socket_write_gate> gate = ws.next_layer().gate();
+  co_await gate->enter();
+  error_code ec = websocket::error::closed;
+  if (!gate->closed()) {
+    auto [written_ec, n] =
+      co_await asio::async_write(beast::get_lowest_layer(ws).socket(), buffers, use_tuple);
+    ec = written_ec;
+  }
+  gate->leave();
+  co_return ec;
+}
+
+asio::awaitable<error_code> write_by_beast(ws_stream& ws, burst_cork& cork, const std::string& frame,
+                                           const websocket_outbox& outbox) {
+  cork.hold(outbox.pending_bytes() > frame.size());
+  ws.text(true);
+  auto [ec, n] = co_await ws.async_write(asio::buffer(frame), use_tuple);
+  if (outbox.pending_bytes() <= frame.size())
+    cork.hold(false);
+  co_return ec;
+}
+
+std::size_t bytes_in(const std::vector<std::string>& frames) {
+  std::size_t bytes = 0;
+  for (const auto& frame : frames)
+    bytes += frame.size();
+  return bytes;
+}
+
+asio::awaitable<void> close_socket(ws_stream& ws, std::optional<close_reason> closing) {
+  auto why = closing.value_or(close_reason::going_away);
+  if (why == close_reason::slow_reader) {
+    // Its socket buffer is full, so not even a close frame would get through: drop it.
+    beast::get_lowest_layer(ws).close();
+    co_return;
+  }
+  websocket::close_reason reason(static_cast<websocket::close_code>(why), describe(why));
+  co_await ws.async_close(reason, use_tuple);
+}
+
+} // namespace
+
+const char* describe(std::optional<close_reason> why) {
+  if (!why)
+    return "client closed or went silent";
+  switch (*why) {
+    case close_reason::going_away: return "relay shutting down";
+    case close_reason::policy: return "community archived or deleted";
+    case close_reason::too_big: return "frame over the size limit";
+    case close_reason::slow_reader: return "slow reader: outbound bound reached";
+  }
+  return "unknown";
+}
+
+asio::awaitable<void> write_loop(std::shared_ptr<ws_stream> ws,
+                                 std::shared_ptr<websocket_outbox> outbox, frame_writing how) {
+  burst_cork cork(*ws);
+  bool gathered = how == frame_writing::gathered;
+  for (;;) {
+    // A fresh batch each time: an idle connection keeps no buffers from its last burst.
+    std::vector<std::string> batch;
+    if (!co_await outbox->next_batch(batch, gathered ? max_frames_per_write : 1, max_bytes_per_write))
+      break;
+    error_code ec;
+    // Not a conditional expression: g++ 12 miscompiles co_await inside `?:`.
+    if (gathered)
+      ec = co_await write_gathered(*ws, batch);
+    else
+      ec = co_await write_by_beast(*ws, cork, batch.front(), *outbox);
+    outbox->written(bytes_in(batch));
+    if (ec) {
+      outbox->close(close_reason::going_away);
+      co_return;
+    }
+  }
+  co_await close_socket(*ws, outbox->closing());
+}
+
+} // namespace comb::actors

@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: MIT
+// The relay's gathered writes on real loopback sockets, read by a Beast client: frames of every
+// length form arrive whole and in order, Beast's own pongs interleave with them without
+// corrupting either, and the close code still reaches the client.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/websocket.hpp>
+
+#include "actors/gateway/socket_writer.hpp"
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace websocket = beast::websocket;
+using asio::ip::tcp;
+using namespace comb::actors;
+
+namespace {
+
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+struct relay_side {
+  std::shared_ptr<ws_stream> ws;
+  std::shared_ptr<websocket_outbox> outbox;
+};
+
+/// Accepts one WebSocket, then runs the relay's writer and a reader (which answers pings).
+asio::awaitable<void> serve_one(tcp::acceptor& acceptor, relay_side& side,
+                                std::shared_ptr<relay_metrics> metrics, frame_writing how) {
+  auto socket = co_await acceptor.async_accept(use_tuple);
+  auto executor = co_await asio::this_coro::executor;
+  side.ws = std::make_shared<ws_stream>(beast::tcp_stream(std::move(std::get<1>(socket))));
+  side.outbox = std::make_shared<websocket_outbox>(executor, 64 * 1024 * 1024, metrics);
+  if (how == frame_writing::by_beast) {
+    websocket::permessage_deflate deflate;
+    deflate.server_enable = true;
+    side.ws->set_option(deflate);
+  }
+  auto [ec] = co_await side.ws->async_accept(use_tuple);
+  CHECK_FALSE(ec);
+  asio::co_spawn(executor, write_loop(side.ws, side.outbox, how), asio::detached);
+  beast::flat_buffer buffer;
+  for (;;) {
+    auto [read_ec, n] = co_await side.ws->async_read(buffer, use_tuple);
+    if (read_ec)
+      co_return;
+    buffer.consume(buffer.size());
+  }
+}
+
+std::string payload(std::size_t size, std::size_t seed) {
+  std::string text(size, 'a');
+  for (std::size_t i = 0; i < size; ++i)
+    text[i] = static_cast<char>('a' + (i * 7 + seed) % 26);
+  return text;
+}
+
+struct client_run {
+  std::size_t gate_waits = 0; ///< writes that found the relay's socket busy and waited
+  std::vector<std::string> received;
+  int pongs = 0;
+  boost::system::error_code end;
+  websocket::close_reason reason;
+};
+
+asio::awaitable<void> ping_often(websocket::stream<beast::tcp_stream>& client, int count) {
+  asio::steady_timer pause(co_await asio::this_coro::executor);
+  for (int i = 0; i < count; ++i) {
+    auto [ec] = co_await client.async_ping({}, use_tuple);
+    if (ec)
+      co_return;
+    pause.expires_after(std::chrono::microseconds(200));
+    co_await pause.async_wait(use_tuple);
+  }
+}
+
+/// Connects, pings `pings` times while reading, and reads until the relay closes.
+asio::awaitable<void> run_client(tcp::endpoint relay, int pings, client_run& run) {
+  auto executor = co_await asio::this_coro::executor;
+  websocket::stream<beast::tcp_stream> client(executor);
+  websocket::permessage_deflate deflate;
+  deflate.client_enable = true; // taken only where the relay offers it
+  client.set_option(deflate);
+  co_await beast::get_lowest_layer(client).async_connect(relay, asio::use_awaitable);
+  co_await client.async_handshake("127.0.0.1", "/", asio::use_awaitable);
+  client.control_callback([&run](websocket::frame_type kind, beast::string_view) {
+    if (kind == websocket::frame_type::pong)
+      ++run.pongs;
+  });
+  asio::co_spawn(executor, ping_often(client, pings), asio::detached);
+  beast::flat_buffer buffer;
+  for (;;) {
+    auto [ec, n] = co_await client.async_read(buffer, use_tuple);
+    if (ec) {
+      run.end = ec;
+      run.reason = client.reason();
+      co_return;
+    }
+    CHECK(client.got_text());
+    run.received.push_back(beast::buffers_to_string(buffer.data()));
+    buffer.consume(buffer.size());
+  }
+}
+
+/// Queues `frames` a part at a time, so that the writer's bursts and the client's pings overlap
+/// in time, then closes the connection (1001).
+asio::awaitable<void> queue_in_parts(std::shared_ptr<websocket_outbox> outbox,
+                                     const std::vector<std::string>& frames, std::size_t part) {
+  asio::steady_timer pause(co_await asio::this_coro::executor);
+  for (std::size_t i = 0; i < frames.size(); ++i) {
+    outbox->send(frames[i]);
+    if ((i + 1) % part == 0) {
+      pause.expires_after(std::chrono::milliseconds(1));
+      co_await pause.async_wait(use_tuple);
+    }
+  }
+  outbox->close(close_reason::going_away);
+}
+
+/// Starts a relay side and a client on one io_context; `feed` fills the outbox once connected.
+template <class Feed>
+client_run exchange(int pings, Feed feed, frame_writing how = frame_writing::gathered) {
+  asio::io_context io;
+  auto metrics = std::make_shared<relay_metrics>();
+  tcp::acceptor acceptor(io, {asio::ip::make_address("127.0.0.1"), 0});
+  relay_side side;
+  client_run run;
+  asio::co_spawn(io, serve_one(acceptor, side, metrics, how), asio::detached);
+  asio::co_spawn(io, run_client(acceptor.local_endpoint(), pings, run), asio::detached);
+  while (!side.outbox)
+    io.run_one();
+  while (!side.ws->is_open())
+    io.run_one();
+  feed(side.outbox, io);
+  io.run_for(std::chrono::seconds(20));
+  run.gate_waits = side.ws->next_layer().gate()->waits();
+  return run;
+}
+
+} // namespace
+
+TEST_CASE("gathered frames of every length form reach a Beast client whole, then the close code",
+          "[gateway][websocket]") {
+  std::vector<std::size_t> sizes{0, 1, 125, 126, 127, 65535, 65536, 200000, 3};
+  std::vector<std::string> sent;
+  for (std::size_t i = 0; i < sizes.size(); ++i)
+    sent.push_back(payload(sizes[i], i));
+  auto run = exchange(0, [&](std::shared_ptr<websocket_outbox> outbox, asio::io_context&) {
+    for (const auto& frame : sent)
+      outbox->send(frame);
+    outbox->close(close_reason::policy);
+  });
+  CHECK(run.received == sent);
+  CHECK(run.end == websocket::error::closed);
+  CHECK(run.reason.code == static_cast<std::uint16_t>(close_reason::policy));
+  CHECK(std::string(run.reason.reason.data(), run.reason.reason.size()) == describe(close_reason::policy));
+}
+
+TEST_CASE("Beast's pongs interleave with gathered frames without corrupting either",
+          "[gateway][websocket]") {
+  constexpr int frames = 3000;
+  constexpr int pings = 60;
+  std::vector<std::string> sent;
+  for (int i = 0; i < frames; ++i)
+    sent.push_back(std::to_string(i) + ":" + payload(static_cast<std::size_t>(50 + (i * 37) % 900), static_cast<std::size_t>(i)));
+  auto run = exchange(pings, [&](std::shared_ptr<websocket_outbox> outbox, asio::io_context& io) {
+    asio::co_spawn(io, queue_in_parts(outbox, sent, 100), asio::detached);
+  });
+  REQUIRE(run.received.size() == sent.size());
+  CHECK(run.received == sent);
+  CHECK(run.pongs > 0);
+  CHECK(run.gate_waits > 0); // a pong (or a burst) did wait for the other: the race happened
+  CHECK(run.reason.code == static_cast<std::uint16_t>(close_reason::going_away));
+}
+
+TEST_CASE("with permessage-deflate offered, Beast frames each message and pongs still interleave",
+          "[gateway][websocket]") {
+  // Not longer: Beast 1.81's deflate itself corrupts message 466 of this sequence, on a plain
+  // tcp_stream as well (the client reads "invalid stored block length").
+  std::vector<std::string> sent;
+  for (int i = 0; i < 300; ++i)
+    sent.push_back(std::to_string(i) + ":" + payload(static_cast<std::size_t>(100 + i * 13), static_cast<std::size_t>(i)));
+  auto run = exchange(
+    20,
+    [&](std::shared_ptr<websocket_outbox> outbox, asio::io_context& io) {
+      asio::co_spawn(io, queue_in_parts(outbox, sent, 50), asio::detached);
+    },
+    frame_writing::by_beast);
+  INFO(run.end.message() << " received " << run.received.size());
+  CHECK(run.received == sent);
+  CHECK(run.reason.code == static_cast<std::uint16_t>(close_reason::going_away));
+}

@@ -127,6 +127,7 @@ void pg_connection::drop_connection() {
     PQfinish(conn_);
   conn_ = nullptr;
   prepared_.clear();
+  generic_plans_ = false;
 }
 
 std::optional<std::string> pg_connection::connect_once() {
@@ -280,6 +281,8 @@ bool pg_connection::forget_if_stale(const std::string& text, const pg_reply& rep
 pg_reply pg_connection::exec(std::string_view sql, const pg_params& params) {
   if (auto not_ready = before_statement(sql))
     return std::move(*not_ready);
+  if (auto failed = use_generic_plans(false))
+    return std::move(*failed);
   auto values = param_values(params);
   const std::string text(sql);
   const int count = static_cast<int>(values.size());
@@ -297,10 +300,25 @@ pg_reply pg_connection::exec(std::string_view sql, const pg_params& params) {
   return reply;
 }
 
+std::optional<pg_reply> pg_connection::use_generic_plans(bool generic) {
+  if (generic == generic_plans_ || in_transaction_)
+    return std::nullopt;
+  auto set = wrap(PQexec(conn_, generic ? "SET plan_cache_mode = force_generic_plan"
+                                        : "SET plan_cache_mode = auto"),
+                  false);
+  if (!set.ok())
+    return set;
+  generic_plans_ = generic;
+  return std::nullopt;
+}
+
 pg_reply pg_connection::exec_rows(std::string_view sql, const pg_params& params,
-                                   const std::function<bool(const pg_reply& row)>& on_row) {
+                                   const std::function<bool(const pg_reply& row)>& on_row,
+                                   bool generic_plan) {
   if (auto not_ready = before_statement(sql))
     return std::move(*not_ready);
+  if (auto failed = use_generic_plans(generic_plan))
+    return std::move(*failed);
   auto values = param_values(params);
   const std::string text(sql);
   const int count = static_cast<int>(values.size());
@@ -343,7 +361,7 @@ pg_reply pg_connection::exec_rows(std::string_view sql, const pg_params& params,
   if (stopped || !wanted)
     outcome = pg_reply{};
   else if (!any_row && forget_if_stale(text, outcome) && !in_transaction_)
-    return exec_rows(sql, params, on_row);
+    return exec_rows(sql, params, on_row, generic_plan);
   return outcome;
 }
 

@@ -100,8 +100,12 @@ public:
   /// whole by libpq or the caller. `on_row` returns false to stop: the statement is then
   /// cancelled and the rest discarded. Returns the statement's outcome (no rows); a connection
   /// lost before the first row is reported like `exec`'s.
+  /// `generic_plan`: run the prepared statement's generic plan, planned once per connection,
+  /// instead of planning it anew for each set of values; only for SQL whose plan the values
+  /// cannot change (the caller knows its shape).
   [[nodiscard]] pg_reply exec_rows(std::string_view sql, const pg_params& params,
-                                   const std::function<bool(const pg_reply& row)>& on_row);
+                                   const std::function<bool(const pg_reply& row)>& on_row,
+                                   bool generic_plan = false);
 
   /// Runs a constant script of several statements (simple query protocol). For schema
   /// migrations only: the script must contain no value that came from outside the program.
@@ -137,6 +141,8 @@ private:
                                                                   std::size_t param_count);
   /// Whether a statement failed because its prepared form is stale or gone (then forgotten).
   bool forget_if_stale(const std::string& text, const pg_reply& reply);
+  /// Switches the session's plan_cache_mode when it differs (outside transactions only).
+  [[nodiscard]] std::optional<pg_reply> use_generic_plans(bool generic);
   static void on_notice(void* self, const char* message);
 
   std::string conninfo_;
@@ -151,6 +157,7 @@ private:
   /// Statements prepared on the current connection, by SQL text; emptied when it is dropped.
   std::unordered_map<std::string, std::string> prepared_;
   std::uint64_t prepared_count_ = 0; ///< names are unique per connection: "comb_<n>"
+  bool generic_plans_ = false; ///< the session's plan_cache_mode is force_generic_plan
 
   std::mutex cancel_mutex_; ///< guards cancel_, which another thread may use
   ::pg_cancel* cancel_ = nullptr;

@@ -205,3 +205,32 @@ TEST_CASE("prepared statements are prepared again on a new connection",
   CHECK(next.integer(0, 0) == 8);
   CHECK(prepared_count(c, text) == "1");
 }
+
+TEST_CASE("a streamed read asked for a generic plan gets one; other statements keep auto",
+          "[integration][pg_connection]") {
+  storage::pg_connection c(test::admin_conninfo());
+  const std::string text = "SELECT current_setting('plan_cache_mode') WHERE $1::int = 1";
+  for (int i = 0; i < 2; ++i) {
+    std::string mode;
+    auto streamed = c.exec_rows(text, {"1"}, [&](const storage::pg_reply& row) {
+      mode = std::string(row.text(0, 0));
+      return true;
+    }, true);
+    REQUIRE(streamed.ok());
+    CHECK(mode == "force_generic_plan");
+  }
+  auto plans = c.exec("SELECT generic_plans, custom_plans, current_setting('plan_cache_mode')"
+                      " FROM pg_prepared_statements WHERE statement = $1::text",
+                      {text});
+  REQUIRE(plans.ok());
+  REQUIRE(plans.rows() == 1);
+  CHECK(plans.integer(0, 0) == 2);
+  CHECK(plans.integer(0, 1) == 0);
+  CHECK(plans.text(0, 2) == "auto"); // exec() switched the session back
+  std::string mode;
+  REQUIRE(c.exec_rows(text, {"1"}, [&](const storage::pg_reply& row) {
+    mode = std::string(row.text(0, 0));
+    return true;
+  }).ok());
+  CHECK(mode == "auto");
+}

@@ -151,9 +151,10 @@ query_result event_store::query_chunks(std::int64_t community_id,
       bytes = 0;
       return going_on;
     };
-    auto reply = connection_.exec_rows(statement->text, statement->params, take_row);
+    const bool generic = statement->fixed_plan;
+    auto reply = connection_.exec_rows(statement->text, statement->params, take_row, generic);
     if (!reply.ok() && reply.connection_lost() && !handed_over && chunk.events.empty())
-      reply = connection_.exec_rows(statement->text, statement->params, take_row);
+      reply = connection_.exec_rows(statement->text, statement->params, take_row, generic);
     if (!reply.ok() || !going_on)
       return query_result{false, {}, going_on ? read_failed : "error: history reply abandoned"};
     chunk.last = true;

@@ -17,6 +17,8 @@ namespace comb::storage {
 struct sql_statement {
   std::string text;
   pg_params params;
+  /// Its plan is fixed by the text's shape, whatever the values: worth planning only once.
+  bool fixed_plan = false;
 };
 
 /// The history part of a REQ: one statement returning the `raw` JSON of matching events in

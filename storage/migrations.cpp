@@ -250,6 +250,24 @@ CREATE TABLE room_clocks (
 );
 )sql";
 
+// An event's tag rows go with the event, kept by a trigger instead of the foreign key: the key
+// checked every inserted tag row against `events` (a per-row lookup and a FOR KEY SHARE lock, the
+// largest single cost of storing an event), although tags are only ever written by the
+// transaction that inserted their event, right after it. Deleting events (directly, or by the
+// cascade from `communities`) still deletes their tags, one index lookup per event as before.
+constexpr const char* migration_13 = R"sql(
+CREATE FUNCTION comb_event_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  DELETE FROM event_tags WHERE community_id = OLD.community_id AND event_id = OLD.id;
+  RETURN NULL;
+END $$;
+
+CREATE TRIGGER events_deleted_tags AFTER DELETE ON events
+  FOR EACH ROW EXECUTE FUNCTION comb_event_deleted();
+
+ALTER TABLE event_tags DROP CONSTRAINT IF EXISTS event_tags_community_id_event_id_fkey;
+)sql";
+
 constexpr migration migrations[] = {
   {1, "communities, events, tags, deletions", migration_1},
   {2, "members, invites, allowlist", migration_2},
@@ -259,6 +277,7 @@ constexpr migration migrations[] = {
   {6, "community state versions", migration_6},
   {7, "invites by expiry", migration_7},
   {8, "NIP-29 rooms", migration_8},
+  {13, "event tags deleted by trigger, not checked by a foreign key", migration_13},
 };
 
 constexpr const char* create_ledger = R"sql(

@@ -13,6 +13,9 @@ namespace comb::storage {
 namespace {
 
 constexpr std::size_t max_kept_notices = 32;
+// History SQL differs with a filter's shape; past this many texts a connection stops preparing
+// new ones, so what the server keeps per connection stays bounded.
+constexpr std::size_t max_prepared = 256;
 
 std::string first_line(const char* text) {
   std::string line = text ? text : "";
@@ -123,6 +126,8 @@ void pg_connection::drop_connection() {
   if (conn_)
     PQfinish(conn_);
   conn_ = nullptr;
+  prepared_.clear();
+  generic_plans_ = false;
 }
 
 std::optional<std::string> pg_connection::connect_once() {
@@ -247,32 +252,96 @@ std::optional<pg_reply> pg_connection::before_statement(std::string_view sql) {
   return std::nullopt;
 }
 
+std::variant<std::string, pg_reply> pg_connection::prepared_name(const std::string& text,
+                                                                std::size_t param_count) {
+  if (param_count == 0)
+    return std::string();
+  if (auto it = prepared_.find(text); it != prepared_.end())
+    return it->second;
+  if (prepared_.size() >= max_prepared)
+    return std::string();
+  std::string name = "comb_" + std::to_string(++prepared_count_);
+  pg_reply reply = wrap(PQprepare(conn_, name.c_str(), text.c_str(), static_cast<int>(param_count),
+                                  nullptr),
+                        false);
+  if (!reply.ok())
+    return reply;
+  prepared_.emplace(text, name);
+  return name;
+}
+
+bool pg_connection::forget_if_stale(const std::string& text, const pg_reply& reply) {
+  // 26000: the name is gone (a DISCARD ALL, a pooler's new backend); 0A000: "cached plan must
+  // not change result type" after a schema change. Prepared again on the next use.
+  if (reply.ok() || (reply.sqlstate() != "26000" && reply.sqlstate() != "0A000"))
+    return false;
+  return prepared_.erase(text) > 0;
+}
+
 pg_reply pg_connection::exec(std::string_view sql, const pg_params& params) {
   if (auto not_ready = before_statement(sql))
     return std::move(*not_ready);
+  if (auto failed = use_generic_plans(false))
+    return std::move(*failed);
   auto values = param_values(params);
   const std::string text(sql);
-  return wrap(PQexecParams(conn_, text.c_str(), static_cast<int>(values.size()), nullptr,
-                           values.data(), nullptr, nullptr, 0),
-              ends_transaction(sql));
+  const int count = static_cast<int>(values.size());
+  auto name = prepared_name(text, values.size());
+  if (auto* failed = std::get_if<pg_reply>(&name))
+    return std::move(*failed);
+  const std::string& prepared = std::get<std::string>(name);
+  if (prepared.empty())
+    return wrap(PQexecParams(conn_, text.c_str(), count, nullptr, values.data(), nullptr, nullptr, 0),
+                ends_transaction(sql));
+  auto reply = wrap(PQexecPrepared(conn_, prepared.c_str(), count, values.data(), nullptr, nullptr, 0),
+                    ends_transaction(sql));
+  if (forget_if_stale(text, reply) && !in_transaction_)
+    return exec(sql, params); // outside a transaction nothing was changed: prepare it again
+  return reply;
+}
+
+std::optional<pg_reply> pg_connection::use_generic_plans(bool generic) {
+  if (generic == generic_plans_ || in_transaction_)
+    return std::nullopt;
+  auto set = wrap(PQexec(conn_, generic ? "SET plan_cache_mode = force_generic_plan"
+                                        : "SET plan_cache_mode = auto"),
+                  false);
+  if (!set.ok())
+    return set;
+  generic_plans_ = generic;
+  return std::nullopt;
 }
 
 pg_reply pg_connection::exec_rows(std::string_view sql, const pg_params& params,
-                                   const std::function<bool(const pg_reply& row)>& on_row) {
+                                   const std::function<bool(const pg_reply& row)>& on_row,
+                                   bool generic_plan) {
   if (auto not_ready = before_statement(sql))
     return std::move(*not_ready);
+  if (auto failed = use_generic_plans(generic_plan))
+    return std::move(*failed);
   auto values = param_values(params);
   const std::string text(sql);
-  if (PQsendQueryParams(conn_, text.c_str(), static_cast<int>(values.size()), nullptr,
-                        values.data(), nullptr, nullptr, 0) != 1)
+  const int count = static_cast<int>(values.size());
+  auto name = prepared_name(text, values.size());
+  if (auto* failed = std::get_if<pg_reply>(&name))
+    return std::move(*failed);
+  const std::string& prepared = std::get<std::string>(name);
+  int sent = prepared.empty()
+               ? PQsendQueryParams(conn_, text.c_str(), count, nullptr, values.data(), nullptr,
+                                   nullptr, 0)
+               : PQsendQueryPrepared(conn_, prepared.c_str(), count, values.data(), nullptr,
+                                     nullptr, 0);
+  if (sent != 1)
     return wrap(nullptr, false);
   (void)PQsetSingleRowMode(conn_); // on failure the rows come in one result: still correct
   pg_reply outcome;
   bool wanted = true;
   bool stopped = false;
+  bool any_row = false;
   while (::pg_result* raw = PQgetResult(conn_)) {
     ExecStatusType status = PQresultStatus(raw);
     if (status == PGRES_SINGLE_TUPLE || (status == PGRES_TUPLES_OK && PQntuples(raw) > 0)) {
+      any_row = true;
       pg_reply row;
       row.result_.reset(raw);
       if (wanted && !on_row(row)) {
@@ -284,8 +353,15 @@ pg_reply pg_connection::exec_rows(std::string_view sql, const pg_params& params,
     // The final result: success with no more rows, or the error (ours, when cancelled).
     outcome = wrap(raw, false);
   }
+  if (connected()) {
+    // wrap() saw the final result while the statement was still active; it has ended now.
+    PGTransactionStatusType tx = PQtransactionStatus(conn_);
+    in_transaction_ = tx == PQTRANS_INTRANS || tx == PQTRANS_INERROR;
+  }
   if (stopped || !wanted)
     outcome = pg_reply{};
+  else if (!any_row && forget_if_stale(text, outcome) && !in_transaction_)
+    return exec_rows(sql, params, on_row, generic_plan);
   return outcome;
 }
 

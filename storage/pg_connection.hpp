@@ -9,6 +9,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <variant>
 #include <vector>
 
 struct pg_conn;
@@ -86,8 +88,11 @@ public:
   /// Connects (or reconnects) unless already connected. Returns the error, if any.
   [[nodiscard]] std::optional<std::string> ensure_connected();
 
-  /// Runs one parameterized statement (PQexecParams, text format). Parameters are referenced
-  /// as $1, $2, ... and cast in the SQL text where their type matters.
+  /// Runs one parameterized statement (text format). Parameters are referenced as $1, $2, ...
+  /// and cast in the SQL text where their type matters. A statement with parameters is
+  /// prepared on its first use on a connection and executed by name afterwards, so Postgres
+  /// parses and analyses each distinct text once per connection (at most 256 texts per
+  /// connection are kept prepared; others are sent unprepared every time).
   [[nodiscard]] pg_reply exec(std::string_view sql, const pg_params& params = {});
 
   /// Runs one parameterized read like `exec`, but hands its rows over one at a time as they
@@ -95,8 +100,12 @@ public:
   /// whole by libpq or the caller. `on_row` returns false to stop: the statement is then
   /// cancelled and the rest discarded. Returns the statement's outcome (no rows); a connection
   /// lost before the first row is reported like `exec`'s.
+  /// `generic_plan`: run the prepared statement's generic plan, planned once per connection,
+  /// instead of planning it anew for each set of values; only for SQL whose plan the values
+  /// cannot change (the caller knows its shape).
   [[nodiscard]] pg_reply exec_rows(std::string_view sql, const pg_params& params,
-                                   const std::function<bool(const pg_reply& row)>& on_row);
+                                   const std::function<bool(const pg_reply& row)>& on_row,
+                                   bool generic_plan = false);
 
   /// Runs a constant script of several statements (simple query protocol). For schema
   /// migrations only: the script must contain no value that came from outside the program.
@@ -127,6 +136,13 @@ private:
   [[nodiscard]] std::optional<pg_reply> refuse_statement(std::string_view sql);
   /// The reply that stops `sql` before it is sent (refused, or no connection), if any.
   [[nodiscard]] std::optional<pg_reply> before_statement(std::string_view sql);
+  /// The prepared name of `text` ("" to send it unprepared), preparing it first; or the failure.
+  [[nodiscard]] std::variant<std::string, pg_reply> prepared_name(const std::string& text,
+                                                                  std::size_t param_count);
+  /// Whether a statement failed because its prepared form is stale or gone (then forgotten).
+  bool forget_if_stale(const std::string& text, const pg_reply& reply);
+  /// Switches the session's plan_cache_mode when it differs (outside transactions only).
+  [[nodiscard]] std::optional<pg_reply> use_generic_plans(bool generic);
   static void on_notice(void* self, const char* message);
 
   std::string conninfo_;
@@ -138,6 +154,10 @@ private:
   /// The connection died inside a transaction that the caller has not ended yet.
   bool transaction_lost_ = false;
   std::vector<std::string> notices_;
+  /// Statements prepared on the current connection, by SQL text; emptied when it is dropped.
+  std::unordered_map<std::string, std::string> prepared_;
+  std::uint64_t prepared_count_ = 0; ///< names are unique per connection: "comb_<n>"
+  bool generic_plans_ = false; ///< the session's plan_cache_mode is force_generic_plan
 
   std::mutex cancel_mutex_; ///< guards cancel_, which another thread may use
   ::pg_cancel* cancel_ = nullptr;

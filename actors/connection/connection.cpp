@@ -45,10 +45,10 @@ std::optional<rejection> check_request_author(const protocol::event& ev,
 
 } // namespace
 
-std::optional<std::string> id_of_rendered_event(const std::string& json) {
+std::optional<protocol::bytes32> id_of_rendered_event(std::string_view json) {
   if (json.size() < rendered_id_prefix.size() + 64 || !json.starts_with(rendered_id_prefix))
     return std::nullopt;
-  return json.substr(rendered_id_prefix.size(), 64);
+  return protocol::array_from_hex<32>(json.substr(rendered_id_prefix.size(), 64));
 }
 
 connection::connection(connection_policy policy, std::string challenge)
@@ -333,7 +333,7 @@ std::vector<std::string> connection::history_arrived(const std::string& id,
   subscription& sub = it->second;
   std::vector<std::string> frames;
   frames.reserve(events.size() + (last ? sub.held.size() + 1 : 0));
-  std::unordered_set<std::string>& sent = sub.sent_in_history;
+  auto& sent = sub.sent_in_history;
   sub.history_sent_at = clock;
   for (const auto& json : events) {
     if (!rendered_visible(json))
@@ -346,7 +346,7 @@ std::vector<std::string> connection::history_arrived(const std::string& id,
     return frames;
   frames.push_back(protocol::render_eose(id));
   for (const auto& held : sub.held)
-    if (!sent.contains(protocol::to_hex(held.ev->id)))
+    if (!sent.contains(held.ev->id))
       frames.push_back(protocol::render_event_frame(id, *held.json));
   sub.held.clear();
   sub.held.shrink_to_fit();
@@ -367,8 +367,8 @@ std::optional<std::string> connection::live_arrived(const std::string& id, std::
   if (sub.live) {
     if (!sub.sent_in_history.empty()) {
       if (clock - sub.history_sent_at > history_echo_window)
-        std::unordered_set<std::string>().swap(sub.sent_in_history);
-      else if (sub.sent_in_history.contains(protocol::to_hex(event.ev->id)))
+        decltype(sub.sent_in_history)().swap(sub.sent_in_history);
+      else if (sub.sent_in_history.contains(event.ev->id))
         return std::nullopt;
     }
     return protocol::render_event_frame(id, *event.json);
@@ -383,7 +383,7 @@ std::optional<std::string> connection::live_arrived(const std::string& id, std::
 void connection::expire_history_echoes(double clock) {
   for (auto& [id, sub] : subscriptions_)
     if (!sub.sent_in_history.empty() && clock - sub.history_sent_at > history_echo_window)
-      std::unordered_set<std::string>().swap(sub.sent_in_history);
+      decltype(sub.sent_in_history)().swap(sub.sent_in_history);
 }
 
 std::size_t connection::remembered_history_ids() const {

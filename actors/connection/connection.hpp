@@ -242,7 +242,7 @@ private:
     std::vector<live_event> held;
     /// Ids sent as history, kept for a short while after EOSE: an event committed just before
     /// the query can reach the fan-out after the history reply reached us.
-    std::unordered_set<std::string> sent_in_history;
+    std::unordered_set<protocol::bytes32, protocol::bytes32_hash> sent_in_history;
     double history_sent_at = 0;
     filter_cost cost;
   };
@@ -271,6 +271,6 @@ private:
 inline constexpr double history_echo_window = 10.0;
 
 /// The id of an event from its stored JSON, which comb renders starting with {"id":"<hex>".
-[[nodiscard]] std::optional<std::string> id_of_rendered_event(const std::string& json);
+[[nodiscard]] std::optional<protocol::bytes32> id_of_rendered_event(std::string_view json);
 
 } // namespace comb::actors

@@ -85,3 +85,31 @@ TEST_CASE("migration 1 has the address uniqueness and the cascades the relay rel
   auto bad = c.exec("INSERT INTO communities (host, access) VALUES ('y.example', 'secret')");
   CHECK(bad.sqlstate() == "23514");
 }
+
+TEST_CASE("migration 13: an event's tags go with it, without a foreign key checking each tag row",
+          "[integration][migrations]") {
+  test::fresh_database db;
+  storage::pg_connection c(db.conninfo());
+  REQUIRE_FALSE(storage::apply_migrations(c));
+  CHECK(scalar(c, "SELECT count(*) FROM pg_constraint WHERE contype = 'f'"
+                  " AND conrelid = 'event_tags'::regclass") == "0");
+  scalar(c, "INSERT INTO communities (host) VALUES ('x.example') RETURNING id");
+  scalar(c, "INSERT INTO events (community_id, id, pubkey, created_at, kind, raw)"
+            " SELECT c.id, v.id, '\\x02', 1, 1, '{}' FROM communities c,"
+            " (VALUES ('\\x01'::bytea), ('\\x03'::bytea)) AS v(id) RETURNING 1");
+  scalar(c, "INSERT INTO event_tags SELECT community_id, id, 't', 'v', 1, 1 FROM events"
+            " UNION ALL SELECT community_id, id, 'p', 'w', 1, 1 FROM events RETURNING 1");
+  REQUIRE(scalar(c, "SELECT count(*) FROM event_tags") == "4");
+  // One event deleted: its two tag rows go, the other event's stay.
+  scalar(c, "DELETE FROM events WHERE id = '\\x01' RETURNING 1");
+  CHECK(scalar(c, "SELECT count(*) FROM event_tags") == "2");
+  CHECK(scalar(c, "SELECT count(*) FROM event_tags WHERE event_id = '\\x03'") == "2");
+  // A rolled-back delete keeps them.
+  REQUIRE(c.exec("BEGIN").ok());
+  scalar(c, "DELETE FROM events RETURNING 1");
+  REQUIRE(c.exec("ROLLBACK").ok());
+  CHECK(scalar(c, "SELECT count(*) FROM event_tags") == "2");
+  // The community's cascade reaches the tags through the events.
+  scalar(c, "DELETE FROM communities RETURNING 1");
+  CHECK(scalar(c, "SELECT count(*) FROM event_tags") == "0");
+}

@@ -136,3 +136,101 @@ TEST_CASE("an unreachable server is an error value after bounded attempts",
   CHECK(reply.connection_lost());
   CHECK(c.connect_count() == 0);
 }
+
+namespace {
+
+std::string prepared_count(storage::pg_connection& c, const std::string& text) {
+  // No parameters: this look-up itself is never prepared.
+  auto escaped = text;
+  for (std::size_t at = escaped.find('\''); at != std::string::npos; at = escaped.find('\'', at + 2))
+    escaped.insert(at, 1, '\'');
+  auto reply = c.exec("SELECT count(*) FROM pg_prepared_statements WHERE statement = '" + escaped + "'");
+  return reply.ok() ? std::string(reply.text(0, 0)) : reply.error();
+}
+
+} // namespace
+
+TEST_CASE("a statement with parameters is prepared once per connection and reused",
+          "[integration][pg_connection]") {
+  storage::pg_connection c(test::admin_conninfo());
+  const std::string text = "SELECT $1::int + 1";
+  for (int i = 0; i < 3; ++i) {
+    auto reply = c.exec(text, {std::to_string(i)});
+    REQUIRE(reply.ok());
+    CHECK(reply.integer(0, 0) == i + 1);
+  }
+  CHECK(prepared_count(c, text) == "1");
+  int rows = 0;
+  auto streamed = c.exec_rows(text, {"41"}, [&](const storage::pg_reply& row) {
+    CHECK(row.integer(0, 0) == 42);
+    ++rows;
+    return true;
+  });
+  CHECK(streamed.ok());
+  CHECK(rows == 1);
+  CHECK(prepared_count(c, text) == "1");
+}
+
+TEST_CASE("a prepared statement the server forgot is prepared again",
+          "[integration][pg_connection]") {
+  storage::pg_connection c(test::admin_conninfo());
+  const std::string text = "SELECT $1::text || 'x'";
+  REQUIRE(c.exec(text, {"a"}).ok());
+  REQUIRE(c.exec("DEALLOCATE ALL").ok()); // what a pooler's fresh backend would look like
+  auto again = c.exec(text, {"b"});
+  REQUIRE(again.ok());
+  CHECK(again.text(0, 0) == "bx");
+  REQUIRE(c.exec("DEALLOCATE ALL").ok());
+  int rows = 0;
+  auto streamed = c.exec_rows(text, {"c"}, [&](const storage::pg_reply& row) {
+    CHECK(row.text(0, 0) == "cx");
+    ++rows;
+    return true;
+  });
+  INFO(streamed.error() << " " << streamed.sqlstate());
+  CHECK(streamed.ok());
+  CHECK(rows == 1);
+  CHECK(prepared_count(c, text) == "1");
+}
+
+TEST_CASE("prepared statements are prepared again on a new connection",
+          "[integration][pg_connection]") {
+  storage::pg_connection c(test::admin_conninfo());
+  const std::string text = "SELECT $1::int * 2";
+  REQUIRE(c.exec(text, {"2"}).ok());
+  terminate_backend(c.backend_pid());
+  (void)c.exec(text, {"3"}); // may fail once, if the loss is only seen now
+  auto next = c.exec(text, {"4"});
+  REQUIRE(next.ok());
+  CHECK(next.integer(0, 0) == 8);
+  CHECK(prepared_count(c, text) == "1");
+}
+
+TEST_CASE("a streamed read asked for a generic plan gets one; other statements keep auto",
+          "[integration][pg_connection]") {
+  storage::pg_connection c(test::admin_conninfo());
+  const std::string text = "SELECT current_setting('plan_cache_mode') WHERE $1::int = 1";
+  for (int i = 0; i < 2; ++i) {
+    std::string mode;
+    auto streamed = c.exec_rows(text, {"1"}, [&](const storage::pg_reply& row) {
+      mode = std::string(row.text(0, 0));
+      return true;
+    }, true);
+    REQUIRE(streamed.ok());
+    CHECK(mode == "force_generic_plan");
+  }
+  auto plans = c.exec("SELECT generic_plans, custom_plans, current_setting('plan_cache_mode')"
+                      " FROM pg_prepared_statements WHERE statement = $1::text",
+                      {text});
+  REQUIRE(plans.ok());
+  REQUIRE(plans.rows() == 1);
+  CHECK(plans.integer(0, 0) == 2);
+  CHECK(plans.integer(0, 1) == 0);
+  CHECK(plans.text(0, 2) == "auto"); // exec() switched the session back
+  std::string mode;
+  REQUIRE(c.exec_rows(text, {"1"}, [&](const storage::pg_reply& row) {
+    mode = std::string(row.text(0, 0));
+    return true;
+  }).ok());
+  CHECK(mode == "auto");
+}

@@ -282,3 +282,31 @@ TEST_CASE("named authors drive the read even with one tag value", "[storage][fil
   CHECK(s->text.starts_with("SELECT e.raw FROM events e WHERE "));
   CHECK(contains(s->text, "e.pubkey = $3::bytea AND e.kind = $4::int AND EXISTS"));
 }
+
+TEST_CASE("only a read driven by one tag value is marked as having a fixed plan",
+          "[storage][filter_sql]") {
+  filter by_tag;
+  by_tag.tags.push_back({'e', {std::string(64, 'a')}});
+  auto tagged = history_sql(1, {by_tag}, 0, 10);
+  REQUIRE(tagged);
+  CHECK(tagged->fixed_plan);
+  CHECK(contains(tagged->text, "FROM event_tags t JOIN events e"));
+  // Several values of the tag: the planner weighs them, so each REQ is planned.
+  filter two_values;
+  two_values.tags.push_back({'e', {std::string(64, 'a'), std::string(64, 'b')}});
+  auto several = history_sql(1, {two_values}, 0, 10);
+  REQUIRE(several);
+  CHECK_FALSE(several->fixed_plan);
+  filter by_author;
+  by_author.authors = std::vector<bytes32>{filled(1)};
+  by_author.kinds = std::vector<std::uint32_t>{1};
+  auto authored = history_sql(1, {by_author}, 0, 10);
+  REQUIRE(authored);
+  CHECK_FALSE(authored->fixed_plan);
+  auto both = history_sql(1, {by_tag, by_author}, 0, 10);
+  REQUIRE(both);
+  CHECK_FALSE(both->fixed_plan);
+  auto counted = count_sql(1, {by_tag}, 0);
+  REQUIRE(counted);
+  CHECK_FALSE(counted->fixed_plan);
+}

@@ -278,24 +278,33 @@ bool pg_connection::forget_if_stale(const std::string& text, const pg_reply& rep
   return prepared_.erase(text) > 0;
 }
 
-pg_reply pg_connection::exec(std::string_view sql, const pg_params& params) {
+std::variant<pg_connection::ready_statement, pg_reply>
+pg_connection::ready(std::string_view sql, const pg_params& params, bool generic_plan) {
   if (auto not_ready = before_statement(sql))
     return std::move(*not_ready);
-  if (auto failed = use_generic_plans(false))
+  if (auto failed = use_generic_plans(generic_plan))
     return std::move(*failed);
-  auto values = param_values(params);
-  const std::string text(sql);
-  const int count = static_cast<int>(values.size());
-  auto name = prepared_name(text, values.size());
+  ready_statement statement{std::string(sql), param_values(params), {}};
+  auto name = prepared_name(statement.text, statement.values.size());
   if (auto* failed = std::get_if<pg_reply>(&name))
     return std::move(*failed);
-  const std::string& prepared = std::get<std::string>(name);
-  if (prepared.empty())
-    return wrap(PQexecParams(conn_, text.c_str(), count, nullptr, values.data(), nullptr, nullptr, 0),
+  statement.prepared = std::move(std::get<std::string>(name));
+  return statement;
+}
+
+pg_reply pg_connection::exec(std::string_view sql, const pg_params& params) {
+  auto readied = ready(sql, params, false);
+  if (auto* refused = std::get_if<pg_reply>(&readied))
+    return std::move(*refused);
+  const auto& s = std::get<ready_statement>(readied);
+  if (s.prepared.empty())
+    return wrap(PQexecParams(conn_, s.text.c_str(), s.count(), nullptr, s.values.data(), nullptr,
+                             nullptr, 0),
                 ends_transaction(sql));
-  auto reply = wrap(PQexecPrepared(conn_, prepared.c_str(), count, values.data(), nullptr, nullptr, 0),
+  auto reply = wrap(PQexecPrepared(conn_, s.prepared.c_str(), s.count(), s.values.data(), nullptr,
+                                   nullptr, 0),
                     ends_transaction(sql));
-  if (forget_if_stale(text, reply) && !in_transaction_)
+  if (forget_if_stale(s.text, reply) && !in_transaction_)
     return exec(sql, params); // outside a transaction nothing was changed: prepare it again
   return reply;
 }
@@ -315,22 +324,15 @@ std::optional<pg_reply> pg_connection::use_generic_plans(bool generic) {
 pg_reply pg_connection::exec_rows(std::string_view sql, const pg_params& params,
                                    const std::function<bool(const pg_reply& row)>& on_row,
                                    bool generic_plan) {
-  if (auto not_ready = before_statement(sql))
-    return std::move(*not_ready);
-  if (auto failed = use_generic_plans(generic_plan))
-    return std::move(*failed);
-  auto values = param_values(params);
-  const std::string text(sql);
-  const int count = static_cast<int>(values.size());
-  auto name = prepared_name(text, values.size());
-  if (auto* failed = std::get_if<pg_reply>(&name))
-    return std::move(*failed);
-  const std::string& prepared = std::get<std::string>(name);
-  int sent = prepared.empty()
-               ? PQsendQueryParams(conn_, text.c_str(), count, nullptr, values.data(), nullptr,
-                                   nullptr, 0)
-               : PQsendQueryPrepared(conn_, prepared.c_str(), count, values.data(), nullptr,
-                                     nullptr, 0);
+  auto readied = ready(sql, params, generic_plan);
+  if (auto* refused = std::get_if<pg_reply>(&readied))
+    return std::move(*refused);
+  const auto& s = std::get<ready_statement>(readied);
+  int sent = s.prepared.empty()
+               ? PQsendQueryParams(conn_, s.text.c_str(), s.count(), nullptr, s.values.data(),
+                                   nullptr, nullptr, 0)
+               : PQsendQueryPrepared(conn_, s.prepared.c_str(), s.count(), s.values.data(),
+                                     nullptr, nullptr, 0);
   if (sent != 1)
     return wrap(nullptr, false);
   (void)PQsetSingleRowMode(conn_); // on failure the rows come in one result: still correct
@@ -360,7 +362,7 @@ pg_reply pg_connection::exec_rows(std::string_view sql, const pg_params& params,
   }
   if (stopped || !wanted)
     outcome = pg_reply{};
-  else if (!any_row && forget_if_stale(text, outcome) && !in_transaction_)
+  else if (!any_row && forget_if_stale(s.text, outcome) && !in_transaction_)
     return exec_rows(sql, params, on_row, generic_plan);
   return outcome;
 }

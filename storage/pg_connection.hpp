@@ -139,6 +139,17 @@ private:
   /// The prepared name of `text` ("" to send it unprepared), preparing it first; or the failure.
   [[nodiscard]] std::variant<std::string, pg_reply> prepared_name(const std::string& text,
                                                                   std::size_t param_count);
+  /// A statement ready to send: its text, parameter values and prepared name ("" unprepared).
+  struct ready_statement {
+    std::string text;
+    std::vector<const char*> values;
+    std::string prepared;
+    [[nodiscard]] int count() const { return static_cast<int>(values.size()); }
+  };
+  /// What `exec` and `exec_rows` do before sending: refusal, connection, plan mode, prepare.
+  [[nodiscard]] std::variant<ready_statement, pg_reply> ready(std::string_view sql,
+                                                              const pg_params& params,
+                                                              bool generic_plan);
   /// Whether a statement failed because its prepared form is stale or gone (then forgotten).
   bool forget_if_stale(const std::string& text, const pg_reply& reply);
   /// Switches the session's plan_cache_mode when it differs (outside transactions only).

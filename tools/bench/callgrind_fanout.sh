@@ -14,34 +14,14 @@ bin=${1:-$root/build/bin/comb-relay}
 subs=${2:-100} rate=${3:-50} seconds=${4:-3}
 port=${CG_PORT:-7795}
 out=${CG_OUT:-$(mktemp -d /tmp/callgrind-fanout.XXXXXX)}
-wrapper=$out/relay.sh
-cat > "$wrapper" <<EOF
-#!/bin/sh
-export COMB_METRICS_LISTEN=127.0.0.1:$((port + 1))
-exec valgrind --tool=callgrind --callgrind-out-file=$out/callgrind.out.%p --dump-instr=no "$bin"
-EOF
-chmod +x "$wrapper"
-pid=$(bash "$here/bench_relay.sh" start callgrind "$port" "$wrapper")
-trap 'bash "$here/bench_relay.sh" stop callgrind >/dev/null 2>&1 || true' EXIT
-for _ in $(seq 120); do  # valgrind starts slowly: up to 60 s
-  curl -sf "http://127.0.0.1:$port/" -H 'Accept: application/nostr+json' >/dev/null 2>&1 && break
-  sleep 0.5
-done
+source "$here/callgrind_relay.sh"
+callgrind_start callgrind "$port" "$bin"
 # comb-bench opens and subscribes first, then publishes: zero the counters once the relay has
 # seen every subscriber's REQ (its EOSE follows within milliseconds; publishing starts after).
 "$root/build/bin/comb-bench" fanout --relay "ws://127.0.0.1:$port" --subscribers "$subs" \
   --rate "$rate" --seconds "$seconds" --json > "$out/bench.json" 2>"$out/bench.err" &
 bench=$!
-for _ in $(seq 600); do  # until the relay holds every subscription (at most 60 s)
-  held=$(curl -s "http://127.0.0.1:$((port + 1))/metrics" 2>/dev/null | awk '/^comb_messages_total\{type="REQ"\}/{print $2}')
-  [ "${held:-0}" -ge "$subs" ] && break
-  sleep 0.1
-done
-callgrind_control -z "$pid" >/dev/null
-wait "$bench" || true
-callgrind_control -d "$pid" >/dev/null
-sleep 1
-dump=$(ls -t "$out"/callgrind.out.* | head -1)
-ir=$(awk '/^summary:|^totals:/{print $2; exit}' "$dump")
+callgrind_await_messages "$port" REQ "$subs" 600  # every subscription held (at most 60 s)
+callgrind_measure "$bench"
 deliveries=$(tail -1 "$out/bench.json" | python3 -c 'import json,sys; print(int(json.load(sys.stdin)["deliveries"]))')
 echo "Ir $ir deliveries $deliveries Ir_per_delivery $((ir / (deliveries > 0 ? deliveries : 1))) dump $dump"

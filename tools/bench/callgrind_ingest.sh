@@ -15,36 +15,16 @@ bin=${1:-$root/build/bin/comb-relay}
 events=${2:-3000} conns=${3:-16} seconds=${4:-60}
 port=${CG_PORT:-7797}
 out=${CG_OUT:-$(mktemp -d /tmp/callgrind-ingest.XXXXXX)}
-wrapper=$out/relay.sh
-cat > "$wrapper" <<WRAP
-#!/bin/sh
-export COMB_METRICS_LISTEN=127.0.0.1:$((port + 1))
-exec valgrind --tool=callgrind --callgrind-out-file=$out/callgrind.out.%p --dump-instr=no "$bin"
-WRAP
-chmod +x "$wrapper"
-pid=$(bash "$here/bench_relay.sh" start callgrind-ingest "$port" "$wrapper")
-trap 'bash "$here/bench_relay.sh" stop callgrind-ingest >/dev/null 2>&1 || true' EXIT
-for _ in $(seq 120); do  # valgrind starts slowly: up to 60 s
-  curl -sf "http://127.0.0.1:$port/" -H 'Accept: application/nostr+json' >/dev/null 2>&1 && break
-  sleep 0.5
-done
+source "$here/callgrind_relay.sh"
+callgrind_start callgrind-ingest "$port" "$bin"
 # comb-bench measures the verify rate (1 s), signs its corpus, opens and authenticates every
 # connection, then publishes: zero the counters once the relay has seen every AUTH.
 "$root/build/bin/comb-bench" ingest --relay "ws://127.0.0.1:$port" --events "$events" \
   --connections "$conns" --seconds "$seconds" --json > "$out/bench.json" 2>"$out/bench.err" &
 bench=$!
-for _ in $(seq 1200); do  # until every connection authenticated (at most 120 s)
-  authed=$(curl -s "http://127.0.0.1:$((port + 1))/metrics" 2>/dev/null | awk '/^comb_messages_total\{type="AUTH"\}/{print $2}')
-  [ "${authed:-0}" -ge "$conns" ] && break
-  sleep 0.1
-done
+callgrind_await_messages "$port" AUTH "$conns" 1200  # every connection authenticated (at most 120 s)
 sleep 0.5  # the last AUTH's verify and OK
-callgrind_control -z "$pid" >/dev/null
-wait "$bench" || true
-callgrind_control -d "$pid" >/dev/null
-sleep 1
-dump=$(ls -t "$out"/callgrind.out.* | head -1)
-ir=$(awk '/^summary:|^totals:/{print $2; exit}' "$dump")
+callgrind_measure "$bench"
 accepted=$(tail -1 "$out/bench.json" | python3 -c 'import json,sys; print(int(json.load(sys.stdin)["events_accepted"]))')
 accepted=$((accepted > 0 ? accepted : 1))
 secp=$(callgrind_annotate --inclusive=yes --threshold=100 "$dump" 2>/dev/null \

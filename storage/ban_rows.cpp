@@ -10,12 +10,6 @@
 namespace comb::storage {
 namespace {
 
-pg_reply must(pg_reply reply, const char* step) {
-  if (!reply.ok())
-    throw std::runtime_error(std::string(step) + ": " + reply.error());
-  return reply;
-}
-
 protocol::bytes32 hex_field(const pg_reply& reply, int row, int column) {
   return protocol::array_from_hex<32>(reply.text(row, column)).value_or(protocol::bytes32{});
 }

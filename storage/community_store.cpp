@@ -97,12 +97,6 @@ lifecycle_result update_result(pg_connection& connection, std::string& error, co
   return exists.rows() > 0 ? lifecycle_result::unchanged : lifecycle_result::not_found;
 }
 
-pg_reply must(pg_reply reply, const char* step) {
-  if (!reply.ok())
-    throw std::runtime_error(std::string(step) + ": " + reply.error());
-  return reply;
-}
-
 /// Everyone in a room of the community who is not one of its members.
 std::vector<protocol::bytes32> room_outsiders(pg_connection& tx, std::int64_t id) {
   auto reply = must(tx.exec("SELECT DISTINCT encode(r.pubkey, 'hex') FROM room_members r"

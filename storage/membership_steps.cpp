@@ -26,12 +26,6 @@ void add_members(pg_array& keys, pg_array& roles, const std::vector<member>& mem
 
 } // namespace
 
-pg_reply must(pg_reply reply, const char* step) {
-  if (!reply.ok())
-    throw statement_failed(std::string(step) + ": " + reply.error());
-  return reply;
-}
-
 pg_reply read_live_list(pg_connection& connection, std::int64_t community_id,
                         const protocol::bytes32& relay_pubkey) {
   return must(connection.exec("SELECT raw FROM events WHERE community_id = $1::bigint"

@@ -17,18 +17,10 @@
 
 namespace comb::storage::membership_steps {
 
-/// A failed statement inside a transaction; caught at the public boundary, which rolls back.
-struct statement_failed : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
 /// The newest list already has this second: the change must wait for the next one.
 struct list_must_wait {
   std::int64_t until = 0;
 };
-
-/// `reply`, or statement_failed naming `step`.
-pg_reply must(pg_reply reply, const char* step);
 
 /// The community's live 13534 (no row when it has none).
 pg_reply read_live_list(pg_connection& connection, std::int64_t community_id,

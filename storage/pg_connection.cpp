@@ -166,6 +166,12 @@ std::optional<std::string> pg_connection::connect_once() {
   return std::nullopt;
 }
 
+pg_reply must(pg_reply reply, const char* step) {
+  if (!reply.ok())
+    throw statement_failed(std::string(step) + ": " + reply.error());
+  return reply;
+}
+
 bool pg_connection::connected() const noexcept {
   return conn_ && PQstatus(conn_) == CONNECTION_OK;
 }

@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -69,6 +70,15 @@ struct pg_reconnect_policy {
   /// Set on every (re)connect: statements running longer are cancelled by the server. 0: none.
   std::uint32_t statement_timeout_ms = 0;
 };
+
+/// A failed statement inside a transaction; the store that opened the transaction catches it
+/// at its public boundary and rolls back.
+struct statement_failed : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// `reply`, or statement_failed naming `step` with the database's error.
+pg_reply must(pg_reply reply, const char* step);
 
 /// One libpq connection. Not thread-safe, except `cancel()`, which any thread may call.
 /// Connects lazily; when the connection is found broken (a failed connect, a lost socket, the

@@ -20,20 +20,10 @@ namespace {
 using protocol::room_outcome;
 using protocol::room_state;
 
-struct statement_failed : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
 /// The room's newest state already has this second.
 struct room_must_wait {
   std::int64_t until = 0;
 };
-
-pg_reply must(pg_reply reply, const char* step) {
-  if (!reply.ok())
-    throw statement_failed(std::string(step) + ": " + reply.error());
-  return reply;
-}
 
 std::vector<std::string> split_roles(std::string_view joined) {
   std::vector<std::string> roles;

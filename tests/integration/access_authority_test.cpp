@@ -235,12 +235,7 @@ TEST_CASE_METHOD(membership_fixture, "a membership write holds the community row
   std::thread join([&] { joined = apply(command(membership_change::add_member, key_of(3))); });
   // The writer now holds the community row and waits for the list lock.
   storage::pg_connection observer(database.conninfo());
-  bool waiting = false;
-  for (int i = 0; i < 500 && !waiting; ++i) {
-    waiting = scalar(observer, "SELECT count(*) FROM pg_stat_activity WHERE pid = $1::int"
-                               " AND wait_event_type = 'Lock'", {std::to_string(writer_pid)}) == "1";
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  bool waiting = blocked_on_lock(observer, writer_pid);
 
   storage::pg_connection inserter(database.conninfo());
   (void)scalar(inserter, "SET statement_timeout = '3s'");

@@ -19,19 +19,6 @@ using outcome = storage::membership_outcome;
 
 namespace {
 
-/// Waits (bounded) until the backend `pid` waits on a lock.
-bool blocked_on_lock(storage::pg_connection& observer, int pid) {
-  for (int attempt = 0; attempt < 500; ++attempt) {
-    auto waiting = scalar(observer, "SELECT count(*) FROM pg_stat_activity WHERE pid = $1::int"
-                                    " AND wait_event_type = 'Lock'",
-                          {std::to_string(pid)});
-    if (waiting == "1")
-      return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return false;
-}
-
 std::string list_lock_key(const membership_fixture& f) {
   storage::address list{f.community, f.relay_key.public_key(), storage::member_list_kind, ""};
   return std::to_string(storage::address_lock_key(list));

@@ -196,15 +196,7 @@ TEST_CASE_METHOD(room_fixture, "a failed room write rolls everything back", "[in
   auto join = room_command(alice, 9021, {{"h", "pizza"}}, now);
   std::thread writer([&] { joined = rooms.apply(community, join, now + 5); });
   storage::pg_connection observer(database.conninfo());
-  bool blocked = false;
-  for (int i = 0; i < 500 && !blocked; ++i) {
-    blocked = scalar(observer, "SELECT count(*) FROM pg_stat_activity WHERE pid = $1::int"
-                               " AND wait_event_type = 'Lock'",
-                     {std::to_string(connection.backend_pid())})
-              == "1";
-    if (!blocked)
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  bool blocked = blocked_on_lock(observer, connection.backend_pid());
   connection.cancel();
   writer.join();
   (void)holder.exec("ROLLBACK");

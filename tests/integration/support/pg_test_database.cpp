@@ -3,6 +3,8 @@
 
 #include <catch2/catch.hpp>
 #include <array>
+#include <chrono>
+#include <thread>
 #include <cstdlib>
 #include <memory>
 
@@ -104,6 +106,18 @@ std::string scalar(storage::pg_connection& connection,
   INFO(sql << ": " << reply.error());
   REQUIRE(reply.ok());
   return reply.rows() > 0 ? std::string(reply.text(0, 0)) : std::string();
+}
+
+bool blocked_on_lock(storage::pg_connection& observer, int pid) {
+  for (int attempt = 0; attempt < 500; ++attempt) {
+    auto waiting = scalar(observer, "SELECT count(*) FROM pg_stat_activity WHERE pid = $1::int"
+                                    " AND wait_event_type = 'Lock'",
+                          {std::to_string(pid)});
+    if (waiting == "1")
+      return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
 }
 
 } // namespace comb::test

@@ -54,4 +54,7 @@ std::string scalar(storage::pg_connection& connection,
                    const std::string& sql,
                    const storage::pg_params& params = {});
 
+/// Waits (bounded, 5 s) until the backend `pid` waits on a lock, as seen through `observer`.
+bool blocked_on_lock(storage::pg_connection& observer, int pid);
+
 } // namespace comb::test

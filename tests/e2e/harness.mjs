@@ -200,6 +200,17 @@ export async function stopRelayCleanly(relay) {
  * In a describe(): a relay started before its tests (`ctx.relay`), and a last test that stops it
  * and checks its exit. The after hook only cleans up when a test failed first.
  */
+// Environment that lifts the per-connection and per-address event and frame buckets, for tests
+// that push many frames from one client on purpose (the bounds under test are elsewhere).
+export const UNBOUNDED_CLIENT_RATES = {
+  COMB_EVENT_RATE: '100000',
+  COMB_EVENT_BURST: '100000',
+  COMB_FRAME_RATE: '100000',
+  COMB_FRAME_BURST: '100000',
+  COMB_IP_FRAME_RATE: '100000',
+  COMB_IP_FRAME_BURST: '100000',
+}
+
 export function withRelay(env = {}) {
   const ctx = { relay: null }
   before(async () => { ctx.relay = await startRelay(env) })

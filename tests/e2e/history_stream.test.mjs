@@ -4,7 +4,7 @@
 // good gets its reply abandoned with CLOSED.
 import { describe, it, before } from 'node:test'
 import assert from 'node:assert/strict'
-import { withRelay, itStopsCleanly, RawClient, keys, sign, now, idsOf, newestFirst } from './harness.mjs'
+import { withRelay, itStopsCleanly, RawClient, keys, sign, now, idsOf, newestFirst, UNBOUNDED_CLIENT_RATES } from './harness.mjs'
 
 const BUDGET = 64 * 1024
 // 300 events of 40 KB: 12 MB, 190 times the budget and more than loopback's socket buffers
@@ -12,15 +12,6 @@ const BUDGET = 64 * 1024
 const EVENTS = 300
 const CONTENT_BYTES = 40000
 const WINDOW = 16
-
-const unbounded = {
-  COMB_EVENT_RATE: '100000',
-  COMB_EVENT_BURST: '100000',
-  COMB_FRAME_RATE: '100000',
-  COMB_FRAME_BURST: '100000',
-  COMB_IP_FRAME_RATE: '100000',
-  COMB_IP_FRAME_BURST: '100000',
-}
 
 async function publishAll(relay) {
   const pub = await RawClient.open(relay)
@@ -51,7 +42,7 @@ async function metricAbove(relay, metric, floor, ms) {
 
 describe('history streamed in chunks', () => {
   const ctx = withRelay({
-    ...unbounded,
+    ...UNBOUNDED_CLIENT_RATES,
     COMB_MAX_HISTORY_BYTES: String(BUDGET),
     // Smaller than the reply: a reply sent whole would cut its reader.
     COMB_MAX_OUTBOUND_BYTES: String(1024 * 1024),
@@ -139,7 +130,7 @@ describe('history streamed in chunks', () => {
 
 describe('history abandoned', () => {
   // A reader waits for its client at most the statement timeout without progress.
-  const ctx = withRelay({ ...unbounded, COMB_MAX_HISTORY_BYTES: String(BUDGET), COMB_STATEMENT_TIMEOUT_MS: '1000' })
+  const ctx = withRelay({ ...UNBOUNDED_CLIENT_RATES, COMB_MAX_HISTORY_BYTES: String(BUDGET), COMB_STATEMENT_TIMEOUT_MS: '1000' })
 
   it('a client that stops reading for good gets CLOSED, and the relay goes on answering', async () => {
     const { relay } = ctx

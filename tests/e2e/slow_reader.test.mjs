@@ -2,7 +2,7 @@
 // reader that keeps up gets every event. Then shutdown: connected clients see 1001, exit 0.
 import { describe, it, before } from 'node:test'
 import assert from 'node:assert/strict'
-import { withRelay, itStopsCleanly, settlesWithin, RawClient, keys, sign, now, idsOf } from './harness.mjs'
+import { withRelay, itStopsCleanly, settlesWithin, RawClient, keys, sign, now, idsOf, UNBOUNDED_CLIENT_RATES } from './harness.mjs'
 
 // The kernel buffers several MB on loopback (tcp_wmem up to 4 MiB here) before the relay's own
 // queue grows, so events are published until the relay reports the cut, then one window more,
@@ -16,13 +16,8 @@ const WINDOW = 8
 describe('slow reader', () => {
   const ctx = withRelay({
     COMB_MAX_OUTBOUND_BYTES: String(256 * 1024),
-    COMB_EVENT_RATE: '100000',
-    COMB_EVENT_BURST: '100000',
     // 1,200 frames of 16 KB from one client: above the default frame buckets on purpose.
-    COMB_FRAME_RATE: '100000',
-    COMB_FRAME_BURST: '100000',
-    COMB_IP_FRAME_RATE: '100000',
-    COMB_IP_FRAME_BURST: '100000',
+    ...UNBOUNDED_CLIENT_RATES,
   })
   let relay
   before(() => { relay = ctx.relay })

@@ -93,7 +93,9 @@ bool deliver(self_ptr self, std::int64_t community_id, const member_cache& cache
 }
 
 /// Reloads the community when this pod does not hold `version` yet (or `reload_anyway`), then
-/// delivers what the changes up to it (or up to the state reloaded, if newer) wrote. False on a
+/// delivers what the changes up to the version it holds or reloaded wrote: never further than
+/// the database says, so a notification naming a version that does not exist (anyone connected
+/// to the database may NOTIFY) cannot move the delivered version past real ones. False on a
 /// database error.
 bool catch_up(self_ptr self, std::int64_t community_id, std::int64_t version,
               bool reload_anyway = false) {
@@ -106,7 +108,7 @@ bool catch_up(self_ptr self, std::int64_t community_id, std::int64_t version,
     auto loaded = reload(self, community_id);
     if (!loaded)
       return false;
-    version = std::max(version, *loaded);
+    version = *loaded;
   }
   return deliver(self, community_id, cache, version);
 }

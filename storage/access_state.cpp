@@ -9,15 +9,6 @@
 namespace comb::storage {
 namespace {
 
-std::optional<std::vector<std::string>> raw_rows(pg_reply reply) {
-  if (!reply.ok())
-    return std::nullopt;
-  std::vector<std::string> out;
-  for (int row = 0; row < reply.rows(); ++row)
-    out.emplace_back(reply.text(row, 0));
-  return out;
-}
-
 std::optional<community_access> read_access(pg_connection& connection, std::int64_t id) {
   auto row = connection.exec("SELECT access, archived_at IS NOT NULL, state_version"
                              " FROM communities WHERE id = $1::bigint",
@@ -73,27 +64,6 @@ load_versions(pg_connection& connection, const std::vector<std::int64_t>& commun
   for (int row = 0; row < reply.rows(); ++row)
     out[reply.integer(row, 0)] = reply.integer(row, 1);
   return out;
-}
-
-std::optional<std::vector<std::string>>
-load_written_events(pg_connection& connection, std::int64_t community_id,
-                    const std::vector<protocol::bytes32>& ids) {
-  pg_array wanted;
-  for (const auto& id : ids)
-    wanted.add_bytea(id);
-  return raw_rows(connection.exec("SELECT raw FROM events WHERE community_id = $1::bigint"
-                                  " AND id = ANY($2::bytea[]) ORDER BY created_at, kind DESC",
-                                  {std::to_string(community_id), wanted.str()}));
-}
-
-std::optional<std::vector<std::string>>
-load_newest_list_second(pg_connection& connection, std::int64_t community_id,
-                        const protocol::bytes32& relay_pubkey) {
-  return raw_rows(connection.exec(
-    "SELECT raw FROM events WHERE community_id = $1::bigint AND pubkey = $2::bytea"
-    " AND created_at = (SELECT newest_list_at FROM communities WHERE id = $1::bigint)"
-    " ORDER BY kind DESC",
-    {std::to_string(community_id), bytea_param(relay_pubkey)}));
 }
 
 } // namespace comb::storage

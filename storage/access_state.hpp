@@ -38,15 +38,4 @@ struct community_access {
 [[nodiscard]] std::optional<std::unordered_map<std::int64_t, std::int64_t>>
 load_versions(pg_connection& connection, const std::vector<std::int64_t>& community_ids);
 
-/// The stored JSON of the events `ids` of a community, oldest first (a list before the deltas
-/// of its second). With `newest_list_second`, the relay's newest list and every relay-signed
-/// event of its second instead (when a notification could not name them all).
-[[nodiscard]] std::optional<std::vector<std::string>>
-load_written_events(pg_connection& connection, std::int64_t community_id,
-                    const std::vector<protocol::bytes32>& ids);
-
-[[nodiscard]] std::optional<std::vector<std::string>>
-load_newest_list_second(pg_connection& connection, std::int64_t community_id,
-                        const protocol::bytes32& relay_pubkey);
-
 } // namespace comb::storage

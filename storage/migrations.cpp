@@ -268,6 +268,21 @@ CREATE TRIGGER events_deleted_tags AFTER DELETE ON events
 ALTER TABLE event_tags DROP CONSTRAINT IF EXISTS event_tags_community_id_event_id_fkey;
 )sql";
 
+// The events each access change wrote, by (community, version), in the order written
+// (note_access_change): pods load them by version, so a change of any size reaches every pod's
+// subscribers, and a pod that lost notifications delivers every version after the one it saw.
+// Rows older than noted_events_kept are pruned by the community's next change.
+constexpr const char* migration_16 = R"sql(
+CREATE TABLE noted_events (
+  community_id BIGINT NOT NULL REFERENCES communities (id) ON DELETE CASCADE,
+  version BIGINT NOT NULL,
+  position BIGINT NOT NULL,
+  event_id BYTEA NOT NULL,
+  noted_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+  PRIMARY KEY (community_id, version, position)
+);
+)sql";
+
 constexpr migration migrations[] = {
   {1, "communities, events, tags, deletions", migration_1},
   {2, "members, invites, allowlist", migration_2},
@@ -278,6 +293,7 @@ constexpr migration migrations[] = {
   {7, "invites by expiry", migration_7},
   {8, "NIP-29 rooms", migration_8},
   {13, "event tags deleted by trigger, not checked by a foreign key", migration_13},
+  {16, "events written by access changes, by version", migration_16},
 };
 
 constexpr const char* create_ledger = R"sql(

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "actors/community/access_watcher.hpp"
 
+#include <algorithm>
 #include <boost/json.hpp>
+#include <limits>
 
 #include "protocol/event_json.hpp"
 #include "storage/access_change.hpp"
@@ -26,43 +28,89 @@ std::int64_t held_version(const member_cache& cache) {
   return std::min(cache.version(), cache.rooms_version());
 }
 
-/// Reloads one community and hands its state to its actor. False on a database error.
-bool reload(self_ptr self, std::int64_t community_id) {
+/// Reloads one community and hands its state to its actor. The version loaded (0 when the
+/// community is not served here or is gone); nothing on a database error.
+std::optional<std::int64_t> reload(self_ptr self, std::int64_t community_id) {
   auto& st = self->state;
   auto community = st.args.registry->find(community_id);
   if (!community)
-    return true;
+    return std::int64_t{0};
   auto state = storage::load_access(*st.connection, community_id);
   if (!state)
-    return false;
+    return std::nullopt;
   bump(st.args.metrics->access_reloads);
+  auto version = state->version;
   self->send(community->actor, refresh_atom_v, std::move(*state));
+  return version;
+}
+
+/// The version through which the events of `community_id`'s changes reached this pod's fan-out.
+/// A community first seen starts at the state this pod holds: nothing older is news.
+std::int64_t& delivered_through(self_ptr self, std::int64_t community_id, const member_cache& cache) {
+  return self->state.delivered.try_emplace(community_id, held_version(cache)).first->second;
+}
+
+/// One stored event to the local fan-out; a row that does not parse is skipped.
+void publish(self_ptr self, std::int64_t community_id, std::string raw) {
+  auto& st = self->state;
+  boost::system::error_code ec;
+  auto json = boost::json::parse(raw, ec);
+  if (ec)
+    return;
+  auto ev = protocol::event_from_json(json, stored_event_limits());
+  if (!ev)
+    return;
+  bump(st.args.metrics->access_events_delivered);
+  live_event live{std::make_shared<const protocol::event>(std::move(ev).value()),
+                  std::make_shared<const std::string>(std::move(raw))};
+  self->send(st.args.fanout, publish_atom_v, committed_event{community_id, live});
+}
+
+/// Every event the changes after the delivered version and up to `through` wrote (this pod's
+/// own included: the fan-out drops what the writer already gave it), a page at a time, so a
+/// change of any size and the changes of lost notifications all reach local subscribers.
+/// False on a database error (the next notification or check tries again from the same place).
+bool deliver(self_ptr self, std::int64_t community_id, const member_cache& cache,
+             std::int64_t through) {
+  auto& st = self->state;
+  auto& delivered = delivered_through(self, community_id, cache);
+  if (through <= delivered)
+    return true;
+  storage::noted_position after{delivered, std::numeric_limits<std::int64_t>::max()};
+  for (;;) {
+    auto page = storage::load_noted_events(*st.connection, community_id, after, through);
+    if (!page)
+      return false;
+    for (auto& row : *page) {
+      after = row.at;
+      publish(self, community_id, std::move(row.raw));
+    }
+    if (page->size() < static_cast<std::size_t>(storage::noted_events_page))
+      break;
+  }
+  delivered = through;
   return true;
 }
 
-/// The events a change wrote, to local subscribers (the fan-out drops what it already saw).
-void deliver(self_ptr self, const storage::access_notice& notice) {
-  auto& st = self->state;
-  if (notice.ids.empty() && !notice.more_ids)
-    return;
-  auto rows = notice.more_ids
-                ? storage::load_newest_list_second(*st.connection, notice.community_id,
-                                                   st.args.relay_pubkey)
-                : storage::load_written_events(*st.connection, notice.community_id, notice.ids);
-  if (!rows)
-    return;
-  for (auto& raw : *rows) {
-    boost::system::error_code ec;
-    auto json = boost::json::parse(raw, ec);
-    if (ec)
-      continue;
-    auto ev = protocol::event_from_json(json, stored_event_limits());
-    if (!ev)
-      continue;
-    live_event live{std::make_shared<const protocol::event>(std::move(ev).value()),
-                    std::make_shared<const std::string>(std::move(raw))};
-    self->send(st.args.fanout, publish_atom_v, committed_event{notice.community_id, live});
+/// Reloads the community when this pod does not hold `version` yet (or `reload_anyway`), then
+/// delivers what the changes up to the version it holds or reloaded wrote: never further than
+/// the database says, so a notification naming a version that does not exist (anyone connected
+/// to the database may NOTIFY) cannot move the delivered version past real ones. False on a
+/// database error.
+bool catch_up(self_ptr self, std::int64_t community_id, std::int64_t version,
+              bool reload_anyway = false) {
+  auto community = self->state.args.registry->find(community_id);
+  if (!community)
+    return true;
+  const auto& cache = *community->members;
+  (void)delivered_through(self, community_id, cache); // before the reload moves what it holds
+  if (reload_anyway || version > held_version(cache)) {
+    auto loaded = reload(self, community_id);
+    if (!loaded)
+      return false;
+    version = *loaded;
   }
+  return deliver(self, community_id, cache, version);
 }
 
 void on_notice(self_ptr self, const std::string& payload) {
@@ -72,20 +120,30 @@ void on_notice(self_ptr self, const std::string& payload) {
   if (!notice)
     return;
   auto community = st.args.registry->find(notice->community_id);
-  // Not served here, or this pod already holds that state (its own commit).
-  if (!community || notice->version <= held_version(*community->members))
-    return;
+  if (!community)
+    return; // not served here
   // A change that wrote no events is one of access, archive or hosts: cached host lookups go.
-  if (notice->ids.empty() && !notice->more_ids)
+  if (!notice->wrote_events && notice->version > held_version(*community->members))
     if (const auto& hooks = st.args.registry->hooks())
       hooks->forget_hosts();
-  if (reload(self, notice->community_id))
-    deliver(self, *notice);
+  (void)catch_up(self, notice->community_id, notice->version);
 }
 
+/// Communities this pod no longer serves leave the delivered versions; new ones start there.
+void follow_registry(self_ptr self, const std::vector<std::int64_t>& ids) {
+  auto& st = self->state;
+  std::erase_if(st.delivered, [&](const auto& entry) {
+    return std::find(ids.begin(), ids.end(), entry.first) == ids.end();
+  });
+  for (auto id : ids)
+    if (auto community = st.args.registry->find(id))
+      (void)delivered_through(self, id, *community->members);
+}
+
+/// The LISTEN connection came (back) up: notifications may have been lost meanwhile.
 void reload_all(self_ptr self) {
   for (auto id : self->state.args.registry->community_ids())
-    if (!reload(self, id))
+    if (!catch_up(self, id, 0, true))
       return; // the database is away: the next check tries again
 }
 
@@ -93,17 +151,20 @@ void reload_all(self_ptr self) {
 void check_versions(self_ptr self) {
   auto& st = self->state;
   auto ids = st.args.registry->community_ids();
+  follow_registry(self, ids);
   if (ids.empty())
     return;
   auto versions = storage::load_versions(*st.connection, ids);
   if (!versions)
     return;
   for (auto id : ids) {
-    auto community = st.args.registry->find(id);
     auto it = versions->find(id);
-    bool behind = it == versions->end() || (community && it->second > held_version(*community->members));
-    if (behind && !reload(self, id))
+    if (it == versions->end()) {
+      if (!reload(self, id)) // gone
+        return;
+    } else if (!catch_up(self, id, it->second)) {
       return;
+    }
   }
 }
 
@@ -115,6 +176,7 @@ caf::behavior access_watcher(caf::stateful_actor<access_watcher_state>* self,
   st.args = std::move(args);
   st.connection = std::make_unique<storage::pg_connection>(
     st.args.database_url, storage::pg_reconnect_policy{1, std::chrono::milliseconds(50)});
+  follow_registry(self, st.args.registry->community_ids());
   self->delayed_send(self, st.args.check_interval, tick_atom_v);
   return {
     [=](notice_atom, const std::string& payload) { on_notice(self, payload); },

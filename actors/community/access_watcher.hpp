@@ -5,6 +5,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <unordered_map>
 
 #include "actors/community/community_registry.hpp"
 #include "actors/messages.hpp"
@@ -27,15 +28,21 @@ struct access_watcher_args {
 struct access_watcher_state {
   access_watcher_args args;
   std::unique_ptr<storage::pg_connection> connection;
+  /// Per served community: the state version through which the events its changes wrote were
+  /// given to the local fan-out (one entry per community the registry serves).
+  std::unordered_map<std::int64_t, std::int64_t> delivered;
   static inline const char* name = "access-watcher";
 };
 
 /// Makes this pod enforce what the database says (run detached: libpq blocks). For each
 /// notification (notice_atom) about a community this pod serves and has not applied yet, it
 /// reloads that community's state (members, access, archived, version) and hands it to the
-/// community actor, then loads the events the change wrote (list, deltas) and gives them to the
-/// local fan-out, which drops what the bridge already brought. On reload_atom (the LISTEN
-/// connection came up) and on a periodic version check it reloads what is behind.
+/// community actor. For every notification, and whenever it finds a community's version moved,
+/// it loads by version every event the changes since the last version it delivered wrote
+/// (lists, deltas, room state; `noted_events`, a page at a time) and gives them to the local
+/// fan-out, which drops what the bridge or the local writer already brought. So changes of any
+/// size, and changes whose notification was lost, reach local subscribers. On reload_atom (the
+/// LISTEN connection came up) and on a periodic version check it reloads what is behind.
 caf::behavior access_watcher(caf::stateful_actor<access_watcher_state>* self,
                              access_watcher_args args);
 

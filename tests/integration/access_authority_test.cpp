@@ -84,28 +84,21 @@ std::int64_t version_of(storage::pg_connection& c, std::int64_t community) {
 
 } // namespace
 
-TEST_CASE("an access notification names the community, the version and what was written",
+TEST_CASE("an access notification names the community, the version and whether it wrote events",
           "[integration][authority]") {
-  protocol::bytes32 a{}, b{};
-  a.fill(0xab);
-  b.fill(0x01);
-  auto payload = "12 7" + storage::access_payload_suffix({a, b});
-  auto parsed = storage::parse_access_notice(payload);
-  REQUIRE(parsed);
-  CHECK(parsed->community_id == 12);
-  CHECK(parsed->version == 7);
-  CHECK(parsed->ids == std::vector<protocol::bytes32>{a, b});
-  CHECK_FALSE(parsed->more_ids);
+  auto plain = storage::parse_access_notice("12 7");
+  REQUIRE(plain);
+  CHECK(plain->community_id == 12);
+  CHECK(plain->version == 7);
+  CHECK_FALSE(plain->wrote_events);
+  auto wrote = storage::parse_access_notice("12 8 +");
+  REQUIRE(wrote);
+  CHECK(wrote->version == 8);
+  CHECK(wrote->wrote_events);
 
-  std::vector<protocol::bytes32> many(storage::max_noted_ids + 5, a);
-  auto long_payload = "1 2" + storage::access_payload_suffix(many);
-  CHECK(long_payload.size() < 8000); // Postgres refuses longer payloads
-  auto truncated = storage::parse_access_notice(long_payload);
-  REQUIRE(truncated);
-  CHECK(truncated->ids.size() == storage::max_noted_ids);
-  CHECK(truncated->more_ids);
-
-  for (const char* bad : {"", "12", "x 1", "1 2 zz", "1  2", "1 2 +x"})
+  const std::string id(64, 'a'); // ids travel in noted_events, never in the payload
+  for (const std::string& bad : std::vector<std::string>{
+         "", "12", "x 1", "1 2 zz", "1  2", "1 2 +x", "1 2 + +", "1 2 " + id, " 1 2", "1 2 3"})
     CHECK_FALSE(storage::parse_access_notice(bad));
 }
 
@@ -123,12 +116,12 @@ TEST_CASE_METHOD(membership_fixture, "every access change bumps the version and 
   auto notice = l.notices().front();
   CHECK(notice.community_id == community);
   CHECK(notice.version == added.state_version);
-  REQUIRE(notice.ids.size() == 2); // the list, then the 8000
-  CHECK(notice.ids[0] == added.list->id);
-  CHECK(notice.ids[1] == added.results[0].delta->id);
-  auto loaded = storage::load_written_events(connection, community, notice.ids);
+  CHECK(notice.wrote_events);
+  auto loaded = storage::load_noted_events(connection, community, {before, 0}, notice.version);
   REQUIRE(loaded);
-  CHECK(loaded->size() == 2);
+  REQUIRE(loaded->size() == 2); // the list, then the 8000, as written
+  CHECK((*loaded)[0].raw == added.list_json);
+  CHECK((*loaded)[1].raw == added.results[0].delta_json);
 
   // Nothing changed: no version, no notification.
   CHECK(apply(command(membership_change::add_member, key_of(2))).committed);
@@ -145,7 +138,7 @@ TEST_CASE_METHOD(membership_fixture, "every access change bumps the version and 
   for (std::size_t i = 1; i < notices.size(); ++i) {
     CHECK(notices[i].community_id == community);
     CHECK(notices[i].version > notices[i - 1].version);
-    CHECK(notices[i].ids.empty());
+    CHECK_FALSE(notices[i].wrote_events);
   }
   auto state = storage::load_access(connection, community);
   REQUIRE(state);

@@ -3,7 +3,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <string_view>
 
 namespace comb::actors {
 
@@ -15,6 +17,28 @@ enum class close_reason : std::uint16_t {
   slow_reader = 4000,    ///< pending outbound bytes passed the bound
 };
 
+/// A live EVENT frame whose event JSON is shared by every subscriber it goes to: the frame is
+/// `head` (`["EVENT","<sub>",`), then `*json`, then `]`. Copying the JSON into a frame per
+/// subscription was a sixth of a delivery's instructions; the outbox and the gathered write keep
+/// the three parts apart.
+struct shared_event_frame {
+  std::string head;
+  std::shared_ptr<const std::string> json;
+
+  static constexpr std::string_view tail = "]";
+
+  /// The frame's length on the wire (before the WebSocket header).
+  [[nodiscard]] std::size_t size() const noexcept { return head.size() + json->size() + tail.size(); }
+
+  /// The whole frame as one string, for sinks that do not keep the parts apart.
+  [[nodiscard]] std::string flattened() const {
+    std::string out;
+    out.reserve(size());
+    out.append(head).append(*json).append(tail);
+    return out;
+  }
+};
+
 /// Where a connection actor's outbound frames go: the socket's bounded queue in production, a
 /// recorder in tests. Thread-safe; never blocks.
 class frame_sink {
@@ -24,6 +48,9 @@ public:
   /// Queues a text frame. A frame that would take the pending bytes past the bound ends the
   /// connection instead (the reader is too slow).
   virtual void send(std::string frame) = 0;
+
+  /// Queues a live event frame; same bound as `send`. By default it is flattened into one string.
+  virtual void send_event(shared_event_frame frame) { send(frame.flattened()); }
 
   /// Ends the connection after what is already queued.
   virtual void close(close_reason why) = 0;

@@ -13,6 +13,10 @@ namespace comb::protocol {
 [[nodiscard]] std::string render_event_frame(std::string_view subscription_id,
                                              std::string_view event_json);
 
+/// `["EVENT",<sub>,`: what comes before the event JSON in an EVENT frame (then `]` ends it), for
+/// frames that keep one event JSON shared among subscribers instead of copying it into each.
+[[nodiscard]] std::string render_event_frame_head(std::string_view subscription_id);
+
 [[nodiscard]] std::string render_ok(std::string_view event_id_hex,
                                     bool accepted,
                                     std::string_view message);

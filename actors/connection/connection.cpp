@@ -299,6 +299,7 @@ connection::open_subscription(const std::string& id, const std::vector<protocol:
   sub = subscription{};
   sub.generation = next_generation_++;
   sub.cost = wanted;
+  sub.frame_head = protocol::render_event_frame_head(id);
   return sub.generation;
 }
 
@@ -354,7 +355,7 @@ std::vector<std::string> connection::history_arrived(const std::string& id,
   return frames;
 }
 
-std::optional<std::string> connection::live_arrived(const std::string& id, std::uint64_t generation,
+std::optional<shared_event_frame> connection::live_arrived(const std::string& id, std::uint64_t generation,
                                                    const live_event& event, double clock) {
   auto it = subscriptions_.find(id);
   if (it == subscriptions_.end() || it->second.generation != generation)
@@ -371,7 +372,7 @@ std::optional<std::string> connection::live_arrived(const std::string& id, std::
       else if (sub.sent_in_history.contains(event.ev->id))
         return std::nullopt;
     }
-    return protocol::render_event_frame(id, *event.json);
+    return shared_event_frame{sub.frame_head, event.json};
   }
   // Held until EOSE; past the bound the oldest would be lost, so the newest are dropped instead
   // and the client still gets every event up to the bound in order.

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "actors/community/ban_list.hpp"
+#include "actors/frame_sink.hpp"
 #include "actors/community/member_cache.hpp"
 #include "actors/connection/ip_table.hpp"
 #include "actors/connection/rate_limiter.hpp"
@@ -212,10 +213,10 @@ public:
                                                          double clock = 0,
                                                          bool last = true);
 
-  /// The frame for a live event on subscription `id` registered as `generation`, or nothing
-  /// when the subscription is gone or was replaced since, or is still reading history (then
-  /// the event is held until EOSE).
-  [[nodiscard]] std::optional<std::string> live_arrived(const std::string& id,
+  /// The frame for a live event on subscription `id` registered as `generation` (sharing the
+  /// event's JSON), or nothing when the subscription is gone or was replaced since, or is still
+  /// reading history (then the event is held until EOSE).
+  [[nodiscard]] std::optional<shared_event_frame> live_arrived(const std::string& id,
                                                         std::uint64_t generation,
                                                         const live_event& event,
                                                         double clock = 0);
@@ -245,6 +246,8 @@ private:
     std::unordered_set<protocol::bytes32, protocol::bytes32_hash> sent_in_history;
     double history_sent_at = 0;
     filter_cost cost;
+    /// `["EVENT","<id>",`, rendered once: every live event frame starts with it.
+    std::string frame_head;
   };
 
   void forget_cost(const filter_cost& cost) noexcept;

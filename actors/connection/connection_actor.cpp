@@ -508,7 +508,7 @@ void on_access_changed(self_ptr self) {
 void on_deliver(self_ptr self, const live_event& event, const subscription_matches& subs) {
   for (const auto& sub : subs)
     if (auto frame = self->state.logic->live_arrived(sub.id, sub.generation, event, monotonic_seconds()))
-      send_frame(self, std::move(*frame));
+      self->state.args.sink->send_event(std::move(*frame));
   count_withheld(self);
 }
 

@@ -5,7 +5,9 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
+#include <array>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <boost/asio/as_tuple.hpp>
@@ -26,8 +28,9 @@ constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 namespace {
 
-/// Asio hands at most 64 buffers to one `sendmsg`, and each frame takes two (header, payload).
-constexpr std::size_t max_frames_per_write = 32;
+/// Asio hands at most 64 buffers to one `sendmsg`; each frame takes two (prefix, payload) and a
+/// batch ending in a live event one more (its `]`).
+constexpr std::size_t max_frames_per_write = 31;
 /// A write holds the socket's gate: a pong waits behind it, so one write stays modest.
 constexpr std::size_t max_bytes_per_write = 64 * 1024;
 
@@ -52,40 +55,92 @@ private:
   bool corked_ = false;
 };
 
-/// Every frame of `frames` in one gathered write, between (never inside) Beast's own writes.
-asio::awaitable<error_code> write_gathered(ws_stream& ws, const std::vector<std::string>& frames) {
-  std::vector<protocol::text_frame_header> headers;
-  headers.reserve(frames.size()); // the buffers point into it: it must not move
-  std::vector<asio::const_buffer> buffers;
-  buffers.reserve(2 * frames.size());
-  for (const auto& frame : frames) {
-    headers.push_back(protocol::make_text_frame_header(frame.size()));
-    buffers.emplace_back(headers.back().bytes.data(), headers.back().size);
-    buffers.emplace_back(frame.data(), frame.size());
+/// The buffers of one gathered write. Each frame's WebSocket header, and for a live event its
+/// head (`["EVENT","<sub>",`), go into one scratch string, after the `]` that ends the event
+/// before it; the payload (a whole frame's text, or the shared event JSON) is pointed at, never
+/// copied. So a frame takes two buffers and a batch at most one more.
+class gathered_buffers {
+public:
+  explicit gathered_buffers(const std::vector<outbound_frame>& frames) {
+    constexpr std::size_t header_max = sizeof(protocol::text_frame_header::bytes);
+    std::size_t scratch_bytes = shared_event_frame::tail.size();
+    for (const auto& frame : frames)
+      scratch_bytes += shared_event_frame::tail.size() + header_max + (frame.json ? frame.text.size() : 0);
+    scratch_.reserve(scratch_bytes);
+    std::vector<std::pair<std::size_t, std::size_t>> prefixes; // offset, length in scratch_
+    prefixes.reserve(frames.size() + 1);
+    bool event_open = false;
+    for (const auto& frame : frames) {
+      std::size_t at = scratch_.size();
+      close_event(event_open);
+      auto header = protocol::make_text_frame_header(frame.size());
+      scratch_.append(reinterpret_cast<const char*>(header.bytes.data()), header.size);
+      if (frame.json)
+        scratch_.append(frame.text);
+      prefixes.emplace_back(at, scratch_.size() - at);
+      event_open = frame.json != nullptr;
+    }
+    std::size_t at = scratch_.size();
+    close_event(event_open);
+    // Only now that scratch_ is complete: its data no longer moves.
+    buffers_.reserve(2 * frames.size() + 1);
+    for (std::size_t i = 0; i < frames.size(); ++i) {
+      buffers_.emplace_back(scratch_.data() + prefixes[i].first, prefixes[i].second);
+      const auto& payload = frames[i].json ? *frames[i].json : frames[i].text;
+      buffers_.emplace_back(payload.data(), payload.size());
+    }
+    if (scratch_.size() > at)
+      buffers_.emplace_back(scratch_.data() + at, scratch_.size() - at);
   }
+  gathered_buffers(const gathered_buffers&) = delete;
+  gathered_buffers& operator=(const gathered_buffers&) = delete;
+
+  [[nodiscard]] const std::vector<asio::const_buffer>& buffers() const { return buffers_; }
+
+private:
+  void close_event(bool event_open) {
+    if (event_open)
+      scratch_.append(shared_event_frame::tail);
+  }
+
+  std::string scratch_;
+  std::vector<asio::const_buffer> buffers_;
+};
+
+/// Every frame of `frames` in one gathered write, between (never inside) Beast's own writes.
+asio::awaitable<error_code> write_gathered(ws_stream& ws, const std::vector<outbound_frame>& frames) {
+  gathered_buffers gathered(frames);
   std::shared_ptr<socket_write_gate> gate = ws.next_layer().gate();
   co_await gate->enter();
   error_code ec = websocket::error::closed;
   if (!gate->closed()) {
     auto [written_ec, n] =
-      co_await asio::async_write(beast::get_lowest_layer(ws).socket(), buffers, use_tuple);
+      co_await asio::async_write(beast::get_lowest_layer(ws).socket(), gathered.buffers(), use_tuple);
     ec = written_ec;
   }
   gate->leave();
   co_return ec;
 }
 
-asio::awaitable<error_code> write_by_beast(ws_stream& ws, burst_cork& cork, const std::string& frame,
+/// A frame's payload as Beast takes it: the whole text, or head, shared JSON and `]`.
+std::array<asio::const_buffer, 3> payload_of(const outbound_frame& frame) {
+  if (!frame.json)
+    return {asio::buffer(frame.text), asio::const_buffer(), asio::const_buffer()};
+  return {asio::buffer(frame.text), asio::buffer(*frame.json),
+          asio::buffer(shared_event_frame::tail.data(), shared_event_frame::tail.size())};
+}
+
+asio::awaitable<error_code> write_by_beast(ws_stream& ws, burst_cork& cork, const outbound_frame& frame,
                                            const websocket_outbox& outbox) {
   cork.hold(outbox.pending_bytes() > frame.size());
   ws.text(true);
-  auto [ec, n] = co_await ws.async_write(asio::buffer(frame), use_tuple);
+  auto [ec, n] = co_await ws.async_write(payload_of(frame), use_tuple);
   if (outbox.pending_bytes() <= frame.size())
     cork.hold(false);
   co_return ec;
 }
 
-std::size_t bytes_in(const std::vector<std::string>& frames) {
+std::size_t bytes_in(const std::vector<outbound_frame>& frames) {
   std::size_t bytes = 0;
   for (const auto& frame : frames)
     bytes += frame.size();
@@ -123,7 +178,7 @@ asio::awaitable<void> write_loop(std::shared_ptr<ws_stream> ws,
   bool gathered = how == frame_writing::gathered;
   for (;;) {
     // A fresh batch each time: an idle connection keeps no buffers from its last burst.
-    std::vector<std::string> batch;
+    std::vector<outbound_frame> batch;
     if (!co_await outbox->next_batch(batch, gathered ? max_frames_per_write : 1, max_bytes_per_write))
       break;
     error_code ec;

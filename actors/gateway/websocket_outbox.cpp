@@ -38,6 +38,14 @@ bool websocket_outbox::over_bound(std::size_t frame_bytes) const {
 }
 
 void websocket_outbox::send(std::string frame) {
+  enqueue({std::move(frame), nullptr});
+}
+
+void websocket_outbox::send_event(shared_event_frame frame) {
+  enqueue({std::move(frame.head), std::move(frame.json)});
+}
+
+void websocket_outbox::enqueue(outbound_frame frame) {
   bool overflow = false;
   bool wake_writer = false;
   {
@@ -94,7 +102,7 @@ void websocket_outbox::wake() {
   asio::post(strand_, [self = shared_from_this()] { self->signal_.cancel(); });
 }
 
-asio::awaitable<bool> websocket_outbox::next_batch(std::vector<std::string>& batch,
+asio::awaitable<bool> websocket_outbox::next_batch(std::vector<outbound_frame>& batch,
                                                    std::size_t max_frames, std::size_t max_bytes) {
   for (;;) {
     {
@@ -114,7 +122,7 @@ asio::awaitable<bool> websocket_outbox::next_batch(std::vector<std::string>& bat
   }
 }
 
-void websocket_outbox::take_batch(std::vector<std::string>& batch, std::size_t max_frames,
+void websocket_outbox::take_batch(std::vector<outbound_frame>& batch, std::size_t max_frames,
                                   std::size_t max_bytes) {
   std::size_t bytes = 0;
   while (!queue_.empty() && batch.size() < max_frames) {

@@ -17,11 +17,25 @@
 
 namespace comb::actors {
 
+/// A queued frame: a whole text frame, or a live event frame kept in parts (`text` its head,
+/// `json` the event JSON shared with the other subscribers, then `]`).
+struct outbound_frame {
+  std::string text;
+  std::shared_ptr<const std::string> json; ///< null for a whole frame
+
+  /// The frame's payload length on the wire: what the outbox counts as pending.
+  [[nodiscard]] std::size_t size() const noexcept {
+    return text.size() + (json ? json->size() + shared_event_frame::tail.size() : 0);
+  }
+};
+
 /// The bounded queue between a connection actor (any thread) and its socket's writer coroutine
 /// (the socket's strand). Pending bytes count from `send` until the frame is written; a frame
 /// that would take them past `max_bytes` cuts the connection instead of growing the queue.
 /// The pending bytes of every outbox are summed in `relay_metrics::outbound_bytes`; past
 /// `max_pod_bytes` a connection that holds `pod_share_bytes` or more is cut the same way.
+/// A live event frame counts its whole length although its JSON is shared: the bound is on what
+/// the connection still has to write, whoever else holds the same JSON.
 class websocket_outbox final : public frame_sink,
                                public std::enable_shared_from_this<websocket_outbox> {
 public:
@@ -34,13 +48,15 @@ public:
 
   void send(std::string frame) override;
 
+  void send_event(shared_event_frame frame) override;
+
   void close(close_reason why) override;
 
   /// On the strand: waits for frames, then moves the oldest into `batch` (empty on entry), at
   /// most `max_frames` and, past the first, `max_bytes`. Returns false, with nothing moved, once
   /// the connection is closing (then `closing()` says why). Frames queued before a graceful
   /// close are still handed out. A burst leaves in one gathered write instead of one per frame.
-  boost::asio::awaitable<bool> next_batch(std::vector<std::string>& batch, std::size_t max_frames,
+  boost::asio::awaitable<bool> next_batch(std::vector<outbound_frame>& batch, std::size_t max_frames,
                                           std::size_t max_bytes);
 
   /// On the strand, after frames were written: they no longer count as pending.
@@ -58,9 +74,10 @@ public:
   [[nodiscard]] bool ending() const override { return closing().has_value(); }
 
 private:
+  void enqueue(outbound_frame frame);
   void wake();
   void count(std::int64_t delta); // under mutex_
-  void take_batch(std::vector<std::string>& batch, std::size_t max_frames,
+  void take_batch(std::vector<outbound_frame>& batch, std::size_t max_frames,
                   std::size_t max_bytes); // under mutex_
   [[nodiscard]] bool over_bound(std::size_t frame_bytes) const; // under mutex_
 
@@ -70,7 +87,7 @@ private:
   std::shared_ptr<relay_metrics> metrics_;
   std::size_t max_pod_bytes_;
   mutable std::mutex mutex_;
-  std::deque<std::string> queue_;
+  std::deque<outbound_frame> queue_;
   std::size_t pending_bytes_ = 0;
   /// `next_batch()` found the queue empty and waits (or is about to): the next frame must wake it.
   bool writer_waiting_ = false;

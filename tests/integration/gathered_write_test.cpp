@@ -4,6 +4,8 @@
 // corrupting either, and the close code still reaches the client.
 #include <catch2/catch.hpp>
 
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -193,4 +195,65 @@ TEST_CASE("with permessage-deflate offered, Beast frames each message and pongs 
   INFO(run.end.message() << " received " << run.received.size());
   CHECK(run.received == sent);
   CHECK(run.reason.code == static_cast<std::uint16_t>(close_reason::going_away));
+}
+
+namespace {
+
+/// Every third frame is a whole text; the others are live event frames sharing one of a few
+/// JSON payloads (lengths around the header's 125 / 65535 steps), as the fan-out sends them.
+struct mixed_frames {
+  std::vector<std::string> expected;
+  std::vector<std::optional<shared_event_frame>> events; ///< empty where `expected` is whole
+};
+
+mixed_frames mix_shared_and_whole(int count) {
+  std::vector<std::shared_ptr<const std::string>> shared;
+  for (std::size_t size : {1u, 100u, 123u, 124u, 125u, 126u, 500u, 65530u, 65536u, 70000u})
+    shared.push_back(std::make_shared<const std::string>(payload(size, size)));
+  mixed_frames mixed;
+  for (int i = 0; i < count; ++i) {
+    if (i % 3 == 0) {
+      mixed.expected.push_back(std::to_string(i) + ":" + payload(static_cast<std::size_t>(i % 300), 7));
+      mixed.events.emplace_back();
+      continue;
+    }
+    shared_event_frame frame{"[\"EVENT\",\"s" + std::to_string(i) + "\",",
+                             shared[static_cast<std::size_t>(i) % shared.size()]};
+    mixed.expected.push_back(frame.flattened());
+    mixed.events.emplace_back(std::move(frame));
+  }
+  return mixed;
+}
+
+asio::awaitable<void> queue_mixed(std::shared_ptr<websocket_outbox> outbox, const mixed_frames& mixed,
+                                  std::size_t part) {
+  asio::steady_timer pause(co_await asio::this_coro::executor);
+  for (std::size_t i = 0; i < mixed.expected.size(); ++i) {
+    if (mixed.events[i])
+      outbox->send_event(*mixed.events[i]);
+    else
+      outbox->send(mixed.expected[i]);
+    if ((i + 1) % part == 0) {
+      pause.expires_after(std::chrono::milliseconds(1));
+      co_await pause.async_wait(use_tuple);
+    }
+  }
+  outbox->close(close_reason::going_away);
+}
+
+} // namespace
+
+TEST_CASE("live event frames sharing one JSON arrive whole and in order among whole frames",
+          "[gateway][websocket]") {
+  for (auto how : {frame_writing::gathered, frame_writing::by_beast}) {
+    // Fewer through Beast's deflate, which corrupts long sequences itself (see above).
+    auto mixed = mix_shared_and_whole(how == frame_writing::gathered ? 600 : 150);
+    auto run = exchange(10, [&](std::shared_ptr<websocket_outbox> outbox, asio::io_context& io) {
+      asio::co_spawn(io, queue_mixed(outbox, mixed, 40), asio::detached);
+    }, how);
+    INFO("by_beast " << (how == frame_writing::by_beast) << " received " << run.received.size());
+    REQUIRE(run.received.size() == mixed.expected.size());
+    CHECK(run.received == mixed.expected);
+    CHECK(run.reason.code == static_cast<std::uint16_t>(close_reason::going_away));
+  }
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The Asio/Beast side of comb-bench: an event loop and callback-driven WebSocket client links.
 #include "tools/bench/ws_link.hpp"
+#include "tools/bench/loop_impl.hpp"
 
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
@@ -13,11 +14,6 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace websocket = beast::websocket;
 using asio::ip::tcp;
-
-struct event_loop::impl {
-  asio::io_context ioc{1};
-  asio::executor_work_guard<asio::io_context::executor_type> guard{ioc.get_executor()};
-};
 
 event_loop::event_loop() : impl_(std::make_unique<impl>()) {}
 
@@ -156,8 +152,10 @@ private:
 
 std::shared_ptr<link> open_link(event_loop& loop, const endpoint& where, bool deflate,
                                 link_handlers handlers) {
+  if (!deflate)
+    return open_plain_link(loop, where, std::move(handlers));
   auto made = std::make_shared<beast_link>(loop.impl_->ioc, std::move(handlers));
-  made->start(where, deflate);
+  made->start(where, true);
   return made;
 }
 

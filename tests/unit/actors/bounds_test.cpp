@@ -17,6 +17,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/strand.hpp>
 #include "protocol/filter_json.hpp"
+#include "protocol/relay_message.hpp"
 #include "support/signed_events.hpp"
 
 using namespace comb;
@@ -286,6 +287,29 @@ TEST_CASE("past the pod's outbound bound, readers holding a share or more are cu
     CHECK_FALSE(quick->closing());
     quick->written(mib / 2);
     CHECK(metrics->outbound_bytes.load() == 100);
+  }
+  io.restart();
+  io.poll();
+}
+
+TEST_CASE("a live event frame that shares its JSON counts its whole length against the bound",
+          "[actors][outbox]") {
+  boost::asio::io_context io;
+  auto metrics = std::make_shared<actors::relay_metrics>();
+  {
+    auto json = std::make_shared<const std::string>(1000, 'j');
+    actors::shared_event_frame frame{protocol::render_event_frame_head("sub"), json};
+    REQUIRE(frame.flattened() == protocol::render_event_frame("sub", *json));
+    auto outbox = std::make_shared<actors::websocket_outbox>(boost::asio::make_strand(io),
+                                                             3 * frame.size() - 1, metrics);
+    outbox->send_event(frame);
+    outbox->send_event(frame);
+    CHECK(outbox->pending_bytes() == 2 * frame.size());
+    CHECK(metrics->outbound_bytes.load() == static_cast<std::int64_t>(2 * frame.size()));
+    // The third copy would pass the bound by one byte, although its JSON is the same object.
+    outbox->send_event(frame);
+    CHECK(outbox->closing() == actors::close_reason::slow_reader);
+    CHECK(metrics->outbound_bytes.load() == 0);
   }
   io.restart();
   io.poll();

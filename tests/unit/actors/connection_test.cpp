@@ -76,7 +76,9 @@ TEST_CASE("history frames, EOSE, then held live events not already sent", "[acto
           protocol::render_event_frame("s", protocol::render_event_json(in_both)),
           protocol::render_eose("s"),
           protocol::render_event_frame("s", protocol::render_event_json(live_only))});
-  CHECK(c.live_arrived("s", generation, live(live_only)).has_value());
+  auto after_eose = c.live_arrived("s", generation, live(live_only));
+  REQUIRE(after_eose);
+  CHECK(after_eose->flattened() == protocol::render_event_frame("s", protocol::render_event_json(live_only)));
 }
 
 TEST_CASE("history in chunks: events of each, EOSE and held live events after the last only",

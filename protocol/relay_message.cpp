@@ -27,6 +27,12 @@ std::string render_event_frame(std::string_view subscription_id, std::string_vie
   return out;
 }
 
+std::string event_frame_prefix(std::string_view subscription_id) {
+  std::string out = open_frame("EVENT", subscription_id, 1);
+  out += ',';
+  return out;
+}
+
 std::string render_ok(std::string_view event_id_hex, bool accepted, std::string_view message) {
   std::string out = open_frame("OK", event_id_hex, message.size() + 8);
   out += accepted ? ",true," : ",false,";

@@ -13,6 +13,10 @@ namespace comb::protocol {
 [[nodiscard]] std::string render_event_frame(std::string_view subscription_id,
                                              std::string_view event_json);
 
+/// `["EVENT",<sub>,`: what render_event_frame puts before the event JSON (then `]` follows it),
+/// for a reader that builds each frame of a history reply around the stored JSON as it reads it.
+[[nodiscard]] std::string event_frame_prefix(std::string_view subscription_id);
+
 [[nodiscard]] std::string render_ok(std::string_view event_id_hex,
                                     bool accepted,
                                     std::string_view message);

@@ -131,23 +131,33 @@ query_result event_store::query_chunks(std::int64_t community_id,
                                        std::int64_t now,
                                        std::uint32_t default_limit,
                                        std::size_t chunk_bytes,
-                                       const chunk_handler& on_chunk) {
+                                       const chunk_handler& on_chunk,
+                                       std::string_view frame_prefix) {
   try {
     auto statement = history_sql(community_id, filters, now, default_limit);
-    if (!statement)
-      return query_result{true, {}, {}};
-    query_result chunk{true, {}, {}, false};
+    const query_result empty_chunk{true, {}, {}, false, frame_prefix.size()};
+    if (!statement) {
+      auto none = empty_chunk;
+      none.last = true;
+      return none;
+    }
+    query_result chunk = empty_chunk;
     std::size_t bytes = 0;
     bool handed_over = false; // a chunk left: the statement can no longer be sent again
     bool going_on = true;
     auto take_row = [&](const pg_reply& row) {
       auto raw = row.text(0, 0);
-      bytes += raw.size();
-      chunk.events.emplace_back(raw);
+      auto& item = chunk.events.emplace_back();
+      item.reserve(frame_prefix.size() + raw.size() + (frame_prefix.empty() ? 0 : 1));
+      item += frame_prefix;
+      item += raw;
+      if (!frame_prefix.empty())
+        item += ']';
+      bytes += item.size();
       if (bytes < chunk_bytes)
         return true;
       handed_over = true;
-      going_on = on_chunk(std::exchange(chunk, query_result{true, {}, {}, false}));
+      going_on = on_chunk(std::exchange(chunk, empty_chunk));
       bytes = 0;
       return going_on;
     };

@@ -3,6 +3,9 @@
 // purge of expired invites.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
+#include "protocol/relay_message.hpp"
 #include "storage/invite_store.hpp"
 #include "support/pg_test_database.hpp"
 #include "support/test_events.hpp"
@@ -59,6 +62,30 @@ TEST_CASE_METHOD(test::store_fixture, "a history reply is read in chunks of its 
     CHECK(calls == 2);
     auto again = events.query(community, {protocol::filter{}}, now, 100);
     CHECK(again.events == whole.events);
+  }
+  SECTION("with a frame prefix each row comes as its EVENT frame, counted whole in the chunk size") {
+    chunks.clear();
+    const std::string prefix = protocol::event_frame_prefix("sub");
+    std::size_t frame_bytes = prefix.size() + one + 1;
+    std::vector<std::size_t> prefixes;
+    auto keep_framed = [&](storage::query_result chunk) {
+      prefixes.push_back(chunk.frame_prefix);
+      chunks.push_back(std::move(chunk.events));
+      return true;
+    };
+    auto framed = events.query_chunks(community, {protocol::filter{}}, now, 100, 2 * frame_bytes,
+                                      keep_framed, prefix);
+    REQUIRE(framed.ok);
+    CHECK(framed.frame_prefix == prefix.size());
+    CHECK(chunks.size() == 5); // two frames reach the size: the rows' JSON alone would not
+    CHECK(std::all_of(prefixes.begin(), prefixes.end(), [&](auto p) { return p == prefix.size(); }));
+    std::vector<std::string> frames;
+    for (auto& c : chunks)
+      frames.insert(frames.end(), c.begin(), c.end());
+    frames.insert(frames.end(), framed.events.begin(), framed.events.end());
+    REQUIRE(frames.size() == whole.events.size());
+    for (std::size_t i = 0; i < frames.size(); ++i)
+      CHECK(frames[i] == protocol::render_event_frame("sub", whole.events[i]));
   }
 }
 

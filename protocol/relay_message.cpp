@@ -27,7 +27,7 @@ std::string render_event_frame(std::string_view subscription_id, std::string_vie
   return out;
 }
 
-std::string render_event_frame_head(std::string_view subscription_id) {
+std::string event_frame_prefix(std::string_view subscription_id) {
   std::string out = open_frame("EVENT", subscription_id, 1);
   out += ',';
   return out;

@@ -13,9 +13,10 @@ namespace comb::protocol {
 [[nodiscard]] std::string render_event_frame(std::string_view subscription_id,
                                              std::string_view event_json);
 
-/// `["EVENT",<sub>,`: what comes before the event JSON in an EVENT frame (then `]` ends it), for
-/// frames that keep one event JSON shared among subscribers instead of copying it into each.
-[[nodiscard]] std::string render_event_frame_head(std::string_view subscription_id);
+/// `["EVENT",<sub>,`: what render_event_frame puts before the event JSON (then `]` follows it),
+/// for frames built around a stored or shared event JSON (history rows as read; live frames
+/// that share one JSON among subscribers).
+[[nodiscard]] std::string event_frame_prefix(std::string_view subscription_id);
 
 [[nodiscard]] std::string render_ok(std::string_view event_id_hex,
                                     bool accepted,

@@ -76,6 +76,27 @@ pg_reply read_with_retry(pg_connection& connection, const sql_statement& stateme
   return reply;
 }
 
+/// The reply of `filters` as far as its JSON stays under `max_bytes` (bounded_history_sql),
+/// in one result; an empty success (no rows) when no filter can match.
+pg_reply small_reply(pg_connection& connection, std::int64_t community_id,
+                     const std::vector<protocol::filter>& filters, std::int64_t now,
+                     std::uint32_t default_limit, std::size_t max_bytes) {
+  auto bounded = bounded_history_sql(community_id, filters, now, default_limit, max_bytes);
+  if (!bounded)
+    return pg_reply{};
+  auto reply = connection.exec(bounded->text, bounded->params, bounded->fixed_plan);
+  if (!reply.ok() && reply.connection_lost())
+    reply = connection.exec(bounded->text, bounded->params, bounded->fixed_plan);
+  return reply;
+}
+
+/// Whether small_reply's rows are the whole reply: its last row's running total stayed under
+/// the bound, so no row was left out after it.
+bool whole_reply(const pg_reply& small, std::size_t max_bytes) {
+  int rows = small.rows();
+  return rows == 0 || static_cast<std::uint64_t>(small.integer(rows - 1, 1)) < max_bytes;
+}
+
 } // namespace
 
 event_store::event_store(pg_connection& connection) : connection_(connection) {}
@@ -131,32 +152,57 @@ query_result event_store::query_chunks(std::int64_t community_id,
                                        std::int64_t now,
                                        std::uint32_t default_limit,
                                        std::size_t chunk_bytes,
-                                       const chunk_handler& on_chunk) {
+                                       const chunk_handler& on_chunk,
+                                       std::string_view frame_prefix) {
   try {
-    auto statement = history_sql(community_id, filters, now, default_limit);
-    if (!statement)
-      return query_result{true, {}, {}};
-    query_result chunk{true, {}, {}, false};
+    const query_result empty_chunk{true, {}, {}, false, frame_prefix.size()};
+    query_result chunk = empty_chunk;
     std::size_t bytes = 0;
     bool handed_over = false; // a chunk left: the statement can no longer be sent again
     bool going_on = true;
-    auto take_row = [&](const pg_reply& row) {
-      auto raw = row.text(0, 0);
-      bytes += raw.size();
-      chunk.events.emplace_back(raw);
+    auto take = [&](const pg_reply& reply, int row) {
+      auto raw = reply.text(row, 0);
+      auto& item = chunk.events.emplace_back();
+      item.reserve(frame_prefix.size() + raw.size() + (frame_prefix.empty() ? 0 : 1));
+      item += frame_prefix;
+      item += raw;
+      if (!frame_prefix.empty())
+        item += ']';
+      bytes += item.size();
       if (bytes < chunk_bytes)
         return true;
       handed_over = true;
-      going_on = on_chunk(std::exchange(chunk, query_result{true, {}, {}, false}));
+      going_on = on_chunk(std::exchange(chunk, empty_chunk));
       bytes = 0;
       return going_on;
     };
+    const query_result abandoned{false, {}, "error: history reply abandoned"};
+    // A reply smaller than a chunk comes in one result: libpq's single-row mode builds, copies
+    // and frees a result for every row (about 1,700 instructions), the price of streaming only
+    // replies that need it. A larger one is read again, streamed.
+    auto small = small_reply(connection_, community_id, filters, now, default_limit, chunk_bytes);
+    if (!small.ok())
+      return query_result{false, {}, read_failed};
+    if (whole_reply(small, chunk_bytes)) {
+      for (int row = 0; row < small.rows(); ++row)
+        if (!take(small, row))
+          return abandoned;
+      chunk.last = true;
+      return chunk;
+    }
+    small = pg_reply{};
+    auto statement = history_sql(community_id, filters, now, default_limit);
+    if (!statement)
+      return query_result{false, {}, read_failed}; // cannot be: the bounded one had rows
+    auto take_row = [&](const pg_reply& row) { return take(row, 0); };
     const bool generic = statement->fixed_plan;
     auto reply = connection_.exec_rows(statement->text, statement->params, take_row, generic);
     if (!reply.ok() && reply.connection_lost() && !handed_over && chunk.events.empty())
       reply = connection_.exec_rows(statement->text, statement->params, take_row, generic);
-    if (!reply.ok() || !going_on)
-      return query_result{false, {}, going_on ? read_failed : "error: history reply abandoned"};
+    if (!going_on)
+      return abandoned;
+    if (!reply.ok())
+      return query_result{false, {}, read_failed};
     chunk.last = true;
     return chunk;
   } catch (const std::exception&) {

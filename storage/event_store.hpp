@@ -7,6 +7,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "protocol/event.hpp"
@@ -46,7 +47,11 @@ struct query_result {
   std::vector<std::string> events;
   std::string error; ///< "error: ..." when !ok
   bool last = true;  ///< false for a chunk that more chunks follow
+  /// 0: `events` are event JSON. Otherwise each is a whole EVENT frame (query_chunks'
+  /// `frame_prefix`, this many bytes, then the event JSON, then `]`).
+  std::size_t frame_prefix = 0;
 };
+
 
 /// Bytes of event JSON a result holds.
 [[nodiscard]] inline std::size_t bytes_of(const query_result& result) noexcept {
@@ -93,12 +98,15 @@ public:
   /// more than about one chunk is held here whatever the reply's size. `on_chunk` returns false
   /// to stop reading (the reply is then abandoned). Returns the final part: the events left
   /// (`last` true) or the failure; a failure after some chunks were handed over ends the reply.
+  /// With a `frame_prefix` (protocol::event_frame_prefix) each event comes as its whole EVENT
+  /// frame, built here from the row as it is read, so that nobody copies it again to send it.
   [[nodiscard]] query_result query_chunks(std::int64_t community_id,
                                           const std::vector<protocol::filter>& filters,
                                           std::int64_t now,
                                           std::uint32_t default_limit,
                                           std::size_t chunk_bytes,
-                                          const chunk_handler& on_chunk);
+                                          const chunk_handler& on_chunk,
+                                          std::string_view frame_prefix = {});
 
   /// NIP-45: how many distinct events match any of `filters` (limits ignored), leaving out
   /// what `hiding` keeps from the reader.

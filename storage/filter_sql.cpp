@@ -2,6 +2,7 @@
 #include "storage/filter_sql.hpp"
 
 #include <algorithm>
+#include <cstddef>
 
 #include "storage/event_rows.hpp"
 #include "storage/pg_array.hpp"
@@ -206,10 +207,14 @@ std::string hidden_rooms_sql(const protocol::room_hiding& hiding, param_list& pa
 
 } // namespace
 
-std::optional<sql_statement> history_sql(std::int64_t community_id,
-                                         const std::vector<protocol::filter>& filters,
-                                         std::int64_t now,
-                                         std::uint32_t default_limit) {
+namespace {
+
+/// history_sql's statement; with `order_columns` it also returns each row's `created_at` and
+/// `id` (the reply's order), as `raw, created_at, id`.
+std::optional<sql_statement> history_select(const std::vector<protocol::filter>& filters,
+                                            std::uint32_t default_limit,
+                                            bool order_columns,
+                                            param_list& params) {
   std::vector<std::pair<const protocol::filter*, std::uint32_t>> wanted;
   for (const auto& f : filters) {
     std::uint32_t limit = f.limit.value_or(default_limit);
@@ -218,22 +223,56 @@ std::optional<sql_statement> history_sql(std::int64_t community_id,
   }
   if (wanted.empty())
     return std::nullopt;
-  param_list params(community_id, now);
   if (wanted.size() == 1) {
     // A tag-driven read joins two tables: planning it for each REQ cost more than running it
     // (about 3 ms against 1 ms for 100 rows), and its plan is the read of its one tag value.
     const bool by_tag = reads_by_tag(*wanted[0].first);
-    return sql_statement{filter_select(*wanted[0].first, wanted[0].second, "e.raw", params),
-                         params.take(), by_tag};
+    const std::string columns = order_columns ? "e.raw, e.created_at, e.id" : "e.raw";
+    return sql_statement{filter_select(*wanted[0].first, wanted[0].second, columns, params), {},
+                         by_tag};
   }
   // Each filter keeps its own order and limit; the union removes events several filters found.
   std::vector<std::string> selects;
   for (const auto& [f, limit] : wanted)
     selects.push_back(filter_select(*f, limit, "e.id, e.created_at", params));
-  return sql_statement{"SELECT e.raw FROM (" + union_of(selects)
+  return sql_statement{std::string("SELECT e.raw") + (order_columns ? ", m.created_at, m.id" : "")
+                         + " FROM (" + union_of(selects)
                          + ") AS m JOIN events e ON e.community_id = $1::bigint AND e.id = m.id"
                            " ORDER BY m.created_at DESC, m.id",
-                       params.take(), false};
+                       {}, false};
+}
+
+} // namespace
+
+std::optional<sql_statement> history_sql(std::int64_t community_id,
+                                         const std::vector<protocol::filter>& filters,
+                                         std::int64_t now,
+                                         std::uint32_t default_limit) {
+  param_list params(community_id, now);
+  auto statement = history_select(filters, default_limit, false, params);
+  if (statement)
+    statement->params = params.take();
+  return statement;
+}
+
+std::optional<sql_statement> bounded_history_sql(std::int64_t community_id,
+                                                 const std::vector<protocol::filter>& filters,
+                                                 std::int64_t now,
+                                                 std::uint32_t default_limit,
+                                                 std::size_t max_bytes) {
+  param_list params(community_id, now);
+  auto inner = history_select(filters, default_limit, true, params);
+  if (!inner)
+    return std::nullopt;
+  // The running total in the reply's own order (the inner statement's, so nothing is sorted
+  // again): a row is returned while the rows before it hold less than max_bytes.
+  std::string bound = params.add(std::to_string(max_bytes), "bigint");
+  inner->text = "SELECT raw, upto FROM (SELECT raw, created_at, id, sum(octet_length(raw))"
+                " OVER (ORDER BY created_at DESC, id ROWS UNBOUNDED PRECEDING) AS upto FROM ("
+                + inner->text + ") AS h) AS w WHERE upto - octet_length(raw) < " + bound
+                + " ORDER BY created_at DESC, id";
+  inner->params = params.take();
+  return inner;
 }
 
 std::optional<sql_statement> count_sql(std::int64_t community_id,

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -30,6 +31,15 @@ struct sql_statement {
                                                        const std::vector<protocol::filter>& filters,
                                                        std::int64_t now,
                                                        std::uint32_t default_limit);
+
+/// history_sql's rows as long as their JSON adds up to less than `max_bytes` (the row that
+/// reaches it included), each as (raw, upto): `upto` is the bytes of JSON up to and including
+/// that row. The reply is whole when its last row's `upto` is below `max_bytes` (or it has
+/// none); otherwise rows may be missing and the caller reads history_sql's instead. So a
+/// reader may fetch a small reply in one result, never holding more than about `max_bytes`.
+[[nodiscard]] std::optional<sql_statement> bounded_history_sql(
+  std::int64_t community_id, const std::vector<protocol::filter>& filters, std::int64_t now,
+  std::uint32_t default_limit, std::size_t max_bytes);
 
 /// NIP-45: one statement returning a single row with the number of distinct matching events
 /// the reader may see (`hiding`: NIP-29 rooms, as a REQ would show them); limits are ignored.

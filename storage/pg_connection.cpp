@@ -298,8 +298,8 @@ pg_connection::ready(std::string_view sql, const pg_params& params, bool generic
   return statement;
 }
 
-pg_reply pg_connection::exec(std::string_view sql, const pg_params& params) {
-  auto readied = ready(sql, params, false);
+pg_reply pg_connection::exec(std::string_view sql, const pg_params& params, bool generic_plan) {
+  auto readied = ready(sql, params, generic_plan);
   if (auto* refused = std::get_if<pg_reply>(&readied))
     return std::move(*refused);
   const auto& s = std::get<ready_statement>(readied);
@@ -311,7 +311,7 @@ pg_reply pg_connection::exec(std::string_view sql, const pg_params& params) {
                                    nullptr, 0),
                     ends_transaction(sql));
   if (forget_if_stale(s.text, reply) && !in_transaction_)
-    return exec(sql, params); // outside a transaction nothing was changed: prepare it again
+    return exec(sql, params, generic_plan); // outside a transaction nothing changed: prepare again
   return reply;
 }
 

@@ -102,8 +102,10 @@ public:
   /// and cast in the SQL text where their type matters. A statement with parameters is
   /// prepared on its first use on a connection and executed by name afterwards, so Postgres
   /// parses and analyses each distinct text once per connection (at most 256 texts per
-  /// connection are kept prepared; others are sent unprepared every time).
-  [[nodiscard]] pg_reply exec(std::string_view sql, const pg_params& params = {});
+  /// connection are kept prepared; others are sent unprepared every time). `generic_plan`: as
+  /// for exec_rows.
+  [[nodiscard]] pg_reply exec(std::string_view sql, const pg_params& params = {},
+                              bool generic_plan = false);
 
   /// Runs one parameterized read like `exec`, but hands its rows over one at a time as they
   /// arrive (libpq single-row mode: each `row` holds one row), so a large result is never held

@@ -207,7 +207,7 @@ protocol::room_hiding connection::hidden_rooms() const {
   return hiding;
 }
 
-bool connection::rendered_visible(const std::string& json) {
+bool connection::rendered_visible(std::string_view json) {
   auto rooms = protocol::rooms_of_rendered(json);
   if (!rooms || rooms_visible(rooms->rooms, rooms->kind))
     return true;
@@ -299,7 +299,7 @@ connection::open_subscription(const std::string& id, const std::vector<protocol:
   sub = subscription{};
   sub.generation = next_generation_++;
   sub.cost = wanted;
-  sub.frame_head = protocol::render_event_frame_head(id);
+  sub.frame_head = protocol::event_frame_prefix(id);
   return sub.generation;
 }
 
@@ -325,9 +325,10 @@ bool connection::close_subscription(const std::string& id) {
 
 std::vector<std::string> connection::history_arrived(const std::string& id,
                                                      std::uint64_t generation,
-                                                     const std::vector<std::string>& events,
+                                                     std::vector<std::string> events,
                                                      double clock,
-                                                     bool last) {
+                                                     bool last,
+                                                     std::size_t frame_prefix) {
   auto it = subscriptions_.find(id);
   if (it == subscriptions_.end() || it->second.generation != generation || it->second.live)
     return {};
@@ -336,12 +337,19 @@ std::vector<std::string> connection::history_arrived(const std::string& id,
   frames.reserve(events.size() + (last ? sub.held.size() + 1 : 0));
   auto& sent = sub.sent_in_history;
   sub.history_sent_at = clock;
-  for (const auto& json : events) {
-    if (!rendered_visible(json))
+  // A room hides only its own events, so without rooms no row needs its tags read.
+  const bool any_room = policy_.members && policy_.members->rooms()->size() > 0;
+  for (auto& item : events) {
+    if (frame_prefix > 0 && item.size() <= frame_prefix)
+      continue; // not a frame the reader built
+    std::string_view json = item;
+    if (frame_prefix > 0)
+      json = json.substr(frame_prefix, item.size() - frame_prefix - 1);
+    if (any_room && !rendered_visible(json))
       continue;
     if (auto event_id = id_of_rendered_event(json))
       sent.insert(*event_id);
-    frames.push_back(protocol::render_event_frame(id, json));
+    frames.push_back(frame_prefix > 0 ? std::move(item) : protocol::render_event_frame(id, json));
   }
   if (!last)
     return frames;

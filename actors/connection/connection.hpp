@@ -206,12 +206,14 @@ public:
   /// Frames for the stored history of subscription `id`, which may come in several chunks: the
   /// events of each; after the `last` one EOSE, then live events that arrived meanwhile and were
   /// not in the history. Empty if the subscription is gone, was replaced since (`generation`
-  /// differs) or has already had its EOSE.
+  /// differs) or has already had its EOSE. `events` are event JSON, or (`frame_prefix` > 0)
+  /// their EVENT frames for `id` as the storage reader built them, sent as they are.
   [[nodiscard]] std::vector<std::string> history_arrived(const std::string& id,
                                                          std::uint64_t generation,
-                                                         const std::vector<std::string>& events,
+                                                         std::vector<std::string> events,
                                                          double clock = 0,
-                                                         bool last = true);
+                                                         bool last = true,
+                                                         std::size_t frame_prefix = 0);
 
   /// The frame for a live event on subscription `id` registered as `generation` (sharing the
   /// event's JSON), or nothing when the subscription is gone or was replaced since, or is still
@@ -255,7 +257,7 @@ private:
   [[nodiscard]] protocol::room_reader reader_of(const cached_room& room,
                                                 const std::optional<protocol::bytes32>& who) const;
   /// A stored or live event's JSON, when its room's flags let this connection see it.
-  [[nodiscard]] bool rendered_visible(const std::string& json);
+  [[nodiscard]] bool rendered_visible(std::string_view json);
 
   connection_policy policy_;
   std::string challenge_;

@@ -444,14 +444,17 @@ void count_withheld(self_ptr self) {
 }
 
 void on_history(self_ptr self, const std::string& sub, std::uint64_t generation,
-                const storage::query_result& result) {
+                storage::query_result& result) {
   auto& st = self->state;
+  // Counted before the frames move out of the chunk.
+  const std::size_t bytes = storage::bytes_of(result);
   if (!result.last) {
-    for (auto& frame : st.logic->history_arrived(sub, generation, result.events, monotonic_seconds(), false))
+    for (auto& frame : st.logic->history_arrived(sub, generation, std::move(result.events),
+                                                 monotonic_seconds(), false, result.frame_prefix))
       send_frame(self, std::move(frame));
     count_withheld(self);
     // Only now, with the frames in the socket's queue, which counts them from here on.
-    st.history->in_mailbox.fetch_sub(storage::bytes_of(result), std::memory_order_release);
+    st.history->in_mailbox.fetch_sub(bytes, std::memory_order_release);
     return;
   }
   st.logic->query_finished();
@@ -465,11 +468,12 @@ void on_history(self_ptr self, const std::string& sub, std::uint64_t generation,
     return;
   }
   double now = monotonic_seconds();
-  auto frames = st.logic->history_arrived(sub, generation, result.events, now);
+  auto frames = st.logic->history_arrived(sub, generation, std::move(result.events), now, true,
+                                          result.frame_prefix);
   count_withheld(self);
   for (auto& frame : frames)
     send_frame(self, std::move(frame));
-  st.history->in_mailbox.fetch_sub(storage::bytes_of(result), std::memory_order_release);
+  st.history->in_mailbox.fetch_sub(bytes, std::memory_order_release);
   if (frames.empty())
     return;
   if (auto started = st.req_started.find(sub); started != st.req_started.end()) {
@@ -531,7 +535,7 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, conn
       on_stored(self, ticket, outcome);
     },
     [=](history_atom, const std::string& sub, std::uint64_t generation,
-        const storage::query_result& result) { on_history(self, sub, generation, result); },
+        storage::query_result& result) { on_history(self, sub, generation, result); },
     [=](counted_atom, const std::string& sub, const storage::count_result& result) {
       self->state.logic->query_finished();
       start_waiting_queries(self);

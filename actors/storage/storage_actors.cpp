@@ -7,6 +7,7 @@
 #include <chrono>
 #include <thread>
 
+#include "protocol/relay_message.hpp"
 #include "storage/invite_store.hpp"
 #include "storage/nip43_rows.hpp"
 
@@ -172,7 +173,8 @@ void answer_history(caf::stateful_actor<reader_state>* self, const history_reque
     return true;
   };
   auto rest = s.store->query_chunks(request.community_id, request.filters, unix_now(),
-                                    s.args.default_limit, chunk_bytes, deliver);
+                                    s.args.default_limit, chunk_bytes, deliver,
+                                    protocol::event_frame_prefix(request.subscription_id));
   if (rest.ok && deliver(std::move(rest)))
     return;
   if (outcome != room::made) {

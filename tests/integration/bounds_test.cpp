@@ -3,6 +3,10 @@
 // purge of expired invites.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
+#include "protocol/relay_message.hpp"
+#include "storage/filter_sql.hpp"
 #include "storage/invite_store.hpp"
 #include "support/pg_test_database.hpp"
 #include "support/test_events.hpp"
@@ -59,6 +63,58 @@ TEST_CASE_METHOD(test::store_fixture, "a history reply is read in chunks of its 
     CHECK(calls == 2);
     auto again = events.query(community, {protocol::filter{}}, now, 100);
     CHECK(again.events == whole.events);
+  }
+  SECTION("a reply under the bound comes whole in one result; over it, it stops at the bound") {
+    auto read = [&](std::size_t max_bytes) {
+      auto bounded = storage::bounded_history_sql(community, {protocol::filter{}}, now, 100, max_bytes);
+      REQUIRE(bounded);
+      auto reply = connection.exec(bounded->text, bounded->params);
+      REQUIRE(reply.ok());
+      return reply;
+    };
+    auto all = read(10 * one + 1);
+    REQUIRE(all.rows() == 10);
+    for (int row = 0; row < 10; ++row) {
+      CHECK(all.text(row, 0) == whole.events[static_cast<std::size_t>(row)]);
+      CHECK(all.integer(row, 1) == static_cast<std::int64_t>((row + 1) * one));
+    }
+    // The row that reaches the bound is the last: its running total says rows may be missing.
+    auto cut = read(3 * one + one / 2);
+    REQUIRE(cut.rows() == 4);
+    CHECK(cut.integer(3, 1) >= static_cast<std::int64_t>(3 * one + one / 2));
+    CHECK(read(10 * one).rows() == 10); // exactly the bound: whole, but not known to be
+    // query_chunks reads either way and answers the same.
+    chunks.clear();
+    auto at_bound = events.query_chunks(community, {protocol::filter{}}, now, 100, 10 * one, keep);
+    REQUIRE(at_bound.ok);
+    CHECK(chunks.size() == 1);
+    CHECK(chunks.front() == whole.events);
+    auto under = events.query_chunks(community, {protocol::filter{}}, now, 100, 10 * one + 1, keep);
+    CHECK(under.events == whole.events);
+  }
+  SECTION("with a frame prefix each row comes as its EVENT frame, counted whole in the chunk size") {
+    chunks.clear();
+    const std::string prefix = protocol::event_frame_prefix("sub");
+    std::size_t frame_bytes = prefix.size() + one + 1;
+    std::vector<std::size_t> prefixes;
+    auto keep_framed = [&](storage::query_result chunk) {
+      prefixes.push_back(chunk.frame_prefix);
+      chunks.push_back(std::move(chunk.events));
+      return true;
+    };
+    auto framed = events.query_chunks(community, {protocol::filter{}}, now, 100, 2 * frame_bytes,
+                                      keep_framed, prefix);
+    REQUIRE(framed.ok);
+    CHECK(framed.frame_prefix == prefix.size());
+    CHECK(chunks.size() == 5); // two frames reach the size: the rows' JSON alone would not
+    CHECK(std::all_of(prefixes.begin(), prefixes.end(), [&](auto p) { return p == prefix.size(); }));
+    std::vector<std::string> frames;
+    for (auto& c : chunks)
+      frames.insert(frames.end(), c.begin(), c.end());
+    frames.insert(frames.end(), framed.events.begin(), framed.events.end());
+    REQUIRE(frames.size() == whole.events.size());
+    for (std::size_t i = 0; i < frames.size(); ++i)
+      CHECK(frames[i] == protocol::render_event_frame("sub", whole.events[i]));
   }
 }
 

@@ -37,6 +37,8 @@ int main(int argc, char** argv) {
   app.add_flag("--deflate", opts.deflate, "offer permessage-deflate (default: not offered)");
   app.add_option("--members", opts.members, "grow the community to this many members first (membership)");
   app.add_option("--key", key_file, "secret key file (64 hex or nsec) to sign with instead of fresh keys");
+  app.add_option("--shapes", opts.shapes, "query: shapes to time, comma-separated (default: all)")
+    ->delimiter(',');
   app.add_flag("--json", opts.json, "print one JSON object with the figures as the last line");
   CLI11_PARSE(app, argc, argv);
 

@@ -5,6 +5,7 @@
 #   bash tools/bench/bench_relay.sh start NAME PORT [BIN]   # prints the relay PID
 #   bash tools/bench/bench_relay.sh stop NAME
 # Extra COMB_* settings in the environment pass through (e.g. COMB_WS_DEFLATE=false).
+# BENCH_KEEP_DB=1 keeps the database of an earlier start of NAME (a preloaded store).
 set -euo pipefail
 cmd=$1 name=$2
 state=/tmp/comb-bench-relay-$name
@@ -14,7 +15,8 @@ start)
   port=$3 bin=${4:-$(cd "$(dirname "$0")/../.." && pwd)/build/bin/comb-relay}
   mkdir -p "$state"
   db="bench_${name//-/_}"
-  PGOPTIONS=--client-min-messages=warning psql -q "$base" -o /dev/null -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db" >/dev/null
+  [ "${BENCH_KEEP_DB:-0}" = 1 ] ||
+    PGOPTIONS=--client-min-messages=warning psql -q "$base" -o /dev/null -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db" >/dev/null
   data=$(mktemp -d)
   echo "$data" > "$state/data"
   ulimit -n "$(ulimit -Hn)"  # 10,000 connections need more than the default

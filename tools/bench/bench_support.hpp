@@ -34,6 +34,7 @@ struct options {
   long members = 10000;     ///< membership: grow the community to this many first
   std::optional<protocol::key_pair> key;
   bool json = false;
+  std::vector<std::string> shapes; ///< query: the shapes to time (empty: all of them)
 };
 
 /// Nothing (with a message on stderr) for anything but a ws:// URL to a loopback host.

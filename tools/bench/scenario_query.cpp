@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // query: preloads a store through the relay, then times REQ -> EOSE for typical filters.
 // connections: holds idle WebSocket connections and reads the relay's RSS before and after.
+#include <algorithm>
 #include <cstdio>
 #include <unistd.h>
 
@@ -109,7 +110,8 @@ int run_query(const options& opts, report& out) {
   std::vector<state> states(static_cast<std::size_t>(conns));
   std::vector<std::shared_ptr<client>> clients;
   const query_kind* current = nullptr;
-  double phase_seconds = seconds / static_cast<double>(kinds.size());
+  std::size_t timed = opts.shapes.empty() ? kinds.size() : opts.shapes.size();
+  double phase_seconds = seconds / static_cast<double>(std::max<std::size_t>(timed, 1));
   clock_type::time_point phase_start;
   samples latency;
   std::size_t done = 0, events = 0, outstanding = 0;
@@ -143,6 +145,9 @@ int run_query(const options& opts, report& out) {
   auto cpu = cpu_seconds();
   out.figure("connections", conns);
   for (const auto& kind : kinds) {
+    if (!opts.shapes.empty()
+        && std::find(opts.shapes.begin(), opts.shapes.end(), kind.name) == opts.shapes.end())
+      continue;
     current = &kind;
     latency = {};
     done = events = 0;

@@ -126,6 +126,28 @@ TEST_CASE("a live event matched under a replaced subscription's filters is dropp
   CHECK(c.live_arrived("s", second, live(test::sign_event(author, 1))).has_value());
 }
 
+TEST_CASE("history frames built by the reader are sent as they are, their ids remembered",
+          "[actors][connection]") {
+  connection c(connection_policy{}, "challenge");
+  auto generation = c.open_subscription("s\"1").value();
+  auto stored = test::sign_event(author, 1, "stored");
+  auto held = test::sign_event(author, 1, "held");
+  CHECK_FALSE(c.live_arrived("s\"1", generation, live(stored), 10.0));
+  CHECK_FALSE(c.live_arrived("s\"1", generation, live(held), 10.0));
+  auto prefix = protocol::event_frame_prefix("s\"1");
+  auto frame = protocol::render_event_frame("s\"1", protocol::render_event_json(stored));
+  REQUIRE(frame.starts_with(prefix));
+  auto frames = c.history_arrived("s\"1", generation, {frame, prefix.substr(0, 3)}, 10.0, true,
+                                  prefix.size());
+  // The frame as built, EOSE, and of the held events only the one history did not send; the
+  // item too short to be a frame is dropped.
+  CHECK(frames
+        == std::vector<std::string>{
+          frame, protocol::render_eose("s\"1"),
+          protocol::render_event_frame("s\"1", protocol::render_event_json(held))});
+  CHECK_FALSE(c.live_arrived("s\"1", generation, live(stored), 11.0));
+}
+
 TEST_CASE("a history event that reaches the fan-out after EOSE is not sent again",
           "[actors][connection]") {
   connection c(connection_policy{}, "challenge");

@@ -5,6 +5,7 @@
 
 #include "actors/connection/connection.hpp"
 #include "protocol/canonical_json.hpp"
+#include "protocol/relay_message.hpp"
 #include "support/signed_events.hpp"
 
 using namespace comb;
@@ -117,6 +118,16 @@ TEST_CASE("reads of rooms follow their flags", "[actors][rooms]") {
   REQUIRE(inside.open_subscription("s").ok());
   (void)inside.history_arrived("s", 1, {});
   CHECK(inside.live_arrived("s", 1, live));
+  // The same rule for history the reader sends as whole frames.
+  auto t = stranger.open_subscription("t");
+  REQUIRE(t.ok());
+  auto framed = stranger.history_arrived(
+    "t", t.value(), {protocol::render_event_frame("t", protocol::render_event_json(locked_chat)),
+             protocol::render_event_frame("t", protocol::render_event_json(open_chat))},
+    0, true, protocol::event_frame_prefix("t").size());
+  REQUIRE(framed.size() == 2);
+  CHECK(framed[0] == protocol::render_event_frame("t", protocol::render_event_json(open_chat)));
+  CHECK(stranger.take_withheld() == 1);
 }
 
 TEST_CASE("an event naming several rooms shows only where every one of them shows it",

@@ -5,6 +5,7 @@
 #include "protocol/canonical_json.hpp"
 #include "protocol/event_check.hpp"
 #include "protocol/event_json.hpp"
+#include "protocol/hex.hpp"
 #include "protocol/signature.hpp"
 #include "support/test_data.hpp"
 
@@ -39,6 +40,22 @@ event signed_event(std::uint32_t kind, std::vector<tag> tags, std::string conten
 }
 
 } // namespace
+
+TEST_CASE("lowercase hex decodes; any other character anywhere is refused", "[protocol][hex]") {
+  std::string hex;
+  for (int i = 0; i < 32; ++i)
+    hex += "0123456789abcdef"[i % 16], hex += "fedcba9876543210"[i % 16];
+  auto bytes = array_from_hex<32>(hex);
+  REQUIRE(bytes);
+  CHECK(to_hex(*bytes) == hex);
+  for (char bad : {'A', 'F', 'g', 'G', ' ', '\0', '/', ':', '`', static_cast<char>(0xff)})
+    for (std::size_t at : {std::size_t{0}, std::size_t{1}, std::size_t{33}, std::size_t{63}}) {
+      auto broken = hex;
+      broken[at] = bad;
+      CHECK_FALSE(array_from_hex<32>(broken));
+    }
+  CHECK_FALSE(array_from_hex<32>(hex.substr(1)));
+}
 
 TEST_CASE("events signed by nostr-tools parse, hash and verify identically",
           "[protocol][event]") {

@@ -10,7 +10,8 @@ using namespace comb::protocol;
 
 TEST_CASE("relay messages render as NIP-01 frames", "[protocol][relay_message]") {
   CHECK(render_event_frame("s\"1", R"({"id":"x"})") == R"(["EVENT","s\"1",{"id":"x"}])");
-  CHECK(render_event_frame_head("s\"1") + R"({"id":"x"})" + "]" == render_event_frame("s\"1", R"({"id":"x"})"));
+  // A history reader builds frames as prefix + event JSON + ']': the same bytes.
+  CHECK(event_frame_prefix("s\"1") + R"({"id":"x"})" + "]" == render_event_frame("s\"1", R"({"id":"x"})"));
   CHECK(render_ok(std::string(64, 'a'), true, "") == R"(["OK",")" + std::string(64, 'a') + R"(",true,""])");
   CHECK(render_ok(bytes32{}, false, "invalid: bad \"sig\"")
         == R"(["OK",")" + std::string(64, '0') + R"(",false,"invalid: bad \"sig\""])");

@@ -2,7 +2,6 @@
 #include "storage/batch_sql.hpp"
 
 #include <algorithm>
-#include <set>
 #include <tuple>
 
 #include "protocol/canonical_json.hpp"
@@ -197,10 +196,15 @@ pg_params event_columns_of(std::span<const event_write> writes,
           kind.str(), d_tag.str(), expires_at.str(), raw.str()};
 }
 
-/// Inserts the planned events; returns the keys actually inserted.
-std::variant<std::set<event_key>, pg_reply> insert_events(pg_connection& connection,
-                                                         std::span<const event_write> writes,
-                                                         const std::vector<std::size_t>& inserts) {
+/// Inserts the planned events. A plain INSERT, not `ON CONFLICT DO NOTHING`: the snapshot read
+/// under the batch's locks already found none of these ids stored, and the speculative insertion
+/// that ON CONFLICT needs costs every event a second probe of the primary key and one more WAL
+/// record. Only a concurrent writer committing one of the same ids can still collide; that
+/// fails the statement with unique_violation, and store_batch replays the whole batch, which
+/// then reads those ids as already stored.
+std::optional<pg_reply> insert_events(pg_connection& connection,
+                                      std::span<const event_write> writes,
+                                      const std::vector<std::size_t>& inserts) {
   // In (community, id) order: two writers or pods inserting the same events then wait on each
   // other's unique-index entries in one order, and never deadlock.
   std::vector<std::size_t> ordered = inserts;
@@ -211,15 +215,9 @@ std::variant<std::set<event_key>, pg_reply> insert_events(pg_connection& connect
   auto reply = connection.exec(
     "INSERT INTO events (community_id, id, pubkey, created_at, kind, d_tag, expires_at, raw)"
     " SELECT * FROM unnest($1::bigint[], $2::bytea[], $3::bytea[], $4::bigint[], $5::int[],"
-    " $6::text[], $7::bigint[], $8::text[])"
-    " ON CONFLICT (community_id, id) DO NOTHING RETURNING community_id, id",
+    " $6::text[], $7::bigint[], $8::text[])",
     event_columns_of(writes, ordered));
-  if (!reply.ok())
-    return reply;
-  std::set<event_key> inserted;
-  for (int row = 0; row < reply.rows(); ++row)
-    inserted.insert({reply.integer(row, 0), bytes32_field(reply, row, 1)});
-  return inserted;
+  return reply.ok() ? std::nullopt : std::optional(std::move(reply));
 }
 
 std::optional<pg_reply> insert_tags(pg_connection& connection,
@@ -320,18 +318,9 @@ std::optional<pg_reply> write_plan(pg_connection& connection,
   if (auto failed = delete_events(connection, plan.deletes))
     return failed;
   if (!plan.inserts.empty()) {
-    auto inserted = insert_events(connection, writes, plan.inserts);
-    if (auto* failed = std::get_if<pg_reply>(&inserted))
-      return std::move(*failed);
-    const auto& keys = std::get<std::set<event_key>>(inserted);
-    std::vector<std::size_t> written;
-    for (std::size_t index : plan.inserts) {
-      if (keys.contains({writes[index].community_id, writes[index].ev->id}))
-        written.push_back(index);
-      else
-        plan.outcomes[index] = store_outcome{store_outcome::status::duplicate, msg_already_have};
-    }
-    if (auto failed = insert_tags(connection, writes, written))
+    if (auto failed = insert_events(connection, writes, plan.inserts))
+      return failed;
+    if (auto failed = insert_tags(connection, writes, plan.inserts))
       return failed;
   }
   return remember_deletions(connection, plan);

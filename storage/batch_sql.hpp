@@ -24,7 +24,8 @@ namespace comb::storage {
                                                                    const batch_keys& keys);
 
 /// Writes the plan. An insert that finds its id already stored (a concurrent writer of the same
-/// regular event committed first) turns that write's outcome into a duplicate.
+/// event committed after the snapshot was read) fails with unique_violation (23505): the
+/// caller replays the batch, whose snapshot then holds that id.
 [[nodiscard]] std::optional<pg_reply> write_plan(pg_connection& connection,
                                                  std::span<const event_write> writes,
                                                  store_plan& plan);

@@ -171,26 +171,39 @@ std::optional<pg_reply> delete_events(pg_connection& connection,
   return reply.ok() ? std::nullopt : std::optional(std::move(reply));
 }
 
+/// The inserts' columns go as binary arrays: the events' JSON (most of the bytes) then needs no
+/// escaping here and no array-literal parsing in Postgres, nor the ids hex on either side.
+using column = pg_binary_array::element;
+
+pg_reply exec_binary(pg_connection& connection, std::string_view sql, const pg_params& params) {
+  return connection.exec(sql, params, std::vector<bool>(params.size(), true));
+}
+
 pg_params event_columns_of(std::span<const event_write> writes,
                            const std::vector<std::size_t>& inserts) {
-  pg_array community, id, pubkey, created_at, kind, d_tag, expires_at, raw;
+  pg_binary_array community(column::int8), id(column::bytea), pubkey(column::bytea),
+    created_at(column::int8), kind(column::int4), d_tag(column::text), expires_at(column::int8),
+    raw(column::text);
   for (std::size_t index : inserts) {
     const event_write& w = writes[index];
     const protocol::event& ev = *w.ev;
     community.add_integer(w.community_id);
-    id.add_bytea(ev.id);
-    pubkey.add_bytea(ev.pubkey);
+    id.add_bytes(ev.id);
+    pubkey.add_bytes(ev.pubkey);
     created_at.add_integer(ev.created_at);
     kind.add_integer(ev.kind);
     if (auto addr = address_of_event(w.community_id, ev))
-      d_tag.add_text(addr->d_key);
+      d_tag.add_bytes(std::string_view(addr->d_key));
     else
       d_tag.add_null();
     if (auto expiry = protocol::expiration_of(ev))
       expires_at.add_integer(*expiry);
     else
       expires_at.add_null();
-    raw.add_text(w.json ? *w.json : protocol::render_event_json(ev));
+    if (w.json)
+      raw.add_bytes(std::string_view(*w.json));
+    else
+      raw.add_bytes(std::string_view(protocol::render_event_json(ev)));
   }
   return {community.str(), id.str(), pubkey.str(), created_at.str(),
           kind.str(), d_tag.str(), expires_at.str(), raw.str()};
@@ -212,7 +225,8 @@ std::optional<pg_reply> insert_events(pg_connection& connection,
     return std::tie(writes[a].community_id, writes[a].ev->id)
            < std::tie(writes[b].community_id, writes[b].ev->id);
   });
-  auto reply = connection.exec(
+  auto reply = exec_binary(
+    connection,
     "INSERT INTO events (community_id, id, pubkey, created_at, kind, d_tag, expires_at, raw)"
     " SELECT * FROM unnest($1::bigint[], $2::bytea[], $3::bytea[], $4::bigint[], $5::int[],"
     " $6::text[], $7::bigint[], $8::text[])",
@@ -223,21 +237,23 @@ std::optional<pg_reply> insert_events(pg_connection& connection,
 std::optional<pg_reply> insert_tags(pg_connection& connection,
                                     std::span<const event_write> writes,
                                     const std::vector<std::size_t>& inserted) {
-  pg_array community, event_id, name, value, created_at, kind;
+  pg_binary_array community(column::int8), event_id(column::bytea), name(column::text),
+    value(column::text), created_at(column::int8), kind(column::int4);
   for (std::size_t index : inserted) {
     const event_write& w = writes[index];
     for (const auto& [tag_name, tag_value] : indexed_tags(*w.ev)) {
       community.add_integer(w.community_id);
-      event_id.add_bytea(w.ev->id);
-      name.add_text(std::string(1, tag_name));
-      value.add_text(tag_value);
+      event_id.add_bytes(w.ev->id);
+      name.add_bytes(std::string_view(&tag_name, 1));
+      value.add_bytes(std::string_view(tag_value));
       created_at.add_integer(w.ev->created_at);
       kind.add_integer(w.ev->kind);
     }
   }
   if (community.empty())
     return std::nullopt;
-  auto reply = connection.exec(
+  auto reply = exec_binary(
+    connection,
     "INSERT INTO event_tags (community_id, event_id, name, value, created_at, kind)"
     " SELECT * FROM unnest($1::bigint[], $2::bytea[], $3::text[], $4::text[], $5::bigint[],"
     " $6::int[])",

@@ -299,19 +299,36 @@ pg_connection::ready(std::string_view sql, const pg_params& params, bool generic
 }
 
 pg_reply pg_connection::exec(std::string_view sql, const pg_params& params) {
+  return exec(sql, params, {});
+}
+
+pg_reply pg_connection::exec(std::string_view sql, const pg_params& params,
+                             const std::vector<bool>& binary) {
   auto readied = ready(sql, params, false);
   if (auto* refused = std::get_if<pg_reply>(&readied))
     return std::move(*refused);
   const auto& s = std::get<ready_statement>(readied);
+  // Lengths and formats only matter for binary parameters; all-text statements pass none.
+  std::vector<int> lengths, formats;
+  for (std::size_t i = 0; i < binary.size() && i < params.size(); ++i) {
+    if (lengths.empty()) {
+      lengths.assign(params.size(), 0);
+      formats.assign(params.size(), 0);
+    }
+    formats[i] = binary[i] ? 1 : 0;
+    lengths[i] = params[i] ? static_cast<int>(params[i]->size()) : 0;
+  }
+  const int* length_data = lengths.empty() ? nullptr : lengths.data();
+  const int* format_data = formats.empty() ? nullptr : formats.data();
   if (s.prepared.empty())
-    return wrap(PQexecParams(conn_, s.text.c_str(), s.count(), nullptr, s.values.data(), nullptr,
-                             nullptr, 0),
+    return wrap(PQexecParams(conn_, s.text.c_str(), s.count(), nullptr, s.values.data(),
+                             length_data, format_data, 0),
                 ends_transaction(sql));
-  auto reply = wrap(PQexecPrepared(conn_, s.prepared.c_str(), s.count(), s.values.data(), nullptr,
-                                   nullptr, 0),
+  auto reply = wrap(PQexecPrepared(conn_, s.prepared.c_str(), s.count(), s.values.data(),
+                                   length_data, format_data, 0),
                     ends_transaction(sql));
   if (forget_if_stale(s.text, reply) && !in_transaction_)
-    return exec(sql, params); // outside a transaction nothing was changed: prepare it again
+    return exec(sql, params, binary); // outside a transaction nothing was changed: prepare again
   return reply;
 }
 

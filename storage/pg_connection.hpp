@@ -105,6 +105,12 @@ public:
   /// connection are kept prepared; others are sent unprepared every time).
   [[nodiscard]] pg_reply exec(std::string_view sql, const pg_params& params = {});
 
+  /// `exec` with some parameters in binary format: `binary[i]` true sends `params[i]` as raw
+  /// bytes of the type's binary form (e.g. a pg_binary_array), with its length, so Postgres
+  /// neither parses nor unescapes it. Shorter `binary` leaves the rest in text format.
+  [[nodiscard]] pg_reply exec(std::string_view sql, const pg_params& params,
+                              const std::vector<bool>& binary);
+
   /// Runs one parameterized read like `exec`, but hands its rows over one at a time as they
   /// arrive (libpq single-row mode: each `row` holds one row), so a large result is never held
   /// whole by libpq or the caller. `on_row` returns false to stop: the statement is then

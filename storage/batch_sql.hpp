@@ -11,9 +11,10 @@
 
 namespace comb::storage {
 
-// The statements of one store_batch transaction: a handful per batch whatever its size, each
-// taking whole columns as array parameters and unnesting them. All run inside a transaction
-// the caller opened; a returned pg_reply is the statement that failed.
+// The statements of one store_batch transaction: a handful per batch whatever its size. The
+// reads and deletes take whole columns as binary array parameters and unnest them; the events
+// and their tags go in by binary COPY. All run inside a transaction the caller opened; a
+// returned pg_reply is the statement that failed.
 
 /// Takes the batch's advisory locks, in the given (ascending) order.
 [[nodiscard]] std::optional<pg_reply> take_locks(pg_connection& connection,

@@ -66,6 +66,33 @@ private:
   bool has_null_ = false;
 };
 
+/// Rows in COPY's binary format (`COPY t (columns) FROM STDIN (FORMAT binary)`, sent with
+/// pg_connection::copy_in): each field raw, with its length, in the binary form of its column's
+/// type (8 bytes for bigint, 4 for integer, the bytes of text and bytea). Fields go in the order
+/// of the statement's column list; every row has `fields` of them.
+class pg_copy_rows {
+public:
+  explicit pg_copy_rows(std::uint16_t fields) : fields_(fields) {}
+
+  /// Starts the next row; then add exactly `fields` values.
+  void row();
+  void add_bytes(std::string_view value);
+  void add_bytes(std::span<const std::uint8_t> value);
+  void add_int8(std::int64_t value);
+  void add_int4(std::int32_t value);
+  void add_null();
+
+  [[nodiscard]] std::size_t rows() const noexcept { return rows_; }
+
+  /// The whole COPY input: signature, the rows, the end marker.
+  [[nodiscard]] std::string str() const;
+
+private:
+  std::uint16_t fields_;
+  std::string body_;
+  std::size_t rows_ = 0;
+};
+
 /// A single bytea parameter in hex form ("\x0a1b...").
 [[nodiscard]] std::string bytea_param(std::span<const std::uint8_t> value);
 

@@ -397,6 +397,29 @@ pg_reply pg_connection::exec_script(std::string_view constant_sql) {
   return wrap(PQexec(conn_, text.c_str()), ends_transaction(constant_sql));
 }
 
+pg_reply pg_connection::copy_in(std::string_view constant_sql, std::string_view data) {
+  if (auto not_ready = before_statement(constant_sql))
+    return std::move(*not_ready);
+  const std::string text(constant_sql);
+  ::pg_result* started = PQexec(conn_, text.c_str());
+  if (!started || PQresultStatus(started) != PGRES_COPY_IN)
+    return wrap(started, false);
+  PQclear(started);
+  // Blocking connection: PQputCopyData queues or sends everything, or fails on a broken link;
+  // either way the COPY's own result (its error, if any) comes from PQgetResult.
+  if (PQputCopyData(conn_, data.data(), static_cast<int>(data.size())) == 1)
+    (void)PQputCopyEnd(conn_, nullptr);
+  else
+    (void)PQputCopyEnd(conn_, "comb: could not send the COPY data");
+  ::pg_result* last = nullptr;
+  while (::pg_result* next = PQgetResult(conn_)) {
+    if (last)
+      PQclear(last);
+    last = next;
+  }
+  return wrap(last, false);
+}
+
 bool pg_connection::cancel() {
   std::lock_guard lock(cancel_mutex_);
   if (!cancel_)

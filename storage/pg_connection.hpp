@@ -123,6 +123,11 @@ public:
                                    const std::function<bool(const pg_reply& row)>& on_row,
                                    bool generic_plan = false);
 
+  /// Runs `COPY … FROM STDIN` (constant SQL, like exec_script's) and sends `data` as its whole
+  /// input, in the format the statement names (e.g. a pg_copy_rows in FORMAT binary). Returns
+  /// the COPY's outcome: rows loaded (affected_rows) or the error that stopped it.
+  [[nodiscard]] pg_reply copy_in(std::string_view constant_sql, std::string_view data);
+
   /// Runs a constant script of several statements (simple query protocol). For schema
   /// migrations only: the script must contain no value that came from outside the program.
   [[nodiscard]] pg_reply exec_script(std::string_view constant_sql);

@@ -72,6 +72,39 @@ TEST_CASE("binary array parameters arrive as the values they were built from",
   CHECK(c.exec("SELECT 1").ok());
 }
 
+TEST_CASE("binary COPY rows arrive as the values they were built from; a failed COPY is an error value",
+          "[integration][pg_connection]") {
+  storage::pg_connection c(test::admin_conninfo());
+  REQUIRE(c.exec("CREATE TEMP TABLE copied (n BIGINT PRIMARY KEY, k INTEGER, b BYTEA, t TEXT)").ok());
+  const std::string json = R"({"content":"a \"quote\",\t{braces}\\N NULL ð"})";
+  const std::uint8_t raw_id[3] = {0x00, 0x7f, 0xff};
+  storage::pg_copy_rows rows(4);
+  rows.row();
+  rows.add_int8(-1'764'000'000'123);
+  rows.add_int4(30023);
+  rows.add_bytes(std::span<const std::uint8_t>(raw_id));
+  rows.add_bytes(std::string_view(json));
+  rows.row();
+  rows.add_int8(2);
+  rows.add_null();
+  rows.add_null();
+  rows.add_bytes(std::string_view(""));
+  constexpr const char* copy = "COPY copied (n, k, b, t) FROM STDIN (FORMAT binary)";
+  auto loaded = c.copy_in(copy, rows.str());
+  REQUIRE(loaded.ok());
+  CHECK(loaded.affected_rows() == 2);
+  CHECK(scalar(c, "SELECT k::text || ' ' || encode(b, 'hex') FROM copied WHERE n = -1764000000123")
+        == "30023 007fff");
+  CHECK(scalar(c, "SELECT t = $1::text FROM copied WHERE n = -1764000000123", {json}) == "t");
+  CHECK(scalar(c, "SELECT k IS NULL AND b IS NULL AND t = '' FROM copied WHERE n = 2") == "t");
+  // The same rows again break the primary key: the error, its SQLSTATE, and a usable connection.
+  auto again = c.copy_in(copy, rows.str());
+  CHECK_FALSE(again.ok());
+  CHECK(again.sqlstate() == "23505");
+  CHECK_FALSE(again.connection_lost());
+  CHECK(scalar(c, "SELECT count(*) FROM copied") == "2");
+}
+
 TEST_CASE("errors come back as values with their SQLSTATE", "[integration][pg_connection]") {
   storage::pg_connection c(test::admin_conninfo());
   auto reply = c.exec("SELECT * FROM no_such_table");

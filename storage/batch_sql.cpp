@@ -2,7 +2,6 @@
 #include "storage/batch_sql.hpp"
 
 #include <algorithm>
-#include <set>
 #include <tuple>
 
 #include "protocol/canonical_json.hpp"
@@ -10,6 +9,16 @@
 
 namespace comb::storage {
 namespace {
+
+// -- binary parameters ------------------------------------------------------------
+
+// Every array parameter of these statements is sent in binary (pg_binary_array): no hex for the
+// ids and no literal for Postgres to parse and unescape.
+using pg_type = pg_binary_array::element;
+
+pg_reply exec_binary(pg_connection& connection, std::string_view sql, const pg_params& params) {
+  return connection.exec(sql, params, std::vector<bool>(params.size(), true));
+}
 
 // -- reading rows -------------------------------------------------------------
 
@@ -44,25 +53,25 @@ void add_event_rows(const pg_reply& reply, batch_snapshot& snapshot) {
 // -- array parameters -----------------------------------------------------------
 
 pg_params id_columns(const std::vector<event_key>& ids) {
-  pg_array communities;
-  pg_array event_ids;
+  pg_binary_array communities(pg_type::int8);
+  pg_binary_array event_ids(pg_type::bytea);
   for (const auto& key : ids) {
     communities.add_integer(key.community_id);
-    event_ids.add_bytea(key.id);
+    event_ids.add_bytes(key.id);
   }
   return {communities.str(), event_ids.str()};
 }
 
 pg_params address_columns(const std::vector<address>& addresses) {
-  pg_array communities;
-  pg_array pubkeys;
-  pg_array kinds;
-  pg_array d_tags;
+  pg_binary_array communities(pg_type::int8);
+  pg_binary_array pubkeys(pg_type::bytea);
+  pg_binary_array kinds(pg_type::int4);
+  pg_binary_array d_tags(pg_type::text);
   for (const auto& a : addresses) {
     communities.add_integer(a.community_id);
-    pubkeys.add_bytea(a.pubkey);
+    pubkeys.add_bytes(a.pubkey);
     kinds.add_integer(a.kind);
-    d_tags.add_text(a.d_key);
+    d_tags.add_bytes(std::string_view(a.d_key));
   }
   return {communities.str(), pubkeys.str(), kinds.str(), d_tags.str()};
 }
@@ -73,7 +82,8 @@ std::optional<pg_reply> read_ids(pg_connection& connection,
                                  const batch_keys& keys,
                                  batch_snapshot& snapshot) {
   const pg_params params = id_columns(keys.ids);
-  auto events = connection.exec(
+  auto events = exec_binary(
+    connection,
     std::string(event_columns)
       + " FROM unnest($1::bigint[], $2::bytea[]) AS k(community_id, id)"
         " JOIN events e ON e.community_id = k.community_id AND e.id = k.id",
@@ -81,7 +91,8 @@ std::optional<pg_reply> read_ids(pg_connection& connection,
   if (!events.ok())
     return events;
   add_event_rows(events, snapshot);
-  auto marks = connection.exec(
+  auto marks = exec_binary(
+    connection,
     "SELECT t.community_id, t.event_id, t.pubkey"
     " FROM unnest($1::bigint[], $2::bytea[]) AS k(community_id, id)"
     " JOIN deleted_events t ON t.community_id = k.community_id AND t.event_id = k.id",
@@ -98,14 +109,15 @@ std::optional<pg_reply> read_ids(pg_connection& connection,
 std::optional<pg_reply> read_bans(pg_connection& connection, const batch_keys& keys,
                                   batch_snapshot& snapshot) {
   pg_params params = id_columns(keys.ids);
-  pg_array communities, pubkeys;
+  pg_binary_array communities(pg_type::int8), pubkeys(pg_type::bytea);
   for (const auto& [community, pubkey] : keys.authors) {
     communities.add_integer(community);
-    pubkeys.add_bytea(pubkey);
+    pubkeys.add_bytes(pubkey);
   }
   params.emplace_back(communities.str());
   params.emplace_back(pubkeys.str());
-  auto bans = connection.exec(
+  auto bans = exec_binary(
+    connection,
     "SELECT 'e', b.community_id, b.event_id FROM unnest($1::bigint[], $2::bytea[])"
     " AS k(community_id, id) JOIN banned_events b ON b.community_id = k.community_id"
     " AND b.event_id = k.id"
@@ -135,15 +147,17 @@ std::optional<pg_reply> read_addresses(pg_connection& connection,
   if (keys.addresses.empty())
     return std::nullopt;
   const pg_params params = address_columns(keys.addresses);
-  auto versions = connection.exec(std::string(event_columns) + address_keys
-                                    + " JOIN events e ON e.community_id = k.community_id"
-                                      " AND e.pubkey = k.pubkey AND e.kind = k.kind"
-                                      " AND e.d_tag = k.d_tag",
-                                  params);
+  auto versions = exec_binary(connection,
+                              std::string(event_columns) + address_keys
+                                + " JOIN events e ON e.community_id = k.community_id"
+                                  " AND e.pubkey = k.pubkey AND e.kind = k.kind"
+                                  " AND e.d_tag = k.d_tag",
+                              params);
   if (!versions.ok())
     return versions;
   add_event_rows(versions, snapshot);
-  auto deleted = connection.exec(
+  auto deleted = exec_binary(
+    connection,
     std::string("SELECT d.community_id, d.pubkey, d.kind, d.d_tag, d.deleted_at") + address_keys
       + " JOIN deleted_addresses d ON d.community_id = k.community_id"
         " AND d.pubkey = k.pubkey AND d.kind = k.kind AND d.d_tag = k.d_tag",
@@ -165,97 +179,103 @@ std::optional<pg_reply> delete_events(pg_connection& connection,
                                       const std::vector<event_key>& keys) {
   if (keys.empty())
     return std::nullopt;
-  auto reply = connection.exec("DELETE FROM events e"
-                               " USING unnest($1::bigint[], $2::bytea[]) AS k(community_id, id)"
-                               " WHERE e.community_id = k.community_id AND e.id = k.id",
-                               id_columns(keys));
+  auto reply = exec_binary(connection,
+                           "DELETE FROM events e"
+                           " USING unnest($1::bigint[], $2::bytea[]) AS k(community_id, id)"
+                           " WHERE e.community_id = k.community_id AND e.id = k.id",
+                           id_columns(keys));
   return reply.ok() ? std::nullopt : std::optional(std::move(reply));
 }
 
-pg_params event_columns_of(std::span<const event_write> writes,
-                           const std::vector<std::size_t>& inserts) {
-  pg_array community, id, pubkey, created_at, kind, d_tag, expires_at, raw;
-  for (std::size_t index : inserts) {
-    const event_write& w = writes[index];
-    const protocol::event& ev = *w.ev;
-    community.add_integer(w.community_id);
-    id.add_bytea(ev.id);
-    pubkey.add_bytea(ev.pubkey);
-    created_at.add_integer(ev.created_at);
-    kind.add_integer(ev.kind);
-    if (auto addr = address_of_event(w.community_id, ev))
-      d_tag.add_text(addr->d_key);
-    else
-      d_tag.add_null();
-    if (auto expiry = protocol::expiration_of(ev))
-      expires_at.add_integer(*expiry);
-    else
-      expires_at.add_null();
-    raw.add_text(w.json ? *w.json : protocol::render_event_json(ev));
-  }
-  return {community.str(), id.str(), pubkey.str(), created_at.str(),
-          kind.str(), d_tag.str(), expires_at.str(), raw.str()};
-}
+// The inserts are COPYs in binary format: no array literal to escape here and parse there, no
+// function scan unnesting columns into rows, and Postgres inserts the rows in bulk (one WAL
+// record per heap page rather than per row).
 
-/// Inserts the planned events; returns the keys actually inserted.
-std::variant<std::set<event_key>, pg_reply> insert_events(pg_connection& connection,
-                                                         std::span<const event_write> writes,
-                                                         const std::vector<std::size_t>& inserts) {
-  // In (community, id) order: two writers or pods inserting the same events then wait on each
-  // other's unique-index entries in one order, and never deadlock.
+/// The events' rows, in (community, id) order: two writers or pods inserting the same events
+/// then wait on each other's unique-index entries in one order, and never deadlock.
+std::string event_rows(std::span<const event_write> writes, const std::vector<std::size_t>& inserts) {
   std::vector<std::size_t> ordered = inserts;
   std::sort(ordered.begin(), ordered.end(), [&](std::size_t a, std::size_t b) {
     return std::tie(writes[a].community_id, writes[a].ev->id)
            < std::tie(writes[b].community_id, writes[b].ev->id);
   });
-  auto reply = connection.exec(
-    "INSERT INTO events (community_id, id, pubkey, created_at, kind, d_tag, expires_at, raw)"
-    " SELECT * FROM unnest($1::bigint[], $2::bytea[], $3::bytea[], $4::bigint[], $5::int[],"
-    " $6::text[], $7::bigint[], $8::text[])"
-    " ON CONFLICT (community_id, id) DO NOTHING RETURNING community_id, id",
-    event_columns_of(writes, ordered));
-  if (!reply.ok())
-    return reply;
-  std::set<event_key> inserted;
-  for (int row = 0; row < reply.rows(); ++row)
-    inserted.insert({reply.integer(row, 0), bytes32_field(reply, row, 1)});
-  return inserted;
+  pg_copy_rows rows(8);
+  for (std::size_t index : ordered) {
+    const event_write& w = writes[index];
+    const protocol::event& ev = *w.ev;
+    rows.row();
+    rows.add_int8(w.community_id);
+    rows.add_bytes(ev.id);
+    rows.add_bytes(ev.pubkey);
+    rows.add_int8(ev.created_at);
+    rows.add_int4(static_cast<std::int32_t>(ev.kind));
+    if (auto addr = address_of_event(w.community_id, ev))
+      rows.add_bytes(std::string_view(addr->d_key));
+    else
+      rows.add_null();
+    if (auto expiry = protocol::expiration_of(ev))
+      rows.add_int8(*expiry);
+    else
+      rows.add_null();
+    if (w.json)
+      rows.add_bytes(std::string_view(*w.json));
+    else
+      rows.add_bytes(std::string_view(protocol::render_event_json(ev)));
+  }
+  return rows.str();
+}
+
+/// Inserts the planned events. A plain insert, not `ON CONFLICT DO NOTHING`: the snapshot read
+/// under the batch's locks already found none of these ids stored, and the speculative insertion
+/// that ON CONFLICT needs costs every event a second probe of the primary key and one more WAL
+/// record. Only a concurrent writer committing one of the same ids can still collide; that
+/// fails the COPY with unique_violation, and store_batch replays the whole batch, which then
+/// reads those ids as already stored.
+std::optional<pg_reply> insert_events(pg_connection& connection,
+                                      std::span<const event_write> writes,
+                                      const std::vector<std::size_t>& inserts) {
+  auto reply = connection.copy_in(
+    "COPY events (community_id, id, pubkey, created_at, kind, d_tag, expires_at, raw)"
+    " FROM STDIN (FORMAT binary)",
+    event_rows(writes, inserts));
+  return reply.ok() ? std::nullopt : std::optional(std::move(reply));
 }
 
 std::optional<pg_reply> insert_tags(pg_connection& connection,
                                     std::span<const event_write> writes,
                                     const std::vector<std::size_t>& inserted) {
-  pg_array community, event_id, name, value, created_at, kind;
+  pg_copy_rows rows(6);
   for (std::size_t index : inserted) {
     const event_write& w = writes[index];
     for (const auto& [tag_name, tag_value] : indexed_tags(*w.ev)) {
-      community.add_integer(w.community_id);
-      event_id.add_bytea(w.ev->id);
-      name.add_text(std::string(1, tag_name));
-      value.add_text(tag_value);
-      created_at.add_integer(w.ev->created_at);
-      kind.add_integer(w.ev->kind);
+      rows.row();
+      rows.add_int8(w.community_id);
+      rows.add_bytes(w.ev->id);
+      rows.add_bytes(std::string_view(&tag_name, 1));
+      rows.add_bytes(std::string_view(tag_value));
+      rows.add_int8(w.ev->created_at);
+      rows.add_int4(static_cast<std::int32_t>(w.ev->kind));
     }
   }
-  if (community.empty())
+  if (rows.rows() == 0)
     return std::nullopt;
-  auto reply = connection.exec(
-    "INSERT INTO event_tags (community_id, event_id, name, value, created_at, kind)"
-    " SELECT * FROM unnest($1::bigint[], $2::bytea[], $3::text[], $4::text[], $5::bigint[],"
-    " $6::int[])",
-    {community.str(), event_id.str(), name.str(), value.str(), created_at.str(), kind.str()});
+  auto reply = connection.copy_in(
+    "COPY event_tags (community_id, event_id, name, value, created_at, kind)"
+    " FROM STDIN (FORMAT binary)",
+    rows.str());
   return reply.ok() ? std::nullopt : std::optional(std::move(reply));
 }
 
 std::optional<pg_reply> remember_deletions(pg_connection& connection, const store_plan& plan) {
   if (!plan.tombstones.empty()) {
-    pg_array community, event_id, pubkey;
+    pg_binary_array community(pg_type::int8), event_id(pg_type::bytea), pubkey(pg_type::bytea);
     for (const auto& mark : plan.tombstones) {
       community.add_integer(mark.key.community_id);
-      event_id.add_bytea(mark.key.id);
-      pubkey.add_bytea(mark.pubkey);
+      event_id.add_bytes(mark.key.id);
+      pubkey.add_bytes(mark.pubkey);
     }
-    auto reply = connection.exec(
+    auto reply = exec_binary(
+      connection,
       "INSERT INTO deleted_events (community_id, event_id, pubkey)"
       " SELECT * FROM unnest($1::bigint[], $2::bytea[], $3::bytea[]) ON CONFLICT DO NOTHING",
       {community.str(), event_id.str(), pubkey.str()});
@@ -265,14 +285,15 @@ std::optional<pg_reply> remember_deletions(pg_connection& connection, const stor
   if (plan.address_deletions.empty())
     return std::nullopt;
   std::vector<address> addresses;
-  pg_array deleted_at;
+  pg_binary_array deleted_at(pg_type::int8);
   for (const auto& [addr, at] : plan.address_deletions) {
     addresses.push_back(addr);
     deleted_at.add_integer(at);
   }
   pg_params params = address_columns(addresses);
   params.emplace_back(deleted_at.str());
-  auto reply = connection.exec(
+  auto reply = exec_binary(
+    connection,
     "INSERT INTO deleted_addresses (community_id, pubkey, kind, d_tag, deleted_at)"
     " SELECT * FROM unnest($1::bigint[], $2::bytea[], $3::int[], $4::text[], $5::bigint[])"
     " ON CONFLICT (community_id, pubkey, kind, d_tag) DO UPDATE"
@@ -320,18 +341,9 @@ std::optional<pg_reply> write_plan(pg_connection& connection,
   if (auto failed = delete_events(connection, plan.deletes))
     return failed;
   if (!plan.inserts.empty()) {
-    auto inserted = insert_events(connection, writes, plan.inserts);
-    if (auto* failed = std::get_if<pg_reply>(&inserted))
-      return std::move(*failed);
-    const auto& keys = std::get<std::set<event_key>>(inserted);
-    std::vector<std::size_t> written;
-    for (std::size_t index : plan.inserts) {
-      if (keys.contains({writes[index].community_id, writes[index].ev->id}))
-        written.push_back(index);
-      else
-        plan.outcomes[index] = store_outcome{store_outcome::status::duplicate, msg_already_have};
-    }
-    if (auto failed = insert_tags(connection, writes, written))
+    if (auto failed = insert_events(connection, writes, plan.inserts))
+      return failed;
+    if (auto failed = insert_tags(connection, writes, plan.inserts))
       return failed;
   }
   return remember_deletions(connection, plan);

@@ -11,9 +11,10 @@
 
 namespace comb::storage {
 
-// The statements of one store_batch transaction: a handful per batch whatever its size, each
-// taking whole columns as array parameters and unnesting them. All run inside a transaction
-// the caller opened; a returned pg_reply is the statement that failed.
+// The statements of one store_batch transaction: a handful per batch whatever its size. The
+// reads and deletes take whole columns as binary array parameters and unnest them; the events
+// and their tags go in by binary COPY. All run inside a transaction the caller opened; a
+// returned pg_reply is the statement that failed.
 
 /// Takes the batch's advisory locks, in the given (ascending) order.
 [[nodiscard]] std::optional<pg_reply> take_locks(pg_connection& connection,
@@ -24,7 +25,8 @@ namespace comb::storage {
                                                                    const batch_keys& keys);
 
 /// Writes the plan. An insert that finds its id already stored (a concurrent writer of the same
-/// regular event committed first) turns that write's outcome into a duplicate.
+/// event committed after the snapshot was read) fails with unique_violation (23505): the
+/// caller replays the batch, whose snapshot then holds that id.
 [[nodiscard]] std::optional<pg_reply> write_plan(pg_connection& connection,
                                                  std::span<const event_write> writes,
                                                  store_plan& plan);

@@ -67,6 +67,12 @@ batch_attempt attempt_batch(pg_connection& connection, std::span<const event_wri
   return attempt;
 }
 
+/// Another writer (a second writer of this pod, another pod) inserted one of the batch's ids
+/// after the batch read its snapshot: the events insert met the primary key (unique_violation).
+bool lost_insert_race(const pg_reply& failure) {
+  return failure.sqlstate() == "23505";
+}
+
 /// A read-only statement, sent again once on a fresh connection if the first one was lost
 /// (a restarted server, a terminated backend): reading twice is harmless.
 pg_reply read_with_retry(pg_connection& connection, const sql_statement& statement) {
@@ -114,6 +120,15 @@ std::vector<store_outcome> event_store::store_batch(std::span<const event_write>
       // Nothing was committed; the next statement reconnects, so replaying is safe.
       batch_attempt again = attempt_batch(connection_, writes);
       return again.failure ? all_failed(writes.size()) : std::move(again.outcomes);
+    }
+    if (lost_insert_race(*first.failure)) {
+      // The other writer has committed by now (Postgres raised the error only then): replayed,
+      // the batch reads those ids as stored and answers them as duplicates.
+      batch_attempt again = attempt_batch(connection_, writes);
+      if (!again.failure)
+        return std::move(again.outcomes);
+      if (again.commit_sent)
+        return all_failed(writes.size());
     }
     if (writes.size() == 1)
       return all_failed(1);

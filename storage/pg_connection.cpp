@@ -299,19 +299,42 @@ pg_connection::ready(std::string_view sql, const pg_params& params, bool generic
 }
 
 pg_reply pg_connection::exec(std::string_view sql, const pg_params& params, bool generic_plan) {
+  return exec_formatted(sql, params, generic_plan, {});
+}
+
+pg_reply pg_connection::exec(std::string_view sql, const pg_params& params,
+                             const std::vector<bool>& binary) {
+  return exec_formatted(sql, params, false, binary);
+}
+
+pg_reply pg_connection::exec_formatted(std::string_view sql, const pg_params& params,
+                                       bool generic_plan, const std::vector<bool>& binary) {
   auto readied = ready(sql, params, generic_plan);
   if (auto* refused = std::get_if<pg_reply>(&readied))
     return std::move(*refused);
   const auto& s = std::get<ready_statement>(readied);
+  // Lengths and formats only matter for binary parameters; all-text statements pass none.
+  std::vector<int> lengths, formats;
+  for (std::size_t i = 0; i < binary.size() && i < params.size(); ++i) {
+    if (lengths.empty()) {
+      lengths.assign(params.size(), 0);
+      formats.assign(params.size(), 0);
+    }
+    formats[i] = binary[i] ? 1 : 0;
+    lengths[i] = params[i] ? static_cast<int>(params[i]->size()) : 0;
+  }
+  const int* length_data = lengths.empty() ? nullptr : lengths.data();
+  const int* format_data = formats.empty() ? nullptr : formats.data();
   if (s.prepared.empty())
-    return wrap(PQexecParams(conn_, s.text.c_str(), s.count(), nullptr, s.values.data(), nullptr,
-                             nullptr, 0),
+    return wrap(PQexecParams(conn_, s.text.c_str(), s.count(), nullptr, s.values.data(),
+                             length_data, format_data, 0),
                 ends_transaction(sql));
-  auto reply = wrap(PQexecPrepared(conn_, s.prepared.c_str(), s.count(), s.values.data(), nullptr,
-                                   nullptr, 0),
+  auto reply = wrap(PQexecPrepared(conn_, s.prepared.c_str(), s.count(), s.values.data(),
+                                   length_data, format_data, 0),
                     ends_transaction(sql));
   if (forget_if_stale(s.text, reply) && !in_transaction_)
-    return exec(sql, params, generic_plan); // outside a transaction nothing changed: prepare again
+    // Outside a transaction nothing was changed: prepare again.
+    return exec_formatted(sql, params, generic_plan, binary);
   return reply;
 }
 
@@ -378,6 +401,29 @@ pg_reply pg_connection::exec_script(std::string_view constant_sql) {
     return std::move(*not_ready);
   const std::string text(constant_sql);
   return wrap(PQexec(conn_, text.c_str()), ends_transaction(constant_sql));
+}
+
+pg_reply pg_connection::copy_in(std::string_view constant_sql, std::string_view data) {
+  if (auto not_ready = before_statement(constant_sql))
+    return std::move(*not_ready);
+  const std::string text(constant_sql);
+  ::pg_result* started = PQexec(conn_, text.c_str());
+  if (!started || PQresultStatus(started) != PGRES_COPY_IN)
+    return wrap(started, false);
+  PQclear(started);
+  // Blocking connection: PQputCopyData queues or sends everything, or fails on a broken link;
+  // either way the COPY's own result (its error, if any) comes from PQgetResult.
+  if (PQputCopyData(conn_, data.data(), static_cast<int>(data.size())) == 1)
+    (void)PQputCopyEnd(conn_, nullptr);
+  else
+    (void)PQputCopyEnd(conn_, "comb: could not send the COPY data");
+  ::pg_result* last = nullptr;
+  while (::pg_result* next = PQgetResult(conn_)) {
+    if (last)
+      PQclear(last);
+    last = next;
+  }
+  return wrap(last, false);
 }
 
 bool pg_connection::cancel() {

@@ -107,6 +107,12 @@ public:
   [[nodiscard]] pg_reply exec(std::string_view sql, const pg_params& params = {},
                               bool generic_plan = false);
 
+  /// `exec` with some parameters in binary format: `binary[i]` true sends `params[i]` as raw
+  /// bytes of the type's binary form (e.g. a pg_binary_array), with its length, so Postgres
+  /// neither parses nor unescapes it. Shorter `binary` leaves the rest in text format.
+  [[nodiscard]] pg_reply exec(std::string_view sql, const pg_params& params,
+                              const std::vector<bool>& binary);
+
   /// Runs one parameterized read like `exec`, but hands its rows over one at a time as they
   /// arrive (libpq single-row mode: each `row` holds one row), so a large result is never held
   /// whole by libpq or the caller. `on_row` returns false to stop: the statement is then
@@ -118,6 +124,11 @@ public:
   [[nodiscard]] pg_reply exec_rows(std::string_view sql, const pg_params& params,
                                    const std::function<bool(const pg_reply& row)>& on_row,
                                    bool generic_plan = false);
+
+  /// Runs `COPY … FROM STDIN` (constant SQL, like exec_script's) and sends `data` as its whole
+  /// input, in the format the statement names (e.g. a pg_copy_rows in FORMAT binary). Returns
+  /// the COPY's outcome: rows loaded (affected_rows) or the error that stopped it.
+  [[nodiscard]] pg_reply copy_in(std::string_view constant_sql, std::string_view data);
 
   /// Runs a constant script of several statements (simple query protocol). For schema
   /// migrations only: the script must contain no value that came from outside the program.
@@ -162,6 +173,9 @@ private:
   [[nodiscard]] std::variant<ready_statement, pg_reply> ready(std::string_view sql,
                                                               const pg_params& params,
                                                               bool generic_plan);
+  /// Both `exec` forms: `binary[i]` true sends parameter i in binary format.
+  [[nodiscard]] pg_reply exec_formatted(std::string_view sql, const pg_params& params,
+                                        bool generic_plan, const std::vector<bool>& binary);
   /// Whether a statement failed because its prepared form is stale or gone (then forgotten).
   bool forget_if_stale(const std::string& text, const pg_reply& reply);
   /// Switches the session's plan_cache_mode when it differs (outside transactions only).

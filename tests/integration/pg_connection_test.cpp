@@ -4,6 +4,7 @@
 #include <string>
 #include <thread>
 
+#include "storage/pg_array.hpp"
 #include "support/pg_test_database.hpp"
 
 using namespace comb;
@@ -35,6 +36,73 @@ TEST_CASE("values travel as parameters, quotes and all", "[integration][pg_conne
   REQUIRE(reply.ok());
   CHECK(reply.text(0, 0) == tricky);
   CHECK(reply.text(0, 1) == "t");
+}
+
+TEST_CASE("binary array parameters arrive as the values they were built from",
+          "[integration][pg_connection]") {
+  storage::pg_connection c(test::admin_conninfo());
+  using element = storage::pg_binary_array::element;
+  storage::pg_binary_array texts(element::text), ids(element::bytea), big(element::int8),
+    small(element::int4), none(element::text);
+  // What a literal would have to escape: quotes, backslashes, commas, braces, the word NULL.
+  const std::string json = R"({"content":"a \"quote\", {braces}, NULL \\ ð"})";
+  texts.add_bytes(std::string_view(json));
+  texts.add_null();
+  texts.add_bytes(std::string_view(""));
+  const std::uint8_t raw_id[3] = {0x00, 0x7f, 0xff};
+  ids.add_bytes(std::span<const std::uint8_t>(raw_id));
+  big.add_integer(-5);
+  big.add_integer(1'764'000'000'123);
+  small.add_integer(30023);
+  small.add_null();
+  auto reply = c.exec(
+    "SELECT $1::text[] = ARRAY[$6::text, NULL, ''], encode(($2::bytea[])[1], 'hex'),"
+    " $3::bigint[]::text, $4::int[]::text, cardinality($5::text[])",
+    {texts.str(), ids.str(), big.str(), small.str(), none.str(), json},
+    {true, true, true, true, true});
+  REQUIRE(reply.ok());
+  CHECK(reply.text(0, 0) == "t");
+  CHECK(reply.text(0, 1) == "007fff");
+  CHECK(reply.text(0, 2) == "{-5,1764000000123}");
+  CHECK(reply.text(0, 3) == "{30023,NULL}");
+  CHECK(reply.text(0, 4) == "0");
+  // The element type is part of the value: a text array where integers are expected is refused.
+  auto wrong = c.exec("SELECT cardinality($1::int[])", {texts.str()}, {true});
+  CHECK_FALSE(wrong.ok());
+  CHECK(c.exec("SELECT 1").ok());
+}
+
+TEST_CASE("binary COPY rows arrive as the values they were built from; a failed COPY is an error value",
+          "[integration][pg_connection]") {
+  storage::pg_connection c(test::admin_conninfo());
+  REQUIRE(c.exec("CREATE TEMP TABLE copied (n BIGINT PRIMARY KEY, k INTEGER, b BYTEA, t TEXT)").ok());
+  const std::string json = R"({"content":"a \"quote\",\t{braces}\\N NULL ð"})";
+  const std::uint8_t raw_id[3] = {0x00, 0x7f, 0xff};
+  storage::pg_copy_rows rows(4);
+  rows.row();
+  rows.add_int8(-1'764'000'000'123);
+  rows.add_int4(30023);
+  rows.add_bytes(std::span<const std::uint8_t>(raw_id));
+  rows.add_bytes(std::string_view(json));
+  rows.row();
+  rows.add_int8(2);
+  rows.add_null();
+  rows.add_null();
+  rows.add_bytes(std::string_view(""));
+  constexpr const char* copy = "COPY copied (n, k, b, t) FROM STDIN (FORMAT binary)";
+  auto loaded = c.copy_in(copy, rows.str());
+  REQUIRE(loaded.ok());
+  CHECK(loaded.affected_rows() == 2);
+  CHECK(scalar(c, "SELECT k::text || ' ' || encode(b, 'hex') FROM copied WHERE n = -1764000000123")
+        == "30023 007fff");
+  CHECK(scalar(c, "SELECT t = $1::text FROM copied WHERE n = -1764000000123", {json}) == "t");
+  CHECK(scalar(c, "SELECT k IS NULL AND b IS NULL AND t = '' FROM copied WHERE n = 2") == "t");
+  // The same rows again break the primary key: the error, its SQLSTATE, and a usable connection.
+  auto again = c.copy_in(copy, rows.str());
+  CHECK_FALSE(again.ok());
+  CHECK(again.sqlstate() == "23505");
+  CHECK_FALSE(again.connection_lost());
+  CHECK(scalar(c, "SELECT count(*) FROM copied") == "2");
 }
 
 TEST_CASE("errors come back as values with their SQLSTATE", "[integration][pg_connection]") {

@@ -36,6 +36,7 @@ comb_pid=$(bash "$here/bench_relay.sh" start sbs "$comb_port")
 strfry_pid=$(bash "$strfry_dir/run.sh" start "$strfry_port" /tmp/sbs-strfry)
 cleanup() {
   bash "$here/bench_relay.sh" stop sbs >/dev/null 2>&1 || true
+  cp /tmp/sbs-strfry/log "$out/strfry.log" 2>/dev/null || true  # its own account of a failed phase
   bash "$strfry_dir/run.sh" stop /tmp/sbs-strfry >/dev/null 2>&1 || true
 }
 trap cleanup EXIT

@@ -6,29 +6,13 @@ import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
 import { RawClient, freePort, keys, sign, now, startRelay } from '../e2e/harness.mjs'
-import { authed, clusterSecret, eventually, privateRedis, readiness, startPods } from './pods.mjs'
+import { admin, authed, clusterSecret, eventually, privateRedis, readiness, startPods } from './pods.mjs'
 
 const UNLIMITED_ADDRESS = { COMB_IP_REQUEST_RATE: '100000', COMB_IP_REQUEST_BURST: '100000',
   COMB_MAX_CONNECTIONS_PER_IP: '100000', COMB_IP_FRAME_RATE: '1000000', COMB_IP_FRAME_BURST: '1000000' }
 
-const adminBin = process.env.COMB_ADMIN_BIN ?? '../../build/bin/comb-admin'
 const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 const latencies = []
-
-function databaseUrl(pod) {
-  const url = new URL(process.env.COMB_TEST_DATABASE_URL)
-  url.pathname = `/${pod.database}`
-  return url.toString()
-}
-
-/** Runs comb-admin against the pods' database, without Redis; resolves to its stdout. */
-function admin(group, ...args) {
-  return new Promise((resolve, reject) => {
-    execFile(adminBin, args, { timeout: 20000, env: { ...process.env, COMB_REDIS_URL: '',
-      COMB_DATABASE_URL: databaseUrl(group.pods[0]), COMB_RELAY_KEY_FILE: group.keyFile } },
-    (error, stdout, stderr) => (error ? reject(new Error(`comb-admin ${args.join(' ')}: ${stderr}`)) : resolve(stdout)))
-  })
-}
 
 /**
  * Milliseconds from `started` (taken when the change was acknowledged: comb-admin exited after

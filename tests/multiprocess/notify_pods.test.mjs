@@ -4,23 +4,11 @@
 // pods, and a version whose notification never came is delivered when the pod catches up.
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { execFile } from 'node:child_process'
 import { UNBOUNDED_CLIENT_RATES, keys, sign } from '../e2e/harness.mjs'
-import { authed, eventually, readiness, startPods } from './pods.mjs'
+import { admin, authed, eventually, readiness, startPods } from './pods.mjs'
 
-const adminBin = process.env.COMB_ADMIN_BIN ?? '../../build/bin/comb-admin'
 const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
-/** Runs comb-admin against the pods' database and key, without Redis. */
-function admin(group, ...args) {
-  const url = new URL(process.env.COMB_TEST_DATABASE_URL)
-  url.pathname = `/${group.database}`
-  return new Promise((resolve, reject) => {
-    execFile(adminBin, args, { timeout: 20000, env: { ...process.env, COMB_REDIS_URL: '',
-      COMB_DATABASE_URL: url.toString(), COMB_RELAY_KEY_FILE: group.keyFile } },
-    (error, stdout, stderr) => (error ? reject(new Error(`comb-admin ${args.join(' ')}: ${stderr}`)) : resolve(stdout)))
-  })
-}
 
 const pTags = (ev) => ev.tags.filter((t) => t[0] === 'p').map((t) => t[1])
 const dTag = (ev) => ev.tags.find((t) => t[0] === 'd')?.[1]

@@ -1,6 +1,6 @@
 // Helpers for multi-pod tests: a private Redis server that can be stopped and restarted, and a
 // group of relays on one database that serve the same community (same public URL).
-import { spawn } from 'node:child_process'
+import { execFile, spawn } from 'node:child_process'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { randomBytes } from 'node:crypto'
 import { tmpdir } from 'node:os'
@@ -113,4 +113,17 @@ export async function authed(pod, who) {
     tags: [['relay', pod.url], ['challenge', challenge]] }, who.sk)
   assert.deepEqual(await client.auth(auth), { ok: true, message: '' })
   return client
+}
+
+const adminBin = process.env.COMB_ADMIN_BIN ?? '../../build/bin/comb-admin'
+
+/** Runs comb-admin against the pods' database and key, without Redis; resolves to its stdout. */
+export function admin(group, ...args) {
+  const url = new URL(process.env.COMB_TEST_DATABASE_URL)
+  url.pathname = `/${group.database}`
+  return new Promise((resolve, reject) => {
+    execFile(adminBin, args, { timeout: 20000, env: { ...process.env, COMB_REDIS_URL: '',
+      COMB_DATABASE_URL: url.toString(), COMB_RELAY_KEY_FILE: group.keyFile } },
+    (error, stdout, stderr) => (error ? reject(new Error(`comb-admin ${args.join(' ')}: ${stderr}`)) : resolve(stdout)))
+  })
 }

@@ -117,15 +117,7 @@ public:
 
   void start(const endpoint& where) {
     asio::co_spawn(socket_.get_executor(), run(shared_from_this(), where),
-                   [self = shared_from_this()](std::exception_ptr error) {
-                     if (!error)
-                       return self->finish("closed");
-                     try {
-                       std::rethrow_exception(error);
-                     } catch (const std::exception& e) {
-                       self->finish(e.what());
-                     }
-                   });
+                   finish_when_done(shared_from_this()));
   }
 
   void send(std::string frame) override {
@@ -270,6 +262,8 @@ private:
     }
   }
 
+public:
+  /// Ends the link once (from finish_when_done when its coroutine ends).
   void finish(const std::string& reason) {
     open_ = false;
     if (finished_)
@@ -282,6 +276,7 @@ private:
     handlers_ = {}; // breaks cycles through captured shared_ptrs
   }
 
+private:
   tcp::socket socket_;
   link_handlers handlers_;
   std::array<std::uint8_t, 4> mask_{};

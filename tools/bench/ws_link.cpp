@@ -64,15 +64,7 @@ public:
     ws_.read_message_max(64u << 20);
     ws_.set_option(websocket::stream_base::timeout::suggested(beast::role_type::client));
     asio::co_spawn(ws_.get_executor(), run(shared_from_this(), where),
-                   [self = shared_from_this()](std::exception_ptr error) {
-                     if (!error)
-                       return self->finish("closed");
-                     try {
-                       std::rethrow_exception(error);
-                     } catch (const std::exception& e) {
-                       self->finish(e.what());
-                     }
-                   });
+                   finish_when_done(shared_from_this()));
   }
 
   void send(std::string frame) override {
@@ -132,6 +124,8 @@ private:
     }
   }
 
+public:
+  /// Ends the link once (from finish_when_done when its coroutine ends).
   void finish(const std::string& reason) {
     open_ = false;  // an in-flight write still owns queue_.front(); the queue goes with the link
     if (finished_)
@@ -142,6 +136,7 @@ private:
     handlers_ = {};  // breaks cycles through captured shared_ptrs
   }
 
+private:
   websocket::stream<beast::tcp_stream> ws_;
   link_handlers handlers_;
   std::deque<std::string> queue_;

@@ -76,9 +76,9 @@ bool lost_insert_race(const pg_reply& failure) {
 /// A read-only statement, sent again once on a fresh connection if the first one was lost
 /// (a restarted server, a terminated backend): reading twice is harmless.
 pg_reply read_with_retry(pg_connection& connection, const sql_statement& statement) {
-  auto reply = connection.exec(statement.text, statement.params);
+  auto reply = connection.exec(statement.text, statement.params, statement.fixed_plan);
   if (!reply.ok() && reply.connection_lost())
-    reply = connection.exec(statement.text, statement.params);
+    reply = connection.exec(statement.text, statement.params, statement.fixed_plan);
   return reply;
 }
 
@@ -90,10 +90,7 @@ pg_reply small_reply(pg_connection& connection, std::int64_t community_id,
   auto bounded = bounded_history_sql(community_id, filters, now, default_limit, max_bytes);
   if (!bounded)
     return pg_reply{};
-  auto reply = connection.exec(bounded->text, bounded->params, bounded->fixed_plan);
-  if (!reply.ok() && reply.connection_lost())
-    reply = connection.exec(bounded->text, bounded->params, bounded->fixed_plan);
-  return reply;
+  return read_with_retry(connection, *bounded);
 }
 
 /// Whether small_reply's rows are the whole reply: its last row's running total stayed under

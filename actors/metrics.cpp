@@ -76,6 +76,7 @@ std::string relay_metrics::render() const {
   write(out, "comb_cluster_peers_linked", "gauge", "CAF cluster peers that accepted this pod.", cluster_peers_linked);
   write(out, "comb_bridge_refused_peers_total", "counter", "Cluster peers or messages refused for lack of the secret.", bridge_refused_peers);
   write(out, "comb_bridge_unauthenticated_total", "counter", "Envelopes dropped for a missing or wrong MAC (Redis or cluster links).", bridge_unauthenticated);
+  write(out, "comb_bridge_stale_total", "counter", "Envelopes with a valid MAC dropped for a send time over a minute from this pod's clock (a replay, or clocks apart).", bridge_stale);
   write(out, "comb_cluster_dropped_messages_total", "counter", "Messages on the cluster port that are neither handshake nor envelope (dropped unread).", cluster_dropped_messages);
   write(out, "comb_list_writes_total", "counter", "NIP-43 member lists written.", list_writes);
   write(out, "comb_sockets_open", "gauge", "Sockets open, from accept to close.", sockets_open);

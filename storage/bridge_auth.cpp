@@ -83,13 +83,13 @@ std::string proof_message(proof_role role, std::string_view nonce, std::string_v
   return message;
 }
 
-std::string envelope_message(std::string_view origin, std::int64_t community_id,
-                             const protocol::bytes32& event_id) {
+std::string envelope_message(const envelope_fields& fields) {
   std::string message;
-  frame(message, "comb-envelope-v1");
-  frame(message, origin);
-  frame(message, std::to_string(community_id));
-  frame(message, protocol::to_hex(event_id));
+  frame(message, "comb-envelope-v2");
+  frame(message, fields.origin);
+  frame(message, std::to_string(fields.sent_ms));
+  frame(message, std::to_string(fields.community_id));
+  frame(message, protocol::to_hex(fields.event_id));
   return message;
 }
 
@@ -105,15 +105,13 @@ bool proof_matches(std::string_view secret, proof_role role, std::string_view no
   return same(cluster_proof(secret, role, nonce, prover, verifier), claimed);
 }
 
-std::string envelope_mac(std::string_view secret, std::string_view origin,
-                         std::int64_t community_id, const protocol::bytes32& event_id) {
-  return hmac_hex(secret, envelope_message(origin, community_id, event_id));
+std::string envelope_mac(std::string_view secret, const envelope_fields& fields) {
+  return hmac_hex(secret, envelope_message(fields));
 }
 
-bool envelope_mac_matches(std::string_view secret, std::string_view origin,
-                          std::int64_t community_id, const protocol::bytes32& event_id,
+bool envelope_mac_matches(std::string_view secret, const envelope_fields& fields,
                           std::string_view claimed) {
-  return same(envelope_mac(secret, origin, community_id, event_id), claimed);
+  return same(envelope_mac(secret, fields), claimed);
 }
 
 std::optional<std::string> cluster_secret_problem(std::string_view secret) {

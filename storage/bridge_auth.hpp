@@ -26,16 +26,23 @@ enum class proof_role { acceptor, dialer };
                                  std::string_view prover, std::string_view verifier,
                                  std::string_view claimed);
 
-/// HMAC-SHA256 with the cluster secret over an envelope's origin, community and event, hex. The
-/// event enters through its id, which commits to every signed field (the receiver checks the id
-/// and the signature after the MAC), so no JSON canonicalisation is needed on either side.
-[[nodiscard]] std::string envelope_mac(std::string_view secret, std::string_view origin,
-                                       std::int64_t community_id, const protocol::bytes32& event_id);
+/// What an envelope MAC covers: who sent it, when (Unix milliseconds, so a captured envelope
+/// cannot be replayed later), in which community, and the event.
+struct envelope_fields {
+  std::string_view origin;
+  std::int64_t sent_ms = 0;
+  std::int64_t community_id = 0;
+  const protocol::bytes32& event_id;
+};
+
+/// HMAC-SHA256 with the cluster secret over an envelope's fields, hex. The event enters through
+/// its id, which commits to every signed field (the receiver checks the id and the signature
+/// after the MAC), so no JSON canonicalisation is needed on either side.
+[[nodiscard]] std::string envelope_mac(std::string_view secret, const envelope_fields& fields);
 
 /// Whether `claimed` is the envelope MAC above, compared in constant time.
-[[nodiscard]] bool envelope_mac_matches(std::string_view secret, std::string_view origin,
-                                        std::int64_t community_id,
-                                        const protocol::bytes32& event_id, std::string_view claimed);
+[[nodiscard]] bool envelope_mac_matches(std::string_view secret, const envelope_fields& fields,
+                                        std::string_view claimed);
 
 /// Shortest cluster secret accepted (characters).
 inline constexpr std::size_t min_cluster_secret = 16;

@@ -40,6 +40,7 @@ std::string envelope_of(self_ptr self, const committed_event& committed) {
 void drop(self_ptr self, const storage::envelope_refusal& refusal) {
   auto& st = self->state;
   bump(refusal.unauthenticated ? st.args.metrics->bridge_unauthenticated
+       : refusal.stale         ? st.args.metrics->bridge_stale
                                : st.args.metrics->bridge_rejected);
   auto second = std::chrono::duration_cast<std::chrono::seconds>(
                   std::chrono::steady_clock::now().time_since_epoch())

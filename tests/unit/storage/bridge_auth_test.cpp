@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The cluster's pure cryptography: handshake proofs, envelope MACs, and envelopes carrying them.
 #include <catch2/catch.hpp>
+#include <limits>
 
 #include "storage/bridge_auth.hpp"
 #include "storage/bridge_envelope.hpp"
@@ -48,17 +49,18 @@ TEST_CASE("the proof is the HMAC-SHA256 of its framed message, as openssl dgst c
         == "8b67e320eeba6d2ce6995337982a714e8a0c1bc91dd6cbed89fe093bd5cb4303");
 }
 
-TEST_CASE("an envelope MAC covers origin, community and event id", "[bridge]") {
+TEST_CASE("an envelope MAC covers origin, send time, community and event id", "[bridge]") {
   protocol::bytes32 id{};
   id[0] = 7;
-  auto mac = storage::envelope_mac(secret, "pod-a", 3, id);
-  CHECK(storage::envelope_mac_matches(secret, "pod-a", 3, id, mac));
-  CHECK_FALSE(storage::envelope_mac_matches(secret, "pod-b", 3, id, mac));
-  CHECK_FALSE(storage::envelope_mac_matches(secret, "pod-a", 4, id, mac));
+  auto mac = storage::envelope_mac(secret, {"pod-a", 1000, 3, id});
+  CHECK(storage::envelope_mac_matches(secret, {"pod-a", 1000, 3, id}, mac));
+  CHECK_FALSE(storage::envelope_mac_matches(secret, {"pod-b", 1000, 3, id}, mac));
+  CHECK_FALSE(storage::envelope_mac_matches(secret, {"pod-a", 1001, 3, id}, mac));
+  CHECK_FALSE(storage::envelope_mac_matches(secret, {"pod-a", 1000, 4, id}, mac));
   auto other = id;
   other[31] = 1;
-  CHECK_FALSE(storage::envelope_mac_matches(secret, "pod-a", 3, other, mac));
-  CHECK_FALSE(storage::envelope_mac_matches("x" + secret, "pod-a", 3, id, mac));
+  CHECK_FALSE(storage::envelope_mac_matches(secret, {"pod-a", 1000, 3, other}, mac));
+  CHECK_FALSE(storage::envelope_mac_matches("x" + secret, {"pod-a", 1000, 3, id}, mac));
 }
 
 TEST_CASE("envelopes decode only with the secret they were made with", "[bridge]") {
@@ -78,7 +80,7 @@ TEST_CASE("envelopes decode only with the secret they were made with", "[bridge]
   CHECK(wrong.error().unauthenticated);
 
   SECTION("without a MAC it is unauthenticated") {
-    auto bare = R"({"origin":"pod-a","community":5,"event":)" + json + "}";
+    auto bare = R"({"origin":"pod-a","community":5,"sent":1,"event":)" + json + "}";
     auto decoded = storage::decode_envelope(bare, {}, secret);
     REQUIRE_FALSE(decoded);
     CHECK(decoded.error().unauthenticated);
@@ -108,11 +110,60 @@ TEST_CASE("envelopes decode only with the secret they were made with", "[bridge]
     REQUIRE_FALSE(refused);
     CHECK_FALSE(refused.error().unauthenticated); // MAC fine, the id check catches it
   }
+  SECTION("an envelope of the older shape, without its send time, is unauthenticated") {
+    auto old_shape = R"({"origin":"pod-a","community":5,"event":)" + json + R"(,"mac":")"
+                     + std::string(64, 'a') + "\"}";
+    auto decoded = storage::decode_envelope(old_shape, {}, secret);
+    REQUIRE_FALSE(decoded);
+    CHECK(decoded.error().unauthenticated);
+  }
   SECTION("garbage is malformed, never a crash") {
     for (const char* junk : {"", "[]", "{", R"({"origin":1})", R"({"mac":"00"})"}) {
       auto decoded = storage::decode_envelope(junk, {}, secret);
       CHECK_FALSE(decoded);
     }
+  }
+}
+
+TEST_CASE("a captured envelope replayed later is refused as stale, whatever its event", "[bridge]") {
+  // Someone who can read and write the Redis channel keeps a valid envelope (a note since
+  // deleted, an 8001 since undone) and publishes it again once the fan-out has forgotten its id.
+  static const auto author = protocol::key_pair::generate();
+  auto ev = test::sign_event(author, 1, "said, then deleted");
+  auto json = protocol::render_event_json(ev);
+  const std::int64_t sent = 1'800'000'000'000;
+  auto payload = storage::encode_envelope(secret, "pod-a", 5, ev.id, json, sent);
+  const auto skew = storage::envelope_max_skew_ms;
+
+  CHECK(storage::decode_envelope(payload, {}, secret, sent));
+  CHECK(storage::decode_envelope(payload, {}, secret, sent + skew));
+  CHECK(storage::decode_envelope(payload, {}, secret, sent - skew)); // the sender's clock ahead
+  for (std::int64_t now : {sent + skew + 1, sent + 3'600'000, sent - skew - 1}) {
+    auto replayed = storage::decode_envelope(payload, {}, secret, now);
+    REQUIRE_FALSE(replayed);
+    CHECK(replayed.error().stale);
+    CHECK_FALSE(replayed.error().unauthenticated);
+  }
+  SECTION("moving the send time forward breaks the MAC") {
+    auto refreshed = payload;
+    const auto at = refreshed.find(std::to_string(sent));
+    refreshed.replace(at, std::to_string(sent).size(), std::to_string(sent + 3'600'000));
+    auto decoded = storage::decode_envelope(refreshed, {}, secret, sent + 3'600'000);
+    REQUIRE_FALSE(decoded);
+    CHECK(decoded.error().unauthenticated);
+  }
+  SECTION("extreme send times are stale, never an overflow") {
+    for (std::int64_t extreme : {std::numeric_limits<std::int64_t>::min(),
+                                 std::numeric_limits<std::int64_t>::max()}) {
+      auto far = storage::encode_envelope(secret, "pod-a", 5, ev.id, json, extreme);
+      auto decoded = storage::decode_envelope(far, {}, secret, sent);
+      REQUIRE_FALSE(decoded);
+      CHECK(decoded.error().stale);
+    }
+  }
+  SECTION("an envelope made now decodes now") {
+    CHECK(storage::decode_envelope(storage::encode_envelope(secret, "pod-a", 5, ev.id, json), {},
+                                   secret));
   }
 }
 

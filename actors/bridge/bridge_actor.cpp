@@ -33,7 +33,7 @@ void send_everywhere(self_ptr self, const std::string& envelope) {
 std::string envelope_of(self_ptr self, const committed_event& committed) {
   const auto& args = self->state.args;
   return storage::encode_envelope(args.cluster_secret, args.node_id, committed.community_id,
-                                  committed.event.ev->id, *committed.event.json);
+                                  *committed.event.json);
 }
 
 /// Counts a dropped envelope; logs at most one line a second (a flood must not fill the disk).

@@ -25,14 +25,12 @@ function publish(redis, payload) {
 }
 
 /**
- * An envelope as a pod that holds the cluster secret makes it (storage/bridge_auth.cpp
- * envelope_message): HMAC-SHA256 over length-framed fields, the send time in Unix milliseconds.
+ * An envelope as a pod that holds the cluster secret makes it (storage/bridge_envelope.cpp
+ * encode_envelope): the hex HMAC-SHA256 of the JSON body after it, the send time in Unix ms.
  */
 function envelope(event, sent, { origin = 'pod-x', community = 1 } = {}) {
-  const frame = (field) => `${Buffer.byteLength(field)}:${field};`
-  const message = ['comb-envelope-v2', origin, String(sent), String(community), event.id].map(frame).join('')
-  const mac = createHmac('sha256', clusterSecret).update(message).digest('hex')
-  return JSON.stringify({ origin, community, sent, event, mac })
+  const body = JSON.stringify({ origin, community, sent, event })
+  return createHmac('sha256', clusterSecret).update('16:comb-envelope-v2;' + body).digest('hex') + body
 }
 
 describe('pods on a Redis with requirepass', () => {

@@ -76,12 +76,14 @@ std::string relay_metrics::render() const {
   write(out, "comb_cluster_peers_linked", "gauge", "CAF cluster peers that accepted this pod.", cluster_peers_linked);
   write(out, "comb_bridge_refused_peers_total", "counter", "Cluster peers or messages refused for lack of the secret.", bridge_refused_peers);
   write(out, "comb_bridge_unauthenticated_total", "counter", "Envelopes dropped for a missing or wrong MAC (Redis or cluster links).", bridge_unauthenticated);
+  write(out, "comb_bridge_stale_total", "counter", "Envelopes with a valid MAC dropped for a send time over a minute from this pod's clock (a replay, or clocks apart).", bridge_stale);
   write(out, "comb_cluster_dropped_messages_total", "counter", "Messages on the cluster port that are neither handshake nor envelope (dropped unread).", cluster_dropped_messages);
   write(out, "comb_list_writes_total", "counter", "NIP-43 member lists written.", list_writes);
   write(out, "comb_sockets_open", "gauge", "Sockets open, from accept to close.", sockets_open);
   write(out, "comb_outbound_bytes", "gauge", "Bytes queued for all connections, not yet written.", outbound_bytes);
   write(out, "comb_connections_refused_busy_total", "counter", "Sockets refused at the pod-wide cap (503).", connections_refused_busy);
   write(out, "comb_connections_refused_address_total", "counter", "Sockets refused at the per-address cap (429).", connections_refused_address);
+  write(out, "comb_http_too_large_total", "counter", "HTTP requests refused for headers (431) or a body (413) over the bound.", http_too_large);
   write(out, "comb_http_rate_limited_total", "counter", "HTTP requests and upgrades refused by the per-address bucket (429).", http_rate_limited);
   write(out, "comb_upgrade_timeouts_total", "counter", "Sockets closed for not finishing the request or upgrade in time.", upgrade_timeouts);
   write(out, "comb_accept_backoffs_total", "counter", "Accept pauses for lack of file descriptors.", accept_backoffs);

@@ -69,6 +69,7 @@ struct relay_metrics {
   std::atomic<std::uint64_t> bridge_refused_peers{0};
   std::atomic<std::int64_t> cluster_peers_linked{0};
   std::atomic<std::uint64_t> bridge_unauthenticated{0};
+  std::atomic<std::uint64_t> bridge_stale{0};
   std::atomic<std::uint64_t> cluster_dropped_messages{0};
   std::atomic<std::uint64_t> list_writes{0};
   std::array<std::array<std::atomic<std::uint64_t>, membership_outcomes>, membership_paths>
@@ -80,6 +81,7 @@ struct relay_metrics {
   std::atomic<std::int64_t> outbound_bytes{0}; ///< queued for every connection, not yet written
   std::atomic<std::uint64_t> connections_refused_busy{0};    ///< pod-wide socket cap (503)
   std::atomic<std::uint64_t> connections_refused_address{0}; ///< per-address socket cap (429)
+  std::atomic<std::uint64_t> http_too_large{0};      ///< headers (431) or body (413) over the bound
   std::atomic<std::uint64_t> http_rate_limited{0};   ///< per-address request bucket (429)
   std::atomic<std::uint64_t> upgrade_timeouts{0};    ///< request or handshake not done in time
   std::atomic<std::uint64_t> accept_backoffs{0};     ///< accept paused: out of descriptors

@@ -2,6 +2,7 @@
 #include "storage/bridge_auth.hpp"
 
 #include <array>
+#include <initializer_list>
 #include <memory>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -51,18 +52,21 @@ EVP_MAC_CTX* keyed_context(std::string_view secret) {
   return ctx.get();
 }
 
-std::string hmac_hex(std::string_view secret, const std::string& message) {
+/// HMAC over the concatenation of `parts`, hex; empty when OpenSSL fails.
+std::string hmac_hex(std::string_view secret, std::initializer_list<std::string_view> parts) {
   EVP_MAC_CTX* keyed = keyed_context(secret);
   if (!keyed)
     return {}; // never equal to a claimed MAC: matches() refuses empty values
   mac_context ctx(EVP_MAC_CTX_dup(keyed));
+  if (!ctx)
+    return {};
+  for (auto part : parts)
+    if (EVP_MAC_update(ctx.get(), reinterpret_cast<const unsigned char*>(part.data()), part.size())
+        != 1)
+      return {};
   std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
   std::size_t length = 0;
-  if (!ctx
-      || EVP_MAC_update(ctx.get(), reinterpret_cast<const unsigned char*>(message.data()),
-                        message.size())
-           != 1
-      || EVP_MAC_final(ctx.get(), digest.data(), &length, digest.size()) != 1)
+  if (EVP_MAC_final(ctx.get(), digest.data(), &length, digest.size()) != 1)
     return {};
   return protocol::to_hex(std::span<const std::uint8_t>(digest.data(), length));
 }
@@ -83,21 +87,14 @@ std::string proof_message(proof_role role, std::string_view nonce, std::string_v
   return message;
 }
 
-std::string envelope_message(std::string_view origin, std::int64_t community_id,
-                             const protocol::bytes32& event_id) {
-  std::string message;
-  frame(message, "comb-envelope-v1");
-  frame(message, origin);
-  frame(message, std::to_string(community_id));
-  frame(message, protocol::to_hex(event_id));
-  return message;
-}
+/// Domain separation: an envelope MAC is never a valid handshake proof, nor the reverse.
+constexpr std::string_view envelope_domain = "16:comb-envelope-v2;";
 
 } // namespace
 
 std::string cluster_proof(std::string_view secret, proof_role role, std::string_view nonce,
                           std::string_view prover, std::string_view verifier) {
-  return hmac_hex(secret, proof_message(role, nonce, prover, verifier));
+  return hmac_hex(secret, {proof_message(role, nonce, prover, verifier)});
 }
 
 bool proof_matches(std::string_view secret, proof_role role, std::string_view nonce,
@@ -105,15 +102,13 @@ bool proof_matches(std::string_view secret, proof_role role, std::string_view no
   return same(cluster_proof(secret, role, nonce, prover, verifier), claimed);
 }
 
-std::string envelope_mac(std::string_view secret, std::string_view origin,
-                         std::int64_t community_id, const protocol::bytes32& event_id) {
-  return hmac_hex(secret, envelope_message(origin, community_id, event_id));
+std::string envelope_mac(std::string_view secret, std::string_view body) {
+  return hmac_hex(secret, {envelope_domain, body});
 }
 
-bool envelope_mac_matches(std::string_view secret, std::string_view origin,
-                          std::int64_t community_id, const protocol::bytes32& event_id,
+bool envelope_mac_matches(std::string_view secret, std::string_view body,
                           std::string_view claimed) {
-  return same(envelope_mac(secret, origin, community_id, event_id), claimed);
+  return same(envelope_mac(secret, body), claimed);
 }
 
 std::optional<std::string> cluster_secret_problem(std::string_view secret) {

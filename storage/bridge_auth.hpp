@@ -26,16 +26,14 @@ enum class proof_role { acceptor, dialer };
                                  std::string_view prover, std::string_view verifier,
                                  std::string_view claimed);
 
-/// HMAC-SHA256 with the cluster secret over an envelope's origin, community and event, hex. The
-/// event enters through its id, which commits to every signed field (the receiver checks the id
-/// and the signature after the MAC), so no JSON canonicalisation is needed on either side.
-[[nodiscard]] std::string envelope_mac(std::string_view secret, std::string_view origin,
-                                       std::int64_t community_id, const protocol::bytes32& event_id);
+/// HMAC-SHA256 with the cluster secret over an envelope's body (the JSON after the MAC: origin,
+/// send time, community and event, every byte), hex. Covering the bytes as sent lets a receiver
+/// check the MAC before it parses anything, so a stranger on the channel costs it one hash.
+[[nodiscard]] std::string envelope_mac(std::string_view secret, std::string_view body);
 
 /// Whether `claimed` is the envelope MAC above, compared in constant time.
-[[nodiscard]] bool envelope_mac_matches(std::string_view secret, std::string_view origin,
-                                        std::int64_t community_id,
-                                        const protocol::bytes32& event_id, std::string_view claimed);
+[[nodiscard]] bool envelope_mac_matches(std::string_view secret, std::string_view body,
+                                        std::string_view claimed);
 
 /// Shortest cluster secret accepted (characters).
 inline constexpr std::size_t min_cluster_secret = 16;

@@ -2,6 +2,8 @@
 #include "storage/bridge_envelope.hpp"
 
 #include <boost/json.hpp>
+#include <chrono>
+#include <optional>
 
 #include "protocol/canonical_json.hpp"
 #include "storage/bridge_auth.hpp"
@@ -11,59 +13,86 @@
 namespace comb::storage {
 namespace json = boost::json;
 
+std::int64_t envelope_clock_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+           std::chrono::system_clock::now().time_since_epoch())
+    .count();
+}
+
 std::string encode_envelope(std::string_view secret, std::string_view origin,
-                            std::int64_t community_id, const protocol::bytes32& event_id,
-                            std::string_view event_json) {
-  std::string out;
-  out.reserve(event_json.size() + origin.size() + 128);
+                            std::int64_t community_id, std::string_view event_json,
+                            std::int64_t sent_ms) {
+  std::string out(envelope_mac_chars, '0'); // the MAC's place, filled once the body is written
+  out.reserve(envelope_mac_chars + event_json.size() + origin.size() + 96);
   out += "{\"origin\":";
   protocol::append_json_string(out, origin);
   out += ",\"community\":";
   out += std::to_string(community_id);
+  out += ",\"sent\":";
+  out += std::to_string(sent_ms);
   out += ",\"event\":";
   out += event_json;
-  out += ",\"mac\":\"";
-  out += envelope_mac(secret, origin, community_id, event_id);
-  out += "\"}";
+  out += '}';
+  const auto mac = envelope_mac(secret, std::string_view(out).substr(envelope_mac_chars));
+  out.replace(0, envelope_mac_chars, mac);
   return out;
 }
 
 namespace {
 
 envelope_refusal malformed(std::string why) {
-  return {false, std::move(why)};
+  return {false, std::move(why), false};
+}
+
+/// Why an authenticated envelope is too old or too new to deliver, if it is: sent further from
+/// now than the skew, either way (a difference that overflows is never within).
+std::optional<std::string> stale(std::int64_t sent_ms, std::int64_t now_ms) {
+  std::int64_t age = 0;
+  if (!__builtin_sub_overflow(now_ms, sent_ms, &age) && age <= envelope_max_skew_ms
+      && age >= -envelope_max_skew_ms)
+    return std::nullopt;
+  const char* when = sent_ms < now_ms ? "too long ago" : "ahead of this pod's clock";
+  return std::string("envelope sent ") + when
+         + " (a replay, or the pods' clocks differ by more than "
+         + std::to_string(envelope_max_skew_ms / 1000) + " s)";
 }
 
 } // namespace
 
 protocol::result<bridge_envelope, envelope_refusal>
 decode_envelope(std::string_view payload, const protocol::protocol_limits& limits,
-                std::string_view secret) {
+                std::string_view secret, std::int64_t now_ms) {
   // Relay-written lists of large communities exceed what clients may send; pods trust each
   // other's size, not each other's content (the signature is still checked).
   if (payload.size() > 64 * 1024 * 1024)
     return malformed("envelope too large");
+  // The MAC first, over the bytes: a stranger's payload is never parsed (a JSON document can
+  // take many times its size in memory).
+  if (payload.size() <= envelope_mac_chars
+      || !envelope_mac_matches(secret, payload.substr(envelope_mac_chars),
+                               payload.substr(0, envelope_mac_chars)))
+    return envelope_refusal{true, "envelope MAC does not match (none, another secret, or forged)",
+                            false};
   json::parse_options options;
   options.max_depth = limits.max_json_depth;
   boost::system::error_code ec;
-  json::value root = json::parse(payload, ec, {}, options);
+  json::value root = json::parse(payload.substr(envelope_mac_chars), ec, {}, options);
   if (ec || !root.is_object())
     return malformed("envelope is not a JSON object");
   const auto& object = root.get_object();
   const auto* origin = object.if_contains("origin");
   const auto* community = object.if_contains("community");
+  const auto* sent = object.if_contains("sent");
   const auto* event = object.if_contains("event");
-  const auto* mac = object.if_contains("mac");
-  if (!origin || !origin->is_string() || !community || !community->is_int64() || !event)
-    return malformed("envelope needs origin, community and event");
-  if (!mac || !mac->is_string() || object.size() != 4)
-    return envelope_refusal{true, "envelope without a MAC"};
+  if (!origin || !origin->is_string() || !community || !community->is_int64() || !sent
+      || !sent->is_int64() || !event || object.size() != 4)
+    return malformed("envelope needs origin, community, sent and event, and nothing else");
   auto ev = protocol::event_from_json(*event, limits);
   if (!ev)
     return malformed(ev.error().text());
-  if (!envelope_mac_matches(secret, origin->get_string(), community->get_int64(), ev.value().id,
-                            mac->get_string()))
-    return envelope_refusal{true, "envelope MAC does not match (another secret, or forged)"};
+  const std::int64_t sent_ms = sent->get_int64();
+  if (auto why = stale(sent_ms, now_ms))
+    return envelope_refusal{false, std::move(*why), true};
   if (auto bad = protocol::verify_event(ev.value()))
     return malformed(bad->text());
   bridge_envelope out;

@@ -21,24 +21,38 @@ struct bridge_envelope {
 };
 
 /// Why an envelope was dropped. `unauthenticated`: no MAC, or one not made with our secret
-/// (counted apart: it is someone writing on the channel or link who should not).
+/// (counted apart: it is someone writing on the channel or link who should not). `stale`: a
+/// valid MAC on an envelope sent too long ago or too far ahead (a replay, or a pod whose clock
+/// is off; counted apart too).
 struct envelope_refusal {
   bool unauthenticated = false;
   std::string why;
+  bool stale = false;
 };
 
-/// `{"origin":"<node>","community":<id>,"event":<event json>,"mac":"<hex>"}`; the event JSON is
-/// spliced in; the MAC is storage::envelope_mac with `secret` (bridge_auth.hpp).
-[[nodiscard]] std::string encode_envelope(std::string_view secret, std::string_view origin,
-                                          std::int64_t community_id,
-                                          const protocol::bytes32& event_id,
-                                          std::string_view event_json);
+/// How far an envelope's send time may be from the receiver's clock, either way. Pods' clocks
+/// must agree within it (NTP); a captured envelope replayed later than this is dropped, and
+/// within it the fan-out's recent ids drop it as a duplicate.
+inline constexpr std::int64_t envelope_max_skew_ms = 60'000;
 
-/// Decodes an envelope from the network, which is untrusted: strict shape, bounded size and
-/// depth, the MAC checked with `secret` before anything costly, then the event's id and
-/// signature verified. Never throws.
+/// Unix time in milliseconds: an envelope's send time, and the receiver's clock for it.
+[[nodiscard]] std::int64_t envelope_clock_ms();
+
+/// Hex characters of the MAC at the head of an envelope.
+inline constexpr std::size_t envelope_mac_chars = 64;
+
+/// `<MAC hex>{"origin":"<node>","community":<id>,"sent":<unix ms>,"event":<event json>}`: the
+/// event JSON is spliced in; the MAC is storage::envelope_mac with `secret` over every byte
+/// after it (bridge_auth.hpp).
+[[nodiscard]] std::string encode_envelope(std::string_view secret, std::string_view origin,
+                                          std::int64_t community_id, std::string_view event_json,
+                                          std::int64_t sent_ms = envelope_clock_ms());
+
+/// Decodes an envelope from the network, which is untrusted: bounded size, the MAC checked with
+/// `secret` before the JSON is parsed, then strict shape and depth, a send time within
+/// `envelope_max_skew_ms` of `now_ms`, then the event's id and signature verified. Never throws.
 [[nodiscard]] protocol::result<bridge_envelope, envelope_refusal>
 decode_envelope(std::string_view payload, const protocol::protocol_limits& limits,
-                std::string_view secret);
+                std::string_view secret, std::int64_t now_ms = envelope_clock_ms());
 
 } // namespace comb::storage

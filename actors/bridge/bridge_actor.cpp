@@ -33,13 +33,14 @@ void send_everywhere(self_ptr self, const std::string& envelope) {
 std::string envelope_of(self_ptr self, const committed_event& committed) {
   const auto& args = self->state.args;
   return storage::encode_envelope(args.cluster_secret, args.node_id, committed.community_id,
-                                  committed.event.ev->id, *committed.event.json);
+                                  *committed.event.json);
 }
 
 /// Counts a dropped envelope; logs at most one line a second (a flood must not fill the disk).
 void drop(self_ptr self, const storage::envelope_refusal& refusal) {
   auto& st = self->state;
   bump(refusal.unauthenticated ? st.args.metrics->bridge_unauthenticated
+       : refusal.stale         ? st.args.metrics->bridge_stale
                                : st.args.metrics->bridge_rejected);
   auto second = std::chrono::duration_cast<std::chrono::seconds>(
                   std::chrono::steady_clock::now().time_since_epoch())

@@ -234,10 +234,6 @@ caf::behavior community_actor(caf::stateful_actor<community_state>* self, commun
       dispatch(self);
     },
     [=](refresh_atom, const storage::community_access& state) { refresh(self, state); },
-    [=](event_ban_atom, const protocol::bytes32& id, ban_state state) {
-      if (self->state.args.bans)
-        self->state.args.bans->set_event(id, state == ban_state::banned);
-    },
     [=](wake_atom) {
       self->state.waiting_for_clock = false;
       dispatch(self);

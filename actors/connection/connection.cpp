@@ -368,6 +368,10 @@ std::optional<shared_event_frame> connection::live_arrived(const std::string& id
   auto it = subscriptions_.find(id);
   if (it == subscriptions_.end() || it->second.generation != generation)
     return std::nullopt;
+  // The cache changes before its revocation reaches this connection through the fan-out: an
+  // event matched meanwhile (local or bridged) follows the cache, as a REQ would.
+  if (lost_access())
+    return std::nullopt;
   subscription& sub = it->second;
   if (!rooms_visible(protocol::rooms_of_event(*event.ev), event.ev->kind)) {
     ++withheld_;

@@ -136,6 +136,16 @@ http_response oversize_body(const http_request& request) {
   return response;
 }
 
+http_response oversize_headers() {
+  http_response response{http::status::request_header_fields_too_large, 11};
+  response.set(http::field::server, "comb");
+  response.set(http::field::content_type, "text/plain; charset=utf-8");
+  response.body() = "request headers are too large\n";
+  response.keep_alive(false);
+  response.prepare_payload();
+  return response;
+}
+
 namespace {
 
 /// The refusal as NIP-86 clients parse it: the same status with a JSON `error`.

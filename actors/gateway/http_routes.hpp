@@ -35,6 +35,9 @@ using http_response = boost::beast::http::response<boost::beast::http::string_bo
 /// 413 with a JSON `error` (NIP-86 clients parse every answer) for a body over the bound.
 [[nodiscard]] http_response oversize_body(const http_request& request);
 
+/// 431 for request headers over the bound (the request was never read whole), then close.
+[[nodiscard]] http_response oversize_headers();
+
 /// Whether a lookup result may serve clients.
 [[nodiscard]] inline bool serves(const host_lookup& lookup) {
   return lookup.answered && lookup.community && !lookup.community->archived;

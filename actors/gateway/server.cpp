@@ -435,8 +435,10 @@ asio::awaitable<void> server::serve_requests(tcp_stream& stream, conf::ip_addres
     parser.body_limit(64 * 1024);
     stream.expires_after(std::chrono::seconds(s.upgrade_timeout_seconds));
     auto [ec, n] = co_await http::async_read(stream, buffer, parser, use_tuple);
-    if (ec == http::error::body_limit) {
-      http_response too_large = oversize_body(parser.get());
+    if (ec == http::error::body_limit || ec == http::error::header_limit) {
+      bump(metrics.http_too_large);
+      http_response too_large =
+        ec == http::error::body_limit ? oversize_body(parser.get()) : oversize_headers();
       co_await http::async_write(stream, too_large, use_tuple);
     }
     if (ec == beast::error::timeout)

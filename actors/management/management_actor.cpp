@@ -148,9 +148,11 @@ management_reply change_event_ban(self_ptr self, std::int64_t community_id,
   if (result == storage::management_result::refused)
     return management_refusal(200, management_outcome::error,
                               "the relay's own membership events cannot be banned");
+  // Into this pod's ban list before the reply, not by a message to the community actor: a
+  // client that sends the event again once it has the answer must meet the new state.
   if (auto handle = st.args.registry ? st.args.registry->find(community_id) : std::nullopt)
-    self->send(handle->actor, event_ban_atom_v, *call.request.target,
-               ban ? ban_state::banned : ban_state::allowed);
+    if (handle->bans)
+      handle->bans->set_event(*call.request.target, ban);
   return management_success("true");
 }
 

@@ -5,8 +5,9 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
+import { createHmac } from 'node:crypto'
 import { RawClient, keys, sign, now, startRelay } from '../e2e/harness.mjs'
-import { eventually, privateRedis, readiness, startPods } from './pods.mjs'
+import { clusterSecret, eventually, privateRedis, readiness, startPods } from './pods.mjs'
 
 const relayBin = process.env.COMB_RELAY_BIN
 const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -21,6 +22,15 @@ function run(bin, args, env = {}) {
 function publish(redis, payload) {
   return run('redis-cli', ['-p', String(redis.port), '--no-auth-warning', '-a', password,
     'PUBLISH', 'comb:events', payload])
+}
+
+/**
+ * An envelope as a pod that holds the cluster secret makes it (storage/bridge_envelope.cpp
+ * encode_envelope): the hex HMAC-SHA256 of the JSON body after it, the send time in Unix ms.
+ */
+function envelope(event, sent, { origin = 'pod-x', community = 1 } = {}) {
+  const body = JSON.stringify({ origin, community, sent, event })
+  return createHmac('sha256', clusterSecret).update('16:comb-envelope-v2;' + body).digest('hex') + body
 }
 
 describe('pods on a Redis with requirepass', () => {
@@ -54,6 +64,25 @@ describe('pods on a Redis with requirepass', () => {
     assert.deepEqual(rest, [], 'the forged events never arrive, the legitimate one only once')
     await watcher.close()
     await poster.close()
+  })
+
+  it('drops an envelope with a valid MAC sent over a minute ago (a replay), and counts it', async () => {
+    const watcher = await RawClient.open(a)
+    await watcher.req('replays', { kinds: [1], since: now() - 600 })
+    const before = await a.metric('comb_bridge_stale_total')
+    // The same MAC construction, sent now, is delivered: the stale one is refused for its age alone.
+    const fresh = sign(keys().sk, { content: 'enveloped now' })
+    const captured = sign(keys().sk, { content: 'enveloped ten minutes ago', created_at: now() - 600 })
+    assert.equal((await publish(redis, envelope(captured, Date.now() - 600_000))).stdout.trim(), '2')
+    assert.equal((await publish(redis, envelope(captured, Date.now() + 600_000))).stdout.trim(), '2')
+    assert.equal((await publish(redis, envelope(fresh, Date.now()))).stdout.trim(), '2')
+    assert.equal((await watcher.live('replays', 10000)).id, fresh.id)
+    await eventually(async () => (await a.metric('comb_bridge_stale_total')) >= before + 2, 'both counted as stale')
+    await pause(300)
+    const rest = watcher.drain((f) => f[0] === 'EVENT' && f[1] === 'replays').map((f) => f[2].id)
+    assert.deepEqual(rest, [], 'the replayed envelope never arrives')
+    assert.match(a.log(), /dropped an envelope: envelope sent (too long ago|ahead of this pod's clock)/)
+    await watcher.close()
   })
 
   it('logs in again after Redis restarts', async () => {

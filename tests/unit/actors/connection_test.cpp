@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "actors/connection/connection.hpp"
+#include "actors/community/member_cache.hpp"
 #include "actors/connection/rate_limiter.hpp"
 #include "protocol/canonical_json.hpp"
 #include "protocol/relay_message.hpp"
@@ -214,4 +215,33 @@ TEST_CASE("the database's access, kept in the member cache, beats the access at 
   members->set_closed(false); // reopened: anyone reads again
   CHECK_FALSE(anonymous.may_read());
   CHECK_FALSE(anonymous.must_leave());
+}
+
+TEST_CASE("live events stop at once for a member the cache no longer holds, before the revocation",
+          "[actors][connection]") {
+  // The community actor replaces the cache, then its revocation travels through the fan-out:
+  // an event matched meanwhile (from this pod or a bridge) must follow the cache, not the REQ.
+  auto members = std::make_shared<comb::actors::member_cache>();
+  (void)members->replace({{author.public_key(), storage::member_role::member}});
+  members->set_closed(true);
+  connection_policy policy;
+  policy.host = "hive.test";
+  policy.closed_community = true;
+  policy.members = members;
+  connection member(policy, "c1");
+  auto auth = test::sign_event(author, 22242, "", {{"relay", "ws://hive.test"}, {"challenge", "c1"}});
+  REQUIRE_FALSE(member.authenticate(auth, test::unix_now()));
+  auto generation = member.open_subscription("s").value();
+  auto held = test::sign_event(author, 1, "before EOSE");
+  CHECK_FALSE(member.live_arrived("s", generation, live(held)));
+  REQUIRE(member.history_arrived("s", generation, {}).size() == 2); // EOSE, the held event
+  CHECK(member.live_arrived("s", generation, live(test::sign_event(author, 1, "a member"))));
+
+  (void)members->replace({}); // removed; the revocation has not arrived yet
+  CHECK_FALSE(member.live_arrived("s", generation, live(test::sign_event(author, 1, "after"))));
+
+  SECTION("an open community's readers keep their events") {
+    members->set_closed(false);
+    CHECK(member.live_arrived("s", generation, live(test::sign_event(author, 1, "open again"))));
+  }
 }

@@ -1,0 +1,162 @@
+// Hostile clients at the socket edge: oversized HTTP headers, invalid UTF-8 in a text frame, a
+// compressed frame that inflates past the message bound, a message fragmented past it, and a
+// ping flood. Each gets one clear answer (an HTTP status or a close code), is counted, and leaves
+// every other connection working.
+import { describe, it, before } from 'node:test'
+import assert from 'node:assert/strict'
+import net from 'node:net'
+import { randomBytes } from 'node:crypto'
+import { WebSocket, withRelay, itStopsCleanly, RawClient, keys, sign } from './harness.mjs'
+
+const maxMessage = 4096
+
+/** The connection still serves a REQ: a fresh subscription id gets its EOSE. */
+async function stillUp(client, sub = `alive-${Math.random().toString(36).slice(2, 8)}`) {
+  assert.deepEqual((await client.req(sub, { kinds: [1], limit: 1 })).end, ['EOSE', sub], 'connection still up')
+}
+
+/** Sends `request` on a raw TCP socket; resolves with everything the relay wrote before closing. */
+function rawHttp(port, request, ms = 5000) {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1')
+    let answer = ''
+    const timer = setTimeout(() => { socket.destroy(); reject(new Error(`no close within ${ms} ms: ${answer.slice(0, 200)}`)) }, ms)
+    socket.on('data', (d) => { answer += d.toString('latin1') })
+    socket.on('error', () => {})
+    socket.on('close', () => { clearTimeout(timer); resolve(answer) })
+    socket.write(request)
+  })
+}
+
+/** A masked client frame (RFC 6455 5.2) with a payload under 64 KiB. */
+function clientFrame(opcode, fin, text) {
+  const payload = Buffer.from(text)
+  const mask = randomBytes(4)
+  const length = payload.length < 126 ? [payload.length | 0x80] : [126 | 0x80, payload.length >> 8, payload.length & 0xff]
+  const masked = payload.map((byte, i) => byte ^ mask[i % 4])
+  return Buffer.concat([Buffer.from([(fin ? 0x80 : 0) | opcode, ...length]), mask, masked])
+}
+
+/** Upgrades a raw socket, sends `frames` at once, and resolves with every byte after the upgrade. */
+function rawWebSocket(relay, frames, ms = 5000) {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(relay.port, '127.0.0.1')
+    let received = Buffer.alloc(0)
+    const timer = setTimeout(() => { socket.destroy(); reject(new Error('the relay never closed')) }, ms)
+    socket.on('error', () => {})
+    socket.on('data', (d) => {
+      const upgraded = received.includes('\r\n\r\n')
+      received = Buffer.concat([received, d])
+      if (!upgraded && received.includes('\r\n\r\n')) socket.write(Buffer.concat(frames))
+    })
+    socket.on('close', () => {
+      clearTimeout(timer)
+      resolve(received.subarray(received.indexOf('\r\n\r\n') + 4))
+    })
+    socket.write(`GET / HTTP/1.1\r\nHost: ${relay.host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n`
+      + 'Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n')
+  })
+}
+
+/** A ws client that offers permessage-deflate (the harness's RawClient never does). */
+function deflateClient(relay) {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(relay.url, { perMessageDeflate: true })
+    const closed = new Promise((done) => ws.on('close', (code) => done(code)))
+    ws.on('error', () => {})
+    ws.once('open', () => resolve({ ws, closed }))
+    ws.once('unexpected-response', () => reject(new Error('no upgrade')))
+  })
+}
+
+/** A plain ws client whose close code can be awaited. */
+function plainClient(relay) {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(relay.url, { perMessageDeflate: false })
+    const closed = new Promise((done) => ws.on('close', (code) => done(code)))
+    ws.on('error', () => {})
+    ws.once('open', () => resolve({ ws, closed }))
+    ws.once('unexpected-response', () => reject(new Error('no upgrade')))
+  })
+}
+
+describe('hostile clients at the socket edge', () => {
+  const ctx = withRelay({ COMB_MAX_MESSAGE_BYTES: String(maxMessage) })
+  let relay, bystander
+  before(async () => {
+    relay = ctx.relay
+    bystander = await RawClient.open(relay)
+  })
+
+  it('answers request headers over the bound with 431 and closes, counted', async () => {
+    const before = await relay.metric('comb_http_too_large_total')
+    const huge = 'x'.repeat(20 * 1024)
+    for (const target of ['/', '/readyz']) {
+      const answer = await rawHttp(relay.port, `GET ${target} HTTP/1.1\r\nHost: ${relay.host}\r\nX-Big: ${huge}\r\n\r\n`)
+      assert.match(answer, /^HTTP\/1\.1 431 /, `answer: ${answer.slice(0, 120)}`)
+      assert.match(answer, /[Cc]onnection: close/)
+    }
+    const upgrade = await rawHttp(relay.port, `GET / HTTP/1.1\r\nHost: ${relay.host}\r\nUpgrade: websocket\r\n`
+      + 'Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n'
+      + `X-Big: ${huge}\r\n\r\n`)
+    assert.match(upgrade, /^HTTP\/1\.1 431 /, `answer: ${upgrade.slice(0, 120)}`)
+    assert.ok(await relay.metric('comb_http_too_large_total') >= before + 3)
+    await stillUp(bystander)
+  })
+
+  it('closes a text frame of invalid UTF-8 with 1007', async () => {
+    const { ws, closed } = await plainClient(relay)
+    ws.send(Buffer.from([0x5b, 0x22, 0xff, 0xfe, 0x22, 0x5d]), { binary: false }) // ["\xff\xfe"]
+    assert.equal(await closed, 1007)
+    await stillUp(bystander)
+  })
+
+  it('closes a message fragmented past the message bound with 1009', async () => {
+    // Raw frames: the ws package, still writing fragments when the close arrives, reports 1006.
+    const answer = await rawWebSocket(relay, [
+      clientFrame(0x1, false, '["REQ","frag",{"kinds":[1],"#t":["'),
+      ...Array.from({ length: 8 }, () => clientFrame(0x0, false, 'a'.repeat(1024))),
+      clientFrame(0x0, true, '"]}]'),
+    ])
+    const close = answer.indexOf(Buffer.from([0x88]))
+    assert.ok(close >= 0, 'a close frame came back')
+    assert.equal(answer.readUInt16BE(close + 2), 1009)
+    await stillUp(bystander)
+  })
+
+  it('answers a ping flood without falling over, and keeps serving the flooder', async () => {
+    const client = await RawClient.open(relay)
+    let pongs = 0
+    client.ws.on('pong', () => { pongs++ })
+    for (let i = 0; i < 2000; i++) client.ws.ping(Buffer.from(String(i)))
+    await stillUp(client)
+    assert.ok(pongs > 0, 'pongs came back')
+    await client.close()
+    await stillUp(bystander)
+  })
+
+  it('closes the bystander cleanly', async () => { await bystander.close() })
+
+  itStopsCleanly(ctx)
+})
+
+describe('a hostile client where the relay offers permessage-deflate', () => {
+  const ctx = withRelay({ COMB_MAX_MESSAGE_BYTES: String(maxMessage), COMB_WS_DEFLATE: 'true' })
+  let relay
+  before(() => { relay = ctx.relay })
+
+  it('closes a compressed frame that inflates past the message bound with 1009', async () => {
+    const { ws, closed } = await deflateClient(relay)
+    assert.match(ws.extensions, /permessage-deflate/, 'the relay offered deflate')
+    const { sk } = keys()
+    // About 1 KiB on the wire, 256 KiB once inflated.
+    ws.send(JSON.stringify(['EVENT', sign(sk, { content: 'a'.repeat(256 * 1024) })]))
+    assert.equal(await closed, 1009)
+    assert.ok(await relay.metric('comb_oversize_disconnects_total') >= 1)
+    const other = await RawClient.open(relay)
+    await stillUp(other)
+    await other.close()
+  })
+
+  itStopsCleanly(ctx)
+})

@@ -68,7 +68,10 @@ pg_params address_columns(const std::vector<address>& addresses) {
 // column; then community_id, id, pubkey, kind, created_at (deleted_at for 'd'), d_tag, NULL
 // where a part has no such value.
 //   $1, $2: the batch's (community, id); $3, $4: its (community, author);
-//   $5 .. $8: its addresses (community, pubkey, kind, d tag), empty arrays when it has none.
+//   $5 .. $8: its addresses (community, pubkey, kind, d tag), empty arrays when it has none;
+//   $9: its communities, locked FOR KEY SHARE (migration 18: no foreign key does it per event).
+//   A community deleted meanwhile is not returned: the DELETE committed first, or waits for
+//   this batch to commit and then deletes its events too.
 constexpr const char* snapshot_sql =
   "SELECT 'e', e.community_id, e.id, e.pubkey, e.kind, e.created_at, e.d_tag"
   " FROM unnest($1::bigint[], $2::bytea[]) AS k(community_id, id) CROSS JOIN LATERAL"
@@ -94,7 +97,9 @@ constexpr const char* snapshot_sql =
   " UNION ALL SELECT 'p', b.community_id, NULL, b.pubkey, NULL, NULL, NULL"
   " FROM unnest($3::bigint[], $4::bytea[]) AS a(community_id, pubkey) CROSS JOIN LATERAL"
   " (SELECT * FROM banned_pubkeys b WHERE b.community_id = a.community_id"
-  " AND b.pubkey = a.pubkey OFFSET 0) b";
+  " AND b.pubkey = a.pubkey OFFSET 0) b"
+  " UNION ALL SELECT 'c', c.id, NULL, NULL, NULL, NULL, NULL FROM (SELECT id FROM communities"
+  " WHERE id = ANY($9::bigint[]) FOR KEY SHARE) c";
 
 pg_params snapshot_params(const batch_keys& keys) {
   pg_params params = id_columns(keys.ids);
@@ -107,6 +112,10 @@ pg_params snapshot_params(const batch_keys& keys) {
   params.emplace_back(pubkeys.str());
   for (auto& column : address_columns(keys.addresses))
     params.push_back(std::move(column));
+  pg_binary_array batch_communities(pg_type::int8);
+  for (const auto& [community, deletes_ids] : keys.communities)
+    batch_communities.add_integer(community);
+  params.emplace_back(batch_communities.str());
   return params;
 }
 
@@ -140,6 +149,7 @@ void add_snapshot_row(const pg_reply& reply, int row, batch_snapshot& snapshot) 
       break;
     case 'b': snapshot.banned_ids.insert(event_key{community, bytes32_field(reply, row, 2)}); break;
     case 'p': snapshot.banned_authors.emplace(community, bytes32_field(reply, row, 3)); break;
+    case 'c': snapshot.missing_communities.erase(community); break;
     default: break;
   }
 }
@@ -312,6 +322,8 @@ std::variant<batch_snapshot, pg_reply> read_snapshot(pg_connection& connection,
   if (!reply.ok())
     return reply;
   batch_snapshot snapshot;
+  for (const auto& [community, deletes_ids] : keys.communities)
+    snapshot.missing_communities.insert(community); // until its row comes back
   for (int row = 0; row < reply.rows(); ++row)
     add_snapshot_row(reply, row, snapshot);
   return snapshot;

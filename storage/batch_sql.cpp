@@ -59,37 +59,28 @@ pg_params address_columns(const std::vector<address>& addresses) {
 // -- reads ----------------------------------------------------------------------
 
 // The snapshot is one statement: each part of it (events by id and by address, NIP-09 marks,
-// NIP-86 bans) was a statement of its own, and every statement costs Postgres an executor
-// start-up and both sides a round trip, whatever its rows. Each part probes its table once per
-// key through a LATERAL subquery (OFFSET 0 keeps it one): a plain join with the unnested keys
-// was planned as a hash join over a sequential scan of the whole table while `events` was new
-// and unanalyzed, and as a prepared statement's generic plan that plan stayed, reading every
-// stored event for every batch until autovacuum analyzed the table. Each row says what it is in its first
-// column; then community_id, id, pubkey, kind, created_at (deleted_at for 'd'), d_tag, NULL
-// where a part has no such value.
+// NIP-86 bans, the communities) was a statement of its own, and every statement costs Postgres
+// an executor start-up and both sides a round trip, whatever its rows; the parts for addresses
+// are left out of a batch that has none. Each part probes its table once per key through a
+// LATERAL subquery (OFFSET 0 keeps it one): a plain join with the unnested keys was planned as
+// a hash join over a sequential scan of the whole table while `events` was new and unanalyzed,
+// and as a prepared statement's generic plan that plan stayed, reading every stored event for
+// every batch until autovacuum analyzed the table. Each row says what it is in its first column;
+// then community_id, id, pubkey, kind, created_at (deleted_at for 'd'), d_tag, NULL where a
+// part has no such value.
 //   $1, $2: the batch's (community, id); $3, $4: its (community, author);
-//   $5 .. $8: its addresses (community, pubkey, kind, d tag), empty arrays when it has none;
-//   $9: its communities, locked FOR KEY SHARE (migration 18: no foreign key does it per event).
-//   A community deleted meanwhile is not returned: the DELETE committed first, or waits for
-//   this batch to commit and then deletes its events too.
-constexpr const char* snapshot_sql =
+//   $5: its communities, locked FOR KEY SHARE (migration 18: no foreign key does it per event).
+//     A community deleted meanwhile is not returned: the DELETE committed first, or waits for
+//     this batch to commit and then deletes its events too;
+//   $6 .. $9: its addresses (community, pubkey, kind, d tag), when it has some.
+constexpr const char* snapshot_by_id =
   "SELECT 'e', e.community_id, e.id, e.pubkey, e.kind, e.created_at, e.d_tag"
   " FROM unnest($1::bigint[], $2::bytea[]) AS k(community_id, id) CROSS JOIN LATERAL"
   " (SELECT * FROM events e WHERE e.community_id = k.community_id AND e.id = k.id OFFSET 0) e"
-  " UNION ALL SELECT 'e', e.community_id, e.id, e.pubkey, e.kind, e.created_at, e.d_tag"
-  " FROM unnest($5::bigint[], $6::bytea[], $7::int[], $8::text[])"
-  " AS a(community_id, pubkey, kind, d_tag) CROSS JOIN LATERAL (SELECT * FROM events e"
-  " WHERE e.community_id = a.community_id AND e.pubkey = a.pubkey AND e.kind = a.kind"
-  " AND e.d_tag = a.d_tag OFFSET 0) e"
   " UNION ALL SELECT 't', t.community_id, t.event_id, t.pubkey, NULL, NULL, NULL"
   " FROM unnest($1::bigint[], $2::bytea[]) AS k(community_id, id) CROSS JOIN LATERAL"
   " (SELECT * FROM deleted_events t WHERE t.community_id = k.community_id"
   " AND t.event_id = k.id OFFSET 0) t"
-  " UNION ALL SELECT 'd', d.community_id, NULL, d.pubkey, d.kind, d.deleted_at, d.d_tag"
-  " FROM unnest($5::bigint[], $6::bytea[], $7::int[], $8::text[])"
-  " AS a(community_id, pubkey, kind, d_tag) CROSS JOIN LATERAL (SELECT * FROM deleted_addresses d"
-  " WHERE d.community_id = a.community_id AND d.pubkey = a.pubkey AND d.kind = a.kind"
-  " AND d.d_tag = a.d_tag OFFSET 0) d"
   " UNION ALL SELECT 'b', b.community_id, b.event_id, NULL, NULL, NULL, NULL"
   " FROM unnest($1::bigint[], $2::bytea[]) AS k(community_id, id) CROSS JOIN LATERAL"
   " (SELECT * FROM banned_events b WHERE b.community_id = k.community_id AND b.event_id = k.id"
@@ -99,7 +90,25 @@ constexpr const char* snapshot_sql =
   " (SELECT * FROM banned_pubkeys b WHERE b.community_id = a.community_id"
   " AND b.pubkey = a.pubkey OFFSET 0) b"
   " UNION ALL SELECT 'c', c.id, NULL, NULL, NULL, NULL, NULL FROM (SELECT id FROM communities"
-  " WHERE id = ANY($9::bigint[]) FOR KEY SHARE) c";
+  " WHERE id = ANY($5::bigint[]) FOR KEY SHARE) c";
+
+constexpr const char* snapshot_by_address =
+  " UNION ALL SELECT 'e', e.community_id, e.id, e.pubkey, e.kind, e.created_at, e.d_tag"
+  " FROM unnest($6::bigint[], $7::bytea[], $8::int[], $9::text[])"
+  " AS a(community_id, pubkey, kind, d_tag) CROSS JOIN LATERAL (SELECT * FROM events e"
+  " WHERE e.community_id = a.community_id AND e.pubkey = a.pubkey AND e.kind = a.kind"
+  " AND e.d_tag = a.d_tag OFFSET 0) e"
+  " UNION ALL SELECT 'd', d.community_id, NULL, d.pubkey, d.kind, d.deleted_at, d.d_tag"
+  " FROM unnest($6::bigint[], $7::bytea[], $8::int[], $9::text[])"
+  " AS a(community_id, pubkey, kind, d_tag) CROSS JOIN LATERAL (SELECT * FROM deleted_addresses d"
+  " WHERE d.community_id = a.community_id AND d.pubkey = a.pubkey AND d.kind = a.kind"
+  " AND d.d_tag = a.d_tag OFFSET 0) d";
+
+const std::string& snapshot_sql(bool with_addresses) {
+  static const std::string by_id = snapshot_by_id;
+  static const std::string both = by_id + snapshot_by_address;
+  return with_addresses ? both : by_id;
+}
 
 pg_params snapshot_params(const batch_keys& keys) {
   pg_params params = id_columns(keys.ids);
@@ -110,12 +119,13 @@ pg_params snapshot_params(const batch_keys& keys) {
   }
   params.emplace_back(communities.str());
   params.emplace_back(pubkeys.str());
-  for (auto& column : address_columns(keys.addresses))
-    params.push_back(std::move(column));
   pg_binary_array batch_communities(pg_type::int8);
   for (const auto& [community, deletes_ids] : keys.communities)
     batch_communities.add_integer(community);
   params.emplace_back(batch_communities.str());
+  if (!keys.addresses.empty())
+    for (auto& column : address_columns(keys.addresses))
+      params.push_back(std::move(column));
   return params;
 }
 
@@ -318,7 +328,8 @@ std::optional<pg_reply> take_locks(pg_connection& connection,
 
 std::variant<batch_snapshot, pg_reply> read_snapshot(pg_connection& connection,
                                                      const batch_keys& keys) {
-  auto reply = exec_binary(connection, snapshot_sql, snapshot_params(keys));
+  auto reply = exec_binary(connection, snapshot_sql(!keys.addresses.empty()),
+                           snapshot_params(keys));
   if (!reply.ok())
     return reply;
   batch_snapshot snapshot;

@@ -307,31 +307,36 @@ std::optional<pg_reply> remember_deletions(pg_connection& connection, const stor
 
 } // namespace
 
-std::optional<pg_reply> take_locks(pg_connection& connection,
-                                   const std::vector<lock_request>& locks) {
-  if (locks.empty())
-    return std::nullopt;
-  pg_array keys;
+std::variant<batch_snapshot, pg_reply> begin_with_snapshot(pg_connection& connection,
+                                                           const std::vector<lock_request>& locks,
+                                                           const batch_keys& keys) {
+  pg_array lock_keys;
   pg_array exclusive;
   for (const auto& lock : locks) {
-    keys.add_integer(lock.key);
+    lock_keys.add_integer(lock.key);
     exclusive.add_text(lock.exclusive ? "t" : "f");
   }
+  const pg_params lock_params{lock_keys.str(), exclusive.str()};
+  const pg_params read_params = snapshot_params(keys);
+  std::vector<pg_connection::pipelined> statements{{"BEGIN", nullptr, {}}};
   // A function scan yields the array in order, so the locks are taken in ascending key order
   // and two batches can never wait for each other in a cycle.
-  auto reply = connection.exec(
-    "SELECT CASE WHEN x THEN pg_advisory_xact_lock(k) ELSE pg_advisory_xact_lock_shared(k) END"
-    " FROM unnest($1::bigint[], $2::bool[]) AS u(k, x)",
-    {keys.str(), exclusive.str()});
-  return reply.ok() ? std::nullopt : std::optional(std::move(reply));
-}
-
-std::variant<batch_snapshot, pg_reply> read_snapshot(pg_connection& connection,
-                                                     const batch_keys& keys) {
-  auto reply = exec_binary(connection, snapshot_sql(!keys.addresses.empty()),
-                           snapshot_params(keys));
-  if (!reply.ok())
-    return reply;
+  if (!locks.empty())
+    statements.push_back(
+      {"SELECT CASE WHEN x THEN pg_advisory_xact_lock(k) ELSE pg_advisory_xact_lock_shared(k) END"
+       " FROM unnest($1::bigint[], $2::bool[]) AS u(k, x)",
+       &lock_params, {}});
+  statements.push_back({snapshot_sql(!keys.addresses.empty()), &read_params,
+                        std::vector<bool>(read_params.size(), true)});
+  // Every statement of the batch runs its generic plan, planned once per connection: the plans
+  // are index probes per unnested key whatever the values, and planning them anew for each
+  // batch cost the writer backend up to 8 % at small batches. The session's plan mode is set
+  // before BEGIN and holds for the whole transaction.
+  auto replies = connection.exec_pipeline(statements, true);
+  for (auto& reply : replies)
+    if (!reply.ok())
+      return std::move(reply);
+  const pg_reply& reply = replies.back();
   batch_snapshot snapshot;
   for (const auto& [community, deletes_ids] : keys.communities)
     snapshot.missing_communities.insert(community); // until its row comes back

@@ -13,8 +13,9 @@ namespace comb::storage {
 
 // The statements of one store_batch transaction: a handful per batch whatever its size. The
 // reads and deletes take whole columns as binary array parameters and unnest them; the events
-// and their tags go in by binary COPY. All run inside a transaction the caller opened; a
-// returned pg_reply is the statement that failed.
+// and their tags go in by binary COPY. begin_with_snapshot opens the transaction, write_plan
+// runs inside it, the caller commits or rolls back; a returned pg_reply is the statement that
+// failed.
 
 /// Opens the batch's transaction, takes its advisory locks (in the given, ascending, order) and
 /// reads what the database holds for the batch's ids and addresses: three statements in one

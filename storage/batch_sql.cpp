@@ -30,26 +30,6 @@ protocol::bytes32 bytes32_field(const pg_reply& reply, int row, int column) {
   return out;
 }
 
-/// Columns: community_id, id, pubkey, kind, created_at, d_tag.
-constexpr const char* event_columns =
-  "SELECT e.community_id, e.id, e.pubkey, e.kind, e.created_at, e.d_tag";
-
-void add_event_rows(const pg_reply& reply, batch_snapshot& snapshot) {
-  for (int row = 0; row < reply.rows(); ++row) {
-    event_key key{reply.integer(row, 0), bytes32_field(reply, row, 1)};
-    stored_event stored{bytes32_field(reply, row, 2),
-                        static_cast<std::uint32_t>(reply.integer(row, 3)),
-                        reply.integer(row, 4),
-                        std::nullopt};
-    if (!reply.is_null(row, 5)) {
-      stored.addr = address{key.community_id, stored.pubkey, stored.kind,
-                            std::string(reply.text(row, 5))};
-      snapshot.current[*stored.addr] = key;
-    }
-    snapshot.events[key] = std::move(stored);
-  }
-}
-
 // -- array parameters -----------------------------------------------------------
 
 pg_params id_columns(const std::vector<event_key>& ids) {
@@ -78,36 +58,59 @@ pg_params address_columns(const std::vector<address>& addresses) {
 
 // -- reads ----------------------------------------------------------------------
 
-std::optional<pg_reply> read_ids(pg_connection& connection,
-                                 const batch_keys& keys,
-                                 batch_snapshot& snapshot) {
-  const pg_params params = id_columns(keys.ids);
-  auto events = exec_binary(
-    connection,
-    std::string(event_columns)
-      + " FROM unnest($1::bigint[], $2::bytea[]) AS k(community_id, id)"
-        " JOIN events e ON e.community_id = k.community_id AND e.id = k.id",
-    params);
-  if (!events.ok())
-    return events;
-  add_event_rows(events, snapshot);
-  auto marks = exec_binary(
-    connection,
-    "SELECT t.community_id, t.event_id, t.pubkey"
-    " FROM unnest($1::bigint[], $2::bytea[]) AS k(community_id, id)"
-    " JOIN deleted_events t ON t.community_id = k.community_id AND t.event_id = k.id",
-    params);
-  if (!marks.ok())
-    return marks;
-  for (int row = 0; row < marks.rows(); ++row)
-    snapshot.tombstones.insert(tombstone{{marks.integer(row, 0), bytes32_field(marks, row, 1)},
-                                         bytes32_field(marks, row, 2)});
-  return std::nullopt;
+// The snapshot is one statement: each part of it (events by id and by address, NIP-09 marks,
+// NIP-86 bans, the communities) was a statement of its own, and every statement costs Postgres
+// an executor start-up and both sides a round trip, whatever its rows; the parts for addresses
+// are left out of a batch that has none. Each part probes its table once per key through a
+// LATERAL subquery (OFFSET 0 keeps it one): a plain join with the unnested keys was planned as
+// a hash join over a sequential scan of the whole table while `events` was new and unanalyzed,
+// and as a prepared statement's generic plan that plan stayed, reading every stored event for
+// every batch until autovacuum analyzed the table. Each row says what it is in its first column;
+// then community_id, id, pubkey, kind, created_at (deleted_at for 'd'), d_tag, NULL where a
+// part has no such value.
+//   $1, $2: the batch's (community, id); $3, $4: its (community, author);
+//   $5: its communities, locked FOR KEY SHARE (migration 18: no foreign key does it per event).
+//     A community deleted meanwhile is not returned: the DELETE committed first, or waits for
+//     this batch to commit and then deletes its events too;
+//   $6 .. $9: its addresses (community, pubkey, kind, d tag), when it has some.
+constexpr const char* snapshot_by_id =
+  "SELECT 'e', e.community_id, e.id, e.pubkey, e.kind, e.created_at, e.d_tag"
+  " FROM unnest($1::bigint[], $2::bytea[]) AS k(community_id, id) CROSS JOIN LATERAL"
+  " (SELECT * FROM events e WHERE e.community_id = k.community_id AND e.id = k.id OFFSET 0) e"
+  " UNION ALL SELECT 't', t.community_id, t.event_id, t.pubkey, NULL, NULL, NULL"
+  " FROM unnest($1::bigint[], $2::bytea[]) AS k(community_id, id) CROSS JOIN LATERAL"
+  " (SELECT * FROM deleted_events t WHERE t.community_id = k.community_id"
+  " AND t.event_id = k.id OFFSET 0) t"
+  " UNION ALL SELECT 'b', b.community_id, b.event_id, NULL, NULL, NULL, NULL"
+  " FROM unnest($1::bigint[], $2::bytea[]) AS k(community_id, id) CROSS JOIN LATERAL"
+  " (SELECT * FROM banned_events b WHERE b.community_id = k.community_id AND b.event_id = k.id"
+  " OFFSET 0) b"
+  " UNION ALL SELECT 'p', b.community_id, NULL, b.pubkey, NULL, NULL, NULL"
+  " FROM unnest($3::bigint[], $4::bytea[]) AS a(community_id, pubkey) CROSS JOIN LATERAL"
+  " (SELECT * FROM banned_pubkeys b WHERE b.community_id = a.community_id"
+  " AND b.pubkey = a.pubkey OFFSET 0) b"
+  " UNION ALL SELECT 'c', c.id, NULL, NULL, NULL, NULL, NULL FROM (SELECT id FROM communities"
+  " WHERE id = ANY($5::bigint[]) FOR KEY SHARE) c";
+
+constexpr const char* snapshot_by_address =
+  " UNION ALL SELECT 'e', e.community_id, e.id, e.pubkey, e.kind, e.created_at, e.d_tag"
+  " FROM unnest($6::bigint[], $7::bytea[], $8::int[], $9::text[])"
+  " AS a(community_id, pubkey, kind, d_tag) CROSS JOIN LATERAL (SELECT * FROM events e"
+  " WHERE e.community_id = a.community_id AND e.pubkey = a.pubkey AND e.kind = a.kind"
+  " AND e.d_tag = a.d_tag OFFSET 0) e"
+  " UNION ALL SELECT 'd', d.community_id, NULL, d.pubkey, d.kind, d.deleted_at, d.d_tag"
+  " FROM unnest($6::bigint[], $7::bytea[], $8::int[], $9::text[])"
+  " AS a(community_id, pubkey, kind, d_tag) CROSS JOIN LATERAL (SELECT * FROM deleted_addresses d"
+  " WHERE d.community_id = a.community_id AND d.pubkey = a.pubkey AND d.kind = a.kind"
+  " AND d.d_tag = a.d_tag OFFSET 0) d";
+
+const std::string& snapshot_sql(bool with_addresses) {
+  static const std::string by_id = snapshot_by_id;
+  static const std::string both = by_id + snapshot_by_address;
+  return with_addresses ? both : by_id;
 }
 
-/// NIP-86 bans that touch the batch: banned ids among its ids, banned pubkeys among its authors.
-std::optional<pg_reply> read_bans(pg_connection& connection, const batch_keys& keys,
-                                  batch_snapshot& snapshot) {
+pg_params snapshot_params(const batch_keys& keys) {
   pg_params params = id_columns(keys.ids);
   pg_binary_array communities(pg_type::int8), pubkeys(pg_type::bytea);
   for (const auto& [community, pubkey] : keys.authors) {
@@ -116,75 +119,75 @@ std::optional<pg_reply> read_bans(pg_connection& connection, const batch_keys& k
   }
   params.emplace_back(communities.str());
   params.emplace_back(pubkeys.str());
-  auto bans = exec_binary(
-    connection,
-    "SELECT 'e', b.community_id, b.event_id FROM unnest($1::bigint[], $2::bytea[])"
-    " AS k(community_id, id) JOIN banned_events b ON b.community_id = k.community_id"
-    " AND b.event_id = k.id"
-    " UNION ALL SELECT 'p', b.community_id, b.pubkey FROM unnest($3::bigint[], $4::bytea[])"
-    " AS a(community_id, pubkey) JOIN banned_pubkeys b ON b.community_id = a.community_id"
-    " AND b.pubkey = a.pubkey",
-    params);
-  if (!bans.ok())
-    return bans;
-  for (int row = 0; row < bans.rows(); ++row) {
-    event_key key{bans.integer(row, 1), bytes32_field(bans, row, 2)};
-    if (bans.text(row, 0) == "e")
-      snapshot.banned_ids.insert(key);
-    else
-      snapshot.banned_authors.emplace(key.community_id, key.id);
-  }
-  return std::nullopt;
+  pg_binary_array batch_communities(pg_type::int8);
+  for (const auto& [community, deletes_ids] : keys.communities)
+    batch_communities.add_integer(community);
+  params.emplace_back(batch_communities.str());
+  if (!keys.addresses.empty())
+    for (auto& column : address_columns(keys.addresses))
+      params.push_back(std::move(column));
+  return params;
 }
 
-constexpr const char* address_keys =
-  " FROM unnest($1::bigint[], $2::bytea[], $3::int[], $4::text[])"
-  " AS k(community_id, pubkey, kind, d_tag)";
-
-std::optional<pg_reply> read_addresses(pg_connection& connection,
-                                       const batch_keys& keys,
-                                       batch_snapshot& snapshot) {
-  if (keys.addresses.empty())
-    return std::nullopt;
-  const pg_params params = address_columns(keys.addresses);
-  auto versions = exec_binary(connection,
-                              std::string(event_columns) + address_keys
-                                + " JOIN events e ON e.community_id = k.community_id"
-                                  " AND e.pubkey = k.pubkey AND e.kind = k.kind"
-                                  " AND e.d_tag = k.d_tag",
-                              params);
-  if (!versions.ok())
-    return versions;
-  add_event_rows(versions, snapshot);
-  auto deleted = exec_binary(
-    connection,
-    std::string("SELECT d.community_id, d.pubkey, d.kind, d.d_tag, d.deleted_at") + address_keys
-      + " JOIN deleted_addresses d ON d.community_id = k.community_id"
-        " AND d.pubkey = k.pubkey AND d.kind = k.kind AND d.d_tag = k.d_tag",
-    params);
-  if (!deleted.ok())
-    return deleted;
-  for (int row = 0; row < deleted.rows(); ++row) {
-    address a{deleted.integer(row, 0), bytes32_field(deleted, row, 1),
-              static_cast<std::uint32_t>(deleted.integer(row, 2)),
-              std::string(deleted.text(row, 3))};
-    snapshot.deleted_until[a] = deleted.integer(row, 4);
+void add_event_row(const pg_reply& reply, int row, batch_snapshot& snapshot) {
+  event_key key{reply.integer(row, 1), bytes32_field(reply, row, 2)};
+  stored_event stored{bytes32_field(reply, row, 3),
+                      static_cast<std::uint32_t>(reply.integer(row, 4)),
+                      reply.integer(row, 5),
+                      std::nullopt};
+  if (!reply.is_null(row, 6)) {
+    stored.addr = address{key.community_id, stored.pubkey, stored.kind,
+                          std::string(reply.text(row, 6))};
+    snapshot.current[*stored.addr] = key;
   }
-  return std::nullopt;
+  snapshot.events[key] = std::move(stored);
+}
+
+/// One row of snapshot_sql into the snapshot, by its first column.
+void add_snapshot_row(const pg_reply& reply, int row, batch_snapshot& snapshot) {
+  const std::int64_t community = reply.integer(row, 1);
+  switch (reply.text(row, 0).front()) {
+    case 'e': add_event_row(reply, row, snapshot); break;
+    case 't':
+      snapshot.tombstones.insert(
+        tombstone{{community, bytes32_field(reply, row, 2)}, bytes32_field(reply, row, 3)});
+      break;
+    case 'd':
+      snapshot.deleted_until[address{community, bytes32_field(reply, row, 3),
+                                     static_cast<std::uint32_t>(reply.integer(row, 4)),
+                                     std::string(reply.text(row, 6))}] = reply.integer(row, 5);
+      break;
+    case 'b': snapshot.banned_ids.insert(event_key{community, bytes32_field(reply, row, 2)}); break;
+    case 'p': snapshot.banned_authors.emplace(community, bytes32_field(reply, row, 3)); break;
+    case 'c': snapshot.missing_communities.erase(community); break;
+    default: break;
+  }
 }
 
 // -- writes ---------------------------------------------------------------------
 
-std::optional<pg_reply> delete_events(pg_connection& connection,
-                                      const std::vector<event_key>& keys) {
-  if (keys.empty())
-    return std::nullopt;
-  auto reply = exec_binary(connection,
-                           "DELETE FROM events e"
-                           " USING unnest($1::bigint[], $2::bytea[]) AS k(community_id, id)"
-                           " WHERE e.community_id = k.community_id AND e.id = k.id",
-                           id_columns(keys));
-  return reply.ok() ? std::nullopt : std::optional(std::move(reply));
+/// Deletes the keys one community at a time (`community_id = $1 AND id = ANY($2)`): whatever
+/// the table's statistics say, that is one index range per key, where a join with the unnested
+/// keys could be planned as a hash join over a sequential scan of every event (the plan Postgres
+/// picks, and keeps as the generic plan, while the table is new and not yet analyzed).
+std::optional<pg_reply> delete_events(pg_connection& connection, std::vector<event_key> keys) {
+  std::sort(keys.begin(), keys.end());
+  for (auto first = keys.begin(); first != keys.end();) {
+    auto last = std::find_if(first, keys.end(), [&](const event_key& key) {
+      return key.community_id != first->community_id;
+    });
+    pg_binary_array ids(pg_type::bytea);
+    for (auto key = first; key != last; ++key)
+      ids.add_bytes(key->id);
+    auto reply = connection.exec("DELETE FROM events WHERE community_id = $1::bigint"
+                                 " AND id = ANY($2::bytea[])",
+                                 {std::to_string(first->community_id), ids.str()},
+                                 std::vector<bool>{false, true});
+    if (!reply.ok())
+      return reply;
+    first = last;
+  }
+  return std::nullopt;
 }
 
 // The inserts are COPYs in binary format: no array literal to escape here and parse there, no
@@ -304,34 +307,41 @@ std::optional<pg_reply> remember_deletions(pg_connection& connection, const stor
 
 } // namespace
 
-std::optional<pg_reply> take_locks(pg_connection& connection,
-                                   const std::vector<lock_request>& locks) {
-  if (locks.empty())
-    return std::nullopt;
-  pg_array keys;
+std::variant<batch_snapshot, pg_reply> begin_with_snapshot(pg_connection& connection,
+                                                           const std::vector<lock_request>& locks,
+                                                           const batch_keys& keys) {
+  pg_array lock_keys;
   pg_array exclusive;
   for (const auto& lock : locks) {
-    keys.add_integer(lock.key);
+    lock_keys.add_integer(lock.key);
     exclusive.add_text(lock.exclusive ? "t" : "f");
   }
+  const pg_params lock_params{lock_keys.str(), exclusive.str()};
+  const pg_params read_params = snapshot_params(keys);
+  std::vector<pg_connection::pipelined> statements{{"BEGIN", nullptr, {}}};
   // A function scan yields the array in order, so the locks are taken in ascending key order
   // and two batches can never wait for each other in a cycle.
-  auto reply = connection.exec(
-    "SELECT CASE WHEN x THEN pg_advisory_xact_lock(k) ELSE pg_advisory_xact_lock_shared(k) END"
-    " FROM unnest($1::bigint[], $2::bool[]) AS u(k, x)",
-    {keys.str(), exclusive.str()});
-  return reply.ok() ? std::nullopt : std::optional(std::move(reply));
-}
-
-std::variant<batch_snapshot, pg_reply> read_snapshot(pg_connection& connection,
-                                                     const batch_keys& keys) {
+  if (!locks.empty())
+    statements.push_back(
+      {"SELECT CASE WHEN x THEN pg_advisory_xact_lock(k) ELSE pg_advisory_xact_lock_shared(k) END"
+       " FROM unnest($1::bigint[], $2::bool[]) AS u(k, x)",
+       &lock_params, {}});
+  statements.push_back({snapshot_sql(!keys.addresses.empty()), &read_params,
+                        std::vector<bool>(read_params.size(), true)});
+  // Every statement of the batch runs its generic plan, planned once per connection: the plans
+  // are index probes per unnested key whatever the values, and planning them anew for each
+  // batch cost the writer backend up to 8 % at small batches. The session's plan mode is set
+  // before BEGIN and holds for the whole transaction.
+  auto replies = connection.exec_pipeline(statements, true);
+  for (auto& reply : replies)
+    if (!reply.ok())
+      return std::move(reply);
+  const pg_reply& reply = replies.back();
   batch_snapshot snapshot;
-  if (auto failed = read_ids(connection, keys, snapshot))
-    return std::move(*failed);
-  if (auto failed = read_addresses(connection, keys, snapshot))
-    return std::move(*failed);
-  if (auto failed = read_bans(connection, keys, snapshot))
-    return std::move(*failed);
+  for (const auto& [community, deletes_ids] : keys.communities)
+    snapshot.missing_communities.insert(community); // until its row comes back
+  for (int row = 0; row < reply.rows(); ++row)
+    add_snapshot_row(reply, row, snapshot);
   return snapshot;
 }
 

@@ -13,16 +13,16 @@ namespace comb::storage {
 
 // The statements of one store_batch transaction: a handful per batch whatever its size. The
 // reads and deletes take whole columns as binary array parameters and unnest them; the events
-// and their tags go in by binary COPY. All run inside a transaction the caller opened; a
-// returned pg_reply is the statement that failed.
+// and their tags go in by binary COPY. begin_with_snapshot opens the transaction, write_plan
+// runs inside it, the caller commits or rolls back; a returned pg_reply is the statement that
+// failed.
 
-/// Takes the batch's advisory locks, in the given (ascending) order.
-[[nodiscard]] std::optional<pg_reply> take_locks(pg_connection& connection,
-                                                 const std::vector<lock_request>& locks);
-
-/// Reads what the database holds for the batch's ids and addresses.
-[[nodiscard]] std::variant<batch_snapshot, pg_reply> read_snapshot(pg_connection& connection,
-                                                                   const batch_keys& keys);
+/// Opens the batch's transaction, takes its advisory locks (in the given, ascending, order) and
+/// reads what the database holds for the batch's ids and addresses: three statements in one
+/// round trip (a pipeline). The read starts only once the locks are granted, so it sees every
+/// batch that held them before. After a failure the caller rolls back.
+[[nodiscard]] std::variant<batch_snapshot, pg_reply> begin_with_snapshot(
+  pg_connection& connection, const std::vector<lock_request>& locks, const batch_keys& keys);
 
 /// Writes the plan. An insert that finds its id already stored (a concurrent writer of the same
 /// event committed after the snapshot was read) fails with unique_violation (23505): the

@@ -29,14 +29,12 @@ std::vector<store_outcome> all_failed(std::size_t count) {
                                     store_outcome{store_outcome::status::failed, msg_failed});
 }
 
-/// Locks, reads, plans and writes inside an open transaction.
+/// Opens the transaction, locks, reads, plans and writes; the caller commits or rolls back.
 std::optional<pg_reply> plan_and_write(pg_connection& connection,
                                        std::span<const event_write> writes,
                                        std::vector<store_outcome>& outcomes) {
   const batch_keys keys = keys_of(writes);
-  if (auto failed = take_locks(connection, locks_for(keys)))
-    return failed;
-  auto snapshot = read_snapshot(connection, keys);
+  auto snapshot = begin_with_snapshot(connection, locks_for(keys), keys);
   if (auto* failed = std::get_if<pg_reply>(&snapshot))
     return std::move(*failed);
   store_plan plan = plan_batch(writes, std::get<batch_snapshot>(snapshot));
@@ -48,13 +46,10 @@ std::optional<pg_reply> plan_and_write(pg_connection& connection,
 
 batch_attempt attempt_batch(pg_connection& connection, std::span<const event_write> writes) {
   batch_attempt attempt;
-  if (auto begin = connection.exec("BEGIN"); !begin.ok()) {
-    attempt.failure = std::move(begin);
-    return attempt;
-  }
   std::vector<store_outcome> outcomes;
   if (auto failed = plan_and_write(connection, writes, outcomes)) {
-    (void)connection.exec("ROLLBACK"); // its own failure changes nothing: the batch is lost
+    // Its own failure changes nothing: the batch is lost (and without a transaction, a no-op).
+    (void)connection.exec("ROLLBACK");
     attempt.failure = std::move(failed);
     return attempt;
   }

@@ -145,8 +145,8 @@ membership_write membership_store::apply_locked(std::int64_t community_id,
                                                 std::span<const membership_command> commands,
                                                 std::int64_t now) {
   const std::string community = std::to_string(community_id);
-  // FOR NO KEY UPDATE, never FOR UPDATE: event inserts into this community take FOR KEY SHARE
-  // through their foreign key and must not wait for a membership write (a test checks it).
+  // FOR NO KEY UPDATE, never FOR UPDATE: event writers lock this row FOR KEY SHARE (each
+  // batch's snapshot) and must not wait for a membership write (a test checks it).
   auto locked = must(connection_.exec("SELECT newest_list_at, state_version"
                                       " FROM communities WHERE id = $1::bigint FOR NO KEY UPDATE",
                                       {community}),

@@ -14,7 +14,7 @@ constexpr const char* migration_lock_key = "1668246882";
 // -- migration 1: communities, events, tags, NIP-09 memory ----------------------
 // events -> communities is a real foreign key on purpose: membership writers lock the
 // community row FOR NO KEY UPDATE, which does not conflict with the FOR KEY SHARE lock that the
-// foreign key check of an event insert takes.
+// foreign key check of an event insert takes. (Migration 18 replaces that key by row locks.)
 constexpr const char* migration_1 = R"sql(
 CREATE TABLE communities (
   id BIGSERIAL PRIMARY KEY,
@@ -283,6 +283,26 @@ CREATE TABLE noted_events (
 );
 )sql";
 
+// Events keep to existing communities without a foreign key: its check ran one query per
+// inserted event (10 % of a writer backend's instructions), where every transaction that inserts
+// events already locks its communities' rows once: the writer's batch FOR KEY SHARE (batch_sql's
+// snapshot, which fails the events of a community it does not find), membership and room writers
+// FOR NO KEY UPDATE, checking the row exists. A DELETE of a community waits for those locks, as
+// it waited for the key's, and its trigger then deletes the events (and, through theirs, the
+// tags) that ON DELETE CASCADE deleted.
+constexpr const char* migration_18 = R"sql(
+CREATE FUNCTION comb_community_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  DELETE FROM events WHERE community_id = OLD.id;
+  RETURN NULL;
+END $$;
+
+CREATE TRIGGER communities_deleted_events AFTER DELETE ON communities
+  FOR EACH ROW EXECUTE FUNCTION comb_community_deleted();
+
+ALTER TABLE events DROP CONSTRAINT IF EXISTS events_community_id_fkey;
+)sql";
+
 constexpr migration migrations[] = {
   {1, "communities, events, tags, deletions", migration_1},
   {2, "members, invites, allowlist", migration_2},
@@ -294,6 +314,7 @@ constexpr migration migrations[] = {
   {8, "NIP-29 rooms", migration_8},
   {13, "event tags deleted by trigger, not checked by a foreign key", migration_13},
   {16, "events written by access changes, by version", migration_16},
+  {18, "events kept to existing communities by row locks, not a foreign key", migration_18},
 };
 
 constexpr const char* create_ledger = R"sql(

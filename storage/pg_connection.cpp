@@ -52,6 +52,24 @@ bool ends_transaction(std::string_view sql) {
   return is_rollback(sql) || word == "COMMIT" || word == "END";
 }
 
+/// Lengths and formats of a statement's parameters: empty (all text) unless some are binary.
+struct param_formats {
+  std::vector<int> lengths, formats;
+
+  param_formats(const pg_params& params, const std::vector<bool>& binary) {
+    for (std::size_t i = 0; i < binary.size() && i < params.size(); ++i) {
+      if (lengths.empty()) {
+        lengths.assign(params.size(), 0);
+        formats.assign(params.size(), 0);
+      }
+      formats[i] = binary[i] ? 1 : 0;
+      lengths[i] = params[i] ? static_cast<int>(params[i]->size()) : 0;
+    }
+  }
+  [[nodiscard]] const int* length_data() const { return lengths.empty() ? nullptr : lengths.data(); }
+  [[nodiscard]] const int* format_data() const { return formats.empty() ? nullptr : formats.data(); }
+};
+
 /// libpq's view of the parameters: null for SQL NULL; valid while `params` lives.
 std::vector<const char*> param_values(const pg_params& params) {
   std::vector<const char*> values;
@@ -314,17 +332,9 @@ pg_reply pg_connection::exec_formatted(std::string_view sql, const pg_params& pa
     return std::move(*refused);
   const auto& s = std::get<ready_statement>(readied);
   // Lengths and formats only matter for binary parameters; all-text statements pass none.
-  std::vector<int> lengths, formats;
-  for (std::size_t i = 0; i < binary.size() && i < params.size(); ++i) {
-    if (lengths.empty()) {
-      lengths.assign(params.size(), 0);
-      formats.assign(params.size(), 0);
-    }
-    formats[i] = binary[i] ? 1 : 0;
-    lengths[i] = params[i] ? static_cast<int>(params[i]->size()) : 0;
-  }
-  const int* length_data = lengths.empty() ? nullptr : lengths.data();
-  const int* format_data = formats.empty() ? nullptr : formats.data();
+  const param_formats format(params, binary);
+  const int* length_data = format.length_data();
+  const int* format_data = format.format_data();
   if (s.prepared.empty())
     return wrap(PQexecParams(conn_, s.text.c_str(), s.count(), nullptr, s.values.data(),
                              length_data, format_data, 0),
@@ -336,6 +346,83 @@ pg_reply pg_connection::exec_formatted(std::string_view sql, const pg_params& pa
     // Outside a transaction nothing was changed: prepare again.
     return exec_formatted(sql, params, generic_plan, binary);
   return reply;
+}
+
+/// `count` replies failing as `like` does (its rows, if any, are not copied).
+std::vector<pg_reply> pg_connection::all_failing(std::size_t count, const pg_reply& like) {
+  std::vector<pg_reply> replies(count);
+  for (auto& reply : replies) {
+    reply.error_ = like.error_;
+    reply.sqlstate_ = like.sqlstate_;
+    reply.connection_lost_ = like.connection_lost_;
+  }
+  return replies;
+}
+
+std::vector<pg_reply> pg_connection::exec_pipeline(const std::vector<pipelined>& statements,
+                                                   bool generic_plan) {
+  static const pg_params no_params;
+  std::vector<ready_statement> ready_ones;
+  for (const auto& statement : statements) {
+    // Refusal, connection, plan mode and preparation, each a round trip of its own only the
+    // first time; the statements themselves then go together.
+    auto readied = ready(statement.sql, statement.params ? *statement.params : no_params,
+                         generic_plan);
+    if (auto* refused = std::get_if<pg_reply>(&readied))
+      return all_failing(statements.size(), *refused);
+    ready_ones.push_back(std::move(std::get<ready_statement>(readied)));
+  }
+  return send_pipeline(statements, ready_ones);
+}
+
+std::vector<pg_reply> pg_connection::send_pipeline(const std::vector<pipelined>& statements,
+                                                   const std::vector<ready_statement>& ready) {
+  static const pg_params no_params;
+  auto lost = [&] {
+    if (conn_ && PQpipelineStatus(conn_) != PQ_PIPELINE_OFF)
+      (void)PQexitPipelineMode(conn_);
+    pg_reply reply = wrap(nullptr, false);
+    reply.connection_lost_ = true;
+    if (connected())
+      lose_connection(false); // the pipeline's state is unknown: never reuse this connection
+    return all_failing(statements.size(), reply);
+  };
+  if (PQenterPipelineMode(conn_) != 1)
+    return lost();
+  for (std::size_t i = 0; i < statements.size(); ++i) {
+    const auto& s = ready[i];
+    const param_formats format(statements[i].params ? *statements[i].params : no_params,
+                               statements[i].binary);
+    int sent = s.prepared.empty()
+                 ? PQsendQueryParams(conn_, s.text.c_str(), s.count(), nullptr, s.values.data(),
+                                     format.length_data(), format.format_data(), 0)
+                 : PQsendQueryPrepared(conn_, s.prepared.c_str(), s.count(), s.values.data(),
+                                       format.length_data(), format.format_data(), 0);
+    if (sent != 1)
+      return lost();
+  }
+  if (PQpipelineSync(conn_) != 1)
+    return lost();
+  std::vector<pg_reply> replies;
+  for (std::size_t i = 0; i < statements.size(); ++i) {
+    ::pg_result* raw = PQgetResult(conn_);
+    if (!raw)
+      return lost();
+    while (::pg_result* extra = PQgetResult(conn_)) // each statement's results end with NULL
+      PQclear(extra);
+    replies.push_back(wrap(raw, false));
+    if (!conn_)
+      return lost();
+    (void)forget_if_stale(ready[i].text, replies.back());
+  }
+  ::pg_result* sync = PQgetResult(conn_);
+  const bool synced = sync && PQresultStatus(sync) == PGRES_PIPELINE_SYNC;
+  PQclear(sync);
+  if (!synced || PQexitPipelineMode(conn_) != 1)
+    return lost();
+  PGTransactionStatusType tx = PQtransactionStatus(conn_);
+  in_transaction_ = tx == PQTRANS_INTRANS || tx == PQTRANS_INERROR;
+  return replies;
 }
 
 std::optional<pg_reply> pg_connection::use_generic_plans(bool generic) {

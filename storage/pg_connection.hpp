@@ -113,6 +113,21 @@ public:
   [[nodiscard]] pg_reply exec(std::string_view sql, const pg_params& params,
                               const std::vector<bool>& binary);
 
+  /// One statement of exec_pipeline: as for `exec`, `binary[i]` true sends `params[i]` in
+  /// binary format. `params` must outlive the call.
+  struct pipelined {
+    std::string_view sql;
+    const pg_params* params = nullptr;
+    std::vector<bool> binary;
+  };
+
+  /// Runs `statements` in order in one round trip (libpq's pipeline mode) instead of one each,
+  /// each prepared and executed as `exec` does (`generic_plan` for all of them). The server
+  /// skips every statement after one that fails (their replies fail too). One reply per
+  /// statement; a connection lost at any point fails them all, as `exec` reports it.
+  [[nodiscard]] std::vector<pg_reply> exec_pipeline(const std::vector<pipelined>& statements,
+                                                    bool generic_plan = false);
+
   /// Runs one parameterized read like `exec`, but hands its rows over one at a time as they
   /// arrive (libpq single-row mode: each `row` holds one row), so a large result is never held
   /// whole by libpq or the caller. `on_row` returns false to stop: the statement is then
@@ -176,6 +191,10 @@ private:
   /// Both `exec` forms: `binary[i]` true sends parameter i in binary format.
   [[nodiscard]] pg_reply exec_formatted(std::string_view sql, const pg_params& params,
                                         bool generic_plan, const std::vector<bool>& binary);
+  [[nodiscard]] static std::vector<pg_reply> all_failing(std::size_t count, const pg_reply& like);
+  /// exec_pipeline once every statement is ready: sends them all, then reads their replies.
+  [[nodiscard]] std::vector<pg_reply> send_pipeline(const std::vector<pipelined>& statements,
+                                                    const std::vector<ready_statement>& ready);
   /// Whether a statement failed because its prepared form is stale or gone (then forgotten).
   bool forget_if_stale(const std::string& text, const pg_reply& reply);
   /// Switches the session's plan_cache_mode when it differs (outside transactions only).

@@ -57,6 +57,9 @@ private:
     const event_write& w = writes_[index];
     const protocol::event& ev = *w.ev;
     const event_key key{w.community_id, ev.id};
+    // An event never outlives its community (what the foreign key of migration 1 kept).
+    if (state_.missing_communities.contains(w.community_id))
+      return outcome(store_outcome::status::failed, msg_failed);
     if (state_.events.contains(key))
       return outcome(store_outcome::status::duplicate, msg_already_have);
     if (state_.banned_ids.contains(key))

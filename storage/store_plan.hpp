@@ -49,6 +49,8 @@ struct batch_snapshot {
   std::map<address, std::int64_t> deleted_until; ///< NIP-09 address deletions
   std::set<event_key> banned_ids;               ///< NIP-86 banevent, for the batch's ids
   std::set<std::pair<std::int64_t, protocol::bytes32>> banned_authors; ///< NIP-86 banpubkey
+  /// The batch's communities that no longer exist (deleted before the batch locked them).
+  std::set<std::int64_t> missing_communities;
 };
 
 /// The keys a batch touches: what to lock and what to read.

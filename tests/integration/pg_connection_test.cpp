@@ -302,3 +302,53 @@ TEST_CASE("a streamed read asked for a generic plan gets one; other statements k
   }).ok());
   CHECK(mode == "auto");
 }
+
+TEST_CASE("a pipeline runs its statements in order in one round trip, and stops at a failure",
+          "[integration][pg_connection]") {
+  storage::pg_connection c(test::admin_conninfo());
+  const storage::pg_params one{"1"};
+  const storage::pg_params oops{"not a number"};
+  const storage::pg_params two{"2"};
+  using pipelined = storage::pg_connection::pipelined;
+  REQUIRE(c.exec("CREATE TEMP TABLE p (v int)").ok());
+  SECTION("every statement succeeds, in order, inside the transaction the first opens") {
+    auto replies = c.exec_pipeline({pipelined{"BEGIN", nullptr, {}},
+                                    pipelined{"INSERT INTO p VALUES ($1::int)", &one, {}},
+                                    pipelined{"SELECT count(*), max(v) FROM p", nullptr, {}}});
+    REQUIRE(replies.size() == 3);
+    for (const auto& reply : replies)
+      CHECK(reply.ok());
+    CHECK(replies[2].text(0, 0) == "1");
+    CHECK(replies[2].text(0, 1) == "1");
+    REQUIRE(c.exec("ROLLBACK").ok()); // the pipeline left the transaction open
+    CHECK(scalar(c, "SELECT count(*) FROM p") == "0");
+  }
+  SECTION("after a failure the rest is skipped, and the connection goes on") {
+    auto replies = c.exec_pipeline({pipelined{"BEGIN", nullptr, {}},
+                                    pipelined{"INSERT INTO p VALUES ($1::int)", &oops, {}},
+                                    pipelined{"INSERT INTO p VALUES ($1::int)", &two, {}}});
+    REQUIRE(replies.size() == 3);
+    CHECK(replies[0].ok());
+    CHECK(replies[1].sqlstate() == "22P02");
+    CHECK_FALSE(replies[2].ok());
+    CHECK_FALSE(replies[2].connection_lost());
+    REQUIRE(c.exec("ROLLBACK").ok());
+    CHECK(scalar(c, "SELECT count(*) FROM p") == "0");
+    auto again = c.exec_pipeline({pipelined{"INSERT INTO p VALUES ($1::int)", &two, {}},
+                                  pipelined{"SELECT max(v) FROM p", nullptr, {}}});
+    REQUIRE(again.size() == 2);
+    CHECK(again[1].text(0, 0) == "2");
+  }
+  SECTION("a lost backend fails every statement as lost, and the next call reconnects") {
+    terminate_backend(c.backend_pid());
+    auto replies = c.exec_pipeline({pipelined{"SELECT 1", nullptr, {}},
+                                    pipelined{"SELECT $1::int", &two, {}}});
+    // The first call finds the socket closed before sending and reconnects, or sends and
+    // learns of the loss: either way no reply is a wrong success.
+    for (const auto& reply : replies)
+      CHECK((reply.ok() || reply.connection_lost()));
+    auto after = c.exec_pipeline({pipelined{"SELECT $1::int", &two, {}}});
+    REQUIRE(after.size() == 1);
+    CHECK(after[0].text(0, 0) == "2");
+  }
+}

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace comb::actors {
 
@@ -51,6 +52,13 @@ public:
 
   /// Queues a live event frame; same bound as `send`. By default it is flattened into one string.
   virtual void send_event(shared_event_frame frame) { send(frame.flattened()); }
+
+  /// Queues live event frames in order, as send_event would one by one (the outbox takes them
+  /// under one lock and wakes its writer once).
+  virtual void send_events(std::vector<shared_event_frame> frames) {
+    for (auto& frame : frames)
+      send_event(std::move(frame));
+  }
 
   /// Ends the connection after what is already queued.
   virtual void close(close_reason why) = 0;

@@ -45,6 +45,21 @@ void websocket_outbox::send_event(shared_event_frame frame) {
   enqueue({std::move(frame.head), std::move(frame.json)});
 }
 
+void websocket_outbox::send_events(std::vector<shared_event_frame> frames) {
+  bool overflow = false;
+  bool wake_writer = false;
+  {
+    std::lock_guard lock(mutex_);
+    for (auto& frame : frames) {
+      if (closing_)
+        break;
+      overflow = push({std::move(frame.head), std::move(frame.json)}) || overflow;
+    }
+    wake_writer = std::exchange(writer_waiting_, false) || overflow;
+  }
+  after_push(wake_writer, overflow);
+}
+
 void websocket_outbox::enqueue(outbound_frame frame) {
   bool overflow = false;
   bool wake_writer = false;
@@ -52,27 +67,35 @@ void websocket_outbox::enqueue(outbound_frame frame) {
     std::lock_guard lock(mutex_);
     if (closing_)
       return;
-    if (over_bound(frame.size())) {
-      // A reader this far behind is cut, not buffered: its queue is dropped at once (what is
-      // being written now is counted until `written`).
-      closing_ = close_reason::slow_reader;
-      std::size_t dropped = 0;
-      for (const auto& queued : queue_)
-        dropped += queued.size();
-      queue_.clear();
-      pending_bytes_ -= std::min(dropped, pending_bytes_);
-      count(-static_cast<std::int64_t>(dropped));
-      bump(metrics_->slow_reader_disconnects);
-      overflow = true;
-    } else {
-      pending_bytes_ += frame.size();
-      count(static_cast<std::int64_t>(frame.size()));
-      queue_.push_back(std::move(frame));
-    }
+    overflow = push(std::move(frame));
     // A writer that is busy takes this frame when it next looks at the queue: only one that
     // waits needs waking (a post to the strand per frame was a large part of a delivery's cost).
     wake_writer = std::exchange(writer_waiting_, false) || overflow;
   }
+  after_push(wake_writer, overflow);
+}
+
+bool websocket_outbox::push(outbound_frame frame) {
+  if (over_bound(frame.size())) {
+    // A reader this far behind is cut, not buffered: its queue is dropped at once (what is
+    // being written now is counted until `written`).
+    closing_ = close_reason::slow_reader;
+    std::size_t dropped = 0;
+    for (const auto& queued : queue_)
+      dropped += queued.size();
+    queue_.clear();
+    pending_bytes_ -= std::min(dropped, pending_bytes_);
+    count(-static_cast<std::int64_t>(dropped));
+    bump(metrics_->slow_reader_disconnects);
+    return true;
+  }
+  pending_bytes_ += frame.size();
+  count(static_cast<std::int64_t>(frame.size()));
+  queue_.push_back(std::move(frame));
+  return false;
+}
+
+void websocket_outbox::after_push(bool wake_writer, bool overflow) {
   if (overflow)
     asio::post(strand_, [self = shared_from_this()] {
       if (self->abort_)

@@ -50,6 +50,8 @@ public:
 
   void send_event(shared_event_frame frame) override;
 
+  void send_events(std::vector<shared_event_frame> frames) override;
+
   void close(close_reason why) override;
 
   /// On the strand: waits for frames, then moves the oldest into `batch` (empty on entry), at
@@ -75,6 +77,10 @@ public:
 
 private:
   void enqueue(outbound_frame frame);
+  /// Under mutex_: queues `frame` or, past the bound, starts the slow-reader close; true then.
+  [[nodiscard]] bool push(outbound_frame frame);
+  /// After push: wakes the writer if it waits, or has it abort the socket on overflow.
+  void after_push(bool wake_writer, bool overflow);
   void wake();
   void count(std::int64_t delta); // under mutex_
   void take_batch(std::vector<outbound_frame>& batch, std::size_t max_frames,

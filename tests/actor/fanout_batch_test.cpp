@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: MIT
+// How the fan-out batches its deliveries, on CAF's deterministic scheduler: one message per
+// connection per turn, sent as soon as the mailbox holds nothing more, capped in size, and
+// never overtaken by a later message to the same connection.
+#include <caf/all.hpp>
+#include <caf/scheduler/test_coordinator.hpp>
+#include <catch2/catch.hpp>
+
+#include "actors/fanout/fanout_actor.hpp"
+#include "actors/messages.hpp"
+#include "protocol/canonical_json.hpp"
+#include "support/signed_events.hpp"
+
+using namespace comb;
+using namespace comb::actors;
+
+namespace {
+
+const auto author = protocol::key_pair::generate();
+
+/// What a connection was sent by the fan-out, in arrival order.
+struct received {
+  std::vector<std::size_t> batch_sizes;      ///< deliveries per deliver message
+  std::vector<std::string> deliveries;       ///< "<subscription>:<content>" in order
+  std::vector<std::string> order;            ///< "deliver" / "revoke" per message
+};
+
+caf::behavior recording_connection(caf::event_based_actor*, std::shared_ptr<received> seen) {
+  return {
+    [=](deliver_atom, const live_batch& batch) {
+      seen->order.push_back("deliver");
+      seen->batch_sizes.push_back(batch.matches.size());
+      for (const auto& match : batch.matches)
+        seen->deliveries.push_back(match.subscription.id + ":" + batch.events.at(match.event).ev->content);
+    },
+    [=](revoke_atom, std::int64_t, const pubkey_list&) { seen->order.push_back("revoke"); },
+  };
+}
+
+struct fixture {
+  caf::actor_system_config config;
+  std::unique_ptr<caf::actor_system> system;
+  caf::scheduler::test_coordinator* scheduler = nullptr;
+  std::shared_ptr<relay_metrics> metrics = std::make_shared<relay_metrics>();
+  caf::actor fanout;
+  std::vector<caf::actor> spawned;
+
+  fixture() {
+    config.set("scheduler.policy", caf::atom("testing"));
+    config.set("logger.verbosity", caf::atom("quiet"));
+    system = std::make_unique<caf::actor_system>(config);
+    scheduler = &dynamic_cast<caf::scheduler::test_coordinator&>(system->scheduler());
+    fanout = system->spawn(fanout_actor, fanout_args{{}, metrics, nullptr});
+    spawned.push_back(fanout);
+  }
+
+  ~fixture() {
+    for (auto& a : spawned)
+      caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    scheduler->run();
+  }
+
+  std::shared_ptr<received> connect(std::uint64_t owner, const std::vector<std::string>& subs) {
+    auto seen = std::make_shared<received>();
+    auto actor = system->spawn(recording_connection, seen);
+    spawned.push_back(actor);
+    for (const auto& sub : subs) {
+      protocol::filter f;
+      f.kinds = std::vector<std::uint32_t>{1};
+      caf::anon_send(fanout, subscribe_atom_v, live_request{actor, owner, 1, sub, 1, {f}, nullptr});
+    }
+    scheduler->run();
+    return seen;
+  }
+
+  void publish(const std::string& content) {
+    auto ev = test::sign_event(author, 1, content);
+    auto json = std::make_shared<const std::string>(protocol::render_event_json(ev));
+    caf::anon_send(fanout, publish_atom_v,
+                   committed_event{1, {std::make_shared<const protocol::event>(ev), json}});
+  }
+};
+
+} // namespace
+
+TEST_CASE_METHOD(fixture, "a burst of publishes reaches a connection in one message, in order",
+                 "[actor][fanout]") {
+  auto one = connect(1, {"a", "b"});
+  auto two = connect(2, {"c"});
+  std::vector<std::string> expected_one;
+  std::vector<std::string> expected_two;
+  for (int i = 0; i < 100; ++i) {
+    publish("n" + std::to_string(i));
+    expected_one.push_back("a:n" + std::to_string(i));
+    expected_one.push_back("b:n" + std::to_string(i));
+    expected_two.push_back("c:n" + std::to_string(i));
+  }
+  scheduler->run();
+  CHECK(one->deliveries == expected_one);
+  CHECK(two->deliveries == expected_two);
+  // All queued before the fan-out ran: one turn, one message per connection.
+  CHECK(one->batch_sizes == std::vector<std::size_t>{200});
+  CHECK(two->batch_sizes == std::vector<std::size_t>{100});
+  CHECK(metrics->deliveries.load() == 300);
+}
+
+TEST_CASE_METHOD(fixture, "a lone publish is delivered at once, not held for a later one",
+                 "[actor][fanout]") {
+  auto one = connect(1, {"a"});
+  publish("first");
+  scheduler->run();
+  CHECK(one->deliveries == std::vector<std::string>{"a:first"});
+  publish("second");
+  scheduler->run_once(); // the fan-out's turn only
+  // Nothing left for the fan-out to do: the delivery is already in the connection's mailbox.
+  CHECK(caf::actor_cast<caf::scheduled_actor*>(fanout)->mailbox().blocked()); // idle, waiting
+  CHECK(scheduler->jobs.size() == 1);
+  scheduler->run();
+  CHECK(one->deliveries == std::vector<std::string>{"a:first", "a:second"});
+  CHECK(one->batch_sizes == std::vector<std::size_t>{1, 1});
+}
+
+TEST_CASE_METHOD(fixture, "a long burst is sent in batches of at most max_held_deliveries",
+                 "[actor][fanout]") {
+  auto one = connect(1, {"a"});
+  const std::size_t events = max_held_deliveries + 10;
+  for (std::size_t i = 0; i < events; ++i)
+    publish(std::to_string(i));
+  scheduler->run();
+  REQUIRE(one->deliveries.size() == events);
+  CHECK(one->deliveries.front() == "a:0");
+  CHECK(one->deliveries.back() == "a:" + std::to_string(events - 1));
+  CHECK(one->batch_sizes == std::vector<std::size_t>{max_held_deliveries, 10});
+}
+
+TEST_CASE_METHOD(fixture, "held deliveries go out before a revocation that came after them",
+                 "[actor][fanout]") {
+  auto one = connect(1, {"a"});
+  publish("before");
+  caf::anon_send(fanout, revoke_atom_v, std::int64_t{1}, pubkey_list{author.public_key()});
+  scheduler->run();
+  CHECK(one->order == std::vector<std::string>{"deliver", "revoke"});
+  CHECK(one->deliveries == std::vector<std::string>{"a:before"});
+}

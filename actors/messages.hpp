@@ -50,7 +50,7 @@ using unsubscribe_atom = caf::atom_constant<caf::atom("unsub")>;     ///< (unsub
 inline constexpr unsubscribe_atom unsubscribe_atom_v{};
 using forget_atom = caf::atom_constant<caf::atom("forget")>;         ///< (forget_atom, owner): all of it
 inline constexpr forget_atom forget_atom_v{};
-using publish_atom = caf::atom_constant<caf::atom("publish")>;       ///< (publish_atom, committed_event)
+using publish_atom = caf::atom_constant<caf::atom("publish")>;       ///< (publish_atom, committed_event) or a writer's (publish_atom, committed_events)
 inline constexpr publish_atom publish_atom_v{};
 using deliver_atom = caf::atom_constant<caf::atom("deliver")>;       ///< (deliver_atom, live_batch)
 inline constexpr deliver_atom deliver_atom_v{};
@@ -141,6 +141,9 @@ struct committed_event {
   live_event event;
 };
 
+/// A storage writer's committed batch, in commit order.
+using committed_events = std::vector<committed_event>;
+
 using frame_sink_ptr = std::shared_ptr<frame_sink>;
 
 /// What one connection's history replies hold on their way to its client: chunks a storage
@@ -217,6 +220,7 @@ struct room_applied {
 
 // Local-only payloads: they never cross a process boundary (the bridge has its own envelope).
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::committed_event)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::committed_events)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::live_event)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::history_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::live_request)

@@ -138,6 +138,15 @@ caf::behavior fanout_actor(caf::stateful_actor<fanout_state>* self, fanout_args 
       if (self->state.held_count >= max_held_deliveries || self->mailbox().empty())
         send_held(self);
     },
+    [=](publish_atom, const committed_events& batch) {
+      for (const auto& committed : batch) {
+        publish(self, committed);
+        if (self->state.held_count >= max_held_deliveries)
+          send_held(self);
+      }
+      if (self->mailbox().empty())
+        send_held(self);
+    },
   };
 }
 

@@ -38,11 +38,11 @@ bool websocket_outbox::over_bound(std::size_t frame_bytes) const {
 }
 
 void websocket_outbox::send(std::string frame) {
-  enqueue({std::move(frame), nullptr});
+  enqueue({std::move(frame), nullptr, nullptr});
 }
 
 void websocket_outbox::send_event(shared_event_frame frame) {
-  enqueue({std::move(frame.head), std::move(frame.json)});
+  enqueue({{}, std::move(frame.head), std::move(frame.json)});
 }
 
 void websocket_outbox::send_events(std::vector<shared_event_frame> frames) {
@@ -53,7 +53,7 @@ void websocket_outbox::send_events(std::vector<shared_event_frame> frames) {
     for (auto& frame : frames) {
       if (closing_)
         break;
-      overflow = push({std::move(frame.head), std::move(frame.json)}) || overflow;
+      overflow = push({{}, std::move(frame.head), std::move(frame.json)}) || overflow;
     }
     wake_writer = std::exchange(writer_waiting_, false) || overflow;
   }

@@ -17,15 +17,17 @@
 
 namespace comb::actors {
 
-/// A queued frame: a whole text frame, or a live event frame kept in parts (`text` its head,
-/// `json` the event JSON shared with the other subscribers, then `]`).
+/// A queued frame: a whole text frame (`text`), or a live event frame kept in parts (`head`, its
+/// subscription's `["EVENT","<sub>",`, `json` the event JSON shared with the other subscribers,
+/// then `]`).
 struct outbound_frame {
   std::string text;
+  std::shared_ptr<const std::string> head; ///< null for a whole frame
   std::shared_ptr<const std::string> json; ///< null for a whole frame
 
   /// The frame's payload length on the wire: what the outbox counts as pending.
   [[nodiscard]] std::size_t size() const noexcept {
-    return text.size() + (json ? json->size() + shared_event_frame::tail.size() : 0);
+    return json ? head->size() + json->size() + shared_event_frame::tail.size() : text.size();
   }
 };
 

@@ -73,12 +73,13 @@ struct fixture {
     return seen;
   }
 
-  void publish(const std::string& content) {
+  static committed_event committed(const std::string& content) {
     auto ev = test::sign_event(author, 1, content);
     auto json = std::make_shared<const std::string>(protocol::render_event_json(ev));
-    caf::anon_send(fanout, publish_atom_v,
-                   committed_event{1, {std::make_shared<const protocol::event>(ev), json}});
+    return {1, {std::make_shared<const protocol::event>(ev), json}};
   }
+
+  void publish(const std::string& content) { caf::anon_send(fanout, publish_atom_v, committed(content)); }
 };
 
 } // namespace
@@ -141,4 +142,17 @@ TEST_CASE_METHOD(fixture, "held deliveries go out before a revocation that came 
   scheduler->run();
   CHECK(one->order == std::vector<std::string>{"deliver", "revoke"});
   CHECK(one->deliveries == std::vector<std::string>{"a:before"});
+}
+
+TEST_CASE_METHOD(fixture, "a storage writer's batch reaches each connection in one message, in commit order",
+                 "[actor][fanout]") {
+  auto one = connect(1, {"a"});
+  committed_events batch;
+  for (int i = 0; i < 5; ++i)
+    batch.push_back(committed("w" + std::to_string(i)));
+  batch.push_back(batch.front()); // seen already: delivered once
+  caf::anon_send(fanout, publish_atom_v, batch);
+  scheduler->run();
+  CHECK(one->deliveries == std::vector<std::string>{"a:w0", "a:w1", "a:w2", "a:w3", "a:w4"});
+  CHECK(one->batch_sizes == std::vector<std::size_t>{5});
 }

@@ -48,12 +48,17 @@ void send_held(self_ptr self) {
   st.held_count = 0;
 }
 
-/// The batch of `owner`'s connection, with `event` added as its newest event.
+/// The batch of `owner`'s connection, with `event` added as its newest event. A new batch has
+/// room for the `expected` events of the turn (grown one by one, copying each, it was a fifth of
+/// the fan-out's work per delivery).
 live_batch& batch_for(fanout_state& st, std::uint64_t owner, const caf::actor& connection,
-                      const live_event& event) {
+                      const live_event& event, std::size_t expected) {
   auto [at, added] = st.held_at.try_emplace(owner, st.held.size());
-  if (added)
+  if (added) {
     st.held.push_back({connection, {}});
+    st.held.back().batch.events.reserve(expected);
+    st.held.back().batch.matches.reserve(expected);
+  }
   live_batch& batch = st.held[at->second].batch;
   batch.events.push_back(event);
   return batch;
@@ -61,7 +66,7 @@ live_batch& batch_for(fanout_state& st, std::uint64_t owner, const caf::actor& c
 
 /// Matches a committed event against its community's subscriptions and holds a delivery for
 /// each (sent by send_held).
-void publish(self_ptr self, const committed_event& committed) {
+void publish(self_ptr self, const committed_event& committed, std::size_t expected = 1) {
   auto& st = self->state;
   if (!first_sighting(st, {committed.community_id, committed.event.ev->id})
       || !list_moves_forward(st, committed.community_id, *committed.event.ev))
@@ -80,7 +85,7 @@ void publish(self_ptr self, const committed_event& committed) {
       auto target = st.connections.find(match.owner);
       batch = target == st.connections.end()
                 ? nullptr
-                : &batch_for(st, match.owner, target->second, committed.event);
+                : &batch_for(st, match.owner, target->second, committed.event, expected);
     }
     if (batch == nullptr)
       continue;
@@ -139,8 +144,8 @@ caf::behavior fanout_actor(caf::stateful_actor<fanout_state>* self, fanout_args 
         send_held(self);
     },
     [=](publish_atom, const committed_events& batch) {
-      for (const auto& committed : batch) {
-        publish(self, committed);
+      for (std::size_t i = 0; i < batch.size(); ++i) {
+        publish(self, batch[i], batch.size() - i);
         if (self->state.held_count >= max_held_deliveries)
           send_held(self);
       }

@@ -148,6 +148,7 @@ asio::awaitable<bool> websocket_outbox::next_batch(std::vector<outbound_frame>& 
 void websocket_outbox::take_batch(std::vector<outbound_frame>& batch, std::size_t max_frames,
                                   std::size_t max_bytes) {
   std::size_t bytes = 0;
+  batch.reserve(std::min(queue_.size(), max_frames));
   while (!queue_.empty() && batch.size() < max_frames) {
     std::size_t size = queue_.front().size();
     if (!batch.empty() && bytes + size > max_bytes)

@@ -3,6 +3,7 @@
 
 #include "actors/messages.hpp"
 
+#include <algorithm>
 #include <optional>
 
 namespace comb::actors {
@@ -46,18 +47,29 @@ void send_held(self_ptr self) {
   st.held.clear();
   st.held_at.clear();
   st.held_count = 0;
+  st.publishes_while_held = 0;
 }
 
+/// True when the held deliveries must go now although more messages wait.
+bool hold_is_full(const fanout_state& st) {
+  return st.held_count >= max_held_deliveries || st.publishes_while_held >= max_held_publishes;
+}
+
+/// Room a new batch reserves, at most: a writer's commit may hold thousands of events, of which
+/// a connection with narrow filters gets few.
+constexpr std::size_t max_reserved_events = 32;
+
 /// The batch of `owner`'s connection, with `event` added as its newest event. A new batch has
-/// room for the `expected` events of the turn (grown one by one, copying each, it was a fifth of
-/// the fan-out's work per delivery).
+/// room for the `expected` events of the turn, up to max_reserved_events (grown one by one,
+/// copying each, it was a fifth of the fan-out's work per delivery).
 live_batch& batch_for(fanout_state& st, std::uint64_t owner, const caf::actor& connection,
                       const live_event& event, std::size_t expected) {
   auto [at, added] = st.held_at.try_emplace(owner, st.held.size());
   if (added) {
     st.held.push_back({connection, {}});
-    st.held.back().batch.events.reserve(expected);
-    st.held.back().batch.matches.reserve(expected);
+    std::size_t room = std::min(expected, max_reserved_events);
+    st.held.back().batch.events.reserve(room);
+    st.held.back().batch.matches.reserve(room);
   }
   live_batch& batch = st.held[at->second].batch;
   batch.events.push_back(event);
@@ -68,6 +80,8 @@ live_batch& batch_for(fanout_state& st, std::uint64_t owner, const caf::actor& c
 /// each (sent by send_held).
 void publish(self_ptr self, const committed_event& committed, std::size_t expected = 1) {
   auto& st = self->state;
+  if (st.held_count > 0)
+    ++st.publishes_while_held;
   if (!first_sighting(st, {committed.community_id, committed.event.ev->id})
       || !list_moves_forward(st, committed.community_id, *committed.event.ev))
     return;
@@ -140,13 +154,13 @@ caf::behavior fanout_actor(caf::stateful_actor<fanout_state>* self, fanout_args 
     },
     [=](publish_atom, const committed_event& committed) {
       publish(self, committed);
-      if (self->state.held_count >= max_held_deliveries || self->mailbox().empty())
+      if (hold_is_full(self->state) || self->mailbox().empty())
         send_held(self);
     },
     [=](publish_atom, const committed_events& batch) {
       for (std::size_t i = 0; i < batch.size(); ++i) {
         publish(self, batch[i], batch.size() - i);
-        if (self->state.held_count >= max_held_deliveries)
+        if (hold_is_full(self->state))
           send_held(self);
       }
       if (self->mailbox().empty())

@@ -61,6 +61,7 @@ struct fanout_state {
   std::vector<held_deliveries> held;
   std::unordered_map<std::uint64_t, std::size_t> held_at; ///< owner -> index in `held`
   std::size_t held_count = 0;                             ///< deliveries in `held`
+  std::size_t publishes_while_held = 0; ///< handled since the oldest held delivery
   std::vector<subscription_index::match_ref> matches;     ///< scratch of one publish
   static inline const char* name = "fanout";
 };
@@ -71,6 +72,9 @@ struct fanout_state {
 /// Deliveries held at most before they are sent, whatever the mailbox holds: bounds the memory
 /// and the delay a long burst adds to its first events.
 inline constexpr std::size_t max_held_deliveries = 2048;
+/// Publishes handled at most while deliveries are held (most of them may match nothing here):
+/// bounds the delay when the mailbox never runs dry.
+inline constexpr std::size_t max_held_publishes = 256;
 
 caf::behavior fanout_actor(caf::stateful_actor<fanout_state>* self, fanout_args args);
 

@@ -73,13 +73,15 @@ struct fixture {
     return seen;
   }
 
-  static committed_event committed(const std::string& content) {
+  static committed_event committed(const std::string& content, std::int64_t community = 1) {
     auto ev = test::sign_event(author, 1, content);
     auto json = std::make_shared<const std::string>(protocol::render_event_json(ev));
-    return {1, {std::make_shared<const protocol::event>(ev), json}};
+    return {community, {std::make_shared<const protocol::event>(ev), json}};
   }
 
-  void publish(const std::string& content) { caf::anon_send(fanout, publish_atom_v, committed(content)); }
+  void publish(const std::string& content, std::int64_t community = 1) {
+    caf::anon_send(fanout, publish_atom_v, committed(content, community));
+  }
 };
 
 } // namespace
@@ -123,15 +125,20 @@ TEST_CASE_METHOD(fixture, "a lone publish is delivered at once, not held for a l
 
 TEST_CASE_METHOD(fixture, "a long burst is sent in batches of at most max_held_deliveries",
                  "[actor][fanout]") {
-  auto one = connect(1, {"a"});
-  const std::size_t events = max_held_deliveries + 10;
+  // 16 subscriptions of one connection: the delivery bound comes before the publish bound.
+  std::vector<std::string> subs;
+  for (int i = 0; i < 16; ++i)
+    subs.push_back("s" + std::to_string(i < 10 ? 0 : 1) + std::to_string(i % 10));
+  auto one = connect(1, subs);
+  const std::size_t events = max_held_deliveries / subs.size() + 2;
+  REQUIRE(events < max_held_publishes);
   for (std::size_t i = 0; i < events; ++i)
     publish(std::to_string(i));
   scheduler->run();
-  REQUIRE(one->deliveries.size() == events);
-  CHECK(one->deliveries.front() == "a:0");
-  CHECK(one->deliveries.back() == "a:" + std::to_string(events - 1));
-  CHECK(one->batch_sizes == std::vector<std::size_t>{max_held_deliveries, 10});
+  REQUIRE(one->deliveries.size() == events * subs.size());
+  CHECK(one->deliveries.front() == "s00:0");
+  CHECK(one->deliveries.back() == "s15:" + std::to_string(events - 1));
+  CHECK(one->batch_sizes == std::vector<std::size_t>{max_held_deliveries, 2 * subs.size()});
 }
 
 TEST_CASE_METHOD(fixture, "held deliveries go out before a revocation that came after them",
@@ -155,4 +162,17 @@ TEST_CASE_METHOD(fixture, "a storage writer's batch reaches each connection in o
   scheduler->run();
   CHECK(one->deliveries == std::vector<std::string>{"a:w0", "a:w1", "a:w2", "a:w3", "a:w4"});
   CHECK(one->batch_sizes == std::vector<std::size_t>{5});
+}
+
+TEST_CASE_METHOD(fixture, "held deliveries go out after max_held_publishes even while more publishes wait",
+                 "[actor][fanout]") {
+  auto one = connect(1, {"a"});
+  publish("first");
+  for (std::size_t i = 0; i < max_held_publishes + 10; ++i)
+    publish("other " + std::to_string(i), 2); // another community: nothing for this connection
+  publish("last");
+  scheduler->run();
+  CHECK(one->deliveries == std::vector<std::string>{"a:first", "a:last"});
+  // Without the bound both would have waited for the mailbox to run dry: one message.
+  CHECK(one->batch_sizes == std::vector<std::size_t>{1, 1});
 }

@@ -50,9 +50,9 @@ using unsubscribe_atom = caf::atom_constant<caf::atom("unsub")>;     ///< (unsub
 inline constexpr unsubscribe_atom unsubscribe_atom_v{};
 using forget_atom = caf::atom_constant<caf::atom("forget")>;         ///< (forget_atom, owner): all of it
 inline constexpr forget_atom forget_atom_v{};
-using publish_atom = caf::atom_constant<caf::atom("publish")>;       ///< (publish_atom, committed_event)
+using publish_atom = caf::atom_constant<caf::atom("publish")>;       ///< (publish_atom, committed_event) or a writer's (publish_atom, committed_events)
 inline constexpr publish_atom publish_atom_v{};
-using deliver_atom = caf::atom_constant<caf::atom("deliver")>;       ///< (deliver_atom, live_event, subscription_matches)
+using deliver_atom = caf::atom_constant<caf::atom("deliver")>;       ///< (deliver_atom, live_batch)
 inline constexpr deliver_atom deliver_atom_v{};
 
 // -- membership: connection -> community actor -> membership writer ------------------------------
@@ -141,6 +141,9 @@ struct committed_event {
   live_event event;
 };
 
+/// A storage writer's committed batch, in commit order.
+using committed_events = std::vector<committed_event>;
+
 using frame_sink_ptr = std::shared_ptr<frame_sink>;
 
 /// What one connection's history replies hold on their way to its client: chunks a storage
@@ -193,6 +196,19 @@ enum class ban_state { banned, allowed };
 
 using subscription_matches = std::vector<matched_subscription>;
 
+/// One connection's share of a fan-out turn: the live events it gets, in publish order, and the
+/// subscriptions each matched (`event` indexes `events`; in order). One message per connection
+/// per turn instead of one per (event, connection): CAF's cost per message was a large part of
+/// a delivery.
+struct live_batch {
+  struct match {
+    std::uint32_t event = 0;
+    matched_subscription subscription;
+  };
+  std::vector<live_event> events;
+  std::vector<match> matches;
+};
+
 /// A room request's transaction, and the community's state read right after it committed (the
 /// rooms a connection checks come from there), when it changed anything.
 struct room_applied {
@@ -204,6 +220,7 @@ struct room_applied {
 
 // Local-only payloads: they never cross a process boundary (the bridge has its own envelope).
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::committed_event)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::committed_events)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::live_event)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::history_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::live_request)
@@ -221,6 +238,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::invite_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::pubkey_list)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::ban_state)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::subscription_matches)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::live_batch)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::storage::room_command)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::room_applied)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::protocol::room_outcome)

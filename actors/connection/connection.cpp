@@ -299,7 +299,7 @@ connection::open_subscription(const std::string& id, const std::vector<protocol:
   sub = subscription{};
   sub.generation = next_generation_++;
   sub.cost = wanted;
-  sub.frame_head = protocol::event_frame_prefix(id);
+  sub.frame_head = std::make_shared<const std::string>(protocol::event_frame_prefix(id));
   return sub.generation;
 }
 

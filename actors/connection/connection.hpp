@@ -248,8 +248,8 @@ private:
     std::unordered_set<protocol::bytes32, protocol::bytes32_hash> sent_in_history;
     double history_sent_at = 0;
     filter_cost cost;
-    /// `["EVENT","<id>",`, rendered once: every live event frame starts with it.
-    std::string frame_head;
+    /// `["EVENT","<id>",`, rendered once: every live event frame starts with it (shared).
+    std::shared_ptr<const std::string> frame_head;
   };
 
   void forget_cost(const filter_cost& cost) noexcept;

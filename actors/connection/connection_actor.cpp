@@ -509,10 +509,21 @@ void on_access_changed(self_ptr self) {
   st.args.sink->close(close_reason::policy);
 }
 
-void on_deliver(self_ptr self, const live_event& event, const subscription_matches& subs) {
-  for (const auto& sub : subs)
-    if (auto frame = self->state.logic->live_arrived(sub.id, sub.generation, event, monotonic_seconds()))
-      self->state.args.sink->send_event(std::move(*frame));
+/// A fan-out turn's live events for this connection: each (event, subscription) goes through
+/// live_arrived (generation, room visibility, held until EOSE, history echoes), and what may go
+/// out is queued to the socket at once, so a burst leaves in few writes.
+void on_deliver(self_ptr self, const live_batch& batch) {
+  auto& st = self->state;
+  double now = monotonic_seconds();
+  std::vector<shared_event_frame> frames;
+  frames.reserve(batch.matches.size());
+  for (const auto& match : batch.matches)
+    if (match.event < batch.events.size())
+      if (auto frame = st.logic->live_arrived(match.subscription.id, match.subscription.generation,
+                                              batch.events[match.event], now))
+        frames.push_back(std::move(*frame));
+  if (!frames.empty())
+    st.args.sink->send_events(std::move(frames));
   count_withheld(self);
 }
 
@@ -548,9 +559,7 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, conn
       if (self->state.logic->subscription_count() > 0)
         schedule_echo_expiry(self);
     },
-    [=](deliver_atom, const live_event& event, const subscription_matches& subs) {
-      on_deliver(self, event, subs);
-    },
+    [=](deliver_atom, const live_batch& batch) { on_deliver(self, batch); },
     [=](member_done_atom, std::uint64_t ticket, const storage::membership_result& result) {
       on_member_done(self, ticket, result);
     },

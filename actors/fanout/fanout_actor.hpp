@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "actors/fanout/subscription_index.hpp"
+#include "actors/messages.hpp"
 #include "actors/metrics.hpp"
 #include "actors/storage/reader_waits.hpp"
 
@@ -34,6 +35,12 @@ struct fanout_args {
   std::shared_ptr<const reader_waits> readers_waiting; ///< steers queries off waiting readers
 };
 
+/// The deliveries of the current turn for one connection, not yet sent.
+struct held_deliveries {
+  caf::actor connection;
+  live_batch batch;
+};
+
 struct fanout_state {
   fanout_args args;
   std::unordered_map<std::int64_t, subscription_index> communities;
@@ -48,12 +55,27 @@ struct fanout_state {
   /// created_at of the newest 13534 delivered per community: an older list (a late envelope,
   /// a list re-sent at start-up) never follows a newer one.
   std::unordered_map<std::int64_t, std::int64_t> newest_list_at;
+  /// This turn's deliveries, one batch per connection, sent when the mailbox holds nothing more
+  /// to fan out (or past `max_held_deliveries`): a burst of events reaches each connection in
+  /// one message and its socket in few writes. Any other message sends them first.
+  std::vector<held_deliveries> held;
+  std::unordered_map<std::uint64_t, std::size_t> held_at; ///< owner -> index in `held`
+  std::size_t held_count = 0;                             ///< deliveries in `held`
+  std::size_t publishes_while_held = 0; ///< handled since the oldest held delivery
+  std::vector<subscription_index::match_ref> matches;     ///< scratch of one publish
   static inline const char* name = "fanout";
 };
 
 /// The pod's live subscriptions. A subscribe registers the filters, then passes the history
 /// query on to a storage reader, so the live part always exists before history is read.
 /// A published event goes once to each connection with matching subscriptions.
+/// Deliveries held at most before they are sent, whatever the mailbox holds: bounds the memory
+/// and the delay a long burst adds to its first events.
+inline constexpr std::size_t max_held_deliveries = 2048;
+/// Publishes handled at most while deliveries are held (most of them may match nothing here):
+/// bounds the delay when the mailbox never runs dry.
+inline constexpr std::size_t max_held_publishes = 256;
+
 caf::behavior fanout_actor(caf::stateful_actor<fanout_state>* self, fanout_args args);
 
 } // namespace comb::actors

@@ -107,36 +107,44 @@ void subscription_index::collect(const bucket* b, std::vector<filter_ref>& out) 
     out.insert(out.end(), b->begin(), b->end());
 }
 
-std::vector<std::pair<subscription_index::owner_id, std::vector<matched_subscription>>>
-subscription_index::match(const protocol::event& ev) const {
+void subscription_index::match_into(const protocol::event& ev, std::vector<match_ref>& out) const {
   auto find = [](const auto& map, const auto& key) -> const bucket* {
     auto it = map.find(key);
     return it == map.end() ? nullptr : &it->second;
   };
-  std::vector<filter_ref> candidates;
-  collect(find(by_id_, ev.id), candidates);
-  collect(find(by_author_, ev.pubkey), candidates);
-  collect(find(by_kind_, ev.kind), candidates);
+  out.clear();
+  candidates_.clear();
+  matched_.clear();
+  collect(find(by_id_, ev.id), candidates_);
+  collect(find(by_author_, ev.pubkey), candidates_);
+  collect(find(by_kind_, ev.kind), candidates_);
   for (const auto& t : ev.tags)
     if (t.size() >= 2 && t[0].size() == 1)
-      collect(find(by_tag_, tag_key(t[0][0], t[1])), candidates);
-  collect(&match_all_, candidates);
+      collect(find(by_tag_, tag_key(t[0][0], t[1])), candidates_);
+  collect(&match_all_, candidates_);
 
-  std::vector<const entry*> matched;
-  for (const auto& ref : candidates)
+  for (const auto& ref : candidates_)
     if (protocol::matches(ref.owner_entry->filters[ref.filter], ev))
-      matched.push_back(ref.owner_entry);
-  std::sort(matched.begin(), matched.end(), [](const entry* a, const entry* b) {
+      matched_.push_back(ref.owner_entry);
+  std::sort(matched_.begin(), matched_.end(), [](const entry* a, const entry* b) {
     // By id within an owner, not by address, so deliveries come in the same order every run.
     return a->owner != b->owner ? a->owner < b->owner : a->subscription_id < b->subscription_id;
   });
-  matched.erase(std::unique(matched.begin(), matched.end()), matched.end());
+  matched_.erase(std::unique(matched_.begin(), matched_.end()), matched_.end());
+  out.reserve(matched_.size());
+  for (const entry* e : matched_)
+    out.push_back({e->owner, &e->subscription_id, e->generation});
+}
 
+std::vector<std::pair<subscription_index::owner_id, std::vector<matched_subscription>>>
+subscription_index::match(const protocol::event& ev) const {
+  std::vector<match_ref> refs;
+  match_into(ev, refs);
   std::vector<std::pair<owner_id, std::vector<matched_subscription>>> out;
-  for (const entry* e : matched) {
-    if (out.empty() || out.back().first != e->owner)
-      out.emplace_back(e->owner, std::vector<matched_subscription>{});
-    out.back().second.push_back({e->subscription_id, e->generation});
+  for (const auto& ref : refs) {
+    if (out.empty() || out.back().first != ref.owner)
+      out.emplace_back(ref.owner, std::vector<matched_subscription>{});
+    out.back().second.push_back({*ref.subscription_id, ref.generation});
   }
   return out;
 }

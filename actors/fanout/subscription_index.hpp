@@ -27,6 +27,13 @@ class subscription_index {
 public:
   using owner_id = std::uint64_t;
 
+  /// A subscription an event matched, pointing into the index: valid until the index changes.
+  struct match_ref {
+    owner_id owner = 0;
+    const std::string* subscription_id = nullptr;
+    std::uint64_t generation = 0;
+  };
+
   /// Adds or replaces the subscription `(owner, subscription_id)`.
   void add(owner_id owner, const std::string& subscription_id, std::vector<protocol::filter> filters,
            std::uint64_t generation = 0);
@@ -38,6 +45,10 @@ public:
   /// Every subscription with a filter matching `ev`, each once, grouped by owner.
   [[nodiscard]] std::vector<std::pair<owner_id, std::vector<matched_subscription>>>
   match(const protocol::event& ev) const;
+
+  /// The same matches into `out` (cleared first), sorted by owner, then subscription id. It
+  /// reuses the index's own scratch space, so the fan-out does not allocate per event.
+  void match_into(const protocol::event& ev, std::vector<match_ref>& out) const;
 
   [[nodiscard]] std::size_t size() const noexcept { return entries_.size(); }
 
@@ -80,6 +91,9 @@ private:
   std::unordered_map<std::string, bucket> by_tag_; ///< key: tag letter + value
   std::unordered_map<std::uint32_t, bucket> by_kind_;
   bucket match_all_;
+  /// Scratch space of match_into (one actor owns the index, so it is never shared).
+  mutable std::vector<filter_ref> candidates_;
+  mutable std::vector<const entry*> matched_;
   std::unordered_map<owner_id, std::vector<std::string>> subscriptions_of_;
 };
 

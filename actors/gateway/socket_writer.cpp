@@ -65,7 +65,7 @@ public:
     constexpr std::size_t header_max = sizeof(protocol::text_frame_header::bytes);
     std::size_t scratch_bytes = shared_event_frame::tail.size();
     for (const auto& frame : frames)
-      scratch_bytes += shared_event_frame::tail.size() + header_max + (frame.json ? frame.text.size() : 0);
+      scratch_bytes += shared_event_frame::tail.size() + header_max + (frame.json ? frame.head->size() : 0);
     scratch_.reserve(scratch_bytes);
     std::vector<std::pair<std::size_t, std::size_t>> prefixes; // offset, length in scratch_
     prefixes.reserve(frames.size() + 1);
@@ -76,7 +76,7 @@ public:
       auto header = protocol::make_text_frame_header(frame.size());
       scratch_.append(reinterpret_cast<const char*>(header.bytes.data()), header.size);
       if (frame.json)
-        scratch_.append(frame.text);
+        scratch_.append(*frame.head);
       prefixes.emplace_back(at, scratch_.size() - at);
       event_open = frame.json != nullptr;
     }
@@ -126,7 +126,7 @@ asio::awaitable<error_code> write_gathered(ws_stream& ws, const std::vector<outb
 std::array<asio::const_buffer, 3> payload_of(const outbound_frame& frame) {
   if (!frame.json)
     return {asio::buffer(frame.text), asio::const_buffer(), asio::const_buffer()};
-  return {asio::buffer(frame.text), asio::buffer(*frame.json),
+  return {asio::buffer(*frame.head), asio::buffer(*frame.json),
           asio::buffer(shared_event_frame::tail.data(), shared_event_frame::tail.size())};
 }
 

@@ -38,11 +38,26 @@ bool websocket_outbox::over_bound(std::size_t frame_bytes) const {
 }
 
 void websocket_outbox::send(std::string frame) {
-  enqueue({std::move(frame), nullptr});
+  enqueue({std::move(frame), nullptr, nullptr});
 }
 
 void websocket_outbox::send_event(shared_event_frame frame) {
-  enqueue({std::move(frame.head), std::move(frame.json)});
+  enqueue({{}, std::move(frame.head), std::move(frame.json)});
+}
+
+void websocket_outbox::send_events(std::vector<shared_event_frame> frames) {
+  bool overflow = false;
+  bool wake_writer = false;
+  {
+    std::lock_guard lock(mutex_);
+    for (auto& frame : frames) {
+      if (closing_)
+        break;
+      overflow = push({{}, std::move(frame.head), std::move(frame.json)}) || overflow;
+    }
+    wake_writer = std::exchange(writer_waiting_, false) || overflow;
+  }
+  after_push(wake_writer, overflow);
 }
 
 void websocket_outbox::enqueue(outbound_frame frame) {
@@ -52,27 +67,35 @@ void websocket_outbox::enqueue(outbound_frame frame) {
     std::lock_guard lock(mutex_);
     if (closing_)
       return;
-    if (over_bound(frame.size())) {
-      // A reader this far behind is cut, not buffered: its queue is dropped at once (what is
-      // being written now is counted until `written`).
-      closing_ = close_reason::slow_reader;
-      std::size_t dropped = 0;
-      for (const auto& queued : queue_)
-        dropped += queued.size();
-      queue_.clear();
-      pending_bytes_ -= std::min(dropped, pending_bytes_);
-      count(-static_cast<std::int64_t>(dropped));
-      bump(metrics_->slow_reader_disconnects);
-      overflow = true;
-    } else {
-      pending_bytes_ += frame.size();
-      count(static_cast<std::int64_t>(frame.size()));
-      queue_.push_back(std::move(frame));
-    }
+    overflow = push(std::move(frame));
     // A writer that is busy takes this frame when it next looks at the queue: only one that
     // waits needs waking (a post to the strand per frame was a large part of a delivery's cost).
     wake_writer = std::exchange(writer_waiting_, false) || overflow;
   }
+  after_push(wake_writer, overflow);
+}
+
+bool websocket_outbox::push(outbound_frame frame) {
+  if (over_bound(frame.size())) {
+    // A reader this far behind is cut, not buffered: its queue is dropped at once (what is
+    // being written now is counted until `written`).
+    closing_ = close_reason::slow_reader;
+    std::size_t dropped = 0;
+    for (const auto& queued : queue_)
+      dropped += queued.size();
+    queue_.clear();
+    pending_bytes_ -= std::min(dropped, pending_bytes_);
+    count(-static_cast<std::int64_t>(dropped));
+    bump(metrics_->slow_reader_disconnects);
+    return true;
+  }
+  pending_bytes_ += frame.size();
+  count(static_cast<std::int64_t>(frame.size()));
+  queue_.push_back(std::move(frame));
+  return false;
+}
+
+void websocket_outbox::after_push(bool wake_writer, bool overflow) {
   if (overflow)
     asio::post(strand_, [self = shared_from_this()] {
       if (self->abort_)
@@ -125,6 +148,7 @@ asio::awaitable<bool> websocket_outbox::next_batch(std::vector<outbound_frame>& 
 void websocket_outbox::take_batch(std::vector<outbound_frame>& batch, std::size_t max_frames,
                                   std::size_t max_bytes) {
   std::size_t bytes = 0;
+  batch.reserve(std::min(queue_.size(), max_frames));
   while (!queue_.empty() && batch.size() < max_frames) {
     std::size_t size = queue_.front().size();
     if (!batch.empty() && bytes + size > max_bytes)

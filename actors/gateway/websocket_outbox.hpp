@@ -17,15 +17,17 @@
 
 namespace comb::actors {
 
-/// A queued frame: a whole text frame, or a live event frame kept in parts (`text` its head,
-/// `json` the event JSON shared with the other subscribers, then `]`).
+/// A queued frame: a whole text frame (`text`), or a live event frame kept in parts (`head`, its
+/// subscription's `["EVENT","<sub>",`, `json` the event JSON shared with the other subscribers,
+/// then `]`).
 struct outbound_frame {
   std::string text;
+  std::shared_ptr<const std::string> head; ///< null for a whole frame
   std::shared_ptr<const std::string> json; ///< null for a whole frame
 
   /// The frame's payload length on the wire: what the outbox counts as pending.
   [[nodiscard]] std::size_t size() const noexcept {
-    return text.size() + (json ? json->size() + shared_event_frame::tail.size() : 0);
+    return json ? head->size() + json->size() + shared_event_frame::tail.size() : text.size();
   }
 };
 
@@ -49,6 +51,8 @@ public:
   void send(std::string frame) override;
 
   void send_event(shared_event_frame frame) override;
+
+  void send_events(std::vector<shared_event_frame> frames) override;
 
   void close(close_reason why) override;
 
@@ -75,6 +79,10 @@ public:
 
 private:
   void enqueue(outbound_frame frame);
+  /// Under mutex_: queues `frame` or, past the bound, starts the slow-reader close; true then.
+  [[nodiscard]] bool push(outbound_frame frame);
+  /// After push: wakes the writer if it waits, or has it abort the socket on overflow.
+  void after_push(bool wake_writer, bool overflow);
   void wake();
   void count(std::int64_t delta); // under mutex_
   void take_batch(std::vector<outbound_frame>& batch, std::size_t max_frames,

@@ -46,17 +46,22 @@ void flush(caf::stateful_actor<writer_state>* self) {
   st.args.metrics->commit_latency.observe(
     std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   bump(st.args.metrics->write_batches);
+  // The fan-out gets the batch's events in one message (before the OKs, as it got each event
+  // before): it delivers them to each connection together, so they leave in few socket writes.
+  committed_events committed_batch;
   for (std::size_t i = 0; i < batch.size(); ++i) {
-    auto& outcome = outcomes[i];
-    count_outcome(*st.args.metrics, outcome);
-    if (outcome.result == storage::store_outcome::status::stored) {
-      committed_event committed{batch[i].write.community_id, {batch[i].write.ev, batch[i].write.json}};
-      self->send(st.args.fanout, publish_atom_v, committed);
-      if (st.args.bridge)
-        self->send(st.args.bridge, publish_atom_v, committed);
-    }
-    self->send(batch[i].reply_to, stored_atom_v, batch[i].ticket, std::move(outcome));
+    count_outcome(*st.args.metrics, outcomes[i]);
+    if (outcomes[i].result != storage::store_outcome::status::stored)
+      continue;
+    committed_event committed{batch[i].write.community_id, {batch[i].write.ev, batch[i].write.json}};
+    if (st.args.bridge)
+      self->send(st.args.bridge, publish_atom_v, committed);
+    committed_batch.push_back(std::move(committed));
   }
+  if (!committed_batch.empty())
+    self->send(st.args.fanout, publish_atom_v, std::move(committed_batch));
+  for (std::size_t i = 0; i < batch.size(); ++i)
+    self->send(batch[i].reply_to, stored_atom_v, batch[i].ticket, std::move(outcomes[i]));
   if (!st.pending.empty()) {
     st.flush_queued = true;
     self->send(self, flush_atom_v);

@@ -217,7 +217,7 @@ mixed_frames mix_shared_and_whole(int count) {
       mixed.events.emplace_back();
       continue;
     }
-    shared_event_frame frame{"[\"EVENT\",\"s" + std::to_string(i) + "\",",
+    shared_event_frame frame{std::make_shared<const std::string>("[\"EVENT\",\"s" + std::to_string(i) + "\","),
                              shared[static_cast<std::size_t>(i) % shared.size()]};
     mixed.expected.push_back(frame.flattened());
     mixed.events.emplace_back(std::move(frame));

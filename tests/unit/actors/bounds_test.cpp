@@ -298,7 +298,7 @@ TEST_CASE("a live event frame that shares its JSON counts its whole length again
   auto metrics = std::make_shared<actors::relay_metrics>();
   {
     auto json = std::make_shared<const std::string>(1000, 'j');
-    actors::shared_event_frame frame{protocol::event_frame_prefix("sub"), json};
+    actors::shared_event_frame frame{std::make_shared<const std::string>(protocol::event_frame_prefix("sub")), json};
     REQUIRE(frame.flattened() == protocol::render_event_frame("sub", *json));
     auto outbox = std::make_shared<actors::websocket_outbox>(boost::asio::make_strand(io),
                                                              3 * frame.size() - 1, metrics);

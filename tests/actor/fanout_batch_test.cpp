@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: MIT
+// How the fan-out batches its deliveries, on CAF's deterministic scheduler: one message per
+// connection per turn, sent as soon as the mailbox holds nothing more, capped in size, and
+// never overtaken by a later message to the same connection.
+#include <caf/all.hpp>
+#include <caf/scheduler/test_coordinator.hpp>
+#include <catch2/catch.hpp>
+
+#include "actors/fanout/fanout_actor.hpp"
+#include "actors/messages.hpp"
+#include "protocol/canonical_json.hpp"
+#include "support/signed_events.hpp"
+
+using namespace comb;
+using namespace comb::actors;
+
+namespace {
+
+const auto author = protocol::key_pair::generate();
+
+/// What a connection was sent by the fan-out, in arrival order.
+struct received {
+  std::vector<std::size_t> batch_sizes;      ///< deliveries per deliver message
+  std::vector<std::string> deliveries;       ///< "<subscription>:<content>" in order
+  std::vector<std::string> order;            ///< "deliver" / "revoke" per message
+};
+
+caf::behavior recording_connection(caf::event_based_actor*, std::shared_ptr<received> seen) {
+  return {
+    [=](deliver_atom, const live_batch& batch) {
+      seen->order.push_back("deliver");
+      seen->batch_sizes.push_back(batch.matches.size());
+      for (const auto& match : batch.matches)
+        seen->deliveries.push_back(match.subscription.id + ":" + batch.events.at(match.event).ev->content);
+    },
+    [=](revoke_atom, std::int64_t, const pubkey_list&) { seen->order.push_back("revoke"); },
+  };
+}
+
+struct fixture {
+  caf::actor_system_config config;
+  std::unique_ptr<caf::actor_system> system;
+  caf::scheduler::test_coordinator* scheduler = nullptr;
+  std::shared_ptr<relay_metrics> metrics = std::make_shared<relay_metrics>();
+  caf::actor fanout;
+  std::vector<caf::actor> spawned;
+
+  fixture() {
+    config.set("scheduler.policy", caf::atom("testing"));
+    config.set("logger.verbosity", caf::atom("quiet"));
+    system = std::make_unique<caf::actor_system>(config);
+    scheduler = &dynamic_cast<caf::scheduler::test_coordinator&>(system->scheduler());
+    fanout = system->spawn(fanout_actor, fanout_args{{}, metrics, nullptr});
+    spawned.push_back(fanout);
+  }
+
+  ~fixture() {
+    for (auto& a : spawned)
+      caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    scheduler->run();
+  }
+
+  std::shared_ptr<received> connect(std::uint64_t owner, const std::vector<std::string>& subs) {
+    auto seen = std::make_shared<received>();
+    auto actor = system->spawn(recording_connection, seen);
+    spawned.push_back(actor);
+    for (const auto& sub : subs) {
+      protocol::filter f;
+      f.kinds = std::vector<std::uint32_t>{1};
+      caf::anon_send(fanout, subscribe_atom_v, live_request{actor, owner, 1, sub, 1, {f}, nullptr});
+    }
+    scheduler->run();
+    return seen;
+  }
+
+  static committed_event committed(const std::string& content, std::int64_t community = 1) {
+    auto ev = test::sign_event(author, 1, content);
+    auto json = std::make_shared<const std::string>(protocol::render_event_json(ev));
+    return {community, {std::make_shared<const protocol::event>(ev), json}};
+  }
+
+  void publish(const std::string& content, std::int64_t community = 1) {
+    caf::anon_send(fanout, publish_atom_v, committed(content, community));
+  }
+};
+
+} // namespace
+
+TEST_CASE_METHOD(fixture, "a burst of publishes reaches a connection in one message, in order",
+                 "[actor][fanout]") {
+  auto one = connect(1, {"a", "b"});
+  auto two = connect(2, {"c"});
+  std::vector<std::string> expected_one;
+  std::vector<std::string> expected_two;
+  for (int i = 0; i < 100; ++i) {
+    publish("n" + std::to_string(i));
+    expected_one.push_back("a:n" + std::to_string(i));
+    expected_one.push_back("b:n" + std::to_string(i));
+    expected_two.push_back("c:n" + std::to_string(i));
+  }
+  scheduler->run();
+  CHECK(one->deliveries == expected_one);
+  CHECK(two->deliveries == expected_two);
+  // All queued before the fan-out ran: one turn, one message per connection.
+  CHECK(one->batch_sizes == std::vector<std::size_t>{200});
+  CHECK(two->batch_sizes == std::vector<std::size_t>{100});
+  CHECK(metrics->deliveries.load() == 300);
+}
+
+TEST_CASE_METHOD(fixture, "a lone publish is delivered at once, not held for a later one",
+                 "[actor][fanout]") {
+  auto one = connect(1, {"a"});
+  publish("first");
+  scheduler->run();
+  CHECK(one->deliveries == std::vector<std::string>{"a:first"});
+  publish("second");
+  scheduler->run_once(); // the fan-out's turn only
+  // Nothing left for the fan-out to do: the delivery is already in the connection's mailbox.
+  CHECK(caf::actor_cast<caf::scheduled_actor*>(fanout)->mailbox().blocked()); // idle, waiting
+  CHECK(scheduler->jobs.size() == 1);
+  scheduler->run();
+  CHECK(one->deliveries == std::vector<std::string>{"a:first", "a:second"});
+  CHECK(one->batch_sizes == std::vector<std::size_t>{1, 1});
+}
+
+TEST_CASE_METHOD(fixture, "a long burst is sent in batches of at most max_held_deliveries",
+                 "[actor][fanout]") {
+  // 16 subscriptions of one connection: the delivery bound comes before the publish bound.
+  std::vector<std::string> subs;
+  for (int i = 0; i < 16; ++i)
+    subs.push_back("s" + std::to_string(i < 10 ? 0 : 1) + std::to_string(i % 10));
+  auto one = connect(1, subs);
+  const std::size_t events = max_held_deliveries / subs.size() + 2;
+  REQUIRE(events < max_held_publishes);
+  for (std::size_t i = 0; i < events; ++i)
+    publish(std::to_string(i));
+  scheduler->run();
+  REQUIRE(one->deliveries.size() == events * subs.size());
+  CHECK(one->deliveries.front() == "s00:0");
+  CHECK(one->deliveries.back() == "s15:" + std::to_string(events - 1));
+  CHECK(one->batch_sizes == std::vector<std::size_t>{max_held_deliveries, 2 * subs.size()});
+}
+
+TEST_CASE_METHOD(fixture, "held deliveries go out before a revocation that came after them",
+                 "[actor][fanout]") {
+  auto one = connect(1, {"a"});
+  publish("before");
+  caf::anon_send(fanout, revoke_atom_v, std::int64_t{1}, pubkey_list{author.public_key()});
+  scheduler->run();
+  CHECK(one->order == std::vector<std::string>{"deliver", "revoke"});
+  CHECK(one->deliveries == std::vector<std::string>{"a:before"});
+}
+
+TEST_CASE_METHOD(fixture, "a storage writer's batch reaches each connection in one message, in commit order",
+                 "[actor][fanout]") {
+  auto one = connect(1, {"a"});
+  committed_events batch;
+  for (int i = 0; i < 5; ++i)
+    batch.push_back(committed("w" + std::to_string(i)));
+  batch.push_back(batch.front()); // seen already: delivered once
+  caf::anon_send(fanout, publish_atom_v, batch);
+  scheduler->run();
+  CHECK(one->deliveries == std::vector<std::string>{"a:w0", "a:w1", "a:w2", "a:w3", "a:w4"});
+  CHECK(one->batch_sizes == std::vector<std::size_t>{5});
+}
+
+TEST_CASE_METHOD(fixture, "held deliveries go out after max_held_publishes even while more publishes wait",
+                 "[actor][fanout]") {
+  auto one = connect(1, {"a"});
+  publish("first");
+  for (std::size_t i = 0; i < max_held_publishes + 10; ++i)
+    publish("other " + std::to_string(i), 2); // another community: nothing for this connection
+  publish("last");
+  scheduler->run();
+  CHECK(one->deliveries == std::vector<std::string>{"a:first", "a:last"});
+  // Without the bound both would have waited for the mailbox to run dry: one message.
+  CHECK(one->batch_sizes == std::vector<std::size_t>{1, 1});
+}

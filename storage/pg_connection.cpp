@@ -303,16 +303,25 @@ bool pg_connection::forget_if_stale(const std::string& text, const pg_reply& rep
 }
 
 std::variant<pg_connection::ready_statement, pg_reply>
-pg_connection::ready(std::string_view sql, const pg_params& params, bool generic_plan) {
+pg_connection::ready(std::string_view sql, const pg_params& params, bool generic_plan,
+                     bool defer_switch) {
   if (auto not_ready = before_statement(sql))
     return std::move(*not_ready);
-  if (auto failed = use_generic_plans(generic_plan))
-    return std::move(*failed);
-  ready_statement statement{std::string(sql), param_values(params), {}};
+  const bool switching = generic_plan != generic_plans_ && !in_transaction_;
+  if (switching && !defer_switch)
+    if (auto failed = use_generic_plans(generic_plan))
+      return std::move(*failed);
+  ready_statement statement{std::string(sql), param_values(params), {}, switching && defer_switch};
   auto name = prepared_name(statement.text, statement.values.size());
   if (auto* failed = std::get_if<pg_reply>(&name))
     return std::move(*failed);
   statement.prepared = std::move(std::get<std::string>(name));
+  if (statement.switch_plans && statement.prepared.empty()) {
+    // Sent unprepared (no parameters, or past max_prepared): switch the usual way first.
+    statement.switch_plans = false;
+    if (auto failed = use_generic_plans(generic_plan))
+      return std::move(*failed);
+  }
   return statement;
 }
 
@@ -327,7 +336,7 @@ pg_reply pg_connection::exec(std::string_view sql, const pg_params& params,
 
 pg_reply pg_connection::exec_formatted(std::string_view sql, const pg_params& params,
                                        bool generic_plan, const std::vector<bool>& binary) {
-  auto readied = ready(sql, params, generic_plan);
+  auto readied = ready(sql, params, generic_plan, true);
   if (auto* refused = std::get_if<pg_reply>(&readied))
     return std::move(*refused);
   const auto& s = std::get<ready_statement>(readied);
@@ -339,9 +348,11 @@ pg_reply pg_connection::exec_formatted(std::string_view sql, const pg_params& pa
     return wrap(PQexecParams(conn_, s.text.c_str(), s.count(), nullptr, s.values.data(),
                              length_data, format_data, 0),
                 ends_transaction(sql));
-  auto reply = wrap(PQexecPrepared(conn_, s.prepared.c_str(), s.count(), s.values.data(),
-                                   length_data, format_data, 0),
-                    ends_transaction(sql));
+  auto reply = s.switch_plans
+                 ? exec_switching_plans(s, generic_plan, length_data, format_data)
+                 : wrap(PQexecPrepared(conn_, s.prepared.c_str(), s.count(), s.values.data(),
+                                       length_data, format_data, 0),
+                        ends_transaction(sql));
   if (forget_if_stale(s.text, reply) && !in_transaction_)
     // Outside a transaction nothing was changed: prepare again.
     return exec_formatted(sql, params, generic_plan, binary);
@@ -435,6 +446,72 @@ std::optional<pg_reply> pg_connection::use_generic_plans(bool generic) {
     return set;
   generic_plans_ = generic;
   return std::nullopt;
+}
+
+namespace {
+
+/// Reads the results of one query of a pipeline up to its end (a null result), keeping the
+/// first: the query's outcome (the rest are none in this use).
+::pg_result* first_result_of_query(::pg_conn* conn) {
+  ::pg_result* first = nullptr;
+  while (::pg_result* next = PQgetResult(conn)) {
+    if (first)
+      PQclear(next);
+    else
+      first = next;
+  }
+  return first;
+}
+
+} // namespace
+
+pg_reply pg_connection::exec_switching_plans(const ready_statement& s, bool generic,
+                                             const int* lengths, const int* formats) {
+  // With mixed traffic a reader switches modes at every other REQ (`#e` or `#p` with one value
+  // runs its generic plan, the other shapes stay on auto); sent alone the SET was a round trip
+  // of its own each time. In libpq's pipeline mode it goes with the statement.
+  const char* set = generic ? "SET plan_cache_mode = force_generic_plan"
+                            : "SET plan_cache_mode = auto";
+  if (PQenterPipelineMode(conn_) != 1) {
+    if (auto failed = use_generic_plans(generic))
+      return std::move(*failed);
+    return wrap(PQexecPrepared(conn_, s.prepared.c_str(), s.count(), s.values.data(), lengths,
+                               formats, 0),
+                false);
+  }
+  const bool sent = PQsendQueryParams(conn_, set, 0, nullptr, nullptr, nullptr, nullptr, 0) == 1
+                    && PQsendQueryPrepared(conn_, s.prepared.c_str(), s.count(), s.values.data(),
+                                           lengths, formats, 0) == 1
+                    && PQpipelineSync(conn_) == 1;
+  ::pg_result* set_result = sent ? first_result_of_query(conn_) : nullptr;
+  ::pg_result* result = sent ? first_result_of_query(conn_) : nullptr;
+  bool synced = false;
+  if (sent) {
+    ::pg_result* sync = PQgetResult(conn_);
+    synced = sync && PQresultStatus(sync) == PGRES_PIPELINE_SYNC;
+    PQclear(sync);
+  }
+  const bool set_ok = set_result && PQresultStatus(set_result) == PGRES_COMMAND_OK;
+  if (!synced || PQexitPipelineMode(conn_) != 1) {
+    // Left in pipeline mode, the connection would refuse every later statement: start anew.
+    PQclear(set_result);
+    PQclear(result);
+    pg_reply lost;
+    lost.error_ = "the database connection failed during a pipelined statement";
+    lost.connection_lost_ = true;
+    lose_connection(false);
+    return lost;
+  }
+  if (!set_ok) {
+    PQclear(result); // PGRES_PIPELINE_ABORTED: the statement did not run
+    return wrap(set_result, false);
+  }
+  PQclear(set_result);
+  auto reply = wrap(result, false);
+  // Both ran in the pipeline's one implicit transaction: a failed statement rolled the SET back.
+  if (reply.ok())
+    generic_plans_ = generic;
+  return reply;
 }
 
 pg_reply pg_connection::exec_rows(std::string_view sql, const pg_params& params,

@@ -182,12 +182,20 @@ private:
     std::string text;
     std::vector<const char*> values;
     std::string prepared;
+    /// The session's plan_cache_mode must change before it runs (exec_switching_plans).
+    bool switch_plans = false;
     [[nodiscard]] int count() const { return static_cast<int>(values.size()); }
   };
   /// What `exec` and `exec_rows` do before sending: refusal, connection, plan mode, prepare.
+  /// `defer_switch`: a plan mode switch a prepared statement needs is left to the caller
+  /// (`switch_plans`), to be sent with it.
   [[nodiscard]] std::variant<ready_statement, pg_reply> ready(std::string_view sql,
                                                               const pg_params& params,
-                                                              bool generic_plan);
+                                                              bool generic_plan,
+                                                              bool defer_switch = false);
+  /// Runs prepared `s` after switching plan_cache_mode to `generic`, both in one round trip.
+  [[nodiscard]] pg_reply exec_switching_plans(const ready_statement& s, bool generic,
+                                              const int* lengths, const int* formats);
   /// Both `exec` forms: `binary[i]` true sends parameter i in binary format.
   [[nodiscard]] pg_reply exec_formatted(std::string_view sql, const pg_params& params,
                                         bool generic_plan, const std::vector<bool>& binary);

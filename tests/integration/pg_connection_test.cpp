@@ -352,3 +352,45 @@ TEST_CASE("a pipeline runs its statements in order in one round trip, and stops 
     CHECK(after[0].text(0, 0) == "2");
   }
 }
+
+TEST_CASE("exec switches the plan mode with its statement, mode after mode",
+          "[integration][pg_connection]") {
+  storage::pg_connection c(test::admin_conninfo());
+  const std::string fixed = "SELECT current_setting('plan_cache_mode') WHERE $1::int = 1";
+  const std::string other = "SELECT current_setting('plan_cache_mode') WHERE $1::int = 2";
+  // Mixed traffic: a generic-plan statement, then another, ten times over; each ran in the
+  // mode it asked for, so the switch reached the server before the statement.
+  for (int i = 0; i < 10; ++i) {
+    auto generic = c.exec(fixed, {"1"}, true);
+    REQUIRE(generic.ok());
+    REQUIRE(generic.rows() == 1);
+    CHECK(generic.text(0, 0) == "force_generic_plan");
+    auto automatic = c.exec(other, {"2"});
+    REQUIRE(automatic.ok());
+    REQUIRE(automatic.rows() == 1);
+    CHECK(automatic.text(0, 0) == "auto");
+  }
+  auto plans = c.exec("SELECT generic_plans, custom_plans FROM pg_prepared_statements"
+                      " WHERE statement = $1::text", {fixed});
+  REQUIRE(plans.ok());
+  REQUIRE(plans.rows() == 1);
+  CHECK(plans.integer(0, 0) == 10);
+  CHECK(plans.integer(0, 1) == 0);
+  // A statement that fails takes its switch with it (one implicit transaction): the next one
+  // asking for the generic plan still gets it.
+  auto failed = c.exec("SELECT 1 / $1::int", {"0"}, true);
+  CHECK_FALSE(failed.ok());
+  CHECK(failed.sqlstate() == "22012");
+  auto after = c.exec(fixed, {"1"}, true);
+  REQUIRE(after.ok());
+  REQUIRE(after.rows() == 1);
+  CHECK(after.text(0, 0) == "force_generic_plan");
+  // A lost backend between two switches: the next switch reconnects and still applies.
+  REQUIRE(c.exec(other, {"2"}).ok());
+  terminate_backend(c.backend_pid());
+  (void)c.exec(fixed, {"1"}, true); // may fail once, if the loss is only seen now
+  auto again = c.exec(fixed, {"1"}, true);
+  REQUIRE(again.ok());
+  REQUIRE(again.rows() == 1);
+  CHECK(again.text(0, 0) == "force_generic_plan");
+}

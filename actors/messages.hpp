@@ -70,8 +70,6 @@ using minted_atom = caf::atom_constant<caf::atom("minted")>;         ///< (minte
 inline constexpr minted_atom minted_atom_v{};
 using revoke_atom = caf::atom_constant<caf::atom("revoke")>;         ///< (revoke_atom, community, std::vector<bytes32>)
 inline constexpr revoke_atom revoke_atom_v{};
-using event_ban_atom = caf::atom_constant<caf::atom("eventban")>;    ///< (event_ban_atom, event id, ban_state): committed
-inline constexpr event_ban_atom event_ban_atom_v{};
 
 // -- rooms (NIP-29): connection -> community actor -> membership writer ---------------------------
 using room_atom = caf::atom_constant<caf::atom("room")>;             ///< (room_atom, ticket, room_command)
@@ -191,9 +189,6 @@ struct invite_reply {
 
 using pubkey_list = std::vector<protocol::bytes32>;
 
-/// Whether an event id is banned in a community (NIP-86 banevent / allowevent).
-enum class ban_state { banned, allowed };
-
 using subscription_matches = std::vector<matched_subscription>;
 
 /// One connection's share of a fan-out turn: the live events it gets, in publish order, and the
@@ -236,7 +231,6 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::storage::membership_write)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::storage::community_access)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::invite_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::pubkey_list)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::ban_state)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::subscription_matches)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::live_batch)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::storage::room_command)

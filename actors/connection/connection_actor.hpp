@@ -29,7 +29,7 @@ struct connection_args {
   caf::actor membership_writer; ///< mints invites (NIP-43 28935)
   caf::actor bridge;            ///< other pods (ephemeral events go there directly); may be unset
   std::vector<caf::actor> readers;
-  std::shared_ptr<const reader_waits> readers_waiting; ///< steers queries off waiting readers
+  std::shared_ptr<reader_waits> readers_waiting; ///< steers queries off waiting readers
   std::shared_ptr<relay_metrics> metrics;
   /// Bytes of frames the socket handed over and this actor has not finished; the socket stops
   /// reading while it is high, so a flood queues in the client's TCP window, not in our memory.

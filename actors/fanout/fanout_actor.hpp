@@ -32,7 +32,7 @@ struct delivered_key_hash {
 struct fanout_args {
   std::vector<caf::actor> readers;
   std::shared_ptr<relay_metrics> metrics;
-  std::shared_ptr<const reader_waits> readers_waiting; ///< steers queries off waiting readers
+  std::shared_ptr<reader_waits> readers_waiting; ///< steers queries off waiting readers
 };
 
 /// The deliveries of the current turn for one connection, not yet sent.

@@ -29,7 +29,7 @@ struct gateway_context {
   caf::actor management; ///< NIP-86; unset: POSTs are answered 503
   std::shared_ptr<community_registry> registry;
   std::vector<caf::actor> readers;
-  std::shared_ptr<const reader_waits> readers_waiting;
+  std::shared_ptr<reader_waits> readers_waiting;
   std::shared_ptr<relay_metrics> metrics;
   std::shared_ptr<community_directory> communities;
   /// "" when the pod is ready to serve; otherwise why it is degraded (shown on /readyz).

@@ -6,18 +6,28 @@ namespace comb::actors {
 reader_waits::reader_waits(std::size_t readers)
   : count_(readers),
     waiting_(std::make_unique<std::atomic<bool>[]>(readers > 0 ? readers : 1)),
+    queued_(std::make_unique<std::atomic<std::uint32_t>[]>(readers > 0 ? readers : 1)),
     free_slots_(readers > 0 ? readers - 1 : 0) {}
 
 std::size_t reader_waits::pick(std::uint64_t owner) const noexcept {
   if (count_ == 0)
     return 0;
   std::size_t own = owner % count_;
+  std::size_t best = own;
+  bool found = false;
+  std::uint32_t best_queued = 0;
   for (std::size_t step = 0; step < count_; ++step) {
     std::size_t candidate = (own + step) % count_;
-    if (!waiting_[candidate].load(std::memory_order_acquire))
-      return candidate;
+    if (waiting_[candidate].load(std::memory_order_acquire))
+      continue;
+    std::uint32_t queued = queued_[candidate].load(std::memory_order_relaxed);
+    if (!found || queued < best_queued) {
+      best = candidate;
+      best_queued = queued;
+      found = true;
+    }
   }
-  return own;
+  return best;
 }
 
 bool reader_waits::begin_wait(std::size_t reader) noexcept {
@@ -39,11 +49,39 @@ void reader_waits::end_wait(std::size_t reader) noexcept {
   free_slots_.fetch_add(1, std::memory_order_acq_rel);
 }
 
-const caf::actor& pick_reader(const std::vector<caf::actor>& readers, const reader_waits* waits,
+void reader_waits::queued(std::size_t reader) noexcept {
+  if (reader < count_)
+    queued_[reader].fetch_add(1, std::memory_order_relaxed);
+}
+
+void reader_waits::answered(std::size_t reader) noexcept {
+  if (reader >= count_)
+    return;
+  // Never below zero, whatever a test or a lost message did.
+  std::uint32_t now = queued_[reader].load(std::memory_order_relaxed);
+  while (now > 0 && !queued_[reader].compare_exchange_weak(now, now - 1, std::memory_order_relaxed)) {
+  }
+}
+
+reply_wait_slot::~reply_wait_slot() {
+  if (held_)
+    waits_->end_wait(reader_);
+}
+
+bool reply_wait_slot::hold() noexcept {
+  if (!waits_ || held_)
+    return true;
+  held_ = waits_->begin_wait(reader_);
+  return held_;
+}
+
+const caf::actor& pick_reader(const std::vector<caf::actor>& readers, reader_waits* waits,
                               std::uint64_t owner) {
-  if (waits)
-    return readers[waits->pick(owner) % readers.size()];
-  return readers[owner % readers.size()];
+  if (!waits)
+    return readers[owner % readers.size()];
+  std::size_t reader = waits->pick(owner) % readers.size();
+  waits->queued(reader);
+  return readers[reader];
 }
 
 } // namespace comb::actors

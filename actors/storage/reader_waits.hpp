@@ -9,29 +9,55 @@
 
 namespace comb::actors {
 
-/// Which of a pod's storage readers are waiting for a slow client to read its history. A reader
-/// waits only in a free slot (all but one reader may wait at once), and queries go to a reader
-/// that is not waiting, so slow or hostile readers never hold every reader, nor stall the
-/// other connections that would have been sent to the one that waits.
+/// Which of a pod's storage readers are waiting for a slow client to read its history, and how
+/// many queries each has queued. A reader waits only in a free slot (all but one reader may wait
+/// at once) and keeps that slot until the reply it waited for ends, since a reply that waited once
+/// will likely wait again; queries go to the least-queued reader that is not waiting, so slow or
+/// hostile readers never hold every reader, and a short REQ does not queue behind a long reply
+/// when another reader is idle.
 class reader_waits {
 public:
   explicit reader_waits(std::size_t readers);
 
-  /// The reader for a connection's query: its own (`owner` modulo the readers) unless that
-  /// one is waiting, then the next one that is not.
+  /// The reader for a connection's query: the least-queued one that is not waiting, the
+  /// connection's own (`owner` modulo the readers) first among equals.
   [[nodiscard]] std::size_t pick(std::uint64_t owner) const noexcept;
   /// Marks `reader` as waiting; false when no slot is free (the reply must not wait).
   [[nodiscard]] bool begin_wait(std::size_t reader) noexcept;
   void end_wait(std::size_t reader) noexcept;
+  /// A query was sent to `reader` / `reader` finished one.
+  void queued(std::size_t reader) noexcept;
+  void answered(std::size_t reader) noexcept;
 
 private:
   std::size_t count_;
   std::unique_ptr<std::atomic<bool>[]> waiting_;
+  std::unique_ptr<std::atomic<std::uint32_t>[]> queued_;
   std::atomic<std::size_t> free_slots_;
 };
 
-/// The reader a connection's query goes to; without `waits`, always the connection's own.
+/// A reader's wait slot for one reply: taken at the reply's first wait, given back when the
+/// reply ends (the holder goes out of scope).
+class reply_wait_slot {
+public:
+  reply_wait_slot(reader_waits* waits, std::size_t reader) noexcept : waits_(waits), reader_(reader) {}
+  ~reply_wait_slot();
+  reply_wait_slot(const reply_wait_slot&) = delete;
+  reply_wait_slot& operator=(const reply_wait_slot&) = delete;
+
+  /// True when the reply may wait: the slot is held (already, or taken now), or there are no
+  /// slots to respect (`waits` null).
+  [[nodiscard]] bool hold() noexcept;
+
+private:
+  reader_waits* waits_;
+  std::size_t reader_;
+  bool held_ = false;
+};
+
+/// The reader a connection's query goes to, counted as queued there; without `waits`, always
+/// the connection's own.
 [[nodiscard]] const caf::actor& pick_reader(const std::vector<caf::actor>& readers,
-                                            const reader_waits* waits, std::uint64_t owner);
+                                            reader_waits* waits, std::uint64_t owner);
 
 } // namespace comb::actors

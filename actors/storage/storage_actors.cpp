@@ -134,23 +134,20 @@ bool wait_for_room(const history_flow& flow, std::size_t bytes, std::size_t budg
   return true;
 }
 
-/// Waits for room as wait_for_room does (counted as a wait), but only in one of the pod's wait
-/// slots: with none free the reply is refused at once rather than holding another reader.
+/// Waits for room as wait_for_room does (counted as a wait), but only while the reply holds one
+/// of the pod's wait slots: with none free the reply is refused at once rather than holding
+/// another reader.
 enum class room { made, client_too_slow, readers_busy };
 room make_room(const history_flow& flow, std::size_t bytes, std::size_t budget,
-               std::chrono::milliseconds patience, reader_waits* waits, std::size_t reader,
-               relay_metrics* metrics) {
+               std::chrono::milliseconds patience, reply_wait_slot& slot, relay_metrics* metrics) {
   std::size_t held = flow.held();
   if (held == 0 || held + bytes <= budget)
     return room::made;
   if (metrics)
     bump(metrics->history_waits);
-  if (waits && !waits->begin_wait(reader))
+  if (!slot.hold())
     return room::readers_busy;
-  bool made = wait_for_room(flow, bytes, budget, patience);
-  if (waits)
-    waits->end_wait(reader);
-  return made ? room::made : room::client_too_slow;
+  return wait_for_room(flow, bytes, budget, patience) ? room::made : room::client_too_slow;
 }
 
 /// Streams one REQ's history to its connection in chunks of a sixteenth of the budget, each
@@ -162,11 +159,11 @@ void answer_history(caf::stateful_actor<reader_state>* self, const history_reque
   const std::chrono::milliseconds patience(std::max<std::uint32_t>(s.args.statement_timeout_ms, 1000));
   relay_metrics* metrics = s.args.metrics.get();
   room outcome = room::made;
+  reply_wait_slot slot(s.args.waits.get(), s.args.index);
   auto deliver = [&](storage::query_result chunk) {
     std::size_t bytes = storage::bytes_of(chunk);
     if (request.flow) {
-      outcome = make_room(*request.flow, bytes, budget, patience, s.args.waits.get(), s.args.index,
-                          metrics);
+      outcome = make_room(*request.flow, bytes, budget, patience, slot, metrics);
       if (outcome != room::made)
         return false;
       request.flow->in_mailbox.fetch_add(bytes, std::memory_order_acq_rel);
@@ -193,6 +190,11 @@ void answer_history(caf::stateful_actor<reader_state>* self, const history_reque
              std::move(rest));
 }
 
+void note_answered(const reader_args& args) {
+  if (args.waits)
+    args.waits->answered(args.index);
+}
+
 } // namespace
 
 caf::behavior storage_reader(caf::stateful_actor<reader_state>* self, reader_args args) {
@@ -203,11 +205,15 @@ caf::behavior storage_reader(caf::stateful_actor<reader_state>* self, reader_arg
   st.connection = std::make_unique<storage::pg_connection>(st.args.database_url, policy);
   st.store = std::make_unique<storage::event_store>(*st.connection);
   return {
-    [=](query_atom, const history_request& request) { answer_history(self, request); },
+    [=](query_atom, const history_request& request) {
+      answer_history(self, request);
+      note_answered(self->state.args);
+    },
     [=](count_atom, const history_request& request) {
       auto result = self->state.store->count(request.community_id, request.filters, unix_now(),
                                              request.hidden);
       self->send(request.reply_to, counted_atom_v, request.subscription_id, std::move(result));
+      note_answered(self->state.args);
     },
   };
 }

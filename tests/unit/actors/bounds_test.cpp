@@ -334,3 +334,41 @@ TEST_CASE("all readers but one may wait for a slow client, and queries avoid a w
   CHECK_FALSE(lone.begin_wait(0)); // one reader: it never waits for a client
   CHECK(lone.pick(7) == 0);
 }
+
+TEST_CASE("a reply that waited once keeps its wait slot until it ends", "[actors][readers]") {
+  comb::actors::reader_waits waits(2);
+  {
+    comb::actors::reply_wait_slot slot(&waits, 0);
+    REQUIRE(slot.hold());
+    // Between two chunks the reply is not waiting, yet queries must keep going around it: its
+    // client is slow, and a query queued behind it would wait as long as the client does.
+    CHECK(waits.pick(0) == 1);
+    REQUIRE(slot.hold()); // the next wait of the same reply needs no second slot
+    comb::actors::reply_wait_slot other(&waits, 1);
+    CHECK_FALSE(other.hold()); // the last free reader never waits
+    CHECK(waits.pick(0) == 1);
+  }
+  CHECK(waits.pick(0) == 0); // the reply ended: its slot is free again
+  comb::actors::reply_wait_slot next(&waits, 1);
+  CHECK(next.hold());
+
+  comb::actors::reply_wait_slot unbounded(nullptr, 0);
+  CHECK(unbounded.hold()); // a lone test reader without slots may always wait
+}
+
+TEST_CASE("queries go to the least-queued reader that is not waiting", "[actors][readers]") {
+  comb::actors::reader_waits waits(3);
+  waits.queued(0);
+  CHECK(waits.pick(0) == 1); // connection 0's own reader is busy, 1 is idle
+  waits.queued(1);
+  CHECK(waits.pick(0) == 2);
+  waits.queued(2);
+  CHECK(waits.pick(1) == 1); // all busy alike: the connection's own
+  waits.answered(0);
+  CHECK(waits.pick(1) == 0);
+  REQUIRE(waits.begin_wait(0));
+  CHECK(waits.pick(1) == 1); // the idle reader waits for a client: not a candidate
+  waits.end_wait(0);
+  waits.answered(0); // more answers than queries never wrap below zero
+  CHECK(waits.pick(2) == 0);
+}

@@ -288,6 +288,14 @@ int run_relay(const conf::relay_settings& s) {
   caf::actor_system_config config;
   config.set("scheduler.max-threads", static_cast<std::size_t>(s.worker_threads));
   config.set("logger.verbosity", caf::atom("quiet"));
+  // An idle CAF worker polls its queue 100 times, then 500 times more with a 50 µs sleep
+  // between polls, and only then sleeps on a condition variable that an enqueue wakes at once.
+  // Under traffic that comes in bursts (a REQ, its rows, its EOSE) the workers lived in the
+  // middle phase: about 20 sleeps and wake-ups per REQ, each a context switch that also
+  // preempted Postgres. Skipping it halved the relay's CPU per event served (and Postgres's on
+  // this 2-core machine) and cut REQ latency; fan-out and ingest spent less CPU too
+  // (docs/benchmarks.md, "REQ fixed cost: worker wake-ups").
+  config.set("work-stealing.moderate-poll-attempts", std::size_t{0});
   if (wants_cluster(s))
     config.load<caf::io::middleman>();
   if (wants_cluster(s) && conf::cluster_tls(s)) {

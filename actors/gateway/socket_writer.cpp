@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 
 #include <array>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -58,44 +59,47 @@ private:
 /// The buffers of one gathered write. Each frame's WebSocket header, and for a live event its
 /// head (`["EVENT","<sub>",`), go into one scratch string, after the `]` that ends the event
 /// before it; the payload (a whole frame's text, or the shared event JSON) is pointed at, never
-/// copied. So a frame takes two buffers and a batch at most one more.
+/// copied. So a frame takes two buffers and a batch at most one more. The buffer list lives in
+/// the object (on the writer's coroutine frame), not on the heap: one allocation per write, the
+/// scratch string.
 class gathered_buffers {
 public:
+  static constexpr std::size_t max_buffers = 2 * max_frames_per_write + 1;
+
+  /// `frames` holds at most max_frames_per_write (next_batch takes no more).
   explicit gathered_buffers(const std::vector<outbound_frame>& frames) {
     constexpr std::size_t header_max = sizeof(protocol::text_frame_header::bytes);
     std::size_t scratch_bytes = shared_event_frame::tail.size();
     for (const auto& frame : frames)
       scratch_bytes += shared_event_frame::tail.size() + header_max + (frame.json ? frame.head->size() : 0);
     scratch_.reserve(scratch_bytes);
-    std::vector<std::pair<std::size_t, std::size_t>> prefixes; // offset, length in scratch_
-    prefixes.reserve(frames.size() + 1);
+    // Offsets into scratch_ first (buffers_ holds them as lengths until scratch_ is complete).
+    std::array<std::size_t, max_frames_per_write + 1> prefix_at{};
     bool event_open = false;
-    for (const auto& frame : frames) {
-      std::size_t at = scratch_.size();
+    for (std::size_t i = 0; i < frames.size(); ++i) {
+      prefix_at[i] = scratch_.size();
       close_event(event_open);
-      auto header = protocol::make_text_frame_header(frame.size());
+      auto header = protocol::make_text_frame_header(frames[i].size());
       scratch_.append(reinterpret_cast<const char*>(header.bytes.data()), header.size);
-      if (frame.json)
-        scratch_.append(*frame.head);
-      prefixes.emplace_back(at, scratch_.size() - at);
-      event_open = frame.json != nullptr;
+      if (frames[i].json)
+        scratch_.append(*frames[i].head);
+      event_open = frames[i].json != nullptr;
     }
-    std::size_t at = scratch_.size();
+    prefix_at[frames.size()] = scratch_.size();
     close_event(event_open);
     // Only now that scratch_ is complete: its data no longer moves.
-    buffers_.reserve(2 * frames.size() + 1);
     for (std::size_t i = 0; i < frames.size(); ++i) {
-      buffers_.emplace_back(scratch_.data() + prefixes[i].first, prefixes[i].second);
+      add(scratch_.data() + prefix_at[i], prefix_at[i + 1] - prefix_at[i]);
       const auto& payload = frames[i].json ? *frames[i].json : frames[i].text;
-      buffers_.emplace_back(payload.data(), payload.size());
+      add(payload.data(), payload.size());
     }
-    if (scratch_.size() > at)
-      buffers_.emplace_back(scratch_.data() + at, scratch_.size() - at);
+    if (scratch_.size() > prefix_at[frames.size()])
+      add(scratch_.data() + prefix_at[frames.size()], scratch_.size() - prefix_at[frames.size()]);
   }
   gathered_buffers(const gathered_buffers&) = delete;
   gathered_buffers& operator=(const gathered_buffers&) = delete;
 
-  [[nodiscard]] const std::vector<asio::const_buffer>& buffers() const { return buffers_; }
+  [[nodiscard]] std::span<const asio::const_buffer> buffers() const { return {buffers_.data(), count_}; }
 
 private:
   void close_event(bool event_open) {
@@ -103,8 +107,11 @@ private:
       scratch_.append(shared_event_frame::tail);
   }
 
+  void add(const char* data, std::size_t size) { buffers_[count_++] = asio::const_buffer(data, size); }
+
   std::string scratch_;
-  std::vector<asio::const_buffer> buffers_;
+  std::array<asio::const_buffer, max_buffers> buffers_;
+  std::size_t count_ = 0;
 };
 
 /// Every frame of `frames` in one gathered write, between (never inside) Beast's own writes.
@@ -176,9 +183,8 @@ asio::awaitable<void> write_loop(std::shared_ptr<ws_stream> ws,
                                  std::shared_ptr<websocket_outbox> outbox, frame_writing how) {
   burst_cork cork(*ws);
   bool gathered = how == frame_writing::gathered;
+  std::vector<outbound_frame> batch;
   for (;;) {
-    // A fresh batch each time: an idle connection keeps no buffers from its last burst.
-    std::vector<outbound_frame> batch;
     if (!co_await outbox->next_batch(batch, gathered ? max_frames_per_write : 1, max_bytes_per_write))
       break;
     error_code ec;
@@ -187,7 +193,13 @@ asio::awaitable<void> write_loop(std::shared_ptr<ws_stream> ws,
       ec = co_await write_gathered(*ws, batch);
     else
       ec = co_await write_by_beast(*ws, cork, batch.front(), *outbox);
-    outbox->written(bytes_in(batch));
+    std::size_t still_pending = outbox->written(bytes_in(batch));
+    // While frames wait the batch's room is reused; once the queue runs dry it is released, so
+    // an idle connection keeps no buffers from its last burst.
+    if (still_pending == 0)
+      std::vector<outbound_frame>().swap(batch);
+    else
+      batch.clear();
     if (ec) {
       outbox->close(close_reason::going_away);
       co_return;

@@ -159,11 +159,12 @@ void websocket_outbox::take_batch(std::vector<outbound_frame>& batch, std::size_
   }
 }
 
-void websocket_outbox::written(std::size_t bytes) {
+std::size_t websocket_outbox::written(std::size_t bytes) {
   std::lock_guard lock(mutex_);
   auto done = std::min(bytes, pending_bytes_);
   pending_bytes_ -= done;
   count(-static_cast<std::int64_t>(done));
+  return pending_bytes_;
 }
 
 std::optional<close_reason> websocket_outbox::closing() const {

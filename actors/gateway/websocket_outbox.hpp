@@ -63,8 +63,9 @@ public:
   boost::asio::awaitable<bool> next_batch(std::vector<outbound_frame>& batch, std::size_t max_frames,
                                           std::size_t max_bytes);
 
-  /// On the strand, after frames were written: they no longer count as pending.
-  void written(std::size_t bytes);
+  /// On the strand, after frames were written: they no longer count as pending. Returns the
+  /// bytes still pending (0: the writer has nothing more to take for now).
+  std::size_t written(std::size_t bytes);
 
   [[nodiscard]] std::optional<close_reason> closing() const;
 

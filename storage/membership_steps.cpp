@@ -192,6 +192,7 @@ void insert_deltas(pg_connection& c, std::int64_t community_id,
               " FROM unnest($2::bytea[], $3::text[], $4::bigint[], $5::int[])"
               " AS u(id, value, created_at, kind)"
               " WHERE NOT EXISTS (SELECT 1 FROM event_tags t WHERE t.community_id = $1::bigint"
+              " AND t.name = 'p' AND t.value = u.value AND t.created_at = u.created_at"
               " AND t.event_id = u.id)",
               {community, tag_ids.str(), tag_values.str(), tag_times.str(), tag_kinds.str()}),
        "index deltas");

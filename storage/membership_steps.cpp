@@ -143,6 +143,7 @@ void write_used_invites(pg_connection& c, std::int64_t community_id,
        "use invites");
 }
 
+// A list gets no event_tags rows: migration 21's delete trigger relies on that for 13534.
 void insert_list(pg_connection& c, std::int64_t community_id, const protocol::event& list,
                  const std::string& list_json) {
   must(c.exec("INSERT INTO events (community_id, id, pubkey, created_at, kind, d_tag, expires_at, raw)"

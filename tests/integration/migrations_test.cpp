@@ -206,6 +206,19 @@ TEST_CASE("migration 21: one index entry per tag row; an event's tags go by thei
   REQUIRE(c.exec("COMMIT").ok());
   CHECK(scalar(c, "SELECT count(*) FROM event_tags WHERE event_id = '\\x01'") == "0");
   CHECK(scalar(c, "SELECT count(*) FROM event_tags WHERE event_id = '\\x03'") == "2");
+  // A member list (13534) has no tag rows: replacing one probes none of its thousands of tags.
+  scalar(c, "INSERT INTO events (community_id, id, pubkey, created_at, kind, raw)"
+            " SELECT $1::bigint, '\\x05', '\\x02', 7, 13534, '{\"tags\":[' || string_agg("
+            "'[\"p\",\"' || g || '\"]', ',') || ']}' FROM generate_series(1, 2000) g RETURNING 1",
+         {community});
+  const std::string index_scans =
+    "SELECT idx_scan FROM pg_stat_xact_user_tables WHERE relname = 'event_tags'";
+  REQUIRE(c.exec("BEGIN").ok());
+  const std::string probes_before = scalar(c, index_scans);
+  scalar(c, "DELETE FROM events WHERE id = '\\x05' RETURNING 1");
+  CHECK(scalar(c, index_scans) == probes_before);
+  REQUIRE(c.exec("COMMIT").ok());
+  CHECK(scalar(c, "SELECT count(*) FROM event_tags") == "2");
 }
 
 TEST_CASE("migration 21: reads testing a known event's tags use an index",

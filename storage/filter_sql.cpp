@@ -70,8 +70,9 @@ std::string tag_condition_sql(const protocol::tag_condition& condition, param_li
   for (auto value : indexable_values(condition))
     values.add_text(std::string(value));
   std::string name = params.add(std::string(1, condition.name), "text");
+  // The row's created_at completes event_tags_value's key: one probe per value (migration 21).
   return " AND EXISTS (SELECT 1 FROM event_tags t WHERE t.community_id = e.community_id"
-         " AND t.event_id = e.id AND t.name = "
+         " AND t.event_id = e.id AND t.created_at = e.created_at AND t.name = "
          + name + " AND t.value = ANY(" + params.add(values.str(), "text[]") + "))";
 }
 
@@ -198,8 +199,9 @@ std::string hidden_rooms_sql(const protocol::room_hiding& hiding, param_list& pa
   std::string unseen = params.add(text_list(hiding.unseen), "text[]");
   std::string state_only = params.add(text_list(hiding.state_only), "text[]");
   std::string codes = params.add(text_list(hiding.codes_hidden), "text[]");
+  // `name IN ('d', 'h')` lets Postgres read the row's room tags from event_tags_room.
   return " AND NOT EXISTS (SELECT 1 FROM event_tags r WHERE r.community_id = e.community_id"
-         " AND r.event_id = e.id AND r.name = CASE WHEN e.kind BETWEEN 39000 AND 39005"
+         " AND r.event_id = e.id AND r.name IN ('d', 'h') AND r.name = CASE WHEN e.kind BETWEEN 39000 AND 39005"
          " THEN 'd' ELSE 'h' END AND (r.value = ANY(" + unseen + ") OR (r.value = ANY("
          + state_only + ") AND e.kind NOT IN (39000, 39003)) OR (r.value = ANY(" + codes
          + ") AND e.kind = 9009)))";

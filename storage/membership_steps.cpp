@@ -143,6 +143,7 @@ void write_used_invites(pg_connection& c, std::int64_t community_id,
        "use invites");
 }
 
+// A list gets no event_tags rows: migration 21's delete trigger relies on that for 13534.
 void insert_list(pg_connection& c, std::int64_t community_id, const protocol::event& list,
                  const std::string& list_json) {
   must(c.exec("INSERT INTO events (community_id, id, pubkey, created_at, kind, d_tag, expires_at, raw)"
@@ -192,6 +193,7 @@ void insert_deltas(pg_connection& c, std::int64_t community_id,
               " FROM unnest($2::bytea[], $3::text[], $4::bigint[], $5::int[])"
               " AS u(id, value, created_at, kind)"
               " WHERE NOT EXISTS (SELECT 1 FROM event_tags t WHERE t.community_id = $1::bigint"
+              " AND t.name = 'p' AND t.value = u.value AND t.created_at = u.created_at"
               " AND t.event_id = u.id)",
               {community, tag_ids.str(), tag_values.str(), tag_times.str(), tag_kinds.str()}),
        "index deltas");

@@ -294,12 +294,17 @@ std::variant<std::string, pg_reply> pg_connection::prepared_name(const std::stri
   return name;
 }
 
-bool pg_connection::forget_if_stale(const std::string& text, const pg_reply& reply) {
+bool pg_connection::is_stale(const pg_reply& reply) noexcept {
   // 26000: the name is gone (a DISCARD ALL, a pooler's new backend); 0A000: "cached plan must
-  // not change result type" after a schema change. Prepared again on the next use.
-  if (reply.ok() || (reply.sqlstate() != "26000" && reply.sqlstate() != "0A000"))
+  // not change result type" after a schema change.
+  return !reply.ok() && (reply.sqlstate() == "26000" || reply.sqlstate() == "0A000");
+}
+
+bool pg_connection::forget_if_stale(const std::string& text, const pg_reply& reply) {
+  if (!is_stale(reply))
     return false;
-  return prepared_.erase(text) > 0;
+  prepared_.erase(text); // prepared again on the next use
+  return true;
 }
 
 std::variant<pg_connection::ready_statement, pg_reply>
@@ -336,27 +341,50 @@ pg_reply pg_connection::exec(std::string_view sql, const pg_params& params,
 
 pg_reply pg_connection::exec_formatted(std::string_view sql, const pg_params& params,
                                        bool generic_plan, const std::vector<bool>& binary) {
+  auto reply = exec_once(sql, params, generic_plan, binary);
+  // Outside a transaction a stale prepared statement changed nothing: prepare it again, once
+  // (a pooler handing every statement to another backend would fail it forever).
+  if (is_stale(reply) && !in_transaction_)
+    return exec_once(sql, params, generic_plan, binary);
+  return reply;
+}
+
+pg_reply pg_connection::exec_once(std::string_view sql, const pg_params& params,
+                                  bool generic_plan, const std::vector<bool>& binary) {
   auto readied = ready(sql, params, generic_plan, true);
   if (auto* refused = std::get_if<pg_reply>(&readied))
     return std::move(*refused);
   const auto& s = std::get<ready_statement>(readied);
+  if (s.switch_plans)
+    return exec_switching_plans(sql, params, binary, s, generic_plan);
   // Lengths and formats only matter for binary parameters; all-text statements pass none.
   const param_formats format(params, binary);
-  const int* length_data = format.length_data();
-  const int* format_data = format.format_data();
-  if (s.prepared.empty())
-    return wrap(PQexecParams(conn_, s.text.c_str(), s.count(), nullptr, s.values.data(),
-                             length_data, format_data, 0),
-                ends_transaction(sql));
-  auto reply = s.switch_plans
-                 ? exec_switching_plans(s, generic_plan, length_data, format_data)
-                 : wrap(PQexecPrepared(conn_, s.prepared.c_str(), s.count(), s.values.data(),
-                                       length_data, format_data, 0),
-                        ends_transaction(sql));
-  if (forget_if_stale(s.text, reply) && !in_transaction_)
-    // Outside a transaction nothing was changed: prepare again.
-    return exec_formatted(sql, params, generic_plan, binary);
+  auto reply = wrap(s.prepared.empty()
+                      ? PQexecParams(conn_, s.text.c_str(), s.count(), nullptr, s.values.data(),
+                                     format.length_data(), format.format_data(), 0)
+                      : PQexecPrepared(conn_, s.prepared.c_str(), s.count(), s.values.data(),
+                                       format.length_data(), format.format_data(), 0),
+                    ends_transaction(sql));
+  (void)forget_if_stale(s.text, reply);
   return reply;
+}
+
+pg_reply pg_connection::exec_switching_plans(std::string_view sql, const pg_params& params,
+                                             const std::vector<bool>& binary,
+                                             const ready_statement& s, bool generic) {
+  // With mixed traffic a reader switches modes at every other REQ (`#e` or `#p` with one value
+  // runs its generic plan, the other shapes stay on auto); sent alone the SET was a round trip
+  // of its own each time. In a pipeline it goes with the statement.
+  static const pg_params no_params;
+  const std::string_view set = generic ? "SET plan_cache_mode = force_generic_plan"
+                                       : "SET plan_cache_mode = auto";
+  const ready_statement set_statement{std::string(set), {}, {}, false};
+  auto replies = send_pipeline({pipelined{set, &no_params, {}}, pipelined{sql, &params, binary}},
+                               {set_statement, s});
+  // Both ran in the pipeline's one implicit transaction: a failed statement rolled the SET back.
+  if (replies[0].ok() && replies[1].ok())
+    generic_plans_ = generic;
+  return std::move(replies[replies[0].ok() ? 1 : 0]);
 }
 
 /// `count` replies failing as `like` does (its rows, if any, are not copied).
@@ -448,75 +476,19 @@ std::optional<pg_reply> pg_connection::use_generic_plans(bool generic) {
   return std::nullopt;
 }
 
-namespace {
-
-/// Reads the results of one query of a pipeline up to its end (a null result), keeping the
-/// first: the query's outcome (the rest are none in this use).
-::pg_result* first_result_of_query(::pg_conn* conn) {
-  ::pg_result* first = nullptr;
-  while (::pg_result* next = PQgetResult(conn)) {
-    if (first)
-      PQclear(next);
-    else
-      first = next;
-  }
-  return first;
-}
-
-} // namespace
-
-pg_reply pg_connection::exec_switching_plans(const ready_statement& s, bool generic,
-                                             const int* lengths, const int* formats) {
-  // With mixed traffic a reader switches modes at every other REQ (`#e` or `#p` with one value
-  // runs its generic plan, the other shapes stay on auto); sent alone the SET was a round trip
-  // of its own each time. In libpq's pipeline mode it goes with the statement.
-  const char* set = generic ? "SET plan_cache_mode = force_generic_plan"
-                            : "SET plan_cache_mode = auto";
-  if (PQenterPipelineMode(conn_) != 1) {
-    if (auto failed = use_generic_plans(generic))
-      return std::move(*failed);
-    return wrap(PQexecPrepared(conn_, s.prepared.c_str(), s.count(), s.values.data(), lengths,
-                               formats, 0),
-                false);
-  }
-  const bool sent = PQsendQueryParams(conn_, set, 0, nullptr, nullptr, nullptr, nullptr, 0) == 1
-                    && PQsendQueryPrepared(conn_, s.prepared.c_str(), s.count(), s.values.data(),
-                                           lengths, formats, 0) == 1
-                    && PQpipelineSync(conn_) == 1;
-  ::pg_result* set_result = sent ? first_result_of_query(conn_) : nullptr;
-  ::pg_result* result = sent ? first_result_of_query(conn_) : nullptr;
-  bool synced = false;
-  if (sent) {
-    ::pg_result* sync = PQgetResult(conn_);
-    synced = sync && PQresultStatus(sync) == PGRES_PIPELINE_SYNC;
-    PQclear(sync);
-  }
-  const bool set_ok = set_result && PQresultStatus(set_result) == PGRES_COMMAND_OK;
-  if (!synced || PQexitPipelineMode(conn_) != 1) {
-    // Left in pipeline mode, the connection would refuse every later statement: start anew.
-    PQclear(set_result);
-    PQclear(result);
-    pg_reply lost;
-    lost.error_ = "the database connection failed during a pipelined statement";
-    lost.connection_lost_ = true;
-    lose_connection(false);
-    return lost;
-  }
-  if (!set_ok) {
-    PQclear(result); // PGRES_PIPELINE_ABORTED: the statement did not run
-    return wrap(set_result, false);
-  }
-  PQclear(set_result);
-  auto reply = wrap(result, false);
-  // Both ran in the pipeline's one implicit transaction: a failed statement rolled the SET back.
-  if (reply.ok())
-    generic_plans_ = generic;
-  return reply;
-}
-
 pg_reply pg_connection::exec_rows(std::string_view sql, const pg_params& params,
                                    const std::function<bool(const pg_reply& row)>& on_row,
                                    bool generic_plan) {
+  auto outcome = rows_once(sql, params, on_row, generic_plan);
+  // A stale prepared statement fails before its first row: prepare it again, once.
+  if (is_stale(outcome) && !in_transaction_)
+    return rows_once(sql, params, on_row, generic_plan);
+  return outcome;
+}
+
+pg_reply pg_connection::rows_once(std::string_view sql, const pg_params& params,
+                                  const std::function<bool(const pg_reply& row)>& on_row,
+                                  bool generic_plan) {
   auto readied = ready(sql, params, generic_plan);
   if (auto* refused = std::get_if<pg_reply>(&readied))
     return std::move(*refused);
@@ -532,11 +504,9 @@ pg_reply pg_connection::exec_rows(std::string_view sql, const pg_params& params,
   pg_reply outcome;
   bool wanted = true;
   bool stopped = false;
-  bool any_row = false;
   while (::pg_result* raw = PQgetResult(conn_)) {
     ExecStatusType status = PQresultStatus(raw);
     if (status == PGRES_SINGLE_TUPLE || (status == PGRES_TUPLES_OK && PQntuples(raw) > 0)) {
-      any_row = true;
       pg_reply row;
       row.result_.reset(raw);
       if (wanted && !on_row(row)) {
@@ -554,9 +524,8 @@ pg_reply pg_connection::exec_rows(std::string_view sql, const pg_params& params,
     in_transaction_ = tx == PQTRANS_INTRANS || tx == PQTRANS_INERROR;
   }
   if (stopped || !wanted)
-    outcome = pg_reply{};
-  else if (!any_row && forget_if_stale(s.text, outcome) && !in_transaction_)
-    return exec_rows(sql, params, on_row, generic_plan);
+    return pg_reply{};
+  (void)forget_if_stale(s.text, outcome); // a stale statement failed before any row
   return outcome;
 }
 

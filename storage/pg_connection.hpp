@@ -193,18 +193,30 @@ private:
                                                               const pg_params& params,
                                                               bool generic_plan,
                                                               bool defer_switch = false);
-  /// Runs prepared `s` after switching plan_cache_mode to `generic`, both in one round trip.
-  [[nodiscard]] pg_reply exec_switching_plans(const ready_statement& s, bool generic,
-                                              const int* lengths, const int* formats);
-  /// Both `exec` forms: `binary[i]` true sends parameter i in binary format.
+  /// Runs prepared `s` (`sql` with `params`) after switching plan_cache_mode to `generic`,
+  /// both in one pipeline; the mode is recorded when both succeeded.
+  [[nodiscard]] pg_reply exec_switching_plans(std::string_view sql, const pg_params& params,
+                                              const std::vector<bool>& binary,
+                                              const ready_statement& s, bool generic);
+  /// Both `exec` forms: `binary[i]` true sends parameter i in binary format. Runs the
+  /// statement again once when its prepared form was stale.
   [[nodiscard]] pg_reply exec_formatted(std::string_view sql, const pg_params& params,
                                         bool generic_plan, const std::vector<bool>& binary);
+  /// One try of exec_rows.
+  [[nodiscard]] pg_reply rows_once(std::string_view sql, const pg_params& params,
+                                   const std::function<bool(const pg_reply& row)>& on_row,
+                                   bool generic_plan);
+  /// One try of exec_formatted.
+  [[nodiscard]] pg_reply exec_once(std::string_view sql, const pg_params& params,
+                                   bool generic_plan, const std::vector<bool>& binary);
   [[nodiscard]] static std::vector<pg_reply> all_failing(std::size_t count, const pg_reply& like);
   /// exec_pipeline once every statement is ready: sends them all, then reads their replies.
   [[nodiscard]] std::vector<pg_reply> send_pipeline(const std::vector<pipelined>& statements,
                                                     const std::vector<ready_statement>& ready);
   /// Whether a statement failed because its prepared form is stale or gone (then forgotten).
   bool forget_if_stale(const std::string& text, const pg_reply& reply);
+  /// Whether `reply` is the failure of a stale or forgotten prepared statement.
+  [[nodiscard]] static bool is_stale(const pg_reply& reply) noexcept;
   /// Switches the session's plan_cache_mode when it differs (outside transactions only).
   [[nodiscard]] std::optional<pg_reply> use_generic_plans(bool generic);
   static void on_notice(void* self, const char* message);

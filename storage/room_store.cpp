@@ -243,6 +243,7 @@ std::int64_t delete_room_events(pg_connection& c, std::int64_t community_id, con
   return static_cast<std::int64_t>(must(c.exec("WITH gone AS (DELETE FROM events e WHERE e.community_id = $1::bigint"
               " AND e.id = ANY($3::bytea[]) AND EXISTS (SELECT 1 FROM event_tags t"
               " WHERE t.community_id = $1::bigint AND t.event_id = e.id AND t.name = 'h'"
+              " AND t.created_at = e.created_at"
               " AND t.value = $2) RETURNING e.id, e.pubkey)"
               " INSERT INTO deleted_events (community_id, event_id, pubkey)"
               " SELECT $1::bigint, id, pubkey FROM gone ON CONFLICT DO NOTHING",

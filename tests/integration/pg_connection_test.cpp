@@ -261,6 +261,36 @@ TEST_CASE("a prepared statement the server forgot is prepared again",
   CHECK(prepared_count(c, text) == "1");
 }
 
+TEST_CASE("a forgotten prepared statement sent with its plan mode switch is prepared again",
+          "[integration][pg_connection]") {
+  storage::pg_connection c(test::admin_conninfo());
+  const std::string fixed = "SELECT current_setting('plan_cache_mode') WHERE $1::int = 1";
+  const std::string other = "SELECT $1::int";
+  for (int round = 0; round < 2; ++round) {
+    REQUIRE(c.exec(fixed, {"1"}, true).ok());
+    REQUIRE(c.exec(other, {"2"}).ok()); // back to auto: the next generic statement switches
+    REQUIRE(c.exec("DEALLOCATE ALL").ok());
+    // The switch and the forgotten statement go in one pipeline; the statement fails there
+    // (26000), which rolls the switch back, and is prepared and sent again, with its switch.
+    auto again = c.exec(fixed, {"1"}, true);
+    INFO(again.error() << " " << again.sqlstate());
+    REQUIRE(again.ok());
+    REQUIRE(again.rows() == 1);
+    CHECK(again.text(0, 0) == "force_generic_plan");
+    CHECK(prepared_count(c, fixed) == "1");
+  }
+  // Inside a transaction nothing is sent twice: the failure is the caller's.
+  REQUIRE(c.exec(other, {"3"}).ok());
+  REQUIRE(c.exec("DEALLOCATE ALL").ok());
+  REQUIRE(c.exec("BEGIN").ok());
+  auto in_transaction = c.exec(other, {"4"});
+  CHECK(in_transaction.sqlstate() == "26000");
+  REQUIRE(c.exec("ROLLBACK").ok());
+  auto after = c.exec(other, {"5"});
+  REQUIRE(after.ok());
+  CHECK(after.integer(0, 0) == 5);
+}
+
 TEST_CASE("prepared statements are prepared again on a new connection",
           "[integration][pg_connection]") {
   storage::pg_connection c(test::admin_conninfo());

@@ -121,7 +121,8 @@ TEST_CASE("tag conditions test event_tags by name and value", "[storage][filter_
   auto s = history_sql(1, {f}, 0, 10);
   REQUIRE(s);
   CHECK(contains(s->text, "EXISTS (SELECT 1 FROM event_tags t WHERE t.community_id = "
-                          "e.community_id AND t.event_id = e.id AND t.name = $3::text"
+                          "e.community_id AND t.event_id = e.id AND t.created_at = e.created_at"
+                          " AND t.name = $3::text"
                           " AND t.value = ANY($4::text[]))"));
   CHECK(contains(s->text, "t.name = $5::text AND t.value = ANY($6::text[])"));
   CHECK(param(*s, 4) == R"({"a,b","x\\y"})");

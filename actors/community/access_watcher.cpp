@@ -181,6 +181,11 @@ caf::behavior access_watcher(caf::stateful_actor<access_watcher_state>* self,
   return {
     [=](notice_atom, const std::string& payload) { on_notice(self, payload); },
     [=](reload_atom) { reload_all(self); },
+    // The bridge holds an event whose origin had `version`: read the database now, not at the
+    // notification (which may lag) or the next check.
+    [=](access_atom, std::int64_t community_id, std::int64_t version) {
+      (void)catch_up(self, community_id, version);
+    },
     [=](tick_atom) {
       check_versions(self);
       self->delayed_send(self, self->state.args.check_interval, tick_atom_v);

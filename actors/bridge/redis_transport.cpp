@@ -1,13 +1,11 @@
 // SPDX-License-Identifier: MIT
 #include "actors/bridge/redis_transport.hpp"
 
+#include <spdlog/spdlog.h>
 #include <utility>
 
-#include "storage/bridge_envelope.hpp"
-
-#include <spdlog/spdlog.h>
-
 #include "actors/messages.hpp"
+#include "storage/bridge_envelope.hpp"
 
 namespace comb::actors {
 

@@ -77,6 +77,11 @@ std::string relay_metrics::render() const {
   write(out, "comb_bridge_refused_peers_total", "counter", "Cluster peers or messages refused for lack of the secret.", bridge_refused_peers);
   write(out, "comb_bridge_unauthenticated_total", "counter", "Envelopes dropped for a missing or wrong MAC (Redis or cluster links).", bridge_unauthenticated);
   write(out, "comb_bridge_stale_total", "counter", "Envelopes with a valid MAC dropped for a send time over a minute from this pod's clock (a replay, or clocks apart).", bridge_stale);
+  write(out, "comb_bridge_replays_total", "counter", "Envelopes with a valid MAC dropped as replays: sent before this pod started, at or below the replay floor, or already received.", bridge_replays);
+  write(out, "comb_bridge_replay_floor_raised_total", "counter", "Times the replay memory was full and forgot an envelope younger than the skew window, raising the floor of accepted send times.", bridge_floor_raised);
+  write(out, "comb_bridge_held_total", "counter", "Bridged events held until this pod reached the community state version their origin had.", bridge_held);
+  write(out, "comb_bridge_hold_dropped_total", "counter", "Held bridged events dropped: the pod did not reach their version within 5 s, or the hold was full.", bridge_hold_dropped);
+  write(out, "comb_bridge_holding", "gauge", "Bridged events held now.", bridge_holding);
   write(out, "comb_cluster_dropped_messages_total", "counter", "Messages on the cluster port that are neither handshake nor envelope (dropped unread).", cluster_dropped_messages);
   write(out, "comb_list_writes_total", "counter", "NIP-43 member lists written.", list_writes);
   write(out, "comb_sockets_open", "gauge", "Sockets open, from accept to close.", sockets_open);

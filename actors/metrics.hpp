@@ -70,6 +70,11 @@ struct relay_metrics {
   std::atomic<std::int64_t> cluster_peers_linked{0};
   std::atomic<std::uint64_t> bridge_unauthenticated{0};
   std::atomic<std::uint64_t> bridge_stale{0};
+  std::atomic<std::uint64_t> bridge_replays{0};
+  std::atomic<std::uint64_t> bridge_floor_raised{0};
+  std::atomic<std::uint64_t> bridge_held{0};
+  std::atomic<std::uint64_t> bridge_hold_dropped{0};
+  std::atomic<std::int64_t> bridge_holding{0};
   std::atomic<std::uint64_t> cluster_dropped_messages{0};
   std::atomic<std::uint64_t> list_writes{0};
   std::array<std::array<std::atomic<std::uint64_t>, membership_outcomes>, membership_paths>

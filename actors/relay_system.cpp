@@ -202,6 +202,7 @@ bool spawn_actors(caf::actor_system& system, asio::io_context& io, const conf::r
   pod.access_watcher = system.spawn<caf::detached>(
     access_watcher, access_watcher_args{s.database_url, pod.registry, pod.fanout,
                                         key.public_key(), metrics});
+  caf::anon_send(pod.bridge->actor, bridge_watcher{pod.access_watcher});
   pod.management = system.spawn<caf::detached>(
     management_actor, management_args{s.database_url, key.public_key(), pod.registry, communities,
                                       metrics, std::chrono::seconds(10)});

@@ -20,14 +20,16 @@ std::int64_t envelope_clock_ms() {
 }
 
 std::string encode_envelope(std::string_view secret, std::string_view origin,
-                            std::int64_t community_id, std::string_view event_json,
-                            std::int64_t sent_ms) {
+                            std::int64_t community_id, std::int64_t access_version,
+                            std::string_view event_json, std::int64_t sent_ms) {
   std::string out(envelope_mac_chars, '0'); // the MAC's place, filled once the body is written
   out.reserve(envelope_mac_chars + event_json.size() + origin.size() + 96);
   out += "{\"origin\":";
   protocol::append_json_string(out, origin);
   out += ",\"community\":";
   out += std::to_string(community_id);
+  out += ",\"access\":";
+  out += std::to_string(access_version);
   out += ",\"sent\":";
   out += std::to_string(sent_ms);
   out += ",\"event\":";
@@ -82,11 +84,12 @@ decode_envelope(std::string_view payload, const protocol::protocol_limits& limit
   const auto& object = root.get_object();
   const auto* origin = object.if_contains("origin");
   const auto* community = object.if_contains("community");
+  const auto* access = object.if_contains("access");
   const auto* sent = object.if_contains("sent");
   const auto* event = object.if_contains("event");
-  if (!origin || !origin->is_string() || !community || !community->is_int64() || !sent
-      || !sent->is_int64() || !event || object.size() != 4)
-    return malformed("envelope needs origin, community, sent and event, and nothing else");
+  if (!origin || !origin->is_string() || !community || !community->is_int64() || !access
+      || !access->is_int64() || !sent || !sent->is_int64() || !event || object.size() != 5)
+    return malformed("envelope needs origin, community, access, sent and event, and nothing else");
   auto ev = protocol::event_from_json(*event, limits);
   if (!ev)
     return malformed(ev.error().text());
@@ -98,6 +101,8 @@ decode_envelope(std::string_view payload, const protocol::protocol_limits& limit
   bridge_envelope out;
   out.origin = std::string(origin->get_string());
   out.community_id = community->get_int64();
+  out.access_version = access->get_int64();
+  out.sent_ms = sent_ms;
   auto shared = std::make_shared<const protocol::event>(std::move(ev).value());
   out.event_json = std::make_shared<const std::string>(protocol::render_event_json(*shared));
   out.ev = std::move(shared);

@@ -16,6 +16,11 @@ namespace comb::storage {
 struct bridge_envelope {
   std::string origin;          ///< node id of the pod that accepted the event
   std::int64_t community_id = 0;
+  /// The community's state version the origin held when it sent the envelope (its member cache,
+  /// actors/community/member_cache.hpp): a receiver that holds an older one may not yet know of
+  /// a removal the origin applied, so it waits for that version before delivering.
+  std::int64_t access_version = 0;
+  std::int64_t sent_ms = 0; ///< the origin's clock when it sent the envelope
   std::shared_ptr<const protocol::event> ev;
   std::shared_ptr<const std::string> event_json; ///< as rendered by the origin, re-rendered here
 };
@@ -41,11 +46,12 @@ inline constexpr std::int64_t envelope_max_skew_ms = 60'000;
 /// Hex characters of the MAC at the head of an envelope.
 inline constexpr std::size_t envelope_mac_chars = 64;
 
-/// `<MAC hex>{"origin":"<node>","community":<id>,"sent":<unix ms>,"event":<event json>}`: the
-/// event JSON is spliced in; the MAC is storage::envelope_mac with `secret` over every byte
-/// after it (bridge_auth.hpp).
+/// `<MAC hex>{"origin":"<node>","community":<id>,"access":<state version>,"sent":<unix ms>,
+/// "event":<event json>}`: the event JSON is spliced in; the MAC is storage::envelope_mac with
+/// `secret` over every byte after it (bridge_auth.hpp).
 [[nodiscard]] std::string encode_envelope(std::string_view secret, std::string_view origin,
-                                          std::int64_t community_id, std::string_view event_json,
+                                          std::int64_t community_id, std::int64_t access_version,
+                                          std::string_view event_json,
                                           std::int64_t sent_ms = envelope_clock_ms());
 
 /// Decodes an envelope from the network, which is untrusted: bounded size, the MAC checked with

@@ -2,6 +2,8 @@
 #include "actors/bridge/bridge_actor.hpp"
 
 #include <spdlog/spdlog.h>
+#include <algorithm>
+#include <limits>
 #include <utility>
 
 #include "actors/bridge/gatekeeper.hpp"
@@ -30,18 +32,41 @@ void send_everywhere(self_ptr self, const std::string& envelope) {
   bump(st.args.metrics->bridge_published);
 }
 
+/// The state version of `community_id` this pod holds whole (members and rooms may come from
+/// different writes); the newest possible when the pod does not serve it (nobody here reads it).
+std::int64_t held_version(self_ptr self, std::int64_t community_id) {
+  auto community = self->state.args.registry->find(community_id);
+  if (!community)
+    return std::numeric_limits<std::int64_t>::max();
+  const auto& cache = *community->members;
+  return std::min(cache.version(), cache.rooms_version());
+}
+
+/// The version a receiver must hold before it delivers: what this pod's member cache has (the
+/// community actor applies its own writes before it publishes their events).
+std::int64_t origin_version(self_ptr self, std::int64_t community_id) {
+  auto community = self->state.args.registry->find(community_id);
+  if (!community)
+    return 0;
+  const auto& cache = *community->members;
+  return std::max(cache.version(), cache.rooms_version());
+}
+
 std::string envelope_of(self_ptr self, const committed_event& committed) {
   const auto& args = self->state.args;
   return storage::encode_envelope(args.cluster_secret, args.node_id, committed.community_id,
+                                  origin_version(self, committed.community_id),
                                   *committed.event.json);
 }
 
-/// Counts a dropped envelope; logs at most one line a second (a flood must not fill the disk).
-void drop(self_ptr self, const storage::envelope_refusal& refusal) {
+/// Counts a dropped envelope (unless the caller did); logs at most one line a second (a flood
+/// must not fill the disk).
+void drop(self_ptr self, const storage::envelope_refusal& refusal, bool count = true) {
   auto& st = self->state;
-  bump(refusal.unauthenticated ? st.args.metrics->bridge_unauthenticated
-       : refusal.stale         ? st.args.metrics->bridge_stale
-                               : st.args.metrics->bridge_rejected);
+  if (count)
+    bump(refusal.unauthenticated ? st.args.metrics->bridge_unauthenticated
+         : refusal.stale         ? st.args.metrics->bridge_stale
+                                 : st.args.metrics->bridge_rejected);
   auto second = std::chrono::duration_cast<std::chrono::seconds>(
                   std::chrono::steady_clock::now().time_since_epoch())
                   .count();
@@ -51,19 +76,93 @@ void drop(self_ptr self, const storage::envelope_refusal& refusal) {
   spdlog::warn("bridge: dropped an envelope: {}", refusal.why);
 }
 
+/// Live delivery only: member caches follow the database (access watcher), never a bridged
+/// 13534, so a late envelope cannot roll one back.
+void deliver(self_ptr self, committed_event committed) {
+  self->send(self->state.args.fanout, publish_atom_v, std::move(committed));
+}
+
+/// How often held events are checked against the member caches while any wait.
+constexpr std::chrono::milliseconds release_interval{20};
+
+void schedule_release(self_ptr self) {
+  if (!std::exchange(self->state.release_pending, true))
+    self->delayed_send(self, release_interval, tick_atom_v);
+}
+
+/// Held events whose community caught up go to the fan-out; those that waited too long go.
+void release_held(self_ptr self) {
+  auto& st = self->state;
+  st.release_pending = false;
+  auto out = st.held.release(envelope_hold::clock::now(),
+                             [self](std::int64_t id) { return held_version(self, id); });
+  for (auto& committed : out.ready)
+    deliver(self, std::move(committed));
+  if (out.expired > 0) {
+    bump(st.args.metrics->bridge_hold_dropped, out.expired);
+    drop(self, {false, "this pod did not reach the community state version of the event's"
+                       " origin in time (is Postgres reachable?)", false}, false);
+  }
+  st.args.metrics->bridge_holding.store(static_cast<std::int64_t>(st.held.size()));
+  if (st.held.empty())
+    st.asked.clear();
+  else
+    schedule_release(self);
+}
+
+/// The origin held a newer state of the community: it may have removed a reader this pod still
+/// admits. Hold the event (bounded, counted) and ask for the database's state now rather than
+/// waiting for the notification.
+void hold(self_ptr self, committed_event committed, std::int64_t version) {
+  auto& st = self->state;
+  const auto community = committed.community_id;
+  if (!st.held.hold(std::move(committed), version, envelope_hold::clock::now())) {
+    bump(st.args.metrics->bridge_hold_dropped);
+    return drop(self, {false, "too many bridged events wait for this pod to catch up with the"
+                              " database", false}, false);
+  }
+  bump(st.args.metrics->bridge_held);
+  st.args.metrics->bridge_holding.store(static_cast<std::int64_t>(st.held.size()));
+  auto& asked = st.asked[community];
+  if (st.watcher && version > asked) {
+    asked = version;
+    self->send(st.watcher, access_atom_v, community, version);
+  }
+  schedule_release(self);
+}
+
+/// Counts a replay and says why, at most once a second.
+void refuse_replay(self_ptr self, storage::replay_verdict verdict) {
+  auto& st = self->state;
+  bump(st.args.metrics->bridge_replays);
+  const char* why = verdict == storage::replay_verdict::before_start
+                      ? "envelope sent before this pod started (a replay)"
+                    : verdict == storage::replay_verdict::below_floor
+                      ? "envelope sent before the replay floor (its memory of envelopes was full)"
+                      : "envelope already received (a replay, or two transports)";
+  if (verdict != storage::replay_verdict::seen)
+    drop(self, {false, why, false}, false);
+}
+
 void receive(self_ptr self, const std::string& payload) {
   auto& st = self->state;
-  auto envelope = storage::decode_envelope(payload, envelope_limits(), st.args.cluster_secret);
+  const auto now = storage::envelope_clock_ms();
+  auto envelope = storage::decode_envelope(payload, envelope_limits(), st.args.cluster_secret, now);
   if (!envelope)
     return drop(self, envelope.error());
   auto& e = envelope.value();
   if (e.origin == st.args.node_id)
     return; // our own echo
+  const auto raises = st.replays.floor_raises();
+  auto verdict = st.replays.admit(e.community_id, e.ev->id, e.sent_ms, now);
+  bump(st.args.metrics->bridge_floor_raised, st.replays.floor_raises() - raises);
+  if (verdict != storage::replay_verdict::fresh)
+    return refuse_replay(self, verdict);
   bump(st.args.metrics->bridge_received);
-  live_event event{e.ev, e.event_json};
-  // Live delivery only: member caches follow the database (access watcher), never a bridged
-  // 13534, so a late envelope cannot roll one back.
-  self->send(st.args.fanout, publish_atom_v, committed_event{e.community_id, event});
+  committed_event committed{e.community_id, live_event{e.ev, e.event_json}};
+  if (e.access_version > held_version(self, e.community_id))
+    return hold(self, std::move(committed), e.access_version);
+  deliver(self, std::move(committed));
 }
 
 /// The start-up lists, to a newly linked CAF peer, or (`peer` null) to Redis.
@@ -96,10 +195,18 @@ caf::behavior bridge_actor(caf::stateful_actor<bridge_state>* self, bridge_args 
       if (!std::exchange(self->state.startup_sent_to_redis, true))
         flush_startup(self, {});
     },
+    // Redis was back after a loss: what other pods sent meanwhile never came. The access
+    // watcher hands the local fan-out what was stored since (it drops what it delivered).
+    [=](ready_atom, std::int64_t lost_at_ms) {
+      if (self->state.watcher)
+        self->send(self->state.watcher, ready_atom_v, lost_at_ms);
+    },
     // From the gatekeeper, which lets through only peers that proved the secret.
     [=](envelope_atom, const std::string& payload) { receive(self, payload); },
     [=](peer_atom, const caf::actor& peer) { flush_startup(self, peer); },
     [=](bridge_gate& gate) { self->state.gate = std::move(gate.gate); },
+    [=](bridge_watcher& watcher) { self->state.watcher = std::move(watcher.watcher); },
+    [=](tick_atom) { release_held(self); },
   };
 }
 

@@ -4,12 +4,16 @@
 #include <caf/all.hpp>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "actors/bridge/bridge_transport.hpp"
+#include "actors/bridge/envelope_hold.hpp"
 #include "actors/community/community_registry.hpp"
 #include "actors/messages.hpp"
 #include "actors/metrics.hpp"
+#include "storage/bridge_envelope.hpp"
+#include "storage/bridge_replay.hpp"
 
 namespace comb::actors {
 
@@ -28,6 +32,12 @@ struct bridge_gate {
   caf::actor gate;
 };
 
+/// Tells the bridge the pod's access watcher, which it asks to re-read a community from Postgres
+/// when an envelope names a newer state version than this pod holds.
+struct bridge_watcher {
+  caf::actor watcher;
+};
+
 struct bridge_state {
   bridge_args args;
   /// The gatekeeper (actors/bridge/gatekeeper.hpp), when cluster links are configured.
@@ -37,13 +47,25 @@ struct bridge_state {
   bool startup_sent_to_redis = false;
   /// When a dropped envelope was last logged (seconds), so a flood gives one line a second.
   std::int64_t last_drop_log = 0;
+  /// Refuses envelopes sent before this pod started and replays its memory forgot.
+  storage::replay_guard replays{storage::envelope_clock_ms()};
+  /// Events whose origin held a newer state version of their community than this pod does.
+  envelope_hold held;
+  bool release_pending = false; ///< a release check is scheduled
+  /// The access watcher (actors/community/access_watcher.hpp), and per community the newest
+  /// version already asked of it while events wait.
+  caf::actor watcher;
+  std::unordered_map<std::int64_t, std::int64_t> asked;
   static inline const char* name = "bridge";
 };
 
 /// One per pod. Sends every locally accepted event, as an envelope with a MAC, to the other pods
-/// (Redis and/or the gatekeeper's CAF peers), and hands what they send to local fan-out only,
-/// never to storage. Drops envelopes without a valid MAC and its own echoes; the fan-out drops
-/// anything it has already delivered. Member caches never follow what arrives here: the database
+/// (Redis and/or the gatekeeper's CAF peers), with the community's state version this pod holds,
+/// and hands what they send to local fan-out only, never to storage. Drops envelopes without a
+/// valid MAC, its own echoes, and replays (storage/bridge_replay.hpp); holds an event whose
+/// origin held a newer state version of its community until this pod's member cache reaches it
+/// (asking the access watcher to re-read Postgres), so a reader the origin already removed never
+/// gets it here; the fan-out drops anything it has already delivered. Member caches never follow what arrives here: the database
 /// is the authority (actors/community/access_watcher.hpp). Never reachable from the network:
 /// only the gatekeeper talks to remote nodes.
 caf::behavior bridge_actor(caf::stateful_actor<bridge_state>* self, bridge_args args);
@@ -51,3 +73,4 @@ caf::behavior bridge_actor(caf::stateful_actor<bridge_state>* self, bridge_args 
 } // namespace comb::actors
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::bridge_gate)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::bridge_watcher)

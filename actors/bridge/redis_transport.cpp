@@ -2,8 +2,10 @@
 #include "actors/bridge/redis_transport.hpp"
 
 #include <spdlog/spdlog.h>
+#include <utility>
 
 #include "actors/messages.hpp"
+#include "storage/bridge_envelope.hpp"
 
 namespace comb::actors {
 
@@ -18,9 +20,13 @@ std::optional<std::string> redis_transport::start(caf::actor bridge) {
     io_, options_,
     [bridge](std::string payload) { caf::anon_send(bridge, redis_atom_v, std::move(payload)); },
     [this, bridge](bool up) {
+      if (!up && lost_at_ms_ == 0)
+        lost_at_ms_ = storage::envelope_clock_ms();
       if (up) {
         spdlog::info("bridge: Redis connected");
         caf::anon_send(bridge, ready_atom_v);
+        if (auto lost = std::exchange(lost_at_ms_, 0); lost != 0)
+          caf::anon_send(bridge, ready_atom_v, lost);
       } else if (link_ && link_->stats().refused_login) {
         spdlog::error("bridge: Redis refused the credentials of COMB_REDIS_URL (AUTH or SELECT); "
                       "serving local clients, retrying");

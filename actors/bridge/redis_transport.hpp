@@ -18,7 +18,8 @@ class redis_transport final : public bridge_transport {
 public:
   redis_transport(boost::asio::io_context& io, std::string url, std::string channel);
 
-  /// Connects (asynchronously); the bridge actor gets what arrives. Nothing, or a start-up error.
+  /// Connects (asynchronously); the bridge actor gets what arrives, (ready_atom) when the link is
+  /// up and, after a loss, (ready_atom, lost at in Unix ms). Nothing, or a start-up error.
   [[nodiscard]] std::optional<std::string> start(caf::actor bridge);
 
   void stop();
@@ -33,6 +34,9 @@ private:
   boost::asio::io_context& io_;
   storage::redis_pubsub::options options_;
   std::unique_ptr<storage::redis_pubsub> link_;
+  /// When the link was lost (Unix ms; 0 while up): the bridge learns the gap when it is back.
+  /// Only touched by the link's state callback (one strand).
+  std::int64_t lost_at_ms_ = 0;
 };
 
 } // namespace comb::actors

@@ -3,11 +3,14 @@
 
 #include <algorithm>
 #include <boost/json.hpp>
+#include <chrono>
 #include <limits>
+#include <spdlog/spdlog.h>
 
 #include "protocol/event_json.hpp"
 #include "storage/access_change.hpp"
 #include "storage/access_state.hpp"
+#include "storage/bridge_gap.hpp"
 
 namespace comb::actors {
 namespace {
@@ -51,19 +54,21 @@ std::int64_t& delivered_through(self_ptr self, std::int64_t community_id, const 
 }
 
 /// One stored event to the local fan-out; a row that does not parse is skipped.
-void publish(self_ptr self, std::int64_t community_id, std::string raw) {
+bool publish(self_ptr self, std::int64_t community_id, std::string raw, bool count = true) {
   auto& st = self->state;
   boost::system::error_code ec;
   auto json = boost::json::parse(raw, ec);
   if (ec)
-    return;
+    return false;
   auto ev = protocol::event_from_json(json, stored_event_limits());
   if (!ev)
-    return;
-  bump(st.args.metrics->access_events_delivered);
+    return false;
+  if (count)
+    bump(st.args.metrics->access_events_delivered);
   live_event live{std::make_shared<const protocol::event>(std::move(ev).value()),
                   std::make_shared<const std::string>(std::move(raw))};
   self->send(st.args.fanout, publish_atom_v, committed_event{community_id, live});
+  return true;
 }
 
 /// Every event the changes after the delivered version and up to `through` wrote (this pod's
@@ -83,7 +88,7 @@ bool deliver(self_ptr self, std::int64_t community_id, const member_cache& cache
       return false;
     for (auto& row : *page) {
       after = row.at;
-      publish(self, community_id, std::move(row.raw));
+      (void)publish(self, community_id, std::move(row.raw));
     }
     if (page->size() < static_cast<std::size_t>(storage::noted_events_page))
       break;
@@ -168,6 +173,34 @@ void check_versions(self_ptr self) {
   }
 }
 
+/// Events per community a gap in the bridge brings back from Postgres at most.
+constexpr int gap_events_max = 1000;
+
+/// The bridge's Redis link was cut from `lost_at_ms` until now: what other pods published
+/// meanwhile never reached this pod's subscribers. Each served community's stored events created
+/// since then (a minute earlier, for clients' clocks) go to the local fan-out, which drops what
+/// it delivered already; ephemeral events of the gap are gone.
+void fill_gap(self_ptr self, std::int64_t lost_at_ms) {
+  auto& st = self->state;
+  const auto now = std::chrono::duration_cast<std::chrono::seconds>(
+                     std::chrono::system_clock::now().time_since_epoch())
+                     .count();
+  const std::int64_t since = lost_at_ms / 1000 - 60;
+  std::size_t delivered = 0;
+  bool cut_short = false;
+  for (auto id : st.args.registry->community_ids()) {
+    auto rows = storage::load_recent_events(*st.connection, id, since, now, gap_events_max);
+    if (!rows)
+      return spdlog::warn("bridge gap: Postgres did not answer; the gap's events are not"
+                          " delivered live (clients find them with a REQ)");
+    cut_short = cut_short || rows->size() == static_cast<std::size_t>(gap_events_max);
+    for (auto& raw : *rows)
+      delivered += publish(self, id, std::move(raw), false) ? 1 : 0;
+  }
+  spdlog::info("bridge gap: {} stored event(s) since {} handed to the fan-out{}", delivered, since,
+               cut_short ? " (1000 per community at most: a REQ finds the rest)" : "");
+}
+
 } // namespace
 
 caf::behavior access_watcher(caf::stateful_actor<access_watcher_state>* self,
@@ -181,6 +214,12 @@ caf::behavior access_watcher(caf::stateful_actor<access_watcher_state>* self,
   return {
     [=](notice_atom, const std::string& payload) { on_notice(self, payload); },
     [=](reload_atom) { reload_all(self); },
+    [=](ready_atom, std::int64_t lost_at_ms) { fill_gap(self, lost_at_ms); },
+    // The bridge holds an event whose origin had `version`: read the database now, not at the
+    // notification (which may lag) or the next check.
+    [=](access_atom, std::int64_t community_id, std::int64_t version) {
+      (void)catch_up(self, community_id, version);
+    },
     [=](tick_atom) {
       check_versions(self);
       self->delayed_send(self, self->state.args.check_interval, tick_atom_v);

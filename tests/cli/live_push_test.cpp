@@ -77,6 +77,9 @@ TEST_CASE("member add pushes the new list and its delta to the bridge channel", 
   REQUIRE(list);
   CHECK(list.value().origin.starts_with("comb-admin-"));
   CHECK(list.value().community_id == community_id);
+  // The state version the change wrote: a pod that has not read it yet waits for it.
+  CHECK(std::to_string(list.value().access_version)
+        == f.sql("SELECT state_version FROM communities"));
   REQUIRE(list.value().ev->kind == comb::storage::member_list_kind);
   CHECK(list.value().ev->pubkey == f.relay_key.public_key());
   auto members = comb::storage::members_of_list(*list.value().ev);

@@ -2,7 +2,7 @@
 // group of relays on one database that serve the same community (same public URL).
 import { execFile, spawn } from 'node:child_process'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
-import { randomBytes } from 'node:crypto'
+import { createHmac, randomBytes } from 'node:crypto'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import net from 'node:net'
@@ -13,6 +13,16 @@ const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /** The cluster secret every test pod shares (made as the docs say: head -c 32 /dev/urandom | xxd -p -c 64). */
 export const clusterSecret = randomBytes(32).toString('hex')
+
+/**
+ * An envelope as a pod that holds the cluster secret makes it (storage/bridge_envelope.cpp
+ * encode_envelope): the hex HMAC-SHA256 of the JSON body after it, the community's state version
+ * the origin held (`access`), the send time in Unix ms.
+ */
+export function envelope(event, sent, { origin = 'pod-x', community = 1, access = 0 } = {}) {
+  const body = JSON.stringify({ origin, community, access, sent, event })
+  return createHmac('sha256', clusterSecret).update('16:comb-envelope-v2;' + body).digest('hex') + body
+}
 
 /** Polls `probe` (async, truthy when done) every 50 ms for at most `ms`. */
 export async function eventually(probe, what, ms = 10000) {

@@ -134,7 +134,7 @@ void push_live(const std::string& redis_url, const std::string& secret, std::int
   auto c = connect(redis_url, error);
   const std::string origin = origin_id();
   for (const auto& event : events)
-    if (!c || !publish(c.get(), storage::encode_envelope(secret, origin, community_id, *event.json),
+    if (!c || !publish(c.get(), storage::encode_envelope(secret, origin, community_id, write.state_version, *event.json),
                        error)) {
       out.note("warning: could not push the change over Redis (" + error + "): every pod still"
                " delivers it from its Postgres notification");

@@ -66,13 +66,14 @@ TEST_CASE("envelopes decode only with the secret they were made with", "[bridge]
   static const auto author = protocol::key_pair::generate();
   auto ev = test::sign_event(author, 1, "hi");
   auto json = protocol::render_event_json(ev);
-  auto payload = storage::encode_envelope(secret, "pod-a", 5, json);
+  auto payload = storage::encode_envelope(secret, "pod-a", 5, 42, json);
   CHECK(payload.starts_with(storage::envelope_mac(secret, payload.substr(64))));
 
   auto good = storage::decode_envelope(payload, {}, secret);
   REQUIRE(good);
   CHECK(good.value().origin == "pod-a");
   CHECK(good.value().community_id == 5);
+  CHECK(good.value().access_version == 42);
   CHECK(good.value().ev->id == ev.id);
 
   auto wrong = storage::decode_envelope(payload, {}, "another secret, 32 characters ok");
@@ -86,17 +87,19 @@ TEST_CASE("envelopes decode only with the secret they were made with", "[bridge]
       CHECK(decoded.error().unauthenticated);
     }
   }
-  SECTION("another community, origin, send time or event under the same MAC is unauthenticated") {
+  SECTION("another community, origin, access version, send time or event under the same MAC is unauthenticated") {
     auto moved = payload;
     moved.replace(moved.find("\"community\":5"), 13, "\"community\":6");
     auto renamed = payload;
     renamed.replace(renamed.find("pod-a"), 5, "pod-b");
     auto later = payload;
     later.replace(later.find("\"sent\":") + 7, 1, "9");
+    auto older = payload; // an origin that claims to know less than it did
+    older.replace(older.find("\"access\":42"), 11, "\"access\":41");
     auto swapped = payload;
     swapped.replace(swapped.find(json), json.size(),
                     protocol::render_event_json(test::sign_event(author, 1, "other")));
-    for (const auto& forged : {moved, renamed, later, swapped}) {
+    for (const auto& forged : {moved, renamed, later, older, swapped}) {
       auto decoded = storage::decode_envelope(forged, {}, secret);
       REQUIRE_FALSE(decoded);
       CHECK(decoded.error().unauthenticated);
@@ -106,14 +109,16 @@ TEST_CASE("envelopes decode only with the secret they were made with", "[bridge]
     auto with_mac = [](const std::string& body) { return storage::envelope_mac(secret, body) + body; };
     auto forged = ev;
     forged.content = "changed, same id";
-    auto tampered = storage::encode_envelope(secret, "pod-a", 5, protocol::render_event_json(forged));
+    auto tampered = storage::encode_envelope(secret, "pod-a", 5, 42, protocol::render_event_json(forged));
     auto refused = storage::decode_envelope(tampered, {}, secret);
     REQUIRE_FALSE(refused);
     CHECK_FALSE(refused.error().unauthenticated); // MAC fine, the id check catches it
     const auto sent = std::to_string(storage::envelope_clock_ms());
     for (const std::string& body :
          {std::string("[]"), std::string("{"), R"({"origin":"pod-a","community":5,"event":)" + json + "}",
-          R"({"origin":"pod-a","community":5,"sent":)" + sent + R"(,"event":)" + json + R"(,"x":1})"}) {
+          R"({"origin":"pod-a","community":5,"sent":)" + sent + R"(,"event":)" + json + "}",
+          R"({"origin":"pod-a","community":5,"access":"1","sent":)" + sent + R"(,"event":)" + json + "}",
+          R"({"origin":"pod-a","community":5,"access":1,"sent":)" + sent + R"(,"event":)" + json + R"(,"x":1})"}) {
       auto decoded = storage::decode_envelope(with_mac(body), {}, secret);
       REQUIRE_FALSE(decoded);
       CHECK_FALSE(decoded.error().unauthenticated);
@@ -145,7 +150,7 @@ TEST_CASE("a captured envelope replayed later is refused as stale, whatever its 
   auto ev = test::sign_event(author, 1, "said, then deleted");
   auto json = protocol::render_event_json(ev);
   const std::int64_t sent = 1'800'000'000'000;
-  auto payload = storage::encode_envelope(secret, "pod-a", 5, json, sent);
+  auto payload = storage::encode_envelope(secret, "pod-a", 5, 42, json, sent);
   const auto skew = storage::envelope_max_skew_ms;
 
   CHECK(storage::decode_envelope(payload, {}, secret, sent));
@@ -160,14 +165,14 @@ TEST_CASE("a captured envelope replayed later is refused as stale, whatever its 
   SECTION("extreme send times are stale, never an overflow") {
     for (std::int64_t extreme : {std::numeric_limits<std::int64_t>::min(),
                                  std::numeric_limits<std::int64_t>::max()}) {
-      auto far = storage::encode_envelope(secret, "pod-a", 5, json, extreme);
+      auto far = storage::encode_envelope(secret, "pod-a", 5, 42, json, extreme);
       auto decoded = storage::decode_envelope(far, {}, secret, sent);
       REQUIRE_FALSE(decoded);
       CHECK(decoded.error().stale);
     }
   }
   SECTION("an envelope made now decodes now") {
-    CHECK(storage::decode_envelope(storage::encode_envelope(secret, "pod-a", 5, json), {}, secret));
+    CHECK(storage::decode_envelope(storage::encode_envelope(secret, "pod-a", 5, 42, json), {}, secret));
   }
 }
 

@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <vector>
+
+#include "actors/messages.hpp"
+
+namespace comb::actors {
+
+/// What one pod may hold of bridged events while it catches up with the database: a pod that
+/// Postgres cannot reach (Redis still working) would otherwise hold everything other pods send.
+struct hold_bounds {
+  std::size_t max_envelopes = 10'000;
+  std::size_t max_bytes = 64 * 1024 * 1024;
+  /// Longer than a LISTEN notification or the access watcher's one-second version check takes;
+  /// past it the pod is cut off from Postgres and the event is dropped (clients read it from
+  /// history later), never delivered on an access it cannot confirm.
+  std::chrono::milliseconds max_wait{5000};
+};
+
+/// Bridged events that name a newer state version of their community than this pod holds: the
+/// origin may have removed a reader this pod still lets in. Each waits until the pod's member
+/// cache reaches that version (then the connections' checks see the removal) or is dropped when
+/// it waited too long or does not fit. Per community, events leave in arrival order. Plain
+/// class: the bridge actor drives it (actors/bridge/bridge_actor.cpp).
+class envelope_hold {
+public:
+  using clock = std::chrono::steady_clock;
+
+  explicit envelope_hold(hold_bounds bounds = {}) : bounds_(bounds) {}
+
+  /// Holds `event` until its community reaches `version`; false (nothing held) when it does
+  /// not fit the bounds.
+  bool hold(committed_event event, std::int64_t version, clock::time_point now);
+
+  struct released {
+    std::vector<committed_event> ready; ///< their community reached their version, in order
+    std::size_t expired = 0;            ///< dropped: waited longer than max_wait
+  };
+
+  /// Takes out what `version_of(community)` now covers and drops what waited too long.
+  released release(clock::time_point now, const std::function<std::int64_t(std::int64_t)>& version_of);
+
+  [[nodiscard]] bool empty() const noexcept { return count_ == 0; }
+  [[nodiscard]] std::size_t size() const noexcept { return count_; }
+  [[nodiscard]] std::size_t bytes() const noexcept { return bytes_; }
+
+private:
+  struct waiting {
+    committed_event event;
+    std::int64_t version = 0;
+    std::size_t bytes = 0;
+    clock::time_point since;
+  };
+
+  void take_front(std::deque<waiting>& queue);
+
+  hold_bounds bounds_;
+  std::map<std::int64_t, std::deque<waiting>> communities_;
+  std::size_t count_ = 0;
+  std::size_t bytes_ = 0;
+};
+
+/// What an event costs while it is held: its JSON and a little besides.
+[[nodiscard]] std::size_t held_bytes(const committed_event& event);
+
+} // namespace comb::actors

@@ -1,0 +1,182 @@
+// The bridge against a pod that lags behind the database and against replays:
+// - a pod whose reload of a removal is stuck (a lock its read waits for) holds bridged events of
+//   the community until it has the removal, so the member the origin already removed never gets
+//   one, and the remaining members get it once the pod catches up;
+// - a captured envelope, published again within the skew minute after the pod restarted (its
+//   memory of envelopes empty), is refused and counted.
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { execFile } from 'node:child_process'
+import { RawClient, freePort, keys, sign, now, startRelay } from '../e2e/harness.mjs'
+import { authed, clusterSecret, envelope, eventually, privateRedis, readiness, startPods } from './pods.mjs'
+
+const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/** PUBLISH on the bridge channel with redis-cli, as anyone who can reach Redis could. */
+function publish(redis, payload) {
+  return new Promise((resolve) => execFile('redis-cli', ['-p', String(redis.port), 'PUBLISH', 'comb:events',
+    payload], { timeout: 20000 }, (error, stdout) => resolve(error ? '' : stdout.trim())))
+}
+
+const eventsOf = (client, sub) => client.inbox.filter((f) => f[0] === 'EVENT' && f[1] === sub).map((f) => f[2].id)
+
+/**
+ * Holds an ACCESS EXCLUSIVE lock on `rooms` for `ms` in `pod`'s database: a pod's reload of a
+ * community (storage/access_state.cpp load_access) reads that table last and waits, while
+ * membership writes that touch no room, event writes and version checks go on. Resolves once the
+ * lock is held; `released` settles when it is let go.
+ */
+async function stallReloads(pod, ms) {
+  const released = pod.sql(`BEGIN; LOCK TABLE rooms IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(${ms / 1000}); COMMIT;`)
+  await eventually(async () => Number(await pod.sql("SELECT count(*) FROM pg_locks l JOIN pg_class c"
+    + " ON c.oid = l.relation WHERE c.relname = 'rooms' AND l.mode = 'AccessExclusiveLock' AND l.granted")) === 1,
+  'the lock on rooms is held', 5000)
+  return { released }
+}
+
+for (const transport of ['redis', 'cluster links']) describe(`a pod that has not applied a removal yet (${transport})`, () => {
+  let redis, group, a, b
+  const owner = keys()
+
+  before(async () => {
+    const common = { COMB_OWNER_PUBKEY: owner.pk, COMB_ACCESS: 'closed' }
+    if (transport === 'redis') {
+      redis = await privateRedis()
+      group = await startPods(2, () => ({ ...common, COMB_REDIS_URL: redis.url }))
+    } else {
+      const ports = [await freePort(), await freePort()]
+      group = await startPods(2, (i) => ({ ...common, COMB_CLUSTER_LISTEN: `127.0.0.1:${ports[i]}`,
+        COMB_CLUSTER_PEERS: `127.0.0.1:${ports[1 - i]}` }))
+    }
+    ;[a, b] = group.pods
+    for (const pod of group.pods) await eventually(async () => (await readiness(pod)) === 200, 'pod ready', 20000)
+  })
+  after(async () => { await group?.stop(); await redis?.dispose() })
+
+  async function memberReadingOnB(who, ownerOnA) {
+    assert.equal((await ownerOnA.publish(sign(owner.sk, { kind: 9030, tags: [['p', who.pk], ['relay', a.url]] }))).message,
+      'info: member added')
+    const client = await authed(b, who)
+    await eventually(async () => {
+      client.send(['REQ', 'probe', { kinds: [1], limit: 1 }])
+      return (await client.history('probe')).end[0] === 'EOSE'
+    }, 'the member may read on pod b')
+    assert.equal((await client.req('feed', { kinds: [1], since: now() })).end[0], 'EOSE')
+    return client
+  }
+
+  it('never delivers a bridged event to the member the origin removed, and delivers it to the others', async () => {
+    const ownerOnA = await authed(a, owner)
+    const removed = keys()
+    const staying = keys()
+    const removedOnB = await memberReadingOnB(removed, ownerOnA)
+    const stayingOnB = await memberReadingOnB(staying, ownerOnA)
+    const heldBefore = await b.metric('comb_bridge_held_total')
+
+    // Pod b cannot finish reading the community from Postgres for 2.5 s (as with a lagging
+    // LISTEN connection); pod a removes the member and posts right away.
+    const { released } = await stallReloads(a, 2500)
+    assert.equal((await ownerOnA.publish(sign(owner.sk, { kind: 9031, tags: [['p', removed.pk], ['relay', a.url]] }))).message,
+      'info: member removed')
+    const note = sign(owner.sk, { content: 'after the removal, posted on pod a' })
+    assert.equal((await ownerOnA.publish(note)).ok, true)
+
+    // The staying member gets it once pod b has caught up; the removed one never does.
+    assert.equal((await stayingOnB.live('feed', 10000)).id, note.id)
+    await released
+    const closed = await removedOnB.take((f) => f[0] === 'CLOSED' && f[1] === 'feed', 'CLOSED feed on pod b', 10000)
+    assert.equal(closed[2], 'restricted: you are no longer a member of this community')
+    await pause(500)
+    assert.deepEqual(eventsOf(removedOnB, 'feed'), [], 'the removed member never got the note on pod b')
+    assert.ok((await b.metric('comb_bridge_held_total')) > heldBefore, 'pod b held the note')
+    assert.equal(await b.metric('comb_bridge_holding'), 0)
+    assert.equal(await b.metric('comb_bridge_hold_dropped_total'), 0)
+    for (const client of [ownerOnA, removedOnB, stayingOnB]) await client.close()
+  })
+
+  it('drops (and counts) what waits longer than it may, never delivering it', async () => {
+    const ownerOnA = await authed(a, owner)
+    const removed = keys()
+    const staying = keys()
+    const removedOnB = await memberReadingOnB(removed, ownerOnA)
+    const stayingOnB = await memberReadingOnB(staying, ownerOnA)
+    const droppedBefore = await b.metric('comb_bridge_hold_dropped_total')
+
+    const { released } = await stallReloads(a, 7000) // longer than the 5 s a held event may wait
+    assert.equal((await ownerOnA.publish(sign(owner.sk, { kind: 9031, tags: [['p', removed.pk], ['relay', a.url]] }))).message,
+      'info: member removed')
+    const note = sign(owner.sk, { content: 'posted while pod b is cut off from the removal' })
+    assert.equal((await ownerOnA.publish(note)).ok, true)
+    await eventually(async () => (await b.metric('comb_bridge_hold_dropped_total')) > droppedBefore,
+      'pod b dropped the held note', 10000)
+    await released
+    await removedOnB.take((f) => f[0] === 'CLOSED' && f[1] === 'feed', 'CLOSED feed on pod b', 10000)
+    await pause(500)
+    assert.deepEqual(eventsOf(removedOnB, 'feed'), [])
+    assert.deepEqual(eventsOf(stayingOnB, 'feed'), [], 'dropped for everyone: pod b could not confirm who may read')
+    // It is stored: a REQ on pod b reads it from Postgres.
+    const { events } = await stayingOnB.req('history', { ids: [note.id] })
+    assert.deepEqual(events.map((e) => e.id), [note.id])
+    // And later events flow again.
+    const later = sign(owner.sk, { content: 'after pod b caught up' })
+    assert.equal((await ownerOnA.publish(later)).ok, true)
+    assert.equal((await stayingOnB.live('feed', 10000)).id, later.id)
+    for (const client of [ownerOnA, removedOnB, stayingOnB]) await client.close()
+  })
+
+  it('stops cleanly', async () => {
+    const results = await group.stop()
+    for (const r of results) assert.deepEqual([r.code, r.signal, r.timedOut], [0, null, false])
+    group = null
+  })
+})
+
+describe('a captured envelope replayed after the receiving pod restarted', () => {
+  let redis, group, a
+
+  before(async () => {
+    redis = await privateRedis()
+    group = await startPods(2, () => ({ COMB_REDIS_URL: redis.url }))
+    ;[a] = group.pods
+    for (const pod of group.pods) await eventually(async () => (await readiness(pod)) === 200, 'pod ready')
+  })
+  after(async () => { await group?.stop(); await redis?.dispose() })
+
+  it('is refused and counted, while envelopes sent after the restart pass', async () => {
+    const watcher = await RawClient.open(a)
+    await watcher.req('notes', { kinds: [1], since: now() - 60 })
+    const captured = envelope(sign(keys().sk, { content: 'said once, within the minute' }), Date.now())
+    assert.equal(await publish(redis, captured), '2')
+    await watcher.live('notes', 10000)
+    // Published again while pod a still remembers it: dropped as already received.
+    assert.equal(await publish(redis, captured), '2')
+    await pause(300)
+    assert.equal(eventsOf(watcher, 'notes').length, 0, 'delivered once before the restart')
+    await watcher.close()
+
+    // Pod a restarts: same database, port and secret; an empty memory of envelopes.
+    await a.stop()
+    group.pods[0] = a = await startRelay({ COMB_PUBLIC_URL: 'ws://hive.test', COMB_LISTEN: `127.0.0.1:${a.port}`,
+      COMB_NODE_ID: 'pod-0-again', COMB_RELAY_KEY_FILE: group.keyFile, COMB_CLUSTER_SECRET: clusterSecret,
+      COMB_REDIS_URL: redis.url }, { database: group.database })
+    await eventually(async () => (await readiness(a)) === 200, 'pod a ready again')
+    const again = await RawClient.open(a)
+    await again.req('notes', { kinds: [1], since: now() - 60 })
+    const replaysBefore = await a.metric('comb_bridge_replays_total')
+    assert.equal(await publish(redis, captured), '2')
+    const fresh = sign(keys().sk, { content: 'enveloped after the restart' })
+    assert.equal(await publish(redis, envelope(fresh, Date.now())), '2')
+    assert.equal((await again.live('notes', 10000)).id, fresh.id)
+    await pause(300)
+    assert.deepEqual(eventsOf(again, 'notes'), [], 'the captured envelope is not delivered again')
+    assert.equal(await a.metric('comb_bridge_replays_total'), replaysBefore + 1)
+    assert.match(a.log(), /envelope sent before this pod started/)
+    await again.close()
+  })
+
+  it('stops cleanly', async () => {
+    const results = await group.stop()
+    for (const r of results) assert.deepEqual([r.code, r.signal, r.timedOut], [0, null, false])
+    group = null
+  })
+})

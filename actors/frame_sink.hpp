@@ -61,6 +61,13 @@ public:
       send_event(std::move(frame));
   }
 
+  /// Queues text frames in order, as send would one by one (the outbox takes them under one
+  /// lock and wakes its writer once, so a history reply leaves in as few writes as it can).
+  virtual void send_frames(std::vector<std::string> frames) {
+    for (auto& frame : frames)
+      send(std::move(frame));
+  }
+
   /// Ends the connection after what is already queued.
   virtual void close(close_reason why) = 0;
 

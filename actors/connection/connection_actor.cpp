@@ -449,9 +449,10 @@ void on_history(self_ptr self, const std::string& sub, std::uint64_t generation,
   // Counted before the frames move out of the chunk.
   const std::size_t bytes = storage::bytes_of(result);
   if (!result.last) {
-    for (auto& frame : st.logic->history_arrived(sub, generation, std::move(result.events),
-                                                 monotonic_seconds(), false, result.frame_prefix))
-      send_frame(self, std::move(frame));
+    // In one call: the outbox takes the chunk under one lock and wakes its writer once.
+    st.args.sink->send_frames(st.logic->history_arrived(sub, generation, std::move(result.events),
+                                                        monotonic_seconds(), false,
+                                                        result.frame_prefix));
     count_withheld(self);
     // Only now, with the frames in the socket's queue, which counts them from here on.
     st.history->in_mailbox.fetch_sub(bytes, std::memory_order_release);
@@ -471,10 +472,10 @@ void on_history(self_ptr self, const std::string& sub, std::uint64_t generation,
   auto frames = st.logic->history_arrived(sub, generation, std::move(result.events), now, true,
                                           result.frame_prefix);
   count_withheld(self);
-  for (auto& frame : frames)
-    send_frame(self, std::move(frame));
+  const bool answered = !frames.empty();
+  st.args.sink->send_frames(std::move(frames));
   st.history->in_mailbox.fetch_sub(bytes, std::memory_order_release);
-  if (frames.empty())
+  if (!answered)
     return;
   if (auto started = st.req_started.find(sub); started != st.req_started.end()) {
     st.args.metrics->req_latency.observe(now - started->second);

@@ -114,6 +114,25 @@ private:
   std::size_t count_ = 0;
 };
 
+/// Writes all of `buffers`, each `sendmsg` taking as many of them as Asio allows (64).
+/// `asio::async_write` hands at most 16 to each call (its consuming_buffers), so a batch of 31
+/// frames (62 buffers) left in four `sendmsg` calls, and a 100-event REQ reply in about 13.
+asio::awaitable<error_code> write_all(tcp::socket& socket, std::vector<asio::const_buffer> buffers) {
+  std::size_t first = 0;
+  while (first < buffers.size()) {
+    auto rest = std::span<const asio::const_buffer>(buffers).subspan(first);
+    auto [ec, n] = co_await socket.async_write_some(rest, use_tuple);
+    if (ec)
+      co_return ec;
+    // Past what was written: whole buffers, then the start of a partly written one.
+    while (first < buffers.size() && n >= buffers[first].size())
+      n -= buffers[first++].size();
+    if (first < buffers.size())
+      buffers[first] += n;
+  }
+  co_return error_code{};
+}
+
 /// Every frame of `frames` in one gathered write, between (never inside) Beast's own writes.
 asio::awaitable<error_code> write_gathered(ws_stream& ws, const std::vector<outbound_frame>& frames) {
   gathered_buffers gathered(frames);
@@ -121,9 +140,7 @@ asio::awaitable<error_code> write_gathered(ws_stream& ws, const std::vector<outb
   co_await gate->enter();
   error_code ec = websocket::error::closed;
   if (!gate->closed()) {
-    auto [written_ec, n] =
-      co_await asio::async_write(beast::get_lowest_layer(ws).socket(), gathered.buffers(), use_tuple);
-    ec = written_ec;
+    ec = co_await write_all(beast::get_lowest_layer(ws).socket(), gathered.buffers());
   }
   gate->leave();
   co_return ec;

@@ -60,6 +60,21 @@ void websocket_outbox::send_events(std::vector<shared_event_frame> frames) {
   after_push(wake_writer, overflow);
 }
 
+void websocket_outbox::send_frames(std::vector<std::string> frames) {
+  bool overflow = false;
+  bool wake_writer = false;
+  {
+    std::lock_guard lock(mutex_);
+    for (auto& frame : frames) {
+      if (closing_)
+        break;
+      overflow = push({std::move(frame), nullptr, nullptr}) || overflow;
+    }
+    wake_writer = std::exchange(writer_waiting_, false) || overflow;
+  }
+  after_push(wake_writer, overflow);
+}
+
 void websocket_outbox::enqueue(outbound_frame frame) {
   bool overflow = false;
   bool wake_writer = false;

@@ -54,6 +54,8 @@ public:
 
   void send_events(std::vector<shared_event_frame> frames) override;
 
+  void send_frames(std::vector<std::string> frames) override;
+
   void close(close_reason why) override;
 
   /// On the strand: waits for frames, then moves the oldest into `batch` (empty on entry), at

@@ -32,8 +32,11 @@ struct relay_side {
 
 /// Accepts one WebSocket, then runs the relay's writer and a reader (which answers pings).
 asio::awaitable<void> serve_one(tcp::acceptor& acceptor, relay_side& side,
-                                std::shared_ptr<relay_metrics> metrics, frame_writing how) {
+                                std::shared_ptr<relay_metrics> metrics, frame_writing how,
+                                int send_buffer = 0) {
   auto socket = co_await acceptor.async_accept(use_tuple);
+  if (send_buffer > 0) // a fixed size: the kernel no longer grows it to hold a whole burst
+    std::get<1>(socket).set_option(asio::socket_base::send_buffer_size(send_buffer));
   auto executor = co_await asio::this_coro::executor;
   side.ws = std::make_shared<ws_stream>(beast::tcp_stream(std::move(std::get<1>(socket))));
   side.outbox = std::make_shared<websocket_outbox>(executor, 64 * 1024 * 1024, metrics);
@@ -80,15 +83,33 @@ asio::awaitable<void> ping_often(websocket::stream<beast::tcp_stream>& client, i
   }
 }
 
+/// A client that reads late through a small receive buffer, so the relay's writes fill the
+/// socket and return partly written.
+struct slow_start {
+  int receive_buffer = 0; ///< bytes; 0 leaves the system's default
+  std::chrono::milliseconds read_delay{0};
+  int relay_send_buffer = 0; ///< bytes, the relay side's socket; 0 leaves the default
+};
+
 /// Connects, pings `pings` times while reading, and reads until the relay closes.
-asio::awaitable<void> run_client(tcp::endpoint relay, int pings, client_run& run) {
+asio::awaitable<void> run_client(tcp::endpoint relay, int pings, client_run& run, slow_start slow = {}) {
   auto executor = co_await asio::this_coro::executor;
   websocket::stream<beast::tcp_stream> client(executor);
   websocket::permessage_deflate deflate;
   deflate.client_enable = true; // taken only where the relay offers it
   client.set_option(deflate);
+  if (slow.receive_buffer > 0) {
+    beast::get_lowest_layer(client).socket().open(tcp::v4());
+    beast::get_lowest_layer(client).socket().set_option(
+      asio::socket_base::receive_buffer_size(slow.receive_buffer));
+  }
   co_await beast::get_lowest_layer(client).async_connect(relay, asio::use_awaitable);
   co_await client.async_handshake("127.0.0.1", "/", asio::use_awaitable);
+  if (slow.read_delay.count() > 0) {
+    asio::steady_timer pause(executor);
+    pause.expires_after(slow.read_delay);
+    co_await pause.async_wait(use_tuple);
+  }
   client.control_callback([&run](websocket::frame_type kind, beast::string_view) {
     if (kind == websocket::frame_type::pong)
       ++run.pongs;
@@ -125,14 +146,15 @@ asio::awaitable<void> queue_in_parts(std::shared_ptr<websocket_outbox> outbox,
 
 /// Starts a relay side and a client on one io_context; `feed` fills the outbox once connected.
 template <class Feed>
-client_run exchange(int pings, Feed feed, frame_writing how = frame_writing::gathered) {
+client_run exchange(int pings, Feed feed, frame_writing how = frame_writing::gathered,
+                    slow_start slow = {}) {
   asio::io_context io;
   auto metrics = std::make_shared<relay_metrics>();
   tcp::acceptor acceptor(io, {asio::ip::make_address("127.0.0.1"), 0});
   relay_side side;
   client_run run;
-  asio::co_spawn(io, serve_one(acceptor, side, metrics, how), asio::detached);
-  asio::co_spawn(io, run_client(acceptor.local_endpoint(), pings, run), asio::detached);
+  asio::co_spawn(io, serve_one(acceptor, side, metrics, how, slow.relay_send_buffer), asio::detached);
+  asio::co_spawn(io, run_client(acceptor.local_endpoint(), pings, run, slow), asio::detached);
   while (!side.outbox)
     io.run_one();
   while (!side.ws->is_open())
@@ -256,4 +278,42 @@ TEST_CASE("live event frames sharing one JSON arrive whole and in order among wh
     CHECK(run.received == mixed.expected);
     CHECK(run.reason.code == static_cast<std::uint16_t>(close_reason::going_away));
   }
+}
+
+namespace {
+
+/// After `after`, notes what the outbox still holds, then closes it (1001).
+asio::awaitable<void> note_pending_then_close(std::shared_ptr<websocket_outbox> outbox,
+                                              std::chrono::milliseconds after, std::size_t& pending) {
+  asio::steady_timer pause(co_await asio::this_coro::executor);
+  pause.expires_after(after);
+  co_await pause.async_wait(use_tuple);
+  pending = outbox->pending_bytes();
+  outbox->close(close_reason::going_away);
+}
+
+} // namespace
+
+TEST_CASE("a history chunk queued in one call reaches a late, slow reader whole across partial writes",
+          "[gateway][websocket]") {
+  // 3,000 frames of 400-1,400 bytes (about 2.7 MB) through 16 KiB of send buffer into 4 KiB of
+  // receive buffer that nobody reads for 300 ms: the gathered writes (up to 31 frames, 64 KiB)
+  // meet a full socket, are taken in part, and must go on from the middle of a frame.
+  std::vector<std::string> sent;
+  for (int i = 0; i < 3000; ++i)
+    sent.push_back(std::to_string(i) + ":" + payload(static_cast<std::size_t>(400 + (i * 53) % 1000), static_cast<std::size_t>(i)));
+  std::size_t pending_while_unread = 0;
+  auto run = exchange(
+    0,
+    [&](std::shared_ptr<websocket_outbox> outbox, asio::io_context& io) {
+      outbox->send_frames(sent);
+      asio::co_spawn(io, note_pending_then_close(outbox, std::chrono::milliseconds(150),
+                                                 pending_while_unread),
+                     asio::detached);
+    },
+    frame_writing::gathered, slow_start{4096, std::chrono::milliseconds(300), 16384});
+  CHECK(pending_while_unread > 0); // the socket was full: the writes could only be partial
+  REQUIRE(run.received.size() == sent.size());
+  CHECK(run.received == sent);
+  CHECK(run.reason.code == static_cast<std::uint16_t>(close_reason::going_away));
 }

@@ -99,7 +99,8 @@ public:
   gathered_buffers(const gathered_buffers&) = delete;
   gathered_buffers& operator=(const gathered_buffers&) = delete;
 
-  [[nodiscard]] std::span<const asio::const_buffer> buffers() const { return {buffers_.data(), count_}; }
+  /// Mutable: write_all advances them past what a partial write sent.
+  [[nodiscard]] std::span<asio::const_buffer> buffers() { return {buffers_.data(), count_}; }
 
 private:
   void close_event(bool event_open) {
@@ -117,10 +118,10 @@ private:
 /// Writes all of `buffers`, each `sendmsg` taking as many of them as Asio allows (64).
 /// `asio::async_write` hands at most 16 to each call (its consuming_buffers), so a batch of 31
 /// frames (62 buffers) left in four `sendmsg` calls, and a 100-event REQ reply in about 13.
-asio::awaitable<error_code> write_all(tcp::socket& socket, std::vector<asio::const_buffer> buffers) {
+asio::awaitable<error_code> write_all(tcp::socket& socket, std::span<asio::const_buffer> buffers) {
   std::size_t first = 0;
   while (first < buffers.size()) {
-    auto rest = std::span<const asio::const_buffer>(buffers).subspan(first);
+    auto rest = buffers.subspan(first);
     auto [ec, n] = co_await socket.async_write_some(rest, use_tuple);
     if (ec)
       co_return ec;

@@ -45,7 +45,8 @@ void websocket_outbox::send_event(shared_event_frame frame) {
   enqueue({{}, std::move(frame.head), std::move(frame.json)});
 }
 
-void websocket_outbox::send_events(std::vector<shared_event_frame> frames) {
+template <class Frame, class ToOutbound>
+void websocket_outbox::push_all(std::vector<Frame>& frames, ToOutbound to_outbound) {
   bool overflow = false;
   bool wake_writer = false;
   {
@@ -53,26 +54,21 @@ void websocket_outbox::send_events(std::vector<shared_event_frame> frames) {
     for (auto& frame : frames) {
       if (closing_)
         break;
-      overflow = push({{}, std::move(frame.head), std::move(frame.json)}) || overflow;
+      overflow = push(to_outbound(std::move(frame))) || overflow;
     }
     wake_writer = std::exchange(writer_waiting_, false) || overflow;
   }
   after_push(wake_writer, overflow);
 }
 
+void websocket_outbox::send_events(std::vector<shared_event_frame> frames) {
+  push_all(frames, [](shared_event_frame&& frame) {
+    return outbound_frame{{}, std::move(frame.head), std::move(frame.json)};
+  });
+}
+
 void websocket_outbox::send_frames(std::vector<std::string> frames) {
-  bool overflow = false;
-  bool wake_writer = false;
-  {
-    std::lock_guard lock(mutex_);
-    for (auto& frame : frames) {
-      if (closing_)
-        break;
-      overflow = push({std::move(frame), nullptr, nullptr}) || overflow;
-    }
-    wake_writer = std::exchange(writer_waiting_, false) || overflow;
-  }
-  after_push(wake_writer, overflow);
+  push_all(frames, [](std::string&& frame) { return outbound_frame{std::move(frame), nullptr, nullptr}; });
 }
 
 void websocket_outbox::enqueue(outbound_frame frame) {

@@ -84,6 +84,9 @@ private:
   void enqueue(outbound_frame frame);
   /// Under mutex_: queues `frame` or, past the bound, starts the slow-reader close; true then.
   [[nodiscard]] bool push(outbound_frame frame);
+  /// Queues every frame of a batch under one lock and wakes the writer at most once.
+  template <class Frame, class ToOutbound>
+  void push_all(std::vector<Frame>& frames, ToOutbound to_outbound);
   /// After push: wakes the writer if it waits, or has it abort the socket on overflow.
   void after_push(bool wake_writer, bool overflow);
   void wake();

@@ -38,8 +38,7 @@ std::int64_t held_version(self_ptr self, std::int64_t community_id) {
   auto community = self->state.args.registry->find(community_id);
   if (!community)
     return std::numeric_limits<std::int64_t>::max();
-  const auto& cache = *community->members;
-  return std::min(cache.version(), cache.rooms_version());
+  return community->members->whole_version();
 }
 
 /// The version a receiver must hold before it delivers: what this pod's member cache has (the

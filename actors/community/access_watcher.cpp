@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "actors/community/access_watcher.hpp"
 
+#include "actors/clock.hpp"
+
 #include <algorithm>
 #include <boost/json.hpp>
 #include <chrono>
@@ -25,12 +27,6 @@ protocol::protocol_limits stored_event_limits() {
   return limits;
 }
 
-/// The version up to which this pod holds the community's whole state: members and rooms may
-/// have been taken from different writes.
-std::int64_t held_version(const member_cache& cache) {
-  return std::min(cache.version(), cache.rooms_version());
-}
-
 /// Reloads one community and hands its state to its actor. The version loaded (0 when the
 /// community is not served here or is gone); nothing on a database error.
 std::optional<std::int64_t> reload(self_ptr self, std::int64_t community_id) {
@@ -50,7 +46,7 @@ std::optional<std::int64_t> reload(self_ptr self, std::int64_t community_id) {
 /// The version through which the events of `community_id`'s changes reached this pod's fan-out.
 /// A community first seen starts at the state this pod holds: nothing older is news.
 std::int64_t& delivered_through(self_ptr self, std::int64_t community_id, const member_cache& cache) {
-  return self->state.delivered.try_emplace(community_id, held_version(cache)).first->second;
+  return self->state.delivered.try_emplace(community_id, cache.whole_version()).first->second;
 }
 
 /// One stored event to the local fan-out; a row that does not parse is skipped.
@@ -109,7 +105,7 @@ bool catch_up(self_ptr self, std::int64_t community_id, std::int64_t version,
     return true;
   const auto& cache = *community->members;
   (void)delivered_through(self, community_id, cache); // before the reload moves what it holds
-  if (reload_anyway || version > held_version(cache)) {
+  if (reload_anyway || version > cache.whole_version()) {
     auto loaded = reload(self, community_id);
     if (!loaded)
       return false;
@@ -128,7 +124,7 @@ void on_notice(self_ptr self, const std::string& payload) {
   if (!community)
     return; // not served here
   // A change that wrote no events is one of access, archive or hosts: cached host lookups go.
-  if (!notice->wrote_events && notice->version > held_version(*community->members))
+  if (!notice->wrote_events && notice->version > community->members->whole_version())
     if (const auto& hooks = st.args.registry->hooks())
       hooks->forget_hosts();
   (void)catch_up(self, notice->community_id, notice->version);
@@ -182,9 +178,7 @@ constexpr int gap_events_max = 1000;
 /// it delivered already; ephemeral events of the gap are gone.
 void fill_gap(self_ptr self, std::int64_t lost_at_ms) {
   auto& st = self->state;
-  const auto now = std::chrono::duration_cast<std::chrono::seconds>(
-                     std::chrono::system_clock::now().time_since_epoch())
-                     .count();
+  const auto now = unix_now();
   const std::int64_t since = lost_at_ms / 1000 - 60;
   std::size_t delivered = 0;
   bool cut_short = false;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -82,6 +83,10 @@ public:
   [[nodiscard]] std::int64_t rooms_version() const {
     return rooms_version_.load(std::memory_order_acquire);
   }
+
+  /// The version up to which this cache holds the community's whole state: members and rooms
+  /// may have been taken from different writes.
+  [[nodiscard]] std::int64_t whole_version() const { return std::min(version(), rooms_version()); }
 
   void set_rooms(room_index_ptr rooms, std::int64_t version) {
     std::unique_lock lock(mutex_);

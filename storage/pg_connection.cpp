@@ -70,6 +70,12 @@ struct param_formats {
   [[nodiscard]] const int* format_data() const { return formats.empty() ? nullptr : formats.data(); }
 };
 
+/// A pipelined statement's parameters: none when it names none.
+const pg_params& params_of(const pg_connection::pipelined& statement) {
+  static const pg_params none;
+  return statement.params ? *statement.params : none;
+}
+
 /// libpq's view of the parameters: null for SQL NULL; valid while `params` lives.
 std::vector<const char*> param_values(const pg_params& params) {
   std::vector<const char*> values;
@@ -300,11 +306,9 @@ bool pg_connection::is_stale(const pg_reply& reply) noexcept {
   return !reply.ok() && (reply.sqlstate() == "26000" || reply.sqlstate() == "0A000");
 }
 
-bool pg_connection::forget_if_stale(const std::string& text, const pg_reply& reply) {
-  if (!is_stale(reply))
-    return false;
-  prepared_.erase(text); // prepared again on the next use
-  return true;
+void pg_connection::forget_if_stale(const std::string& text, const pg_reply& reply) {
+  if (is_stale(reply))
+    prepared_.erase(text); // prepared again on the next use
 }
 
 std::variant<pg_connection::ready_statement, pg_reply>
@@ -365,7 +369,7 @@ pg_reply pg_connection::exec_once(std::string_view sql, const pg_params& params,
                       : PQexecPrepared(conn_, s.prepared.c_str(), s.count(), s.values.data(),
                                        format.length_data(), format.format_data(), 0),
                     ends_transaction(sql));
-  (void)forget_if_stale(s.text, reply);
+  forget_if_stale(s.text, reply);
   return reply;
 }
 
@@ -375,11 +379,10 @@ pg_reply pg_connection::exec_switching_plans(std::string_view sql, const pg_para
   // With mixed traffic a reader switches modes at every other REQ (`#e` or `#p` with one value
   // runs its generic plan, the other shapes stay on auto); sent alone the SET was a round trip
   // of its own each time. In a pipeline it goes with the statement.
-  static const pg_params no_params;
   const std::string_view set = generic ? "SET plan_cache_mode = force_generic_plan"
                                        : "SET plan_cache_mode = auto";
   const ready_statement set_statement{std::string(set), {}, {}, false};
-  auto replies = send_pipeline({pipelined{set, &no_params, {}}, pipelined{sql, &params, binary}},
+  auto replies = send_pipeline({pipelined{set, nullptr, {}}, pipelined{sql, &params, binary}},
                                {set_statement, s});
   // Both ran in the pipeline's one implicit transaction: a failed statement rolled the SET back.
   if (replies[0].ok() && replies[1].ok())
@@ -400,12 +403,11 @@ std::vector<pg_reply> pg_connection::all_failing(std::size_t count, const pg_rep
 
 std::vector<pg_reply> pg_connection::exec_pipeline(const std::vector<pipelined>& statements,
                                                    bool generic_plan) {
-  static const pg_params no_params;
   std::vector<ready_statement> ready_ones;
   for (const auto& statement : statements) {
     // Refusal, connection, plan mode and preparation, each a round trip of its own only the
     // first time; the statements themselves then go together.
-    auto readied = ready(statement.sql, statement.params ? *statement.params : no_params,
+    auto readied = ready(statement.sql, params_of(statement),
                          generic_plan);
     if (auto* refused = std::get_if<pg_reply>(&readied))
       return all_failing(statements.size(), *refused);
@@ -416,7 +418,6 @@ std::vector<pg_reply> pg_connection::exec_pipeline(const std::vector<pipelined>&
 
 std::vector<pg_reply> pg_connection::send_pipeline(const std::vector<pipelined>& statements,
                                                    const std::vector<ready_statement>& ready) {
-  static const pg_params no_params;
   auto lost = [&] {
     if (conn_ && PQpipelineStatus(conn_) != PQ_PIPELINE_OFF)
       (void)PQexitPipelineMode(conn_);
@@ -430,7 +431,7 @@ std::vector<pg_reply> pg_connection::send_pipeline(const std::vector<pipelined>&
     return lost();
   for (std::size_t i = 0; i < statements.size(); ++i) {
     const auto& s = ready[i];
-    const param_formats format(statements[i].params ? *statements[i].params : no_params,
+    const param_formats format(params_of(statements[i]),
                                statements[i].binary);
     int sent = s.prepared.empty()
                  ? PQsendQueryParams(conn_, s.text.c_str(), s.count(), nullptr, s.values.data(),
@@ -452,7 +453,7 @@ std::vector<pg_reply> pg_connection::send_pipeline(const std::vector<pipelined>&
     replies.push_back(wrap(raw, false));
     if (!conn_)
       return lost();
-    (void)forget_if_stale(ready[i].text, replies.back());
+    forget_if_stale(ready[i].text, replies.back());
   }
   ::pg_result* sync = PQgetResult(conn_);
   const bool synced = sync && PQresultStatus(sync) == PGRES_PIPELINE_SYNC;
@@ -525,7 +526,7 @@ pg_reply pg_connection::rows_once(std::string_view sql, const pg_params& params,
   }
   if (stopped || !wanted)
     return pg_reply{};
-  (void)forget_if_stale(s.text, outcome); // a stale statement failed before any row
+  forget_if_stale(s.text, outcome); // a stale statement failed before any row
   return outcome;
 }
 

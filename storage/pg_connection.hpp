@@ -213,8 +213,8 @@ private:
   /// exec_pipeline once every statement is ready: sends them all, then reads their replies.
   [[nodiscard]] std::vector<pg_reply> send_pipeline(const std::vector<pipelined>& statements,
                                                     const std::vector<ready_statement>& ready);
-  /// Whether a statement failed because its prepared form is stale or gone (then forgotten).
-  bool forget_if_stale(const std::string& text, const pg_reply& reply);
+  /// Forgets the prepared form of `text` when `reply` failed because it is stale or gone.
+  void forget_if_stale(const std::string& text, const pg_reply& reply);
   /// Whether `reply` is the failure of a stale or forgotten prepared statement.
   [[nodiscard]] static bool is_stale(const pg_reply& reply) noexcept;
   /// Switches the session's plan_cache_mode when it differs (outside transactions only).

@@ -269,9 +269,9 @@ describe('two pods linked by CAF cluster links: access does not depend on the li
   const clusterPorts = []
   const common = { COMB_OWNER_PUBKEY: owner.pk, COMB_ACCESS: 'closed', ...UNLIMITED_ADDRESS }
   before(async () => {
-    for (let i = 0; i < 2; i++) clusterPorts.push(await freePort())
-    group = await startPods(2, (i) => ({ ...common, COMB_CLUSTER_LISTEN: `127.0.0.1:${clusterPorts[i]}`,
-      COMB_CLUSTER_PEERS: `127.0.0.1:${clusterPorts[1 - i]}` }))
+    group = await startPods(2, (i, ports) => ({ ...common, COMB_CLUSTER_LISTEN: `127.0.0.1:${ports[i]}`,
+      COMB_CLUSTER_PEERS: `127.0.0.1:${ports[1 - i]}` }), { clusterLinks: true })
+    clusterPorts.push(...group.clusterPorts)
     ;[a, b] = group.pods
     for (const pod of group.pods)
       await eventually(async () => (await pod.metric('comb_cluster_peers_linked')) === 1, 'pods linked', 20000)
@@ -289,7 +289,7 @@ describe('two pods linked by CAF cluster links: access does not depend on the li
     await b.stop()
     const nobody = await freePort()
     group.pods[1] = b = await startRelay(podEnv(group, b, 1, { ...common,
-      COMB_CLUSTER_LISTEN: `127.0.0.1:${await freePort()}`, COMB_CLUSTER_PEERS: `127.0.0.1:${nobody}` }),
+      COMB_CLUSTER_LISTEN: '127.0.0.1:0', COMB_CLUSTER_PEERS: `127.0.0.1:${nobody}` }),
     { database: group.database })
     await eventually(async () => (await a.metric('comb_cluster_peers_linked')) === 0, 'pod a lost its link', 15000)
     assert.equal(await b.metric('comb_cluster_peers_linked'), 0)

@@ -5,6 +5,7 @@
 
 #include "actors/clock.hpp"
 #include "actors/messages.hpp"
+#include "storage/bridge_envelope.hpp"
 
 namespace comb::actors {
 namespace {
@@ -177,6 +178,10 @@ void gatekeeper::on_welcome() {
   bump(args_.metrics->cluster_peers_linked);
   spdlog::info("cluster: linked to peer {} at {}", printable(handshake_.peer_id(key), 80), where_[key]);
   send(args_.bridge, peer_atom_v, it->second);
+  // Linked again after a loss: what the peer sent meanwhile never came. The bridge has the
+  // access watcher hand the local fan-out what was stored since, as after a Redis gap.
+  if (auto lost = lost_at_.extract(where_[key]))
+    send(args_.bridge, ready_atom_v, lost.mapped());
 }
 
 void gatekeeper::on_envelope(std::string& payload) {
@@ -187,8 +192,10 @@ void gatekeeper::on_envelope(std::string& payload) {
 
 void gatekeeper::lose(const caf::actor& peer) {
   auto key = key_of(peer);
-  if (handshake_.linked(key))
+  if (handshake_.linked(key)) {
     args_.metrics->cluster_peers_linked -= 1;
+    lost_at_.try_emplace(where_[key], storage::envelope_clock_ms()); // the first loss counts
+  }
   handshake_.forget(key);
   dialed_.erase(key);
   where_.erase(key);

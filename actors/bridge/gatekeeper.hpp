@@ -70,6 +70,9 @@ private:
   cluster_handshake handshake_;
   std::unordered_map<std::string, caf::actor> dialed_; ///< by key: links our connectors made
   std::unordered_map<std::string, std::string> where_; ///< by key: host:port, for logs
+  /// By host:port: when a link that was up went down (Unix ms), until it is linked again; at
+  /// most one per configured peer (connectors dial only COMB_CLUSTER_PEERS).
+  std::unordered_map<std::string, std::int64_t> lost_at_;
   std::atomic<std::int64_t> last_drop_log_{0}; ///< enqueue runs on any thread
   std::int64_t last_refusal_log_ = 0;
   int refusals_this_second_ = 0;

@@ -89,6 +89,29 @@ describe('a cluster link cut while both pods serve clients', () => {
     await poster.close()
   })
 
+  it('fills the gap once both directions are back, whichever comes back last', async () => {
+    // Pod a receives pod b's events on the link pod b dialed (relays[0]): its own link to pod b
+    // (relays[1]) coming back first must not end the gap.
+    const watcher = await RawClient.open(a)
+    assert.equal((await watcher.req('notes', { kinds: [1], since: now() - 5 })).end[0], 'EOSE')
+    const poster = await RawClient.open(b)
+    for (const relay of relays) relay.cut()
+    await eventually(async () => (await linked(a)) === 0 && (await linked(b)) === 0, 'both links down', 15000)
+    relays[1].mend()
+    await eventually(async () => (await linked(a)) === 1, 'pod a linked to pod b again', 20000)
+    assert.equal(await linked(b), 0, 'pod b\'s link to pod a is still cut')
+    const late = sign(keys().sk, { content: 'stored on pod b while only pod a\'s link is back' })
+    assert.equal((await poster.publish(late)).ok, true)
+    await pause(500)
+    assert.equal(watcher.drain((f) => f[0] === 'EVENT').length, 0, 'nothing came over the cut link')
+    relays[0].mend()
+    assert.equal((await watcher.live('notes', 20000)).id, late.id, 'filled once pod b\'s link is back')
+    await pause(300)
+    assert.equal(watcher.drain((f) => f[0] === 'EVENT').length, 0, 'once')
+    await watcher.close()
+    await poster.close()
+  })
+
   it('stops cleanly', async () => {
     const results = await group.stop()
     for (const r of results) assert.deepEqual([r.code, r.signal, r.timedOut], [0, null, false])

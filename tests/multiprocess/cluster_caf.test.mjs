@@ -73,12 +73,11 @@ describe('three pods linked by CAF cluster links', () => {
   })
 
   it('relinks a peer that restarts', async () => {
-    // Pod c goes away: the others notice, then it comes back on the same ports.
-    const cPort = c.port
+    // Pod c goes away: the others notice, then it comes back on the same cluster port.
     await c.stop()
     await eventually(async () => (await a.metric('comb_cluster_peers_linked')) === 1, 'pod a lost pod c', 15000)
     assert.equal(await readiness(a), 503)
-    group.pods[2] = c = await startRelay({ COMB_PUBLIC_URL: 'ws://hive.test', COMB_LISTEN: `127.0.0.1:${cPort}`,
+    group.pods[2] = c = await startRelay({ COMB_PUBLIC_URL: 'ws://hive.test',
       COMB_NODE_ID: 'pod-2-again', COMB_RELAY_KEY_FILE: group.keyFile,
       COMB_CLUSTER_LISTEN: `127.0.0.1:${clusterPorts[2]}`,
       COMB_CLUSTER_PEERS: `127.0.0.1:${clusterPorts[0]},127.0.0.1:${clusterPorts[1]}`,

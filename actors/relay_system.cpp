@@ -50,6 +50,26 @@ std::vector<std::string> loopback_aliases(const conf::relay_settings& s) {
   return aliases;
 }
 
+/// `listen` with the port the acceptors took: COMB_LISTEN may say port 0 (tests pick no port in
+/// advance, so no other process can take it between the pick and the bind), and the community's
+/// aliases, the public URL and the printed address must name the real one.
+std::string with_port(const std::string& listen, std::uint16_t port) {
+  auto where = protocol::parse_host_and_port(listen); // checked by conf::load_settings
+  return where->bracketed_host() + ":" + std::to_string(port);
+}
+
+/// Where the relay listens, on stdout for operators and for test harnesses that start it on
+/// port 0 and read the ports back: "comb-relay listening on", "metrics on", "cluster links on".
+void print_addresses(const conf::relay_settings& s, const metrics_listener& metrics_port,
+                     const pod_bridge& bridge) {
+  std::cout << "comb-relay listening on " << s.listen << " (" << s.effective_public_url() << ")\n";
+  if (metrics_port.port() != 0)
+    std::cout << "metrics on http://" << with_port(s.metrics_listen, metrics_port.port())
+              << "/metrics\n";
+  if (bridge.cluster_port != 0)
+    std::cout << "cluster links on " << with_port(s.cluster_listen, bridge.cluster_port) << "\n";
+}
+
 /// Lists written at start-up, to be pushed to the other pods once the bridge is ready.
 struct startup_lists {
   bool ok = false;
@@ -267,7 +287,8 @@ std::optional<std::string> startup_problem(const conf::relay_settings& s) {
   return std::nullopt;
 }
 
-int run_relay(const conf::relay_settings& s) {
+int run_relay(const conf::relay_settings& configured) {
+  conf::relay_settings s = configured;
   std::string key_error;
   auto key = conf::load_relay_key(s.effective_relay_key_file(), true, key_error);
   if (!key) {
@@ -282,9 +303,6 @@ int run_relay(const conf::relay_settings& s) {
     spdlog::critical("{}", *problem);
     return 1;
   }
-  auto startup = prepare_database(s, *key);
-  if (!startup.ok)
-    return 1;
 
   caf::actor_system_config config;
   config.set("scheduler.max-threads", static_cast<std::size_t>(s.worker_threads));
@@ -308,9 +326,23 @@ int run_relay(const conf::relay_settings& s) {
     config.openssl_cafile = s.cluster_ca;
   }
   caf::actor_system system{config};
+  // The io_context after the actor system: it goes first, with the handlers that hold actors.
+  asio::io_context io(static_cast<int>(s.io_threads));
+  // Bound before the database is touched: a busy port creates no community, and with port 0
+  // the community's aliases name the port the system picked.
+  std::vector<asio::ip::tcp::acceptor> acceptors;
+  try {
+    acceptors = open_listeners(io, "COMB_LISTEN", s.listen, asio::socket_base::max_listen_connections);
+  } catch (const std::exception& e) {
+    spdlog::critical("{}", e.what()); // names the setting and the address that failed
+    return 1;
+  }
+  s.listen = with_port(s.listen, acceptors.front().local_endpoint().port());
+  auto startup = prepare_database(s, *key);
+  if (!startup.ok)
+    return 1;
   auto metrics = std::make_shared<relay_metrics>();
   auto communities = std::make_shared<community_directory>(std::chrono::seconds(5));
-  asio::io_context io(static_cast<int>(s.io_threads));
   pod_actors pod;
   if (!spawn_actors(system, io, s, *key, metrics, communities, pod)) {
     stop_actors(system, pod);
@@ -360,7 +392,7 @@ int run_relay(const conf::relay_settings& s) {
     },
     [communities] { communities->forget_all(); });
   try {
-    gateway.start();
+    gateway.start(std::move(acceptors));
   } catch (const std::exception& e) {
     spdlog::critical("{}", e.what()); // names the setting and the address that failed
     stop_actors(system, pod);
@@ -370,14 +402,14 @@ int run_relay(const conf::relay_settings& s) {
   if (s.metrics_listen != "off") {
     try {
       metrics_port.start(s.metrics_listen);
-      spdlog::info("metrics on http://{}/metrics", s.metrics_listen);
+      spdlog::info("metrics on http://{}/metrics", with_port(s.metrics_listen, metrics_port.port()));
     } catch (const std::exception& e) {
       // The relay serves clients without it; the operator sees why scrapes fail.
       spdlog::error("cannot serve metrics: {}", e.what());
     }
   }
-  std::cout << "comb-relay listening on " << s.listen << " (" << s.effective_public_url()
-            << ")\nrelay public key: " << context->relay_pubkey_hex << " ("
+  print_addresses(s, metrics_port, *pod.bridge);
+  std::cout << "relay public key: " << context->relay_pubkey_hex << " ("
             << protocol::encode_nip19("npub", key->public_key()) << ")" << std::endl;
 
   asio::signal_set signals(io, SIGINT, SIGTERM);

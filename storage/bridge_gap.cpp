@@ -8,11 +8,11 @@ namespace comb::storage {
 std::optional<std::vector<std::string>>
 load_recent_events(pg_connection& connection, std::int64_t community_id, std::int64_t since,
                    std::int64_t now, int limit) {
-  // events_recent (community_id, created_at DESC) serves the range.
+  // events_stored (BRIN on stored_at) finds the recent rows at the table's end.
   auto reply = connection.exec("SELECT raw FROM events WHERE community_id = $1::bigint"
-                               " AND created_at >= $2::bigint"
+                               " AND stored_at >= $2::bigint"
                                " AND (expires_at IS NULL OR expires_at > $3::bigint)"
-                               " ORDER BY created_at LIMIT $4::int",
+                               " ORDER BY stored_at, created_at LIMIT $4::int",
                                {std::to_string(community_id), std::to_string(since),
                                 std::to_string(now), std::to_string(limit)});
   if (!reply.ok())

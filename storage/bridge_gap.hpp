@@ -11,8 +11,9 @@ namespace comb::storage {
 class pg_connection;
 
 /// Stored events a pod's subscribers may have missed while its bridge was cut: a community's
-/// events created at or after `since` (Unix seconds) and not expired at `now`, oldest first, at
-/// most `limit`. Nothing on a database error.
+/// events stored at or after `since` (Unix seconds; `events.stored_at`, whatever their
+/// created_at) and not expired at `now`, in the order stored, at most `limit`. Nothing on a
+/// database error.
 [[nodiscard]] std::optional<std::vector<std::string>>
 load_recent_events(pg_connection& connection, std::int64_t community_id, std::int64_t since,
                    std::int64_t now, int limit);

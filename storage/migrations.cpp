@@ -365,6 +365,59 @@ BEGIN
 END $$;
 )sql";
 
+// When each event was stored (Unix seconds, the storing transaction's start; NULL for events
+// stored before this migration), for the bridge's gap fill: after a pod lost Redis or a cluster
+// peer, it hands its subscribers the events stored meanwhile, whatever their created_at (a
+// client may publish an event created an hour ago; selecting by created_at missed it). The
+// default fills it on every insert path, COPY included; a BRIN index (32 pages, some 250 events,
+// per range) finds the recent rows (new rows go to the table's end) at almost no cost per
+// insert, where a btree would be one more index entry per event.
+// Deleting a community deletes its tag rows in one range first (migration 21), so each of its
+// events' own trigger would then parse the event's `raw` and probe for rows already gone: a
+// few thousand events cost a JSON parse and a probe per tag each. The community's trigger says
+// which community it is deleting, for this transaction only (set_config's is_local), and the
+// events' trigger returns at once for that community's rows.
+constexpr const char* migration_22 = R"sql(
+ALTER TABLE events ADD COLUMN stored_at BIGINT;
+ALTER TABLE events ALTER COLUMN stored_at SET DEFAULT floor(extract(epoch FROM now()))::bigint;
+CREATE INDEX events_stored ON events USING brin (stored_at) WITH (pages_per_range = 32);
+
+CREATE OR REPLACE FUNCTION comb_event_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  doc TEXT := OLD.raw;
+  tag RECORD;
+BEGIN
+  IF OLD.kind = 13534 THEN
+    RETURN NULL; -- a NIP-43 member list: thousands of p tags, stored without tag rows
+  END IF;
+  IF current_setting('comb.deleting_community', true) = OLD.community_id::text THEN
+    RETURN NULL; -- comb_community_deleted deleted the community's tag rows in one range
+  END IF;
+  IF strpos(doc, '\u0000') > 0 THEN
+    doc := regexp_replace(doc, '(?<=(?:^|[^\\])(?:\\\\)*)\\u0000', '\\ufffd', 'g');
+  END IF;
+  FOR tag IN
+    SELECT DISTINCT t ->> 0 AS name, t ->> 1 AS value
+      FROM json_array_elements(doc::json -> 'tags') AS t
+     WHERE json_typeof(t) = 'array'
+  LOOP
+    CONTINUE WHEN length(tag.name) IS DISTINCT FROM 1 OR tag.value IS NULL;
+    DELETE FROM event_tags WHERE community_id = OLD.community_id AND name = tag.name
+       AND value = tag.value AND created_at = OLD.created_at AND event_id = OLD.id;
+  END LOOP;
+  RETURN NULL;
+END $$;
+
+CREATE OR REPLACE FUNCTION comb_community_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM set_config('comb.deleting_community', OLD.id::text, true);
+  DELETE FROM event_tags WHERE community_id = OLD.id;
+  DELETE FROM events WHERE community_id = OLD.id; -- their row triggers fire before the next line
+  PERFORM set_config('comb.deleting_community', '', true);
+  RETURN NULL;
+END $$;
+)sql";
+
 constexpr migration migrations[] = {
   {1, "communities, events, tags, deletions", migration_1},
   {2, "members, invites, allowlist", migration_2},
@@ -379,6 +432,8 @@ constexpr migration migrations[] = {
   {17, "tag values indexed with the event id, for index-only reads", migration_17},
   {18, "events kept to existing communities by row locks, not a foreign key", migration_18},
   {21, "one index entry per tag row: tags found by value, room tags by event", migration_21},
+  {22, "events' store time for the gap fill; a community's events skip their tag probes when it"
+       " is deleted", migration_22},
 };
 
 constexpr const char* create_ledger = R"sql(

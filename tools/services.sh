@@ -16,14 +16,30 @@ free_port() {
 start() {
   mkdir -p "$dir"
   chmod 755 "$dir"
-  local pg_port redis_port
-  pg_port=$(free_port)
-  comb_pg_start "$dir/postgres" "$pg_port"
-  redis_port=$(free_port)
+  local pg_port redis_port attempt
+  # A free port can be taken by another process before the server binds it (a shared CI
+  # machine): each server gets three tries, on a fresh port each.
+  for attempt in 1 2 3; do
+    pg_port=$(free_port)
+    comb_pg_start "$dir/postgres" "$pg_port" && break
+    [ "$attempt" -lt 3 ] || return 1
+    echo "services: postgres did not start on 127.0.0.1:$pg_port, trying another port" >&2
+  done
   mkdir -p "$dir/redis"
-  redis-server --bind 127.0.0.1 --port "$redis_port" --save '' --appendonly no --daemonize yes \
-    --pidfile "$dir/redis/redis.pid" --logfile "$dir/redis/redis.log" --dir "$dir/redis"
-  for _ in $(seq 50); do redis-cli -p "$redis_port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+  for attempt in 1 2 3; do
+    redis_port=$(free_port)
+    rm -f "$dir/redis/redis.pid"
+    redis-server --bind 127.0.0.1 --port "$redis_port" --save '' --appendonly no --daemonize yes \
+      --pidfile "$dir/redis/redis.pid" --logfile "$dir/redis/redis.log" --dir "$dir/redis"
+    # redis-server writes its pid file only once it has bound the port.
+    for _ in $(seq 50); do
+      [ -f "$dir/redis/redis.pid" ] && redis-cli -p "$redis_port" ping >/dev/null 2>&1 && break
+      sleep 0.1
+    done
+    [ -f "$dir/redis/redis.pid" ] && break
+    [ "$attempt" -lt 3 ] || return 1
+    echo "services: redis did not start on 127.0.0.1:$redis_port, trying another port" >&2
+  done
   cat > "$dir/env" <<ENV
 export COMB_TEST_DATABASE_URL='postgresql://postgres@127.0.0.1:$pg_port/postgres'
 export COMB_TEST_PG_DIR='$dir/postgres'

@@ -194,8 +194,9 @@ caf::behavior bridge_actor(caf::stateful_actor<bridge_state>* self, bridge_args 
       if (!std::exchange(self->state.startup_sent_to_redis, true))
         flush_startup(self, {});
     },
-    // Redis was back after a loss: what other pods sent meanwhile never came. The access
-    // watcher hands the local fan-out what was stored since (it drops what it delivered).
+    // Redis, or a cluster link (from the gatekeeper), was back after a loss: what other pods
+    // sent meanwhile never came. The access watcher hands the local fan-out what was stored
+    // since (it drops what it delivered).
     [=](ready_atom, std::int64_t lost_at_ms) {
       if (self->state.watcher)
         self->send(self->state.watcher, ready_atom_v, lost_at_ms);

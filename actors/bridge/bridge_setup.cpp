@@ -55,6 +55,7 @@ bool start_cluster(caf::actor_system& system, const conf::relay_settings& s, pod
               + system.render(bound.error());
       return false;
     }
+    pod.cluster_port = *bound;
   }
   for (const auto& peer : s.cluster_peers) {
     auto where = split_host_port(peer);

@@ -22,6 +22,7 @@ struct pod_bridge {
   std::shared_ptr<redis_transport> redis;
   std::vector<caf::actor> connectors;
   std::size_t cluster_peers = 0;
+  std::uint16_t cluster_port = 0; ///< bound on COMB_CLUSTER_LISTEN (the real one for port 0)
 
   /// The bridge actor when it has somewhere to send (Redis or cluster links), else null: a
   /// single pod would encode and sign an envelope per event for nobody, one more actor hop.

@@ -5,6 +5,7 @@
 
 #include "actors/clock.hpp"
 #include "actors/messages.hpp"
+#include "storage/bridge_envelope.hpp"
 
 namespace comb::actors {
 namespace {
@@ -12,6 +13,8 @@ namespace {
 using namespace std::chrono_literals;
 
 constexpr auto tick_period = 1s;
+/// Node ids whose last proof the gatekeeper keeps (peers of one deployment are a handful).
+constexpr std::size_t max_proofs_kept = 256;
 
 std::chrono::steady_clock::time_point steady_now() {
   return std::chrono::steady_clock::now();
@@ -166,6 +169,13 @@ void gatekeeper::on_prove(const std::string& node_id, const std::string& proof) 
   if (auto refused = handshake_.on_prove(key, {node_id, proof}, steady_now()))
     return refuse("cluster peer " + node_id.substr(0, 80) + ": " + *refused);
   spdlog::info("cluster: peer {} authenticated", printable(node_id, 80));
+  if (proved_at_.size() >= max_proofs_kept)
+    proved_at_.clear();
+  proved_at_[node_id] = storage::envelope_clock_ms();
+  for (auto it = gaps_.begin(); it != gaps_.end();) {
+    auto where = (it++)->first; // end_gap_if_whole may erase it
+    end_gap_if_whole(where);
+  }
   send(caf::actor_cast<caf::actor>(current_sender()), welcome_atom_v);
 }
 
@@ -177,6 +187,10 @@ void gatekeeper::on_welcome() {
   bump(args_.metrics->cluster_peers_linked);
   spdlog::info("cluster: linked to peer {} at {}", printable(handshake_.peer_id(key), 80), where_[key]);
   send(args_.bridge, peer_atom_v, it->second);
+  if (auto gap = gaps_.find(where_[key]); gap != gaps_.end()) {
+    gap->second.node = handshake_.peer_id(key);
+    end_gap_if_whole(where_[key]);
+  }
 }
 
 void gatekeeper::on_envelope(std::string& payload) {
@@ -187,11 +201,27 @@ void gatekeeper::on_envelope(std::string& payload) {
 
 void gatekeeper::lose(const caf::actor& peer) {
   auto key = key_of(peer);
-  if (handshake_.linked(key))
+  if (handshake_.linked(key)) {
     args_.metrics->cluster_peers_linked -= 1;
+    gaps_.try_emplace(where_[key], link_gap{storage::envelope_clock_ms(), {}}); // the first loss
+  }
   handshake_.forget(key);
   dialed_.erase(key);
   where_.erase(key);
+}
+
+/// Both links to the peer at `where` are back after its gap: what the peer sent meanwhile never
+/// came. The bridge has the access watcher hand the local fan-out what was stored since the
+/// loss, as after a Redis gap (the fan-out drops what it delivered).
+void gatekeeper::end_gap_if_whole(const std::string& where) {
+  auto gap = gaps_.find(where);
+  if (gap == gaps_.end() || gap->second.node.empty())
+    return; // our link to it is not back yet
+  auto proved = proved_at_.find(gap->second.node);
+  if (proved == proved_at_.end() || proved->second < gap->second.lost_at)
+    return; // its link to us is not back yet
+  send(args_.bridge, ready_atom_v, gap->second.lost_at);
+  gaps_.erase(gap);
 }
 
 void gatekeeper::tick() {

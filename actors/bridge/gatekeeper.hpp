@@ -64,12 +64,24 @@ private:
   void on_envelope(std::string& payload);
   void greet(const std::string& key);
   void lose(const caf::actor& peer);
+  void end_gap_if_whole(const std::string& where);
   void tick();
 
   gatekeeper_args args_;
   cluster_handshake handshake_;
   std::unordered_map<std::string, caf::actor> dialed_; ///< by key: links our connectors made
   std::unordered_map<std::string, std::string> where_; ///< by key: host:port, for logs
+  /// A configured peer whose link dropped: since when (Unix ms), and its node id once our link
+  /// to it is back. A pod receives a peer's envelopes on the link the peer dialed, so the gap
+  /// ends when both directions are back (end_gap_if_whole).
+  struct link_gap {
+    std::int64_t lost_at = 0;
+    std::string node;
+  };
+  std::unordered_map<std::string, link_gap> gaps_; ///< by host:port, one per configured peer
+  /// By node id: when that peer last proved the secret on a link it dialed (Unix ms); cleared
+  /// past max_proofs_kept, which only delays a gap's end.
+  std::unordered_map<std::string, std::int64_t> proved_at_;
   std::atomic<std::int64_t> last_drop_log_{0}; ///< enqueue runs on any thread
   std::int64_t last_refusal_log_ = 0;
   int refusals_this_second_ = 0;

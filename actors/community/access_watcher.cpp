@@ -173,9 +173,11 @@ void check_versions(self_ptr self) {
 constexpr int gap_events_max = 1000;
 
 /// The bridge's Redis link was cut from `lost_at_ms` until now: what other pods published
-/// meanwhile never reached this pod's subscribers. Each served community's stored events created
-/// since then (a minute earlier, for clients' clocks) go to the local fan-out, which drops what
-/// it delivered already; ephemeral events of the gap are gone.
+/// meanwhile never reached this pod's subscribers. Each served community's events stored since
+/// then go to the local fan-out, whatever their created_at (a client may publish an old event);
+/// a minute earlier, for Postgres's clock against the pod's and for transactions begun before
+/// the loss whose envelopes went down with the link. The fan-out drops what it delivered
+/// already; ephemeral events of the gap are gone.
 void fill_gap(self_ptr self, std::int64_t lost_at_ms) {
   auto& st = self->state;
   const auto now = unix_now();

@@ -193,8 +193,12 @@ server::server(asio::io_context& io, std::shared_ptr<gateway_context> context)
     trusted_proxies_(conf::parse_networks(context_->settings.trusted_proxies).networks) {}
 
 void server::start() {
-  acceptors_ = open_listeners(io_, "COMB_LISTEN", context_->settings.listen,
-                              asio::socket_base::max_listen_connections);
+  start(open_listeners(io_, "COMB_LISTEN", context_->settings.listen,
+                       asio::socket_base::max_listen_connections));
+}
+
+void server::start(std::vector<asio::ip::tcp::acceptor> acceptors) {
+  acceptors_ = std::move(acceptors);
   port_ = acceptors_.front().local_endpoint().port();
   for (auto& acceptor : acceptors_)
     asio::co_spawn(io_, accept_loop(acceptor), asio::detached);

@@ -29,6 +29,10 @@ public:
   /// naming the address that cannot be resolved or bound (a start-up error).
   void start();
 
+  /// Starts accepting on acceptors opened before (open_listeners), so the caller knows the
+  /// bound port before anything depends on it.
+  void start(std::vector<boost::asio::ip::tcp::acceptor> acceptors);
+
   /// The port actually bound (useful when listening on port 0; the same on every address).
   [[nodiscard]] unsigned short port() const { return port_; }
 

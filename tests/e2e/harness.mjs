@@ -117,13 +117,13 @@ export async function startRelay(env = {}, { database: shared } = {}) {
   const dbUrl = new URL(process.env.COMB_TEST_DATABASE_URL)
   dbUrl.pathname = `/${database}`
   const dataDir = await mkdtemp(path.join(tmpdir(), 'comb-e2e-'))
-  const port = Number(env.COMB_LISTEN?.split(':').at(-1)) || await freePort()
+  // Port 0 unless the test names one: the relay binds, then prints the ports it got
+  // (waitUntilReady reads them), so no other process can take a port picked in advance.
   // /metrics has a listener of its own (never the community's host).
-  const metricsPort = Number(env.COMB_METRICS_LISTEN?.split(':').at(-1)) || await freePort()
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('COMB_')))
   const proc = spawn(relayBin, [], {
     env: { ...inherited, COMB_DATABASE_URL: dbUrl.toString(), COMB_DATA_DIR: dataDir,
-           COMB_LISTEN: `127.0.0.1:${port}`, COMB_METRICS_LISTEN: `127.0.0.1:${metricsPort}`, ...env },
+           COMB_LISTEN: '127.0.0.1:0', COMB_METRICS_LISTEN: '127.0.0.1:0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   let stdout = ''
@@ -136,17 +136,19 @@ export async function startRelay(env = {}, { database: shared } = {}) {
     database,
     /** Runs SQL in this relay's database. */
     sql: (text) => psql(text, database),
-    port,
-    metricsPort,
-    host: `127.0.0.1:${port}`,
-    url: `ws://127.0.0.1:${port}`,
+    port: 0, // these four are set from the relay's output once it listens
+    metricsPort: 0,
+    host: '',
+    url: '',
+    /** The cluster port the relay printed ("cluster links on"), 0 without one. */
+    clusterPort: 0,
     proc,
     exited,
     stderr: () => stderr.slice(-4000),
     /** Everything the relay logged so far. */
     log: () => stderr,
     async metric(name) {
-      const { body } = await httpGet(metricsPort, '/metrics')
+      const { body } = await httpGet(relay.metricsPort, '/metrics')
       const line = body.split('\n').find((l) => l.startsWith(`${name} `))
       if (!line) throw new Error(`metric ${name} missing from /metrics`)
       return Number(line.split(' ')[1])
@@ -178,10 +180,26 @@ export async function startRelay(env = {}, { database: shared } = {}) {
   return relay
 }
 
+/** The port of the first `prefix host:port` line the relay printed (IPv6 in brackets), or 0. */
+function printedPort(stdout, prefix) {
+  const line = stdout.split('\n').find((l) => l.startsWith(prefix))
+  return Number(line?.slice(prefix.length).match(/^\S*:(\d+)/)?.[1] ?? 0)
+}
+
+/** Takes the ports the relay printed (comb-relay listening on, metrics on, cluster links on). */
+function learnPorts(relay, stdout) {
+  relay.port = printedPort(stdout, 'comb-relay listening on ')
+  relay.metricsPort = printedPort(stdout, 'metrics on http://')
+  relay.clusterPort = printedPort(stdout, 'cluster links on ')
+  relay.host = `127.0.0.1:${relay.port}`
+  relay.url = `ws://127.0.0.1:${relay.port}`
+}
+
 async function waitUntilReady(relay, stdout) {
   for (let attempt = 0; attempt < 200; attempt++) { // 200 x 100 ms at most
     if (relay.proc.exitCode !== null) throw new Error(`comb-relay exited with ${relay.proc.exitCode}`)
     const printed = /relay public key: [0-9a-f]{64}/.test(stdout())
+    if (printed) learnPorts(relay, stdout())
     const health = printed ? await httpGet(relay.port, '/healthz', {}, 1000).catch(() => null) : null
     if (health?.status === 200) return
     await pause(100)

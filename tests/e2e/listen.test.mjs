@@ -27,10 +27,13 @@ async function failedStart(env, database) {
 }
 
 describe('listen addresses', () => {
-  it('COMB_LISTEN=localhost:PORT serves the community localhost:PORT', async () => {
-    const port = await freePort()
-    const relay = await startRelay({ COMB_LISTEN: `localhost:${port}` })
+  it('COMB_LISTEN=localhost:0 binds one port on every address and serves the community localhost:PORT', async () => {
+    const relay = await startRelay({ COMB_LISTEN: 'localhost:0' })
+    const port = relay.port
     try {
+      assert.notEqual(port, 0)
+      assert.match(relay.log(), new RegExp(`community localhost:${port} \\(id \\d+\\)`),
+        'the community names the bound port, not 0')
       const client = await within(Relay.connect(`ws://localhost:${port}`), 5000, 'connect')
       const author = keys()
       const note = sign(author.sk, { content: 'hello through a listen name' })

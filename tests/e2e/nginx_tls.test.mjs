@@ -162,12 +162,22 @@ describe('behind nginx terminating TLS', () => {
     dir = await mkdtemp(path.join(tmpdir(), 'comb-nginx-'))
     const { cert, key } = await makeCertificate(dir)
     ca = await readFile(cert)
-    tlsPort = await freePort()
     relay = await startRelay({ COMB_TRUSTED_PROXIES: '127.0.0.1' })
-    for (const host of hosts)
-      await relay.sql(`INSERT INTO communities (host) VALUES ('${host}:${tlsPort}')`)
-    nginx = await startNginx(dir, nginxConfig({ dir, tlsPort, relayPort: relay.port, cert, key }))
-    await nginx.listening(tlsPort)
+    // nginx cannot say which port it took, so the test picks one; another process may take it
+    // first (nginx then says so and retries the bind): three tries on fresh ports.
+    for (let attempt = 1; ; attempt++) {
+      tlsPort = await freePort()
+      for (const host of hosts)
+        await relay.sql(`INSERT INTO communities (host) VALUES ('${host}:${tlsPort}')`)
+      await writeFile(path.join(dir, 'error.log'), '')
+      nginx = await startNginx(dir, nginxConfig({ dir, tlsPort, relayPort: relay.port, cert, key }))
+      await nginx.listening(tlsPort)
+      await new Promise((resolve) => setTimeout(resolve, 300)) // nginx reports a failed bind at once
+      const errors = nginx.output() + await readFile(path.join(dir, 'error.log'), 'utf8')
+      if (!/Address already in use/.test(errors)) break
+      await nginx.stop()
+      if (attempt === 3) throw new Error(`nginx could not bind a port: ${errors}`)
+    }
   })
   after(async () => {
     await nginx?.stop()

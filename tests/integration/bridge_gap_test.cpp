@@ -10,6 +10,7 @@
 using namespace comb;
 using comb::test::author;
 using comb::test::json_of;
+using comb::test::scalar;
 using comb::test::store_one;
 
 namespace {
@@ -18,24 +19,57 @@ constexpr std::int64_t now = 1'700'000'000;
 
 } // namespace
 
-TEST_CASE_METHOD(test::store_fixture, "the gap's events: since a time, oldest first, bounded, unexpired",
+TEST_CASE_METHOD(test::store_fixture,
+                 "the gap's events: stored since a time whatever their created_at, in the order"
+                 " stored, bounded, unexpired",
                  "[integration][bridge]") {
   author alice{21};
+  const auto clock = std::stoll(scalar(connection, "SELECT floor(extract(epoch FROM now()))"));
   auto before = alice.sign(1, now - 100);
   auto first = alice.sign(1, now - 30);
+  auto old = alice.sign(1, now - 3600, {}, "created an hour before, stored in the gap");
   auto second = alice.sign(1, now - 20);
-  auto expired = alice.sign(1, now - 10, {{"expiration", std::to_string(now - 1)}});
+  auto expired = alice.sign(1, now - 10, {{"expiration", std::to_string(clock - 1)}});
   auto third = alice.sign(1, now - 5);
-  for (const auto& ev : {before, first, second, expired, third})
+  for (const auto& ev : {before, first, old, second, expired, third})
     (void)store_one(events, community, ev);
   auto other = add_community("other.example");
   (void)store_one(events, other, alice.sign(1, now - 15, {}, "elsewhere"));
+  // The writer's COPY leaves stored_at to its default: the storing transaction's time.
+  CHECK(scalar(connection, "SELECT count(*) FROM events WHERE stored_at BETWEEN $1::bigint - 5"
+                           " AND $1::bigint + 5", {std::to_string(clock)}) == "7");
+  // Then each is placed in time: stored at T minus these seconds.
+  const std::pair<test::event_ptr, int> stored[] = {
+    {before, 100}, {first, 30}, {old, 25}, {second, 20}, {expired, 10}, {third, 5}};
+  for (const auto& [ev, ago] : stored)
+    scalar(connection, "UPDATE events SET stored_at = $1::bigint WHERE id = decode($2, 'hex')"
+                       " RETURNING 1", {std::to_string(now - ago), test::hex(ev->id)});
 
-  auto gap = storage::load_recent_events(connection, community, now - 30, now, 10);
+  auto gap = storage::load_recent_events(connection, community, now - 30, clock, 10);
   REQUIRE(gap);
-  CHECK(*gap == std::vector<std::string>{json_of(first), json_of(second), json_of(third)});
+  CHECK(*gap == std::vector<std::string>{json_of(first), json_of(old), json_of(second),
+                                         json_of(third)});
 
-  auto bounded = storage::load_recent_events(connection, community, now - 30, now, 2);
+  auto bounded = storage::load_recent_events(connection, community, now - 30, clock, 2);
   REQUIRE(bounded);
-  CHECK(*bounded == std::vector<std::string>{json_of(first), json_of(second)});
+  CHECK(*bounded == std::vector<std::string>{json_of(first), json_of(old)});
+}
+
+TEST_CASE_METHOD(test::store_fixture, "the gap's events are found by the stored_at index",
+                 "[integration][bridge]") {
+  // 20,000 events of two communities, stored one every 8 s over a day; the gap asks for 100 s.
+  for (const auto& id : {std::to_string(community), std::to_string(add_community("b.example"))})
+    scalar(connection, "INSERT INTO events (community_id, id, pubkey, created_at, kind, raw,"
+                       " stored_at) SELECT $1::bigint, int4send(g), '\\x02', g, 1, repeat('x', 300),"
+                       " 1700000000 + g * 8 FROM generate_series(1, 10000) g RETURNING 1", {id});
+  REQUIRE(connection.exec("ANALYZE events").ok());
+  auto plan = connection.exec("EXPLAIN (COSTS OFF) SELECT raw FROM events WHERE community_id = 1"
+                              " AND stored_at >= 1700079900 AND (expires_at IS NULL OR"
+                              " expires_at > 1700080000) ORDER BY stored_at, created_at LIMIT 1000");
+  REQUIRE(plan.ok());
+  std::string text;
+  for (int row = 0; row < plan.rows(); ++row)
+    text += std::string(plan.text(row, 0)) + "\n";
+  INFO(text);
+  CHECK(text.find("events_stored") != std::string::npos);
 }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <optional>
 #include <string>
 #include <thread>
@@ -257,4 +258,50 @@ TEST_CASE("migration 21: reads testing a known event's tags use an index",
   INFO(hidden_text);
   CHECK(hidden_text.find("event_tags_room") != std::string::npos);
   CHECK(hidden_text.find("Seq Scan") == std::string::npos);
+}
+
+TEST_CASE("migration 22: deleting a community does not probe its events' tags one by one",
+          "[integration][migrations]") {
+  test::fresh_database db;
+  storage::pg_connection c(db.conninfo());
+  REQUIRE_FALSE(storage::apply_migrations(c));
+  auto doomed = scalar(c, "INSERT INTO communities (host) VALUES ('doomed.example') RETURNING id");
+  auto kept = scalar(c, "INSERT INTO communities (host) VALUES ('kept.example') RETURNING id");
+  // 3,000 events with three tag rows each, as the writer stores them.
+  for (const auto& community : {doomed, kept}) {
+    scalar(c, "INSERT INTO events (community_id, id, pubkey, created_at, kind, raw)"
+              " SELECT $1::bigint, int4send(g), '\\x02', g, 1,"
+              " '{\"tags\":[[\"e\",\"e' || g || '\"],[\"p\",\"p' || g || '\"],[\"t\",\"x\"]]}'"
+              " FROM generate_series(1, 3000) g RETURNING 1", {community});
+    scalar(c, "INSERT INTO event_tags SELECT $1::bigint, int4send(g), n, v || g, g, 1"
+              " FROM generate_series(1, 3000) g,"
+              " (VALUES ('e', 'e'), ('p', 'p'), ('t', 'x')) AS tags (n, v) RETURNING 1", {community});
+  }
+  REQUIRE(scalar(c, "UPDATE event_tags SET value = 'x' WHERE name = 't' RETURNING 1") == "1");
+  REQUIRE(scalar(c, "SELECT count(*) FROM event_tags") == "18000");
+  REQUIRE(c.exec("ANALYZE events").ok());
+  REQUIRE(c.exec("ANALYZE event_tags").ok());
+
+  const std::string index_scans =
+    "SELECT idx_scan FROM pg_stat_xact_user_tables WHERE relname = 'event_tags'";
+  REQUIRE(c.exec("BEGIN").ok());
+  const auto probes_before = std::stoll(scalar(c, index_scans));
+  const auto started = std::chrono::steady_clock::now();
+  scalar(c, "DELETE FROM communities WHERE id = $1::bigint RETURNING 1", {doomed});
+  const auto took = std::chrono::steady_clock::now() - started;
+  // One range for the community's tag rows (an index scan at most), none per event: before
+  // migration 22 this was 9,000 probes, one per tag row already deleted.
+  INFO("3,000 events of a community deleted in "
+       << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms");
+  CHECK(std::stoll(scalar(c, index_scans)) - probes_before <= 1);
+  // Later in the same transaction, another community's event still takes its tag rows along.
+  scalar(c, "DELETE FROM events WHERE community_id = $1::bigint AND id = int4send(7) RETURNING 1",
+         {kept});
+  REQUIRE(c.exec("COMMIT").ok());
+  CHECK(scalar(c, "SELECT count(*) FROM events WHERE community_id = $1::bigint", {doomed}) == "0");
+  CHECK(scalar(c, "SELECT count(*) FROM event_tags WHERE community_id = $1::bigint", {doomed})
+        == "0");
+  CHECK(scalar(c, "SELECT count(*) FROM event_tags WHERE community_id = $1::bigint", {kept})
+        == "8997");
+  CHECK(scalar(c, "SELECT count(*) FROM events WHERE community_id = $1::bigint", {kept}) == "2999");
 }

@@ -257,9 +257,10 @@ async function refused(pod, who) {
   }
 }
 
-/** The env of a pod of `group` (the one startPods gave pod `i`), for starting it again. */
-function podEnv(group, pod, i, extra) {
-  return { COMB_PUBLIC_URL: 'ws://hive.test', COMB_LISTEN: `127.0.0.1:${pod.port}`, COMB_NODE_ID: `pod-${i}-again`,
+/** The env of a pod of `group` (the one startPods gave pod `i`), for starting it again (clients
+ * name the public URL's host, so it listens on a fresh port: port 0). */
+function podEnv(group, i, extra) {
+  return { COMB_PUBLIC_URL: 'ws://hive.test', COMB_NODE_ID: `pod-${i}-again`,
     COMB_RELAY_KEY_FILE: group.keyFile, COMB_CLUSTER_SECRET: clusterSecret, ...extra }
 }
 
@@ -269,9 +270,9 @@ describe('two pods linked by CAF cluster links: access does not depend on the li
   const clusterPorts = []
   const common = { COMB_OWNER_PUBKEY: owner.pk, COMB_ACCESS: 'closed', ...UNLIMITED_ADDRESS }
   before(async () => {
-    for (let i = 0; i < 2; i++) clusterPorts.push(await freePort())
-    group = await startPods(2, (i) => ({ ...common, COMB_CLUSTER_LISTEN: `127.0.0.1:${clusterPorts[i]}`,
-      COMB_CLUSTER_PEERS: `127.0.0.1:${clusterPorts[1 - i]}` }))
+    group = await startPods(2, (i, ports) => ({ ...common, COMB_CLUSTER_LISTEN: `127.0.0.1:${ports[i]}`,
+      COMB_CLUSTER_PEERS: `127.0.0.1:${ports[1 - i]}` }), { clusterLinks: true })
+    clusterPorts.push(...group.clusterPorts)
     ;[a, b] = group.pods
     for (const pod of group.pods)
       await eventually(async () => (await pod.metric('comb_cluster_peers_linked')) === 1, 'pods linked', 20000)
@@ -288,8 +289,8 @@ describe('two pods linked by CAF cluster links: access does not depend on the li
     // pod a's peer address (pod b's old cluster port) is dead: no CAF link can carry the change.
     await b.stop()
     const nobody = await freePort()
-    group.pods[1] = b = await startRelay(podEnv(group, b, 1, { ...common,
-      COMB_CLUSTER_LISTEN: `127.0.0.1:${await freePort()}`, COMB_CLUSTER_PEERS: `127.0.0.1:${nobody}` }),
+    group.pods[1] = b = await startRelay(podEnv(group, 1, { ...common,
+      COMB_CLUSTER_LISTEN: '127.0.0.1:0', COMB_CLUSTER_PEERS: `127.0.0.1:${nobody}` }),
     { database: group.database })
     await eventually(async () => (await a.metric('comb_cluster_peers_linked')) === 0, 'pod a lost its link', 15000)
     assert.equal(await b.metric('comb_cluster_peers_linked'), 0)
@@ -341,8 +342,8 @@ describe('a pod that restarts after membership changed while it was down', () =>
     assert.equal((await ownerOnB.publish(sign(owner.sk, { kind: 9030, tags: [['p', added.pk], ['relay', b.url]] }))).message,
       'info: member added')
     await ownerOnB.close()
-    // Same database, same relay key, same port: pod a again.
-    group.pods[0] = a = await startRelay(podEnv(group, a, 0, common), { database: group.database })
+    // Same database, same relay key: pod a again.
+    group.pods[0] = a = await startRelay(podEnv(group, 0, common), { database: group.database })
     await eventually(async () => (await readiness(a)) === 200, 'pod a ready again', 10000)
     const ready = Date.now()
     await enforcedWithin(ready, async () => (await refused(a, removed)) && (await mayRead(a, added)),

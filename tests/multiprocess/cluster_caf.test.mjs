@@ -2,7 +2,7 @@
 // prove the shared secret, and a pod with the wrong secret refused.
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { RawClient, keys, sign, now, freePort, startRelay } from '../e2e/harness.mjs'
+import { RawClient, keys, sign, now, startRelay } from '../e2e/harness.mjs'
 import { eventually, readiness, startPods } from './pods.mjs'
 
 const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -12,12 +12,12 @@ describe('three pods linked by CAF cluster links', () => {
   const clusterPorts = []
 
   before(async () => {
-    for (let i = 0; i < 3; i++) clusterPorts.push(await freePort())
-    group = await startPods(3, (i) => ({
-      COMB_CLUSTER_LISTEN: `127.0.0.1:${clusterPorts[i]}`,
-      COMB_CLUSTER_PEERS: clusterPorts.filter((_, j) => j !== i).map((p) => `127.0.0.1:${p}`).join(','),
+    group = await startPods(3, (i, ports) => ({
+      COMB_CLUSTER_LISTEN: `127.0.0.1:${ports[i]}`,
+      COMB_CLUSTER_PEERS: ports.filter((_, j) => j !== i).map((p) => `127.0.0.1:${p}`).join(','),
       COMB_CLUSTER_SECRET: 'correct horse battery staple',
-    }))
+    }), { clusterLinks: true })
+    clusterPorts.push(...group.clusterPorts)
     ;[a, b, c] = group.pods
     for (const pod of group.pods)
       await eventually(async () => (await pod.metric('comb_cluster_peers_linked')) === 2, 'two peers linked', 20000)
@@ -73,12 +73,11 @@ describe('three pods linked by CAF cluster links', () => {
   })
 
   it('relinks a peer that restarts', async () => {
-    // Pod c goes away: the others notice, then it comes back on the same ports.
-    const cPort = c.port
+    // Pod c goes away: the others notice, then it comes back on the same cluster port.
     await c.stop()
     await eventually(async () => (await a.metric('comb_cluster_peers_linked')) === 1, 'pod a lost pod c', 15000)
     assert.equal(await readiness(a), 503)
-    group.pods[2] = c = await startRelay({ COMB_PUBLIC_URL: 'ws://hive.test', COMB_LISTEN: `127.0.0.1:${cPort}`,
+    group.pods[2] = c = await startRelay({ COMB_PUBLIC_URL: 'ws://hive.test',
       COMB_NODE_ID: 'pod-2-again', COMB_RELAY_KEY_FILE: group.keyFile,
       COMB_CLUSTER_LISTEN: `127.0.0.1:${clusterPorts[2]}`,
       COMB_CLUSTER_PEERS: `127.0.0.1:${clusterPorts[0]},127.0.0.1:${clusterPorts[1]}`,

@@ -126,11 +126,11 @@ describe('an intruder on a loopback cluster port without TLS', () => {
   before(async () => {
     dir = await mkdtemp(path.join(tmpdir(), 'comb-intruder-'))
     forged = await forgedEnvelope(dir)
-    for (let i = 0; i < 2; i++) clusterPorts.push(await freePort())
-    group = await startPods(2, (i) => ({
-      COMB_CLUSTER_LISTEN: `127.0.0.1:${clusterPorts[i]}`,
-      COMB_CLUSTER_PEERS: `127.0.0.1:${clusterPorts[1 - i]}`,
-    }))
+    group = await startPods(2, (i, ports) => ({
+      COMB_CLUSTER_LISTEN: `127.0.0.1:${ports[i]}`,
+      COMB_CLUSTER_PEERS: `127.0.0.1:${ports[1 - i]}`,
+    }), { clusterLinks: true })
+    clusterPorts.push(...group.clusterPorts)
     for (const pod of group.pods)
       await eventually(async () => (await pod.metric('comb_cluster_peers_linked')) === 1, 'linked', 30000)
   })
@@ -177,14 +177,14 @@ describe('an intruder on a cluster port with mutual TLS', () => {
         assert.equal(issued.code, 0, issued.stderr)
       }
     }
-    for (let i = 0; i < 2; i++) clusterPorts.push(await freePort())
-    group = await startPods(2, (i) => ({
-      COMB_CLUSTER_LISTEN: `127.0.0.1:${clusterPorts[i]}`,
-      COMB_CLUSTER_PEERS: `127.0.0.1:${clusterPorts[1 - i]}`,
+    group = await startPods(2, (i, ports) => ({
+      COMB_CLUSTER_LISTEN: `127.0.0.1:${ports[i]}`,
+      COMB_CLUSTER_PEERS: `127.0.0.1:${ports[1 - i]}`,
       COMB_CLUSTER_CERT: path.join(ca, `pod-${i}.pem`),
       COMB_CLUSTER_KEY: path.join(ca, `pod-${i}.key`),
       COMB_CLUSTER_CA: path.join(ca, 'ca.pem'),
-    }))
+    }), { clusterLinks: true })
+    clusterPorts.push(...group.clusterPorts)
     for (const pod of group.pods)
       await eventually(async () => (await pod.metric('comb_cluster_peers_linked')) === 1, 'linked over TLS', 30000)
   })

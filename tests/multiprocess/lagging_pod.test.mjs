@@ -7,7 +7,7 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
-import { RawClient, freePort, keys, sign, now, startRelay } from '../e2e/harness.mjs'
+import { RawClient, keys, sign, now, startRelay } from '../e2e/harness.mjs'
 import { authed, clusterSecret, envelope, eventually, privateRedis, readiness, startPods } from './pods.mjs'
 
 const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -44,9 +44,8 @@ for (const transport of ['redis', 'cluster links']) describe(`a pod that has not
       redis = await privateRedis()
       group = await startPods(2, () => ({ ...common, COMB_REDIS_URL: redis.url }))
     } else {
-      const ports = [await freePort(), await freePort()]
-      group = await startPods(2, (i) => ({ ...common, COMB_CLUSTER_LISTEN: `127.0.0.1:${ports[i]}`,
-        COMB_CLUSTER_PEERS: `127.0.0.1:${ports[1 - i]}` }))
+      group = await startPods(2, (i, ports) => ({ ...common, COMB_CLUSTER_LISTEN: `127.0.0.1:${ports[i]}`,
+        COMB_CLUSTER_PEERS: `127.0.0.1:${ports[1 - i]}` }), { clusterLinks: true })
     }
     ;[a, b] = group.pods
     for (const pod of group.pods) await eventually(async () => (await readiness(pod)) === 200, 'pod ready', 20000)
@@ -154,9 +153,9 @@ describe('a captured envelope replayed after the receiving pod restarted', () =>
     assert.equal(eventsOf(watcher, 'notes').length, 0, 'delivered once before the restart')
     await watcher.close()
 
-    // Pod a restarts: same database, port and secret; an empty memory of envelopes.
+    // Pod a restarts: same database and secret; an empty memory of envelopes.
     await a.stop()
-    group.pods[0] = a = await startRelay({ COMB_PUBLIC_URL: 'ws://hive.test', COMB_LISTEN: `127.0.0.1:${a.port}`,
+    group.pods[0] = a = await startRelay({ COMB_PUBLIC_URL: 'ws://hive.test',
       COMB_NODE_ID: 'pod-0-again', COMB_RELAY_KEY_FILE: group.keyFile, COMB_CLUSTER_SECRET: clusterSecret,
       COMB_REDIS_URL: redis.url }, { database: group.database })
     await eventually(async () => (await readiness(a)) === 200, 'pod a ready again')

@@ -44,62 +44,100 @@ function portOpen(port) {
 }
 
 /**
- * A redis-server of the test's own on a fixed port: start(), stop(), url. With `password`, the
- * server requires it (requirepass) and `url` carries it (redis://:password@host:port).
+ * A redis-server of the test's own on a fixed port (restarts keep it): start(), stop(), url. With
+ * `password`, the server requires it (requirepass) and `url` carries it
+ * (redis://:password@host:port). The port is picked free, and picked again (3 times at most) when
+ * another process took it before the first start bound it: redis-server then exits at once.
  */
 export async function privateRedis({ password = '' } = {}) {
-  const port = await freePort()
   const dir = await mkdtemp(path.join(tmpdir(), 'comb-redis-'))
   let proc = null
   const redis = {
-    port,
-    url: password ? `redis://:${encodeURIComponent(password)}@127.0.0.1:${port}` : `redis://127.0.0.1:${port}`,
+    port: 0,
+    url: '',
     async start() {
-      proc = spawn('redis-server', ['--bind', '127.0.0.1', '--port', String(port), '--save', '',
+      const exited = { code: null }
+      proc = spawn('redis-server', ['--bind', '127.0.0.1', '--port', String(redis.port), '--save', '',
         '--appendonly', 'no', '--dir', dir, ...(password ? ['--requirepass', password] : [])],
         { stdio: 'ignore' })
-      await eventually(() => portOpen(port), 'redis-server listening', 5000)
+      proc.once('exit', (code) => { exited.code = code ?? -1 })
+      await eventually(async () => {
+        if (exited.code !== null) throw new Error(`redis-server on port ${redis.port} exited with ${exited.code}`)
+        return portOpen(redis.port)
+      }, 'redis-server listening', 5000)
+      // Another process on the port would answer the probe too: ours must still be running.
+      await pause(100)
+      if (exited.code !== null) throw new Error(`redis-server on port ${redis.port} exited with ${exited.code}`)
     },
     async stop() {
       if (!proc) return
-      const exited = new Promise((resolve) => proc.once('exit', resolve))
-      proc.kill('SIGKILL')
-      await exited
+      if (proc.exitCode === null && proc.signalCode === null) {
+        const exited = new Promise((resolve) => proc.once('exit', resolve))
+        proc.kill('SIGKILL')
+        await exited
+      }
       proc = null
     },
     async dispose() { await redis.stop(); await rm(dir, { recursive: true, force: true }) },
   }
-  await redis.start()
-  return redis
+  for (let attempt = 1; ; attempt++) {
+    redis.port = await freePort()
+    redis.url = password ? `redis://:${encodeURIComponent(password)}@127.0.0.1:${redis.port}`
+      : `redis://127.0.0.1:${redis.port}`
+    try {
+      await redis.start()
+      return redis
+    } catch (error) {
+      await redis.stop()
+      if (attempt === 3) { await rm(dir, { recursive: true, force: true }); throw error }
+    }
+  }
 }
 
 /**
  * `count` relays on one fresh database, serving one community (public URL ws://hive.test);
- * `envFor(i, ports)` adds settings per pod. Returns { pods, stop() }.
+ * `envFor(i, clusterPorts)` adds settings per pod. Each relay binds port 0 for clients and
+ * metrics and reports what it got. Cluster links need every port before the first pod starts
+ * (each pod names the others'), so with `clusterLinks` the group picks `count` free ports, and
+ * when another process took one before a pod bound it, starts the group again on fresh ones.
+ * Returns { pods, database, keyFile, clusterPorts, stop() }.
  */
-export async function startPods(count, envFor = () => ({})) {
+export async function startPods(count, envFor = () => ({}), { clusterLinks = false } = {}) {
+  for (let attempt = 1; ; attempt++) {
+    const clusterPorts = []
+    if (clusterLinks)
+      for (let i = 0; i < count; i++) clusterPorts.push(await freePort())
+    try {
+      return await startGroup(count, (i) => envFor(i, clusterPorts), clusterPorts)
+    } catch (error) {
+      if (attempt === 3 || !/cannot listen for cluster peers/.test(error.message)) throw error
+    }
+  }
+}
+
+async function startGroup(count, envFor, clusterPorts) {
   const database = await createDatabase()
   // One relay key per deployment: every pod signs lists with the same key.
   const keyDir = await mkdtemp(path.join(tmpdir(), 'comb-key-'))
   const keyFile = path.join(keyDir, 'relay.key')
   await writeFile(keyFile, randomBytes(32).toString('hex') + '\n', { mode: 0o600 })
-  const ports = []
-  for (let i = 0; i < count; i++) ports.push(await freePort())
   const pods = []
   try {
     for (let i = 0; i < count; i++)
-      pods.push(await startRelay({ COMB_PUBLIC_URL: 'ws://hive.test', COMB_LISTEN: `127.0.0.1:${ports[i]}`,
+      pods.push(await startRelay({ COMB_PUBLIC_URL: 'ws://hive.test',
         COMB_NODE_ID: `pod-${i}`, COMB_RELAY_KEY_FILE: keyFile, COMB_CLUSTER_SECRET: clusterSecret,
-        ...envFor(i, ports) }, { database }))
+        ...envFor(i) }, { database }))
   } catch (error) {
     for (const pod of pods) await pod.stop()
     await dropDatabase(database)
+    await rm(keyDir, { recursive: true, force: true })
     throw error
   }
   return {
     pods,
     database,
     keyFile,
+    clusterPorts,
     async stop() {
       const results = []
       for (const pod of pods) results.push(await pod.stop())

@@ -1,7 +1,7 @@
 // Redis cuts a pod's subscriber when its output buffer limit for pub/sub is passed (here made tiny
 // so one large envelope passes it): the pod reconnects by itself, counts it, says so on /readyz
 // meanwhile, live delivery resumes, and the stored events of the gap reach live subscribers from
-// Postgres (each once).
+// Postgres (each once), whatever their created_at.
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
@@ -53,6 +53,26 @@ describe('a pod whose Redis subscriber is cut for its output buffer', () => {
     assert.match(a.log(), /bridge gap: \d+ stored event\(s\) since \d+ handed to the fan-out/)
     const { events } = await watcher.req('gap', { ids: [large.id] })
     assert.deepEqual(events.map((e) => e.id), [large.id])
+    await watcher.close()
+    await poster.close()
+  })
+
+  it('delivers an event stored in the gap with a created_at long before it', async () => {
+    // The gap is filled by when events were stored, not by their created_at: this one was created
+    // ten minutes ago and is the one whose envelope makes Redis cut pod a.
+    const old = sign(keys().sk, { content: 'y'.repeat(8000), created_at: now() - 600 })
+    const watcher = await RawClient.open(a)
+    assert.equal((await watcher.req('old', { ids: [old.id] })).end[0], 'EOSE')
+    const poster = await RawClient.open(b)
+    const reconnectsBefore = await a.metric('comb_redis_reconnects_total')
+    assert.equal(await redisCli(redis, 'CONFIG', 'SET', 'client-output-buffer-limit', 'pubsub 2048 1024 1'), 'OK')
+    assert.equal((await poster.publish(old)).ok, true)
+    await eventually(async () => (await a.metric('comb_redis_reconnects_total')) > reconnectsBefore,
+      'pod a reconnects after Redis cut it', 10000)
+    assert.equal(await redisCli(redis, 'CONFIG', 'SET', 'client-output-buffer-limit', 'pubsub 32mb 8mb 60'), 'OK')
+    assert.equal((await watcher.live('old', 15000)).id, old.id, 'the old event stored in the gap, live')
+    await pause(300)
+    assert.equal(watcher.drain((f) => f[0] === 'EVENT' && f[1] === 'old').length, 0, 'once')
     await watcher.close()
     await poster.close()
   })

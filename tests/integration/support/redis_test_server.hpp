@@ -73,9 +73,14 @@ inline bool accepts_connections(int port) {
 class redis_server {
 public:
   /// `extra` is appended to the command line, e.g. "--requirepass secret".
-  explicit redis_server(std::string extra = {})
-    : dir_(make_dir()), port_(free_port()), extra_(std::move(extra)) {
-    start();
+  /// The port is picked free, and again (3 times at most) when another process took it before
+  /// redis-server bound it; restarts keep it.
+  explicit redis_server(std::string extra = {}) : dir_(make_dir()), extra_(std::move(extra)) {
+    for (int attempt = 1; attempt <= 3 && pid_ <= 0; ++attempt) {
+      port_ = free_port();
+      try_start();
+    }
+    REQUIRE(pid_ > 0);
   }
   ~redis_server() {
     stop();
@@ -85,17 +90,24 @@ public:
   [[nodiscard]] std::string url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
   [[nodiscard]] int port() const { return port_; }
 
-  void start() {
+  void start() { REQUIRE(try_start()); }
+
+  /// Whether redis-server runs on port_: it writes its pid file only after it bound the port, so
+  /// a port taken by someone else (who would answer the connect probe too) shows as no pid.
+  bool try_start() {
     const std::string command = "redis-server --bind 127.0.0.1 --port " + std::to_string(port_)
                                 + " --save '' --appendonly no --daemonize yes --pidfile " + dir_
                                 + "/redis.pid --logfile " + dir_ + "/redis.log --dir " + dir_
                                 + " " + extra_;
-    REQUIRE(std::system(command.c_str()) == 0);
-    REQUIRE(eventually([&] { return accepts_connections(port_); }));
-    REQUIRE(eventually([&] {
+    if (std::system(command.c_str()) != 0)
+      return false;
+    const bool running = eventually([&] {
       std::ifstream pidfile(dir_ + "/redis.pid");
       return static_cast<bool>(pidfile >> pid_);
-    }));
+    }, 3s);
+    if (!running)
+      pid_ = 0;
+    return running && eventually([&] { return accepts_connections(port_); });
   }
 
   /// A crash: the kernel closes every socket at once (a SIGTERM exit takes Redis over a second).

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -55,8 +56,9 @@ public:
   virtual void send_event(shared_event_frame frame) { send(frame.flattened()); }
 
   /// Queues live event frames in order, as send_event would one by one (the outbox takes them
-  /// under one lock and wakes its writer once).
-  virtual void send_events(std::vector<shared_event_frame> frames) {
+  /// under one lock and wakes its writer once). The frames are moved from: the caller's storage
+  /// (on its stack for a small turn) is not handed over, so a delivery allocates no vector.
+  virtual void send_events(std::span<shared_event_frame> frames) {
     for (auto& frame : frames)
       send_event(std::move(frame));
   }

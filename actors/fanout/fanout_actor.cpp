@@ -42,10 +42,11 @@ using self_ptr = caf::stateful_actor<fanout_state>*;
 /// Sends every held batch, one message per connection.
 void send_held(self_ptr self) {
   auto& st = self->state;
-  for (auto& held : st.held)
-    self->send(held.connection, deliver_atom_v, std::move(held.batch));
+  for (auto& held : st.held) {
+    held.to->held = fanout_connection::no_batch;
+    self->send(held.to->actor, deliver_atom_v, std::move(held.batch));
+  }
   st.held.clear();
-  st.held_at.clear();
   st.held_count = 0;
   st.publishes_while_held = 0;
 }
@@ -59,19 +60,19 @@ bool hold_is_full(const fanout_state& st) {
 /// a connection with narrow filters gets few.
 constexpr std::size_t max_reserved_events = 32;
 
-/// The batch of `owner`'s connection, with `event` added as its newest event. A new batch has
-/// room for the `expected` events of the turn, up to max_reserved_events (grown one by one,
-/// copying each, it was a fifth of the fan-out's work per delivery).
-live_batch& batch_for(fanout_state& st, std::uint64_t owner, const caf::actor& connection,
-                      const live_event& event, std::size_t expected) {
-  auto [at, added] = st.held_at.try_emplace(owner, st.held.size());
-  if (added) {
-    st.held.push_back({connection, {}});
+/// The batch of `connection`, with `event` added as its newest event. A new batch has room for
+/// the `expected` events of the turn, up to max_reserved_events (grown one by one, copying each,
+/// it was a fifth of the fan-out's work per delivery).
+live_batch& batch_for(fanout_state& st, fanout_connection& connection, const live_event& event,
+                      std::size_t expected) {
+  if (connection.held == fanout_connection::no_batch) {
+    connection.held = st.held.size();
+    st.held.push_back({&connection, {}});
     std::size_t room = std::min(expected, max_reserved_events);
     st.held.back().batch.events.reserve(room);
     st.held.back().batch.matches.reserve(room);
   }
-  live_batch& batch = st.held[at->second].batch;
+  live_batch& batch = st.held[connection.held].batch;
   batch.events.push_back(event);
   return batch;
 }
@@ -99,7 +100,7 @@ void publish(self_ptr self, const committed_event& committed, std::size_t expect
       auto target = st.connections.find(match.owner);
       batch = target == st.connections.end()
                 ? nullptr
-                : &batch_for(st, match.owner, target->second, committed.event, expected);
+                : &batch_for(st, target->second, committed.event, expected);
     }
     if (batch == nullptr)
       continue;
@@ -120,7 +121,7 @@ caf::behavior fanout_actor(caf::stateful_actor<fanout_state>* self, fanout_args 
       auto& st = self->state;
       st.communities[request.community_id].add(request.owner, request.subscription_id,
                                                 request.filters, request.generation);
-      st.connections[request.owner] = request.connection;
+      st.connections[request.owner].actor = request.connection;
       st.subscribers[request.community_id].insert(request.owner);
       const auto& readers = st.args.readers;
       if (readers.empty())
@@ -150,7 +151,7 @@ caf::behavior fanout_actor(caf::stateful_actor<fanout_state>* self, fanout_args 
       auto& st = self->state;
       for (auto owner : st.subscribers[community])
         if (auto it = st.connections.find(owner); it != st.connections.end())
-          self->send(it->second, revoke_atom_v, community, pubkeys);
+          self->send(it->second.actor, revoke_atom_v, community, pubkeys);
     },
     [=](publish_atom, const committed_event& committed) {
       publish(self, committed);

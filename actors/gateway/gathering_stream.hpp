@@ -41,6 +41,15 @@ public:
     busy_ = true;
   }
 
+  /// Takes the socket if no one writes: the usual case, without the coroutine `enter` is
+  /// (a frame allocated per write). False: the caller waits with `enter`.
+  [[nodiscard]] bool try_enter() {
+    if (busy_)
+      return false;
+    busy_ = true;
+    return true;
+  }
+
   void leave() {
     busy_ = false;
     if (wake_)

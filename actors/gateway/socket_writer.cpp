@@ -16,6 +16,7 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/websocket.hpp>
+#include <boost/container/small_vector.hpp>
 
 #include "protocol/websocket_frame.hpp"
 
@@ -34,6 +35,8 @@ namespace {
 constexpr std::size_t max_frames_per_write = 31;
 /// A write holds the socket's gate: a pong waits behind it, so one write stays modest.
 constexpr std::size_t max_bytes_per_write = 64 * 1024;
+/// Frames' room a writer keeps between writes once its queue is empty.
+constexpr std::size_t kept_batch_room = 4;
 
 /// Corks the socket while more frames wait behind the one being written, so a burst written
 /// frame by frame through Beast leaves in full segments rather than one packet per frame; it
@@ -59,12 +62,14 @@ private:
 /// The buffers of one gathered write. Each frame's WebSocket header, and for a live event its
 /// head (`["EVENT","<sub>",`), go into one scratch string, after the `]` that ends the event
 /// before it; the payload (a whole frame's text, or the shared event JSON) is pointed at, never
-/// copied. So a frame takes two buffers and a batch at most one more. The buffer list lives in
-/// the object (on the writer's coroutine frame), not on the heap: one allocation per write, the
-/// scratch string.
+/// copied. So a frame takes two buffers and a batch at most one more. The buffer list and, up to
+/// `scratch_inline` bytes (a write of a few dozen live frames), the scratch live in the object
+/// (on the writer's coroutine frame, which Asio recycles per thread), not on the heap: a write
+/// of a few frames allocates nothing.
 class gathered_buffers {
 public:
   static constexpr std::size_t max_buffers = 2 * max_frames_per_write + 1;
+  static constexpr std::size_t scratch_inline = 1024;
 
   /// `frames` holds at most max_frames_per_write (next_batch takes no more).
   explicit gathered_buffers(const std::vector<outbound_frame>& frames) {
@@ -80,9 +85,9 @@ public:
       prefix_at[i] = scratch_.size();
       close_event(event_open);
       auto header = protocol::make_text_frame_header(frames[i].size());
-      scratch_.append(reinterpret_cast<const char*>(header.bytes.data()), header.size);
+      append(reinterpret_cast<const char*>(header.bytes.data()), header.size);
       if (frames[i].json)
-        scratch_.append(*frames[i].head);
+        append(frames[i].head->data(), frames[i].head->size());
       event_open = frames[i].json != nullptr;
     }
     prefix_at[frames.size()] = scratch_.size();
@@ -99,49 +104,49 @@ public:
   gathered_buffers(const gathered_buffers&) = delete;
   gathered_buffers& operator=(const gathered_buffers&) = delete;
 
-  /// Mutable: write_all advances them past what a partial write sent.
+  /// Mutable: write_gathered advances them past what a partial write sent.
   [[nodiscard]] std::span<asio::const_buffer> buffers() { return {buffers_.data(), count_}; }
 
 private:
   void close_event(bool event_open) {
     if (event_open)
-      scratch_.append(shared_event_frame::tail);
+      append(shared_event_frame::tail.data(), shared_event_frame::tail.size());
   }
+
+  void append(const char* data, std::size_t size) { scratch_.insert(scratch_.end(), data, data + size); }
 
   void add(const char* data, std::size_t size) { buffers_[count_++] = asio::const_buffer(data, size); }
 
-  std::string scratch_;
+  boost::container::small_vector<char, scratch_inline> scratch_;
   std::array<asio::const_buffer, max_buffers> buffers_;
   std::size_t count_ = 0;
 };
 
-/// Writes all of `buffers`, each `sendmsg` taking as many of them as Asio allows (64).
-/// `asio::async_write` hands at most 16 to each call (its consuming_buffers), so a batch of 31
-/// frames (62 buffers) left in four `sendmsg` calls, and a 100-event REQ reply in about 13.
-asio::awaitable<error_code> write_all(tcp::socket& socket, std::span<asio::const_buffer> buffers) {
-  std::size_t first = 0;
-  while (first < buffers.size()) {
-    auto rest = buffers.subspan(first);
-    auto [ec, n] = co_await socket.async_write_some(rest, use_tuple);
-    if (ec)
-      co_return ec;
-    // Past what was written: whole buffers, then the start of a partly written one.
-    while (first < buffers.size() && n >= buffers[first].size())
-      n -= buffers[first++].size();
-    if (first < buffers.size())
-      buffers[first] += n;
-  }
-  co_return error_code{};
-}
-
 /// Every frame of `frames` in one gathered write, between (never inside) Beast's own writes.
+/// Each `sendmsg` takes as many buffers as Asio allows (64): `asio::async_write` hands at most
+/// 16 to each call (its consuming_buffers), so a batch of 31 frames (62 buffers) left in four
+/// `sendmsg` calls, and a 100-event REQ reply in about 13. One coroutine, entering the gate
+/// without another when it is free: each nested coroutine was a frame allocated per write.
 asio::awaitable<error_code> write_gathered(ws_stream& ws, const std::vector<outbound_frame>& frames) {
   gathered_buffers gathered(frames);
   std::shared_ptr<socket_write_gate> gate = ws.next_layer().gate();
-  co_await gate->enter();
+  if (!gate->try_enter())
+    co_await gate->enter();
   error_code ec = websocket::error::closed;
   if (!gate->closed()) {
-    ec = co_await write_all(beast::get_lowest_layer(ws).socket(), gathered.buffers());
+    ec = {};
+    tcp::socket& socket = beast::get_lowest_layer(ws).socket();
+    std::span<asio::const_buffer> buffers = gathered.buffers();
+    std::size_t first = 0;
+    while (!ec && first < buffers.size()) {
+      auto [write_ec, n] = co_await socket.async_write_some(buffers.subspan(first), use_tuple);
+      ec = write_ec;
+      // Past what was written: whole buffers, then the start of a partly written one.
+      while (first < buffers.size() && n >= buffers[first].size())
+        n -= buffers[first++].size();
+      if (first < buffers.size())
+        buffers[first] += n;
+    }
   }
   gate->leave();
   co_return ec;
@@ -212,9 +217,11 @@ asio::awaitable<void> write_loop(std::shared_ptr<ws_stream> ws,
     else
       ec = co_await write_by_beast(*ws, cork, batch.front(), *outbox);
     std::size_t still_pending = outbox->written(bytes_in(batch));
-    // While frames wait the batch's room is reused; once the queue runs dry it is released, so
-    // an idle connection keeps no buffers from its last burst.
-    if (still_pending == 0)
+    // While frames wait the batch's room is reused; once the queue runs dry the room of a burst
+    // is released, so an idle connection keeps at most kept_batch_room frames' worth (a few
+    // hundred bytes; allocating it anew for each write of a frame or two cost a malloc and a
+    // free per write where the pod keeps up).
+    if (still_pending == 0 && batch.capacity() > kept_batch_room)
       std::vector<outbound_frame>().swap(batch);
     else
       batch.clear();

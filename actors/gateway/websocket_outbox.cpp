@@ -46,7 +46,7 @@ void websocket_outbox::send_event(shared_event_frame frame) {
 }
 
 template <class Frame, class ToOutbound>
-void websocket_outbox::push_all(std::vector<Frame>& frames, ToOutbound to_outbound) {
+void websocket_outbox::push_all(std::span<Frame> frames, ToOutbound to_outbound) {
   bool overflow = false;
   bool wake_writer = false;
   {
@@ -61,14 +61,14 @@ void websocket_outbox::push_all(std::vector<Frame>& frames, ToOutbound to_outbou
   after_push(wake_writer, overflow);
 }
 
-void websocket_outbox::send_events(std::vector<shared_event_frame> frames) {
+void websocket_outbox::send_events(std::span<shared_event_frame> frames) {
   push_all(frames, [](shared_event_frame&& frame) {
     return outbound_frame{{}, std::move(frame.head), std::move(frame.json)};
   });
 }
 
 void websocket_outbox::send_frames(std::vector<std::string> frames) {
-  push_all(frames, [](std::string&& frame) { return outbound_frame{std::move(frame), nullptr, nullptr}; });
+  push_all(std::span<std::string>(frames), [](std::string&& frame) { return outbound_frame{std::move(frame), nullptr, nullptr}; });
 }
 
 void websocket_outbox::enqueue(outbound_frame frame) {

@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -52,7 +53,7 @@ public:
 
   void send_event(shared_event_frame frame) override;
 
-  void send_events(std::vector<shared_event_frame> frames) override;
+  void send_events(std::span<shared_event_frame> frames) override;
 
   void send_frames(std::vector<std::string> frames) override;
 
@@ -86,7 +87,7 @@ private:
   [[nodiscard]] bool push(outbound_frame frame);
   /// Queues every frame of a batch under one lock and wakes the writer at most once.
   template <class Frame, class ToOutbound>
-  void push_all(std::vector<Frame>& frames, ToOutbound to_outbound);
+  void push_all(std::span<Frame> frames, ToOutbound to_outbound);
   /// After push: wakes the writer if it waits, or has it abort the socket on overflow.
   void after_push(bool wake_writer, bool overflow);
   void wake();

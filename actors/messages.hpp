@@ -29,10 +29,8 @@ using hangup_atom = caf::atom_constant<caf::atom("hangup")>;     ///< the socket
 inline constexpr hangup_atom hangup_atom_v{};
 
 // -- connection -> storage -> connection --------------------------------------------------------
-using store_atom = caf::atom_constant<caf::atom("store")>;       ///< (store_atom, ticket, event_write)
+using store_atom = caf::atom_constant<caf::atom("store")>;       ///< (store_atom, ok_route, event_write): the writer answers on the route
 inline constexpr store_atom store_atom_v{};
-using stored_atom = caf::atom_constant<caf::atom("stored")>;     ///< (stored_atom, ticket, store_outcome)
-inline constexpr stored_atom stored_atom_v{};
 using query_atom = caf::atom_constant<caf::atom("query")>;       ///< (query_atom, history_request)
 inline constexpr query_atom query_atom_v{};
 using history_atom = caf::atom_constant<caf::atom("history")>;   ///< (history_atom, sub, generation, query_result): one chunk; `last` ends the reply
@@ -145,6 +143,16 @@ using committed_events = std::vector<committed_event>;
 
 using frame_sink_ptr = std::shared_ptr<frame_sink>;
 
+/// Where a storage writer answers an event: it queues the OK on the connection's socket itself
+/// (one hop instead of two through the connection actor, which would only have forwarded it) and
+/// counts it in `answered`, which the connection reads back for its bound on events in flight.
+/// A connection sends all its events to one writer, so its OKs keep the order of its events.
+struct ok_route {
+  frame_sink_ptr sink;
+  std::shared_ptr<std::atomic<std::size_t>> answered;
+  std::string event_id_hex;
+};
+
 /// What one connection's history replies hold on their way to its client: chunks a storage
 /// reader has sent and the connection actor has not yet handed to its socket (`in_mailbox`,
 /// bytes), then the socket's queue. A reader waits before sending another chunk while the two
@@ -223,8 +231,8 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::live_event)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::history_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::live_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::frame_sink_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::ok_route)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::storage::event_write)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::storage::store_outcome)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::storage::query_result)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::storage::count_result)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::storage::membership_command)

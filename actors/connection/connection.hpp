@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -144,9 +145,10 @@ public:
   /// Book-keeping of events sent to storage and not yet answered.
   void event_sent() noexcept { ++events_in_flight_; }
 
-  void event_answered() noexcept {
-    if (events_in_flight_ > 0)
-      --events_in_flight_;
+  void event_answered() noexcept { events_answered(1); }
+
+  void events_answered(std::size_t n) noexcept {
+    events_in_flight_ -= std::min(n, events_in_flight_);
   }
 
   /// Takes a frame's tokens from the connection's bucket, then from its address's; a refusal

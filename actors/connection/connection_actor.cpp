@@ -122,6 +122,8 @@ void on_event(self_ptr self, protocol::event_message& message) {
   auto& metrics = *st.args.metrics;
   bump(metrics.messages_event);
   const protocol::event& ev = message.ev;
+  // The writer's OKs since the last event free their places in the bound on events in flight.
+  st.logic->events_answered(st.events_answered->exchange(0, std::memory_order_acquire));
   if (auto refused = st.logic->admit_event(ev, unix_now(), monotonic_seconds())) {
     bump(metrics.events_rejected);
     if (ev.kind == 5 && deletion_targets(ev) > st.args.policy.max_deletion_targets)
@@ -149,10 +151,9 @@ void on_event(self_ptr self, protocol::event_message& message) {
     send_frame(self, protocol::render_ok(shared_event->id, true, ""));
     return;
   }
-  std::uint64_t ticket = st.next_ticket++;
-  st.awaiting_ok.emplace(ticket, protocol::to_hex(shared_event->id));
   st.logic->event_sent();
-  self->send(st.args.writer, store_atom_v, ticket,
+  ok_route route{st.args.sink, st.events_answered, protocol::to_hex(shared_event->id)};
+  self->send(st.args.writer, store_atom_v, std::move(route),
              storage::event_write{community, std::move(shared_event), std::move(json)});
 }
 
@@ -417,18 +418,6 @@ void on_frame(self_ptr self, const std::string& text) {
     parsed.value());
 }
 
-void on_stored(self_ptr self, std::uint64_t ticket, const storage::store_outcome& outcome) {
-  auto& st = self->state;
-  auto it = st.awaiting_ok.find(ticket);
-  if (it == st.awaiting_ok.end())
-    return;
-  st.logic->event_answered();
-  bool accepted = outcome.result == storage::store_outcome::status::stored
-                  || outcome.result == storage::store_outcome::status::duplicate;
-  send_frame(self, protocol::render_ok(it->second, accepted, outcome.message));
-  st.awaiting_ok.erase(it);
-}
-
 /// Ids remembered after EOSE are forgotten by time even on a quiet subscription.
 void schedule_echo_expiry(self_ptr self) {
   auto& st = self->state;
@@ -543,9 +532,6 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, conn
       on_frame(self, text);
       if (auto& pending = self->state.args.frames_pending)
         pending->fetch_sub(text.size(), std::memory_order_release);
-    },
-    [=](stored_atom, std::uint64_t ticket, const storage::store_outcome& outcome) {
-      on_stored(self, ticket, outcome);
     },
     [=](history_atom, const std::string& sub, std::uint64_t generation,
         storage::query_result& result) { on_history(self, sub, generation, result); },

@@ -40,8 +40,9 @@ struct connection_state {
   connection_args args;
   std::optional<connection> logic;
   std::uint64_t next_ticket = 1;
-  /// Event id (hex) of each event waiting for its OK from storage, by ticket.
-  std::unordered_map<std::uint64_t, std::string> awaiting_ok;
+  /// OKs the storage writer has queued on the socket for this connection and the logic has not
+  /// yet counted off its events in flight (the writer answers on the socket directly).
+  std::shared_ptr<std::atomic<std::size_t>> events_answered = std::make_shared<std::atomic<std::size_t>>(0);
   /// Membership requests waiting for their outcome, by ticket: event id (hex) and kind.
   std::unordered_map<std::uint64_t, std::pair<std::string, std::uint32_t>> awaiting_membership;
   /// REQs that asked for an invite (28935), held until it is minted, by ticket.

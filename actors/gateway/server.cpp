@@ -350,9 +350,12 @@ websocket_session open_session(tcp_stream stream, gateway_context& context,
 
 asio::awaitable<void> read_loop(websocket_session& session, relay_metrics& metrics,
                                 std::size_t max_inbound_bytes) {
-  beast::flat_buffer buffer;
   for (;;) {
     co_await wait_for_actor(*session.frames_pending, max_inbound_bytes);
+    // Each message is read into a string of its own that moves into the actor's message: no
+    // copy of the frame, and an idle connection holds no read buffer.
+    std::string text;
+    auto buffer = asio::dynamic_buffer(text);
     auto [ec, n] = co_await session.ws->async_read(buffer, use_tuple);
     if (ec) {
       if (ec == websocket::error::message_too_big) {
@@ -361,11 +364,8 @@ asio::awaitable<void> read_loop(websocket_session& session, relay_metrics& metri
       }
       co_return;
     }
-    session.frames_pending->fetch_add(buffer.size(), std::memory_order_relaxed);
-    caf::anon_send(session.actor, frame_atom_v, beast::buffers_to_string(buffer.data()));
-    buffer.consume(buffer.size());
-    // An idle connection holds no read buffer (the next message allocates its own).
-    buffer.shrink_to_fit();
+    session.frames_pending->fetch_add(text.size(), std::memory_order_relaxed);
+    caf::anon_send(session.actor, frame_atom_v, std::move(text));
   }
 }
 

@@ -6,12 +6,48 @@
 #include <algorithm>
 #include <chrono>
 #include <thread>
+#include <unordered_map>
 
 #include "protocol/relay_message.hpp"
 #include "storage/invite_store.hpp"
 #include "storage/nip43_rows.hpp"
 
 namespace comb::actors {
+namespace {
+
+bool accepted(const storage::store_outcome& outcome) {
+  return outcome.result == storage::store_outcome::status::stored
+         || outcome.result == storage::store_outcome::status::duplicate;
+}
+
+} // namespace
+
+void send_oks(const std::vector<pending_write>& batch, const std::vector<storage::store_outcome>& outcomes) {
+  struct connection_oks {
+    const ok_route* route;
+    std::vector<std::string> frames;
+  };
+  std::vector<connection_oks> by_connection;
+  // Keyed by the connection's counter (one per connection), in first-seen order.
+  std::unordered_map<const void*, std::size_t> slot_of;
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    const auto& route = batch[i].route;
+    auto [slot, fresh] = slot_of.try_emplace(route.answered.get(), by_connection.size());
+    if (fresh)
+      by_connection.push_back({&route, {}});
+    by_connection[slot->second].frames.push_back(
+      protocol::render_ok(route.event_id_hex, accepted(outcomes[i]), outcomes[i].message));
+  }
+  for (auto& oks : by_connection) {
+    std::size_t count = oks.frames.size();
+    if (count == 1)
+      oks.route->sink->send(std::move(oks.frames.front()));
+    else
+      oks.route->sink->send_frames(std::move(oks.frames));
+    oks.route->answered->fetch_add(count, std::memory_order_release);
+  }
+}
+
 namespace {
 
 constexpr auto expiry_sweep_interval = std::chrono::seconds(60);
@@ -60,8 +96,7 @@ void flush(caf::stateful_actor<writer_state>* self) {
   }
   if (!committed_batch.empty())
     self->send(st.args.fanout, publish_atom_v, std::move(committed_batch));
-  for (std::size_t i = 0; i < batch.size(); ++i)
-    self->send(batch[i].reply_to, stored_atom_v, batch[i].ticket, std::move(outcomes[i]));
+  send_oks(batch, outcomes);
   if (!st.pending.empty()) {
     st.flush_queued = true;
     self->send(self, flush_atom_v);
@@ -78,10 +113,9 @@ caf::behavior storage_writer(caf::stateful_actor<writer_state>* self, writer_arg
   if (st.args.sweeps_expired)
     self->delayed_send(self, expiry_sweep_interval, tick_atom_v);
   return {
-    [=](store_atom, std::uint64_t ticket, storage::event_write& write) {
+    [=](store_atom, ok_route& route, storage::event_write& write) {
       auto& s = self->state;
-      auto sender = caf::actor_cast<caf::actor>(self->current_sender());
-      s.pending.push_back({std::move(sender), ticket, std::move(write)});
+      s.pending.push_back({std::move(route), std::move(write)});
       // The flush message queues behind every request already in the mailbox, so one
       // transaction takes all of them.
       if (!s.flush_queued) {

@@ -14,12 +14,16 @@
 
 namespace comb::actors {
 
-/// A pending write: who asked, their ticket, and the event.
+/// A pending write: where its OK goes, and the event.
 struct pending_write {
-  caf::actor reply_to;
-  std::uint64_t ticket = 0;
+  ok_route route;
   storage::event_write write;
 };
+
+/// Queues each OK of a committed batch (`outcomes[i]` for `batch[i]`) on its connection's
+/// socket, a connection's OKs in one push (one lock, at most one wake-up of its socket writer)
+/// in the order of its events, then counts them answered so the connection may send more.
+void send_oks(const std::vector<pending_write>& batch, const std::vector<storage::store_outcome>& outcomes);
 
 struct writer_args {
   std::string database_url;
@@ -44,9 +48,10 @@ struct writer_state {
 /// A writer of events (run detached: libpq blocks); a pod runs several, and each connection
 /// sends all of its events to one of them, so a client's events are stored in the order sent.
 /// Every store request that is queued when a flush runs goes into one transaction (group
-/// commit); each requester gets its own outcome after commit, and each stored event is then
-/// published to fan-out and bridge. While one writer waits for its commit, the others build
-/// and send theirs: concurrent writers are safe as pods are (address locks, ON CONFLICT).
+/// commit); after commit each stored event is published to fan-out and bridge, then each
+/// requester's socket gets its OKs (`ok_route`), a connection's OKs of one batch in one push.
+/// While one writer waits for its commit, the others build and send theirs: concurrent writers
+/// are safe as pods are (address locks, ON CONFLICT).
 caf::behavior storage_writer(caf::stateful_actor<writer_state>* self, writer_args args);
 
 struct reader_args {

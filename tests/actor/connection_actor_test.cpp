@@ -46,23 +46,31 @@ struct fake_store {
   std::vector<history_request> held_queries;
   int store_calls = 0;
   caf::actor fanout; ///< told about each stored event, as the real writer does
+  bool hold_writes = false;      ///< store requests wait in held_writes, unanswered
+  std::vector<ok_route> held_writes;
 };
 
 /// Answers like the storage writer and a reader: stores in memory (duplicates noticed),
 /// queries with real filter matching, and holds each history reply until `release`.
 caf::behavior fake_storage(caf::event_based_actor* self, std::shared_ptr<fake_store> store) {
   return {
-    [=](store_atom, std::uint64_t ticket, const storage::event_write& write) {
+    [=](store_atom, const ok_route& route, const storage::event_write& write) {
       ++store->store_calls;
-      storage::store_outcome outcome{storage::store_outcome::status::stored, ""};
+      if (store->hold_writes) {
+        store->held_writes.push_back(route);
+        return;
+      }
+      std::string message;
       for (const auto& ev : store->events)
         if (ev.id == write.ev->id)
-          outcome = {storage::store_outcome::status::duplicate, "duplicate: already have this event"};
-      if (outcome.result == storage::store_outcome::status::stored) {
+          message = "duplicate: already have this event";
+      if (message.empty()) {
         store->events.push_back(*write.ev);
         self->send(store->fanout, publish_atom_v, committed_event{write.community_id, {write.ev, write.json}});
       }
-      self->send(caf::actor_cast<caf::actor>(self->current_sender()), stored_atom_v, ticket, outcome);
+      // As the writer does: the OK straight to the socket, then counted answered.
+      route.sink->send(protocol::render_ok(route.event_id_hex, true, message));
+      route.answered->fetch_add(1, std::memory_order_release);
     },
     [=](query_atom, const history_request& request) { store->held_queries.push_back(request); },
     [=](release_atom) {
@@ -182,6 +190,30 @@ TEST_CASE_METHOD(fixture, "a valid EVENT is stored and answered OK true after th
   say(c, test::event_frame(ev));
   CHECK(c.sink->take()
         == std::vector<std::string>{ok_frame(ev, true, "duplicate: already have this event")});
+}
+
+TEST_CASE_METHOD(fixture, "the writer's OKs on the socket free places in the bound on events in flight",
+                 "[actor][connection]") {
+  base_policy.max_events_in_flight = 1;
+  store->hold_writes = true;
+  auto c = connect();
+  auto first = test::sign_event(alice, 1, "first");
+  auto second = test::sign_event(alice, 1, "second");
+  say(c, test::event_frame(first));
+  say(c, test::event_frame(second));
+  CHECK(store->store_calls == 1);
+  CHECK(c.sink->take()
+        == std::vector<std::string>{ok_frame(second, false, "rate-limited: too many events awaiting storage")});
+
+  // The writer answers on the socket, not through the actor: only its count tells the actor.
+  REQUIRE(store->held_writes.size() == 1);
+  const auto& route = store->held_writes.front();
+  CHECK(route.event_id_hex == protocol::to_hex(first.id));
+  route.sink->send(protocol::render_ok(route.event_id_hex, true, ""));
+  route.answered->fetch_add(1, std::memory_order_release);
+  say(c, test::event_frame(second));
+  CHECK(store->store_calls == 2);
+  CHECK(c.sink->take() == std::vector<std::string>{ok_frame(first, true, "")});
 }
 
 TEST_CASE_METHOD(fixture, "a forged EVENT is refused without touching storage", "[actor][connection]") {

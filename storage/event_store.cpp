@@ -91,18 +91,14 @@ std::uint32_t rows_for(std::size_t bytes, std::size_t row_bytes) {
 /// Events as small as a reaction fill the first page; larger ones end it by bytes.
 constexpr std::size_t first_page_row_bytes = 256;
 
-/// The page after `page`, whose `rows` rows ended with running total `upto`; nothing when
-/// `page` was the reply's last (fewer rows than either bound allowed).
+/// The page after `page`, whose `rows` were read; nothing when the reply may not go on after
+/// them (bounded_history_sql names a row's place only then).
 std::optional<history_page> next_page(const history_page& page, const pg_reply& rows,
                                       std::size_t max_bytes) {
   const int count = rows.rows();
-  if (count == 0)
+  if (count == 0 || rows.is_null(count - 1, 2))
     return std::nullopt;
   const auto upto = static_cast<std::uint64_t>(rows.integer(count - 1, 1));
-  const bool cut_by_bytes = upto >= max_bytes;
-  const bool cut_by_rows = page.max_rows > 0 && static_cast<std::uint32_t>(count) >= page.max_rows;
-  if (!cut_by_bytes && !cut_by_rows)
-    return std::nullopt;
   history_cursor after{rows.integer(count - 1, 2), std::string(rows.text(count - 1, 3)),
                        (page.after ? page.after->sent : 0) + static_cast<std::uint32_t>(count)};
   return history_page{std::move(after), rows_for(max_bytes, upto / static_cast<std::uint64_t>(count))};

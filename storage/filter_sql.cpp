@@ -231,12 +231,14 @@ std::string hidden_rooms_sql(const protocol::room_hiding& hiding, param_list& pa
 namespace {
 
 /// history_sql's statement, or its `page`; with `order_columns` it also returns each row's
-/// `created_at` and `id` (the reply's order), as `raw, created_at, id`.
+/// `created_at` and `id` (the reply's order), as `raw, created_at, id`. `rows_bound` is set to
+/// the LIMIT that may have cut the rows (0: none could), after which more rows may follow.
 std::optional<sql_statement> history_select(const std::vector<protocol::filter>& filters,
                                             std::uint32_t default_limit,
                                             bool order_columns,
                                             param_list& params,
-                                            const history_page& page = {}) {
+                                            const history_page& page = {},
+                                            std::uint32_t* rows_bound = nullptr) {
   std::vector<std::pair<const protocol::filter*, std::uint32_t>> wanted;
   for (const auto& f : filters) {
     std::uint32_t limit = f.limit.value_or(default_limit);
@@ -254,6 +256,8 @@ std::optional<sql_statement> history_select(const std::vector<protocol::filter>&
     limit -= after ? after->sent : 0;
     if (page.max_rows > 0)
       limit = std::min(limit, page.max_rows);
+    if (rows_bound)
+      *rows_bound = limit;
     // A tag-driven read joins two tables: planning it for each REQ cost more than running it
     // (about 3 ms against 1 ms for 100 rows), and its plan is the read of its one tag value.
     const bool by_tag = reads_by_tag(*wanted[0].first);
@@ -280,6 +284,8 @@ std::optional<sql_statement> history_select(const std::vector<protocol::filter>&
   sql += " ORDER BY m.created_at DESC, m.id";
   if (page.max_rows > 0)
     sql += " LIMIT " + params.add(std::to_string(page.max_rows), "bigint");
+  if (rows_bound)
+    *rows_bound = page.max_rows;
   return sql_statement{std::move(sql), {}, false};
 }
 
@@ -303,16 +309,22 @@ std::optional<sql_statement> bounded_history_sql(std::int64_t community_id,
                                                  std::size_t max_bytes,
                                                  const history_page& page) {
   param_list params(community_id, now);
-  auto inner = history_select(filters, default_limit, true, params, page);
+  std::uint32_t rows_bound = 0;
+  auto inner = history_select(filters, default_limit, true, params, page, &rows_bound);
   if (!inner)
     return std::nullopt;
   // The running total in the reply's own order (the inner statement's, so nothing is sorted
-  // again): a row is returned while the rows before it hold less than max_bytes.
+  // again): a row is returned while the rows before it hold less than max_bytes. Only a row
+  // the reply may go on after (it reaches the bound, or it is the LIMIT's last) carries its
+  // place: rendering every row's id as text cost more than the whole page's cursor.
   std::string bound = params.add(std::to_string(max_bytes), "bigint");
-  inner->text = "SELECT raw, upto, created_at, id FROM (SELECT raw, created_at, id, sum(octet_length(raw))"
-                " OVER (ORDER BY created_at DESC, id ROWS UNBOUNDED PRECEDING) AS upto FROM ("
-                + inner->text + ") AS h) AS w WHERE upto - octet_length(raw) < " + bound
-                + " ORDER BY created_at DESC, id";
+  std::string last_row = params.add(std::to_string(rows_bound), "bigint");
+  std::string goes_on = "upto >= " + bound + " OR n = " + last_row;
+  inner->text = "SELECT raw, upto, CASE WHEN " + goes_on + " THEN created_at END, CASE WHEN "
+                + goes_on + " THEN id END FROM (SELECT raw, created_at, id, sum(octet_length(raw))"
+                " OVER w AS upto, row_number() OVER w AS n FROM (" + inner->text
+                + ") AS h WINDOW w AS (ORDER BY created_at DESC, id ROWS UNBOUNDED PRECEDING)) AS w"
+                  " WHERE upto - octet_length(raw) < " + bound + " ORDER BY created_at DESC, id";
   inner->params = params.take();
   return inner;
 }

@@ -49,10 +49,11 @@ struct history_page {
 
 /// history_sql's rows as long as their JSON adds up to less than `max_bytes` (the row that
 /// reaches it included), each as (raw, upto, created_at, id): `upto` is the bytes of JSON up to
-/// and including that row, `created_at` and `id` its place in the reply's order (the cursor of
-/// the next page). The reply is whole when its last row's `upto` is below `max_bytes` (or it
-/// has none) and `page.max_rows` did not cut it; otherwise the next page goes on after its last
-/// row. Pages come from separate statements, each its own snapshot: a row committed between two
+/// and including that row; `created_at` and `id`, its place in the reply's order (the cursor of
+/// the next page), are NULL except on a row the reply may go on after: the one that reaches
+/// `max_bytes`, or the last a LIMIT allowed (the filter's, or `page.max_rows`). The reply is
+/// whole when its last row has no place (or there is no row); otherwise the next page goes on
+/// after that row. Pages come from separate statements, each its own snapshot: a row committed between two
 /// pages is in the later one if it sorts after the cursor (a live subscription, registered
 /// before the first page, delivers the others). So a reader fetches a reply page by page, each
 /// in one result, never holding more than about `max_bytes`. Nothing when no filter can return

@@ -79,11 +79,18 @@ TEST_CASE_METHOD(test::store_fixture, "a history reply is read in chunks of its 
     for (int row = 0; row < 10; ++row) {
       CHECK(all.text(row, 0) == whole.events[static_cast<std::size_t>(row)]);
       CHECK(all.integer(row, 1) == static_cast<std::int64_t>((row + 1) * one));
+      CHECK(all.is_null(row, 2)); // whole: no row to go on after
+      CHECK(all.is_null(row, 3));
     }
-    // The row that reaches the bound is the last: its running total says rows may be missing.
+    // The row that reaches the bound is the last: its running total says rows may be missing,
+    // and it alone names its place, where the next page starts.
     auto cut = read(3 * one + one / 2);
     REQUIRE(cut.rows() == 4);
     CHECK(cut.integer(3, 1) >= static_cast<std::int64_t>(3 * one + one / 2));
+    CHECK(cut.is_null(2, 2));
+    REQUIRE_FALSE(cut.is_null(3, 2));
+    CHECK(cut.integer(3, 2) == now - 100 + 6);
+    CHECK(cut.text(3, 3).starts_with("\\x"));
     CHECK(read(10 * one).rows() == 10); // exactly the bound: whole, but not known to be
     // query_chunks reads either way and answers the same.
     chunks.clear();

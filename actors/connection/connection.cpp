@@ -54,8 +54,22 @@ bool history_ids::add(std::string_view json) {
   return true;
 }
 
+namespace {
+
+std::uint64_t leading_chars(const std::array<char, 64>& hex) noexcept {
+  std::uint64_t value = 0;
+  std::memcpy(&value, hex.data(), sizeof value);
+  return value;
+}
+
+} // namespace
+
 void history_ids::seal() {
-  std::sort(ids_.begin(), ids_.end());
+  sorted_.clear();
+  sorted_.reserve(ids_.size());
+  for (std::size_t i = 0; i < ids_.size(); ++i)
+    sorted_.emplace_back(leading_chars(ids_[i]), static_cast<std::uint32_t>(i));
+  std::sort(sorted_.begin(), sorted_.end());
 }
 
 bool history_ids::contains(const protocol::bytes32& id) const {
@@ -65,7 +79,12 @@ bool history_ids::contains(const protocol::bytes32& id) const {
     hex[2 * i] = digits[id[i] >> 4];
     hex[2 * i + 1] = digits[id[i] & 0x0f];
   }
-  return std::binary_search(ids_.begin(), ids_.end(), hex);
+  const std::uint64_t leading = leading_chars(hex);
+  auto it = std::lower_bound(sorted_.begin(), sorted_.end(), std::make_pair(leading, std::uint32_t{0}));
+  for (; it != sorted_.end() && it->first == leading; ++it)
+    if (ids_[it->second] == hex)
+      return true;
+  return false;
 }
 
 connection::connection(connection_policy policy, std::string challenge)

@@ -97,8 +97,10 @@ struct live_event {
 /// not already sent). The connection actor feeds it messages and sends the frames it returns.
 /// The ids of the events a subscription was sent as history, kept as the hex they have in the
 /// stored JSON: copied, not decoded and hashed, since every row of every reply passes here (a
-/// hash set cost about 1,000 instructions a row, a fifth of a `#e` reply's). Sorted once the
-/// reply ends (`seal`), for the look-ups of the live events that follow it.
+/// hash set cost about 1,000 instructions a row, a fifth of a `#e` reply's). Once the reply
+/// ends (`seal`) their first 8 characters are sorted, as integers with the id's place (sorting
+/// the 64-character ids themselves cost 560 instructions a row), for the look-ups of the live
+/// events that follow it.
 class history_ids {
 public:
   /// Remembers the event whose stored JSON is `json`; false when its id cannot be read there.
@@ -109,10 +111,14 @@ public:
   [[nodiscard]] bool empty() const noexcept { return ids_.empty(); }
   [[nodiscard]] std::size_t size() const noexcept { return ids_.size(); }
   /// Forgets every id and gives their memory back.
-  void forget() noexcept { decltype(ids_)().swap(ids_); }
+  void forget() noexcept {
+    decltype(ids_)().swap(ids_);
+    decltype(sorted_)().swap(sorted_);
+  }
 
 private:
   std::vector<std::array<char, 64>> ids_;
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> sorted_; ///< (first 8 characters, place)
 };
 
 class connection {

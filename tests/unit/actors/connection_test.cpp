@@ -269,4 +269,19 @@ TEST_CASE("every id of a reply in several chunks is recognized after EOSE, and o
   CHECK_FALSE(ids.add("{\"pubkey\":\"" + std::string(64, 'a') + "\"}")); // no id where comb puts it
   CHECK_FALSE(ids.add("{\"id\":\"abc\"}"));
   CHECK(ids.empty());
+  // Ids that share their first 8 characters are told apart by the rest.
+  auto id_with = [](std::uint8_t last) {
+    protocol::bytes32 id{};
+    id.fill(0xaa);
+    id[31] = last;
+    return id;
+  };
+  for (std::uint8_t last : {7, 3, 9})
+    CHECK(ids.add("{\"id\":\"" + protocol::to_hex(id_with(last)) + "\",\"pubkey\":\"\"}"));
+  ids.seal();
+  CHECK(ids.contains(id_with(3)));
+  CHECK(ids.contains(id_with(7)));
+  CHECK(ids.contains(id_with(9)));
+  CHECK_FALSE(ids.contains(id_with(5)));
+  CHECK_FALSE(ids.contains(protocol::bytes32{}));
 }

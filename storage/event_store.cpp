@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "storage/event_store.hpp"
 
+#include <algorithm>
 #include <exception>
 #include <iterator>
 #include <utility>
@@ -77,22 +78,30 @@ pg_reply read_with_retry(pg_connection& connection, const sql_statement& stateme
   return reply;
 }
 
-/// The reply of `filters` as far as its JSON stays under `max_bytes` (bounded_history_sql),
-/// in one result; an empty success (no rows) when no filter can match.
-pg_reply small_reply(pg_connection& connection, std::int64_t community_id,
-                     const std::vector<protocol::filter>& filters, std::int64_t now,
-                     std::uint32_t default_limit, std::size_t max_bytes) {
-  auto bounded = bounded_history_sql(community_id, filters, now, default_limit, max_bytes);
-  if (!bounded)
-    return pg_reply{};
-  return read_with_retry(connection, *bounded);
+/// Rows a page reads at most: as many as `bytes` holds at `row_bytes` each, one more so that
+/// the byte bound rather than this one usually ends the page. Postgres reads every row up to
+/// this bound (the running total cannot stop it early), so it is kept near what a page sends.
+std::uint32_t rows_for(std::size_t bytes, std::size_t row_bytes) {
+  constexpr std::size_t fewest = 16;
+  constexpr std::size_t most = 4096;
+  return static_cast<std::uint32_t>(std::clamp(bytes / std::max<std::size_t>(row_bytes, 1) + 2,
+                                               fewest, most));
 }
 
-/// Whether small_reply's rows are the whole reply: its last row's running total stayed under
-/// the bound, so no row was left out after it.
-bool whole_reply(const pg_reply& small, std::size_t max_bytes) {
-  int rows = small.rows();
-  return rows == 0 || static_cast<std::uint64_t>(small.integer(rows - 1, 1)) < max_bytes;
+/// Events as small as a reaction fill the first page; larger ones end it by bytes.
+constexpr std::size_t first_page_row_bytes = 256;
+
+/// The page after `page`, whose `rows` were read; nothing when the reply may not go on after
+/// them (bounded_history_sql names a row's place only then).
+std::optional<history_page> next_page(const history_page& page, const pg_reply& rows,
+                                      std::size_t max_bytes) {
+  const int count = rows.rows();
+  if (count == 0 || rows.is_null(count - 1, 2))
+    return std::nullopt;
+  const auto upto = static_cast<std::uint64_t>(rows.integer(count - 1, 1));
+  history_cursor after{rows.integer(count - 1, 2), std::string(rows.text(count - 1, 3)),
+                       (page.after ? page.after->sent : 0) + static_cast<std::uint32_t>(count)};
+  return history_page{std::move(after), rows_for(max_bytes, upto / static_cast<std::uint64_t>(count))};
 }
 
 } // namespace
@@ -165,8 +174,6 @@ query_result event_store::query_chunks(std::int64_t community_id,
     const query_result empty_chunk{true, {}, {}, false, frame_prefix.size()};
     query_result chunk = empty_chunk;
     std::size_t bytes = 0;
-    bool handed_over = false; // a chunk left: the statement can no longer be sent again
-    bool going_on = true;
     auto take = [&](const pg_reply& reply, int row) {
       auto raw = reply.text(row, 0);
       auto& item = chunk.events.emplace_back();
@@ -178,38 +185,27 @@ query_result event_store::query_chunks(std::int64_t community_id,
       bytes += item.size();
       if (bytes < chunk_bytes)
         return true;
-      handed_over = true;
-      going_on = on_chunk(std::exchange(chunk, empty_chunk));
       bytes = 0;
-      return going_on;
+      return on_chunk(std::exchange(chunk, empty_chunk));
     };
     const query_result abandoned{false, {}, "error: history reply abandoned"};
-    // A reply smaller than a chunk comes in one result: libpq's single-row mode builds, copies
-    // and frees a result for every row (about 1,700 instructions), the price of streaming only
-    // replies that need it. A larger one is read again, streamed.
-    auto small = small_reply(connection_, community_id, filters, now, default_limit, chunk_bytes);
-    if (!small.ok())
-      return query_result{false, {}, read_failed};
-    if (whole_reply(small, chunk_bytes)) {
-      for (int row = 0; row < small.rows(); ++row)
-        if (!take(small, row))
+    // Page by page, each page in one result and one statement, each going on after the last
+    // row sent: libpq's single-row mode would build, copy and free a result for every row
+    // (about 1,700 instructions), and no row is read twice.
+    std::optional<history_page> page =
+      history_page{std::nullopt, rows_for(chunk_bytes, first_page_row_bytes)};
+    while (page) {
+      auto statement = bounded_history_sql(community_id, filters, now, default_limit, chunk_bytes, *page);
+      if (!statement)
+        break; // no filter can match, or the one filter's limit is used up
+      auto reply = read_with_retry(connection_, *statement);
+      if (!reply.ok())
+        return query_result{false, {}, read_failed};
+      for (int row = 0; row < reply.rows(); ++row)
+        if (!take(reply, row))
           return abandoned;
-      chunk.last = true;
-      return chunk;
+      page = next_page(*page, reply, chunk_bytes);
     }
-    small = pg_reply{};
-    auto statement = history_sql(community_id, filters, now, default_limit);
-    if (!statement)
-      return query_result{false, {}, read_failed}; // cannot be: the bounded one had rows
-    auto take_row = [&](const pg_reply& row) { return take(row, 0); };
-    const bool generic = statement->fixed_plan;
-    auto reply = connection_.exec_rows(statement->text, statement->params, take_row, generic);
-    if (!reply.ok() && reply.connection_lost() && !handed_over && chunk.events.empty())
-      reply = connection_.exec_rows(statement->text, statement->params, take_row, generic);
-    if (!going_on)
-      return abandoned;
-    if (!reply.ok())
-      return query_result{false, {}, read_failed};
     chunk.last = true;
     return chunk;
   } catch (const std::exception&) {

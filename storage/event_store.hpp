@@ -93,9 +93,10 @@ public:
                                    std::int64_t now,
                                    std::uint32_t default_limit);
 
-  /// The same events as `query`, read row by row and handed to `on_chunk` in order, a chunk
-  /// each time the rows read hold `chunk_bytes` or more (at least one event per chunk), so no
-  /// more than about one chunk is held here whatever the reply's size. `on_chunk` returns false
+  /// The same events as `query`, read in pages of about `chunk_bytes` (bounded_history_sql, each
+  /// page going on after the last row of the one before) and handed to `on_chunk` in order, a
+  /// chunk each time the rows read hold `chunk_bytes` or more (at least one event per chunk), so
+  /// no more than about one page and one chunk are held here whatever the reply's size. `on_chunk` returns false
   /// to stop reading (the reply is then abandoned). Returns the final part: the events left
   /// (`last` true) or the failure; a failure after some chunks were handed over ends the reply.
   /// With a `frame_prefix` (protocol::event_frame_prefix) each event comes as its whole EVENT

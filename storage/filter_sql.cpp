@@ -137,13 +137,27 @@ std::string where_sql(const protocol::filter& f, param_list& params,
   return sql;
 }
 
+/// The row sorts after `after` in the reply's order (`at` DESC, `id`): stated on the columns the
+/// read is ordered by, with `at <= ` first so that the index range starts at the cursor.
+std::string after_sql(std::string_view at, std::string_view id, const history_cursor& after,
+                      param_list& params) {
+  std::string when = params.add(std::to_string(after.created_at), "bigint");
+  std::string last = params.add(after.id, "bytea");
+  const std::string at_column(at);
+  return at_column + " <= " + when + " AND (" + at_column + " < " + when + " OR " + std::string(id)
+         + " > " + last + ')';
+}
+
 std::string tag_driven_select(const protocol::filter& f, std::uint32_t limit,
-                              const std::string& columns, param_list& params) {
+                              const std::string& columns, param_list& params,
+                              const history_cursor* after) {
   // One statement per placeholder: the operands of `+` are evaluated in no fixed order.
   const auto& tag = f.tags.front();
   std::string name = params.add(std::string(1, tag.name), "text");
   std::string value = params.add(std::string(indexable_values(tag).front()), "text");
   std::string where = where_sql(f, params, keys_from::first_tag);
+  if (after)
+    where += " AND " + after_sql("t.created_at", "t.event_id", *after, params);
   std::string limit_param = params.add(std::to_string(limit), "bigint");
   return "SELECT " + columns
          + " FROM event_tags t JOIN events e ON e.community_id = t.community_id"
@@ -152,13 +166,16 @@ std::string tag_driven_select(const protocol::filter& f, std::uint32_t limit,
          + " ORDER BY t.created_at DESC, t.event_id LIMIT " + limit_param;
 }
 
-/// One filter's newest `limit` rows, newest first, as `columns` of `e`.
+/// One filter's newest `limit` rows (after `after`, if any), newest first, as `columns` of `e`.
 std::string filter_select(const protocol::filter& f, std::uint32_t limit,
-                          const std::string& columns, param_list& params) {
+                          const std::string& columns, param_list& params,
+                          const history_cursor* after = nullptr) {
   if (reads_by_tag(f))
-    return tag_driven_select(f, limit, columns, params);
+    return tag_driven_select(f, limit, columns, params, after);
   if (!reads_per_range(f)) {
     std::string sql = "SELECT " + columns + " FROM events e WHERE " + where_sql(f, params);
+    if (after)
+      sql += " AND " + after_sql("e.created_at", "e.id", *after, params);
     return sql + newest_first + " LIMIT " + params.add(std::to_string(limit), "bigint");
   }
   // DISTINCT: a repeated value would read its range, and return its rows, twice.
@@ -168,6 +185,8 @@ std::string filter_select(const protocol::filter& f, std::uint32_t limit,
              + ")) AS a(pubkey) CROSS JOIN ";
   ranges += "(SELECT DISTINCT unnest(" + params.add(kind_list(*f.kinds), "int[]") + ")) AS k(kind)";
   std::string where = where_sql(f, params, keys_from::ranges);
+  if (after)
+    where += " AND " + after_sql("e.created_at", "e.id", *after, params);
   std::string limit_param = params.add(std::to_string(limit), "bigint");
   // The ranged rows are named `e` again, so `columns` reads the same either way.
   return "SELECT " + columns + " FROM " + ranges
@@ -211,12 +230,15 @@ std::string hidden_rooms_sql(const protocol::room_hiding& hiding, param_list& pa
 
 namespace {
 
-/// history_sql's statement; with `order_columns` it also returns each row's `created_at` and
-/// `id` (the reply's order), as `raw, created_at, id`.
+/// history_sql's statement, or its `page`; with `order_columns` it also returns each row's
+/// `created_at` and `id` (the reply's order), as `raw, created_at, id`. `rows_bound` is set to
+/// the LIMIT that may have cut the rows (0: none could), after which more rows may follow.
 std::optional<sql_statement> history_select(const std::vector<protocol::filter>& filters,
                                             std::uint32_t default_limit,
                                             bool order_columns,
-                                            param_list& params) {
+                                            param_list& params,
+                                            const history_page& page = {},
+                                            std::uint32_t* rows_bound = nullptr) {
   std::vector<std::pair<const protocol::filter*, std::uint32_t>> wanted;
   for (const auto& f : filters) {
     std::uint32_t limit = f.limit.value_or(default_limit);
@@ -225,7 +247,17 @@ std::optional<sql_statement> history_select(const std::vector<protocol::filter>&
   }
   if (wanted.empty())
     return std::nullopt;
+  const history_cursor* after = page.after ? &*page.after : nullptr;
   if (wanted.size() == 1) {
+    // One filter: the rows sent so far were its own, so they count against its limit.
+    std::uint32_t limit = wanted[0].second;
+    if (after && after->sent >= limit)
+      return std::nullopt;
+    limit -= after ? after->sent : 0;
+    if (page.max_rows > 0)
+      limit = std::min(limit, page.max_rows);
+    if (rows_bound)
+      *rows_bound = limit;
     // A tag-driven read joins two tables: planning it for each REQ cost more than running it
     // (about 3 ms against 1 ms for 100 rows), and its plan is the read of its one tag value.
     const bool by_tag = reads_by_tag(*wanted[0].first);
@@ -235,18 +267,26 @@ std::optional<sql_statement> history_select(const std::vector<protocol::filter>&
     const std::string columns = !order_columns ? "e.raw"
                                 : by_tag       ? "e.raw, t.created_at, t.event_id AS id"
                                                : "e.raw, e.created_at, e.id";
-    return sql_statement{filter_select(*wanted[0].first, wanted[0].second, columns, params), {},
+    return sql_statement{filter_select(*wanted[0].first, limit, columns, params, after), {},
                          by_tag};
   }
   // Each filter keeps its own order and limit; the union removes events several filters found.
+  // A later page reads the union again and goes on after the cursor: which of its rows each
+  // filter gave is not known, so no filter's limit can be reduced.
   std::vector<std::string> selects;
   for (const auto& [f, limit] : wanted)
     selects.push_back(filter_select(*f, limit, "e.id, e.created_at", params));
-  return sql_statement{std::string("SELECT e.raw") + (order_columns ? ", m.created_at, m.id" : "")
-                         + " FROM (" + union_of(selects)
-                         + ") AS m JOIN events e ON e.community_id = $1::bigint AND e.id = m.id"
-                           " ORDER BY m.created_at DESC, m.id",
-                       {}, false};
+  std::string sql = std::string("SELECT e.raw") + (order_columns ? ", m.created_at, m.id" : "")
+                    + " FROM (" + union_of(selects)
+                    + ") AS m JOIN events e ON e.community_id = $1::bigint AND e.id = m.id";
+  if (after)
+    sql += " WHERE " + after_sql("m.created_at", "m.id", *after, params);
+  sql += " ORDER BY m.created_at DESC, m.id";
+  if (page.max_rows > 0)
+    sql += " LIMIT " + params.add(std::to_string(page.max_rows), "bigint");
+  if (rows_bound)
+    *rows_bound = page.max_rows;
+  return sql_statement{std::move(sql), {}, false};
 }
 
 } // namespace
@@ -266,18 +306,25 @@ std::optional<sql_statement> bounded_history_sql(std::int64_t community_id,
                                                  const std::vector<protocol::filter>& filters,
                                                  std::int64_t now,
                                                  std::uint32_t default_limit,
-                                                 std::size_t max_bytes) {
+                                                 std::size_t max_bytes,
+                                                 const history_page& page) {
   param_list params(community_id, now);
-  auto inner = history_select(filters, default_limit, true, params);
+  std::uint32_t rows_bound = 0;
+  auto inner = history_select(filters, default_limit, true, params, page, &rows_bound);
   if (!inner)
     return std::nullopt;
   // The running total in the reply's own order (the inner statement's, so nothing is sorted
-  // again): a row is returned while the rows before it hold less than max_bytes.
+  // again): a row is returned while the rows before it hold less than max_bytes. Only a row
+  // the reply may go on after (it reaches the bound, or it is the LIMIT's last) carries its
+  // place: rendering every row's id as text cost more than the whole page's cursor.
   std::string bound = params.add(std::to_string(max_bytes), "bigint");
-  inner->text = "SELECT raw, upto FROM (SELECT raw, created_at, id, sum(octet_length(raw))"
-                " OVER (ORDER BY created_at DESC, id ROWS UNBOUNDED PRECEDING) AS upto FROM ("
-                + inner->text + ") AS h) AS w WHERE upto - octet_length(raw) < " + bound
-                + " ORDER BY created_at DESC, id";
+  std::string last_row = params.add(std::to_string(rows_bound), "bigint");
+  std::string goes_on = "upto >= " + bound + " OR n = " + last_row;
+  inner->text = "SELECT raw, upto, CASE WHEN " + goes_on + " THEN created_at END, CASE WHEN "
+                + goes_on + " THEN id END FROM (SELECT raw, created_at, id, sum(octet_length(raw))"
+                " OVER w AS upto, row_number() OVER w AS n FROM (" + inner->text
+                + ") AS h WINDOW w AS (ORDER BY created_at DESC, id ROWS UNBOUNDED PRECEDING)) AS w"
+                  " WHERE upto - octet_length(raw) < " + bound + " ORDER BY created_at DESC, id";
   inner->params = params.take();
   return inner;
 }

@@ -32,14 +32,35 @@ struct sql_statement {
                                                        std::int64_t now,
                                                        std::uint32_t default_limit);
 
+/// Where a paged history read goes on from: after the row at (`created_at`, `id`), the last
+/// one sent, newest first; `sent` rows of the reply went before it.
+struct history_cursor {
+  std::int64_t created_at = 0;
+  std::string id; ///< bytea in Postgres' text form ("\\x0a1b..."), as a read returned it
+  std::uint32_t sent = 0;
+};
+
+/// One page of a history reply: where it starts (nothing: at the newest row) and at most how
+/// many rows it reads (0: no bound but the byte bound).
+struct history_page {
+  std::optional<history_cursor> after;
+  std::uint32_t max_rows = 0;
+};
+
 /// history_sql's rows as long as their JSON adds up to less than `max_bytes` (the row that
-/// reaches it included), each as (raw, upto): `upto` is the bytes of JSON up to and including
-/// that row. The reply is whole when its last row's `upto` is below `max_bytes` (or it has
-/// none); otherwise rows may be missing and the caller reads history_sql's instead. So a
-/// reader may fetch a small reply in one result, never holding more than about `max_bytes`.
+/// reaches it included), each as (raw, upto, created_at, id): `upto` is the bytes of JSON up to
+/// and including that row; `created_at` and `id`, its place in the reply's order (the cursor of
+/// the next page), are NULL except on a row the reply may go on after: the one that reaches
+/// `max_bytes`, or the last a LIMIT allowed (the filter's, or `page.max_rows`). The reply is
+/// whole when its last row has no place (or there is no row); otherwise the next page goes on
+/// after that row. Pages come from separate statements, each its own snapshot: a row committed between two
+/// pages is in the later one if it sorts after the cursor (a live subscription, registered
+/// before the first page, delivers the others). So a reader fetches a reply page by page, each
+/// in one result, never holding more than about `max_bytes`. Nothing when no filter can return
+/// a row, or when the page's cursor has used up the one filter's limit.
 [[nodiscard]] std::optional<sql_statement> bounded_history_sql(
   std::int64_t community_id, const std::vector<protocol::filter>& filters, std::int64_t now,
-  std::uint32_t default_limit, std::size_t max_bytes);
+  std::uint32_t default_limit, std::size_t max_bytes, const history_page& page = {});
 
 /// NIP-45: one statement returning a single row with the number of distinct matching events
 /// the reader may see (`hiding`: NIP-29 rooms, as a REQ would show them); limits are ignored.

@@ -3,6 +3,7 @@
 
 #include "actors/community/membership_requests.hpp"
 #include <algorithm>
+#include <cstring>
 
 #include "protocol/kind_rules.hpp"
 #include "protocol/nip42.hpp"
@@ -45,10 +46,45 @@ std::optional<rejection> check_request_author(const protocol::event& ev,
 
 } // namespace
 
-std::optional<protocol::bytes32> id_of_rendered_event(std::string_view json) {
+bool history_ids::add(std::string_view json) {
   if (json.size() < rendered_id_prefix.size() + 64 || !json.starts_with(rendered_id_prefix))
-    return std::nullopt;
-  return protocol::array_from_hex<32>(json.substr(rendered_id_prefix.size(), 64));
+    return false;
+  auto& id = ids_.emplace_back();
+  std::memcpy(id.data(), json.data() + rendered_id_prefix.size(), id.size());
+  return true;
+}
+
+namespace {
+
+std::uint64_t leading_chars(const std::array<char, 64>& hex) noexcept {
+  std::uint64_t value = 0;
+  std::memcpy(&value, hex.data(), sizeof value);
+  return value;
+}
+
+} // namespace
+
+void history_ids::seal() {
+  sorted_.clear();
+  sorted_.reserve(ids_.size());
+  for (std::size_t i = 0; i < ids_.size(); ++i)
+    sorted_.emplace_back(leading_chars(ids_[i]), static_cast<std::uint32_t>(i));
+  std::sort(sorted_.begin(), sorted_.end());
+}
+
+bool history_ids::contains(const protocol::bytes32& id) const {
+  constexpr char digits[] = "0123456789abcdef";
+  std::array<char, 64> hex{};
+  for (std::size_t i = 0; i < id.size(); ++i) {
+    hex[2 * i] = digits[id[i] >> 4];
+    hex[2 * i + 1] = digits[id[i] & 0x0f];
+  }
+  const std::uint64_t leading = leading_chars(hex);
+  auto it = std::lower_bound(sorted_.begin(), sorted_.end(), std::make_pair(leading, std::uint32_t{0}));
+  for (; it != sorted_.end() && it->first == leading; ++it)
+    if (ids_[it->second] == hex)
+      return true;
+  return false;
 }
 
 connection::connection(connection_policy policy, std::string challenge)
@@ -347,13 +383,13 @@ std::vector<std::string> connection::history_arrived(const std::string& id,
       json = json.substr(frame_prefix, item.size() - frame_prefix - 1);
     if (any_room && !rendered_visible(json))
       continue;
-    if (auto event_id = id_of_rendered_event(json))
-      sent.insert(*event_id);
+    (void)sent.add(json);
     frames.push_back(frame_prefix > 0 ? std::move(item) : protocol::render_event_frame(id, json));
   }
   if (!last)
     return frames;
   frames.push_back(protocol::render_eose(id));
+  sent.seal();
   for (const auto& held : sub.held)
     if (!sent.contains(held.ev->id))
       frames.push_back(protocol::render_event_frame(id, *held.json));
@@ -380,7 +416,7 @@ std::optional<shared_event_frame> connection::live_arrived(const std::string& id
   if (sub.live) {
     if (!sub.sent_in_history.empty()) {
       if (clock - sub.history_sent_at > history_echo_window)
-        decltype(sub.sent_in_history)().swap(sub.sent_in_history);
+        sub.sent_in_history.forget();
       else if (sub.sent_in_history.contains(event.ev->id))
         return std::nullopt;
     }
@@ -396,7 +432,7 @@ std::optional<shared_event_frame> connection::live_arrived(const std::string& id
 void connection::expire_history_echoes(double clock) {
   for (auto& [id, sub] : subscriptions_)
     if (!sub.sent_in_history.empty() && clock - sub.history_sent_at > history_echo_window)
-      decltype(sub.sent_in_history)().swap(sub.sent_in_history);
+      sub.sent_in_history.forget();
 }
 
 std::size_t connection::remembered_history_ids() const {

@@ -4,6 +4,8 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <functional>
+#include <utility>
 
 #include "protocol/relay_message.hpp"
 #include "storage/filter_sql.hpp"
@@ -77,11 +79,18 @@ TEST_CASE_METHOD(test::store_fixture, "a history reply is read in chunks of its 
     for (int row = 0; row < 10; ++row) {
       CHECK(all.text(row, 0) == whole.events[static_cast<std::size_t>(row)]);
       CHECK(all.integer(row, 1) == static_cast<std::int64_t>((row + 1) * one));
+      CHECK(all.is_null(row, 2)); // whole: no row to go on after
+      CHECK(all.is_null(row, 3));
     }
-    // The row that reaches the bound is the last: its running total says rows may be missing.
+    // The row that reaches the bound is the last: its running total says rows may be missing,
+    // and it alone names its place, where the next page starts.
     auto cut = read(3 * one + one / 2);
     REQUIRE(cut.rows() == 4);
     CHECK(cut.integer(3, 1) >= static_cast<std::int64_t>(3 * one + one / 2));
+    CHECK(cut.is_null(2, 2));
+    REQUIRE_FALSE(cut.is_null(3, 2));
+    CHECK(cut.integer(3, 2) == now - 100 + 6);
+    CHECK(cut.text(3, 3).starts_with("\\x"));
     CHECK(read(10 * one).rows() == 10); // exactly the bound: whole, but not known to be
     // query_chunks reads either way and answers the same.
     chunks.clear();
@@ -115,6 +124,117 @@ TEST_CASE_METHOD(test::store_fixture, "a history reply is read in chunks of its 
     REQUIRE(frames.size() == whole.events.size());
     for (std::size_t i = 0; i < frames.size(); ++i)
       CHECK(frames[i] == protocol::render_event_frame("sub", whole.events[i]));
+  }
+}
+
+namespace {
+
+/// Newest first, same second lowest id first: the order of every history reply.
+std::vector<test::event_ptr> reply_order(std::vector<test::event_ptr> events) {
+  std::sort(events.begin(), events.end(), [](const auto& a, const auto& b) {
+    return a->created_at != b->created_at ? a->created_at > b->created_at : a->id < b->id;
+  });
+  return events;
+}
+
+/// Everything query_chunks hands over, chunks and final part joined, in order.
+std::vector<std::string> read_in_chunks(storage::event_store& events, std::int64_t community,
+                                        const std::vector<protocol::filter>& filters,
+                                        std::size_t chunk_bytes,
+                                        const std::function<void()>& between = [] {}) {
+  std::vector<std::string> joined;
+  auto keep = [&](storage::query_result chunk) {
+    joined.insert(joined.end(), chunk.events.begin(), chunk.events.end());
+    between();
+    return true;
+  };
+  auto rest = events.query_chunks(community, filters, now, 100, chunk_bytes, keep);
+  REQUIRE(rest.ok);
+  joined.insert(joined.end(), rest.events.begin(), rest.events.end());
+  return joined;
+}
+
+} // namespace
+
+TEST_CASE_METHOD(test::store_fixture, "a reply over several pages goes on after the last row sent",
+                 "[integration][bounds]") {
+  // Three events a second, so that pages end inside a second and the cursor's id decides.
+  test::author alice{1};
+  test::author bob{2};
+  std::vector<test::event_ptr> stored;
+  for (int i = 0; i < 30; ++i) {
+    const auto& who = i % 2 == 0 ? alice : bob;
+    stored.push_back(who.sign(i % 5 == 0 ? 7 : 1, now - 1000 + 2 * (i / 3), {{"t", "x"}},
+                              std::string(1000, static_cast<char>('a' + i % 26))));
+    REQUIRE(test::store_one(events, community, stored.back()).result == storage::store_outcome::status::stored);
+  }
+  const auto expected = reply_order(stored);
+  const std::size_t one = test::json_of(stored.front()).size();
+  auto first = [&](std::size_t n) {
+    return test::jsons_of({expected.begin(), expected.begin() + static_cast<std::ptrdiff_t>(n)});
+  };
+
+  SECTION("every row once, in order, whatever the page size") {
+    for (std::size_t rows_per_page : {1, 2, 3, 4, 7, 29, 30, 31})
+      CHECK(read_in_chunks(events, community, {protocol::filter{}}, rows_per_page * one - one / 2)
+            == first(30));
+  }
+  SECTION("a filter's limit counts the rows of every page") {
+    protocol::filter limited;
+    limited.limit = 10;
+    CHECK(read_in_chunks(events, community, {limited}, 3 * one + one / 2) == first(10));
+    limited.limit = 8; // a page ends exactly at the limit: no page after it
+    CHECK(read_in_chunks(events, community, {limited}, 4 * one - one / 2) == first(8));
+  }
+  SECTION("the plans of the benchmark's shapes: tag-driven and per (author, kind) range") {
+    protocol::filter tagged;
+    tagged.tags.push_back({'t', {"x"}});
+    CHECK(read_in_chunks(events, community, {tagged}, 3 * one + one / 2) == first(30));
+    protocol::filter ranged;
+    ranged.authors = std::vector<protocol::bytes32>{alice.pubkey(), bob.pubkey()};
+    ranged.kinds = std::vector<std::uint32_t>{1, 7};
+    ranged.limit = 20;
+    CHECK(read_in_chunks(events, community, {ranged}, 3 * one + one / 2) == first(20));
+  }
+  SECTION("several filters: each keeps its own limit, their union is read page by page") {
+    protocol::filter sevens;
+    sevens.kinds = std::vector<std::uint32_t>{7};
+    protocol::filter newest;
+    newest.limit = 9;
+    std::vector<test::event_ptr> wanted;
+    for (std::size_t i = 0; i < expected.size(); ++i)
+      if (i < 9 || expected[i]->kind == 7)
+        wanted.push_back(expected[i]);
+    CHECK(read_in_chunks(events, community, {sevens, newest}, 2 * one + one / 2)
+          == test::jsons_of(wanted));
+  }
+  SECTION("a row committed between two pages is read if it sorts after the cursor") {
+    protocol::filter limited;
+    limited.limit = 10;
+    // Stored once the first page (4 rows) is read, in a second of its own after the 9th row:
+    // the later page finds it, and the limit still holds (the oldest of the ten is no longer
+    // among the newest ten).
+    auto late = alice.sign(1, expected[8]->created_at - 1, {}, std::string(1000, 'z'));
+    bool stored_late = false;
+    auto store_late = [&] {
+      if (!std::exchange(stored_late, true))
+        REQUIRE(test::store_one(events, community, late).result == storage::store_outcome::status::stored);
+    };
+    auto reply = read_in_chunks(events, community, {limited}, 4 * one - one / 2, store_late);
+    REQUIRE(stored_late);
+    std::vector<test::event_ptr> wanted(expected.begin(), expected.begin() + 9);
+    wanted.push_back(late);
+    CHECK(reply == test::jsons_of(wanted));
+  }
+  SECTION("a page cut by its row bound goes on too (smaller rows than the page before)") {
+    // Older and much smaller than the 30: a page sized by their rows' bytes ends by row count.
+    std::vector<test::event_ptr> all = stored;
+    for (int i = 0; i < 40; ++i) {
+      all.push_back(alice.sign(1, now - 5000 + i / 2, {}, std::to_string(i)));
+      REQUIRE(test::store_one(events, community, all.back()).result == storage::store_outcome::status::stored);
+    }
+    CHECK(read_in_chunks(events, community, {protocol::filter{}}, 10 * one)
+          == test::jsons_of(reply_order(all)));
   }
 }
 

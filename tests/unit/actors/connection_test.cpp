@@ -245,3 +245,43 @@ TEST_CASE("live events stop at once for a member the cache no longer holds, befo
     CHECK(member.live_arrived("s", generation, live(test::sign_event(author, 1, "open again"))));
   }
 }
+
+TEST_CASE("every id of a reply in several chunks is recognized after EOSE, and only those",
+          "[actors][connection]") {
+  connection c(connection_policy{}, "challenge");
+  auto generation = c.open_subscription("s").value();
+  std::vector<protocol::event> sent;
+  for (int chunk = 0; chunk < 3; ++chunk) {
+    std::vector<std::string> rows;
+    for (int i = 0; i < 40; ++i) {
+      sent.push_back(test::sign_event(author, 1, "row " + std::to_string(chunk * 40 + i)));
+      rows.push_back(protocol::render_event_json(sent.back()));
+    }
+    CHECK(c.history_arrived("s", generation, rows, 100.0, chunk == 2).size() == (chunk == 2 ? 41u : 40u));
+  }
+  CHECK(c.remembered_history_ids() == 120);
+  for (const auto& ev : sent) // added out of order, looked up after the sort
+    CHECK_FALSE(c.live_arrived("s", generation, live(ev), 101.0));
+  for (int i = 0; i < 20; ++i)
+    CHECK(c.live_arrived("s", generation, live(test::sign_event(author, 1, "fresh " + std::to_string(i))), 101.0));
+
+  actors::history_ids ids;
+  CHECK_FALSE(ids.add("{\"pubkey\":\"" + std::string(64, 'a') + "\"}")); // no id where comb puts it
+  CHECK_FALSE(ids.add("{\"id\":\"abc\"}"));
+  CHECK(ids.empty());
+  // Ids that share their first 8 characters are told apart by the rest.
+  auto id_with = [](std::uint8_t last) {
+    protocol::bytes32 id{};
+    id.fill(0xaa);
+    id[31] = last;
+    return id;
+  };
+  for (std::uint8_t last : {7, 3, 9})
+    CHECK(ids.add("{\"id\":\"" + protocol::to_hex(id_with(last)) + "\",\"pubkey\":\"\"}"));
+  ids.seal();
+  CHECK(ids.contains(id_with(3)));
+  CHECK(ids.contains(id_with(7)));
+  CHECK(ids.contains(id_with(9)));
+  CHECK_FALSE(ids.contains(id_with(5)));
+  CHECK_FALSE(ids.contains(protocol::bytes32{}));
+}

@@ -311,3 +311,34 @@ TEST_CASE("only a read driven by one tag value is marked as having a fixed plan"
   REQUIRE(counted);
   CHECK_FALSE(counted->fixed_plan);
 }
+
+TEST_CASE("a later page of a history reply starts at its cursor and counts what was sent",
+          "[storage][filter_sql]") {
+  filter by_tag;
+  by_tag.tags.push_back({'e', {std::string(64, 'a')}});
+  by_tag.limit = 100;
+  const history_cursor cursor{1234, "\\x0a0b", 60};
+  auto later = bounded_history_sql(1, {by_tag}, 0, 500, 65536, history_page{cursor, 50});
+  REQUIRE(later);
+  CHECK(later->fixed_plan);
+  // On the columns the tag-driven read is ordered by, so its index range starts at the cursor.
+  CHECK(contains(later->text, "t.created_at <= $5::bigint AND (t.created_at < $5::bigint OR"
+                              " t.event_id > $6::bytea)"));
+  CHECK(param(*later, 5) == "1234");
+  CHECK(param(*later, 6) == "\\x0a0b");
+  CHECK(param(*later, 7) == "40"); // 100 - 60 sent, within the page's 50 rows
+  // Only a row the reply may go on after names its place: the one reaching the bytes ($8) or
+  // the LIMIT's last ($9).
+  CHECK(contains(later->text, "SELECT raw, upto, CASE WHEN upto >= $8::bigint OR n = $9::bigint"
+                              " THEN created_at END"));
+  CHECK(param(*later, 9) == "40");
+  // The limit used up by earlier pages: nothing left to ask.
+  CHECK_FALSE(bounded_history_sql(1, {by_tag}, 0, 500, 65536, history_page{history_cursor{1, "\\x0a", 100}, 50}));
+  // Several filters: the union is read again, after the cursor and bounded by the page's rows.
+  filter kinds;
+  kinds.kinds = std::vector<std::uint32_t>{1};
+  auto several = bounded_history_sql(1, {by_tag, kinds}, 0, 500, 65536, history_page{cursor, 50});
+  REQUIRE(several);
+  CHECK(contains(several->text, "WHERE m.created_at <= "));
+  CHECK(contains(several->text, "ORDER BY m.created_at DESC, m.id LIMIT "));
+}

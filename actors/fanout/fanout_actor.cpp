@@ -41,7 +41,8 @@ using self_ptr = caf::stateful_actor<fanout_state>*;
 
 /// True when the held deliveries must go now although more messages wait.
 bool hold_is_full(const fanout_state& st) {
-  return st.held_count >= max_held_deliveries || st.publishes_while_held >= max_held_publishes;
+  auto cap = st.coalescing ? max_held_coalescing : max_held_deliveries;
+  return st.held_count >= cap || st.publishes_while_held >= max_held_publishes;
 }
 
 /// Sends every held batch, one message per connection.

@@ -213,6 +213,32 @@ TEST_CASE_METHOD(fixture, "under load, a turn's deliveries wait for the coalesci
   CHECK(one->deliveries[one->deliveries.size() - 2] == "a:first");
 }
 
+TEST_CASE_METHOD(fixture, "while coalescing, held deliveries leave once they reach max_held_coalescing",
+                 "[actor][fanout]") {
+  std::vector<std::string> subs;
+  for (int i = 0; i < 128; ++i)
+    subs.push_back("c" + std::to_string(i));
+  auto one = connect(1, subs);
+  load_up();
+  auto messages_before = one->batch_sizes.size();
+  // Every event also reaches load_up's 50 subscriptions.
+  const std::size_t per_event = subs.size() + 50;
+  const std::size_t events_to_cap = (max_held_coalescing + per_event - 1) / per_event;
+  REQUIRE(events_to_cap + 1 < max_held_publishes);
+  REQUIRE(events_to_cap * subs.size() > max_held_deliveries); // the larger bound is the one used
+  for (std::size_t i = 0; i <= events_to_cap; ++i)
+    publish("b" + std::to_string(i));
+  scheduler->run(); // no time passes: only the bound can send them
+  REQUIRE(one->batch_sizes.size() == messages_before + 1);
+  CHECK(one->batch_sizes.back() == events_to_cap * subs.size());
+  scheduler->advance_time(coalescing_window);
+  scheduler->run();
+  REQUIRE(one->batch_sizes.size() == messages_before + 2);
+  CHECK(one->batch_sizes.back() == subs.size());
+  auto last = one->deliveries.back();
+  CHECK(last.substr(last.find(':')) == ":b" + std::to_string(events_to_cap));
+}
+
 TEST_CASE_METHOD(fixture, "while coalescing, a revocation still never overtakes held deliveries",
                  "[actor][fanout]") {
   auto one = connect(1, {"a"});

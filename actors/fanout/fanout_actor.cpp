@@ -39,6 +39,12 @@ bool list_moves_forward(fanout_state& st, std::int64_t community, const protocol
 
 using self_ptr = caf::stateful_actor<fanout_state>*;
 
+/// True when the held deliveries must go now although more messages wait.
+bool hold_is_full(const fanout_state& st) {
+  auto cap = st.coalescing ? max_held_coalescing : max_held_deliveries;
+  return st.held_count >= cap || st.publishes_while_held >= max_held_publishes;
+}
+
 /// Sends every held batch, one message per connection.
 void send_held(self_ptr self) {
   auto& st = self->state;
@@ -49,11 +55,40 @@ void send_held(self_ptr self) {
   st.held.clear();
   st.held_count = 0;
   st.publishes_while_held = 0;
+  st.flush_scheduled = false;
+  ++st.flush_epoch;
 }
 
-/// True when the held deliveries must go now although more messages wait.
-bool hold_is_full(const fanout_state& st) {
-  return st.held_count >= max_held_deliveries || st.publishes_while_held >= max_held_publishes;
+/// Once per `rate_interval`: whether the deliveries of the last interval came fast enough to
+/// coalesce turns.
+void measure_rate(self_ptr self) {
+  auto& st = self->state;
+  auto now = self->clock().now();
+  auto elapsed = now - st.rate_since;
+  if (elapsed < rate_interval)
+    return;
+  double seconds = std::chrono::duration<double>(elapsed).count();
+  st.coalescing = static_cast<double>(st.delivered_since) >= coalesce_above_rate * seconds;
+  st.rate_since = now;
+  st.delivered_since = 0;
+}
+
+/// After a publish: sends the held deliveries when they are many, or when the mailbox holds
+/// nothing more to fan out and the pod is not coalescing; while coalescing, the first held
+/// delivery of a turn schedules their flush `coalescing_window` later.
+void end_publish(self_ptr self) {
+  auto& st = self->state;
+  measure_rate(self);
+  if (st.held_count == 0)
+    return;
+  if (hold_is_full(st) || (!st.coalescing && self->mailbox().empty())) {
+    send_held(self);
+    return;
+  }
+  if (st.coalescing && !st.flush_scheduled) {
+    st.flush_scheduled = true;
+    self->delayed_send(self, coalescing_window, flush_atom_v, st.flush_epoch);
+  }
 }
 
 /// Room a new batch reserves, at most: a writer's commit may hold thousands of events, of which
@@ -108,6 +143,7 @@ void publish(self_ptr self, const committed_event& committed, std::size_t expect
                               {*match.subscription_id, match.generation}});
     ++st.held_count;
   }
+  st.delivered_since += st.held_count - held_before;
   bump(st.args.metrics->deliveries, static_cast<std::uint64_t>(st.held_count - held_before));
 }
 
@@ -115,6 +151,7 @@ void publish(self_ptr self, const committed_event& committed, std::size_t expect
 
 caf::behavior fanout_actor(caf::stateful_actor<fanout_state>* self, fanout_args args) {
   self->state.args = std::move(args);
+  self->state.rate_since = self->clock().now();
   return {
     [=](subscribe_atom, live_request& request) {
       send_held(self);
@@ -155,8 +192,7 @@ caf::behavior fanout_actor(caf::stateful_actor<fanout_state>* self, fanout_args 
     },
     [=](publish_atom, const committed_event& committed) {
       publish(self, committed);
-      if (hold_is_full(self->state) || self->mailbox().empty())
-        send_held(self);
+      end_publish(self);
     },
     [=](publish_atom, const committed_events& batch) {
       for (std::size_t i = 0; i < batch.size(); ++i) {
@@ -164,7 +200,12 @@ caf::behavior fanout_actor(caf::stateful_actor<fanout_state>* self, fanout_args 
         if (hold_is_full(self->state))
           send_held(self);
       }
-      if (self->mailbox().empty())
+      end_publish(self);
+    },
+    [=](flush_atom, std::uint64_t epoch) {
+      // An older epoch's deliveries went out already; but deliveries held while not coalescing
+      // (the mailbox was not empty: this message was in it) go now.
+      if (epoch == self->state.flush_epoch || !self->state.flush_scheduled)
         send_held(self);
     },
   };

@@ -82,6 +82,22 @@ struct fixture {
   void publish(const std::string& content, std::int64_t community = 1) {
     caf::anon_send(fanout, publish_atom_v, committed(content, community));
   }
+
+  /// Delivers coalesce_above_rate deliveries per second for one rate interval (to a connection
+  /// of 50 subscriptions), then lets the interval end: the next publish finds the pod loaded.
+  void load_up() {
+    std::vector<std::string> subs;
+    for (int i = 0; i < 50; ++i)
+      subs.push_back("load" + std::to_string(i));
+    connect(1000, subs);
+    double seconds = std::chrono::duration<double>(rate_interval).count();
+    auto per_interval = static_cast<int>(coalesce_above_rate * seconds);
+    for (int i = 0; i < per_interval / 50; ++i)
+      publish("load " + std::to_string(i));
+    scheduler->run();
+    scheduler->advance_time(rate_interval);
+    scheduler->run();
+  }
 };
 
 } // namespace
@@ -175,4 +191,82 @@ TEST_CASE_METHOD(fixture, "held deliveries go out after max_held_publishes even 
   CHECK(one->deliveries == std::vector<std::string>{"a:first", "a:last"});
   // Without the bound both would have waited for the mailbox to run dry: one message.
   CHECK(one->batch_sizes == std::vector<std::size_t>{1, 1});
+}
+
+TEST_CASE_METHOD(fixture, "under load, a turn's deliveries wait for the coalescing window and leave together",
+                 "[actor][fanout]") {
+  auto one = connect(1, {"a"});
+  load_up();
+  auto messages_before = one->batch_sizes.size();
+  publish("first");
+  scheduler->run();
+  // The pod delivered at coalesce_above_rate: the lone event waits for company.
+  CHECK(one->batch_sizes.size() == messages_before);
+  publish("second");
+  scheduler->run();
+  CHECK(one->batch_sizes.size() == messages_before);
+  scheduler->advance_time(coalescing_window);
+  scheduler->run();
+  REQUIRE(one->batch_sizes.size() == messages_before + 1);
+  CHECK(one->batch_sizes.back() == 2);
+  CHECK(one->deliveries.back() == "a:second");
+  CHECK(one->deliveries[one->deliveries.size() - 2] == "a:first");
+}
+
+TEST_CASE_METHOD(fixture, "while coalescing, held deliveries leave once they reach max_held_coalescing",
+                 "[actor][fanout]") {
+  std::vector<std::string> subs;
+  for (int i = 0; i < 128; ++i)
+    subs.push_back("c" + std::to_string(i));
+  auto one = connect(1, subs);
+  load_up();
+  auto messages_before = one->batch_sizes.size();
+  // Every event also reaches load_up's 50 subscriptions.
+  const std::size_t per_event = subs.size() + 50;
+  const std::size_t events_to_cap = (max_held_coalescing + per_event - 1) / per_event;
+  REQUIRE(events_to_cap + 1 < max_held_publishes);
+  REQUIRE(events_to_cap * subs.size() > max_held_deliveries); // the larger bound is the one used
+  for (std::size_t i = 0; i <= events_to_cap; ++i)
+    publish("b" + std::to_string(i));
+  scheduler->run(); // no time passes: only the bound can send them
+  REQUIRE(one->batch_sizes.size() == messages_before + 1);
+  CHECK(one->batch_sizes.back() == events_to_cap * subs.size());
+  scheduler->advance_time(coalescing_window);
+  scheduler->run();
+  REQUIRE(one->batch_sizes.size() == messages_before + 2);
+  CHECK(one->batch_sizes.back() == subs.size());
+  auto last = one->deliveries.back();
+  CHECK(last.substr(last.find(':')) == ":b" + std::to_string(events_to_cap));
+}
+
+TEST_CASE_METHOD(fixture, "while coalescing, a revocation still never overtakes held deliveries",
+                 "[actor][fanout]") {
+  auto one = connect(1, {"a"});
+  load_up();
+  one->order.clear();
+  publish("before");
+  caf::anon_send(fanout, revoke_atom_v, std::int64_t{1}, pubkey_list{author.public_key()});
+  scheduler->run();
+  CHECK(one->order == std::vector<std::string>{"deliver", "revoke"});
+  // The flush scheduled for "before" finds nothing held: no empty message follows.
+  scheduler->advance_time(coalescing_window);
+  scheduler->run();
+  CHECK(one->order == std::vector<std::string>{"deliver", "revoke"});
+  CHECK(one->batch_sizes.back() == 1);
+}
+
+TEST_CASE_METHOD(fixture, "when the load falls, deliveries go out at once again", "[actor][fanout]") {
+  auto one = connect(1, {"a"});
+  load_up();
+  publish("held");
+  scheduler->run();
+  scheduler->advance_time(coalescing_window);
+  scheduler->run();
+  auto messages = one->batch_sizes.size();
+  // A quiet second: one delivery in it is far below the rate.
+  scheduler->advance_time(std::chrono::seconds(1));
+  publish("quiet");
+  scheduler->run();
+  REQUIRE(one->batch_sizes.size() == messages + 1);
+  CHECK(one->deliveries.back() == "a:quiet");
 }

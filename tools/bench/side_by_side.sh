@@ -4,7 +4,7 @@
 # Each relay runs for the whole sitting on a store of its own; the query store is preloaded once.
 #
 #   bash tools/services.sh start /tmp/sbs-svc && source /tmp/sbs-svc/env
-#   bash tools/bench/side_by_side.sh [ROUNDS]        # default 2 rounds, about 10 minutes
+#   bash tools/bench/side_by_side.sh [ROUNDS]        # default 2 rounds, about 5 minutes on a quiet machine
 #
 # comb: build/bin/comb-relay (tools/build.sh), Postgres of tools/services.sh (fsync and
 # synchronous_commit on), CPU counted for the relay and every Postgres process.

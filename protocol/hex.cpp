@@ -35,16 +35,19 @@ bool decode_lower_hex(std::string_view text, std::span<std::uint8_t> out) noexce
   return (invalid & 0xf0) == 0;
 }
 
-void append_hex(std::string& out, std::span<const std::uint8_t> bytes) {
-  std::size_t at = out.size();
-  out.resize(at + bytes.size() * 2);
-  // Through a local pointer: a store via out[] may alias the string itself, so the compiler
-  // reloads its data pointer for every character (ids, keys and signatures of every event).
-  char* to = out.data() + at;
+void write_hex(std::span<const std::uint8_t> bytes, char* to) noexcept {
   for (std::uint8_t b : bytes) {
     *to++ = digits[b >> 4];
     *to++ = digits[b & 0x0f];
   }
+}
+
+void append_hex(std::string& out, std::span<const std::uint8_t> bytes) {
+  std::size_t at = out.size();
+  out.resize(at + bytes.size() * 2);
+  // Through a pointer: a store via out[] may alias the string itself, so the compiler reloads
+  // its data pointer for every character (ids, keys and signatures of every event).
+  write_hex(bytes, out.data() + at);
 }
 
 std::string to_hex(std::span<const std::uint8_t> bytes) {

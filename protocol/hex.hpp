@@ -18,6 +18,9 @@ using bytes64 = std::array<std::uint8_t, 64>;
 /// character are refused, because NIP-01 ids and keys are lowercase hex.
 [[nodiscard]] bool decode_lower_hex(std::string_view text, std::span<std::uint8_t> out) noexcept;
 
+/// Lowercase hex of `bytes`, written to the 2 * bytes.size() characters at `to`.
+void write_hex(std::span<const std::uint8_t> bytes, char* to) noexcept;
+
 /// Lowercase hex of `bytes`, appended to `out`.
 void append_hex(std::string& out, std::span<const std::uint8_t> bytes);
 

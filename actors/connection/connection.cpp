@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "protocol/hex.hpp"
 #include "protocol/kind_rules.hpp"
 #include "protocol/nip42.hpp"
 #include "protocol/relay_message.hpp"
@@ -73,12 +74,8 @@ void history_ids::seal() {
 }
 
 bool history_ids::contains(const protocol::bytes32& id) const {
-  constexpr char digits[] = "0123456789abcdef";
   std::array<char, 64> hex{};
-  for (std::size_t i = 0; i < id.size(); ++i) {
-    hex[2 * i] = digits[id[i] >> 4];
-    hex[2 * i + 1] = digits[id[i] & 0x0f];
-  }
+  protocol::write_hex(id, hex.data());
   const std::uint64_t leading = leading_chars(hex);
   auto it = std::lower_bound(sorted_.begin(), sorted_.end(), std::make_pair(leading, std::uint32_t{0}));
   for (; it != sorted_.end() && it->first == leading; ++it)

@@ -93,9 +93,6 @@ struct live_event {
   std::shared_ptr<const std::string> json;
 };
 
-/// The decisions of one client connection, free of actors and sockets: AUTH state, quotas,
-/// subscriptions and the REQ protocol (live first, then history, EOSE, then buffered live events
-/// not already sent). The connection actor feeds it messages and sends the frames it returns.
 /// The ids of the events a subscription was sent as history, kept as the hex they have in the
 /// stored JSON: copied, not decoded and hashed, since every row of every reply passes here (a
 /// hash set cost about 1,000 instructions a row, a fifth of a `#e` reply's). Once the reply
@@ -122,6 +119,9 @@ private:
   std::vector<std::pair<std::uint64_t, std::uint32_t>> sorted_; ///< (first 8 characters, place)
 };
 
+/// The decisions of one client connection, free of actors and sockets: AUTH state, quotas,
+/// subscriptions and the REQ protocol (live first, then history, EOSE, then buffered live events
+/// not already sent). The connection actor feeds it messages and sends the frames it returns.
 class connection {
 public:
   connection(connection_policy policy, std::string challenge);

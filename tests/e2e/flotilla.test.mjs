@@ -195,6 +195,14 @@ describe('Flotilla rooms and sync in a closed space', () => {
     // syncUserSpaceMembership: the user's own 8000.
     const mine = await alice.read(relay, [{ kinds: [RELAY_ADD_MEMBER], '#p': [alice.pk], limit: 1 }])
     assert.equal(mine.events.length, 1)
+    // The calendar asks for events by day number in an uppercase `D` tag.
+    const day = String(Math.floor(Date.now() / 86400000))
+    const meeting = await owner.publish(relay, makeEvent(EVENT_TIME, { content: 'meeting', tags: [
+      ['d', 'meeting-1'], ['title', 'Meeting'], ['start', String(Math.floor(Date.now() / 1000) + 3600)],
+      ['end', String(Math.floor(Date.now() / 1000) + 7200)], ['D', day]] }))
+    assert.equal(thunkError(meeting), '')
+    const calendar = await alice.read(relay, [{ kinds: [EVENT_TIME], '#D': [day] }])
+    assert.deepEqual(calendar.events.map((e) => e.id), [meeting.event.id])
 
     const live = alice.listen(relay, unionFilters(filters.map(({ limit, ...f }) => f)).map((f) => ({ ...f, limit: 0 })))
     try {

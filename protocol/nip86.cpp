@@ -76,11 +76,14 @@ parse_result params_of(method m, std::string_view name, const json::array& param
     auto text = string_param(params, text_index);
     if (!text)
       return bad_params(name, "params must be strings");
-    if (takes_text(m) && (text_index >= params.size() || text->empty()))
-      return bad_params(name, "a non-empty string param is required");
+    if (takes_text(m) && text_index >= params.size())
+      return bad_params(name, "a string param is required");
+    // "" clears a name, description or icon: Flotilla sends it when a field is emptied.
+    if (m == method::list_room_members && text->empty())
+      return bad_params(name, "a room id is required");
     if (text->size() > text_bound(m))
       return bad_params(name, "param is longer than " + std::to_string(text_bound(m)) + " bytes");
-    if (m == method::change_relay_icon && !text->starts_with("https://")
+    if (m == method::change_relay_icon && !text->empty() && !text->starts_with("https://")
         && !text->starts_with("http://"))
       return bad_params(name, "the icon must be an http(s) URL");
     request.text = std::move(*text);

@@ -36,8 +36,11 @@ protocol::result<storage::membership_command> user_command(const protocol::event
   c.requested_by = ev.pubkey;
   if (ev.kind == join_request_kind) {
     const std::string* claim = protocol::first_tag_value(ev, "claim");
+    // A failed claim, so NIP-43's `restricted:`; Flotilla reads "invite code" in it as a refusal
+    // (and shows nothing for a join it sent without one).
     if (closed && (!claim || claim->empty()))
-      return protocol::invalid("a join request needs a claim tag with an invite code");
+      return protocol::rejection{protocol::reason::restricted,
+                                 "a join request needs a claim tag with an invite code"};
     c.change = closed ? membership_change::claim_invite : membership_change::claim_membership;
     c.invite_code = claim ? *claim : "";
     c.added_by = closed ? "invite" : "join";

@@ -22,7 +22,9 @@ membership_reply room_reply_for(std::uint32_t kind, protocol::room_outcome outco
     case o::nothing_to_do: return {true, "duplicate: nothing to change"};
     case o::not_member: return {false, "invalid: not a member of this room"};
     case o::no_such_room: return {false, "invalid: there is no such room in this community"};
-    case o::room_exists: return {false, "duplicate: a room with this id exists"};
+    // Flotilla's room form sends a create before every edit and goes on only when the refusal
+    // says "already".
+    case o::room_exists: return {false, "duplicate: a room with this id already exists"};
     case o::not_allowed: return {false, "restricted: your role does not allow this in this room"};
     case o::not_in_community:
       return {false, "restricted: only members of this community can be in its rooms"};

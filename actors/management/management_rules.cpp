@@ -56,6 +56,16 @@ membership_command_for(const protocol::management_request& request,
   return command;
 }
 
+std::optional<storage::membership_command>
+command_before(const storage::membership_command& command,
+               const protocol::management_request& request) {
+  if (request.method != management_method::allow_pubkey)
+    return std::nullopt;
+  auto unban = command;
+  unban.change = membership_change::unban_pubkey;
+  return unban;
+}
+
 management_reply management_reply_for(storage::membership_outcome outcome) {
   using o = storage::membership_outcome;
   switch (outcome) {

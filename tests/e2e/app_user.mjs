@@ -1,9 +1,19 @@
 // A user of a Flotilla-like app on welshman, shared by the e2e files that drive comb as such an
 // app does (community_apps, rooms).
 import assert from 'node:assert/strict'
-import { AuthStatus, Pool, Socket, defaultSocketPolicies, makeSocketPolicyAuth, publishOne, requestOne } from '@welshman/net'
+import { AuthStatus, Pool, PublishStatus, Socket, defaultSocketPolicies, makeSocketPolicyAuth, publishOne, requestOne } from '@welshman/net'
 import { Nip01Signer } from '@welshman/signer'
-import { getPubkey, makeSecret } from '@welshman/util'
+import { getPubkey, makeHttpAuth, makeSecret, normalizeRelayUrl, sendManagementRequest } from '@welshman/util'
+
+/**
+ * What welshman's waitForThunkError gives Flotilla for one publish: the relay's message when it
+ * refused the event, "" when it took it (a timeout fails the test: Flotilla would wait on it).
+ */
+export function thunkError(result) {
+  assert.ok([PublishStatus.Success, PublishStatus.Failure].includes(result.status),
+    `no OK from the relay: ${result.status} ${result.detail}`)
+  return result.status === PublishStatus.Failure ? result.detail : ''
+}
 
 /**
  * A user of a Flotilla-like app: a key, a signer and a pool of its own. (Nip01Signer arms a 30 s
@@ -47,6 +57,30 @@ export function appUser(secret = makeSecret()) {
         onClosed: (message) => { closed = message },
       })
       return { events, closed }
+    },
+    /**
+     * A live subscription as Flotilla's pullAndListen opens it (one REQ per filter, kept open);
+     * { events, closed, stop() }.
+     */
+    listen(relay, filters) {
+      const controller = new AbortController()
+      const seen = { events: [], closed: [], stop: () => controller.abort() }
+      requestOne({
+        relay: relay.url, filters, context, signal: controller.signal,
+        onEvent: (event) => seen.events.push(event),
+        onClosed: (message) => seen.closed.push(message),
+      })
+      return seen
+    },
+    /**
+     * NIP-86 as welshman's manageRelay makes the call for Flotilla: the normalized relay URL with
+     * ws replaced by http, a NIP-98 event over the body, the answer's JSON body.
+     */
+    async manage(relay, method, params = []) {
+      const url = normalizeRelayUrl(relay.url).replace(/^ws/, 'http')
+      const request = { method, params }
+      const auth = await signer.sign(await makeHttpAuth(url, 'POST', JSON.stringify(request)))
+      return sendManagementRequest(url, request, auth)
     },
     close() { pool.clear() },
   }

@@ -52,6 +52,24 @@ TEST_CASE("member and ban methods become membership commands signed off by the c
   CHECK_FALSE(membership_command_for({management_method::list_banned_pubkeys, {}, {}}, key(1)));
 }
 
+TEST_CASE("an allowpubkey lifts a ban first, as Flotilla restores a banned member",
+          "[actors][management]") {
+  auto request = call(management_method::allow_pubkey);
+  auto allow = membership_command_for(request, key(1));
+  REQUIRE(allow);
+  auto before = command_before(*allow, request);
+  REQUIRE(before);
+  CHECK(before->change == membership_change::unban_pubkey);
+  CHECK(before->subject == key(2));
+  CHECK(before->requested_by == key(1));
+  for (auto other : {management_method::ban_pubkey, management_method::unban_pubkey,
+                     management_method::unallow_pubkey}) {
+    auto command = membership_command_for(call(other), key(1));
+    REQUIRE(command);
+    CHECK_FALSE(command_before(*command, call(other)));
+  }
+}
+
 TEST_CASE("membership outcomes become NIP-86 answers", "[actors][management]") {
   for (auto done : {membership_outcome::changed, membership_outcome::nothing_to_do,
                     membership_outcome::already_member, membership_outcome::not_member}) {

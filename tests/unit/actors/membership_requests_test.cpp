@@ -72,7 +72,7 @@ TEST_CASE("joins and leaves need no - tag, and carry their id as the request id"
 
   auto no_claim = test::sign_event(carol, join_request_kind, "", {});
   CHECK(message_of(membership_command_for(no_claim, closed_hive, now))
-        == "invalid: a join request needs a claim tag with an invite code");
+        == "restricted: a join request needs a claim tag with an invite code");
 }
 
 TEST_CASE("an open community admits a join with no claim or any claim", "[unit][actors][nip43]") {

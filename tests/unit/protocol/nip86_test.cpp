@@ -49,6 +49,18 @@ TEST_CASE("NIP-86 calls parse with their params", "[protocol][nip86]") {
   CHECK(rename->text == "Hive");
 }
 
+TEST_CASE("an empty name, description or icon clears it, as Flotilla sends an emptied field",
+          "[protocol][nip86]") {
+  for (const char* method : {"changerelayname", "changerelaydescription", "changerelayicon"}) {
+    auto cleared = parse_management_request(R"({"method":")" + std::string(method) + R"(","params":[""]})");
+    REQUIRE(cleared.ok());
+    CHECK(cleared->text.empty());
+  }
+  CHECK(parse_error(R"({"method":"changerelaydescription","params":[]})").message
+        == "a string param is required");
+  CHECK(parse_error(R"({"method":"listroommembers","params":[""]})").message == "a room id is required");
+}
+
 TEST_CASE("every method name round-trips", "[protocol][nip86]") {
   for (std::size_t i = 0; i < management_method_count; ++i) {
     auto m = static_cast<management_method>(i);
@@ -68,7 +80,6 @@ TEST_CASE("an unknown method or bad params is an error, not a malformed body", "
   CHECK_FALSE(parse_error(R"({"method":"banpubkey","params":[")" + alice + R"(",5]})").malformed);
   CHECK_FALSE(parse_error(R"({"method":"banevent","params":[")" + alice + R"(","r","extra"]})").malformed);
   CHECK_FALSE(parse_error(R"({"method":"changerelayname","params":[]})").malformed);
-  CHECK_FALSE(parse_error(R"({"method":"changerelayname","params":[""]})").malformed);
   CHECK_FALSE(parse_error(R"x({"method":"changerelayicon","params":["javascript:alert(1)"]})x").malformed);
   CHECK_FALSE(parse_error(R"({"method":"changerelayname","params":[")" + std::string(300, 'x') + R"("]})").malformed);
   CHECK_FALSE(parse_error(R"({"method":"listbannedpubkeys","params":{}})").malformed);

@@ -1,0 +1,239 @@
+// What Flotilla (coracle-social/flotilla on welshman) does with a community relay, step by step as
+// its screens do it, and what it concludes from the answers. The audit behind each step is
+// docs/apps.md; the app's own code is paraphrased in the comments, never run.
+import { describe, it } from 'node:test'
+import assert from 'node:assert/strict'
+import {
+  COMMENT, DELETE, EVENT_TIME, MESSAGE, REACTION, RELAY_ADD_MEMBER, RELAY_INVITE, RELAY_JOIN,
+  RELAY_MEMBERS, RELAY_REMOVE_MEMBER, REPORT, ROOM_ADD_MEMBER, ROOM_ADMINS, ROOM_DELETE, ROOM_MEMBERS,
+  ROOM_META, ROOM_REMOVE_MEMBER, THREAD, ZAP_GOAL, ZAP_RESPONSE, getPubkey, getTagValue, makeEvent,
+  makeRoomCreateEvent, makeRoomEditEvent, makeRoomJoinEvent, makeRoomMeta, makeSecret, readRoomMeta,
+  unionFilters,
+} from '@welshman/util'
+import { appUser, thunkError } from './app_user.mjs'
+import { RawClient, httpGet, itStopsCleanly, withRelay } from './harness.mjs'
+
+const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/** Flotilla's deriveUserIsSpaceAdmin: an admin is whoever gets a non-empty supportedmethods. */
+const isSpaceAdmin = async (user, relay) => Boolean((await user.manage(relay, 'supportedmethods')).result?.length)
+
+async function nip11(relay) {
+  const { body } = await httpGet(relay.port, '/', { Accept: 'application/nostr+json' })
+  return JSON.parse(body)
+}
+
+async function memberList(user, relay) {
+  const { events } = await user.read(relay, [{ kinds: [RELAY_MEMBERS], authors: [relay.pubkey] }])
+  assert.equal(events.length, 1)
+  return events[0].tags.filter((t) => t[0] === 'member').map((t) => t[1])
+}
+
+/** Waits (bounded) until `seen` holds an event matching `pred`. */
+async function heard(seen, pred, what) {
+  for (let i = 0; i < 250; i++) {
+    const event = seen.events.find(pred)
+    if (event) return event
+    await pause(20)
+  }
+  throw new Error(`not heard live: ${what}; closed: ${JSON.stringify(seen.closed)}`)
+}
+
+/**
+ * Flotilla's room form on submit: a create (a refusal saying "already" is fine: the room is
+ * being edited), then an edit, then a join (again "already" is fine). Returns the error the form
+ * would toast, "" when it goes on.
+ */
+async function submitRoomForm(user, relay, room) {
+  const create = thunkError(await user.publish(relay, makeRoomCreateEvent(room)))
+  if (create && !create.includes('already')) return `create: ${create}`
+  const edit = thunkError(await user.publish(relay, makeRoomEditEvent(room)))
+  if (edit) return `edit: ${edit}`
+  const join = thunkError(await user.publish(relay, makeRoomJoinEvent(room)))
+  if (join && !join.includes('already')) return `join: ${join}`
+  return ''
+}
+
+describe('Flotilla managing a closed space', () => {
+  const ownerSecret = makeSecret()
+  const ctx = withRelay({ COMB_ACCESS: 'closed', COMB_OWNER_PUBKEY: getPubkey(ownerSecret) })
+  const owner = appUser(ownerSecret)
+  const bob = appUser()
+  const stranger = appUser()
+
+  it('shows its admin tools to the owner only (supportedmethods)', async () => {
+    const { relay } = ctx
+    assert.equal(await isSpaceAdmin(owner, relay), true)
+    assert.deepEqual(await owner.manage(relay, 'allowpubkey', [bob.pk]), { result: true })
+    assert.equal(await isSpaceAdmin(bob, relay), false, 'a plain member is no admin')
+    assert.equal(await isSpaceAdmin(stranger, relay), false)
+  })
+
+  it('edits the space as its edit form does, emptied description included', async () => {
+    const { relay } = ctx
+    assert.deepEqual(await owner.manage(relay, 'changerelaydescription', ['bees only']), { result: true })
+    assert.equal((await nip11(relay)).description, 'bees only')
+    assert.deepEqual(await owner.manage(relay, 'changerelayname', ['The Hive']), { result: true })
+    // The form sends `values.description || ""` when the field was emptied.
+    assert.deepEqual(await owner.manage(relay, 'changerelaydescription', ['']), { result: true })
+    const info = await nip11(relay)
+    assert.equal(info.name, 'The Hive')
+    assert.notEqual(info.description, 'bees only', 'the description is cleared')
+    assert.equal(info.self, relay.pubkey)
+    assert.equal(info.pubkey, owner.pk)
+  })
+
+  it('bans a member from the member list and restores them from the banned list', async () => {
+    const { relay } = ctx
+    await bob.authenticated(relay)
+    assert.equal(thunkError(await bob.publish(relay, makeEvent(MESSAGE, { content: 'hi' }))), '')
+    // SpaceMembers and ProfileDetail ban with the pubkey alone.
+    assert.deepEqual(await owner.manage(relay, 'banpubkey', [bob.pk]), { result: true })
+    const banned = await owner.manage(relay, 'listbannedpubkeys')
+    assert.deepEqual(banned.result.map((item) => item.pubkey), [bob.pk])
+    assert.ok(!(await memberList(owner, relay)).includes(bob.pk))
+    assert.match(thunkError(await bob.publish(relay, makeEvent(MESSAGE, { content: 'still here?' }))), /^(blocked|restricted): /)
+    // SpaceMembersBanned restores with allowpubkey, and reports any error it gets.
+    const restored = await owner.manage(relay, 'allowpubkey', [bob.pk])
+    assert.deepEqual(restored, { result: true }, JSON.stringify(restored))
+    assert.ok((await memberList(owner, relay)).includes(bob.pk))
+    await pause(1100) // the same call in the same second would be the very same, used, NIP-98 event
+    assert.deepEqual((await owner.manage(relay, 'listbannedpubkeys')).result, [])
+    assert.equal(thunkError(await bob.publish(relay, makeEvent(MESSAGE, { content: 'back again' }))), '')
+  })
+
+  it('deletes a message with banevent and the id alone, as the message menu does', async () => {
+    const { relay } = ctx
+    const note = await bob.publish(relay, makeEvent(MESSAGE, { content: 'off topic' }))
+    assert.equal(thunkError(note), '')
+    assert.deepEqual(await owner.manage(relay, 'banevent', [note.event.id]), { result: true })
+    assert.equal((await owner.read(relay, [{ ids: [note.event.id] }])).events.length, 0)
+    for (const user of [owner, bob, stranger]) user.close()
+  })
+
+  itStopsCleanly(ctx)
+})
+
+describe('Flotilla joining a closed space', () => {
+  const ownerSecret = makeSecret()
+  const ctx = withRelay({ COMB_ACCESS: 'closed', COMB_OWNER_PUBKEY: getPubkey(ownerSecret) })
+
+  it('reads a refused claim as NIP-43 says, and names the invite code in it', async () => {
+    const { relay } = ctx
+    const owner = appUser(ownerSecret)
+    const newcomer = appUser()
+    try {
+      // attemptRelayAccess: AUTH first, then the join; a link without a code sends claim "".
+      await newcomer.authenticated(relay)
+      for (const claim of ['', 'not-a-code']) {
+        const error = thunkError(await newcomer.publish(relay, makeEvent(RELAY_JOIN, { tags: [['claim', claim]] })))
+        assert.match(error, /^restricted: /, `claim ${JSON.stringify(claim)}`)
+        assert.ok(error.includes('invite code'), `Flotilla shows "join request rejected" for: ${error}`)
+      }
+      const invite = await owner.read(relay, [{ kinds: [RELAY_INVITE], limit: 1 }])
+      const claim = getTagValue('claim', invite.events[0].tags)
+      assert.equal(thunkError(await newcomer.publish(relay, makeEvent(RELAY_JOIN, { tags: [['claim', claim]] }))), '')
+      assert.ok((await memberList(owner, relay)).includes(newcomer.pk))
+    } finally {
+      owner.close()
+      newcomer.close()
+    }
+  })
+
+  itStopsCleanly(ctx)
+})
+
+describe('Flotilla rooms and sync in a closed space', () => {
+  const ownerSecret = makeSecret()
+  const ctx = withRelay({ COMB_ACCESS: 'closed', COMB_OWNER_PUBKEY: getPubkey(ownerSecret) })
+  const owner = appUser(ownerSecret)
+  const alice = appUser()
+  const room = makeRoomMeta({ name: 'Pizza', about: 'for people who love pizza' })
+
+  async function roomMeta(user, relay, h) {
+    const { events } = await user.read(relay, [{ kinds: [ROOM_META], authors: [relay.pubkey], '#d': [h] }])
+    assert.equal(events.length, 1)
+    return readRoomMeta(events[0])
+  }
+
+  it('creates a room with its room form, and edits it with the same form', async () => {
+    const { relay } = ctx
+    await owner.authenticated(relay)
+    assert.equal(await submitRoomForm(owner, relay, room), '')
+    // RoomEdit fills the form from the relay's 39000 (its tags are copied into the 9002).
+    const current = await roomMeta(owner, relay, room.h)
+    assert.equal(current.name, 'Pizza')
+    assert.equal(await submitRoomForm(owner, relay, { ...current, name: 'Pizza Place' }), '')
+    const edited = await roomMeta(owner, relay, room.h)
+    assert.equal(edited.name, 'Pizza Place')
+    assert.equal(edited.about, 'for people who love pizza')
+    // Saved again unchanged, a second later.
+    await pause(1100)
+    assert.equal(await submitRoomForm(owner, relay, edited), '')
+  })
+
+  it('loads a space with its sync filters and hears what follows live', async () => {
+    const { relay } = ctx
+    assert.deepEqual(await owner.manage(relay, 'allowpubkey', [alice.pk]), { result: true })
+    await alice.authenticated(relay)
+    // syncSpace's filters; pullAndListen loads them with limit 100 each, then listens to their
+    // union with limit 0.
+    const filters = [
+      { kinds: [RELAY_MEMBERS] },
+      { kinds: [ROOM_ADMINS, ROOM_MEMBERS] },
+      { kinds: [ROOM_META, ROOM_DELETE], limit: 1000 },
+      { kinds: [ROOM_ADD_MEMBER, ROOM_REMOVE_MEMBER] },
+      { kinds: [RELAY_ADD_MEMBER, RELAY_REMOVE_MEMBER] },
+      ...[ZAP_GOAL, EVENT_TIME, THREAD, MESSAGE].map((kind) => ({ kinds: [kind] })),
+      { kinds: [COMMENT], '#K': [ZAP_GOAL, EVENT_TIME, THREAD].map(String) },
+      { kinds: [REPORT, DELETE, REACTION, ZAP_RESPONSE], limit: 0 },
+    ]
+    const loaded = await alice.read(relay, filters.map((f) => ({ limit: 100, ...f })))
+    assert.equal(loaded.closed, null)
+    assert.ok(loaded.events.some((e) => e.kind === RELAY_MEMBERS && e.pubkey === relay.pubkey))
+    assert.ok(loaded.events.some((e) => e.kind === ROOM_META && getTagValue('d', e.tags) === room.h))
+    // syncUserSpaceMembership: the user's own 8000.
+    const mine = await alice.read(relay, [{ kinds: [RELAY_ADD_MEMBER], '#p': [alice.pk], limit: 1 }])
+    assert.equal(mine.events.length, 1)
+    // The calendar asks for events by day number in an uppercase `D` tag.
+    const day = String(Math.floor(Date.now() / 86400000))
+    const meeting = await owner.publish(relay, makeEvent(EVENT_TIME, { content: 'meeting', tags: [
+      ['d', 'meeting-1'], ['title', 'Meeting'], ['start', String(Math.floor(Date.now() / 1000) + 3600)],
+      ['end', String(Math.floor(Date.now() / 1000) + 7200)], ['D', day]] }))
+    assert.equal(thunkError(meeting), '')
+    const calendar = await alice.read(relay, [{ kinds: [EVENT_TIME], '#D': [day] }])
+    assert.deepEqual(calendar.events.map((e) => e.id), [meeting.event.id])
+
+    const live = alice.listen(relay, unionFilters(filters.map(({ limit, ...f }) => f)).map((f) => ({ ...f, limit: 0 })))
+    try {
+      await pause(300)
+      const thread = await owner.publish(relay, makeEvent(THREAD, { content: 'agenda', tags: [['title', 'Agenda']] }))
+      assert.equal(thunkError(thread), '')
+      const comment = await owner.publish(relay, makeEvent(COMMENT, {
+        content: 'item one', tags: [['E', thread.event.id], ['K', String(THREAD)], ['e', thread.event.id], ['k', String(THREAD)]] }))
+      assert.equal(thunkError(comment), '')
+      const chat = await owner.publish(relay, makeEvent(MESSAGE, { content: 'hello room', tags: [['h', room.h]] }))
+      assert.equal(thunkError(chat), '')
+      for (const { event } of [thread, comment, chat])
+        await heard(live, (e) => e.id === event.id, `kind ${event.kind}`)
+      assert.deepEqual(live.closed, [])
+    } finally {
+      live.stop()
+    }
+  })
+
+  it('keeps an idle socket that sends welshman\'s ["PING"] usable', async () => {
+    const { relay } = ctx
+    const client = await RawClient.open(relay)
+    client.send(['PING'])
+    client.send(['REQ', 'after-ping', { kinds: [RELAY_MEMBERS], limit: 1 }])
+    const { end } = await client.history('after-ping')
+    assert.equal(end[0], 'CLOSED') // this closed community wants AUTH first, but it still answers
+    assert.match(end[2], /^auth-required: /)
+    assert.equal(client.closeInfo, null)
+    await client.close()
+    for (const user of [owner, alice]) user.close()
+  })
+
+  itStopsCleanly(ctx)
+})

@@ -487,7 +487,7 @@ TEST_CASE("export then import --rooms-from-state moves a community's rooms, memb
   CHECK(count_of(again.json(), "rooms_created") == 0);
 }
 
-TEST_CASE("--rooms-from-state takes only the file's relay's state and a closed community's members", "[cli][portability]") {
+TEST_CASE("import --rooms-from-state takes only the file's relay's state and a closed community's members", "[cli][portability]") {
   cli_fixture f;
   auto owner = protocol::key_pair::generate();
   auto alice = protocol::key_pair::generate();

@@ -477,59 +477,6 @@ std::optional<pg_reply> pg_connection::use_generic_plans(bool generic) {
   return std::nullopt;
 }
 
-pg_reply pg_connection::exec_rows(std::string_view sql, const pg_params& params,
-                                   const std::function<bool(const pg_reply& row)>& on_row,
-                                   bool generic_plan) {
-  auto outcome = rows_once(sql, params, on_row, generic_plan);
-  // A stale prepared statement fails before its first row: prepare it again, once.
-  if (is_stale(outcome) && !in_transaction_)
-    return rows_once(sql, params, on_row, generic_plan);
-  return outcome;
-}
-
-pg_reply pg_connection::rows_once(std::string_view sql, const pg_params& params,
-                                  const std::function<bool(const pg_reply& row)>& on_row,
-                                  bool generic_plan) {
-  auto readied = ready(sql, params, generic_plan);
-  if (auto* refused = std::get_if<pg_reply>(&readied))
-    return std::move(*refused);
-  const auto& s = std::get<ready_statement>(readied);
-  int sent = s.prepared.empty()
-               ? PQsendQueryParams(conn_, s.text.c_str(), s.count(), nullptr, s.values.data(),
-                                   nullptr, nullptr, 0)
-               : PQsendQueryPrepared(conn_, s.prepared.c_str(), s.count(), s.values.data(),
-                                     nullptr, nullptr, 0);
-  if (sent != 1)
-    return wrap(nullptr, false);
-  (void)PQsetSingleRowMode(conn_); // on failure the rows come in one result: still correct
-  pg_reply outcome;
-  bool wanted = true;
-  bool stopped = false;
-  while (::pg_result* raw = PQgetResult(conn_)) {
-    ExecStatusType status = PQresultStatus(raw);
-    if (status == PGRES_SINGLE_TUPLE || (status == PGRES_TUPLES_OK && PQntuples(raw) > 0)) {
-      pg_reply row;
-      row.result_.reset(raw);
-      if (wanted && !on_row(row)) {
-        wanted = false;
-        stopped = cancel(); // the remaining results still have to be read (and dropped)
-      }
-      continue;
-    }
-    // The final result: success with no more rows, or the error (ours, when cancelled).
-    outcome = wrap(raw, false);
-  }
-  if (connected()) {
-    // wrap() saw the final result while the statement was still active; it has ended now.
-    PGTransactionStatusType tx = PQtransactionStatus(conn_);
-    in_transaction_ = tx == PQTRANS_INTRANS || tx == PQTRANS_INERROR;
-  }
-  if (stopped || !wanted)
-    return pg_reply{};
-  forget_if_stale(s.text, outcome); // a stale statement failed before any row
-  return outcome;
-}
-
 pg_reply pg_connection::exec_script(std::string_view constant_sql) {
   if (auto not_ready = before_statement(constant_sql))
     return std::move(*not_ready);

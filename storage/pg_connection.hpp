@@ -3,7 +3,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -102,8 +101,10 @@ public:
   /// and cast in the SQL text where their type matters. A statement with parameters is
   /// prepared on its first use on a connection and executed by name afterwards, so Postgres
   /// parses and analyses each distinct text once per connection (at most 256 texts per
-  /// connection are kept prepared; others are sent unprepared every time). `generic_plan`: as
-  /// for exec_rows.
+  /// connection are kept prepared; others are sent unprepared every time). `generic_plan`: run
+  /// the prepared statement's generic plan, planned once per connection, instead of planning it
+  /// anew for each set of values; only for SQL whose plan the values cannot change (the caller
+  /// knows its shape).
   [[nodiscard]] pg_reply exec(std::string_view sql, const pg_params& params = {},
                               bool generic_plan = false);
 
@@ -127,18 +128,6 @@ public:
   /// statement; a connection lost at any point fails them all, as `exec` reports it.
   [[nodiscard]] std::vector<pg_reply> exec_pipeline(const std::vector<pipelined>& statements,
                                                     bool generic_plan = false);
-
-  /// Runs one parameterized read like `exec`, but hands its rows over one at a time as they
-  /// arrive (libpq single-row mode: each `row` holds one row), so a large result is never held
-  /// whole by libpq or the caller. `on_row` returns false to stop: the statement is then
-  /// cancelled and the rest discarded. Returns the statement's outcome (no rows); a connection
-  /// lost before the first row is reported like `exec`'s.
-  /// `generic_plan`: run the prepared statement's generic plan, planned once per connection,
-  /// instead of planning it anew for each set of values; only for SQL whose plan the values
-  /// cannot change (the caller knows its shape).
-  [[nodiscard]] pg_reply exec_rows(std::string_view sql, const pg_params& params,
-                                   const std::function<bool(const pg_reply& row)>& on_row,
-                                   bool generic_plan = false);
 
   /// Runs `COPY … FROM STDIN` (constant SQL, like exec_script's) and sends `data` as its whole
   /// input, in the format the statement names (e.g. a pg_copy_rows in FORMAT binary). Returns
@@ -186,7 +175,7 @@ private:
     bool switch_plans = false;
     [[nodiscard]] int count() const { return static_cast<int>(values.size()); }
   };
-  /// What `exec` and `exec_rows` do before sending: refusal, connection, plan mode, prepare.
+  /// What `exec` and `exec_pipeline` do before sending: refusal, connection, plan mode, prepare.
   /// `defer_switch`: a plan mode switch a prepared statement needs is left to the caller
   /// (`switch_plans`), to be sent with it.
   [[nodiscard]] std::variant<ready_statement, pg_reply> ready(std::string_view sql,
@@ -202,10 +191,6 @@ private:
   /// statement again once when its prepared form was stale.
   [[nodiscard]] pg_reply exec_formatted(std::string_view sql, const pg_params& params,
                                         bool generic_plan, const std::vector<bool>& binary);
-  /// One try of exec_rows.
-  [[nodiscard]] pg_reply rows_once(std::string_view sql, const pg_params& params,
-                                   const std::function<bool(const pg_reply& row)>& on_row,
-                                   bool generic_plan);
   /// One try of exec_formatted.
   [[nodiscard]] pg_reply exec_once(std::string_view sql, const pg_params& params,
                                    bool generic_plan, const std::vector<bool>& binary);

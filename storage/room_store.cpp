@@ -419,6 +419,116 @@ room_write room_store::apply(std::int64_t community_id, const room_command& comm
   }
 }
 
+namespace {
+
+std::set<protocol::bytes32> community_members(pg_connection& c, std::int64_t community_id) {
+  auto reply = must(c.exec("SELECT encode(pubkey, 'hex') FROM members WHERE community_id = $1::bigint",
+                           {std::to_string(community_id)}),
+                    "read members");
+  std::set<protocol::bytes32> out;
+  for (int row = 0; row < reply.rows(); ++row)
+    if (auto pubkey = protocol::array_from_hex<32>(reply.text(row, 0)))
+      out.insert(*pubkey);
+  return out;
+}
+
+/// The room as it may be created here: only members of a closed community, within the bound.
+room_state admissible(const room_state& room, bool closed,
+                      const std::set<protocol::bytes32>& members, std::size_t& left_out) {
+  room_state kept = room;
+  kept.exists = true;
+  kept.members.clear();
+  for (const auto& member : room.members) {
+    if ((closed && !members.contains(member.pubkey))
+        || static_cast<std::int64_t>(kept.members.size()) >= max_members_per_room
+        || protocol::find_member(kept, member.pubkey)) {
+      ++left_out;
+      continue;
+    }
+    kept.members.push_back(member);
+  }
+  return kept;
+}
+
+/// restore_rooms inside its transaction. Throws statement_failed or room_must_wait.
+rooms_restore restore_locked(pg_connection& c, const protocol::key_pair& relay,
+                             std::int64_t community_id, const std::vector<room_state>& rooms,
+                             std::int64_t now) {
+  const std::string community = std::to_string(community_id);
+  auto locked = must(c.exec("SELECT access FROM communities WHERE id = $1::bigint FOR NO KEY UPDATE",
+                            {community}),
+                     "lock community");
+  if (locked.rows() == 0)
+    throw statement_failed("community " + community + " does not exist");
+  const bool closed = locked.text(0, 0) == "closed";
+  const auto members = closed ? community_members(c, community_id) : std::set<protocol::bytes32>{};
+  auto held = count(c, "SELECT count(*) FROM rooms WHERE community_id = $1::bigint", {community},
+                    "count rooms");
+  rooms_restore out;
+  out.committed = true;
+  for (const auto& room : rooms) {
+    if (exists(c, "SELECT 1 FROM rooms WHERE community_id = $1::bigint AND room_id = $2",
+               {community, room.id}, "find room")) {
+      ++out.existing;
+      continue;
+    }
+    if (held >= max_rooms_per_community) {
+      ++out.rooms_left_out;
+      continue;
+    }
+    if (auto newest = room_clock(c, community_id, room.id); newest >= now)
+      throw room_must_wait{newest + 1};
+    auto kept = admissible(room, closed, members, out.members_left_out);
+    must(c.exec("INSERT INTO rooms (community_id, room_id, name) VALUES ($1::bigint, $2, $3)",
+                {community, kept.id, kept.meta.name}),
+         "create room");
+    write_metadata(c, community_id, kept);
+    write_members(c, community_id, room_state{false, kept.id, {}, {}, {}}, kept);
+    protocol::room_parts parts;
+    parts.metadata = parts.admins = parts.members = parts.roles = true;
+    parts.pins = !kept.pins.empty();
+    auto state = write_state(c, relay, community_id, kept, parts, now);
+    out.events.insert(out.events.end(), state.begin(), state.end());
+    ++out.restored;
+    ++held;
+  }
+  if (out.events.empty())
+    return out;
+  std::vector<protocol::bytes32> written;
+  for (const auto& ev : out.events)
+    written.push_back(ev.ev.id);
+  std::string error;
+  auto version = note_access_change(c, community_id, written, error);
+  if (!version)
+    throw statement_failed(error.empty() ? "community vanished" : error);
+  out.state_version = *version;
+  return out;
+}
+
+} // namespace
+
+rooms_restore restore_rooms(pg_connection& connection, const protocol::key_pair& relay_key,
+                            std::int64_t community_id, const std::vector<room_state>& rooms,
+                            std::int64_t now) {
+  try {
+    must(connection.exec("BEGIN"), "begin");
+    auto out = restore_locked(connection, relay_key, community_id, rooms, now);
+    must(connection.exec("COMMIT"), "commit");
+    return out;
+  } catch (const room_must_wait& wait) {
+    (void)connection.exec("ROLLBACK");
+    rooms_restore out;
+    out.error = "a room's state of this second is written; waiting";
+    out.retry_at = wait.until;
+    return out;
+  } catch (const std::exception& e) {
+    (void)connection.exec("ROLLBACK");
+    rooms_restore out;
+    out.error = e.what();
+    return out;
+  }
+}
+
 std::optional<std::vector<room_state>> load_rooms(pg_connection& connection,
                                                   std::int64_t community_id) {
   const std::string community = std::to_string(community_id);

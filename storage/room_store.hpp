@@ -61,6 +61,33 @@ private:
   std::string last_error_;
 };
 
+/// What restore_rooms did.
+struct rooms_restore {
+  bool committed = false;
+  std::string error; ///< why nothing was written, when !committed
+  std::size_t restored = 0;            ///< rooms created
+  std::size_t existing = 0;            ///< rooms the community had already (left alone)
+  std::size_t rooms_left_out = 0;      ///< rooms past max_rooms_per_community
+  std::size_t members_left_out = 0;    ///< non-members of a closed community, members past the bound
+  std::vector<relay_signed_event> events; ///< the relay-signed state written
+  std::int64_t state_version = 0;      ///< after the transaction; 0 when nothing was written
+  /// Not committed because a room id's newest state already has this second: try again then.
+  std::int64_t retry_at = 0;
+};
+
+/// Creates `rooms` in the community as another relay's state described them (flags, members
+/// in order with their roles, pins), for a community moved by export and import: one
+/// transaction under the community row lock, each room's 39000-39003 (and 39005 when it has
+/// pins) signed by `relay_key` at `now`, and the access change noted, as a room change does.
+/// A room the community has already is left alone (a second run changes nothing); a closed
+/// community's rooms take only its members; rooms and members past the bounds are left out.
+/// All are counted. No function throws.
+[[nodiscard]] rooms_restore restore_rooms(pg_connection& connection,
+                                          const protocol::key_pair& relay_key,
+                                          std::int64_t community_id,
+                                          const std::vector<protocol::room_state>& rooms,
+                                          std::int64_t now);
+
 /// Every room of a community with its flags and members, in id order; nothing on an error.
 [[nodiscard]] std::optional<std::vector<protocol::room_state>> load_rooms(pg_connection& connection,
                                                                           std::int64_t community_id);

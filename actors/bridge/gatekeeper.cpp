@@ -3,6 +3,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <memory>
+
 #include "actors/clock.hpp"
 #include "actors/messages.hpp"
 #include "storage/bridge_envelope.hpp"
@@ -13,8 +15,12 @@ namespace {
 using namespace std::chrono_literals;
 
 constexpr auto tick_period = 1s;
-/// Node ids whose last proof the gatekeeper keeps (peers of one deployment are a handful).
-constexpr std::size_t max_proofs_kept = 256;
+/// Peers with an open gap (peers of one deployment are a handful); past it the oldest gap is
+/// filled at once rather than forgotten.
+constexpr std::size_t max_gaps = 256;
+/// A gap is filled this long after a link is back: the peer starts sending over it once it has
+/// our welcome, and what it committed before then is in the fill only if the fill runs later.
+constexpr auto gap_settle = 1s;
 
 std::chrono::steady_clock::time_point steady_now() {
   return std::chrono::steady_clock::now();
@@ -35,6 +41,30 @@ std::string key_of(const caf::actor& peer) {
 }
 
 } // namespace
+
+caf::behavior link_watch(caf::event_based_actor* self, caf::actor_addr gate) {
+  // By key: the epoch of the newest watch order; one monitor per link (a second order only
+  // renews the epoch), so each drop is reported once.
+  auto epochs = std::make_shared<std::unordered_map<std::string, std::string>>();
+  self->set_down_handler([self, gate, epochs](caf::down_msg& down) {
+    auto key = caf::to_string(down.source);
+    auto it = epochs->find(key);
+    if (it == epochs->end())
+      return;
+    self->send(caf::actor_cast<caf::actor>(gate),
+               gate_order{gate_order::kind::dialer_lost, {}, key + " " + it->second});
+    epochs->erase(it);
+  });
+  return {
+    [self, epochs](gate_order& order) {
+      if (order.what != gate_order::kind::watch || !order.peer)
+        return;
+      auto [it, fresh] = epochs->insert_or_assign(key_of(order.peer), order.text);
+      if (fresh)
+        self->monitor(order.peer);
+    },
+  };
+}
 
 bool admitted_at_gate(const caf::type_erased_tuple& content) {
   using std::string;
@@ -66,6 +96,7 @@ void gatekeeper::enqueue(caf::mailbox_element_ptr element, caf::execution_unit* 
 }
 
 caf::behavior gatekeeper::make_behavior() {
+  watch_ = spawn(link_watch, address());
   delayed_send(caf::actor_cast<caf::actor>(this), tick_period, gate_order{gate_order::kind::tick, {}, {}});
   return {
     [this](gate_order& order) { on_order(order); },
@@ -110,24 +141,44 @@ void gatekeeper::on_order(gate_order& order) {
       break;
     }
     case gate_order::kind::lost:
-      lose(order.peer);
+      if (order.peer)
+        lose(key_of(order.peer));
       break;
+    case gate_order::kind::dialer_lost: {
+      auto space = order.text.rfind(' ');
+      if (space != std::string::npos)
+        lose_dialer(order.text.substr(0, space), order.text.substr(space + 1));
+      break;
+    }
+    case gate_order::kind::watch:
+      break; // the link watch's order
     case gate_order::kind::send_all:
-      for (const auto& [key, peer] : dialed_)
-        if (handshake_.linked(key))
-          send(peer, envelope_atom_v, order.text);
+      send_to_peers(order.text);
       break;
     case gate_order::kind::send_to:
-      if (order.peer && handshake_.linked(key_of(order.peer)))
+      if (order.peer
+          && (handshake_.linked(key_of(order.peer)) || handshake_.trusts(key_of(order.peer))))
         send(order.peer, envelope_atom_v, std::move(order.text));
       break;
     case gate_order::kind::tick:
       tick();
       break;
     case gate_order::kind::stop:
+      send_exit(watch_, caf::exit_reason::user_shutdown);
       quit();
       break;
   }
+}
+
+/// Every linked peer once: those we dialed, and those that dialed us and proved the secret (a
+/// peer that lists us while we do not list it hears from us only that way).
+void gatekeeper::send_to_peers(const std::string& envelope) {
+  for (const auto& [key, peer] : dialed_)
+    if (handshake_.linked(key))
+      send(peer, envelope_atom_v, envelope);
+  for (const auto& [key, dialer] : accepted_)
+    if (handshake_.trusts(key) && !handshake_.linked(key))
+      send(dialer.peer, envelope_atom_v, envelope);
 }
 
 void gatekeeper::greet(const std::string& key) {
@@ -169,14 +220,15 @@ void gatekeeper::on_prove(const std::string& node_id, const std::string& proof) 
   if (auto refused = handshake_.on_prove(key, {node_id, proof}, steady_now()))
     return refuse("cluster peer " + node_id.substr(0, 80) + ": " + *refused);
   spdlog::info("cluster: peer {} authenticated", printable(node_id, 80));
-  if (proved_at_.size() >= max_proofs_kept)
-    proved_at_.clear();
-  proved_at_[node_id] = storage::envelope_clock_ms();
-  for (auto it = gaps_.begin(); it != gaps_.end();) {
-    auto where = (it++)->first; // end_gap_if_whole may erase it
-    end_gap_if_whole(where);
-  }
-  send(caf::actor_cast<caf::actor>(current_sender()), welcome_atom_v);
+  auto peer = caf::actor_cast<caf::actor>(current_sender());
+  std::erase_if(accepted_, [this](const auto& entry) { return !handshake_.trusts(entry.first); });
+  const auto epoch = ++next_epoch_;
+  accepted_[key] = accepted_dialer{peer, node_id, epoch};
+  send(watch_, gate_order{gate_order::kind::watch, peer, std::to_string(epoch)});
+  send(peer, welcome_atom_v);
+  if (!handshake_.linked(key)) // else our own link already had the start-up lists
+    send(args_.bridge, peer_atom_v, peer);
+  end_gaps(node_id, {});
 }
 
 void gatekeeper::on_welcome() {
@@ -185,43 +237,76 @@ void gatekeeper::on_welcome() {
   if (it == dialed_.end() || !handshake_.on_welcome(key))
     return refuse("welcome from a node this pod did not dial and verify");
   bump(args_.metrics->cluster_peers_linked);
-  spdlog::info("cluster: linked to peer {} at {}", printable(handshake_.peer_id(key), 80), where_[key]);
-  send(args_.bridge, peer_atom_v, it->second);
-  if (auto gap = gaps_.find(where_[key]); gap != gaps_.end()) {
-    gap->second.node = handshake_.peer_id(key);
-    end_gap_if_whole(where_[key]);
-  }
+  const auto node = handshake_.peer_id(key);
+  spdlog::info("cluster: linked to peer {} at {}", printable(node, 80), where_[key]);
+  if (!handshake_.trusts(key)) // else its link to us already had the start-up lists
+    send(args_.bridge, peer_atom_v, it->second);
+  end_gaps(node, where_[key]);
 }
 
+/// From a peer we dialed and verified, or one that dialed us and proved the secret: a peer
+/// sends over whichever direction is up.
 void gatekeeper::on_envelope(std::string& payload) {
-  if (!handshake_.trusts(sender_key()))
+  auto key = sender_key();
+  if (!handshake_.trusts(key) && !handshake_.linked(key))
     return refuse("envelope from a node that did not prove the secret");
   send(args_.bridge, envelope_atom_v, std::move(payload));
 }
 
-void gatekeeper::lose(const caf::actor& peer) {
-  auto key = key_of(peer);
-  if (handshake_.linked(key)) {
+/// The link to the remote gatekeeper `key` is gone (both directions name it by one key, and a
+/// dropped connection ends both): what the peer sends meanwhile never comes.
+void gatekeeper::lose(const std::string& key) {
+  const bool was_linked = handshake_.linked(key);
+  auto dialer = accepted_.find(key);
+  const bool was_trusted = dialer != accepted_.end() && handshake_.trusts(key);
+  if (was_linked)
     args_.metrics->cluster_peers_linked -= 1;
-    gaps_.try_emplace(where_[key], link_gap{storage::envelope_clock_ms(), {}}); // the first loss
+  if (was_linked || was_trusted) {
+    auto where = where_.find(key);
+    open_gap(was_linked ? handshake_.peer_id(key) : dialer->second.node,
+             where == where_.end() ? std::string() : where->second);
   }
   handshake_.forget(key);
   dialed_.erase(key);
   where_.erase(key);
+  accepted_.erase(key);
 }
 
-/// Both links to the peer at `where` are back after its gap: what the peer sent meanwhile never
-/// came. The bridge has the access watcher hand the local fan-out what was stored since the
-/// loss, as after a Redis gap (the fan-out drops what it delivered).
-void gatekeeper::end_gap_if_whole(const std::string& where) {
-  auto gap = gaps_.find(where);
-  if (gap == gaps_.end() || gap->second.node.empty())
-    return; // our link to it is not back yet
-  auto proved = proved_at_.find(gap->second.node);
-  if (proved == proved_at_.end() || proved->second < gap->second.lost_at)
-    return; // its link to us is not back yet
-  send(args_.bridge, ready_atom_v, gap->second.lost_at);
-  gaps_.erase(gap);
+/// The link watch saw the link of dialer `key` drop; an older epoch's report is about a link
+/// since replaced.
+void gatekeeper::lose_dialer(const std::string& key, const std::string& epoch) {
+  auto dialer = accepted_.find(key);
+  if (dialer == accepted_.end() || std::to_string(dialer->second.epoch) != epoch)
+    return;
+  spdlog::warn("cluster: link from peer {} lost", printable(dialer->second.node, 80));
+  lose(key);
+}
+
+/// The first loss counts: a gap already open for the peer keeps its start.
+void gatekeeper::open_gap(const std::string& node, const std::string& where) {
+  for (auto& gap : gaps_)
+    if ((!where.empty() && gap.where == where) || (!node.empty() && gap.node == node)) {
+      if (gap.where.empty())
+        gap.where = where;
+      return;
+    }
+  if (gaps_.size() >= max_gaps) {
+    send(args_.bridge, ready_atom_v, gaps_.front().lost_at); // fill early, never forget
+    gaps_.erase(gaps_.begin());
+  }
+  gaps_.push_back(link_gap{storage::envelope_clock_ms(), node, where});
+}
+
+/// A link to the peer `node` (or, ours, at `where`) is back: what the peer sent during its gap
+/// never came. Once the link settled, the bridge has the access watcher hand the local fan-out
+/// what was stored since the loss, as after a Redis gap (the fan-out drops what it delivered).
+void gatekeeper::end_gaps(const std::string& node, const std::string& where) {
+  std::erase_if(gaps_, [&](const link_gap& gap) {
+    if (!(!where.empty() && gap.where == where) && !(!node.empty() && gap.node == node))
+      return false;
+    delayed_send(args_.bridge, gap_settle, ready_atom_v, gap.lost_at);
+    return true;
+  });
 }
 
 void gatekeeper::tick() {

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "actors/bridge/cluster_handshake.hpp"
 #include "actors/metrics.hpp"
@@ -18,6 +19,8 @@ struct gate_order {
   enum class kind {
     dialed,   ///< a peer connector linked to `peer` (at `text`, host:port): greet it
     lost,     ///< the link to `peer` dropped
+    dialer_lost, ///< from the link watch: the link of the dialer `text` (a key) dropped
+    watch,    ///< to the link watch: report when the link to `peer` drops (`text`: its epoch)
     send_all, ///< `text` is an envelope for every linked peer
     send_to,  ///< `text` is an envelope for `peer` only (start-up lists for a new link)
     tick,     ///< housekeeping: expire challenges, greet stalled peers again
@@ -63,29 +66,49 @@ private:
   void on_welcome();
   void on_envelope(std::string& payload);
   void greet(const std::string& key);
-  void lose(const caf::actor& peer);
-  void end_gap_if_whole(const std::string& where);
+  void send_to_peers(const std::string& envelope);
+  void lose(const std::string& key);
+  void lose_dialer(const std::string& key, const std::string& epoch);
+  void open_gap(const std::string& node, const std::string& where);
+  void end_gaps(const std::string& node, const std::string& where);
   void tick();
 
   gatekeeper_args args_;
   cluster_handshake handshake_;
   std::unordered_map<std::string, caf::actor> dialed_; ///< by key: links our connectors made
   std::unordered_map<std::string, std::string> where_; ///< by key: host:port, for logs
-  /// A configured peer whose link dropped: since when (Unix ms), and its node id once our link
-  /// to it is back. A pod receives a peer's envelopes on the link the peer dialed, so the gap
-  /// ends when both directions are back (end_gap_if_whole).
+  /// A peer that dialed us and proved the secret: envelopes go to it over its link too, so a
+  /// peer listed on one side only still gets them. A peer that is also linked as dialed gets
+  /// them once: both directions name the same remote gatekeeper, hence the same key.
+  struct accepted_dialer {
+    caf::actor peer;
+    std::string node;
+    std::uint64_t epoch = 0; ///< which watch order reports its loss (older ones are stale)
+  };
+  std::unordered_map<std::string, accepted_dialer> accepted_; ///< by key, trusted ones only
+  std::uint64_t next_epoch_ = 0;
+  caf::actor watch_; ///< the link watch (link_watch below)
+  /// A peer whose link (either direction) dropped: since when (Unix ms), its node id, and the
+  /// configured host:port of our link to it ("" for a peer that only dialed us). The peer
+  /// sends to us over either direction, so the gap ends when one of them is back (end_gaps):
+  /// our link to the same host:port (the peer may have restarted under another node id) or
+  /// any link with the same node id.
   struct link_gap {
     std::int64_t lost_at = 0;
     std::string node;
+    std::string where;
   };
-  std::unordered_map<std::string, link_gap> gaps_; ///< by host:port, one per configured peer
-  /// By node id: when that peer last proved the secret on a link it dialed (Unix ms); cleared
-  /// past max_proofs_kept, which only delays a gap's end.
-  std::unordered_map<std::string, std::int64_t> proved_at_;
+  std::vector<link_gap> gaps_; ///< oldest first, at most max_gaps
   std::atomic<std::int64_t> last_drop_log_{0}; ///< enqueue runs on any thread
   std::int64_t last_refusal_log_ = 0;
   int refusals_this_second_ = 0;
 };
+
+/// Watches the links peers dialed to the gatekeeper (it cannot monitor them itself: it refuses
+/// down messages, which a remote can forge): monitors each peer it is told to watch
+/// (gate_order::watch) and reports each drop as gate_order::dialer_lost with the order's epoch.
+/// Local only: it never sends to the network, so no remote learns its address.
+caf::behavior link_watch(caf::event_based_actor* self, caf::actor_addr gate);
 
 /// Whether `content` may enter the gatekeeper's mailbox (the shapes above).
 [[nodiscard]] bool admitted_at_gate(const caf::type_erased_tuple& content);

@@ -7,6 +7,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { randomBytes } from 'node:crypto'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
+import { stablePort } from './stable_port.mjs'
 import {
   RawClient, createDatabase, dropDatabase, finalizeEvent, keys, now, sign, startRelay,
   stopRelayCleanly,
@@ -33,7 +34,9 @@ async function liveList(relay, who) {
 describe('start-up upgrade of member lists to the NIP-43 role shape', () => {
   const owner = keys()
   const member = keys()
-  let database, keyDir, port = 0 // the first start binds port 0; the second takes the same one
+  // Both starts take one port, outside the ephemeral range: another process's outgoing
+  // connection could take a port 0 gave the first start before the second binds it.
+  let database, keyDir, port = 0
   const relays = []
   const start = async () => {
     const relay = await startRelay({ COMB_ACCESS: 'closed', COMB_OWNER_PUBKEY: owner.pk,
@@ -51,6 +54,7 @@ describe('start-up upgrade of member lists to the NIP-43 role shape', () => {
   it('rewrites an older list once, then leaves it alone', async () => {
     database = await createDatabase()
     keyDir = await mkdtemp(path.join(tmpdir(), 'comb-upgrade-'))
+    port = await stablePort()
     const secret = randomBytes(32).toString('hex')
     await writeFile(path.join(keyDir, 'relay.key'), secret + '\n', { mode: 0o600 })
 

@@ -4,38 +4,11 @@
 // back, each once, as after a Redis gap (access_watcher fill_gap).
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import net from 'node:net'
 import { RawClient, keys, sign, now } from '../e2e/harness.mjs'
 import { eventually, startPods } from './pods.mjs'
+import { linkRelay } from './link_relay.mjs'
 
 const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
-
-/**
- * A TCP relay on a loopback port of its own to `target()` (a port known later): cut() closes
- * every relayed connection and refuses new ones until mend(); close() ends it.
- */
-async function linkRelay(target) {
-  const sockets = new Set()
-  let cut = false
-  const server = net.createServer((client) => {
-    const port = target()
-    if (cut || !port) return client.destroy()
-    const upstream = net.connect(port, '127.0.0.1')
-    for (const [a, b] of [[client, upstream], [upstream, client]]) {
-      sockets.add(a)
-      a.on('error', () => {})
-      a.on('close', () => { sockets.delete(a); b.destroy() })
-      a.pipe(b)
-    }
-  })
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve))
-  return {
-    port: server.address().port,
-    cut() { cut = true; for (const socket of sockets) socket.destroy() },
-    mend() { cut = false },
-    close() { this.cut(); return new Promise((resolve) => server.close(resolve)) },
-  }
-}
 
 const linked = (pod) => pod.metric('comb_cluster_peers_linked')
 
@@ -89,28 +62,39 @@ describe('a cluster link cut while both pods serve clients', () => {
     await poster.close()
   })
 
-  it('fills the gap once both directions are back, whichever comes back last', async () => {
-    // Pod a receives pod b's events on the link pod b dialed (relays[0]): its own link to pod b
-    // (relays[1]) coming back first must not end the gap.
-    const watcher = await RawClient.open(a)
-    assert.equal((await watcher.req('notes', { kinds: [1], since: now() - 5 })).end[0], 'EOSE')
-    const poster = await RawClient.open(b)
-    for (const relay of relays) relay.cut()
-    await eventually(async () => (await linked(a)) === 0 && (await linked(b)) === 0, 'both links down', 15000)
-    relays[1].mend()
-    await eventually(async () => (await linked(a)) === 1, 'pod a linked to pod b again', 20000)
-    assert.equal(await linked(b), 0, 'pod b\'s link to pod a is still cut')
-    const late = sign(keys().sk, { content: 'stored on pod b while only pod a\'s link is back' })
-    assert.equal((await poster.publish(late)).ok, true)
-    await pause(500)
-    assert.equal(watcher.drain((f) => f[0] === 'EVENT').length, 0, 'nothing came over the cut link')
-    relays[0].mend()
-    assert.equal((await watcher.live('notes', 20000)).id, late.id, 'filled once pod b\'s link is back')
-    await pause(300)
-    assert.equal(watcher.drain((f) => f[0] === 'EVENT').length, 0, 'once')
-    await watcher.close()
-    await poster.close()
-  })
+  for (const first of [1, 0]) {
+    it(`delivers again, and fills the gap, once one direction is back (${first ? 'pod a\'s' : 'pod b\'s'} link first)`, async () => {
+      // A pod sends to a peer over whichever link between them is up (the one it dialed, or
+      // the one the peer dialed), so the first link back ends the gap; the second one doubles
+      // nothing.
+      const watcher = await RawClient.open(a)
+      assert.equal((await watcher.req('notes', { kinds: [1], since: now() - 5 })).end[0], 'EOSE')
+      const poster = await RawClient.open(b)
+      for (const relay of relays) relay.cut()
+      await eventually(async () => (await linked(a)) === 0 && (await linked(b)) === 0, 'both links down', 15000)
+      const during = sign(keys().sk, { content: `stored on pod b during the cut (${first})` })
+      assert.equal((await poster.publish(during)).ok, true)
+      await pause(500)
+      assert.equal(watcher.drain((f) => f[0] === 'EVENT').length, 0, 'nothing crosses a cut link')
+      relays[first].mend()
+      const [back, still] = first === 1 ? [a, b] : [b, a]
+      await eventually(async () => (await linked(back)) === 1, 'one link back', 20000)
+      assert.equal(await linked(still), 0, 'the other link is still cut')
+      assert.equal((await watcher.live('notes', 20000)).id, during.id, 'the gap filled over one link')
+      const late = sign(keys().sk, { content: `stored on pod b while one link is back (${first})` })
+      assert.equal((await poster.publish(late)).ok, true)
+      assert.equal((await watcher.live('notes', 10000)).id, late.id, 'live over the one link')
+      relays[1 - first].mend()
+      await eventually(async () => (await linked(still)) === 1, 'both links back', 20000)
+      const after = sign(keys().sk, { content: `stored on pod b with both links back (${first})` })
+      assert.equal((await poster.publish(after)).ok, true)
+      assert.equal((await watcher.live('notes', 10000)).id, after.id)
+      await pause(1500)
+      assert.equal(watcher.drain((f) => f[0] === 'EVENT').length, 0, 'each once')
+      await watcher.close()
+      await poster.close()
+    })
+  }
 
   it('stops cleanly', async () => {
     const results = await group.stop()

@@ -7,7 +7,8 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import net from 'node:net'
 import assert from 'node:assert/strict'
-import { RawClient, createDatabase, dropDatabase, finalizeEvent, freePort, httpGet, now, startRelay } from '../e2e/harness.mjs'
+import { RawClient, createDatabase, dropDatabase, finalizeEvent, httpGet, now, startRelay } from '../e2e/harness.mjs'
+import { stablePort } from '../e2e/stable_port.mjs'
 
 const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -46,8 +47,10 @@ function portOpen(port) {
 /**
  * A redis-server of the test's own on a fixed port (restarts keep it): start(), stop(), url. With
  * `password`, the server requires it (requirepass) and `url` carries it
- * (redis://:password@host:port). The port is picked free, and picked again (3 times at most) when
- * another process took it before the first start bound it: redis-server then exits at once.
+ * (redis://:password@host:port). The port is picked free outside the ephemeral range (no outgoing
+ * connection takes it while the server is down: ../e2e/stable_port.mjs), and picked again (3
+ * times at most) when another process took it before the first start bound it: redis-server
+ * then exits at once.
  */
 export async function privateRedis({ password = '' } = {}) {
   const dir = await mkdtemp(path.join(tmpdir(), 'comb-redis-'))
@@ -81,7 +84,7 @@ export async function privateRedis({ password = '' } = {}) {
     async dispose() { await redis.stop(); await rm(dir, { recursive: true, force: true }) },
   }
   for (let attempt = 1; ; attempt++) {
-    redis.port = await freePort()
+    redis.port = await stablePort()
     redis.url = password ? `redis://:${encodeURIComponent(password)}@127.0.0.1:${redis.port}`
       : `redis://127.0.0.1:${redis.port}`
     try {
@@ -98,15 +101,17 @@ export async function privateRedis({ password = '' } = {}) {
  * `count` relays on one fresh database, serving one community (public URL ws://hive.test);
  * `envFor(i, clusterPorts)` adds settings per pod. Each relay binds port 0 for clients and
  * metrics and reports what it got. Cluster links need every port before the first pod starts
- * (each pod names the others'), so with `clusterLinks` the group picks `count` free ports, and
- * when another process took one before a pod bound it, starts the group again on fresh ones.
+ * (each pod names the others'), so with `clusterLinks` the group picks `count` free ports outside
+ * the ephemeral range (a pod restarted on its cluster port finds it free:
+ * ../e2e/stable_port.mjs), and when another process took one before a pod bound it, starts the
+ * group again on fresh ones.
  * Returns { pods, database, keyFile, clusterPorts, stop() }.
  */
 export async function startPods(count, envFor = () => ({}), { clusterLinks = false } = {}) {
   for (let attempt = 1; ; attempt++) {
     const clusterPorts = []
     if (clusterLinks)
-      for (let i = 0; i < count; i++) clusterPorts.push(await freePort())
+      for (let i = 0; i < count; i++) clusterPorts.push(await stablePort())
     try {
       return await startGroup(count, (i) => envFor(i, clusterPorts), clusterPorts)
     } catch (error) {

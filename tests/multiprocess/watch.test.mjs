@@ -10,6 +10,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { keys, settlesWithin, sign, startRelay } from '../e2e/harness.mjs'
 import { authed, clusterSecret, eventually, privateRedis, readiness, startPods } from './pods.mjs'
+import { stablePort } from '../e2e/stable_port.mjs'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const watchBin = process.env.COMB_WATCH_BIN || path.resolve(here, '../../build/bin/comb-watch')
@@ -62,8 +63,10 @@ describe('comb-watch on two pods', () => {
 
   before(async () => {
     redis = await privateRedis()
-    group = await startPods(2, () => ({ COMB_REDIS_URL: redis.url, COMB_OWNER_PUBKEY: owner.pk,
-      COMB_ACCESS: 'open' }))
+    // Pod b restarts on its port below: one outside the ephemeral range stays free meanwhile.
+    const portB = await stablePort()
+    group = await startPods(2, (i) => ({ COMB_REDIS_URL: redis.url, COMB_OWNER_PUBKEY: owner.pk,
+      COMB_ACCESS: 'open', ...(i === 1 ? { COMB_LISTEN: `127.0.0.1:${portB}` } : {}) }))
     ;[a, b] = group.pods
     for (const pod of group.pods) await eventually(async () => (await readiness(pod)) === 200, 'pod ready')
     const ownerOnA = await authed(a, owner)

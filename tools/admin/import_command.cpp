@@ -8,6 +8,7 @@
 
 #include "admin/commands.hpp"
 #include "admin/import_members.hpp"
+#include "admin/import_rooms.hpp"
 #include "admin/import_rules.hpp"
 #include "admin/import_tally.hpp"
 #include "admin/jsonl_reader.hpp"
@@ -32,6 +33,7 @@ struct import_args {
   bool any_author = false;
   bool strict = false;
   bool members_from_list = false;
+  bool rooms_from_state = false;
   std::size_t batch = 500;
 };
 
@@ -241,6 +243,12 @@ int import_into(admin_session& session, const storage::community_row& community,
       return out.failed_code();
     out.fields()["members_added"] = *added;
   }
+  if (args.rooms_from_state) { // after the members: a closed community's rooms take only them
+    auto created = rooms_from_state(file, policy, options, session, community, out);
+    if (!created)
+      return out.failed_code();
+    out.fields()["rooms_created"] = *created;
+  }
   auto admitted = admitted_authors(session, community, args, out);
   if (!admitted)
     return out.failed_code();
@@ -278,6 +286,9 @@ void add_import_command(CLI::App& app, admin_cli& cli) {
   command->add_flag("--strict", args->strict, "stop at the first bad line");
   command->add_flag("--members-from-list", args->members_from_list,
                     "first add the members named by the file's newest 13534 list (needs --in)");
+  command->add_flag("--rooms-from-state", args->rooms_from_state,
+                    "first create the rooms (members, roles, flags, pins) the state events of the"
+                    " file's relay describe, the author of its newest 13534 (needs --in)");
   command->add_option("--batch", args->batch, "events stored per transaction (default 500)")
     ->check(CLI::Range(std::size_t{1}, std::size_t{10000}));
   on_run(command, cli, args, run_import);

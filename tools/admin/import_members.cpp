@@ -10,30 +10,6 @@
 namespace comb::admin {
 namespace {
 
-/// NIP-01 order for versions of one replaceable key: newest, then lowest id.
-bool newer(const protocol::event& candidate, const protocol::event& kept) {
-  if (candidate.created_at != kept.created_at)
-    return candidate.created_at > kept.created_at;
-  return candidate.id < kept.id;
-}
-
-/// The newest well-formed, correctly signed 13534 in the file, if any.
-std::optional<protocol::event> newest_list(std::FILE* file, const import_policy& policy) {
-  std::optional<protocol::event> newest;
-  jsonl_reader reader(file, policy.limits.max_message_bytes);
-  jsonl_line line;
-  while (reader.next(line)) {
-    auto ev = read_event_line(line.text, policy);
-    if (!ev || ev->kind != storage::member_list_kind)
-      continue;
-    if (policy.check_signatures && protocol::verify_event(ev.value()))
-      continue;
-    if (!newest || newer(ev.value(), *newest))
-      newest = std::move(ev.value());
-  }
-  return newest;
-}
-
 /// The pubkeys of the list's `member` tags. Another relay's role ids need not be comb's
 /// (storage::members_of_list refuses those), and roles are not taken over anyway, so only the
 /// pubkey is read; a tag without a valid one is skipped.
@@ -68,6 +44,28 @@ std::size_t count_added(const storage::membership_write& write) {
 }
 
 } // namespace
+
+bool newer_version(const protocol::event& candidate, const protocol::event& kept) {
+  if (candidate.created_at != kept.created_at)
+    return candidate.created_at > kept.created_at;
+  return candidate.id < kept.id;
+}
+
+std::optional<protocol::event> newest_list(std::FILE* file, const import_policy& policy) {
+  std::optional<protocol::event> newest;
+  jsonl_reader reader(file, policy.limits.max_message_bytes);
+  jsonl_line line;
+  while (reader.next(line)) {
+    auto ev = read_event_line(line.text, policy);
+    if (!ev || ev->kind != storage::member_list_kind)
+      continue;
+    if (policy.check_signatures && protocol::verify_event(ev.value()))
+      continue;
+    if (!newest || newer_version(ev.value(), *newest))
+      newest = std::move(ev.value());
+  }
+  return newest;
+}
 
 std::optional<std::size_t> members_from_list(std::FILE* file, const import_policy& policy,
                                              const admin_options& options, admin_session& session,

@@ -69,8 +69,11 @@ void measure_rate(self_ptr self) {
     return;
   double seconds = std::chrono::duration<double>(elapsed).count();
   st.coalescing = static_cast<double>(st.delivered_since) >= coalesce_above_rate * seconds;
+  st.window = window_for(st.delivered_since, st.reached_since, seconds);
   st.rate_since = now;
   st.delivered_since = 0;
+  st.reached_since = 0;
+  ++st.rate_epoch;
 }
 
 /// After a publish: sends the held deliveries when they are many, or when the mailbox holds
@@ -87,7 +90,7 @@ void end_publish(self_ptr self) {
   }
   if (st.coalescing && !st.flush_scheduled) {
     st.flush_scheduled = true;
-    self->delayed_send(self, coalescing_window, flush_atom_v, st.flush_epoch);
+    self->delayed_send(self, st.window, flush_atom_v, st.flush_epoch);
   }
 }
 
@@ -101,6 +104,10 @@ constexpr std::size_t max_reserved_events = 32;
 live_batch& batch_for(fanout_state& st, fanout_connection& connection, const live_event& event,
                       std::size_t expected) {
   if (connection.held == fanout_connection::no_batch) {
+    if (connection.reached_in != st.rate_epoch) {
+      connection.reached_in = st.rate_epoch;
+      ++st.reached_since;
+    }
     connection.held = st.held.size();
     st.held.push_back({&connection, {}});
     std::size_t room = std::min(expected, max_reserved_events);
@@ -149,9 +156,20 @@ void publish(self_ptr self, const committed_event& committed, std::size_t expect
 
 } // namespace
 
+caf::timespan window_for(std::size_t deliveries, std::size_t connections, double seconds) {
+  caf::timespan shortest = coalescing_window;
+  if (deliveries == 0 || connections == 0 || seconds <= 0)
+    return shortest;
+  double per_connection_per_s = static_cast<double>(deliveries) / static_cast<double>(connections) / seconds;
+  auto wanted = std::chrono::duration_cast<caf::timespan>(
+    std::chrono::duration<double>(coalesced_events_per_write / per_connection_per_s));
+  return std::clamp(wanted, shortest, caf::timespan{max_coalescing_window});
+}
+
 caf::behavior fanout_actor(caf::stateful_actor<fanout_state>* self, fanout_args args) {
   self->state.args = std::move(args);
   self->state.rate_since = self->clock().now();
+  self->state.window = coalescing_window;
   return {
     [=](subscribe_atom, live_request& request) {
       send_held(self);

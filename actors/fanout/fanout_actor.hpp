@@ -43,6 +43,7 @@ struct fanout_connection {
   static constexpr std::size_t no_batch = static_cast<std::size_t>(-1);
   caf::actor actor;
   std::size_t held = no_batch; ///< index in fanout_state::held, or no_batch
+  std::uint64_t reached_in = 0; ///< the last rate interval (`fanout_state::rate_epoch`) it got a delivery in
 };
 
 /// The deliveries of the current turn for one connection, not yet sent.
@@ -76,6 +77,10 @@ struct fanout_state {
   bool coalescing = false;
   caf::actor_clock::time_point rate_since{};   ///< start of the current rate interval
   std::size_t delivered_since = 0;             ///< deliveries held since `rate_since`
+  std::size_t reached_since = 0;               ///< connections that got one of them
+  std::uint64_t rate_epoch = 1;                ///< counts rate intervals
+  /// How long held deliveries wait while coalescing (see `window_for`).
+  caf::timespan window{};
   /// A flush is scheduled for the held deliveries; its epoch is `flush_epoch` (a flush of an
   /// older epoch finds its deliveries already sent and does nothing).
   bool flush_scheduled = false;
@@ -103,11 +108,20 @@ inline constexpr std::size_t max_held_publishes = 256;
 /// up to `coalescing_window` for the events after them and leave together. Below it (10
 /// subscribers × 2,000 ev/s is 20,000 per second) every turn still goes out at once.
 inline constexpr double coalesce_above_rate = 50'000;
-/// Longest a held delivery waits for company while coalescing: small next to the seconds a
-/// saturated relay's queues would add, and it bounds the extra publish-to-deliver delay. Side by
-/// side on a quiet machine (docs/benchmarks.md), 5 ms cut relay CPU per delivery only where a
-/// connection gets 1,000 events per second; 20 ms also where it gets 200.
+/// Shortest a held delivery waits for company while coalescing: small next to the seconds a
+/// saturated relay's queues would add. Side by side on a quiet machine (docs/benchmarks.md), 5 ms
+/// cut relay CPU per delivery only where a connection gets 1,000 events per second; 20 ms also
+/// where it gets 200.
 inline constexpr std::chrono::milliseconds coalescing_window{20};
+/// What a delivery costs is mostly per connection and write, so the window lengthens until each
+/// connection gets about this many events per write (at the rate of the last interval)...
+inline constexpr double coalesced_events_per_write = 8;
+/// ...but never past this: the bound on the delay the window adds to publish-to-deliver. 1,000
+/// connections at 200 events per second each get 40 ms; at 1,000 per second, 20 ms.
+inline constexpr std::chrono::milliseconds max_coalescing_window{50};
+
+/// The window for `deliveries` that reached `connections` in `seconds`.
+[[nodiscard]] caf::timespan window_for(std::size_t deliveries, std::size_t connections, double seconds);
 /// How often the delivery rate is measured.
 inline constexpr std::chrono::milliseconds rate_interval{100};
 

@@ -270,3 +270,43 @@ TEST_CASE_METHOD(fixture, "when the load falls, deliveries go out at once again"
   REQUIRE(one->batch_sizes.size() == messages + 1);
   CHECK(one->deliveries.back() == "a:quiet");
 }
+
+TEST_CASE("the coalescing window lengthens as each connection's share of the deliveries falls",
+          "[actor][fanout]") {
+  using std::chrono::milliseconds;
+  // 200 connections at 1,000 events per second each: 8 events take 8 ms, so the shortest window.
+  CHECK(window_for(200'000, 200, 1.0) == caf::timespan{coalescing_window});
+  // 1,000 connections at 200 per second: 8 events take 40 ms.
+  CHECK(window_for(200'000, 1'000, 1.0) == caf::timespan{milliseconds(40)});
+  // 10,000 connections at 20 per second: 400 ms wanted, the bound holds it to 50 ms.
+  CHECK(window_for(200'000, 10'000, 1.0) == caf::timespan{max_coalescing_window});
+  CHECK(window_for(0, 0, 0.1) == caf::timespan{coalescing_window});
+}
+
+TEST_CASE_METHOD(fixture, "under load spread over many connections, held deliveries wait for the longer window",
+                 "[actor][fanout]") {
+  // 500 connections of one subscription each: coalesce_above_rate deliveries in one rate
+  // interval is then 10 events per connection, 100 per second, so 8 per write take 80 ms.
+  std::vector<std::shared_ptr<received>> many;
+  for (std::uint64_t owner = 1; owner <= 500; ++owner)
+    many.push_back(connect(owner, {"m"}));
+  double seconds = std::chrono::duration<double>(rate_interval).count();
+  auto per_interval = static_cast<std::size_t>(coalesce_above_rate * seconds);
+  for (std::size_t i = 0; i < per_interval / many.size(); ++i)
+    publish("load " + std::to_string(i));
+  scheduler->run();
+  scheduler->advance_time(rate_interval);
+  scheduler->run();
+  auto& one = *many.front();
+  auto messages_before = one.batch_sizes.size();
+  publish("first");
+  scheduler->run();
+  scheduler->advance_time(coalescing_window);
+  scheduler->run();
+  // The shortest window passed: still held.
+  CHECK(one.batch_sizes.size() == messages_before);
+  scheduler->advance_time(max_coalescing_window - coalescing_window);
+  scheduler->run();
+  REQUIRE(one.batch_sizes.size() == messages_before + 1);
+  CHECK(one.deliveries.back() == "m:first");
+}

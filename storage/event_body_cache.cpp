@@ -37,8 +37,8 @@ bool event_body_cache::append_to(const body_key& key, std::string& out) {
   return false;
 }
 
-void event_body_cache::append_all(std::span<const body_key> keys, std::span<std::string> items,
-                                  std::vector<bool>& found) {
+void event_body_cache::append_all(std::span<const body_key> keys, std::string_view prefix,
+                                  std::span<std::string> items, std::vector<bool>& found) {
   found.assign(keys.size(), false);
   // The rows of each shard together, in page order within it.
   std::vector<std::uint32_t> by_shard(keys.size());
@@ -80,7 +80,8 @@ void event_body_cache::append_all(std::span<const body_key> keys, std::span<std:
         continue;
       e->read = true;
       std::string& item = items[by_shard[at]];
-      item.reserve(item.size() + e->body.size() + 1); // and a frame's closing bracket
+      item.reserve(prefix.size() + e->body.size() + 1);
+      item.assign(prefix);
       item += e->body;
       found[by_shard[at]] = true;
       ++hits;

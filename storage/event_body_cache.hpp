@@ -59,12 +59,13 @@ public:
   /// the body into its frame anyway, and so touches nothing shared but the entry.
   bool append_to(const body_key& key, std::string& out);
 
-  /// append_to for each of `keys`, appending to `items[i]` and setting `found[i]` (resized to
-  /// keys.size()). A page's rows are looked up shard by shard, one lock each, and their
-  /// entries and bodies are prefetched before any is copied: each look-up is a few cache misses
-  /// in a large map, and taken one at a time (a lock each) they could not overlap.
-  void append_all(std::span<const body_key> keys, std::span<std::string> items,
-                  std::vector<bool>& found);
+  /// For each of `keys` held: `items[i]` becomes `prefix` and the body (with room reserved for
+  /// one more byte, a frame's closing bracket), and `found[i]` is set (`found` is resized to
+  /// keys.size()); the other items are left alone. A page's rows are looked up shard by shard,
+  /// one lock each, their buckets and bodies prefetched before any is copied: each look-up is a
+  /// few cache misses in a large map, and taken one at a time (a lock each) they cannot overlap.
+  void append_all(std::span<const body_key> keys, std::string_view prefix,
+                  std::span<std::string> items, std::vector<bool>& found);
 
   /// The body held for `key`, or nothing, as append_to counts it.
   [[nodiscard]] std::optional<std::string> find(const body_key& key);

@@ -175,9 +175,9 @@ std::optional<std::vector<std::string>> items_of(pg_connection& connection,
       return std::nullopt;
     keys[row] = body_key{community_id, *id, version_of_field(rows.text(static_cast<int>(row), 1))};
   }
-  std::vector<std::string> items(count, std::string(frame_prefix));
+  std::vector<std::string> items(count);
   std::vector<bool> found;
-  bodies.append_all(keys, items, found);
+  bodies.append_all(keys, frame_prefix, items, found);
   std::vector<protocol::bytes32> missing;
   std::unordered_map<protocol::bytes32, std::size_t, protocol::bytes32_hash> missing_at;
   for (std::size_t row = 0; row < count; ++row) {
@@ -186,7 +186,6 @@ std::optional<std::vector<std::string>> items_of(pg_connection& connection,
         items[row] += ']';
       continue;
     }
-    items[row].clear();
     missing.push_back(keys[row].id);
     missing_at.emplace(keys[row].id, row);
   }

@@ -133,15 +133,15 @@ TEST_CASE("a page's look-ups append each held body to its own item, in the page'
     keys.push_back(key);
   }
   keys[4].version = 6; // held, but another version
-  std::vector<std::string> items(keys.size(), "<");
+  std::vector<std::string> items(keys.size(), "untouched");
   std::vector<bool> found;
-  cache.append_all(keys, items, found);
+  cache.append_all(keys, "<", items, found);
   REQUIRE(found.size() == keys.size());
   for (std::uint32_t n = 0; n < 40; ++n) {
     INFO(n);
     const bool held = n % 3 != 0 && n != 4;
     CHECK(found[n] == held);
-    CHECK(items[n] == (held ? "<body " + std::to_string(n) : std::string("<")));
+    CHECK(items[n] == (held ? "<body " + std::to_string(n) : std::string("untouched")));
   }
   CHECK(cache.counts().hits == 26 - 1);
   CHECK(cache.counts().misses == 14 + 1);

@@ -113,6 +113,16 @@ TEST_CASE_METHOD(cache_fixture, "a page of hits and misses keeps the order and t
   first_id.ids = std::vector{batch[11]->id};
   auto two_filters = read_both({tagged, first_id});
   CHECK(two_filters.size() == 6);
+  // Read one index range per (author, kind) pair (the LATERAL form), some kind 7 among them.
+  auto reactions = std::vector{alice.sign(7, now, {}, "+"), alice.sign(7, now - 30, {}, "-")};
+  store(reactions, false);
+  protocol::filter by_pairs;
+  by_pairs.authors = std::vector{alice.pubkey()};
+  by_pairs.kinds = std::vector<std::uint32_t>{1, 7};
+  by_pairs.limit = 9;
+  auto paired = read_both({by_pairs});
+  CHECK(paired.size() == 9);
+  CHECK(paired[0] == test::json_of(reactions[0]));
 }
 
 TEST_CASE_METHOD(cache_fixture, "the byte bound of each chunk holds as without the cache",

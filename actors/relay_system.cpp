@@ -176,6 +176,8 @@ struct pod_actors {
   caf::actor management;
   std::shared_ptr<community_registry> registry;
   std::optional<pod_bridge> bridge;
+  /// Stored events' JSON shared by the readers and writers; null when turned off.
+  std::shared_ptr<storage::event_body_cache> bodies;
   /// Set once the server exists; the directory calls it for archived or deleted communities.
   std::shared_ptr<community_closer> close_community = std::make_shared<community_closer>();
 };
@@ -188,15 +190,35 @@ std::string node_id_of(const conf::relay_settings& s) {
   return protocol::to_hex(random);
 }
 
+/// The event body cache's counters in Prometheus' text format ("" without a cache).
+std::string render_body_cache(const storage::event_body_cache* bodies) {
+  if (!bodies)
+    return {};
+  const auto counts = bodies->counts();
+  std::string out;
+  auto line = [&out](const char* name, const char* type, const char* help, std::uint64_t value) {
+    out += std::string("# HELP ") + name + ' ' + help + "\n# TYPE " + name + ' ' + type + '\n'
+           + name + ' ' + std::to_string(value) + '\n';
+  };
+  line("comb_event_cache_hits_total", "counter", "History rows whose JSON came from the event cache.", counts.hits);
+  line("comb_event_cache_misses_total", "counter", "History rows whose JSON was fetched from Postgres.", counts.misses);
+  line("comb_event_cache_evictions_total", "counter", "Events dropped from the event cache to keep within its bound.", counts.evictions);
+  line("comb_event_cache_bytes", "gauge", "Bytes the event cache holds (JSON and a fixed cost per entry).", counts.bytes);
+  line("comb_event_cache_entries", "gauge", "Events the event cache holds.", counts.entries);
+  return out;
+}
+
 /// Spawns the pod's actors in dependency order; the bridge before anything that publishes.
 bool spawn_actors(caf::actor_system& system, asio::io_context& io, const conf::relay_settings& s,
                   const protocol::key_pair& key, const std::shared_ptr<relay_metrics>& metrics,
                   const std::shared_ptr<community_directory>& communities, pod_actors& pod) {
   pod.readers_waiting = std::make_shared<reader_waits>(s.storage_readers);
+  if (s.event_cache_bytes > 0)
+    pod.bodies = std::make_shared<storage::event_body_cache>(s.event_cache_bytes);
   for (unsigned i = 0; i < s.storage_readers; ++i)
     pod.readers.push_back(system.spawn<caf::detached>(
       storage_reader, reader_args{s.database_url, s.limits.max_limit, s.statement_timeout_ms,
-                                  s.max_history_bytes, metrics, pod.readers_waiting, i}));
+                                  s.max_history_bytes, metrics, pod.readers_waiting, i, pod.bodies}));
   pod.fanout = system.spawn(fanout_actor, fanout_args{pod.readers, metrics, pod.readers_waiting});
   pod.membership_writer = system.spawn<caf::detached>(
     membership_writer, membership_writer_args{s.database_url, key, 1, 24 * 3600});
@@ -215,7 +237,7 @@ bool spawn_actors(caf::actor_system& system, asio::io_context& io, const conf::r
   for (unsigned i = 0; i < s.storage_writers; ++i)
     pod.writers.push_back(system.spawn<caf::detached>(
       storage_writer, writer_args{s.database_url, s.write_batch_max, pod.fanout,
-                                  pod.bridge->publisher(), metrics, i == 0}));
+                                  pod.bridge->publisher(), metrics, i == 0, pod.bodies}));
   pod.directory = system.spawn<caf::detached>(
     directory_actor,
     directory_args{s.database_url, communities, pod.registry, pod.close_community});
@@ -374,7 +396,10 @@ int run_relay(const conf::relay_settings& configured) {
     auto problem = listener->problem();
     return problem.empty() ? pod.bridge->problem(*metrics) : problem;
   };
-  metrics->scrape_extras = [&pod] { return pod.registry->render_member_counts() + pod.bridge->render_metrics(); };
+  metrics->scrape_extras = [&pod] {
+    return pod.registry->render_member_counts() + pod.bridge->render_metrics()
+           + render_body_cache(pod.bodies.get());
+  };
 
   server gateway(io, context);
   pod.close_community->set([&gateway, communities](std::int64_t id) {

@@ -309,7 +309,8 @@ std::optional<pg_reply> remember_deletions(pg_connection& connection, const stor
 
 std::variant<batch_snapshot, pg_reply> begin_with_snapshot(pg_connection& connection,
                                                            const std::vector<lock_request>& locks,
-                                                           const batch_keys& keys) {
+                                                           const batch_keys& keys,
+                                                           bool with_transaction) {
   pg_array lock_keys;
   pg_array exclusive;
   for (const auto& lock : locks) {
@@ -326,6 +327,8 @@ std::variant<batch_snapshot, pg_reply> begin_with_snapshot(pg_connection& connec
       {"SELECT CASE WHEN x THEN pg_advisory_xact_lock(k) ELSE pg_advisory_xact_lock_shared(k) END"
        " FROM unnest($1::bigint[], $2::bool[]) AS u(k, x)",
        &lock_params, {}});
+  if (with_transaction)
+    statements.push_back({"SELECT txid_current() % 4294967296", nullptr, {}});
   statements.push_back({snapshot_sql(!keys.addresses.empty()), &read_params,
                         std::vector<bool>(read_params.size(), true)});
   // Every statement of the batch runs its generic plan, planned once per connection: the plans
@@ -342,6 +345,8 @@ std::variant<batch_snapshot, pg_reply> begin_with_snapshot(pg_connection& connec
     snapshot.missing_communities.insert(community); // until its row comes back
   for (int row = 0; row < reply.rows(); ++row)
     add_snapshot_row(reply, row, snapshot);
+  if (with_transaction)
+    snapshot.transaction = static_cast<std::uint32_t>(replies[replies.size() - 2].integer(0, 0));
   return snapshot;
 }
 

@@ -21,8 +21,11 @@ namespace comb::storage {
 /// reads what the database holds for the batch's ids and addresses: three statements in one
 /// round trip (a pipeline). The read starts only once the locks are granted, so it sees every
 /// batch that held them before. After a failure the caller rolls back.
+/// `with_transaction`: also reads the transaction's id (batch_snapshot::transaction), a fourth
+/// statement in the same round trip.
 [[nodiscard]] std::variant<batch_snapshot, pg_reply> begin_with_snapshot(
-  pg_connection& connection, const std::vector<lock_request>& locks, const batch_keys& keys);
+  pg_connection& connection, const std::vector<lock_request>& locks, const batch_keys& keys,
+  bool with_transaction = false);
 
 /// Writes the plan. An insert that finds its id already stored (a concurrent writer of the same
 /// event committed after the snapshot was read) fails with unique_violation (23505): the

@@ -4,10 +4,13 @@
 #include <algorithm>
 #include <exception>
 #include <iterator>
+#include <unordered_map>
 #include <utility>
 #include <variant>
 
+#include "protocol/hex.hpp"
 #include "storage/batch_sql.hpp"
+#include "storage/event_body_cache.hpp"
 #include "storage/filter_sql.hpp"
 #include "storage/pg_connection.hpp"
 #include "storage/store_plan.hpp"
@@ -23,6 +26,7 @@ struct batch_attempt {
   std::vector<store_outcome> outcomes; ///< set when committed
   std::optional<pg_reply> failure;
   bool commit_sent = false; ///< a failed COMMIT leaves the outcome unknown: never replay it
+  std::uint32_t transaction = 0; ///< the inserted rows' version (xmin), when asked for
 };
 
 std::vector<store_outcome> all_failed(std::size_t count) {
@@ -33,11 +37,14 @@ std::vector<store_outcome> all_failed(std::size_t count) {
 /// Opens the transaction, locks, reads, plans and writes; the caller commits or rolls back.
 std::optional<pg_reply> plan_and_write(pg_connection& connection,
                                        std::span<const event_write> writes,
-                                       std::vector<store_outcome>& outcomes) {
+                                       std::vector<store_outcome>& outcomes,
+                                       std::uint32_t* transaction) {
   const batch_keys keys = keys_of(writes);
-  auto snapshot = begin_with_snapshot(connection, locks_for(keys), keys);
+  auto snapshot = begin_with_snapshot(connection, locks_for(keys), keys, transaction != nullptr);
   if (auto* failed = std::get_if<pg_reply>(&snapshot))
     return std::move(*failed);
+  if (transaction)
+    *transaction = std::get<batch_snapshot>(snapshot).transaction;
   store_plan plan = plan_batch(writes, std::get<batch_snapshot>(snapshot));
   if (auto failed = write_plan(connection, writes, plan))
     return failed;
@@ -45,10 +52,13 @@ std::optional<pg_reply> plan_and_write(pg_connection& connection,
   return std::nullopt;
 }
 
-batch_attempt attempt_batch(pg_connection& connection, std::span<const event_write> writes) {
+/// `with_transaction`: the attempt reads its transaction's id (batch_attempt::transaction).
+batch_attempt attempt_batch(pg_connection& connection, std::span<const event_write> writes,
+                            bool with_transaction) {
   batch_attempt attempt;
   std::vector<store_outcome> outcomes;
-  if (auto failed = plan_and_write(connection, writes, outcomes)) {
+  if (auto failed = plan_and_write(connection, writes, outcomes,
+                                   with_transaction ? &attempt.transaction : nullptr)) {
     // Its own failure changes nothing: the batch is lost (and without a transaction, a no-op).
     (void)connection.exec("ROLLBACK");
     attempt.failure = std::move(failed);
@@ -61,6 +71,18 @@ batch_attempt attempt_batch(pg_connection& connection, std::span<const event_wri
   }
   attempt.outcomes = std::move(outcomes);
   return attempt;
+}
+
+/// Holds the JSON of each event the committed `attempt` stored in `bodies` (if any) under the
+/// rows' version, so that readers need not ask the database for it.
+void remember_stored(event_body_cache* bodies, std::span<const event_write> writes,
+                     const batch_attempt& attempt) {
+  if (!bodies || attempt.failure || attempt.transaction == 0)
+    return;
+  for (std::size_t i = 0; i < writes.size() && i < attempt.outcomes.size(); ++i)
+    if (attempt.outcomes[i].result == store_outcome::status::stored && writes[i].json && writes[i].ev)
+      bodies->remember(body_key{writes[i].community_id, writes[i].ev->id, attempt.transaction},
+                       *writes[i].json);
 }
 
 /// Another writer (a second writer of this pod, another pod) inserted one of the batch's ids
@@ -91,43 +113,130 @@ std::uint32_t rows_for(std::size_t bytes, std::size_t row_bytes) {
 /// Events as small as a reaction fill the first page; larger ones end it by bytes.
 constexpr std::size_t first_page_row_bytes = 256;
 
+/// Where a page's statement puts the columns the next page needs.
+struct page_columns {
+  int upto = 1;
+  int created_at = 2; ///< NULL except on a row the reply may go on after
+  int id = 3;
+};
+constexpr page_columns body_rows{1, 2, 3};  ///< bounded_history_sql
+constexpr page_columns key_rows{2, 3, 0};   ///< bounded_history_keys_sql
+
 /// The page after `page`, whose `rows` were read; nothing when the reply may not go on after
 /// them (bounded_history_sql names a row's place only then).
 std::optional<history_page> next_page(const history_page& page, const pg_reply& rows,
-                                      std::size_t max_bytes) {
+                                      std::size_t max_bytes, page_columns columns) {
   const int count = rows.rows();
-  if (count == 0 || rows.is_null(count - 1, 2))
+  if (count == 0 || rows.is_null(count - 1, columns.created_at))
     return std::nullopt;
-  const auto upto = static_cast<std::uint64_t>(rows.integer(count - 1, 1));
-  history_cursor after{rows.integer(count - 1, 2), std::string(rows.text(count - 1, 3)),
+  const auto upto = static_cast<std::uint64_t>(rows.integer(count - 1, columns.upto));
+  history_cursor after{rows.integer(count - 1, columns.created_at),
+                       std::string(rows.text(count - 1, columns.id)),
                        (page.after ? page.after->sent : 0) + static_cast<std::uint32_t>(count)};
   return history_page{std::move(after), rows_for(max_bytes, upto / static_cast<std::uint64_t>(count))};
 }
 
+/// An id as a bytea field's text form ("\\x" and 64 hex digits) holds it.
+std::optional<protocol::bytes32> id_of_field(std::string_view text) {
+  if (text.size() != 66 || text[0] != '\\' || text[1] != 'x')
+    return std::nullopt;
+  return protocol::array_from_hex<32>(text.substr(2));
+}
+
+std::uint32_t version_of_field(std::string_view text) {
+  std::uint32_t version = 0;
+  for (char c : text)
+    version = version * 10 + static_cast<std::uint32_t>(c - '0');
+  return version;
+}
+
+/// `body` as a reply item: as is, or (with a `frame_prefix`) its whole EVENT frame.
+void append_item(std::string& item, std::string_view frame_prefix, std::string_view body) {
+  item.reserve(frame_prefix.size() + body.size() + (frame_prefix.empty() ? 0 : 1));
+  item += frame_prefix;
+  item += body;
+  if (!frame_prefix.empty())
+    item += ']';
+}
+
+/// The reply items of a keyed page's rows (bounded_history_keys_sql), in its order: built from
+/// `bodies` where it holds the row's version, the others fetched in one statement and
+/// remembered. A row deleted between the two statements has an empty item (it is left out, as
+/// a read a moment later would leave it out); nothing when the fetch failed.
+std::optional<std::vector<std::string>> items_of(pg_connection& connection,
+                                                 event_body_cache& bodies,
+                                                 std::int64_t community_id, const pg_reply& rows,
+                                                 std::string_view frame_prefix) {
+  const auto count = static_cast<std::size_t>(rows.rows());
+  std::vector<body_key> keys(count);
+  for (std::size_t row = 0; row < count; ++row) {
+    auto id = id_of_field(rows.text(static_cast<int>(row), 0));
+    if (!id)
+      return std::nullopt;
+    keys[row] = body_key{community_id, *id, version_of_field(rows.text(static_cast<int>(row), 1))};
+  }
+  std::vector<std::string> items(count);
+  std::vector<bool> found;
+  bodies.append_all(keys, frame_prefix, items, found);
+  std::vector<protocol::bytes32> missing;
+  std::unordered_map<protocol::bytes32, std::size_t, protocol::bytes32_hash> missing_at;
+  for (std::size_t row = 0; row < count; ++row) {
+    if (found[row]) {
+      if (!frame_prefix.empty())
+        items[row] += ']';
+      continue;
+    }
+    missing.push_back(keys[row].id);
+    missing_at.emplace(keys[row].id, row);
+  }
+  auto statement = event_bodies_sql(community_id, missing);
+  if (!statement)
+    return items;
+  auto fetched = read_with_retry(connection, *statement);
+  if (!fetched.ok())
+    return std::nullopt;
+  for (int row = 0; row < fetched.rows(); ++row) {
+    auto id = id_of_field(fetched.text(row, 0));
+    if (!id)
+      return std::nullopt;
+    auto raw = fetched.text(row, 2);
+    bodies.remember(body_key{community_id, *id, version_of_field(fetched.text(row, 1))}, raw);
+    if (auto at = missing_at.find(*id); at != missing_at.end())
+      append_item(items[at->second], frame_prefix, raw);
+  }
+  return items;
+}
+
 } // namespace
 
-event_store::event_store(pg_connection& connection) : connection_(connection) {}
+event_store::event_store(pg_connection& connection, event_body_cache* bodies)
+  : connection_(connection), bodies_(bodies) {}
 
 std::vector<store_outcome> event_store::store_batch(std::span<const event_write> writes) {
   try {
     if (writes.empty())
       return {};
-    batch_attempt first = attempt_batch(connection_, writes);
-    if (!first.failure)
+    batch_attempt first = attempt_batch(connection_, writes, bodies_ != nullptr);
+    if (!first.failure) {
+      remember_stored(bodies_, writes, first);
       return std::move(first.outcomes);
+    }
     if (first.commit_sent)
       return all_failed(writes.size());
     if (first.failure->connection_lost()) {
       // Nothing was committed; the next statement reconnects, so replaying is safe.
-      batch_attempt again = attempt_batch(connection_, writes);
+      batch_attempt again = attempt_batch(connection_, writes, bodies_ != nullptr);
+      remember_stored(bodies_, writes, again);
       return again.failure ? all_failed(writes.size()) : std::move(again.outcomes);
     }
     if (lost_insert_race(*first.failure)) {
       // The other writer has committed by now (Postgres raised the error only then): replayed,
       // the batch reads those ids as stored and answers them as duplicates.
-      batch_attempt again = attempt_batch(connection_, writes);
-      if (!again.failure)
+      batch_attempt again = attempt_batch(connection_, writes, bodies_ != nullptr);
+      if (!again.failure) {
+        remember_stored(bodies_, writes, again);
         return std::move(again.outcomes);
+      }
       if (again.commit_sent)
         return all_failed(writes.size());
     }
@@ -136,7 +245,8 @@ std::vector<store_outcome> event_store::store_batch(std::span<const event_write>
     // One bad write must not fail its neighbours: store each on its own.
     std::vector<store_outcome> outcomes;
     for (std::size_t i = 0; i < writes.size(); ++i) {
-      batch_attempt single = attempt_batch(connection_, writes.subspan(i, 1));
+      batch_attempt single = attempt_batch(connection_, writes.subspan(i, 1), bodies_ != nullptr);
+      remember_stored(bodies_, writes.subspan(i, 1), single);
       outcomes.push_back(single.failure ? all_failed(1).front() : single.outcomes.front());
     }
     return outcomes;
@@ -174,15 +284,9 @@ query_result event_store::query_chunks(std::int64_t community_id,
     const query_result empty_chunk{true, {}, {}, false, frame_prefix.size()};
     query_result chunk = empty_chunk;
     std::size_t bytes = 0;
-    auto take = [&](const pg_reply& reply, int row) {
-      auto raw = reply.text(row, 0);
-      auto& item = chunk.events.emplace_back();
-      item.reserve(frame_prefix.size() + raw.size() + (frame_prefix.empty() ? 0 : 1));
-      item += frame_prefix;
-      item += raw;
-      if (!frame_prefix.empty())
-        item += ']';
+    auto take = [&](std::string item) {
       bytes += item.size();
+      chunk.events.push_back(std::move(item));
       if (bytes < chunk_bytes)
         return true;
       bytes = 0;
@@ -195,16 +299,31 @@ query_result event_store::query_chunks(std::int64_t community_id,
     std::optional<history_page> page =
       history_page{std::nullopt, rows_for(chunk_bytes, first_page_row_bytes)};
     while (page) {
-      auto statement = bounded_history_sql(community_id, filters, now, default_limit, chunk_bytes, *page);
+      auto statement = bodies_ ? bounded_history_keys_sql(community_id, filters, now, default_limit,
+                                                          chunk_bytes, *page)
+                               : bounded_history_sql(community_id, filters, now, default_limit,
+                                                     chunk_bytes, *page);
       if (!statement)
         break; // no filter can match, or the one filter's limit is used up
       auto reply = read_with_retry(connection_, *statement);
       if (!reply.ok())
         return query_result{false, {}, read_failed};
-      for (int row = 0; row < reply.rows(); ++row)
-        if (!take(reply, row))
-          return abandoned;
-      page = next_page(*page, reply, chunk_bytes);
+      if (bodies_) {
+        auto items = items_of(connection_, *bodies_, community_id, reply, frame_prefix);
+        if (!items)
+          return query_result{false, {}, read_failed};
+        for (auto& item : *items)
+          if (!item.empty() && !take(std::move(item)))
+            return abandoned;
+      } else {
+        for (int row = 0; row < reply.rows(); ++row) {
+          std::string item;
+          append_item(item, frame_prefix, reply.text(row, 0));
+          if (!take(std::move(item)))
+            return abandoned;
+        }
+      }
+      page = next_page(*page, reply, chunk_bytes, bodies_ ? key_rows : body_rows);
     }
     chunk.last = true;
     return chunk;

@@ -17,6 +17,7 @@
 namespace comb::storage {
 
 class pg_connection;
+class event_body_cache;
 
 /// One accepted, verified event to be stored in a community.
 struct event_write {
@@ -75,7 +76,10 @@ struct count_result {
 /// connection is re-established on the next call.
 class event_store {
 public:
-  explicit event_store(pg_connection& connection);
+  /// With `bodies` (shared by the pod's readers and writers, outliving this), reads ask the
+  /// database for the matching ids and row versions only and take each body held there,
+  /// fetching the others in one more statement; writes remember what they store.
+  explicit event_store(pg_connection& connection, event_body_cache* bodies = nullptr);
 
   /// Stores a batch in one transaction (group commit) and returns one outcome per write, in order.
   /// Regular events: insert unless present. Replaceable (0, 3, 10000-19999) and addressable
@@ -121,6 +125,7 @@ public:
 
 private:
   pg_connection& connection_;
+  event_body_cache* bodies_ = nullptr;
 };
 
 } // namespace comb::storage

@@ -166,10 +166,11 @@ std::string tag_driven_select(const protocol::filter& f, std::uint32_t limit,
          + " ORDER BY t.created_at DESC, t.event_id LIMIT " + limit_param;
 }
 
-/// One filter's newest `limit` rows (after `after`, if any), newest first, as `columns` of `e`.
+/// One filter's newest `limit` rows (after `after`, if any), newest first, as `columns` of `e`;
+/// `versions`: `columns` names the row's version, `e.xmin`.
 std::string filter_select(const protocol::filter& f, std::uint32_t limit,
                           const std::string& columns, param_list& params,
-                          const history_cursor* after = nullptr) {
+                          const history_cursor* after = nullptr, bool versions = false) {
   if (reads_by_tag(f))
     return tag_driven_select(f, limit, columns, params, after);
   if (!reads_per_range(f)) {
@@ -190,7 +191,8 @@ std::string filter_select(const protocol::filter& f, std::uint32_t limit,
   std::string limit_param = params.add(std::to_string(limit), "bigint");
   // The ranged rows are named `e` again, so `columns` reads the same either way.
   return "SELECT " + columns + " FROM " + ranges
-         + " CROSS JOIN LATERAL (SELECT e.id, e.created_at, e.raw FROM events e WHERE " + where
+         + " CROSS JOIN LATERAL (SELECT e.id, e.created_at, e.raw" + std::string(versions ? ", e.xmin" : "")
+         + " FROM events e WHERE " + where
          + newest_first + " LIMIT " + limit_param + ") AS e" + newest_first + " LIMIT " + limit_param;
 }
 
@@ -230,12 +232,18 @@ std::string hidden_rooms_sql(const protocol::room_hiding& hiding, param_list& pa
 
 namespace {
 
-/// history_sql's statement, or its `page`; with `order_columns` it also returns each row's
-/// `created_at` and `id` (the reply's order), as `raw, created_at, id`. `rows_bound` is set to
-/// the LIMIT that may have cut the rows (0: none could), after which more rows may follow.
+/// What history_select returns of each row.
+enum class row_columns {
+  raw,         ///< `raw`
+  with_order,  ///< `raw, created_at, id`: the reply's order
+  with_version ///< `raw, created_at, id, v`: and the row's version (`xmin`)
+};
+
+/// history_sql's statement, or its `page`, returning `columns` of each row. `rows_bound` is set
+/// to the LIMIT that may have cut the rows (0: none could), after which more rows may follow.
 std::optional<sql_statement> history_select(const std::vector<protocol::filter>& filters,
                                             std::uint32_t default_limit,
-                                            bool order_columns,
+                                            row_columns columns,
                                             param_list& params,
                                             const history_page& page = {},
                                             std::uint32_t* rows_bound = nullptr) {
@@ -248,6 +256,8 @@ std::optional<sql_statement> history_select(const std::vector<protocol::filter>&
   if (wanted.empty())
     return std::nullopt;
   const history_cursor* after = page.after ? &*page.after : nullptr;
+  const bool versions = columns == row_columns::with_version;
+  const std::string version_column = versions ? ", e.xmin AS v" : "";
   if (wanted.size() == 1) {
     // One filter: the rows sent so far were its own, so they count against its limit.
     std::uint32_t limit = wanted[0].second;
@@ -264,11 +274,11 @@ std::optional<sql_statement> history_select(const std::vector<protocol::filter>&
     // A tag-driven read is ordered by its tag row's copy of the keys (t.created_at, t.event_id,
     // both in event_tags_value): named from `t`, the order columns tell Postgres that the rows
     // leave the read already sorted, so the running total of bounded_history_sql sorts nothing.
-    const std::string columns = !order_columns ? "e.raw"
-                                : by_tag       ? "e.raw, t.created_at, t.event_id AS id"
-                                               : "e.raw, e.created_at, e.id";
-    return sql_statement{filter_select(*wanted[0].first, limit, columns, params, after), {},
-                         by_tag};
+    const std::string selected = columns == row_columns::raw ? "e.raw"
+                                 : by_tag ? "e.raw, t.created_at, t.event_id AS id" + version_column
+                                          : "e.raw, e.created_at, e.id" + version_column;
+    return sql_statement{filter_select(*wanted[0].first, limit, selected, params, after, versions),
+                         {}, by_tag};
   }
   // Each filter keeps its own order and limit; the union removes events several filters found.
   // A later page reads the union again and goes on after the cursor: which of its rows each
@@ -276,7 +286,8 @@ std::optional<sql_statement> history_select(const std::vector<protocol::filter>&
   std::vector<std::string> selects;
   for (const auto& [f, limit] : wanted)
     selects.push_back(filter_select(*f, limit, "e.id, e.created_at", params));
-  std::string sql = std::string("SELECT e.raw") + (order_columns ? ", m.created_at, m.id" : "")
+  std::string sql = std::string("SELECT e.raw")
+                    + (columns != row_columns::raw ? ", m.created_at, m.id" + version_column : "")
                     + " FROM (" + union_of(selects)
                     + ") AS m JOIN events e ON e.community_id = $1::bigint AND e.id = m.id";
   if (after)
@@ -289,6 +300,44 @@ std::optional<sql_statement> history_select(const std::vector<protocol::filter>&
   return sql_statement{std::move(sql), {}, false};
 }
 
+/// history_select's `page` of rows within `max_bytes` (see bounded_history_sql): `upto` is
+/// the running total of `raw`'s bytes, `n` the row's place; a row the reply may go on after
+/// (it reaches the bound, or it is the LIMIT's last) carries its place: rendering every row's id
+/// as text cost more than the whole page's cursor.
+std::optional<sql_statement> bounded_select(std::int64_t community_id,
+                                            const std::vector<protocol::filter>& filters,
+                                            std::int64_t now, std::uint32_t default_limit,
+                                            std::size_t max_bytes, const history_page& page,
+                                            bool keys_only) {
+  param_list params(community_id, now);
+  std::uint32_t rows_bound = 0;
+  auto inner = history_select(filters, default_limit,
+                              keys_only ? row_columns::with_version : row_columns::with_order,
+                              params, page, &rows_bound);
+  if (!inner)
+    return std::nullopt;
+  // The running total in the reply's own order (the inner statement's, so nothing is sorted
+  // again): a row is returned while the rows before it hold less than max_bytes.
+  std::string bound = params.add(std::to_string(max_bytes), "bigint");
+  std::string last_row = params.add(std::to_string(rows_bound), "bigint");
+  std::string goes_on = "upto >= " + bound + " OR n = " + last_row;
+  const std::string window = " OVER w AS upto, row_number() OVER w AS n FROM (" + inner->text
+                             + ") AS h WINDOW w AS (ORDER BY created_at DESC, id ROWS UNBOUNDED"
+                               " PRECEDING)) AS w";
+  if (keys_only)
+    inner->text = "SELECT id, v, CASE WHEN " + goes_on + " THEN upto END, CASE WHEN " + goes_on
+                  + " THEN created_at END FROM (SELECT"
+                  " created_at, id, v, octet_length(raw) AS size, sum(octet_length(raw))" + window
+                  + " WHERE upto - size < " + bound + " ORDER BY created_at DESC, id";
+  else
+    inner->text = "SELECT raw, upto, CASE WHEN " + goes_on + " THEN created_at END, CASE WHEN "
+                  + goes_on + " THEN id END FROM (SELECT raw, created_at, id, sum(octet_length(raw))"
+                  + window + " WHERE upto - octet_length(raw) < " + bound
+                  + " ORDER BY created_at DESC, id";
+  inner->params = params.take();
+  return inner;
+}
+
 } // namespace
 
 std::optional<sql_statement> history_sql(std::int64_t community_id,
@@ -296,7 +345,7 @@ std::optional<sql_statement> history_sql(std::int64_t community_id,
                                          std::int64_t now,
                                          std::uint32_t default_limit) {
   param_list params(community_id, now);
-  auto statement = history_select(filters, default_limit, false, params);
+  auto statement = history_select(filters, default_limit, row_columns::raw, params);
   if (statement)
     statement->params = params.take();
   return statement;
@@ -308,25 +357,27 @@ std::optional<sql_statement> bounded_history_sql(std::int64_t community_id,
                                                  std::uint32_t default_limit,
                                                  std::size_t max_bytes,
                                                  const history_page& page) {
-  param_list params(community_id, now);
-  std::uint32_t rows_bound = 0;
-  auto inner = history_select(filters, default_limit, true, params, page, &rows_bound);
-  if (!inner)
+  return bounded_select(community_id, filters, now, default_limit, max_bytes, page, false);
+}
+
+std::optional<sql_statement> bounded_history_keys_sql(std::int64_t community_id,
+                                                      const std::vector<protocol::filter>& filters,
+                                                      std::int64_t now,
+                                                      std::uint32_t default_limit,
+                                                      std::size_t max_bytes,
+                                                      const history_page& page) {
+  return bounded_select(community_id, filters, now, default_limit, max_bytes, page, true);
+}
+
+std::optional<sql_statement> event_bodies_sql(std::int64_t community_id,
+                                              const std::vector<protocol::bytes32>& ids) {
+  if (ids.empty())
     return std::nullopt;
-  // The running total in the reply's own order (the inner statement's, so nothing is sorted
-  // again): a row is returned while the rows before it hold less than max_bytes. Only a row
-  // the reply may go on after (it reaches the bound, or it is the LIMIT's last) carries its
-  // place: rendering every row's id as text cost more than the whole page's cursor.
-  std::string bound = params.add(std::to_string(max_bytes), "bigint");
-  std::string last_row = params.add(std::to_string(rows_bound), "bigint");
-  std::string goes_on = "upto >= " + bound + " OR n = " + last_row;
-  inner->text = "SELECT raw, upto, CASE WHEN " + goes_on + " THEN created_at END, CASE WHEN "
-                + goes_on + " THEN id END FROM (SELECT raw, created_at, id, sum(octet_length(raw))"
-                " OVER w AS upto, row_number() OVER w AS n FROM (" + inner->text
-                + ") AS h WINDOW w AS (ORDER BY created_at DESC, id ROWS UNBOUNDED PRECEDING)) AS w"
-                  " WHERE upto - octet_length(raw) < " + bound + " ORDER BY created_at DESC, id";
-  inner->params = params.take();
-  return inner;
+  // No time or visibility condition: the ids were chosen by a keyed read a moment ago, and a
+  // row deleted since is simply not found.
+  return sql_statement{"SELECT id, xmin, raw FROM events WHERE community_id = $1::bigint"
+                       " AND id = ANY($2::bytea[])",
+                       {std::to_string(community_id), bytea_list(ids)}, true};
 }
 
 std::optional<sql_statement> count_sql(std::int64_t community_id,

@@ -62,6 +62,20 @@ struct history_page {
   std::int64_t community_id, const std::vector<protocol::filter>& filters, std::int64_t now,
   std::uint32_t default_limit, std::size_t max_bytes, const history_page& page = {});
 
+/// bounded_history_sql's rows without their JSON, for a reader that holds bodies already
+/// (event_body_cache): the same rows, order, limits and byte bound, each as (id, v, upto,
+/// created_at): `id` (bytea, text form) and `v` (the row version, `xmin`) name the body;
+/// `upto` (as above) and `created_at` are NULL except on a row the reply may go on after,
+/// whose place is then (`created_at`, `id`). Each row is about a tenth of its JSON.
+[[nodiscard]] std::optional<sql_statement> bounded_history_keys_sql(
+  std::int64_t community_id, const std::vector<protocol::filter>& filters, std::int64_t now,
+  std::uint32_t default_limit, std::size_t max_bytes, const history_page& page = {});
+
+/// The stored JSON of `ids` in `community_id`, as rows of (id, v, raw) in no order; ids not
+/// stored (any more) have no row. Nothing for no ids.
+[[nodiscard]] std::optional<sql_statement> event_bodies_sql(std::int64_t community_id,
+                                                            const std::vector<protocol::bytes32>& ids);
+
 /// NIP-45: one statement returning a single row with the number of distinct matching events
 /// the reader may see (`hiding`: NIP-29 rooms, as a REQ would show them); limits are ignored.
 /// Nothing when no filter can match.

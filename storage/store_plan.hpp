@@ -51,6 +51,8 @@ struct batch_snapshot {
   std::set<std::pair<std::int64_t, protocol::bytes32>> banned_authors; ///< NIP-86 banpubkey
   /// The batch's communities that no longer exist (deleted before the batch locked them).
   std::set<std::int64_t> missing_communities;
+  /// The batch transaction's id modulo 2^32, the `xmin` of the rows it inserts; 0 when not read.
+  std::uint32_t transaction = 0;
 };
 
 /// The keys a batch touches: what to lock and what to read.

@@ -109,7 +109,7 @@ caf::behavior storage_writer(caf::stateful_actor<writer_state>* self, writer_arg
   auto& st = self->state;
   st.args = std::move(args);
   st.connection = std::make_unique<storage::pg_connection>(st.args.database_url);
-  st.store = std::make_unique<storage::event_store>(*st.connection);
+  st.store = std::make_unique<storage::event_store>(*st.connection, st.args.bodies.get());
   if (st.args.sweeps_expired)
     self->delayed_send(self, expiry_sweep_interval, tick_atom_v);
   return {
@@ -237,7 +237,7 @@ caf::behavior storage_reader(caf::stateful_actor<reader_state>* self, reader_arg
   storage::pg_reconnect_policy policy;
   policy.statement_timeout_ms = st.args.statement_timeout_ms;
   st.connection = std::make_unique<storage::pg_connection>(st.args.database_url, policy);
-  st.store = std::make_unique<storage::event_store>(*st.connection);
+  st.store = std::make_unique<storage::event_store>(*st.connection, st.args.bodies.get());
   return {
     [=](query_atom, const history_request& request) {
       answer_history(self, request);

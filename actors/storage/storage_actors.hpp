@@ -9,6 +9,7 @@
 #include "actors/messages.hpp"
 #include "actors/metrics.hpp"
 #include "actors/storage/reader_waits.hpp"
+#include "storage/event_body_cache.hpp"
 #include "storage/event_store.hpp"
 #include "storage/pg_connection.hpp"
 
@@ -34,6 +35,8 @@ struct writer_args {
   std::shared_ptr<relay_metrics> metrics;
   /// One writer of the pod deletes expired events (NIP-40) every minute.
   bool sweeps_expired = true;
+  /// The pod's event body cache (shared with its readers), given what each batch stores; may be null.
+  std::shared_ptr<storage::event_body_cache> bodies;
 };
 
 struct writer_state {
@@ -65,6 +68,8 @@ struct reader_args {
   /// Shared by the pod's readers (may be null: waits unbounded, for tests of one reader).
   std::shared_ptr<reader_waits> waits;
   std::size_t index = 0; ///< this reader's place among the pod's readers
+  /// The pod's event body cache (shared with the other readers and the writers); may be null.
+  std::shared_ptr<storage::event_body_cache> bodies;
 };
 
 struct reader_state {

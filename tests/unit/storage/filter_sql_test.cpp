@@ -342,3 +342,34 @@ TEST_CASE("a later page of a history reply starts at its cursor and counts what 
   CHECK(contains(several->text, "WHERE m.created_at <= "));
   CHECK(contains(several->text, "ORDER BY m.created_at DESC, m.id LIMIT "));
 }
+
+TEST_CASE("a keyed page reads the same rows as a page of bodies, returning ids and row versions",
+          "[storage][filter_sql]") {
+  filter by_tag;
+  by_tag.tags.push_back({'e', {std::string(64, 'a')}});
+  filter kinds;
+  kinds.kinds = std::vector<std::uint32_t>{1, 7};
+  for (const auto& filters : {std::vector{by_tag}, std::vector{kinds}, std::vector{by_tag, kinds}}) {
+    const history_page page{history_cursor{5, "\\x0a", 3}, 50};
+    auto bodies = bounded_history_sql(1, filters, 0, 500, 65536, page);
+    auto keys = bounded_history_keys_sql(1, filters, 0, 500, 65536, page);
+    REQUIRE(bodies);
+    REQUIRE(keys);
+    CHECK(keys->params == bodies->params); // the same values: the same rows, bound and cursor
+    CHECK(keys->fixed_plan == bodies->fixed_plan);
+    CHECK(keys->text.rfind("SELECT id, v, CASE WHEN", 0) == 0);
+    CHECK(contains(keys->text, "e.xmin"));
+    CHECK(placeholders_in(keys->text) == keys->params.size());
+  }
+  CHECK_FALSE(bounded_history_keys_sql(1, {filter{}}, 0, 0, 65536));
+}
+
+TEST_CASE("bodies are fetched by community and ids, with their row versions", "[storage][filter_sql]") {
+  CHECK_FALSE(event_bodies_sql(3, {}));
+  auto s = event_bodies_sql(3, {filled(1), filled(2)});
+  REQUIRE(s);
+  CHECK(s->text.rfind("SELECT id, xmin, raw FROM events", 0) == 0);
+  CHECK(param(*s, 1) == "3");
+  CHECK(param(*s, 2) == "{\"\\\\x" + to_hex(filled(1)) + "\",\"\\\\x" + to_hex(filled(2)) + "\"}");
+  CHECK(placeholders_in(s->text) == 2);
+}

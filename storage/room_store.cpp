@@ -25,6 +25,32 @@ struct room_must_wait {
   std::int64_t until = 0;
 };
 
+/// Runs `locked` in one transaction. A room_must_wait becomes `waiting` with its retry time; any
+/// other failure rolls back and becomes the outcome's error (also in `failure` when given).
+template <typename Outcome, typename Locked>
+Outcome in_transaction(pg_connection& connection, const char* waiting, Locked&& locked,
+                       std::string* failure = nullptr) {
+  try {
+    must(connection.exec("BEGIN"), "begin");
+    Outcome out = locked();
+    must(connection.exec("COMMIT"), "commit");
+    return out;
+  } catch (const room_must_wait& wait) {
+    (void)connection.exec("ROLLBACK");
+    Outcome out;
+    out.error = waiting;
+    out.retry_at = wait.until;
+    return out;
+  } catch (const std::exception& e) {
+    (void)connection.exec("ROLLBACK");
+    Outcome out;
+    out.error = e.what();
+    if (failure)
+      *failure = out.error;
+    return out;
+  }
+}
+
 std::vector<std::string> split_roles(std::string_view joined) {
   std::vector<std::string> roles;
   while (!joined.empty()) {
@@ -399,24 +425,9 @@ room_write apply_locked(pg_connection& c, const protocol::key_pair& relay,
 room_write room_store::apply(std::int64_t community_id, const room_command& command,
                              std::int64_t now) {
   last_error_.clear();
-  try {
-    must(connection_.exec("BEGIN"), "begin");
-    auto out = apply_locked(connection_, relay_key_, community_id, command, now);
-    must(connection_.exec("COMMIT"), "commit");
-    return out;
-  } catch (const room_must_wait& wait) {
-    (void)connection_.exec("ROLLBACK");
-    room_write out;
-    out.error = "the room's state of this second is written; waiting";
-    out.retry_at = wait.until;
-    return out;
-  } catch (const std::exception& e) {
-    (void)connection_.exec("ROLLBACK");
-    last_error_ = e.what();
-    room_write out;
-    out.error = last_error_;
-    return out;
-  }
+  return in_transaction<room_write>(
+    connection_, "the room's state of this second is written; waiting",
+    [&] { return apply_locked(connection_, relay_key_, community_id, command, now); }, &last_error_);
 }
 
 namespace {
@@ -510,23 +521,9 @@ rooms_restore restore_locked(pg_connection& c, const protocol::key_pair& relay,
 rooms_restore restore_rooms(pg_connection& connection, const protocol::key_pair& relay_key,
                             std::int64_t community_id, const std::vector<room_state>& rooms,
                             std::int64_t now) {
-  try {
-    must(connection.exec("BEGIN"), "begin");
-    auto out = restore_locked(connection, relay_key, community_id, rooms, now);
-    must(connection.exec("COMMIT"), "commit");
-    return out;
-  } catch (const room_must_wait& wait) {
-    (void)connection.exec("ROLLBACK");
-    rooms_restore out;
-    out.error = "a room's state of this second is written; waiting";
-    out.retry_at = wait.until;
-    return out;
-  } catch (const std::exception& e) {
-    (void)connection.exec("ROLLBACK");
-    rooms_restore out;
-    out.error = e.what();
-    return out;
-  }
+  return in_transaction<rooms_restore>(
+    connection, "a room's state of this second is written; waiting",
+    [&] { return restore_locked(connection, relay_key, community_id, rooms, now); });
 }
 
 std::optional<std::vector<room_state>> load_rooms(pg_connection& connection,

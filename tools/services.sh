@@ -49,12 +49,23 @@ ENV
   echo "services: postgres on 127.0.0.1:$pg_port, redis on 127.0.0.1:$redis_port"
 }
 
+# Redis opens its log file again for every line it logs, so the folder is removed only once it
+# has exited: a line logged while `rm -rf` runs would leave a new log behind and fail the removal.
+stop_redis() {
+  local pid
+  pid=$(cat "$dir/redis/redis.pid" 2>/dev/null) || return 0
+  kill "$pid" 2>/dev/null || return 0
+  for _ in $(seq 100); do
+    kill -0 "$pid" 2>/dev/null || return 0
+    sleep 0.1
+  done
+  echo "services: redis (pid $pid) did not exit within 10 s" >&2
+}
+
 stop() {
   [ -d "$dir" ] || return 0
   comb_pg_stop "$dir/postgres" || true
-  if [ -f "$dir/redis/redis.pid" ]; then
-    kill "$(cat "$dir/redis/redis.pid")" 2>/dev/null || true
-  fi
+  stop_redis
   rm -rf "$dir"
 }
 

@@ -216,27 +216,28 @@ std::vector<store_outcome> event_store::store_batch(std::span<const event_write>
   try {
     if (writes.empty())
       return {};
-    batch_attempt first = attempt_batch(connection_, writes, bodies_ != nullptr);
-    if (!first.failure) {
-      remember_stored(bodies_, writes, first);
+    // Each attempt that commits leaves its stored bodies with the readers' cache.
+    auto attempt = [this](std::span<const event_write> some) {
+      batch_attempt made = attempt_batch(connection_, some, bodies_ != nullptr);
+      remember_stored(bodies_, some, made);
+      return made;
+    };
+    batch_attempt first = attempt(writes);
+    if (!first.failure)
       return std::move(first.outcomes);
-    }
     if (first.commit_sent)
       return all_failed(writes.size());
     if (first.failure->connection_lost()) {
       // Nothing was committed; the next statement reconnects, so replaying is safe.
-      batch_attempt again = attempt_batch(connection_, writes, bodies_ != nullptr);
-      remember_stored(bodies_, writes, again);
+      batch_attempt again = attempt(writes);
       return again.failure ? all_failed(writes.size()) : std::move(again.outcomes);
     }
     if (lost_insert_race(*first.failure)) {
       // The other writer has committed by now (Postgres raised the error only then): replayed,
       // the batch reads those ids as stored and answers them as duplicates.
-      batch_attempt again = attempt_batch(connection_, writes, bodies_ != nullptr);
-      if (!again.failure) {
-        remember_stored(bodies_, writes, again);
+      batch_attempt again = attempt(writes);
+      if (!again.failure)
         return std::move(again.outcomes);
-      }
       if (again.commit_sent)
         return all_failed(writes.size());
     }
@@ -245,8 +246,7 @@ std::vector<store_outcome> event_store::store_batch(std::span<const event_write>
     // One bad write must not fail its neighbours: store each on its own.
     std::vector<store_outcome> outcomes;
     for (std::size_t i = 0; i < writes.size(); ++i) {
-      batch_attempt single = attempt_batch(connection_, writes.subspan(i, 1), bodies_ != nullptr);
-      remember_stored(bodies_, writes.subspan(i, 1), single);
+      batch_attempt single = attempt(writes.subspan(i, 1));
       outcomes.push_back(single.failure ? all_failed(1).front() : single.outcomes.front());
     }
     return outcomes;

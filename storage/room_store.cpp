@@ -51,6 +51,19 @@ Outcome in_transaction(pg_connection& connection, const char* waiting, Locked&& 
   }
 }
 
+/// Notes the access change of the transaction that wrote `events`; its new state version.
+std::int64_t noted_change(pg_connection& c, std::int64_t community_id,
+                          const std::vector<relay_signed_event>& events) {
+  std::vector<protocol::bytes32> written;
+  for (const auto& ev : events)
+    written.push_back(ev.ev.id);
+  std::string error;
+  auto version = note_access_change(c, community_id, written, error);
+  if (!version)
+    throw statement_failed(error.empty() ? "community vanished" : error);
+  return *version;
+}
+
 std::vector<std::string> split_roles(std::string_view joined) {
   std::vector<std::string> roles;
   while (!joined.empty()) {
@@ -409,14 +422,7 @@ room_write apply_locked(pg_connection& c, const protocol::key_pair& relay,
     set_room_clock(c, community_id, request.room, created_at);
     out.events.push_back(std::move(removal));
   }
-  std::vector<protocol::bytes32> written;
-  for (const auto& ev : out.events)
-    written.push_back(ev.ev.id);
-  std::string error;
-  auto version = note_access_change(c, community_id, written, error);
-  if (!version)
-    throw statement_failed(error.empty() ? "community vanished" : error);
-  out.state_version = *version;
+  out.state_version = noted_change(c, community_id, out.events);
   return out;
 }
 
@@ -505,14 +511,7 @@ rooms_restore restore_locked(pg_connection& c, const protocol::key_pair& relay,
   }
   if (out.events.empty())
     return out;
-  std::vector<protocol::bytes32> written;
-  for (const auto& ev : out.events)
-    written.push_back(ev.ev.id);
-  std::string error;
-  auto version = note_access_change(c, community_id, written, error);
-  if (!version)
-    throw statement_failed(error.empty() ? "community vanished" : error);
-  out.state_version = *version;
+  out.state_version = noted_change(c, community_id, out.events);
   return out;
 }
 

@@ -297,6 +297,17 @@ membership_outcome repeated_outcome(const roster& members, const membership_comm
                                                   : outcome::already_processed;
 }
 
+std::vector<membership_command>
+joins_in_closed_community(std::span<const membership_command> commands) {
+  std::vector<membership_command> out(commands.begin(), commands.end());
+  for (auto& c : out)
+    if (c.change == membership_change::claim_membership && c.requested_by) {
+      c.change = membership_change::claim_invite;
+      c.invite_code.clear();
+    }
+  return out;
+}
+
 membership_plan plan_membership(roster& members, std::span<const membership_command> commands,
                                 std::map<std::string, invite_state>& invites,
                                 const std::vector<protocol::bytes32>& allowlist,

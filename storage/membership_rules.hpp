@@ -107,6 +107,12 @@ struct membership_plan {
   std::set<protocol::bytes32>& banned, std::int64_t now,
   const std::vector<std::optional<membership_outcome>>& earlier = {});
 
+/// Joins that need no invite are for open communities: in a closed one (the community row just
+/// locked says so, whatever the pod that sent them believed) each becomes a claim of an empty
+/// code, refused as an invalid invite. Operator paths (no requester) are left as they are.
+[[nodiscard]] std::vector<membership_command>
+joins_in_closed_community(std::span<const membership_command> commands);
+
 /// What a request processed before reports when it comes again: the same refusal if it was
 /// refused (an invalid code stays invalid); otherwise, for a join whose author is a member,
 /// `already_member` (NIP-43's "duplicate: you are already a member"), else `already_processed`.

@@ -147,7 +147,7 @@ membership_write membership_store::apply_locked(std::int64_t community_id,
   const std::string community = std::to_string(community_id);
   // FOR NO KEY UPDATE, never FOR UPDATE: event writers lock this row FOR KEY SHARE (each
   // batch's snapshot) and must not wait for a membership write (a test checks it).
-  auto locked = must(connection_.exec("SELECT newest_list_at, state_version"
+  auto locked = must(connection_.exec("SELECT newest_list_at, state_version, access = 'closed'"
                                       " FROM communities WHERE id = $1::bigint FOR NO KEY UPDATE",
                                       {community}),
                      "lock community");
@@ -155,6 +155,12 @@ membership_write membership_store::apply_locked(std::int64_t community_id,
     throw statement_failed("community " + community + " does not exist");
   std::int64_t newest_list_at = locked.integer(0, 0);
   std::int64_t state_version = locked.integer(0, 1);
+  // The access the row has now decides, not the one the sending pod's cache had.
+  std::vector<membership_command> rewritten;
+  if (locked.text(0, 2) == "t") {
+    rewritten = joins_in_closed_community(commands);
+    commands = rewritten;
+  }
   roster members(members_before(community_id, state_version));
   auto invites = read_invites(connection_, community_id, commands);
   auto allowlist = read_allowlist(connection_, community_id, commands);

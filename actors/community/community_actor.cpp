@@ -73,6 +73,35 @@ void apply_rooms(self_ptr self, std::int64_t version, const std::vector<protocol
   cache.set_rooms(std::make_shared<const room_index>(rooms), version);
 }
 
+/// Access and archive from a reloaded state newer than the last one applied, then bans. Their
+/// versions are their own: this pod's membership writes move the members' version past a
+/// change it has not loaded yet (an access switch by comb-admin, another pod's ban), and that
+/// change must still be applied when its reload arrives. Bans are not taken from a state older
+/// than the members: it may lack this pod's own newer ban; the cache's whole version then stays
+/// below the database's, so the watcher reloads again.
+void apply_access(self_ptr self, const storage::community_access& state) {
+  auto& st = self->state;
+  auto& cache = *st.args.cache;
+  if (state.version > st.access_version) {
+    st.access_version = state.version;
+    bool was_closed = st.closed;
+    bool was_archived = st.archived;
+    st.closed = state.closed;
+    st.archived = state.archived;
+    cache.set_closed(state.closed);
+    auto& hooks = st.args.hooks;
+    if (hooks && (was_archived != state.archived || was_closed != state.closed))
+      hooks->forget_hosts(); // new connections must see the new access at once
+    if (state.closed && !was_closed && hooks)
+      hooks->recheck_all(st.args.community_id);
+  }
+  if (state.version > cache.access_version() && state.version >= st.version) {
+    if (st.args.bans)
+      st.args.bans->replace(state.bans);
+    cache.set_access_version(state.version);
+  }
+}
+
 /// The database's state, reloaded after a notification or a version check.
 void refresh(self_ptr self, const storage::community_access& state) {
   auto& st = self->state;
@@ -90,20 +119,8 @@ void refresh(self_ptr self, const storage::community_access& state) {
   } else {
     st.gone = false;
   }
-  if (state.version <= st.version)
-    return;
-  bool was_closed = st.closed;
-  bool was_archived = st.archived;
-  st.closed = state.closed;
-  st.archived = state.archived;
-  st.args.cache->set_closed(state.closed);
-  if (st.args.bans)
-    st.args.bans->replace(state.bans);
   apply_members(self, state.version, state.members);
-  if (hooks && (was_archived != state.archived || was_closed != state.closed))
-    hooks->forget_hosts(); // new connections must see the new access at once
-  if (state.closed && !was_closed && hooks)
-    hooks->recheck_all(st.args.community_id);
+  apply_access(self, state);
 }
 
 /// Bans and unbans of this write, now committed, reach the connections' checks.
@@ -132,6 +149,8 @@ void committed(self_ptr self, const storage::membership_write& write) {
     apply_rooms(self, write.state_version, *write.rooms);
   else
     self->state.args.cache->confirm_rooms(write.previous_version, write.state_version);
+  // follow_bans applied this write's bans; access is not a membership write's to change.
+  self->state.args.cache->confirm_access(write.previous_version, write.state_version);
   for (const auto& room_event : write.room_events)
     publish(self, room_event.ev, room_event.json);
   for (const auto& definition : write.role_definitions)
@@ -226,6 +245,7 @@ void on_room_applied(self_ptr self, const room_applied& applied) {
 caf::behavior community_actor(caf::stateful_actor<community_state>* self, community_args args) {
   self->state.args = std::move(args);
   self->state.version = self->state.args.cache->version();
+  self->state.access_version = self->state.args.cache->access_version();
   self->state.closed = self->state.args.cache->closed().value_or(false);
   return {
     [=](member_atom, std::uint64_t ticket, const storage::membership_command& command) {

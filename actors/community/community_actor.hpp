@@ -46,6 +46,8 @@ struct community_state {
   std::vector<queued_command> in_flight;
   /// The database state version the cache holds; the cache never goes back to an older one.
   std::int64_t version = 0;
+  /// The state version `closed` and `archived` were last taken from (they never go back).
+  std::int64_t access_version = 0;
   bool closed = false;
   bool archived = false;
   bool gone = false; ///< archived or deleted: connections were ended

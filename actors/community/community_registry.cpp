@@ -28,6 +28,7 @@ std::optional<community_handle> community_registry::ensure(
   auto cache = std::make_shared<member_cache>();
   (void)cache->replace(state->members);
   cache->set_closed(state->closed);
+  cache->set_access_version(state->version);
   cache->set_version(state->version);
   cache->set_rooms(std::make_shared<const room_index>(state->rooms), state->version);
   auto ban_cache = std::make_shared<ban_list>();

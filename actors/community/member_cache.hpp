@@ -30,7 +30,25 @@ public:
 
   void set_closed(bool closed) { closed_.store(closed ? 1 : 0, std::memory_order_release); }
 
-  /// The community's state version these members and access come from (never goes back).
+  /// The state version up to which the access and the bans are both current: a membership
+  /// write returns members, so it moves them only where nothing else wrote since
+  /// (confirm_access).
+  [[nodiscard]] std::int64_t access_version() const {
+    return access_version_.load(std::memory_order_acquire);
+  }
+
+  void set_access_version(std::int64_t version) {
+    access_version_.store(version, std::memory_order_release);
+  }
+
+  /// The access and bans are current at `version` too (this pod's own write, which follows its
+  /// own ban changes, was the only change since `from`).
+  void confirm_access(std::int64_t from, std::int64_t version) {
+    std::int64_t expected = from;
+    access_version_.compare_exchange_strong(expected, version);
+  }
+
+  /// The community's state version these members come from (never goes back).
   [[nodiscard]] std::int64_t version() const { return version_.load(std::memory_order_acquire); }
 
   void set_version(std::int64_t version) {
@@ -84,9 +102,12 @@ public:
     return rooms_version_.load(std::memory_order_acquire);
   }
 
-  /// The version up to which this cache holds the community's whole state: members and rooms
-  /// may have been taken from different writes.
-  [[nodiscard]] std::int64_t whole_version() const { return std::min(version(), rooms_version()); }
+  /// The version up to which this cache holds the community's whole state: members, rooms and
+  /// access may have been taken from different writes, and a change this pod has not loaded
+  /// (an access switch, another pod's ban) keeps it below that change's version until reloaded.
+  [[nodiscard]] std::int64_t whole_version() const {
+    return std::min({version(), rooms_version(), access_version()});
+  }
 
   void set_rooms(room_index_ptr rooms, std::int64_t version) {
     std::unique_lock lock(mutex_);
@@ -111,6 +132,7 @@ private:
   std::unordered_map<protocol::bytes32, storage::member_role, protocol::bytes32_hash> roles_;
   room_index_ptr rooms_ = std::make_shared<const room_index>();
   std::atomic<std::int64_t> rooms_version_{0};
+  std::atomic<std::int64_t> access_version_{0};
 };
 
 using member_cache_ptr = std::shared_ptr<member_cache>;

@@ -292,8 +292,10 @@ std::optional<rejection> connection::may_read() const {
 }
 
 bool connection::author_not_admitted(const protocol::event& ev) const {
-  // A join request comes from a non-member by nature; its author is checked above.
-  return policy_.closed_community && policy_.members && ev.kind != join_request_kind
+  // A join request comes from a non-member by nature; its author is checked above. The access
+  // is the database's now, not the connection's at its start: a member's socket that outlived
+  // a switch to closed must not carry non-members' events in.
+  return closed_community() && policy_.members && ev.kind != join_request_kind
          && !policy_.members->is_member(ev.pubkey);
 }
 

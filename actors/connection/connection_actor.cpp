@@ -57,8 +57,10 @@ const caf::actor& reader_for(self_ptr self) {
 
 void request_membership_change(self_ptr self, const protocol::event& ev) {
   auto& st = self->state;
+  // The community's access now (the database's word, in the member cache), not at connect: a
+  // join without a code must not pass in a community closed since.
   auto command = membership_command_for(
-    ev, {st.args.policy.closed_community, st.args.policy.host}, unix_now());
+    ev, {st.logic->closed_community(), st.args.policy.host}, unix_now());
   if (!command || !st.args.community) {
     auto why = command ? protocol::rejection{protocol::reason::error, "membership is unavailable"}
                        : command.error();

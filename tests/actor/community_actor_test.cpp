@@ -361,3 +361,58 @@ TEST_CASE_METHOD(fixture, "rooms follow membership writes: rewritten rooms repla
   CHECK(cache->rooms_version() == cache->version());
   CHECK(cache->rooms()->size() == 0);
 }
+
+TEST_CASE_METHOD(fixture, "an access switch and a ban another writer made are applied after this pod's own write passed them",
+                 "[actor][community][access]") {
+  queue(1, cmd(membership_change::add_member, 2));
+  scheduler->run();
+  REQUIRE(cache->whole_version() == 1);
+  // comb-admin closes the community and another pod bans 9 (version 2); before this pod's
+  // watcher reloads, its own writer commits a join on top of it (version 3).
+  ++db->version;
+  queue(2, cmd(membership_change::add_member, 3));
+  scheduler->run();
+  REQUIRE(cache->version() == 3);
+  CHECK(cache->whole_version() == 1); // the watcher must still reload: the switch is not here
+  CHECK_FALSE(cache->closed().value_or(false));
+
+  storage::community_access state;
+  state.community_id = 1;
+  state.exists = true;
+  state.closed = true;
+  state.version = 3; // the reload reads the database as it is now
+  state.members = db->members;
+  state.bans.pubkeys = {{key(9), ""}};
+  caf::anon_send(community, refresh_atom_v, state);
+  scheduler->run();
+  CHECK(cache->closed() == std::optional<bool>(true));
+  CHECK(bans->is_banned_pubkey(key(9)));
+  CHECK(cache->whole_version() == 3);
+
+  // The next own write follows on from a state the cache holds whole.
+  queue(3, cmd(membership_change::add_member, 4));
+  scheduler->run();
+  CHECK(cache->whole_version() == 4);
+}
+
+TEST_CASE_METHOD(fixture, "a reload older than this pod's own ban takes its access but keeps the ban",
+                 "[actor][community][access]") {
+  queue(1, cmd(membership_change::add_member, 2));
+  scheduler->run();
+  ++db->version; // another writer closed the community (version 2)
+  queue(2, cmd(membership_change::ban_pubkey, 2)); // this pod bans 2 (version 3)
+  scheduler->run();
+  REQUIRE(bans->is_banned_pubkey(key(2)));
+  storage::community_access late; // read at version 2, before the ban, and delivered after it
+  late.community_id = 1;
+  late.exists = true;
+  late.closed = true;
+  late.version = 2;
+  late.members = {{key(2), storage::member_role::member}};
+  caf::anon_send(community, refresh_atom_v, late);
+  scheduler->run();
+  CHECK(cache->closed() == std::optional<bool>(true)); // the switch is enforced at once
+  CHECK(bans->is_banned_pubkey(key(2)));               // the own ban is not rolled back
+  CHECK_FALSE(cache->is_member(key(2)));
+  CHECK(cache->whole_version() < 3); // so the watcher reloads the bans as of now
+}

@@ -123,6 +123,9 @@ struct fixture {
   }
 
   std::vector<caf::actor> spawned;
+  /// The community actor the connections `connect` opens ask for membership changes (none
+  /// unless a test sets one: membership is unavailable then).
+  caf::actor community;
   /// Bounds of the connections `connect` opens (community, host and limits are set there).
   connection_policy base_policy;
 
@@ -147,6 +150,7 @@ struct fixture {
     args.writer = storage_actor;
     args.readers = {storage_actor};
     args.metrics = metrics;
+    args.community = community;
     c.actor = system->spawn(connection_actor, std::move(args));
     spawned.push_back(c.actor);
     run();
@@ -453,4 +457,59 @@ TEST_CASE_METHOD(fixture, "a burst of publishes reaches each connection in publi
   run();
   CHECK(reader.sink->take() == expected_a);
   CHECK(other.sink->take() == expected_b);
+}
+
+namespace {
+
+/// Stands in for the community actor: records the membership commands it is asked for.
+caf::behavior recording_community(caf::event_based_actor*,
+                                  std::shared_ptr<std::vector<storage::membership_command>> asked) {
+  return {
+    [=](member_atom, std::uint64_t, const storage::membership_command& command) {
+      asked->push_back(command);
+    },
+  };
+}
+
+} // namespace
+
+TEST_CASE_METHOD(fixture, "a community closed since the connection opened is closed to its writes too",
+                 "[actor][connection][access]") {
+  auto asked = std::make_shared<std::vector<storage::membership_command>>();
+  community = system->spawn(recording_community, asked);
+  spawned.push_back(community);
+  base_policy.members = std::make_shared<member_cache>();
+  (void)base_policy.members->replace({{alice.public_key(), storage::member_role::member}});
+  base_policy.members->set_closed(false);
+  auto c = connect(false); // open when it connected
+  auto auth = test::sign_event(alice, 22242, "", {{"relay", "wss://hive.test"}, {"challenge", c.challenge}});
+  say(c, "[\"AUTH\"," + protocol::render_event_json(auth) + "]");
+  REQUIRE(c.sink->take() == std::vector<std::string>{ok_frame(auth, true, "")});
+  base_policy.members->set_closed(true); // comb-admin closed it; the member's socket stays
+
+  // A member's socket carries no non-member's event in.
+  auto from_bob = test::sign_event(bob, 1, "not a member");
+  say(c, test::event_frame(from_bob));
+  CHECK(c.sink->take()
+        == std::vector<std::string>{
+          ok_frame(from_bob, false, "restricted: the author of this event is not a member of this community")});
+  CHECK(store->store_calls == 0);
+
+  // Nor does a join without an invite code, sent after authenticating as someone else.
+  auto bob_auth = test::sign_event(bob, 22242, "", {{"relay", "wss://hive.test"}, {"challenge", c.challenge}});
+  say(c, "[\"AUTH\"," + protocol::render_event_json(bob_auth) + "]");
+  REQUIRE(c.sink->take() == std::vector<std::string>{ok_frame(bob_auth, true, "")});
+  auto join = test::sign_event(bob, 28934, "", {});
+  say(c, test::event_frame(join));
+  CHECK(c.sink->take()
+        == std::vector<std::string>{
+          ok_frame(join, false, "restricted: a join request needs a claim tag with an invite code")});
+  CHECK(asked->empty());
+
+  // Reopened: a join needs no code again.
+  base_policy.members->set_closed(false);
+  auto open_join = test::sign_event(bob, 28934, "again", {});
+  say(c, test::event_frame(open_join));
+  REQUIRE(asked->size() == 1);
+  CHECK(asked->front().change == storage::membership_change::claim_membership);
 }

@@ -228,3 +228,32 @@ TEST_CASE_METHOD(membership_fixture, "a store's remembered members follow other 
   require_list_is_live(*this, after_role, community);
   CHECK(listed(*after_role.list).contains({protocol::to_hex(key(5)), "admin"}));
 }
+
+TEST_CASE_METHOD(membership_fixture, "a join without an invite is refused once the community row says closed",
+                 "[integration][membership][access]") {
+  auto owner = key(1), erin = key(5);
+  REQUIRE(apply(command(membership_change::provision_owner, owner, member_role::owner)).committed);
+  // A pod whose cache still says open sends a join that needs no invite.
+  auto join = command(membership_change::claim_membership, erin);
+  join.requested_by = erin;
+  auto closing = communities.set_access(community, true, relay_key, now_seconds());
+  REQUIRE(closing.result == storage::lifecycle_result::changed);
+  auto refused = apply(join);
+  REQUIRE(refused.committed);
+  CHECK(refused.results[0].outcome == outcome::invite_invalid);
+  CHECK_FALSE(refused.list);
+  for (const auto& [pubkey, role] : stored_members(community))
+    CHECK(pubkey != protocol::to_hex(erin));
+
+  // An operator's add (no requester) is not a join: it still admits.
+  auto added = apply(command(membership_change::add_member, erin));
+  CHECK(added.results[0].outcome == outcome::changed);
+
+  // Open again: a join needs no invite.
+  auto other = key(6);
+  REQUIRE(communities.set_access(community, false, relay_key, now_seconds()).result
+          == storage::lifecycle_result::changed);
+  auto open_join = command(membership_change::claim_membership, other);
+  open_join.requested_by = other;
+  CHECK(apply(open_join).results[0].outcome == outcome::changed);
+}

@@ -304,6 +304,27 @@ bool connection::lost_access() const {
          && !policy_.members->is_member(*authenticated_);
 }
 
+std::optional<rejection> connection::over_budget(const filter_cost& total,
+                                                std::string_view where) const {
+  auto at_most = [](std::size_t bound) { return " (at most " + std::to_string(bound) + ")"; };
+  if (total.filters > policy_.max_filters)
+    return rejection{reason::rate_limited,
+                     "too many filters " + std::string(where) + at_most(policy_.max_filters)};
+  if (total.values > policy_.max_filter_values)
+    return rejection{reason::rate_limited, "too many filter values " + std::string(where)
+                                             + at_most(policy_.max_filter_values)};
+  if (total.broad > policy_.max_broad_filters)
+    return rejection{reason::rate_limited, "too many filters without ids, authors, kinds or tags"
+                                             + at_most(policy_.max_broad_filters)};
+  return std::nullopt;
+}
+
+std::optional<rejection> connection::check_count(const std::vector<protocol::filter>& filters) const {
+  // A COUNT holds nothing in the fan-out, but its statement is as costly as a REQ's history: one
+  // may ask no more than a REQ could on a connection holding nothing.
+  return over_budget(cost_of(filters), "in one COUNT");
+}
+
 protocol::result<std::uint64_t>
 connection::open_subscription(const std::string& id, const std::vector<protocol::filter>& filters) {
   auto existing = subscriptions_.find(id);
@@ -319,17 +340,11 @@ connection::open_subscription(const std::string& id, const std::vector<protocol:
     kept.values -= existing->second.cost.values;
     kept.broad -= existing->second.cost.broad;
   }
-  if (kept.filters + wanted.filters > policy_.max_filters)
-    return rejection{reason::rate_limited, "too many filters open on this connection (at most "
-                                             + std::to_string(policy_.max_filters) + ")"};
-  if (kept.values + wanted.values > policy_.max_filter_values)
-    return rejection{reason::rate_limited, "too many filter values open on this connection (at most "
-                                             + std::to_string(policy_.max_filter_values) + ")"};
-  if (kept.broad + wanted.broad > policy_.max_broad_filters)
-    return rejection{reason::rate_limited,
-                     "too many filters without ids, authors, kinds or tags (at most "
-                       + std::to_string(policy_.max_broad_filters) + ")"};
-  held_ = {kept.filters + wanted.filters, kept.values + wanted.values, kept.broad + wanted.broad};
+  filter_cost total{kept.filters + wanted.filters, kept.values + wanted.values,
+                    kept.broad + wanted.broad};
+  if (auto over = over_budget(total, "open on this connection"))
+    return *over;
+  held_ = total;
   subscription& sub = subscriptions_[id];
   sub = subscription{};
   sub.generation = next_generation_++;

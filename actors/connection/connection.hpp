@@ -224,6 +224,10 @@ public:
   [[nodiscard]] protocol::result<std::uint64_t>
   open_subscription(const std::string& id, const std::vector<protocol::filter>& filters = {});
 
+  /// NIP-45: a COUNT's filters within the budget one REQ may hold (`rate-limited:` past it).
+  [[nodiscard]] std::optional<protocol::rejection>
+  check_count(const std::vector<protocol::filter>& filters) const;
+
   /// True if `id` is open under `generation` (a queued query is still wanted).
   [[nodiscard]] bool is_open(const std::string& id, std::uint64_t generation) const;
 
@@ -282,6 +286,8 @@ private:
   };
 
   void forget_cost(const filter_cost& cost) noexcept;
+  [[nodiscard]] std::optional<protocol::rejection> over_budget(const filter_cost& total,
+                                                               std::string_view where) const;
 
   [[nodiscard]] protocol::room_reader reader_of(const cached_room& room,
                                                 const std::optional<protocol::bytes32>& who) const;

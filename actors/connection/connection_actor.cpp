@@ -288,6 +288,11 @@ void on_count(self_ptr self, protocol::count_message& message) {
     send_frame(self, protocol::render_closed(message.subscription_id, refused->text()));
     return;
   }
+  if (auto refused = st.logic->check_count(message.filters)) {
+    bump(st.args.metrics->queries_refused);
+    send_frame(self, protocol::render_closed(message.subscription_id, refused->text()));
+    return;
+  }
   if (st.waiting_counts >= max_waiting_counts) {
     bump(st.args.metrics->queries_refused);
     send_frame(self, protocol::render_closed(message.subscription_id,

@@ -380,6 +380,22 @@ TEST_CASE_METHOD(fixture, "COUNT answers from storage", "[actor][connection]") {
   CHECK(c.sink->take() == std::vector<std::string>{R"(["COUNT","n",{"count":2}])"});
 }
 
+TEST_CASE_METHOD(fixture, "a COUNT asks no more than one REQ may hold", "[actor][connection][bounds]") {
+  base_policy.max_filter_values = 3;
+  base_policy.max_broad_filters = 1;
+  auto c = connect();
+  say(c, R"(["COUNT","n",{"#t":["a","b","c","d"]}])");
+  CHECK(c.sink->take()
+        == std::vector<std::string>{
+          R"x(["CLOSED","n","rate-limited: too many filter values in one COUNT (at most 3)"])x"});
+  say(c, R"(["COUNT","n",{},{}])");
+  CHECK(c.sink->take()
+        == std::vector<std::string>{
+          R"x(["CLOSED","n","rate-limited: too many filters without ids, authors, kinds or tags (at most 1)"])x"});
+  say(c, R"(["COUNT","n",{"#t":["a","b","c"]}])");
+  CHECK(c.sink->take() == std::vector<std::string>{R"(["COUNT","n",{"count":0}])"});
+}
+
 TEST_CASE_METHOD(fixture, "clients cannot publish relay-only NIP-43 and NIP-29 kinds", "[actor][connection]") {
   auto c = connect();
   for (std::uint32_t kind : {13534u, 8000u, 8001u, 28935u, 33534u, 39000u, 39005u}) {

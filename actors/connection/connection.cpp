@@ -9,6 +9,7 @@
 #include "protocol/kind_rules.hpp"
 #include "protocol/nip42.hpp"
 #include "protocol/relay_message.hpp"
+#include "protocol/room.hpp"
 
 namespace comb::actors {
 namespace protocol = comb::protocol;
@@ -33,9 +34,11 @@ rejection not_a_member() {
   return {reason::restricted, "you are not a member of this community"};
 }
 
-/// Membership requests (28934, 28936, 9030-9032) act for their author, so only a connection
-/// authenticated as the author may send one, `-` tag or not (the apps send joins and leaves
-/// without it).
+/// Membership requests (28934, 28936, 9030-9032) and room requests (9000-9022) act for their
+/// author, so only a connection authenticated as the author may send one, `-` tag or not (the
+/// apps send joins and leaves without it). A refused request is not stored, so without this
+/// anyone could send it again later, when it would succeed (an admin's removal of someone who
+/// joined since), or bring one signed for a room of the same id elsewhere.
 std::optional<rejection> check_request_author(const protocol::event& ev,
                                               const std::optional<protocol::bytes32>& authed) {
   if (!authed)
@@ -162,7 +165,7 @@ std::optional<rejection> connection::admit_event(const protocol::event& ev, std:
     return protocol::invalid("event has already expired");
   if (auto bad_time = protocol::check_created_at(ev, now, policy_.created_at))
     return bad_time;
-  if (is_membership_request(ev.kind)) {
+  if (is_membership_request(ev.kind) || protocol::is_room_request_kind(ev.kind)) {
     if (auto refused = check_request_author(ev, authenticated_))
       return refused;
   } else if (protocol::is_protected(ev)) {

@@ -51,6 +51,24 @@ connection authed_as(const protocol::key_pair& who, const connection_policy& pol
 
 } // namespace
 
+TEST_CASE("room requests come only from a connection authenticated as their author", "[actors][rooms]") {
+  auto policy = policy_with_rooms();
+  policy.host = "relay.test";
+  auto now = test::unix_now();
+  // An admin's removal of someone not in the room yet is refused and not stored: a copy sent
+  // later by anyone else, once they joined, must not remove them.
+  auto removal = test::sign_event(admin, 9001, "", {{"h", "open"}, {"p", protocol::to_hex(member.public_key())}});
+  connection anonymous(policy, "challenge");
+  CHECK(anonymous.admit_event(removal, now, 1)->text()
+        == "auth-required: authenticate as the author to send this request");
+  auto someone_else = authed_as(outsider, policy);
+  CHECK(someone_else.admit_event(removal, now, 2)->text()
+        == "restricted: this request may only be sent by its author");
+  CHECK(someone_else.admit_event(test::sign_event(member, 9022, "", {{"h", "open"}}), now, 3)->text()
+        == "restricted: this request may only be sent by its author");
+  CHECK_FALSE(authed_as(admin, policy).admit_event(removal, now, 4));
+}
+
 TEST_CASE("posts to rooms: unknown rooms, late events and restricted rooms are refused",
           "[actors][rooms]") {
   auto policy = policy_with_rooms();
@@ -72,9 +90,11 @@ TEST_CASE("posts to rooms: unknown rooms, late events and restricted rooms are r
   CHECK(c.admit_event(test::sign_event(outsider, 9, "hi", {{"h", "open"}, {"h", "nowhere"}}), now, 21)->text()
         == "invalid: there is no room \"nowhere\" in this community");
   CHECK_FALSE(c.admit_event(test::sign_event(member, 9, "hi", {{"h", "open"}, {"h", "locked"}}), now, 22));
-  // A create names a room that does not exist yet; room requests are judged in their transaction.
-  CHECK_FALSE(c.admit_event(test::sign_event(outsider, 9007, "", {{"h", "new-room"}}), now, 7));
-  CHECK_FALSE(c.admit_event(test::sign_event(outsider, 9021, "", {{"h", "locked"}}), now, 8));
+  // A create names a room that does not exist yet; room requests are judged in their
+  // transaction, and come only from a connection authenticated as their author.
+  auto outsiders = authed_as(outsider, policy);
+  CHECK_FALSE(outsiders.admit_event(test::sign_event(outsider, 9007, "", {{"h", "new-room"}}), now, 7));
+  CHECK_FALSE(outsiders.admit_event(test::sign_event(outsider, 9021, "", {{"h", "locked"}}), now, 8));
   for (std::uint32_t kind : {39000u, 39001u, 39002u, 39003u, 39005u})
     CHECK(c.admit_event(test::sign_event(admin, kind, "", {{"d", "open"}}), now, 9 + kind % 10)->text()
           == "restricted: only the relay may publish kind " + std::to_string(kind));

@@ -422,8 +422,9 @@ std::optional<shared_event_frame> connection::live_arrived(const std::string& id
   if (it == subscriptions_.end() || it->second.generation != generation)
     return std::nullopt;
   // The cache changes before its revocation reaches this connection through the fan-out: an
-  // event matched meanwhile (local or bridged) follows the cache, as a REQ would.
-  if (lost_access())
+  // event matched meanwhile (local or bridged) follows the cache, as a REQ would, for a removed
+  // member and for an anonymous reader of a community closed since alike.
+  if (must_leave())
     return std::nullopt;
   subscription& sub = it->second;
   if (!rooms_visible(protocol::rooms_of_event(*event.ev), event.ev->kind)) {

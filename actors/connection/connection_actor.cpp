@@ -440,11 +440,34 @@ void count_withheld(self_ptr self) {
     self->state.args.metrics->room_events_withheld.fetch_add(n, std::memory_order_relaxed);
 }
 
+/// A reply that comes back after the reader lost the right to read (removed, or the community
+/// closed since the REQ): the revocation may have reached the fan-out before this subscription
+/// did, so the reply itself ends it instead of being sent.
+bool refuse_late_reply(self_ptr self, const std::string& sub, std::uint64_t generation) {
+  auto& st = self->state;
+  if (!st.logic->must_leave() || !st.logic->is_open(sub, generation))
+    return false;
+  auto refused = st.logic->may_read();
+  st.logic->close_subscription(sub);
+  self->send(st.args.fanout, unsubscribe_atom_v, st.args.owner, st.args.policy.community_id, sub);
+  send_frame(self, protocol::render_closed(
+                     sub, refused ? refused->text() : "restricted: you may not read this community"));
+  return true;
+}
+
 void on_history(self_ptr self, const std::string& sub, std::uint64_t generation,
                 storage::query_result& result) {
   auto& st = self->state;
   // Counted before the frames move out of the chunk.
   const std::size_t bytes = storage::bytes_of(result);
+  if (refuse_late_reply(self, sub, generation)) {
+    st.history->in_mailbox.fetch_sub(bytes, std::memory_order_release);
+    if (result.last) {
+      st.logic->query_finished();
+      start_waiting_queries(self);
+    }
+    return;
+  }
   if (!result.last) {
     // In one call: the outbox takes the chunk under one lock and wakes its writer once.
     st.args.sink->send_frames(st.logic->history_arrived(sub, generation, std::move(result.events),
@@ -459,7 +482,8 @@ void on_history(self_ptr self, const std::string& sub, std::uint64_t generation,
   start_waiting_queries(self);
   schedule_echo_expiry(self);
   if (!result.ok) {
-    if (st.logic->close_subscription(sub)) {
+    // Only the subscription this reply was for: the id may name a newer REQ by now.
+    if (st.logic->is_open(sub, generation) && st.logic->close_subscription(sub)) {
       self->send(st.args.fanout, unsubscribe_atom_v, st.args.owner, st.args.policy.community_id, sub);
       send_frame(self, protocol::render_closed(sub, result.error));
     }
@@ -545,8 +569,12 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, conn
     [=](counted_atom, const std::string& sub, const storage::count_result& result) {
       self->state.logic->query_finished();
       start_waiting_queries(self);
-      send_frame(self, result.ok ? protocol::render_count(sub, result.count)
-                                 : protocol::render_closed(sub, result.error));
+      // Counted before a revocation the connection has heard of since: not answered then.
+      if (auto refused = self->state.logic->may_read())
+        send_frame(self, protocol::render_closed(sub, refused->text()));
+      else
+        send_frame(self, result.ok ? protocol::render_count(sub, result.count)
+                                   : protocol::render_closed(sub, result.error));
     },
     [=](tick_atom) {
       self->state.echo_expiry_scheduled = false;

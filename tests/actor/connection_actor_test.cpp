@@ -529,3 +529,51 @@ TEST_CASE_METHOD(fixture, "a community closed since the connection opened is clo
   REQUIRE(asked->size() == 1);
   CHECK(asked->front().change == storage::membership_change::claim_membership);
 }
+
+TEST_CASE_METHOD(fixture, "a reply read before the reader was removed is not sent after it",
+                 "[actor][connection][access]") {
+  base_policy.members = std::make_shared<member_cache>();
+  (void)base_policy.members->replace({{alice.public_key(), storage::member_role::member}});
+  base_policy.members->set_closed(true);
+  store->events.push_back(test::sign_event(alice, 1, "history"));
+  auto c = connect(true);
+  auto auth = test::sign_event(alice, 22242, "", {{"relay", "wss://hive.test"}, {"challenge", c.challenge}});
+  say(c, "[\"AUTH\"," + protocol::render_event_json(auth) + "]");
+  REQUIRE(c.sink->take() == std::vector<std::string>{ok_frame(auth, true, "")});
+  say(c, R"(["REQ","s",{"kinds":[1]}])");
+  REQUIRE(store->held_queries.size() == 1);
+  // Removed while the reader works; the revocation never reaches this subscription.
+  (void)base_policy.members->replace({});
+  release_history();
+  CHECK(c.sink->take()
+        == std::vector<std::string>{R"(["CLOSED","s","restricted: you are not a member of this community"])"});
+
+  // A COUNT counted before the removal is not answered after it either.
+  (void)base_policy.members->replace({{alice.public_key(), storage::member_role::member}});
+  caf::anon_send(c.actor, frame_atom_v, std::string(R"(["COUNT","n",{"kinds":[1]}])"));
+  scheduler->run_once(); // the connection sends the COUNT to the reader
+  (void)base_policy.members->replace({});
+  run();
+  CHECK(c.sink->take()
+        == std::vector<std::string>{R"(["CLOSED","n","restricted: you are not a member of this community"])"});
+}
+
+TEST_CASE_METHOD(fixture, "a failed history reply closes only the subscription it was for",
+                 "[actor][connection]") {
+  auto c = connect();
+  say(c, R"(["REQ","s",{"kinds":[1]}])");
+  REQUIRE(store->held_queries.size() == 1);
+  auto first = store->held_queries.front();
+  store->held_queries.clear();
+  say(c, R"(["REQ","s",{"kinds":[7]}])"); // the same id, a new REQ
+  release_history();
+  REQUIRE(c.sink->take() == std::vector<std::string>{R"(["EOSE","s"])"});
+  // The first REQ's reader gives up late: the newer subscription stays.
+  caf::anon_send(c.actor, history_atom_v, first.subscription_id, first.generation,
+                 storage::query_result{false, {}, "error: statement timeout"});
+  run();
+  CHECK(c.sink->take().empty());
+  auto note = test::sign_event(alice, 7);
+  say(c, test::event_frame(note));
+  CHECK(c.sink->take() == std::vector<std::string>{ok_frame(note, true, ""), event_on("s", note)});
+}

@@ -100,6 +100,18 @@ std::string_view method_name(management_method m) noexcept {
   return index < method_names.size() ? method_names[index] : "unknown";
 }
 
+bool is_read_only(management_method m) noexcept {
+  switch (m) {
+    case method::supported_methods:
+    case method::list_banned_pubkeys:
+    case method::list_allowed_pubkeys:
+    case method::list_banned_events:
+    case method::list_rooms:
+    case method::list_room_members: return true;
+    default: return false;
+  }
+}
+
 std::optional<management_method> parse_method_name(std::string_view name) noexcept {
   for (std::size_t i = 0; i < method_names.size(); ++i)
     if (method_names[i] == name)

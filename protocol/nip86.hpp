@@ -47,6 +47,9 @@ inline constexpr std::size_t max_relay_icon_bytes = 2048;
 
 [[nodiscard]] std::optional<management_method> parse_method_name(std::string_view name) noexcept;
 
+/// Methods that only read (supportedmethods, list*): the same call repeated changes nothing.
+[[nodiscard]] bool is_read_only(management_method method) noexcept;
+
 /// One parsed call: `target` is the pubkey or event id of the methods that take one, `text` the
 /// reason, or the new name, description or icon URL.
 struct management_request {

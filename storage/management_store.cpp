@@ -44,9 +44,11 @@ management_store::management_store(pg_connection& connection, const protocol::by
 std::optional<bool> management_store::spend_http_auth(const protocol::bytes32& event_id,
                                                       std::int64_t expires_at, std::int64_t now) {
   last_error_.clear();
-  // Rows past their time can never be replayed (the time check refuses them first).
+  // Rows past their time can never be replayed (the time check refuses them first) on a pod
+  // whose clock is at most a minute behind this one's: kept that much longer.
+  constexpr std::int64_t clock_skew_margin = 60;
   auto purged = connection_.exec("DELETE FROM used_http_auth WHERE expires_at < $1::bigint",
-                                 {std::to_string(now)});
+                                 {std::to_string(now - clock_skew_margin)});
   auto spent = purged.ok() ? connection_.exec("INSERT INTO used_http_auth (event_id, expires_at)"
                                               " VALUES ($1::bytea, $2::bigint) ON CONFLICT DO NOTHING",
                                               {bytea_param(event_id), std::to_string(expires_at)})

@@ -36,15 +36,16 @@ step claim_invite(roster& r, const membership_command& c,
                   const std::set<protocol::bytes32>& banned, std::int64_t now) {
   if (banned.contains(c.subject))
     return {outcome::banned}; // before the code: a banned user learns nothing about it
+  // Before the code too: a member following an old link is a member (NIP-43's `duplicate:`,
+  // which the apps take as success), and retrying a code does not use it up.
+  if (r.role_of(c.subject))
+    return {outcome::already_member};
   auto it = invites.find(invite_code_hash(c.invite_code));
   if (it == invites.end() || it->second.revoked)
     return {outcome::invite_invalid};
   auto& invite = it->second;
   if (invite.expires_at <= now)
     return {outcome::invite_expired};
-  // A member retrying a code does not use it up.
-  if (r.role_of(c.subject))
-    return {outcome::already_member};
   if (invite.max_uses > 0 && invite.use_count >= invite.max_uses)
     return {outcome::invite_exhausted};
   ++invite.use_count;
@@ -122,6 +123,10 @@ step transfer(roster& r, const membership_command& c) {
   return make_owner(r, c, member_role::member);
 }
 
+bool manages(std::optional<member_role> role) {
+  return role == member_role::owner || role == member_role::admin;
+}
+
 /// The role rules for requests signed by users: admins and the owner manage members, only the
 /// owner grants or revokes admin, nobody touches the owner, a user may only join or leave as
 /// themselves.
@@ -141,7 +146,9 @@ bool authorized(const roster& r, const membership_command& c) {
     case membership_change::remove_member:
       if (is_self)
         return true; // a leave request
-      return admin_or_owner && (owner || r.role_of(c.subject) == member_role::member);
+      // An admin removes plain members, and may ask for someone who is not one (any more):
+      // nothing to do, as for the owner, rather than a refusal.
+      return admin_or_owner && (owner || !manages(r.role_of(c.subject)));
     case membership_change::remove_member_if_role:
       return admin_or_owner && !is_self && (owner || c.expected_role == member_role::member);
     case membership_change::update_role: return owner && !is_self;

@@ -46,6 +46,9 @@ management_reply database_trouble() {
 
 /// The checks in the order NIP-86 clients expect them: shape of the request, NIP-98 (401),
 /// the auth event not used before (401), the caller's role (403), then the params (200).
+/// A read (supportedmethods, list*) may use its auth event again within the event's window:
+/// apps ask the same list twice in one second (Flotilla's banned list), which is one event id,
+/// and the event's payload hash binds it to that exact body, so no change can ride on it.
 std::variant<admitted_call, management_reply> admit(self_ptr self, const management_call& call) {
   auto& st = self->state;
   if (!is_management_content_type(call.content_type))
@@ -59,18 +62,20 @@ std::variant<admitted_call, management_reply> admit(self_ptr self, const managem
     protocol::http_auth_expectation{call.host, "POST", call.body, now, auth_window_seconds});
   if (!auth)
     return management_refusal(401, management_outcome::unauthorized, auth.error().detail);
-  auto fresh = st.store->spend_http_auth(auth->id, auth->created_at + auth_window_seconds, now);
-  if (!fresh)
-    return database_trouble();
-  if (!*fresh)
-    return management_refusal(401, management_outcome::unauthorized, "auth event already used");
+  auto request = protocol::parse_management_request(call.body);
+  if (!request || !protocol::is_read_only(request.value().method)) {
+    auto fresh = st.store->spend_http_auth(auth->id, auth->created_at + auth_window_seconds, now);
+    if (!fresh)
+      return database_trouble();
+    if (!*fresh)
+      return management_refusal(401, management_outcome::unauthorized, "auth event already used");
+  }
   auto role = st.store->role_of(call.community_id, auth->pubkey);
   if (!st.store->last_error().empty())
     return database_trouble();
   if (role != storage::member_role::owner && role != storage::member_role::admin)
     return management_refusal(403, management_outcome::forbidden,
                               "only the community's owner or an admin may manage it");
-  auto request = protocol::parse_management_request(call.body);
   if (!request)
     return management_refusal(request.error().malformed ? 400 : 200, management_outcome::error,
                               request.error().message);

@@ -97,8 +97,10 @@ describe('Flotilla managing a closed space', () => {
     const restored = await owner.manage(relay, 'allowpubkey', [bob.pk])
     assert.deepEqual(restored, { result: true }, JSON.stringify(restored))
     assert.ok((await memberList(owner, relay)).includes(bob.pk))
-    await pause(1100) // the same call in the same second would be the very same, used, NIP-98 event
-    assert.deepEqual((await owner.manage(relay, 'listbannedpubkeys')).result, [])
+    // The banned list asks each time it opens: in the same second that is the very same NIP-98
+    // event, which a read may use again.
+    const lists = await Promise.all([owner.manage(relay, 'listbannedpubkeys'), owner.manage(relay, 'listbannedpubkeys')])
+    for (const list of lists) assert.deepEqual(list.result, [], JSON.stringify(list))
     assert.equal(thunkError(await bob.publish(relay, makeEvent(MESSAGE, { content: 'back again' }))), '')
   })
 

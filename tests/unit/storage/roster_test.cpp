@@ -134,3 +134,53 @@ TEST_CASE("a ban in a batch removes the member and refuses their later join",
   CHECK(banned.empty());
   CHECK(r.role_of(key(3)) == member_role::member);
 }
+
+TEST_CASE("an admin asking to remove someone who is not a member is told there is nothing to do",
+          "[unit][storage][roster]") {
+  auto r = three_members();
+  std::map<std::string, invite_state> invites;
+  std::set<bytes32> banned;
+  auto removal = [](bytes32 subject, bytes32 by) {
+    membership_command c;
+    c.change = membership_change::remove_member;
+    c.subject = subject;
+    c.requested_by = by;
+    return c;
+  };
+  std::vector<membership_command> batch{removal(key(9), key(2)), removal(key(3), key(2)),
+                                        removal(key(3), key(2)), removal(key(1), key(2))};
+  auto plan = plan_membership(r, batch, invites, {}, banned, 0);
+  CHECK(plan.outcomes == std::vector<membership_outcome>{
+                           membership_outcome::not_member, membership_outcome::changed,
+                           membership_outcome::not_member, membership_outcome::is_owner});
+  // Another admin stays out of an admin's reach.
+  auto with_two_admins = roster({{key(1), member_role::owner}, {key(2), member_role::admin},
+                                 {key(4), member_role::admin}});
+  std::vector<membership_command> one{removal(key(4), key(2))};
+  CHECK(plan_membership(with_two_admins, one, invites, {}, banned, 0).outcomes
+        == std::vector<membership_outcome>{membership_outcome::not_allowed});
+}
+
+TEST_CASE("a member following an old or spent invite is told they are a member",
+          "[unit][storage][roster]") {
+  auto r = three_members();
+  std::map<std::string, invite_state> invites;
+  invite_state expired;
+  expired.expires_at = 10;
+  invites[invite_code_hash("old")] = expired;
+  std::set<bytes32> banned;
+  membership_command join;
+  join.change = membership_change::claim_invite;
+  join.subject = key(3);
+  join.requested_by = key(3);
+  join.invite_code = "old";
+  membership_command unknown = join;
+  unknown.invite_code = "never-minted";
+  membership_command stranger = join;
+  stranger.subject = stranger.requested_by.emplace(key(8));
+  std::vector<membership_command> batch{join, unknown, stranger};
+  CHECK(plan_membership(r, batch, invites, {}, banned, 100).outcomes
+        == std::vector<membership_outcome>{membership_outcome::already_member,
+                                           membership_outcome::already_member,
+                                           membership_outcome::invite_expired});
+}

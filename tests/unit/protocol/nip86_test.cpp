@@ -126,3 +126,15 @@ TEST_CASE("mutated JSON-RPC bodies are parsed or refused, never thrown", "[proto
     REQUIRE_NOTHROW((void)parse_management_request(body));
   }
 }
+
+TEST_CASE("only supportedmethods and the lists are reads", "[unit][nip86]") {
+  std::vector<std::string_view> reads;
+  for (std::size_t i = 0; i < management_method_count; ++i) {
+    auto method = static_cast<management_method>(i);
+    if (is_read_only(method))
+      reads.push_back(method_name(method));
+  }
+  CHECK(reads == std::vector<std::string_view>{"supportedmethods", "listbannedpubkeys",
+                                               "listallowedpubkeys", "listbannedevents",
+                                               "listrooms", "listroommembers"});
+}

@@ -83,6 +83,7 @@ std::string relay_metrics::render() const {
   write(out, "comb_bridge_hold_dropped_total", "counter", "Held bridged events dropped: the pod did not reach their version within 5 s, or the hold was full.", bridge_hold_dropped);
   write(out, "comb_bridge_holding", "gauge", "Bridged events held now.", bridge_holding);
   write(out, "comb_cluster_dropped_messages_total", "counter", "Messages on the cluster port that are neither handshake nor envelope (dropped unread).", cluster_dropped_messages);
+  write(out, "comb_bridge_inbound_dropped_total", "counter", "Envelopes from Redis or cluster peers, and cluster handshake messages, dropped unread because 10,000 messages or 256 MiB already waited for the bridge or the cluster port (a flood).", bridge_inbound_dropped);
   write(out, "comb_list_writes_total", "counter", "NIP-43 member lists written.", list_writes);
   write(out, "comb_sockets_open", "gauge", "Sockets open, from accept to close.", sockets_open);
   write(out, "comb_outbound_bytes", "gauge", "Bytes queued for all connections, not yet written.", outbound_bytes);

@@ -76,6 +76,7 @@ struct relay_metrics {
   std::atomic<std::uint64_t> bridge_hold_dropped{0};
   std::atomic<std::int64_t> bridge_holding{0};
   std::atomic<std::uint64_t> cluster_dropped_messages{0};
+  std::atomic<std::uint64_t> bridge_inbound_dropped{0};
   std::atomic<std::uint64_t> list_writes{0};
   std::array<std::array<std::atomic<std::uint64_t>, membership_outcomes>, membership_paths>
     membership_writes{};

@@ -188,7 +188,10 @@ caf::behavior bridge_actor(caf::stateful_actor<bridge_state>* self, bridge_args 
       self->state.startup.push_back(committed);
       send_everywhere(self, envelope_of(self, committed));
     },
-    [=](redis_atom, const std::string& payload) { receive(self, payload); },
+    [=](redis_atom, const std::string& payload) {
+      receive(self, payload);
+      self->state.args.inbound->give_back(payload.size());
+    },
     [=](ready_atom) {
       // Once: a Redis reconnect must not re-send start-up lists that may be stale by now.
       if (!std::exchange(self->state.startup_sent_to_redis, true))
@@ -202,7 +205,10 @@ caf::behavior bridge_actor(caf::stateful_actor<bridge_state>* self, bridge_args 
         self->send(self->state.watcher, ready_atom_v, lost_at_ms);
     },
     // From the gatekeeper, which lets through only peers that proved the secret.
-    [=](envelope_atom, const std::string& payload) { receive(self, payload); },
+    [=](envelope_atom, const std::string& payload) {
+      receive(self, payload);
+      self->state.args.inbound->give_back(payload.size());
+    },
     [=](peer_atom, const caf::actor& peer) { flush_startup(self, peer); },
     [=](bridge_gate& gate) { self->state.gate = std::move(gate.gate); },
     [=](bridge_watcher& watcher) { self->state.watcher = std::move(watcher.watcher); },

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "actors/bridge/bridge_transport.hpp"
+#include "actors/bridge/inbound_bound.hpp"
 #include "actors/bridge/envelope_hold.hpp"
 #include "actors/community/community_registry.hpp"
 #include "actors/messages.hpp"
@@ -25,6 +26,8 @@ struct bridge_args {
   std::shared_ptr<bridge_transport> redis; ///< may be null (no Redis)
   std::string cluster_secret;              ///< MACs every envelope (Redis and CAF)
   std::shared_ptr<relay_metrics> metrics;
+  /// Envelopes from Redis and the gatekeeper on their way here, not yet checked.
+  std::shared_ptr<inbound_bound> inbound = std::make_shared<inbound_bound>();
 };
 
 /// Tells the bridge which gatekeeper carries its envelopes to CAF peers.

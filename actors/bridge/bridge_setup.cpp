@@ -31,9 +31,10 @@ std::string joined(const std::vector<std::string>& items) {
 }
 
 bool start_cluster(caf::actor_system& system, const conf::relay_settings& s, pod_bridge& pod,
-                   const std::shared_ptr<relay_metrics>& metrics, std::string& error) {
+                   const std::shared_ptr<relay_metrics>& metrics,
+                   const std::shared_ptr<inbound_bound>& to_bridge, std::string& error) {
   pod.gate = system.spawn<gatekeeper>(
-    gatekeeper_args{pod.node_id, s.cluster_secret, pod.actor, metrics, {}});
+    gatekeeper_args{pod.node_id, s.cluster_secret, pod.actor, metrics, {}, to_bridge});
   caf::anon_send(pod.actor, bridge_gate{pod.gate});
   const bool tls = conf::cluster_tls(s);
   if (tls)
@@ -135,13 +136,14 @@ std::optional<pod_bridge> start_bridge(caf::actor_system& system, boost::asio::i
     pod.redis = std::make_shared<redis_transport>(io, s.redis_url, "comb:events");
   args.redis = pod.redis;
   args.cluster_secret = s.cluster_secret;
+  auto inbound = args.inbound;
   pod.actor = system.spawn(bridge_actor, std::move(args));
   if (pod.redis)
-    if (auto problem = pod.redis->start(pod.actor)) {
+    if (auto problem = pod.redis->start(pod.actor, inbound, metrics)) {
       error = "COMB_REDIS_URL: " + *problem;
       return std::nullopt;
     }
-  if (wants_cluster(s) && !start_cluster(system, s, pod, metrics, error))
+  if (wants_cluster(s) && !start_cluster(system, s, pod, metrics, inbound, error))
     return std::nullopt;
   return pod;
 }

@@ -76,17 +76,30 @@ bool admitted_at_gate(const caf::type_erased_tuple& content) {
          || content.match_elements<envelope_atom, string>();
 }
 
+std::size_t network_bytes(const caf::type_erased_tuple& content) {
+  std::size_t bytes = 0;
+  for (std::size_t i = 0; i < content.size(); ++i)
+    if (content.match_element<std::string>(i))
+      bytes += content.get_as<std::string>(i).size();
+  return bytes;
+}
+
 gatekeeper::gatekeeper(caf::actor_config& config, gatekeeper_args args)
   : caf::event_based_actor(config), args_(std::move(args)),
     handshake_(args_.node_id, args_.secret, args_.limits) {}
 
 void gatekeeper::enqueue(caf::mailbox_element_ptr element, caf::execution_unit* unit) {
-  if (element && admitted_at_gate(element->content())) {
-    caf::event_based_actor::enqueue(std::move(element), unit);
-    return;
-  }
   // Any thread (the network's workers among them): atomics and spdlog only.
-  bump(args_.metrics->cluster_dropped_messages);
+  if (element && admitted_at_gate(element->content())) {
+    const bool ours = element->content().match_elements<gate_order>();
+    if (ours || mailbox_.try_take(network_bytes(element->content()))) {
+      caf::event_based_actor::enqueue(std::move(element), unit);
+      return;
+    }
+    bump(args_.metrics->bridge_inbound_dropped);
+  } else {
+    bump(args_.metrics->cluster_dropped_messages);
+  }
   const auto second = std::chrono::duration_cast<std::chrono::seconds>(
                         std::chrono::steady_clock::now().time_since_epoch())
                         .count();
@@ -101,16 +114,32 @@ caf::behavior gatekeeper::make_behavior() {
   return {
     [this](gate_order& order) { on_order(order); },
     [this](hello_atom, const std::string& node_id, const std::string& nonce) {
+      arrived();
       on_hello(node_id, nonce);
     },
     [this](challenge_atom, const std::string& node_id, const std::string& nonce,
-           const std::string& proof) { on_challenge(node_id, nonce, proof); },
+           const std::string& proof) {
+      arrived();
+      on_challenge(node_id, nonce, proof);
+    },
     [this](prove_atom, const std::string& node_id, const std::string& proof) {
+      arrived();
       on_prove(node_id, proof);
     },
-    [this](welcome_atom) { on_welcome(); },
-    [this](envelope_atom, std::string& payload) { on_envelope(payload); },
+    [this](welcome_atom) {
+      arrived();
+      on_welcome();
+    },
+    [this](envelope_atom, std::string& payload) {
+      arrived();
+      on_envelope(payload);
+    },
   };
+}
+
+void gatekeeper::arrived() {
+  if (const auto* element = current_mailbox_element())
+    mailbox_.give_back(network_bytes(element->content()));
 }
 
 std::string gatekeeper::sender_key() {
@@ -250,6 +279,8 @@ void gatekeeper::on_envelope(std::string& payload) {
   auto key = sender_key();
   if (!handshake_.trusts(key) && !handshake_.linked(key))
     return refuse("envelope from a node that did not prove the secret");
+  if (!args_.to_bridge->try_take(payload.size()))
+    return bump(args_.metrics->bridge_inbound_dropped);
   send(args_.bridge, envelope_atom_v, std::move(payload));
 }
 

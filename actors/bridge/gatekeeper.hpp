@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "actors/bridge/cluster_handshake.hpp"
+#include "actors/bridge/inbound_bound.hpp"
 #include "actors/metrics.hpp"
 
 namespace comb::actors {
@@ -37,6 +38,9 @@ struct gatekeeper_args {
   caf::actor bridge; ///< gets (envelope_atom, payload) from authenticated peers, (peer_atom, peer) per new link
   std::shared_ptr<relay_metrics> metrics;
   handshake_limits limits;
+  /// The bridge's bound on envelopes on their way to it (`bridge_args::inbound`: the bridge
+  /// gives back what the gatekeeper took).
+  std::shared_ptr<inbound_bound> to_bridge = std::make_shared<inbound_bound>();
 };
 
 /// The only actor a remote node can reach: the one published on the cluster port, and the one
@@ -44,8 +48,9 @@ struct gatekeeper_args {
 /// Its mailbox admits the handshake (hello, challenge, prove, welcome), envelopes and local
 /// gate_orders, nothing else: exit and down messages (CAF lets a remote send both, and an exit
 /// with reason `kill` would end any actor), requests and any other shape are dropped before
-/// they are queued, counted and logged. Envelopes pass only from peers that proved the secret,
-/// and reach the bridge, whose own handlers a remote can never address.
+/// they are queued, counted and logged; so is what the network sends past 10,000 messages or
+/// 256 MiB waiting (inbound_bound). Envelopes pass only from peers that proved the secret, and
+/// reach the bridge, whose own handlers a remote can never address.
 class gatekeeper final : public caf::event_based_actor {
 public:
   gatekeeper(caf::actor_config& config, gatekeeper_args args);
@@ -58,6 +63,7 @@ public:
 
 private:
   [[nodiscard]] std::string sender_key();
+  void arrived(); ///< a message from the network left the mailbox: its place is free again
   void refuse(const std::string& why);
   void on_order(gate_order& order);
   void on_hello(const std::string& node_id, const std::string& nonce);
@@ -100,6 +106,7 @@ private:
   };
   std::vector<link_gap> gaps_; ///< oldest first, at most max_gaps
   std::atomic<std::int64_t> last_drop_log_{0}; ///< enqueue runs on any thread
+  inbound_bound mailbox_; ///< the network's messages in the mailbox (enqueue takes, arrived gives)
   std::int64_t last_refusal_log_ = 0;
   int refusals_this_second_ = 0;
 };
@@ -112,6 +119,9 @@ caf::behavior link_watch(caf::event_based_actor* self, caf::actor_addr gate);
 
 /// Whether `content` may enter the gatekeeper's mailbox (the shapes above).
 [[nodiscard]] bool admitted_at_gate(const caf::type_erased_tuple& content);
+
+/// The bytes of the strings in `content`: what a message from the network holds in the mailbox.
+[[nodiscard]] std::size_t network_bytes(const caf::type_erased_tuple& content);
 
 } // namespace comb::actors
 

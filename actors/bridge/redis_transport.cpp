@@ -15,10 +15,16 @@ redis_transport::redis_transport(boost::asio::io_context& io, std::string url, s
   options_.channel = std::move(channel);
 }
 
-std::optional<std::string> redis_transport::start(caf::actor bridge) {
+std::optional<std::string> redis_transport::start(caf::actor bridge,
+                                                  std::shared_ptr<inbound_bound> inbound,
+                                                  std::shared_ptr<relay_metrics> metrics) {
   link_ = std::make_unique<storage::redis_pubsub>(
     io_, options_,
-    [bridge](std::string payload) { caf::anon_send(bridge, redis_atom_v, std::move(payload)); },
+    [bridge, inbound, metrics](std::string payload) {
+      if (!inbound->try_take(payload.size()))
+        return bump(metrics->bridge_inbound_dropped);
+      caf::anon_send(bridge, redis_atom_v, std::move(payload));
+    },
     [this, bridge](bool up) {
       if (!up && lost_at_ms_ == 0)
         lost_at_ms_ = storage::envelope_clock_ms();

@@ -8,6 +8,8 @@
 #include <string>
 
 #include "actors/bridge/bridge_transport.hpp"
+#include "actors/bridge/inbound_bound.hpp"
+#include "actors/metrics.hpp"
 #include "storage/redis/redis_pubsub.hpp"
 
 namespace comb::actors {
@@ -20,7 +22,11 @@ public:
 
   /// Connects (asynchronously); the bridge actor gets what arrives, (ready_atom) when the link is
   /// up and, after a loss, (ready_atom, lost at in Unix ms). Nothing, or a start-up error.
-  [[nodiscard]] std::optional<std::string> start(caf::actor bridge);
+  /// What arrives takes a place in `inbound` first (the bridge gives it back); past its bound
+  /// it is dropped and counted in `metrics`.
+  [[nodiscard]] std::optional<std::string> start(caf::actor bridge,
+                                                 std::shared_ptr<inbound_bound> inbound,
+                                                 std::shared_ptr<relay_metrics> metrics);
 
   void stop();
 

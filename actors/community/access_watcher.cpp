@@ -49,8 +49,10 @@ std::int64_t& delivered_through(self_ptr self, std::int64_t community_id, const 
   return self->state.delivered.try_emplace(community_id, cache.whole_version()).first->second;
 }
 
-/// One stored event to the local fan-out; a row that does not parse is skipped.
-bool publish(self_ptr self, std::int64_t community_id, std::string raw, bool count = true) {
+/// One stored event to the local fan-out (through `via` when given); a row that does not parse
+/// is skipped.
+bool publish(self_ptr self, std::int64_t community_id, std::string raw, bool count = true,
+             const caf::actor& via = {}) {
   auto& st = self->state;
   boost::system::error_code ec;
   auto json = boost::json::parse(raw, ec);
@@ -63,16 +65,19 @@ bool publish(self_ptr self, std::int64_t community_id, std::string raw, bool cou
     bump(st.args.metrics->access_events_delivered);
   live_event live{std::make_shared<const protocol::event>(std::move(ev).value()),
                   std::make_shared<const std::string>(std::move(raw))};
-  self->send(st.args.fanout, publish_atom_v, committed_event{community_id, live});
+  self->send(via ? via : st.args.fanout, publish_atom_v, committed_event{community_id, live});
   return true;
 }
 
 /// Every event the changes after the delivered version and up to `through` wrote (this pod's
 /// own included: the fan-out drops what the writer already gave it), a page at a time, so a
-/// change of any size and the changes of lost notifications all reach local subscribers.
-/// False on a database error (the next notification or check tries again from the same place).
+/// change of any size and the changes of lost notifications all reach local subscribers. They go
+/// through the community actor, after the state reloaded for them: its cache (and the fan-out's
+/// revocations) come first, so a reader the change removed does not get the change's own events
+/// (a private room's new 39002). False on a database error (the next notification or check
+/// tries again from the same place).
 bool deliver(self_ptr self, std::int64_t community_id, const member_cache& cache,
-             std::int64_t through) {
+             std::int64_t through, const caf::actor& community_actor) {
   auto& st = self->state;
   auto& delivered = delivered_through(self, community_id, cache);
   if (through <= delivered)
@@ -84,7 +89,7 @@ bool deliver(self_ptr self, std::int64_t community_id, const member_cache& cache
       return false;
     for (auto& row : *page) {
       after = row.at;
-      (void)publish(self, community_id, std::move(row.raw));
+      (void)publish(self, community_id, std::move(row.raw), true, community_actor);
     }
     if (page->size() < static_cast<std::size_t>(storage::noted_events_page))
       break;
@@ -111,7 +116,7 @@ bool catch_up(self_ptr self, std::int64_t community_id, std::int64_t version,
       return false;
     version = *loaded;
   }
-  return deliver(self, community_id, cache, version);
+  return deliver(self, community_id, cache, version, community->actor);
 }
 
 void on_notice(self_ptr self, const std::string& payload) {

@@ -265,6 +265,11 @@ caf::behavior community_actor(caf::stateful_actor<community_state>* self, commun
       dispatch_room(self);
     },
     [=](room_applied_atom, const room_applied& applied) { on_room_applied(self, applied); },
+    // From the access watcher: events another writer's change wrote, sent after the state it
+    // reloaded for them, so the cache and the revocations reach the fan-out first.
+    [=](publish_atom, committed_event& committed) {
+      self->send(self->state.args.fanout, publish_atom_v, std::move(committed));
+    },
     [=](room_wake_atom) {
       self->state.room_waiting_for_clock = false;
       dispatch_room(self);

@@ -112,6 +112,7 @@ struct observations {
   std::vector<std::pair<std::uint64_t, protocol::room_outcome>> room_replies;
   std::vector<std::size_t> rooms_known_at_reply;
   member_cache_ptr cache;
+  std::vector<std::string> fanout_log; ///< "publish" and "revoke", in the order the fan-out heard
 };
 
 caf::behavior observer(caf::event_based_actor*, std::shared_ptr<observations> seen) {
@@ -124,8 +125,14 @@ caf::behavior observer(caf::event_based_actor*, std::shared_ptr<observations> se
       // By the time the requester hears, the rooms its connection checks include this one.
       seen->rooms_known_at_reply.push_back(seen->cache->rooms()->size());
     },
-    [=](publish_atom, const committed_event&) { ++seen->published; },
-    [=](revoke_atom, std::int64_t, const pubkey_list& pubkeys) { seen->revoked.push_back(pubkeys); },
+    [=](publish_atom, const committed_event&) {
+      ++seen->published;
+      seen->fanout_log.emplace_back("publish");
+    },
+    [=](revoke_atom, std::int64_t, const pubkey_list& pubkeys) {
+      seen->revoked.push_back(pubkeys);
+      seen->fanout_log.emplace_back("revoke");
+    },
   };
 }
 
@@ -415,4 +422,24 @@ TEST_CASE_METHOD(fixture, "a reload older than this pod's own ban takes its acce
   CHECK(bans->is_banned_pubkey(key(2)));               // the own ban is not rolled back
   CHECK_FALSE(cache->is_member(key(2)));
   CHECK(cache->whole_version() < 3); // so the watcher reloads the bans as of now
+}
+
+TEST_CASE_METHOD(fixture, "another writer's events reach the fan-out after the state reloaded for them",
+                 "[actor][community][access]") {
+  queue(1, cmd(membership_change::add_member, 2));
+  scheduler->run();
+  seen->fanout_log.clear();
+  // The watcher reloads a change that removed 2, then hands over the events it wrote.
+  storage::community_access state;
+  state.community_id = 1;
+  state.exists = true;
+  state.version = 7;
+  caf::anon_send(community, refresh_atom_v, state);
+  auto delta = test::sign_event(author, 8001, "", {{"p", protocol::to_hex(key(2))}});
+  caf::anon_send(community, publish_atom_v,
+                 committed_event{1, {std::make_shared<const protocol::event>(delta),
+                                     std::make_shared<const std::string>(protocol::render_event_json(delta))}});
+  scheduler->run();
+  CHECK(seen->fanout_log == std::vector<std::string>{"revoke", "publish"});
+  CHECK_FALSE(cache->is_member(key(2)));
 }

@@ -3,10 +3,32 @@
 
 namespace comb::actors {
 
+namespace {
+
+/// A string's memory: its object, and its buffer when it is too long for the object itself
+/// (with the allocator's own header).
+std::size_t string_bytes(const std::string& s) {
+  constexpr std::size_t in_place = 15;
+  constexpr std::size_t allocation_header = 16;
+  return sizeof(std::string) + (s.capacity() > in_place ? s.capacity() + 1 + allocation_header : 0);
+}
+
+} // namespace
+
 std::size_t held_bytes(const committed_event& event) {
-  constexpr std::size_t overhead = 256; // the parsed event's strings and vectors besides the JSON
   const auto& json = event.event.json;
-  return overhead + (json ? 2 * json->size() : 0);
+  std::size_t bytes = json ? string_bytes(*json) : 0;
+  if (const auto& ev = event.event.ev) {
+    // A parsed event holds each tag as a vector of strings: a list of 10,000 members is about
+    // three times its JSON.
+    bytes += sizeof(protocol::event) + string_bytes(ev->content);
+    for (const auto& tag : ev->tags) {
+      bytes += sizeof(tag) + tag.capacity() * sizeof(std::string);
+      for (const auto& value : tag)
+        bytes += string_bytes(value) - sizeof(std::string);
+    }
+  }
+  return bytes;
 }
 
 bool envelope_hold::hold(committed_event event, std::int64_t version, clock::time_point now) {

@@ -66,7 +66,7 @@ private:
   std::size_t bytes_ = 0;
 };
 
-/// What an event costs while it is held: its JSON and a little besides.
+/// What an event costs while it is held: its JSON, and the parsed event's strings and tags.
 [[nodiscard]] std::size_t held_bytes(const committed_event& event);
 
 } // namespace comb::actors

@@ -83,3 +83,15 @@ TEST_CASE("the hold refuses what does not fit its count or bytes", "[bridge]") {
   CHECK_FALSE(by_bytes.hold(event_in(1, "small, but the room is taken"), 2, t0));
   CHECK(by_bytes.bytes() == actors::held_bytes(big));
 }
+
+TEST_CASE("a held list is counted with its parsed tags, not its JSON alone", "[bridge]") {
+  static const auto relay = protocol::key_pair::generate();
+  std::vector<std::vector<std::string>> tags{{"-"}};
+  for (int i = 0; i < 10'000; ++i)
+    tags.push_back({"member", std::string(64, static_cast<char>('a' + i % 6))});
+  auto ev = test::sign_event(relay, 13534, "", tags);
+  auto json = std::make_shared<const std::string>(protocol::render_event_json(ev));
+  committed_event list{1, {std::make_shared<const protocol::event>(std::move(ev)), json}};
+  // Each member tag is a vector of two strings, one on the heap: over three times its JSON.
+  CHECK(actors::held_bytes(list) > 3 * json->size());
+}

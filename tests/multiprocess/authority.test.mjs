@@ -129,6 +129,42 @@ describe('one pod without Redis: comb-admin changes are enforced at once', () =>
     await ownerClient.close()
   })
 
+  it('closes the community to what a member\'s socket from before carries in', async () => {
+    await admin(group, 'community', 'set-access', 'hive.test', 'open')
+    await eventually(async () => {
+      const probe = await RawClient.open(pod)
+      const { end } = await probe.req('p', { kinds: [1], limit: 1 })
+      await probe.close()
+      return end[0] === 'EOSE'
+    }, 'open for anonymous readers', 2000)
+    const { finalizeEvent } = await import('../e2e/harness.mjs')
+    const client = await RawClient.open(pod)
+    const challenge = await client.challenge()
+    const authAs = (who) => client.auth(finalizeEvent({ kind: 22242, created_at: now(), content: '',
+      tags: [['relay', pod.url], ['challenge', challenge]] }, who.sk))
+    assert.deepEqual(await authAs(owner), { ok: true, message: '' })
+    const outsider = keys()
+    await admin(group, 'community', 'set-access', 'hive.test', 'closed')
+    await eventually(async () => {
+      const fresh = await RawClient.open(pod)
+      const { end } = await fresh.req('p', { kinds: [1] })
+      await fresh.close()
+      return end[0] === 'CLOSED'
+    }, 'closed for new connections', 2000)
+    // The owner's socket stays open, but carries no non-member's event in...
+    const carried = await client.publish(sign(outsider.sk, { content: 'through the owner\'s socket' }))
+    assert.equal(carried.ok, false)
+    assert.match(carried.message, /^restricted: /)
+    // ...and a key authenticated on it later cannot join without an invite.
+    assert.deepEqual(await authAs(outsider), { ok: true, message: '' })
+    const join = await client.publish(sign(outsider.sk, { kind: 28934, tags: [] }))
+    assert.equal(join.ok, false)
+    assert.match(join.message, /^restricted: .*invite code/)
+    const members = await admin(group, 'member', 'list', 'hive.test')
+    assert.ok(!members.includes(outsider.pk), members)
+    await client.close()
+  })
+
   it('archives: live connections end and new ones are refused', async () => {
     const ownerClient = await authed(pod, owner)
     assert.equal((await ownerClient.req('feed', { kinds: [1] })).end[0], 'EOSE')

@@ -44,6 +44,17 @@ async function mayRead(pod, who) {
 
 const closedFrame = (client, sub) => () => client.inbox.some((f) => f[0] === 'CLOSED' && f[1] === sub)
 
+/** Opens the community through comb-admin and waits until `pod` serves anonymous readers. */
+async function openFor(group, pod) {
+  await admin(group, 'community', 'set-access', 'hive.test', 'open')
+  await eventually(async () => {
+    const probe = await RawClient.open(pod)
+    const { end } = await probe.req('p', { kinds: [1], limit: 1 })
+    await probe.close()
+    return end[0] === 'EOSE'
+  }, 'open for anonymous readers', 2000)
+}
+
 function percentile(values, p) {
   const sorted = [...values].sort((x, y) => x - y)
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]
@@ -107,13 +118,7 @@ describe('one pod without Redis: comb-admin changes are enforced at once', () =>
   })
 
   it('closes the community: anonymous connections end, members stay', async () => {
-    await admin(group, 'community', 'set-access', 'hive.test', 'open')
-    await eventually(async () => {
-      const probe = await RawClient.open(pod)
-      const { end } = await probe.req('p', { kinds: [1], limit: 1 })
-      await probe.close()
-      return end[0] === 'EOSE'
-    }, 'open for anonymous readers', 2000)
+    await openFor(group, pod)
     const anonymous = await RawClient.open(pod)
     assert.equal((await anonymous.req('feed', { kinds: [1] })).end[0], 'EOSE')
     const ownerClient = await authed(pod, owner)
@@ -130,13 +135,7 @@ describe('one pod without Redis: comb-admin changes are enforced at once', () =>
   })
 
   it('closes the community to what a member\'s socket from before carries in', async () => {
-    await admin(group, 'community', 'set-access', 'hive.test', 'open')
-    await eventually(async () => {
-      const probe = await RawClient.open(pod)
-      const { end } = await probe.req('p', { kinds: [1], limit: 1 })
-      await probe.close()
-      return end[0] === 'EOSE'
-    }, 'open for anonymous readers', 2000)
+    await openFor(group, pod)
     const { finalizeEvent } = await import('../e2e/harness.mjs')
     const client = await RawClient.open(pod)
     const challenge = await client.challenge()

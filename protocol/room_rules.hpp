@@ -62,6 +62,7 @@ enum class room_outcome {
   too_many_rooms,   ///< create past the rooms a community may have
   too_many_members, ///< a join or put past the members a room may have
   too_many_invites, ///< a 9009 past the codes a room may have
+  busy,             ///< the community's queue of room requests was full: not tried
   failed,
 };
 

@@ -80,6 +80,7 @@ enum class membership_outcome {
   nothing_to_do,
   already_processed, ///< a request id seen before: nothing changes again
   banned, ///< the subject is banned from the community: not admitted
+  busy,   ///< the community's queue of requests was full: not tried (never stored)
   failed,
 };
 
@@ -92,7 +93,7 @@ enum class membership_outcome {
 
 /// How many write paths and outcomes there are (for tables indexed by them).
 inline constexpr std::size_t membership_change_count = 12;
-inline constexpr std::size_t membership_outcome_count = 14;
+inline constexpr std::size_t membership_outcome_count = 15;
 static_assert(static_cast<std::size_t>(membership_change::unban_pubkey) + 1 == membership_change_count);
 static_assert(static_cast<std::size_t>(membership_outcome::failed) + 1 == membership_outcome_count);
 

@@ -250,6 +250,15 @@ caf::behavior community_actor(caf::stateful_actor<community_state>* self, commun
   return {
     [=](member_atom, std::uint64_t ticket, const storage::membership_command& command) {
       auto sender = caf::actor_cast<caf::actor>(self->current_sender());
+      if (self->state.queue.size() >= max_queued_commands) {
+        if (auto& metrics = self->state.args.metrics)
+          bump(metrics->membership_writes[static_cast<std::size_t>(command.change)]
+                                         [static_cast<std::size_t>(storage::membership_outcome::busy)]);
+        if (sender)
+          self->send(sender, member_done_atom_v, ticket,
+                     storage::membership_result::of(storage::membership_outcome::busy));
+        return;
+      }
       self->state.queue.push_back({std::move(sender), ticket, command});
       dispatch(self);
     },
@@ -261,6 +270,13 @@ caf::behavior community_actor(caf::stateful_actor<community_state>* self, commun
     [=](applied_atom, const storage::membership_write& write) { on_applied(self, write); },
     [=](room_atom, std::uint64_t ticket, const storage::room_command& command) {
       auto sender = caf::actor_cast<caf::actor>(self->current_sender());
+      if (self->state.room_queue.size() >= max_queued_commands) {
+        if (auto& metrics = self->state.args.metrics)
+          bump(metrics->room_writes[static_cast<std::size_t>(protocol::room_outcome::busy)]);
+        if (sender)
+          self->send(sender, room_done_atom_v, ticket, protocol::room_outcome::busy);
+        return;
+      }
       self->state.room_queue.push_back({std::move(sender), ticket, command});
       dispatch_room(self);
     },

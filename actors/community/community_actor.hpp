@@ -40,6 +40,12 @@ struct queued_room {
   storage::room_command command;
 };
 
+/// Membership commands (and, apart, room requests) one community holds waiting for its writer;
+/// past it they are answered `busy` at once (rate-limited:, NIP-86 503). Each connection waits
+/// for a bounded number, but many connections (a flood of joins from many addresses) could grow
+/// a queue without end.
+inline constexpr std::size_t max_queued_commands = 4096;
+
 struct community_state {
   community_args args;
   std::deque<queued_command> queue;

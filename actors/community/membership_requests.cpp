@@ -117,6 +117,8 @@ membership_reply reply_for(std::uint32_t kind, membership_outcome outcome,
   using o = membership_outcome;
   if (outcome == o::failed)
     return {false, "error: could not update membership, please retry"};
+  if (outcome == o::busy)
+    return {false, "rate-limited: this community has too many membership requests waiting; retry"};
   if (outcome == o::already_processed)
     return {true, "duplicate: this request was already processed"};
   if (outcome == o::banned)

@@ -39,6 +39,8 @@ membership_reply room_reply_for(std::uint32_t kind, protocol::room_outcome outco
     case o::too_many_invites:
       return {false, "restricted: this room has the most invite codes it may have ("
                        + std::to_string(storage::max_invites_per_room) + ")"};
+    case o::busy:
+      return {false, "rate-limited: this community has too many room requests waiting; retry"};
     case o::failed: break;
   }
   return {false, "error: could not update the room, please retry"};

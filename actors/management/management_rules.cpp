@@ -85,6 +85,9 @@ management_reply management_reply_for(storage::membership_outcome outcome) {
     case o::failed:
       return management_refusal(503, management_outcome::failed,
                                 "could not update membership, please retry");
+    case o::busy:
+      return management_refusal(503, management_outcome::failed,
+                                "too many membership requests are waiting, please retry");
     default:
       return management_refusal(200, management_outcome::error,
                                 std::string(storage::outcome_name(outcome)));

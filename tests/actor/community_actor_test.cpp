@@ -443,3 +443,21 @@ TEST_CASE_METHOD(fixture, "another writer's events reach the fan-out after the s
   CHECK(seen->fanout_log == std::vector<std::string>{"revoke", "publish"});
   CHECK_FALSE(cache->is_member(key(2)));
 }
+
+TEST_CASE_METHOD(fixture, "past its bound a community's queue answers busy at once",
+                 "[actor][community][bounds]") {
+  db->wait_batch = 0; // the writer's first batch waits for the next second: the queue fills
+  queue(1, cmd(membership_change::add_member, 2));
+  scheduler->run();
+  REQUIRE(seen->replies.empty());
+  for (std::uint64_t ticket = 2; ticket <= max_queued_commands + 1; ++ticket)
+    queue(ticket, cmd(membership_change::add_member, static_cast<std::uint8_t>(ticket % 200 + 3)));
+  scheduler->run();
+  CHECK(seen->replies
+        == std::vector<std::pair<std::uint64_t, outcome>>{{max_queued_commands + 1, outcome::busy}});
+  queue_room(1, "pizza"); // room requests have their own queue
+  scheduler->trigger_timeouts();
+  scheduler->run();
+  CHECK(seen->replies.size() == max_queued_commands + 1); // the others were answered in turn
+  CHECK(seen->room_replies.size() == 1);
+}

@@ -77,7 +77,8 @@ exit_code exit_code_of(membership_outcome outcome) noexcept {
     case membership_outcome::already_member:
     case membership_outcome::already_owner:
     case membership_outcome::nothing_to_do: return exit_code::conflict;
-    case membership_outcome::failed: return exit_code::database;
+    case membership_outcome::failed:
+    case membership_outcome::busy: return exit_code::database;
     default: return exit_code::not_allowed; // invite outcomes: not produced by operator commands
   }
 }

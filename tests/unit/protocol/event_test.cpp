@@ -57,6 +57,29 @@ TEST_CASE("lowercase hex decodes; any other character anywhere is refused", "[pr
   CHECK_FALSE(array_from_hex<32>(hex.substr(1)));
 }
 
+TEST_CASE("hex decoding takes exactly the lowercase digits, at every place of its words",
+          "[protocol][hex]") {
+  // Positions 0-7 fall in the first eight-character word, 8-9 in the rest of a 5-byte value.
+  const std::string valid = "0123456789";
+  std::array<std::uint8_t, 5> out{};
+  REQUIRE(decode_lower_hex(valid, out));
+  CHECK(out == std::array<std::uint8_t, 5>{0x01, 0x23, 0x45, 0x67, 0x89});
+  for (int c = 0; c < 256; ++c) {
+    const bool is_hex = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+    for (std::size_t at = 0; at < valid.size(); ++at) {
+      auto text = valid;
+      text[at] = static_cast<char>(c);
+      INFO("character " << c << " at " << at);
+      CHECK(decode_lower_hex(text, out) == is_hex);
+      if (is_hex) {
+        unsigned value = c <= '9' ? static_cast<unsigned>(c - '0') : static_cast<unsigned>(c - 'a' + 10);
+        unsigned byte = out[at / 2];
+        CHECK((at % 2 == 0 ? byte >> 4 : byte & 0x0f) == value);
+      }
+    }
+  }
+}
+
 TEST_CASE("events signed by nostr-tools parse, hash and verify identically",
           "[protocol][event]") {
   auto vectors = nostr_tools_vectors();

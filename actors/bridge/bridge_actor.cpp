@@ -176,6 +176,13 @@ void flush_startup(self_ptr self, const caf::actor& peer) {
   }
 }
 
+/// An envelope from Redis or the gatekeeper, which took its place in the inbound bound: checked,
+/// then the place is given back.
+void receive_counted(self_ptr self, const std::string& payload) {
+  receive(self, payload);
+  self->state.args.inbound->give_back(payload.size());
+}
+
 } // namespace
 
 caf::behavior bridge_actor(caf::stateful_actor<bridge_state>* self, bridge_args args) {
@@ -188,10 +195,7 @@ caf::behavior bridge_actor(caf::stateful_actor<bridge_state>* self, bridge_args 
       self->state.startup.push_back(committed);
       send_everywhere(self, envelope_of(self, committed));
     },
-    [=](redis_atom, const std::string& payload) {
-      receive(self, payload);
-      self->state.args.inbound->give_back(payload.size());
-    },
+    [=](redis_atom, const std::string& payload) { receive_counted(self, payload); },
     [=](ready_atom) {
       // Once: a Redis reconnect must not re-send start-up lists that may be stale by now.
       if (!std::exchange(self->state.startup_sent_to_redis, true))
@@ -205,10 +209,7 @@ caf::behavior bridge_actor(caf::stateful_actor<bridge_state>* self, bridge_args 
         self->send(self->state.watcher, ready_atom_v, lost_at_ms);
     },
     // From the gatekeeper, which lets through only peers that proved the secret.
-    [=](envelope_atom, const std::string& payload) {
-      receive(self, payload);
-      self->state.args.inbound->give_back(payload.size());
-    },
+    [=](envelope_atom, const std::string& payload) { receive_counted(self, payload); },
     [=](peer_atom, const caf::actor& peer) { flush_startup(self, peer); },
     [=](bridge_gate& gate) { self->state.gate = std::move(gate.gate); },
     [=](bridge_watcher& watcher) { self->state.watcher = std::move(watcher.watcher); },

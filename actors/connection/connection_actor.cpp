@@ -444,14 +444,11 @@ void count_withheld(self_ptr self) {
 /// closed since the REQ): the revocation may have reached the fan-out before this subscription
 /// did, so the reply itself ends it instead of being sent.
 bool refuse_late_reply(self_ptr self, const std::string& sub, std::uint64_t generation) {
-  auto& st = self->state;
-  if (!st.logic->must_leave() || !st.logic->is_open(sub, generation))
+  auto& logic = *self->state.logic;
+  if (!logic.must_leave() || !logic.is_open(sub, generation))
     return false;
-  auto refused = st.logic->may_read();
-  st.logic->close_subscription(sub);
-  self->send(st.args.fanout, unsubscribe_atom_v, st.args.owner, st.args.policy.community_id, sub);
-  send_frame(self, protocol::render_closed(
-                     sub, refused ? refused->text() : "restricted: you may not read this community"));
+  refuse_subscription(self, sub, logic.may_read().value_or(protocol::rejection{
+                                   protocol::reason::restricted, "you may not read this community"}));
   return true;
 }
 

@@ -21,6 +21,15 @@ std::vector<bytes32> keys_of(const std::vector<member>& members) {
   return out;
 }
 
+/// A user's request: `change` of `subject`, asked by `by`.
+membership_command request(membership_change change, bytes32 subject, bytes32 by) {
+  membership_command c;
+  c.change = change;
+  c.subject = subject;
+  c.requested_by = by;
+  return c;
+}
+
 roster three_members() {
   return roster({{key(1), member_role::owner}, {key(2), member_role::admin},
                  {key(3), member_role::member}});
@@ -105,17 +114,11 @@ TEST_CASE("a ban in a batch removes the member and refuses their later join",
   std::map<std::string, invite_state> invites;
   std::set<bytes32> banned;
   auto ban = [](bytes32 subject, bytes32 by) {
-    membership_command c;
-    c.change = membership_change::ban_pubkey;
-    c.subject = subject;
-    c.requested_by = by;
+    membership_command c = request(membership_change::ban_pubkey, subject, by);
     c.reason = "spam";
     return c;
   };
-  membership_command join;
-  join.change = membership_change::claim_membership;
-  join.subject = key(3);
-  join.requested_by = key(3);
+  membership_command join = request(membership_change::claim_membership, key(3), key(3));
   membership_command unban = ban(key(3), key(2));
   unban.change = membership_change::unban_pubkey;
   std::vector<membership_command> batch{ban(key(3), key(2)), join, ban(key(1), key(2)),
@@ -141,11 +144,7 @@ TEST_CASE("an admin asking to remove someone who is not a member is told there i
   std::map<std::string, invite_state> invites;
   std::set<bytes32> banned;
   auto removal = [](bytes32 subject, bytes32 by) {
-    membership_command c;
-    c.change = membership_change::remove_member;
-    c.subject = subject;
-    c.requested_by = by;
-    return c;
+    return request(membership_change::remove_member, subject, by);
   };
   std::vector<membership_command> batch{removal(key(9), key(2)), removal(key(3), key(2)),
                                         removal(key(3), key(2)), removal(key(1), key(2))};
@@ -169,10 +168,7 @@ TEST_CASE("a member following an old or spent invite is told they are a member",
   expired.expires_at = 10;
   invites[invite_code_hash("old")] = expired;
   std::set<bytes32> banned;
-  membership_command join;
-  join.change = membership_change::claim_invite;
-  join.subject = key(3);
-  join.requested_by = key(3);
+  membership_command join = request(membership_change::claim_invite, key(3), key(3));
   join.invite_code = "old";
   membership_command unknown = join;
   unknown.invite_code = "never-minted";

@@ -119,6 +119,10 @@ using welcome_atom = caf::atom_constant<caf::atom("welcome")>;       ///< the pe
 inline constexpr welcome_atom welcome_atom_v{};
 using startup_atom = caf::atom_constant<caf::atom("startup")>;       ///< (startup_atom, committed_event): push once ready
 inline constexpr startup_atom startup_atom_v{};
+using beat_atom = caf::atom_constant<caf::atom("beat")>;             ///< time for the bridge's heartbeat
+inline constexpr beat_atom beat_atom_v{};
+using fill_atom = caf::atom_constant<caf::atom("fill")>;             ///< the bridge's coalesced gap fill is due
+inline constexpr fill_atom fill_atom_v{};
 
 // -- session -> community directory -------------------------------------------------------------
 using lookup_atom = caf::atom_constant<caf::atom("lookup")>;     ///< (lookup_atom, host, lookup_callback)

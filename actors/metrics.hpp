@@ -77,6 +77,8 @@ struct relay_metrics {
   std::atomic<std::int64_t> bridge_holding{0};
   std::atomic<std::uint64_t> cluster_dropped_messages{0};
   std::atomic<std::uint64_t> bridge_inbound_dropped{0};
+  std::atomic<std::uint64_t> bridge_sequence_gaps{0};
+  std::atomic<std::uint64_t> bridge_gap_fills{0};
   std::atomic<std::uint64_t> list_writes{0};
   std::array<std::array<std::atomic<std::uint64_t>, membership_outcomes>, membership_paths>
     membership_writes{};

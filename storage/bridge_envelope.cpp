@@ -19,25 +19,71 @@ std::int64_t envelope_clock_ms() {
     .count();
 }
 
-std::string encode_envelope(std::string_view secret, std::string_view origin,
-                            std::int64_t community_id, std::int64_t access_version,
-                            std::string_view event_json, std::int64_t sent_ms) {
-  std::string out(envelope_mac_chars, '0'); // the MAC's place, filled once the body is written
-  out.reserve(envelope_mac_chars + event_json.size() + origin.size() + 96);
+namespace {
+
+/// The MAC's place, then `{"origin":"<node>"`: the head every shape shares.
+std::string envelope_head(std::string_view origin, std::size_t rest_bytes) {
+  std::string out(envelope_mac_chars, '0'); // filled once the body is written (sealed)
+  out.reserve(envelope_mac_chars + rest_bytes + origin.size() + 128);
   out += "{\"origin\":";
   protocol::append_json_string(out, origin);
+  return out;
+}
+
+void append_number(std::string& out, envelope_number number) {
+  out += ",\"boot\":";
+  out += std::to_string(number.boot_ms);
+  out += ",\"seq\":";
+  out += std::to_string(number.seq);
+}
+
+std::string sealed(std::string out, std::string_view secret) {
+  out += '}';
+  const auto mac = envelope_mac(secret, std::string_view(out).substr(envelope_mac_chars));
+  out.replace(0, envelope_mac_chars, mac);
+  return out;
+}
+
+std::string event_envelope(std::string_view secret, std::string_view origin,
+                           const envelope_number* number, std::int64_t community_id,
+                           std::int64_t access_version, std::string_view event_json,
+                           std::int64_t sent_ms) {
+  auto out = envelope_head(origin, event_json.size());
   out += ",\"community\":";
   out += std::to_string(community_id);
   out += ",\"access\":";
   out += std::to_string(access_version);
   out += ",\"sent\":";
   out += std::to_string(sent_ms);
+  if (number)
+    append_number(out, *number);
   out += ",\"event\":";
   out += event_json;
-  out += '}';
-  const auto mac = envelope_mac(secret, std::string_view(out).substr(envelope_mac_chars));
-  out.replace(0, envelope_mac_chars, mac);
-  return out;
+  return sealed(std::move(out), secret);
+}
+
+} // namespace
+
+std::string encode_envelope(std::string_view secret, std::string_view origin,
+                            std::int64_t community_id, std::int64_t access_version,
+                            std::string_view event_json, std::int64_t sent_ms) {
+  return event_envelope(secret, origin, nullptr, community_id, access_version, event_json, sent_ms);
+}
+
+std::string encode_numbered_envelope(std::string_view secret, std::string_view origin,
+                                     envelope_number number, std::int64_t community_id,
+                                     std::int64_t access_version, std::string_view event_json,
+                                     std::int64_t sent_ms) {
+  return event_envelope(secret, origin, &number, community_id, access_version, event_json, sent_ms);
+}
+
+std::string encode_heartbeat(std::string_view secret, std::string_view origin,
+                             envelope_number last, std::int64_t sent_ms) {
+  auto out = envelope_head(origin, 0);
+  out += ",\"sent\":";
+  out += std::to_string(sent_ms);
+  append_number(out, last);
+  return sealed(std::move(out), secret);
 }
 
 namespace {
@@ -57,6 +103,23 @@ std::optional<std::string> stale(std::int64_t sent_ms, std::int64_t now_ms) {
   return std::string("envelope sent ") + when
          + " (a replay, or the pods' clocks differ by more than "
          + std::to_string(envelope_max_skew_ms / 1000) + " s)";
+}
+
+struct read_number {
+  envelope_number value;
+  bool seq_given = false;
+};
+
+/// `boot` and `seq`, both or neither (an envelope of an earlier version); nothing when they are
+/// there but not whole numbers, or only one is.
+std::optional<read_number> number_of(const json::object& object) {
+  const auto* boot = object.if_contains("boot");
+  const auto* seq = object.if_contains("seq");
+  if (!boot && !seq)
+    return read_number{};
+  if (!boot || !seq || !boot->is_int64() || !seq->is_int64() || seq->get_int64() < 0)
+    return std::nullopt;
+  return read_number{{boot->get_int64(), static_cast<std::uint64_t>(seq->get_int64())}, true};
 }
 
 } // namespace
@@ -83,17 +146,33 @@ decode_envelope(std::string_view payload, const protocol::protocol_limits& limit
     return malformed("envelope is not a JSON object");
   const auto& object = root.get_object();
   const auto* origin = object.if_contains("origin");
+  const auto* sent = object.if_contains("sent");
+  if (!origin || !origin->is_string() || !sent || !sent->is_int64())
+    return malformed("envelope needs origin and sent");
+  auto number = number_of(object);
+  if (!number)
+    return malformed("envelope's boot and seq must be whole numbers, seq not negative");
+  const std::int64_t sent_ms = sent->get_int64();
+  if (!object.contains("event") && number->seq_given && object.size() == 4) {
+    if (auto why = stale(sent_ms, now_ms))
+      return envelope_refusal{false, std::move(*why), true};
+    bridge_envelope beat;
+    beat.origin = std::string(origin->get_string());
+    beat.sent_ms = sent_ms;
+    beat.number = number->value;
+    beat.heartbeat = true;
+    return beat;
+  }
   const auto* community = object.if_contains("community");
   const auto* access = object.if_contains("access");
-  const auto* sent = object.if_contains("sent");
   const auto* event = object.if_contains("event");
-  if (!origin || !origin->is_string() || !community || !community->is_int64() || !access
-      || !access->is_int64() || !sent || !sent->is_int64() || !event || object.size() != 5)
-    return malformed("envelope needs origin, community, access, sent and event, and nothing else");
+  if (!community || !community->is_int64() || !access || !access->is_int64() || !event
+      || object.size() != (number->seq_given ? 7U : 5U))
+    return malformed("envelope needs origin, community, access, sent, event (and boot and seq,"
+                     " or neither), and nothing else");
   auto ev = protocol::event_from_json(*event, limits);
   if (!ev)
     return malformed(ev.error().text());
-  const std::int64_t sent_ms = sent->get_int64();
   if (auto why = stale(sent_ms, now_ms))
     return envelope_refusal{false, std::move(*why), true};
   if (auto bad = protocol::verify_event(ev.value()))
@@ -103,6 +182,7 @@ decode_envelope(std::string_view payload, const protocol::protocol_limits& limit
   out.community_id = community->get_int64();
   out.access_version = access->get_int64();
   out.sent_ms = sent_ms;
+  out.number = number->value;
   auto shared = std::make_shared<const protocol::event>(std::move(ev).value());
   out.event_json = std::make_shared<const std::string>(protocol::render_event_json(*shared));
   out.ev = std::move(shared);

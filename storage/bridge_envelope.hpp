@@ -9,6 +9,7 @@
 #include "protocol/event.hpp"
 #include "protocol/limits.hpp"
 #include "protocol/result.hpp"
+#include "storage/bridge_sequence.hpp"
 
 namespace comb::storage {
 
@@ -21,7 +22,11 @@ struct bridge_envelope {
   /// a removal the origin applied, so it waits for that version before delivering.
   std::int64_t access_version = 0;
   std::int64_t sent_ms = 0; ///< the origin's clock when it sent the envelope
-  std::shared_ptr<const protocol::event> ev;
+  /// Its place in the origin's numbering (bridge_sequence.hpp); zero when not numbered.
+  envelope_number number;
+  /// A heartbeat carries no event: `number.seq` is the last number its origin used.
+  bool heartbeat = false;
+  std::shared_ptr<const protocol::event> ev; ///< null in a heartbeat
   std::shared_ptr<const std::string> event_json; ///< as rendered by the origin, re-rendered here
 };
 
@@ -54,9 +59,23 @@ inline constexpr std::size_t envelope_mac_chars = 64;
                                           std::string_view event_json,
                                           std::int64_t sent_ms = envelope_clock_ms());
 
+/// The same, numbered in its origin's run: `"boot"` and `"seq"` follow `"sent"`.
+[[nodiscard]] std::string encode_numbered_envelope(std::string_view secret, std::string_view origin,
+                                                   envelope_number number, std::int64_t community_id,
+                                                   std::int64_t access_version,
+                                                   std::string_view event_json,
+                                                   std::int64_t sent_ms = envelope_clock_ms());
+
+/// `<MAC hex>{"origin":"<node>","sent":<unix ms>,"boot":<run start ms>,"seq":<last number used>}`:
+/// a pod's heartbeat, so that the others notice envelopes they missed of a pod gone quiet.
+[[nodiscard]] std::string encode_heartbeat(std::string_view secret, std::string_view origin,
+                                           envelope_number last,
+                                           std::int64_t sent_ms = envelope_clock_ms());
+
 /// Decodes an envelope from the network, which is untrusted: bounded size, the MAC checked with
 /// `secret` before the JSON is parsed, then strict shape and depth, a send time within
-/// `envelope_max_skew_ms` of `now_ms`, then the event's id and signature verified. Never throws.
+/// `envelope_max_skew_ms` of `now_ms`, then the event's id and signature verified. Takes the
+/// three shapes above (an envelope of an earlier version has no number). Never throws.
 [[nodiscard]] protocol::result<bridge_envelope, envelope_refusal>
 decode_envelope(std::string_view payload, const protocol::protocol_limits& limits,
                 std::string_view secret, std::int64_t now_ms = envelope_clock_ms());

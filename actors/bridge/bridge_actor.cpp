@@ -23,13 +23,53 @@ protocol::protocol_limits envelope_limits() {
   return limits;
 }
 
-void send_everywhere(self_ptr self, const std::string& envelope) {
+void send_to_all_pods(self_ptr self, const std::string& envelope) {
   auto& st = self->state;
   if (st.args.redis)
     st.args.redis->publish(envelope);
   if (st.gate)
     self->send(st.gate, gate_order{gate_order::kind::send_all, {}, envelope});
-  bump(st.args.metrics->bridge_published);
+}
+
+void send_everywhere(self_ptr self, const std::string& envelope) {
+  send_to_all_pods(self, envelope);
+  bump(self->state.args.metrics->bridge_published);
+}
+
+/// This pod's last envelope number, to every pod; nothing when there is nowhere to send it.
+void send_heartbeat(self_ptr self) {
+  auto& st = self->state;
+  if (st.args.redis || st.gate)
+    send_to_all_pods(self, storage::encode_heartbeat(st.args.cluster_secret, st.args.node_id,
+                                                     {st.started_ms, st.last_seq}));
+  self->delayed_send(self, heartbeat_interval, beat_atom_v);
+}
+
+/// What other pods sent since `since_ms` may never have come: a fill from Postgres, joined
+/// with any other asked for within `fill_settle`.
+void ask_fill(self_ptr self, std::int64_t since_ms) {
+  auto& pending = self->state.fill_since;
+  if (!pending)
+    self->delayed_send(self, fill_settle, fill_atom_v);
+  pending = pending ? std::min(*pending, since_ms) : since_ms;
+}
+
+void fill_now(self_ptr self) {
+  auto& st = self->state;
+  auto since = std::exchange(st.fill_since, std::nullopt);
+  if (!since || !st.watcher)
+    return;
+  bump(st.args.metrics->bridge_gap_fills);
+  self->send(st.watcher, ready_atom_v, *since);
+}
+
+/// A number (or heartbeat) of another pod came: a gap in them is a fill.
+void note_number(self_ptr self, const storage::bridge_envelope& e, std::int64_t now) {
+  auto& st = self->state;
+  if (auto since = st.sequences.heard(e.origin, e.number, e.heartbeat, now)) {
+    bump(st.args.metrics->bridge_sequence_gaps);
+    ask_fill(self, *since);
+  }
 }
 
 /// The state version of `community_id` this pod holds whole (members and rooms may come from
@@ -51,11 +91,22 @@ std::int64_t origin_version(self_ptr self, std::int64_t community_id) {
   return std::max(cache.version(), cache.rooms_version());
 }
 
-std::string envelope_of(self_ptr self, const committed_event& committed) {
+/// Not numbered: an envelope for one peer (a new link's start-up lists), which the others never
+/// see, and the start-up lists sent before any transport may be up (Redis gets them again,
+/// numbered, once it is ready): neither may count in what the other pods expect.
+std::string unnumbered_envelope(self_ptr self, const committed_event& committed) {
   const auto& args = self->state.args;
   return storage::encode_envelope(args.cluster_secret, args.node_id, committed.community_id,
                                   origin_version(self, committed.community_id),
                                   *committed.event.json);
+}
+
+std::string numbered_envelope(self_ptr self, const committed_event& committed) {
+  auto& st = self->state;
+  return storage::encode_numbered_envelope(st.args.cluster_secret, st.args.node_id,
+                                           {st.started_ms, ++st.last_seq}, committed.community_id,
+                                           origin_version(self, committed.community_id),
+                                           *committed.event.json);
 }
 
 /// Counts a dropped envelope (unless the caller did); logs at most one line a second (a flood
@@ -152,11 +203,14 @@ void receive(self_ptr self, const std::string& payload) {
   auto& e = envelope.value();
   if (e.origin == st.args.node_id)
     return; // our own echo
+  if (e.heartbeat)
+    return note_number(self, e, now);
   const auto raises = st.replays.floor_raises();
   auto verdict = st.replays.admit(e.community_id, e.ev->id, e.sent_ms, now);
   bump(st.args.metrics->bridge_floor_raised, st.replays.floor_raises() - raises);
   if (verdict != storage::replay_verdict::fresh)
     return refuse_replay(self, verdict);
+  note_number(self, e, now);
   bump(st.args.metrics->bridge_received);
   committed_event committed{e.community_id, live_event{e.ev, e.event_json}};
   if (e.access_version > held_version(self, e.community_id))
@@ -168,11 +222,10 @@ void receive(self_ptr self, const std::string& payload) {
 void flush_startup(self_ptr self, const caf::actor& peer) {
   auto& st = self->state;
   for (const auto& committed : st.startup) {
-    auto envelope = envelope_of(self, committed);
     if (peer && st.gate)
-      self->send(st.gate, gate_order{gate_order::kind::send_to, peer, std::move(envelope)});
+      self->send(st.gate, gate_order{gate_order::kind::send_to, peer, unnumbered_envelope(self, committed)});
     else if (!peer && st.args.redis)
-      st.args.redis->publish(std::move(envelope));
+      st.args.redis->publish(numbered_envelope(self, committed));
   }
 }
 
@@ -187,13 +240,14 @@ void receive_counted(self_ptr self, const std::string& payload) {
 
 caf::behavior bridge_actor(caf::stateful_actor<bridge_state>* self, bridge_args args) {
   self->state.args = std::move(args);
+  self->delayed_send(self, heartbeat_interval, beat_atom_v);
   return {
     [=](publish_atom, const committed_event& committed) {
-      send_everywhere(self, envelope_of(self, committed));
+      send_everywhere(self, numbered_envelope(self, committed));
     },
     [=](startup_atom, const committed_event& committed) {
       self->state.startup.push_back(committed);
-      send_everywhere(self, envelope_of(self, committed));
+      send_everywhere(self, unnumbered_envelope(self, committed));
     },
     [=](redis_atom, const std::string& payload) { receive_counted(self, payload); },
     [=](ready_atom) {
@@ -204,10 +258,9 @@ caf::behavior bridge_actor(caf::stateful_actor<bridge_state>* self, bridge_args 
     // Redis, or a cluster link (from the gatekeeper), was back after a loss: what other pods
     // sent meanwhile never came. The access watcher hands the local fan-out what was stored
     // since (it drops what it delivered).
-    [=](ready_atom, std::int64_t lost_at_ms) {
-      if (self->state.watcher)
-        self->send(self->state.watcher, ready_atom_v, lost_at_ms);
-    },
+    [=](ready_atom, std::int64_t lost_at_ms) { ask_fill(self, lost_at_ms); },
+    [=](fill_atom) { fill_now(self); },
+    [=](beat_atom) { send_heartbeat(self); },
     // From the gatekeeper, which lets through only peers that proved the secret.
     [=](envelope_atom, const std::string& payload) { receive_counted(self, payload); },
     [=](peer_atom, const caf::actor& peer) { flush_startup(self, peer); },

@@ -2,7 +2,9 @@
 #pragma once
 
 #include <caf/all.hpp>
+#include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -15,6 +17,7 @@
 #include "actors/metrics.hpp"
 #include "storage/bridge_envelope.hpp"
 #include "storage/bridge_replay.hpp"
+#include "storage/bridge_sequence.hpp"
 
 namespace comb::actors {
 
@@ -29,6 +32,12 @@ struct bridge_args {
   /// Envelopes from Redis and the gatekeeper on their way here, not yet checked.
   std::shared_ptr<inbound_bound> inbound = std::make_shared<inbound_bound>();
 };
+
+/// How often a bridge repeats its last envelope number to the other pods (a heartbeat), so they
+/// notice what they missed of it even while it sends nothing else.
+inline constexpr std::chrono::seconds heartbeat_interval{2};
+/// How long a gap fill waits for others to join it (and for the transports to settle).
+inline constexpr std::chrono::seconds fill_settle{1};
 
 /// Tells the bridge which gatekeeper carries its envelopes to CAF peers.
 struct bridge_gate {
@@ -50,8 +59,15 @@ struct bridge_state {
   bool startup_sent_to_redis = false;
   /// When a dropped envelope was last logged (seconds), so a flood gives one line a second.
   std::int64_t last_drop_log = 0;
+  /// This pod's run: the start of its envelope numbering, and the last number it used.
+  std::int64_t started_ms = storage::envelope_clock_ms();
+  std::uint64_t last_seq = 0;
   /// Refuses envelopes sent before this pod started and replays its memory forgot.
-  storage::replay_guard replays{storage::envelope_clock_ms()};
+  storage::replay_guard replays{started_ms};
+  /// The other pods' numbering, which shows envelopes of theirs that never came.
+  storage::origin_sequences sequences{started_ms};
+  /// Fills asked for since the last one (the earliest time they reach back to): one a second.
+  std::optional<std::int64_t> fill_since;
   /// Events whose origin held a newer state version of their community than this pod does.
   envelope_hold held;
   bool release_pending = false; ///< a release check is scheduled
@@ -68,7 +84,10 @@ struct bridge_state {
 /// valid MAC, its own echoes, and replays (storage/bridge_replay.hpp); holds an event whose
 /// origin held a newer state version of its community until this pod's member cache reaches it
 /// (asking the access watcher to re-read Postgres), so a reader the origin already removed never
-/// gets it here; the fan-out drops anything it has already delivered. Member caches never follow what arrives here: the database
+/// gets it here; the fan-out drops anything it has already delivered. Numbers what it sends to
+/// all pods and sends a heartbeat every `heartbeat_interval`; a number it did not receive of
+/// another pod (storage/bridge_sequence.hpp), like a transport's loss, has the access watcher
+/// hand the local fan-out what Postgres stored since (one fill a second at most). Member caches never follow what arrives here: the database
 /// is the authority (actors/community/access_watcher.hpp). Never reachable from the network:
 /// only the gatekeeper talks to remote nodes.
 caf::behavior bridge_actor(caf::stateful_actor<bridge_state>* self, bridge_args args);

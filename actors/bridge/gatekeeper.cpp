@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <memory>
+#include <optional>
 
 #include "actors/clock.hpp"
 #include "actors/messages.hpp"
@@ -257,7 +258,8 @@ void gatekeeper::on_prove(const std::string& node_id, const std::string& proof) 
   send(peer, welcome_atom_v);
   if (!handshake_.linked(key)) // else our own link already had the start-up lists
     send(args_.bridge, peer_atom_v, peer);
-  end_gaps(node_id, {});
+  if (!end_gaps(node_id, {}))
+    cover_dialer_gaps();
 }
 
 void gatekeeper::on_welcome() {
@@ -331,13 +333,32 @@ void gatekeeper::open_gap(const std::string& node, const std::string& where) {
 /// A link to the peer `node` (or, ours, at `where`) is back: what the peer sent during its gap
 /// never came. Once the link settled, the bridge has the access watcher hand the local fan-out
 /// what was stored since the loss, as after a Redis gap (the fan-out drops what it delivered).
-void gatekeeper::end_gaps(const std::string& node, const std::string& where) {
+bool gatekeeper::end_gaps(const std::string& node, const std::string& where) {
+  const auto open = gaps_.size();
   std::erase_if(gaps_, [&](const link_gap& gap) {
     if (!(!where.empty() && gap.where == where) && !(!node.empty() && gap.node == node))
       return false;
     delayed_send(args_.bridge, gap_settle, ready_atom_v, gap.lost_at);
     return true;
   });
+  return gaps_.size() != open;
+}
+
+/// A peer that only dials us comes back from a restart under another node id (unless its id is
+/// configured), so its gap never matches: what its old run stored while the link was down would
+/// never be filled. Any new dialer may be it, so the fill reaches back to the oldest such gap;
+/// each stays open for its own peer, now covered up to here.
+void gatekeeper::cover_dialer_gaps() {
+  std::optional<std::int64_t> oldest;
+  const auto now = storage::envelope_clock_ms();
+  for (auto& gap : gaps_) {
+    if (!gap.where.empty())
+      continue;
+    oldest = std::min(oldest.value_or(gap.lost_at), gap.lost_at);
+    gap.lost_at = now;
+  }
+  if (oldest)
+    delayed_send(args_.bridge, gap_settle, ready_atom_v, *oldest);
 }
 
 void gatekeeper::tick() {

@@ -76,7 +76,8 @@ private:
   void lose(const std::string& key);
   void lose_dialer(const std::string& key, const std::string& epoch);
   void open_gap(const std::string& node, const std::string& where);
-  void end_gaps(const std::string& node, const std::string& where);
+  bool end_gaps(const std::string& node, const std::string& where);
+  void cover_dialer_gaps();
   void tick();
 
   gatekeeper_args args_;

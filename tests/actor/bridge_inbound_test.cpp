@@ -5,9 +5,11 @@
 #include <catch2/catch.hpp>
 
 #include "actors/bridge/bridge_actor.hpp"
+#include "actors/bridge/cluster_handshake.hpp"
 #include "actors/bridge/gatekeeper.hpp"
 #include "actors/bridge/inbound_bound.hpp"
 #include "actors/messages.hpp"
+#include "storage/bridge_envelope.hpp"
 
 using namespace comb::actors;
 
@@ -88,6 +90,112 @@ TEST_CASE_METHOD(fixture, "the bridge gives back what an envelope took once it h
   CHECK(inbound->messages() == 0);
   CHECK(inbound->bytes() == 0);
   CHECK(metrics->bridge_unauthenticated == 2);
+  caf::anon_send_exit(bridge, caf::exit_reason::user_shutdown);
+  scheduler->run();
+}
+
+TEST_CASE_METHOD(fixture, "numbers another pod skipped have the watcher fill once, from the earliest",
+                 "[actor][bridge]") {
+  bridge_args args;
+  args.node_id = "node-a";
+  args.cluster_secret = "secret";
+  args.metrics = metrics;
+  auto inbound = args.inbound;
+  auto fills = std::make_shared<std::vector<std::int64_t>>();
+  auto watcher = system->spawn([fills]() -> caf::behavior {
+    return {[fills](ready_atom, std::int64_t since) { fills->push_back(since); }};
+  });
+  auto bridge = system->spawn(bridge_actor, std::move(args));
+  caf::anon_send(bridge, bridge_watcher{watcher});
+  scheduler->run();
+  const auto boot = comb::storage::envelope_clock_ms() - 60'000;
+  auto beat = [&](const std::string& origin, std::uint64_t last) {
+    auto payload = comb::storage::encode_heartbeat("secret", origin, {boot, last});
+    REQUIRE(inbound->try_take(payload.size()));
+    caf::anon_send(bridge, redis_atom_v, payload);
+    scheduler->run();
+  };
+  beat("node-b", 0); // first heard, nothing sent yet
+  beat("node-b", 0);
+  beat("node-c", 0);
+  CHECK(metrics->bridge_sequence_gaps == 0);
+  beat("node-b", 2); // two envelopes of node-b never came (its Redis link was down)
+  beat("node-c", 1);
+  CHECK(metrics->bridge_sequence_gaps == 2);
+  CHECK(fills->empty()); // it waits for the transports to settle and for others to join
+  // A transport's own loss, further back, joins the same fill.
+  const auto lost_at = boot - 5'000;
+  caf::anon_send(bridge, ready_atom_v, lost_at);
+  scheduler->run();
+  // The fill is due before the next heartbeat (which goes nowhere here, and comes again).
+  for (int i = 0; i < 10 && fills->empty() && scheduler->trigger_timeout(); ++i)
+    scheduler->run();
+  CHECK(fills->size() == 1);
+  if (!fills->empty())
+    CHECK(fills->front() == lost_at);
+  CHECK(metrics->bridge_gap_fills == 1);
+  beat("node-b", 2); // caught up: no gap, no fill
+  CHECK(metrics->bridge_sequence_gaps == 2);
+  caf::anon_send_exit(bridge, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(watcher, caf::exit_reason::user_shutdown);
+  scheduler->run();
+}
+
+namespace {
+
+/// A peer that dials the gatekeeper and proves the secret, as a pod's connector does.
+caf::behavior proving_dialer(caf::event_based_actor* self, caf::actor gate, std::string node_id,
+                             std::string secret) {
+  auto handshake = std::make_shared<cluster_handshake>(node_id, secret);
+  auto key = caf::to_string(gate.address());
+  auto hello = handshake->dial(key, std::chrono::steady_clock::now());
+  self->send(gate, hello_atom_v, hello.dialer_id, hello.nonce);
+  return {
+    [=](challenge_atom, const std::string& id, const std::string& nonce, const std::string& proof) {
+      auto answer = handshake->on_challenge(key, {id, nonce, proof}, std::chrono::steady_clock::now());
+      if (answer)
+        self->send(gate, prove_atom_v, answer.value().dialer_id, answer.value().value);
+    },
+    [](welcome_atom) {},
+    [](envelope_atom, const std::string&) {},
+  };
+}
+
+} // namespace
+
+TEST_CASE_METHOD(fixture, "a dialer back under another node id fills what its old run's gap held",
+                 "[actor][bridge]") {
+  // A peer that only dials this pod restarts with a new node id: no gap matches it by name, and
+  // it has no address of ours to match, yet what its old run stored while the link was down must
+  // be filled.
+  auto fills = std::make_shared<std::vector<std::int64_t>>();
+  auto bridge = system->spawn([fills]() -> caf::behavior {
+    return {
+      [fills](ready_atom, std::int64_t since) { fills->push_back(since); },
+      [](peer_atom, const caf::actor&) {},
+      [](envelope_atom, const std::string&) {},
+    };
+  });
+  const std::string secret = "the cluster secret";
+  auto gate = system->spawn<gatekeeper>(gatekeeper_args{"node-a", secret, bridge, metrics, {}});
+  scheduler->run();
+  auto old_run = system->spawn(proving_dialer, gate, std::string("node-x"), secret);
+  scheduler->run();
+  const auto lost_after = comb::storage::envelope_clock_ms();
+  caf::anon_send_exit(old_run, caf::exit_reason::kill); // its link drops
+  scheduler->run();
+  const auto lost_before = comb::storage::envelope_clock_ms();
+  auto new_run = system->spawn(proving_dialer, gate, std::string("node-x-restarted"), secret);
+  scheduler->run();
+  for (int i = 0; i < 10 && fills->empty() && scheduler->trigger_timeout(); ++i)
+    scheduler->run();
+  CHECK(fills->size() == 1); // not REQUIRE: the actors below must stop whatever happened
+  if (!fills->empty()) {
+    CHECK(fills->front() >= lost_after);
+    CHECK(fills->front() <= lost_before);
+  }
+  caf::anon_send_exit(new_run, caf::exit_reason::user_shutdown);
+  caf::anon_send(gate, gate_order{gate_order::kind::stop, {}, {}});
   caf::anon_send_exit(bridge, caf::exit_reason::user_shutdown);
   scheduler->run();
 }

@@ -1,15 +1,17 @@
 // Two pods where only pod a lists pod b as a cluster peer (pod b only accepts pod a's dial), the
 // link running through a TCP relay of the test's own that can cut it: events cross the one link
 // in both directions, and after a cut each pod hands its live subscribers what the other stored
-// meanwhile, once the link is back.
+// meanwhile, once the link is back, even when the pod that dialed restarted meanwhile under
+// another node id.
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { RawClient, keys, sign, now } from '../e2e/harness.mjs'
-import { eventually, startPods } from './pods.mjs'
+import { RawClient, keys, sign, now, startRelay } from '../e2e/harness.mjs'
+import { clusterSecret, eventually, startPods } from './pods.mjs'
 import { linkRelay } from './link_relay.mjs'
 
 const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 const linked = (pod) => pod.metric('comb_cluster_peers_linked')
+const losses = (pod) => (pod.log().match(/cluster: link from peer \S+ lost/g) ?? []).length
 
 describe('a cluster peer listed on one side only', () => {
   let group, a, b, relay
@@ -79,6 +81,36 @@ describe('a cluster peer listed on one side only', () => {
     assert.equal((await onB.publish(after)).ok, true)
     assert.equal((await onA.live('gap', 10000)).id, after.id)
     await onA.close()
+    await onB.close()
+  })
+
+  it('fills what a dialer stored before and after it restarted under another node id', async () => {
+    // Pod b cannot tell the restarted pod a from a new peer (another node id, and pod b dials
+    // nothing), so no gap of pod b's matches it by name.
+    const onB = await RawClient.open(b)
+    assert.equal((await onB.req('restart', { kinds: [1], since: now() - 5 })).end[0], 'EOSE')
+    const lossesBefore = losses(b)
+    relay.cut()
+    await eventually(async () => losses(b) > lossesBefore, 'pod b saw the loss', 15000)
+    const poster = await RawClient.open(a)
+    const tail = sign(keys().sk, { content: 'stored on pod a after the cut, before its restart' })
+    assert.equal((await poster.publish(tail)).ok, true)
+    await poster.close()
+    await a.stop()
+    group.pods[0] = a = await startRelay({ COMB_PUBLIC_URL: 'ws://hive.test',
+      COMB_NODE_ID: 'pod-0-again', COMB_RELAY_KEY_FILE: group.keyFile,
+      COMB_CLUSTER_SECRET: clusterSecret, COMB_CLUSTER_LISTEN: '127.0.0.1:0',
+      COMB_CLUSTER_PEERS: `127.0.0.1:${relay.port}` }, { database: group.database })
+    const again = await RawClient.open(a)
+    const early = sign(keys().sk, { content: 'stored on the restarted pod a before it linked' })
+    assert.equal((await again.publish(early)).ok, true)
+    await again.close()
+    relay.mend()
+    await eventually(async () => (await linked(a)) === 1, 'the restarted pod a linked', 20000)
+    const seen = [(await onB.live('restart', 20000)).id, (await onB.live('restart', 20000)).id]
+    assert.deepEqual(new Set(seen), new Set([tail.id, early.id]), 'both, live on pod b')
+    await pause(1500)
+    assert.equal(onB.drain((f) => f[0] === 'EVENT').length, 0, 'each once')
     await onB.close()
   })
 

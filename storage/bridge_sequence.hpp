@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+namespace comb::storage {
+
+/// Where an envelope stands in its origin's numbering: the origin's run (its start time, so a
+/// pod restarted under the same node id starts a new count) and the envelope's number in it,
+/// 1, 2, 3... for every envelope it sent to all pods. 0: not numbered (comb-admin's pushes, the
+/// start-up lists sent to one new peer, pods of earlier versions).
+struct envelope_number {
+  std::int64_t boot_ms = 0;
+  std::uint64_t seq = 0;
+};
+
+/// Tells a pod when it has missed some of another pod's envelopes, whatever lost them: a
+/// sender's Redis link down while its publishes were dropped (the other pods' links stayed up,
+/// so none of them saw a loss), a publish shed under load, a cluster link that dropped and came
+/// back from a restarted peer under another node id, a pod that accepted events before it
+/// linked. Each pod numbers what it sends to all and repeats its last number every few seconds
+/// (a heartbeat), so a gap shows within one heartbeat even when the sender goes quiet. Bounded:
+/// it remembers `capacity` origins, forgetting the one heard from longest ago. Pure: no clock.
+class origin_sequences {
+public:
+  static constexpr std::size_t default_capacity = 4096;
+
+  explicit origin_sequences(std::int64_t started_ms, std::size_t capacity = default_capacity);
+
+  /// Something numbered `number` came from `origin` at `now_ms`: an event envelope (its own
+  /// number) or a heartbeat (`heartbeat`: the last number the origin used). The time since
+  /// which this pod may have missed some of the origin's envelopes, when it may have: since it
+  /// last heard from the origin's run, or since the run began (not before this pod started,
+  /// which had no subscribers then).
+  [[nodiscard]] std::optional<std::int64_t> heard(std::string_view origin, envelope_number number,
+                                                  bool heartbeat, std::int64_t now_ms);
+
+  [[nodiscard]] std::size_t size() const noexcept { return origins_.size(); }
+
+private:
+  struct run {
+    std::int64_t boot_ms = 0;
+    std::uint64_t last_seq = 0;
+    std::int64_t heard_ms = 0;
+  };
+
+  void forget_quietest();
+
+  std::int64_t started_ms_;
+  std::size_t capacity_;
+  std::unordered_map<std::string, run> origins_;
+};
+
+} // namespace comb::storage

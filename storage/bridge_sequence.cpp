@@ -12,7 +12,7 @@ std::optional<std::int64_t> origin_sequences::heard(std::string_view origin, env
                                                     bool heartbeat, std::int64_t now_ms) {
   if (number.seq == 0 && !heartbeat)
     return std::nullopt; // not numbered: says nothing of what came before it
-  auto it = origins_.find(std::string(origin));
+  auto it = origins_.find(origin);
   if (it != origins_.end() && it->second.boot_ms == number.boot_ms) {
     run& known = it->second;
     const bool skipped = heartbeat ? number.seq > known.last_seq : number.seq > known.last_seq + 1;
@@ -34,8 +34,12 @@ std::optional<std::int64_t> origin_sequences::heard(std::string_view origin, env
     skipped = true;
   } else if (origins_.size() >= capacity_) {
     forget_quietest();
+    it = origins_.end();
   }
-  origins_[std::string(origin)] = run{number.boot_ms, number.seq, now_ms};
+  if (it != origins_.end())
+    it->second = run{number.boot_ms, number.seq, now_ms};
+  else
+    origins_.emplace(std::string(origin), run{number.boot_ms, number.seq, now_ms});
   if (!skipped)
     return std::nullopt;
   return std::max(since, started_ms_);

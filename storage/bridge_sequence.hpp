@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -48,11 +49,19 @@ private:
     std::int64_t heard_ms = 0;
   };
 
+  /// Looks origins up by a view of the envelope's text: no string made per envelope.
+  struct name_hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view name) const noexcept {
+      return std::hash<std::string_view>{}(name);
+    }
+  };
+
   void forget_quietest();
 
   std::int64_t started_ms_;
   std::size_t capacity_;
-  std::unordered_map<std::string, run> origins_;
+  std::unordered_map<std::string, run, name_hash, std::equal_to<>> origins_;
 };
 
 } // namespace comb::storage

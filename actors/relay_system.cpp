@@ -3,12 +3,14 @@
 
 #include "actors/clock.hpp"
 
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 #include <caf/openssl/all.hpp>
 #include <iostream>
+#include <memory>
 #include <spdlog/spdlog.h>
 #include <thread>
 
@@ -349,7 +351,14 @@ int run_relay(const conf::relay_settings& configured) {
   }
   caf::actor_system system{config};
   // The io_context after the actor system: it goes first, with the handlers that hold actors.
-  asio::io_context io(static_cast<int>(s.io_threads));
+  // One context per I/O thread, each run by its thread alone: threads that shared one context
+  // handed its lock and its epoll wait back and forth, about ten context switches per REQ
+  // (docs/benchmarks.md, "REQ: one io_context per I/O thread"). `io` also runs the listeners,
+  // the LISTEN connection and the signals; sockets go to every context in turn.
+  asio::io_context io(1);
+  std::vector<std::unique_ptr<asio::io_context>> socket_contexts;
+  for (unsigned i = 1; i < s.io_threads; ++i)
+    socket_contexts.push_back(std::make_unique<asio::io_context>(1));
   // Bound before the database is touched: a busy port creates no community, and with port 0
   // the community's aliases name the port the system picked.
   std::vector<asio::ip::tcp::acceptor> acceptors;
@@ -402,6 +411,10 @@ int run_relay(const conf::relay_settings& configured) {
   };
 
   server gateway(io, context);
+  std::vector<asio::io_context*> all_contexts{&io};
+  for (auto& extra : socket_contexts)
+    all_contexts.push_back(extra.get());
+  gateway.spread_sockets(std::move(all_contexts));
   pod.close_community->set([&gateway, communities](std::int64_t id) {
     communities->forget_all();
     gateway.close_community(id);
@@ -453,9 +466,16 @@ int run_relay(const conf::relay_settings& configured) {
     }).detach();
   });
   std::vector<std::thread> threads;
-  for (unsigned i = 1; i < s.io_threads; ++i)
-    threads.emplace_back([&io] { io.run(); });
+  std::vector<asio::executor_work_guard<asio::io_context::executor_type>> keep_running;
+  for (auto& extra : socket_contexts) {
+    keep_running.push_back(asio::make_work_guard(*extra));
+    threads.emplace_back([context = extra.get()] { context->run(); });
+  }
   io.run();
+  // The sessions have ended (or had their 5 s): what is left on the other contexts goes too.
+  keep_running.clear();
+  for (auto& extra : socket_contexts)
+    extra->stop();
   for (auto& t : threads)
     t.join();
   pod.registry->hooks()->set(nullptr, nullptr, nullptr); // the server goes away with this scope

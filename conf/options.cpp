@@ -106,7 +106,7 @@ std::vector<option> make_options() {
     text("server.listen", "COMB_LISTEN", "host:port the relay listens on (a name: every address it resolves to)", [](S& s) -> auto& { return s.listen; }),
     text("server.public_url", "COMB_PUBLIC_URL", "URL clients type (same for every pod behind a load balancer); empty: ws:// + listen", [](S& s) -> auto& { return s.public_url; }),
     text("server.data_dir", "COMB_DATA_DIR", "data folder (relay key, private Postgres)", [](S& s) -> auto& { return s.data_dir; }),
-    number<unsigned>("server.io_threads", "COMB_IO_THREADS", "threads running sockets", [](S& s) -> auto& { return s.io_threads; }, 1, 64),
+    number<unsigned>("server.io_threads", "COMB_IO_THREADS", "threads running sockets (each its own; new sockets go to each in turn)", [](S& s) -> auto& { return s.io_threads; }, 1, 64),
     number<unsigned>("server.worker_threads", "COMB_WORKER_THREADS", "threads running actors (parsing, signatures, fan-out)", [](S& s) -> auto& { return s.worker_threads; }, 1, 64),
     text("server.name", "COMB_NAME", "NIP-11 name", [](S& s) -> auto& { return s.name; }),
     text("server.description", "COMB_DESCRIPTION", "NIP-11 description", [](S& s) -> auto& { return s.description; }),

@@ -222,6 +222,16 @@ void server::stop() {
     outbox->close(close_reason::going_away);
 }
 
+void server::spread_sockets(std::vector<asio::io_context*> contexts) {
+  socket_contexts_ = std::move(contexts);
+}
+
+asio::io_context& server::next_socket_context() {
+  if (socket_contexts_.empty())
+    return io_;
+  return *socket_contexts_[next_socket_context_++ % socket_contexts_.size()];
+}
+
 std::size_t server::open_connections() const {
   std::lock_guard lock(sessions_mutex_);
   return sessions_.size();
@@ -266,7 +276,7 @@ void server::withdraw(std::uint64_t id) {
 asio::awaitable<void> server::accept_loop(tcp::acceptor& acceptor) {
   asio::steady_timer backoff(io_);
   for (;;) {
-    auto [ec, socket] = co_await acceptor.async_accept(asio::make_strand(io_), use_tuple);
+    auto [ec, socket] = co_await acceptor.async_accept(asio::make_strand(next_socket_context()), use_tuple);
     if (ec == asio::error::operation_aborted || !acceptor.is_open())
       co_return;
     if (out_of_resources(ec)) {

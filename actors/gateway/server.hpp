@@ -51,7 +51,13 @@ public:
   /// Open WebSocket connections right now.
   [[nodiscard]] std::size_t open_connections() const;
 
+  /// Runs accepted sockets on these contexts, in turn (each run by a thread of its own), rather
+  /// than on the one the server accepts on. Call before start.
+  void spread_sockets(std::vector<boost::asio::io_context*> contexts);
+
 private:
+  [[nodiscard]] boost::asio::io_context& next_socket_context();
+
   boost::asio::awaitable<void> accept_loop(boost::asio::ip::tcp::acceptor& acceptor);
   boost::asio::awaitable<void> serve(boost::asio::ip::tcp::socket socket);
   boost::asio::awaitable<void> serve_requests(boost::beast::tcp_stream& stream,
@@ -68,6 +74,8 @@ private:
   void withdraw(std::uint64_t id);
 
   boost::asio::io_context& io_;
+  std::vector<boost::asio::io_context*> socket_contexts_;
+  std::size_t next_socket_context_ = 0; ///< only the accept loops, all on io_, move it
   std::shared_ptr<gateway_context> context_;
   std::vector<boost::asio::ip::tcp::acceptor> acceptors_; ///< one per resolved listen address
   unsigned short port_ = 0;

@@ -252,8 +252,11 @@ void gatekeeper::on_prove(const std::string& node_id, const std::string& proof) 
   spdlog::info("cluster: peer {} authenticated", printable(node_id, 80));
   auto peer = caf::actor_cast<caf::actor>(current_sender());
   std::erase_if(accepted_, [this](const auto& entry) { return !handshake_.trusts(entry.first); });
+  std::erase_if(last_heard_, [this](const auto& entry) {
+    return !handshake_.trusts(entry.first) && !handshake_.linked(entry.first);
+  });
   const auto epoch = ++next_epoch_;
-  accepted_[key] = accepted_dialer{peer, node_id, epoch};
+  accepted_[key] = accepted_dialer{peer, node_id, epoch, storage::envelope_clock_ms()};
   send(watch_, gate_order{gate_order::kind::watch, peer, std::to_string(epoch)});
   send(peer, welcome_atom_v);
   if (!handshake_.linked(key)) // else our own link already had the start-up lists
@@ -281,6 +284,7 @@ void gatekeeper::on_envelope(std::string& payload) {
   auto key = sender_key();
   if (!handshake_.trusts(key) && !handshake_.linked(key))
     return refuse("envelope from a node that did not prove the secret");
+  last_heard_[key] = storage::envelope_clock_ms();
   if (!args_.to_bridge->try_take(payload.size()))
     return bump(args_.metrics->bridge_inbound_dropped);
   send(args_.bridge, envelope_atom_v, std::move(payload));
@@ -296,13 +300,28 @@ void gatekeeper::lose(const std::string& key) {
     args_.metrics->cluster_peers_linked -= 1;
   if (was_linked || was_trusted) {
     auto where = where_.find(key);
+    auto heard = last_heard_.find(key);
+    const auto lost_at = heard == last_heard_.end() ? storage::envelope_clock_ms() : heard->second;
+    const bool dialer_only = where == where_.end();
     open_gap(was_linked ? handshake_.peer_id(key) : dialer->second.node,
-             where == where_.end() ? std::string() : where->second);
+             dialer_only ? std::string() : where->second, lost_at);
+    // Reported late (the link died quietly): the peer may be back already, under another node
+    // id, over a link that proved since it was last heard; that link will not end this gap.
+    if (dialer_only && proved_since(key, lost_at))
+      cover_dialer_gaps();
   }
   handshake_.forget(key);
   dialed_.erase(key);
   where_.erase(key);
   accepted_.erase(key);
+  last_heard_.erase(key);
+}
+
+bool gatekeeper::proved_since(const std::string& lost_key, std::int64_t since_ms) const {
+  for (const auto& [key, dialer] : accepted_)
+    if (key != lost_key && dialer.proved_ms >= since_ms && handshake_.trusts(key))
+      return true;
+  return false;
 }
 
 /// The link watch saw the link of dialer `key` drop; an older epoch's report is about a link
@@ -316,7 +335,7 @@ void gatekeeper::lose_dialer(const std::string& key, const std::string& epoch) {
 }
 
 /// The first loss counts: a gap already open for the peer keeps its start.
-void gatekeeper::open_gap(const std::string& node, const std::string& where) {
+void gatekeeper::open_gap(const std::string& node, const std::string& where, std::int64_t lost_at) {
   for (auto& gap : gaps_)
     if ((!where.empty() && gap.where == where) || (!node.empty() && gap.node == node)) {
       if (gap.where.empty())
@@ -327,7 +346,7 @@ void gatekeeper::open_gap(const std::string& node, const std::string& where) {
     send(args_.bridge, ready_atom_v, gaps_.front().lost_at); // fill early, never forget
     gaps_.erase(gaps_.begin());
   }
-  gaps_.push_back(link_gap{storage::envelope_clock_ms(), node, where});
+  gaps_.push_back(link_gap{lost_at, node, where});
 }
 
 /// A link to the peer `node` (or, ours, at `where`) is back: what the peer sent during its gap

@@ -75,9 +75,10 @@ private:
   void send_to_peers(const std::string& envelope);
   void lose(const std::string& key);
   void lose_dialer(const std::string& key, const std::string& epoch);
-  void open_gap(const std::string& node, const std::string& where);
+  void open_gap(const std::string& node, const std::string& where, std::int64_t lost_at);
   bool end_gaps(const std::string& node, const std::string& where);
   void cover_dialer_gaps();
+  [[nodiscard]] bool proved_since(const std::string& lost_key, std::int64_t since_ms) const;
   void tick();
 
   gatekeeper_args args_;
@@ -91,8 +92,12 @@ private:
     caf::actor peer;
     std::string node;
     std::uint64_t epoch = 0; ///< which watch order reports its loss (older ones are stale)
+    std::int64_t proved_ms = 0; ///< when it proved the secret (Unix ms)
   };
   std::unordered_map<std::string, accepted_dialer> accepted_; ///< by key, trusted ones only
+  /// By key: when an envelope (or heartbeat) last came over the link (Unix ms). A gap starts
+  /// there, not when the loss was noticed: a link that died quietly is reported late.
+  std::unordered_map<std::string, std::int64_t> last_heard_;
   std::uint64_t next_epoch_ = 0;
   caf::actor watch_; ///< the link watch (link_watch below)
   /// A peer whose link (either direction) dropped: since when (Unix ms), its node id, and the

@@ -156,7 +156,7 @@ caf::behavior proving_dialer(caf::event_based_actor* self, caf::actor gate, std:
       if (answer)
         self->send(gate, prove_atom_v, answer.value().dialer_id, answer.value().value);
     },
-    [](welcome_atom) {},
+    [=](welcome_atom) { self->send(gate, envelope_atom_v, std::string("heard")); },
     [](envelope_atom, const std::string&) {},
   };
 }
@@ -193,6 +193,45 @@ TEST_CASE_METHOD(fixture, "a dialer back under another node id fills what its ol
   if (!fills->empty()) {
     CHECK(fills->front() >= lost_after);
     CHECK(fills->front() <= lost_before);
+  }
+  caf::anon_send_exit(new_run, caf::exit_reason::user_shutdown);
+  caf::anon_send(gate, gate_order{gate_order::kind::stop, {}, {}});
+  caf::anon_send_exit(bridge, caf::exit_reason::user_shutdown);
+  scheduler->run();
+}
+
+TEST_CASE_METHOD(fixture, "a dialer's loss reported after its next run linked is filled from when it was last heard",
+                 "[actor][bridge]") {
+  // The link died quietly (a host gone, no close): the peer's new run, under another node id,
+  // linked before this pod learned of the loss, so no later link will end the gap.
+  auto fills = std::make_shared<std::vector<std::int64_t>>();
+  auto bridge = system->spawn([fills]() -> caf::behavior {
+    return {
+      [fills](ready_atom, std::int64_t since) { fills->push_back(since); },
+      [](peer_atom, const caf::actor&) {},
+      [](envelope_atom, const std::string&) {},
+    };
+  });
+  const std::string secret = "the cluster secret";
+  auto gate = system->spawn<gatekeeper>(gatekeeper_args{"node-a", secret, bridge, metrics, {}});
+  scheduler->run();
+  const auto heard_after = comb::storage::envelope_clock_ms();
+  auto old_run = system->spawn(proving_dialer, gate, std::string("node-x"), secret);
+  scheduler->run(); // proved, and sent an envelope: last heard now
+  const auto heard_before = comb::storage::envelope_clock_ms();
+  auto new_run = system->spawn(proving_dialer, gate, std::string("node-x-restarted"), secret);
+  scheduler->run();
+  for (int i = 0; i < 3 && scheduler->trigger_timeout(); ++i)
+    scheduler->run();
+  CHECK(fills->empty()); // nothing was lost yet, as far as this pod knows
+  caf::anon_send_exit(old_run, caf::exit_reason::kill); // the late report of the old link's loss
+  scheduler->run();
+  for (int i = 0; i < 10 && fills->empty() && scheduler->trigger_timeout(); ++i)
+    scheduler->run();
+  CHECK(fills->size() == 1);
+  if (!fills->empty()) {
+    CHECK(fills->front() >= heard_after);
+    CHECK(fills->front() <= heard_before);
   }
   caf::anon_send_exit(new_run, caf::exit_reason::user_shutdown);
   caf::anon_send(gate, gate_order{gate_order::kind::stop, {}, {}});

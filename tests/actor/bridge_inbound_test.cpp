@@ -163,78 +163,88 @@ caf::behavior proving_dialer(caf::event_based_actor* self, caf::actor gate, std:
 
 } // namespace
 
+/// A gatekeeper whose bridge only records the fills it is asked for.
+struct recording_gate {
+  static constexpr const char* secret = "the cluster secret";
+  fixture& f;
+  std::shared_ptr<std::vector<std::int64_t>> fills = std::make_shared<std::vector<std::int64_t>>();
+  caf::actor bridge;
+  caf::actor gate;
+
+  explicit recording_gate(fixture& on) : f(on) {
+    bridge = f.system->spawn([fills = fills]() -> caf::behavior {
+      return {
+        [fills](ready_atom, std::int64_t since) { fills->push_back(since); },
+        [](peer_atom, const caf::actor&) {},
+        [](envelope_atom, const std::string&) {},
+      };
+    });
+    gate = f.system->spawn<gatekeeper>(gatekeeper_args{"node-a", secret, bridge, f.metrics, {}});
+    f.scheduler->run();
+  }
+
+  /// A peer of `node_id` dials, proves the secret and sends one envelope.
+  caf::actor dial(const std::string& node_id) {
+    auto peer = f.system->spawn(proving_dialer, gate, node_id, std::string(secret));
+    f.scheduler->run();
+    return peer;
+  }
+
+  /// Runs the timers (the gatekeeper's ticks come again) until a fill came, `rounds` at most.
+  void run_timers(int rounds = 10) {
+    for (int i = 0; i < rounds && fills->empty() && f.scheduler->trigger_timeout(); ++i)
+      f.scheduler->run();
+  }
+
+  /// One fill, sent no earlier than `after` and no later than `before` (CHECKs, not REQUIREs:
+  /// the actors must stop whatever happened).
+  void check_one_fill(std::int64_t after, std::int64_t before) {
+    CHECK(fills->size() == 1);
+    if (!fills->empty()) {
+      CHECK(fills->front() >= after);
+      CHECK(fills->front() <= before);
+    }
+  }
+
+  void stop(const caf::actor& peer) {
+    caf::anon_send_exit(peer, caf::exit_reason::user_shutdown);
+    caf::anon_send(gate, gate_order{gate_order::kind::stop, {}, {}});
+    caf::anon_send_exit(bridge, caf::exit_reason::user_shutdown);
+    f.scheduler->run();
+  }
+};
+
 TEST_CASE_METHOD(fixture, "a dialer back under another node id fills what its old run's gap held",
                  "[actor][bridge]") {
   // A peer that only dials this pod restarts with a new node id: no gap matches it by name, and
   // it has no address of ours to match, yet what its old run stored while the link was down must
   // be filled.
-  auto fills = std::make_shared<std::vector<std::int64_t>>();
-  auto bridge = system->spawn([fills]() -> caf::behavior {
-    return {
-      [fills](ready_atom, std::int64_t since) { fills->push_back(since); },
-      [](peer_atom, const caf::actor&) {},
-      [](envelope_atom, const std::string&) {},
-    };
-  });
-  const std::string secret = "the cluster secret";
-  auto gate = system->spawn<gatekeeper>(gatekeeper_args{"node-a", secret, bridge, metrics, {}});
-  scheduler->run();
-  auto old_run = system->spawn(proving_dialer, gate, std::string("node-x"), secret);
-  scheduler->run();
-  const auto lost_after = comb::storage::envelope_clock_ms();
+  recording_gate world(*this);
+  const auto heard_after = comb::storage::envelope_clock_ms();
+  auto old_run = world.dial("node-x");
   caf::anon_send_exit(old_run, caf::exit_reason::kill); // its link drops
   scheduler->run();
   const auto lost_before = comb::storage::envelope_clock_ms();
-  auto new_run = system->spawn(proving_dialer, gate, std::string("node-x-restarted"), secret);
-  scheduler->run();
-  for (int i = 0; i < 10 && fills->empty() && scheduler->trigger_timeout(); ++i)
-    scheduler->run();
-  CHECK(fills->size() == 1); // not REQUIRE: the actors below must stop whatever happened
-  if (!fills->empty()) {
-    CHECK(fills->front() >= lost_after);
-    CHECK(fills->front() <= lost_before);
-  }
-  caf::anon_send_exit(new_run, caf::exit_reason::user_shutdown);
-  caf::anon_send(gate, gate_order{gate_order::kind::stop, {}, {}});
-  caf::anon_send_exit(bridge, caf::exit_reason::user_shutdown);
-  scheduler->run();
+  auto new_run = world.dial("node-x-restarted");
+  world.run_timers();
+  world.check_one_fill(heard_after, lost_before);
+  world.stop(new_run);
 }
 
 TEST_CASE_METHOD(fixture, "a dialer's loss reported after its next run linked is filled from when it was last heard",
                  "[actor][bridge]") {
   // The link died quietly (a host gone, no close): the peer's new run, under another node id,
   // linked before this pod learned of the loss, so no later link will end the gap.
-  auto fills = std::make_shared<std::vector<std::int64_t>>();
-  auto bridge = system->spawn([fills]() -> caf::behavior {
-    return {
-      [fills](ready_atom, std::int64_t since) { fills->push_back(since); },
-      [](peer_atom, const caf::actor&) {},
-      [](envelope_atom, const std::string&) {},
-    };
-  });
-  const std::string secret = "the cluster secret";
-  auto gate = system->spawn<gatekeeper>(gatekeeper_args{"node-a", secret, bridge, metrics, {}});
-  scheduler->run();
+  recording_gate world(*this);
   const auto heard_after = comb::storage::envelope_clock_ms();
-  auto old_run = system->spawn(proving_dialer, gate, std::string("node-x"), secret);
-  scheduler->run(); // proved, and sent an envelope: last heard now
+  auto old_run = world.dial("node-x"); // proved, and sent an envelope: last heard now
   const auto heard_before = comb::storage::envelope_clock_ms();
-  auto new_run = system->spawn(proving_dialer, gate, std::string("node-x-restarted"), secret);
-  scheduler->run();
-  for (int i = 0; i < 3 && scheduler->trigger_timeout(); ++i)
-    scheduler->run();
-  CHECK(fills->empty()); // nothing was lost yet, as far as this pod knows
+  auto new_run = world.dial("node-x-restarted");
+  world.run_timers(3);
+  CHECK(world.fills->empty()); // nothing was lost yet, as far as this pod knows
   caf::anon_send_exit(old_run, caf::exit_reason::kill); // the late report of the old link's loss
   scheduler->run();
-  for (int i = 0; i < 10 && fills->empty() && scheduler->trigger_timeout(); ++i)
-    scheduler->run();
-  CHECK(fills->size() == 1);
-  if (!fills->empty()) {
-    CHECK(fills->front() >= heard_after);
-    CHECK(fills->front() <= heard_before);
-  }
-  caf::anon_send_exit(new_run, caf::exit_reason::user_shutdown);
-  caf::anon_send(gate, gate_order{gate_order::kind::stop, {}, {}});
-  caf::anon_send_exit(bridge, caf::exit_reason::user_shutdown);
-  scheduler->run();
+  world.run_timers();
+  world.check_one_fill(heard_after, heard_before);
+  world.stop(new_run);
 }

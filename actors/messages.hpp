@@ -123,6 +123,8 @@ using beat_atom = caf::atom_constant<caf::atom("beat")>;             ///< time f
 inline constexpr beat_atom beat_atom_v{};
 using fill_atom = caf::atom_constant<caf::atom("fill")>;             ///< the bridge's coalesced gap fill is due
 inline constexpr fill_atom fill_atom_v{};
+using gap_atom = caf::atom_constant<caf::atom("gapevent")>;          ///< (gap_atom, committed_event, community state version): a stored event of a gap, from the gap filler
+inline constexpr gap_atom gap_atom_v{};
 
 // -- session -> community directory -------------------------------------------------------------
 using lookup_atom = caf::atom_constant<caf::atom("lookup")>;     ///< (lookup_atom, host, lookup_callback)

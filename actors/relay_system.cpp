@@ -16,6 +16,7 @@
 
 #include "actors/bridge/bridge_setup.hpp"
 #include "actors/community/access_watcher.hpp"
+#include "actors/community/gap_filler.hpp"
 #include "actors/fanout/fanout_actor.hpp"
 #include "actors/gateway/listen_address.hpp"
 #include "actors/gateway/metrics_listener.hpp"
@@ -175,6 +176,7 @@ struct pod_actors {
   caf::actor membership_writer;
   caf::actor directory;
   caf::actor access_watcher;
+  caf::actor gap_filler;
   caf::actor management;
   std::shared_ptr<community_registry> registry;
   std::optional<pod_bridge> bridge;
@@ -246,7 +248,9 @@ bool spawn_actors(caf::actor_system& system, asio::io_context& io, const conf::r
   pod.access_watcher = system.spawn<caf::detached>(
     access_watcher, access_watcher_args{s.database_url, pod.registry, pod.fanout,
                                         key.public_key(), metrics});
-  caf::anon_send(pod.bridge->actor, bridge_watcher{pod.access_watcher});
+  pod.gap_filler = system.spawn<caf::detached>(
+    gap_filler, gap_filler_args{s.database_url, pod.registry, pod.bridge->actor, metrics});
+  caf::anon_send(pod.bridge->actor, bridge_watcher{pod.access_watcher, pod.gap_filler});
   pod.management = system.spawn<caf::detached>(
     management_actor, management_args{s.database_url, key.public_key(), pod.registry, communities,
                                       metrics, std::chrono::seconds(10)});
@@ -283,6 +287,8 @@ void stop_actors(caf::actor_system& system, pod_actors& pod) {
   self->send_exit(pod.directory, caf::exit_reason::user_shutdown);
   if (pod.access_watcher)
     self->send_exit(pod.access_watcher, caf::exit_reason::user_shutdown);
+  if (pod.gap_filler)
+    self->send_exit(pod.gap_filler, caf::exit_reason::user_shutdown);
   if (pod.management)
     self->send_exit(pod.management, caf::exit_reason::user_shutdown);
   self->send_exit(pod.membership_writer, caf::exit_reason::user_shutdown);

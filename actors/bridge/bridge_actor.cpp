@@ -57,10 +57,10 @@ void ask_fill(self_ptr self, std::int64_t since_ms) {
 void fill_now(self_ptr self) {
   auto& st = self->state;
   auto since = std::exchange(st.fill_since, std::nullopt);
-  if (!since || !st.watcher)
+  if (!since || !st.filler)
     return;
   bump(st.args.metrics->bridge_gap_fills);
-  self->send(st.watcher, ready_atom_v, *since);
+  self->send(st.filler, ready_atom_v, *since);
 }
 
 /// A number (or heartbeat) of another pod came: a gap in them is a fill.
@@ -256,16 +256,25 @@ caf::behavior bridge_actor(caf::stateful_actor<bridge_state>* self, bridge_args 
         flush_startup(self, {});
     },
     // Redis, or a cluster link (from the gatekeeper), was back after a loss: what other pods
-    // sent meanwhile never came. The access watcher hands the local fan-out what was stored
-    // since (it drops what it delivered).
+    // sent meanwhile never came. The gap filler hands the local fan-out what was stored since
+    // (it drops what it delivered).
     [=](ready_atom, std::int64_t lost_at_ms) { ask_fill(self, lost_at_ms); },
     [=](fill_atom) { fill_now(self); },
+    // From the gap filler: held like an envelope whose origin had `version`.
+    [=](gap_atom, committed_event& committed, std::int64_t version) {
+      if (version > held_version(self, committed.community_id))
+        return hold(self, std::move(committed), version);
+      deliver(self, std::move(committed));
+    },
     [=](beat_atom) { send_heartbeat(self); },
     // From the gatekeeper, which lets through only peers that proved the secret.
     [=](envelope_atom, const std::string& payload) { receive_counted(self, payload); },
     [=](peer_atom, const caf::actor& peer) { flush_startup(self, peer); },
     [=](bridge_gate& gate) { self->state.gate = std::move(gate.gate); },
-    [=](bridge_watcher& watcher) { self->state.watcher = std::move(watcher.watcher); },
+    [=](bridge_watcher& watcher) {
+      self->state.watcher = std::move(watcher.watcher);
+      self->state.filler = std::move(watcher.filler);
+    },
     [=](tick_atom) { release_held(self); },
   };
 }

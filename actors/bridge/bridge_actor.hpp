@@ -45,9 +45,11 @@ struct bridge_gate {
 };
 
 /// Tells the bridge the pod's access watcher, which it asks to re-read a community from Postgres
-/// when an envelope names a newer state version than this pod holds.
+/// when an envelope names a newer state version than this pod holds, and its gap filler
+/// (actors/community/gap_filler.hpp), which it asks to hand the fan-out what never came.
 struct bridge_watcher {
   caf::actor watcher;
+  caf::actor filler;
 };
 
 struct bridge_state {
@@ -75,6 +77,8 @@ struct bridge_state {
   /// version already asked of it while events wait.
   caf::actor watcher;
   std::unordered_map<std::int64_t, std::int64_t> asked;
+  caf::actor filler; ///< the gap filler
+
   static inline const char* name = "bridge";
 };
 

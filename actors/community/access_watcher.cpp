@@ -4,28 +4,18 @@
 #include "actors/clock.hpp"
 
 #include <algorithm>
-#include <boost/json.hpp>
 #include <chrono>
 #include <limits>
 #include <spdlog/spdlog.h>
 
-#include "protocol/event_json.hpp"
+#include "actors/community/stored_events.hpp"
 #include "storage/access_change.hpp"
 #include "storage/access_state.hpp"
-#include "storage/bridge_gap.hpp"
 
 namespace comb::actors {
 namespace {
 
 using self_ptr = caf::stateful_actor<access_watcher_state>*;
-
-/// Relay-written lists of large communities are large; they come from our own database.
-protocol::protocol_limits stored_event_limits() {
-  protocol::protocol_limits limits;
-  limits.max_tags_per_event = 10'000'000;
-  limits.max_content_bytes = 1 << 30;
-  return limits;
-}
 
 /// Reloads one community and hands its state to its actor. The version loaded (0 when the
 /// community is not served here or is gone); nothing on a database error.
@@ -51,21 +41,13 @@ std::int64_t& delivered_through(self_ptr self, std::int64_t community_id, const 
 
 /// One stored event to the local fan-out (through `via` when given); a row that does not parse
 /// is skipped.
-bool publish(self_ptr self, std::int64_t community_id, std::string raw, bool count = true,
-             const caf::actor& via = {}) {
+bool publish(self_ptr self, std::int64_t community_id, std::string raw, const caf::actor& via = {}) {
   auto& st = self->state;
-  boost::system::error_code ec;
-  auto json = boost::json::parse(raw, ec);
-  if (ec)
+  auto live = live_from_stored(std::move(raw));
+  if (!live)
     return false;
-  auto ev = protocol::event_from_json(json, stored_event_limits());
-  if (!ev)
-    return false;
-  if (count)
-    bump(st.args.metrics->access_events_delivered);
-  live_event live{std::make_shared<const protocol::event>(std::move(ev).value()),
-                  std::make_shared<const std::string>(std::move(raw))};
-  self->send(via ? via : st.args.fanout, publish_atom_v, committed_event{community_id, live});
+  bump(st.args.metrics->access_events_delivered);
+  self->send(via ? via : st.args.fanout, publish_atom_v, committed_event{community_id, std::move(*live)});
   return true;
 }
 
@@ -89,7 +71,7 @@ bool deliver(self_ptr self, std::int64_t community_id, const member_cache& cache
       return false;
     for (auto& row : *page) {
       after = row.at;
-      (void)publish(self, community_id, std::move(row.raw), true, community_actor);
+      (void)publish(self, community_id, std::move(row.raw), community_actor);
     }
     if (page->size() < static_cast<std::size_t>(storage::noted_events_page))
       break;
@@ -174,34 +156,6 @@ void check_versions(self_ptr self) {
   }
 }
 
-/// Events per community a gap in the bridge brings back from Postgres at most.
-constexpr int gap_events_max = 1000;
-
-/// The bridge's Redis link was cut from `lost_at_ms` until now: what other pods published
-/// meanwhile never reached this pod's subscribers. Each served community's events stored since
-/// then go to the local fan-out, whatever their created_at (a client may publish an old event);
-/// a minute earlier, for Postgres's clock against the pod's and for transactions begun before
-/// the loss whose envelopes went down with the link. The fan-out drops what it delivered
-/// already; ephemeral events of the gap are gone.
-void fill_gap(self_ptr self, std::int64_t lost_at_ms) {
-  auto& st = self->state;
-  const auto now = unix_now();
-  const std::int64_t since = lost_at_ms / 1000 - 60;
-  std::size_t delivered = 0;
-  bool cut_short = false;
-  for (auto id : st.args.registry->community_ids()) {
-    auto rows = storage::load_recent_events(*st.connection, id, since, now, gap_events_max);
-    if (!rows)
-      return spdlog::warn("bridge gap: Postgres did not answer; the gap's events are not"
-                          " delivered live (clients find them with a REQ)");
-    cut_short = cut_short || rows->size() == static_cast<std::size_t>(gap_events_max);
-    for (auto& raw : *rows)
-      delivered += publish(self, id, std::move(raw), false) ? 1 : 0;
-  }
-  spdlog::info("bridge gap: {} stored event(s) since {} handed to the fan-out{}", delivered, since,
-               cut_short ? " (1000 per community at most: a REQ finds the rest)" : "");
-}
-
 } // namespace
 
 caf::behavior access_watcher(caf::stateful_actor<access_watcher_state>* self,
@@ -215,7 +169,6 @@ caf::behavior access_watcher(caf::stateful_actor<access_watcher_state>* self,
   return {
     [=](notice_atom, const std::string& payload) { on_notice(self, payload); },
     [=](reload_atom) { reload_all(self); },
-    [=](ready_atom, std::int64_t lost_at_ms) { fill_gap(self, lost_at_ms); },
     // The bridge holds an event whose origin had `version`: read the database now, not at the
     // notification (which may lag) or the next check.
     [=](access_atom, std::int64_t community_id, std::int64_t version) {

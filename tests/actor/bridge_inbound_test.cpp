@@ -106,7 +106,7 @@ TEST_CASE_METHOD(fixture, "numbers another pod skipped have the watcher fill onc
     return {[fills](ready_atom, std::int64_t since) { fills->push_back(since); }};
   });
   auto bridge = system->spawn(bridge_actor, std::move(args));
-  caf::anon_send(bridge, bridge_watcher{watcher});
+  caf::anon_send(bridge, bridge_watcher{{}, watcher}); // the recorder stands for the gap filler
   scheduler->run();
   const auto boot = comb::storage::envelope_clock_ms() - 60'000;
   auto beat = [&](const std::string& origin, std::uint64_t last) {

@@ -8,7 +8,8 @@ import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
 import { RawClient, keys, sign, now, startRelay } from '../e2e/harness.mjs'
-import { authed, clusterSecret, envelope, eventually, privateRedis, readiness, startPods } from './pods.mjs'
+import { authed, clusterSecret, envelope, eventually, memberReading, privateRedis, readiness, stallReloads,
+  startPods } from './pods.mjs'
 
 const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -19,20 +20,6 @@ function publish(redis, payload) {
 }
 
 const eventsOf = (client, sub) => client.inbox.filter((f) => f[0] === 'EVENT' && f[1] === sub).map((f) => f[2].id)
-
-/**
- * Holds an ACCESS EXCLUSIVE lock on `rooms` for `ms` in `pod`'s database: a pod's reload of a
- * community (storage/access_state.cpp load_access) reads that table last and waits, while
- * membership writes that touch no room, event writes and version checks go on. Resolves once the
- * lock is held; `released` settles when it is let go.
- */
-async function stallReloads(pod, ms) {
-  const released = pod.sql(`BEGIN; LOCK TABLE rooms IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(${ms / 1000}); COMMIT;`)
-  await eventually(async () => Number(await pod.sql("SELECT count(*) FROM pg_locks l JOIN pg_class c"
-    + " ON c.oid = l.relation WHERE c.relname = 'rooms' AND l.mode = 'AccessExclusiveLock' AND l.granted")) === 1,
-  'the lock on rooms is held', 5000)
-  return { released }
-}
 
 for (const transport of ['redis', 'cluster links']) describe(`a pod that has not applied a removal yet (${transport})`, () => {
   let redis, group, a, b
@@ -52,17 +39,7 @@ for (const transport of ['redis', 'cluster links']) describe(`a pod that has not
   })
   after(async () => { await group?.stop(); await redis?.dispose() })
 
-  async function memberReadingOnB(who, ownerOnA) {
-    assert.equal((await ownerOnA.publish(sign(owner.sk, { kind: 9030, tags: [['p', who.pk], ['relay', a.url]] }))).message,
-      'info: member added')
-    const client = await authed(b, who)
-    await eventually(async () => {
-      client.send(['REQ', 'probe', { kinds: [1], limit: 1 }])
-      return (await client.history('probe')).end[0] === 'EOSE'
-    }, 'the member may read on pod b')
-    assert.equal((await client.req('feed', { kinds: [1], since: now() })).end[0], 'EOSE')
-    return client
-  }
+  const memberReadingOnB = (who, ownerOnA) => memberReading(b, who, ownerOnA, a, owner)
 
   it('never delivers a bridged event to the member the origin removed, and delivers it to the others', async () => {
     const ownerOnA = await authed(a, owner)

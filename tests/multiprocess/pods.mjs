@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import net from 'node:net'
 import assert from 'node:assert/strict'
-import { RawClient, createDatabase, dropDatabase, finalizeEvent, httpGet, now, startRelay } from '../e2e/harness.mjs'
+import { RawClient, createDatabase, dropDatabase, finalizeEvent, httpGet, now, sign, startRelay } from '../e2e/harness.mjs'
 import { stablePort } from '../e2e/stable_port.mjs'
 
 const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -179,4 +179,34 @@ export function admin(group, ...args) {
       COMB_DATABASE_URL: url.toString(), COMB_RELAY_KEY_FILE: group.keyFile } },
     (error, stdout, stderr) => (error ? reject(new Error(`comb-admin ${args.join(' ')}: ${stderr}`)) : resolve(stdout)))
   })
+}
+
+/**
+ * Holds an ACCESS EXCLUSIVE lock on `rooms` for `ms` in `pod`'s database: a pod's reload of a
+ * community (storage/access_state.cpp load_access) reads that table last and waits, while
+ * membership writes that touch no room, event writes and version checks go on. Resolves once the
+ * lock is held; `released` settles when it is let go.
+ */
+export async function stallReloads(pod, ms) {
+  const released = pod.sql(`BEGIN; LOCK TABLE rooms IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(${ms / 1000}); COMMIT;`)
+  await eventually(async () => Number(await pod.sql("SELECT count(*) FROM pg_locks l JOIN pg_class c"
+    + " ON c.oid = l.relation WHERE c.relname = 'rooms' AND l.mode = 'AccessExclusiveLock' AND l.granted")) === 1,
+  'the lock on rooms is held', 5000)
+  return { released }
+}
+
+/**
+ * Has the owner (authenticated on `ownerPod` as `ownerClient`) add `who`, then opens `who`'s
+ * authenticated client on `pod` once it may read there, with a live REQ `feed` for kind 1.
+ */
+export async function memberReading(pod, who, ownerClient, ownerPod, owner) {
+  assert.equal((await ownerClient.publish(sign(owner.sk, { kind: 9030, tags: [['p', who.pk], ['relay', ownerPod.url]] }))).message,
+    'info: member added')
+  const client = await authed(pod, who)
+  await eventually(async () => {
+    client.send(['REQ', 'probe', { kinds: [1], limit: 1 }])
+    return (await client.history('probe')).end[0] === 'EOSE'
+  }, 'the member may read on the pod')
+  assert.equal((await client.req('feed', { kinds: [1], since: now() })).end[0], 'EOSE')
+  return client
 }

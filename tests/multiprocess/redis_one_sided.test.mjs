@@ -7,7 +7,7 @@ import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { RawClient, keys, sign, now } from '../e2e/harness.mjs'
 import { linkRelay } from './link_relay.mjs'
-import { eventually, privateRedis, readiness, startPods } from './pods.mjs'
+import { authed, eventually, memberReading, privateRedis, readiness, stallReloads, startPods } from './pods.mjs'
 
 const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -51,6 +51,61 @@ describe('a pod whose own Redis link is cut while the others stay linked', () =>
     assert.match(a.log(), /bridge gap: \d+ stored event\(s\) since \d+ handed to the fan-out/)
     await watcher.close()
     await poster.close()
+  })
+
+  it('stops cleanly', async () => {
+    const results = await group.stop()
+    for (const r of results) assert.deepEqual([r.code, r.signal, r.timedOut], [0, null, false])
+    group = null
+  })
+})
+
+// The fill of a pod that has not applied a removal yet: the events a fill brings are held, as
+// bridged envelopes are, until the pod has the state the database had when they were read, so
+// the member the origin already removed never gets one.
+describe('a fill on a pod that lags behind a removal', () => {
+  let redis, relay, group, a, b
+  const owner = keys()
+
+  before(async () => {
+    redis = await privateRedis()
+    relay = await linkRelay(() => redis.port)
+    group = await startPods(2, (i) => ({ COMB_OWNER_PUBKEY: owner.pk, COMB_ACCESS: 'closed',
+      COMB_REDIS_URL: i === 0 ? redis.url : `redis://127.0.0.1:${relay.port}` }))
+    ;[a, b] = group.pods
+    for (const pod of group.pods) await eventually(async () => (await readiness(pod)) === 200, 'pod ready')
+  })
+  after(async () => { await group?.stop(); await relay?.close(); await redis?.dispose() })
+
+  it('never hands the removed member what the fill brings, and hands it to the others', async () => {
+    const ownerOnA = await authed(a, owner)
+    const removed = keys()
+    const staying = keys()
+    const removedOnB = await memberReading(b, removed, ownerOnA, a, owner)
+    const stayingOnB = await memberReading(b, staying, ownerOnA, a, owner)
+    const heldBefore = await b.metric('comb_bridge_held_total')
+
+    relay.cut()
+    await eventually(async () => (await readiness(b)) === 503, 'pod b degraded', 15000)
+    // Pod b cannot finish reading the community for 6 s (a lagging LISTEN connection would do
+    // the same); meanwhile pod a removes the member and posts, and pod b's link comes back.
+    const { released } = await stallReloads(a, 6000)
+    assert.equal((await ownerOnA.publish(sign(owner.sk, { kind: 9031, tags: [['p', removed.pk], ['relay', a.url]] }))).message,
+      'info: member removed')
+    const note = sign(owner.sk, { content: 'after the removal, while pod b was cut from Redis' })
+    assert.equal((await ownerOnA.publish(note)).ok, true)
+    relay.mend()
+
+    assert.equal((await stayingOnB.live('feed', 15000)).id, note.id, 'the fill reaches the staying member')
+    await released
+    const closed = await removedOnB.take((f) => f[0] === 'CLOSED' && f[1] === 'feed', 'CLOSED feed on pod b', 10000)
+    assert.equal(closed[2], 'restricted: you are no longer a member of this community')
+    await pause(500)
+    assert.deepEqual(removedOnB.inbox.filter((f) => f[0] === 'EVENT' && f[1] === 'feed'), [],
+      'the removed member never got the note on pod b')
+    assert.ok((await b.metric('comb_bridge_held_total')) > heldBefore, 'pod b held the filled note')
+    assert.equal(await b.metric('comb_bridge_hold_dropped_total'), 0)
+    for (const client of [ownerOnA, removedOnB, stayingOnB]) await client.close()
   })
 
   it('stops cleanly', async () => {

@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: MIT
+#include "actors/community/gap_filler.hpp"
+
+#include <spdlog/spdlog.h>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "actors/clock.hpp"
+#include "actors/community/stored_events.hpp"
+#include "storage/access_state.hpp"
+#include "storage/bridge_gap.hpp"
+
+namespace comb::actors {
+namespace {
+
+using self_ptr = caf::stateful_actor<gap_filler_state>*;
+
+/// Events per community a gap brings back from Postgres at most.
+constexpr int gap_events_max = 1000;
+
+void unanswered() {
+  spdlog::warn("bridge gap: Postgres did not answer; the gap's events are not delivered live"
+               " (clients find them with a REQ)");
+}
+
+/// What other pods published from `lost_at_ms` until now may never have reached this pod's
+/// subscribers. Each served community's events stored since then go to the bridge, whatever
+/// their created_at (a client may publish an old event); a minute earlier, for Postgres's clock
+/// against the pod's and for transactions begun before the loss whose envelopes went down with
+/// the link. Each goes with the community's state version read after the events, as an envelope
+/// carries its origin's: a removal that came before an event is in it, so the bridge holds the
+/// event until this pod applied the removal (a pod that lags behind the database would otherwise
+/// hand a removed reader what a fill brings). Ephemeral events of the gap are gone.
+void fill_gap(self_ptr self, std::int64_t lost_at_ms) {
+  auto& st = self->state;
+  const auto now = unix_now();
+  const std::int64_t since = lost_at_ms / 1000 - 60;
+  std::vector<std::pair<std::int64_t, std::vector<std::string>>> found;
+  std::vector<std::int64_t> ids;
+  bool cut_short = false;
+  for (auto id : st.args.registry->community_ids()) {
+    auto rows = storage::load_recent_events(*st.connection, id, since, now, gap_events_max);
+    if (!rows)
+      return unanswered();
+    cut_short = cut_short || rows->size() == static_cast<std::size_t>(gap_events_max);
+    if (rows->empty())
+      continue;
+    ids.push_back(id);
+    found.emplace_back(id, std::move(*rows));
+  }
+  using version_map = std::unordered_map<std::int64_t, std::int64_t>;
+  auto versions = ids.empty() ? std::optional<version_map>(version_map{})
+                              : storage::load_versions(*st.connection, ids);
+  if (!versions)
+    return unanswered();
+  std::size_t delivered = 0;
+  for (auto& [id, rows] : found) {
+    auto version = versions->find(id);
+    if (version == versions->end())
+      continue; // deleted since
+    for (auto& raw : rows) {
+      auto live = live_from_stored(std::move(raw));
+      if (!live)
+        continue;
+      self->send(st.args.bridge, gap_atom_v, committed_event{id, std::move(*live)}, version->second);
+      ++delivered;
+    }
+  }
+  spdlog::info("bridge gap: {} stored event(s) since {} handed to the fan-out{}", delivered, since,
+               cut_short ? " (1000 per community at most: a REQ finds the rest)" : "");
+}
+
+} // namespace
+
+caf::behavior gap_filler(caf::stateful_actor<gap_filler_state>* self, gap_filler_args args) {
+  auto& st = self->state;
+  st.args = std::move(args);
+  st.connection = std::make_unique<storage::pg_connection>(
+    st.args.database_url, storage::pg_reconnect_policy{1, std::chrono::milliseconds(50)});
+  return {
+    [=](ready_atom, std::int64_t lost_at_ms) { fill_gap(self, lost_at_ms); },
+  };
+}
+
+} // namespace comb::actors

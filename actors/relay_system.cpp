@@ -249,7 +249,7 @@ bool spawn_actors(caf::actor_system& system, asio::io_context& io, const conf::r
     access_watcher, access_watcher_args{s.database_url, pod.registry, pod.fanout,
                                         key.public_key(), metrics});
   pod.gap_filler = system.spawn<caf::detached>(
-    gap_filler, gap_filler_args{s.database_url, pod.registry, pod.bridge->actor, metrics});
+    gap_filler, gap_filler_args{s.database_url, pod.registry, pod.bridge->actor});
   caf::anon_send(pod.bridge->actor, bridge_watcher{pod.access_watcher, pod.gap_filler});
   pod.management = system.spawn<caf::detached>(
     management_actor, management_args{s.database_url, key.public_key(), pod.registry, communities,

@@ -90,10 +90,11 @@ struct bridge_state {
 /// (asking the access watcher to re-read Postgres), so a reader the origin already removed never
 /// gets it here; the fan-out drops anything it has already delivered. Numbers what it sends to
 /// all pods and sends a heartbeat every `heartbeat_interval`; a number it did not receive of
-/// another pod (storage/bridge_sequence.hpp), like a transport's loss, has the access watcher
-/// hand the local fan-out what Postgres stored since (one fill a second at most). Member caches never follow what arrives here: the database
-/// is the authority (actors/community/access_watcher.hpp). Never reachable from the network:
-/// only the gatekeeper talks to remote nodes.
+/// another pod (storage/bridge_sequence.hpp), like a transport's loss, has the gap filler read
+/// what Postgres stored since (one fill a second at most), whose events it holds or delivers as
+/// it does envelopes. Member caches never follow what arrives here: the database is the
+/// authority (actors/community/access_watcher.hpp). Never reachable from the network: only the
+/// gatekeeper talks to remote nodes.
 caf::behavior bridge_actor(caf::stateful_actor<bridge_state>* self, bridge_args args);
 
 } // namespace comb::actors

@@ -350,8 +350,9 @@ void gatekeeper::open_gap(const std::string& node, const std::string& where, std
 }
 
 /// A link to the peer `node` (or, ours, at `where`) is back: what the peer sent during its gap
-/// never came. Once the link settled, the bridge has the access watcher hand the local fan-out
-/// what was stored since the loss, as after a Redis gap (the fan-out drops what it delivered).
+/// never came. Once the link settled, the bridge has the gap filler hand the local fan-out what
+/// was stored since the loss, as after a Redis gap (the fan-out drops what it delivered). True
+/// when a gap ended.
 bool gatekeeper::end_gaps(const std::string& node, const std::string& where) {
   const auto open = gaps_.size();
   std::erase_if(gaps_, [&](const link_gap& gap) {

@@ -37,18 +37,18 @@ void fill_gap(self_ptr self, std::int64_t lost_at_ms) {
   const auto now = unix_now();
   const std::int64_t since = lost_at_ms / 1000 - 60;
   std::vector<std::pair<std::int64_t, std::vector<std::string>>> found;
-  std::vector<std::int64_t> ids;
   bool cut_short = false;
   for (auto id : st.args.registry->community_ids()) {
     auto rows = storage::load_recent_events(*st.connection, id, since, now, gap_events_max);
     if (!rows)
       return unanswered();
     cut_short = cut_short || rows->size() == static_cast<std::size_t>(gap_events_max);
-    if (rows->empty())
-      continue;
-    ids.push_back(id);
-    found.emplace_back(id, std::move(*rows));
+    if (!rows->empty())
+      found.emplace_back(id, std::move(*rows));
   }
+  std::vector<std::int64_t> ids;
+  for (const auto& [id, rows] : found)
+    ids.push_back(id);
   using version_map = std::unordered_map<std::int64_t, std::int64_t>;
   auto versions = ids.empty() ? std::optional<version_map>(version_map{})
                               : storage::load_versions(*st.connection, ids);

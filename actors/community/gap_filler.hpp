@@ -7,7 +7,6 @@
 
 #include "actors/community/community_registry.hpp"
 #include "actors/messages.hpp"
-#include "actors/metrics.hpp"
 #include "storage/pg_connection.hpp"
 
 namespace comb::actors {
@@ -16,7 +15,6 @@ struct gap_filler_args {
   std::string database_url;
   std::shared_ptr<community_registry> registry;
   caf::actor bridge; ///< takes each event with its community's version, and holds it if need be
-  std::shared_ptr<relay_metrics> metrics;
 };
 
 struct gap_filler_state {
@@ -25,13 +23,14 @@ struct gap_filler_state {
   static inline const char* name = "gap-filler";
 };
 
-/// Hands the local fan-out what other pods sent that never came (run detached: libpq blocks).
-/// On (ready_atom, lost_at_ms) from the bridge (a transport or link was lost and is back, or
-/// another pod's envelope numbers skipped), each served community's events stored since a minute
-/// before `lost_at_ms` go back to the bridge with the community's state version (gap_atom), at
-/// most 1,000 per community; the bridge holds what this pod may not show yet, as it holds
-/// envelopes, and the fan-out drops what it delivered already. An actor of its own, with a connection of its own: a fill reads every
-/// served community, and the access watcher must not wait behind it to apply a revocation.
+/// Reads what other pods sent that never came (run detached: libpq blocks). On (ready_atom,
+/// lost_at_ms) from the bridge (a transport or link was lost and is back, or another pod's
+/// envelope numbers skipped), each served community's events stored since a minute before
+/// `lost_at_ms` go back to the bridge with the community's state version (gap_atom), at most
+/// 1,000 per community; the bridge holds what this pod may not show yet, as it holds envelopes,
+/// and the fan-out drops what it delivered already. An actor with a connection of its own: a
+/// fill reads every served community, and the access watcher must not wait behind it to apply a
+/// revocation.
 caf::behavior gap_filler(caf::stateful_actor<gap_filler_state>* self, gap_filler_args args);
 
 } // namespace comb::actors

@@ -27,6 +27,15 @@ struct fixture {
     system = std::make_unique<caf::actor_system>(config);
     scheduler = &dynamic_cast<caf::scheduler::test_coordinator&>(system->scheduler());
   }
+
+  /// A bridge of node "node-a" with the secret "secret", counting into `metrics`.
+  bridge_args bridge_of_node_a() const {
+    bridge_args args;
+    args.node_id = "node-a";
+    args.cluster_secret = "secret";
+    args.metrics = metrics;
+    return args;
+  }
 };
 
 } // namespace
@@ -74,10 +83,7 @@ TEST_CASE_METHOD(fixture, "a flood on the cluster port is cut at the mailbox, co
 
 TEST_CASE_METHOD(fixture, "the bridge gives back what an envelope took once it has checked it",
                  "[actor][bridge][bounds]") {
-  bridge_args args;
-  args.node_id = "node-a";
-  args.cluster_secret = "secret";
-  args.metrics = metrics;
+  auto args = bridge_of_node_a();
   auto inbound = args.inbound;
   auto bridge = system->spawn(bridge_actor, std::move(args));
   const std::string forged(500, 'y');
@@ -94,19 +100,16 @@ TEST_CASE_METHOD(fixture, "the bridge gives back what an envelope took once it h
   scheduler->run();
 }
 
-TEST_CASE_METHOD(fixture, "numbers another pod skipped have the watcher fill once, from the earliest",
+TEST_CASE_METHOD(fixture, "numbers another pod skipped have the gap filler fill once, from the earliest",
                  "[actor][bridge]") {
-  bridge_args args;
-  args.node_id = "node-a";
-  args.cluster_secret = "secret";
-  args.metrics = metrics;
+  auto args = bridge_of_node_a();
   auto inbound = args.inbound;
   auto fills = std::make_shared<std::vector<std::int64_t>>();
-  auto watcher = system->spawn([fills]() -> caf::behavior {
+  auto filler = system->spawn([fills]() -> caf::behavior {
     return {[fills](ready_atom, std::int64_t since) { fills->push_back(since); }};
   });
   auto bridge = system->spawn(bridge_actor, std::move(args));
-  caf::anon_send(bridge, bridge_watcher{{}, watcher}); // the recorder stands for the gap filler
+  caf::anon_send(bridge, bridge_watcher{{}, filler});
   scheduler->run();
   const auto boot = comb::storage::envelope_clock_ms() - 60'000;
   auto beat = [&](const std::string& origin, std::uint64_t last) {
@@ -137,7 +140,7 @@ TEST_CASE_METHOD(fixture, "numbers another pod skipped have the watcher fill onc
   beat("node-b", 2); // caught up: no gap, no fill
   CHECK(metrics->bridge_sequence_gaps == 2);
   caf::anon_send_exit(bridge, caf::exit_reason::user_shutdown);
-  caf::anon_send_exit(watcher, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(filler, caf::exit_reason::user_shutdown);
   scheduler->run();
 }
 

@@ -6,7 +6,7 @@ import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
 import { RawClient, freePort, keys, sign, now, startRelay } from '../e2e/harness.mjs'
-import { admin, authed, clusterSecret, eventually, privateRedis, readiness, startPods } from './pods.mjs'
+import { admin, authed, clusterSecret, eventually, privateRedis, readiness, startPods, stopCleanly } from './pods.mjs'
 
 const UNLIMITED_ADDRESS = { COMB_IP_REQUEST_RATE: '100000', COMB_IP_REQUEST_BURST: '100000',
   COMB_MAX_CONNECTIONS_PER_IP: '100000', COMB_IP_FRAME_RATE: '1000000', COMB_IP_FRAME_BURST: '1000000' }
@@ -183,8 +183,7 @@ describe('one pod without Redis: comb-admin changes are enforced at once', () =>
   })
 
   it('stops cleanly', async () => {
-    const results = await group.stop()
-    for (const r of results) assert.deepEqual([r.code, r.signal, r.timedOut], [0, null, false])
+    await stopCleanly(group)
     group = null
   })
 })
@@ -282,8 +281,7 @@ describe('two pods: access does not depend on Redis', () => {
   })
 
   it('stops cleanly', async () => {
-    const results = await group.stop()
-    for (const r of results) assert.deepEqual([r.code, r.signal, r.timedOut], [0, null, false])
+    await stopCleanly(group)
     group = null
   })
 })
@@ -352,8 +350,7 @@ describe('two pods linked by CAF cluster links: access does not depend on the li
   })
 
   it('stops cleanly', async () => {
-    const results = await group.stop()
-    for (const r of results) assert.deepEqual([r.code, r.signal, r.timedOut], [0, null, false])
+    await stopCleanly(group)
     group = null
   })
 })
@@ -397,8 +394,7 @@ describe('a pod that restarts after membership changed while it was down', () =>
   })
 
   it('stops cleanly', async () => {
-    const results = await group.stop()
-    for (const r of results) assert.deepEqual([r.code, r.signal, r.timedOut], [0, null, false])
+    await stopCleanly(group)
     group = null
   })
 })

@@ -11,7 +11,7 @@ import { mkdtemp, rm, writeFile, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { RawClient, keys, sign, now, freePort } from '../e2e/harness.mjs'
-import { eventually, readiness, startPods } from './pods.mjs'
+import { eventually, readiness, startPods, stopCleanly } from './pods.mjs'
 
 const intruderBin = process.env.COMB_INTRUDER_BIN || path.resolve('../../build/bin/comb-intruder')
 const adminBin = process.env.COMB_ADMIN_BIN || path.resolve('../../build/bin/comb-admin')
@@ -154,8 +154,7 @@ describe('an intruder on a loopback cluster port without TLS', () => {
   })
 
   it('stops cleanly', async () => {
-    const results = await group.stop()
-    for (const r of results) assert.deepEqual([r.code, r.signal, r.timedOut], [0, null, false])
+    await stopCleanly(group)
     group = null
   })
 })
@@ -236,8 +235,7 @@ describe('an intruder on a cluster port with mutual TLS', () => {
   })
 
   it('stops cleanly', async () => {
-    const results = await group.stop()
-    for (const r of results) assert.deepEqual([r.code, r.signal, r.timedOut], [0, null, false])
+    await stopCleanly(group)
     group = null
   })
 })

@@ -4,7 +4,7 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { RawClient, finalizeEvent, keys, sign, now } from '../e2e/harness.mjs'
-import { authed, eventually, privateRedis, readiness, startPods } from './pods.mjs'
+import { authed, eventually, privateRedis, readiness, startPods, stopCleanly } from './pods.mjs'
 
 
 const membersOf = (list) => new Set(list.tags.filter((t) => t[0] === 'member').map((t) => t[1]))
@@ -102,8 +102,7 @@ describe('membership across two pods', () => {
   })
 
   it('stops cleanly', async () => {
-    const results = await group.stop()
-    for (const r of results) assert.deepEqual([r.code, r.signal, r.timedOut], [0, null, false])
+    await stopCleanly(group)
     group = null
   })
 })

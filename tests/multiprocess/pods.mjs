@@ -153,6 +153,12 @@ async function startGroup(count, envFor, clusterPorts) {
   }
 }
 
+/** Stops every pod of `group` and checks each exited 0 by itself (no signal, no timeout). */
+export async function stopCleanly(group) {
+  const results = await group.stop()
+  for (const r of results) assert.deepEqual([r.code, r.signal, r.timedOut], [0, null, false])
+}
+
 /** /readyz status code of a pod. */
 export async function readiness(pod) {
   return (await httpGet(pod.port, '/readyz')).status

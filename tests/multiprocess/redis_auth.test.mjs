@@ -6,7 +6,7 @@ import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
 import { RawClient, keys, sign, now, startRelay } from '../e2e/harness.mjs'
-import { envelope, eventually, privateRedis, readiness, startPods } from './pods.mjs'
+import { envelope, eventually, privateRedis, readiness, startPods, stopCleanly } from './pods.mjs'
 
 const relayBin = process.env.COMB_RELAY_BIN
 const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -130,8 +130,7 @@ describe('pods on a Redis with requirepass', () => {
   })
 
   it('stops cleanly', async () => {
-    const results = await group.stop()
-    for (const r of results) assert.deepEqual([r.code, r.signal, r.timedOut], [0, null, false])
+    await stopCleanly(group)
     group = null
   })
 })

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { keys, settlesWithin, sign, startRelay } from '../e2e/harness.mjs'
-import { authed, clusterSecret, eventually, privateRedis, readiness, startPods } from './pods.mjs'
+import { authed, clusterSecret, eventually, privateRedis, readiness, startPods, stopCleanly } from './pods.mjs'
 import { stablePort } from '../e2e/stable_port.mjs'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
@@ -189,8 +189,7 @@ describe('comb-watch on two pods', () => {
       const result = await w.stop()
       assert.ok(result.code === 0 || w === ownerWatch, `comb-watch exit ${JSON.stringify(result)}`)
     }
-    const results = await group.stop()
-    for (const r of results) assert.deepEqual([r.code, r.signal, r.timedOut], [0, null, false])
+    await stopCleanly(group)
     group = null
   })
 })

@@ -345,8 +345,16 @@ int run_relay(const conf::relay_settings& configured) {
   // this 2-core machine) and cut REQ latency; fan-out and ingest spent less CPU too
   // (docs/benchmarks.md, "REQ fixed cost: worker wake-ups").
   config.set("work-stealing.moderate-poll-attempts", std::size_t{0});
-  if (wants_cluster(s))
+  if (wants_cluster(s)) {
     config.load<caf::io::middleman>();
+    // A peer that stops reading while its connection stays open (a frozen process, a partition
+    // that drops packets) would have every envelope for it buffered without bound until TCP
+    // gives up, and no gap would open. Each side sends a heartbeat every second, and a link
+    // that brings nothing (no heartbeat, no envelope, no bridge heartbeat) for 10 s is closed:
+    // its loss opens a gap, and the connectors dial again.
+    config.set("middleman.heartbeat-interval", caf::timespan{std::chrono::seconds(1)});
+    config.set("middleman.connection-timeout", caf::timespan{std::chrono::seconds(10)});
+  }
   if (wants_cluster(s) && conf::cluster_tls(s)) {
     // conf::load_settings checked all three files are there: CAF throws from inside when a
     // node with a CA but no certificate of its own dials.

@@ -7,8 +7,11 @@
 namespace comb::protocol {
 namespace {
 
+/// A refused AUTH is `invalid:`, never `auth-required:`: welshman drops every OK false whose
+/// message starts with `auth-required:` (it takes them for writes to resend after AUTH), the
+/// AUTH's own answer included, so the app would wait for an answer forever and never show why.
 rejection auth_failure(std::string detail) {
-  return {reason::auth_required, std::move(detail)};
+  return invalid(std::move(detail));
 }
 
 } // namespace

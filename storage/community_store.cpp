@@ -8,6 +8,7 @@
 #include "protocol/hex.hpp"
 #include "protocol/host.hpp"
 #include "storage/access_change.hpp"
+#include "storage/management_store.hpp"
 #include "storage/pg_array.hpp"
 #include "storage/pg_connection.hpp"
 #include "storage/room_store.hpp"
@@ -49,7 +50,9 @@ std::vector<std::string> split_hosts(std::string_view text) {
 /// notification still names it; when `sql` changes nothing, the whole transaction (the note
 /// with it) rolls back and the reply says 0 rows. On failure `error` is set.
 pg_reply change_with_note(pg_connection& connection, std::string& error, const char* sql,
-                          const pg_params& params, std::int64_t id) {
+                          const pg_params& params, std::int64_t id,
+                          const std::optional<protocol::bytes32>& manager = std::nullopt,
+                          bool* forbidden = nullptr) {
   // On failure `error` is set and the reply is empty.
   auto failed = [&](const std::string& why) {
     error = why;
@@ -63,6 +66,17 @@ pg_reply change_with_note(pg_connection& connection, std::string& error, const c
                                 {std::to_string(id)});
   if (!locked.ok())
     return failed(locked.error());
+  if (manager) {
+    auto manages = still_manages(connection, id, *manager);
+    if (!manages)
+      return failed("could not read the caller's role");
+    if (!*manages) {
+      (void)connection.exec("ROLLBACK");
+      if (forbidden)
+        *forbidden = true;
+      return pg_reply{};
+    }
+  }
   std::string note_error;
   (void)note_access_change(connection, id, {}, note_error);
   if (!note_error.empty())
@@ -82,10 +96,14 @@ pg_reply change_with_note(pg_connection& connection, std::string& error, const c
 /// An UPDATE/DELETE of one community by id: `changed` when it touched the row, otherwise
 /// `unchanged` or `not_found` depending on whether the community exists.
 lifecycle_result update_result(pg_connection& connection, std::string& error, const char* sql,
-                               const pg_params& params, std::int64_t id) {
-  auto reply = change_with_note(connection, error, sql, params, id);
+                               const pg_params& params, std::int64_t id,
+                               const std::optional<protocol::bytes32>& manager = std::nullopt) {
+  bool forbidden = false;
+  auto reply = change_with_note(connection, error, sql, params, id, manager, &forbidden);
   if (!error.empty())
     return lifecycle_result::failed;
+  if (forbidden)
+    return lifecycle_result::forbidden;
   if (reply.affected_rows() > 0)
     return lifecycle_result::changed;
   auto exists = connection.exec("SELECT 1 FROM communities WHERE id = $1::bigint",
@@ -305,7 +323,7 @@ lifecycle_result community_store::set_info(std::int64_t id, const community_info
     " WHERE id = $1::bigint AND (($2::text IS NOT NULL AND name IS DISTINCT FROM nullif($2::text, ''))"
     " OR ($3::text IS NOT NULL AND description IS DISTINCT FROM nullif($3::text, ''))"
     " OR ($4::text IS NOT NULL AND icon IS DISTINCT FROM nullif($4::text, '')))",
-    {std::to_string(id), update.name, update.description, update.icon}, id);
+    {std::to_string(id), update.name, update.description, update.icon}, id, update.requested_by);
 }
 
 std::optional<std::vector<community_summary>> community_store::list_all() {

@@ -36,6 +36,9 @@ struct community_info_update {
   std::optional<std::string> name;
   std::optional<std::string> description;
   std::optional<std::string> icon;
+  /// A NIP-86 caller: the change is made only while it still manages the community
+  /// (storage::still_manages, under the row lock), else set_info answers `forbidden`.
+  std::optional<protocol::bytes32> requested_by;
 };
 
 /// A community as operators see it (`comb-admin community list`).
@@ -51,6 +54,7 @@ enum class lifecycle_result {
   unchanged,   ///< already in the requested state; nothing written
   not_found,   ///< no community with that id
   host_exists, ///< add_host: the host already serves a community
+  forbidden,   ///< set_info: `requested_by` no longer manages the community
   failed,      ///< database error, see last_error()
 };
 

@@ -38,6 +38,16 @@ std::optional<community_bans> load_bans(pg_connection& connection, std::int64_t 
   return community_bans{std::move(*pubkeys), std::move(*events)};
 }
 
+std::optional<bool> still_manages(pg_connection& connection, std::int64_t community_id,
+                                  const protocol::bytes32& pubkey) {
+  auto reply = connection.exec("SELECT 1 FROM members WHERE community_id = $1::bigint"
+                               " AND pubkey = $2::bytea AND role IN ('owner', 'admin')",
+                               {std::to_string(community_id), bytea_param(pubkey)});
+  if (!reply.ok())
+    return std::nullopt;
+  return reply.rows() > 0;
+}
+
 management_store::management_store(pg_connection& connection, const protocol::bytes32& relay_pubkey)
   : connection_(connection), relay_pubkey_(relay_pubkey) {}
 
@@ -75,17 +85,39 @@ std::optional<member_role> management_store::role_of(std::int64_t community_id,
   return parse_role(reply.text(0, 0));
 }
 
+management_result management_store::lock_for(std::int64_t community_id,
+                                             const std::optional<protocol::bytes32>& manager) {
+  // The community row first, as membership writers take it (their ban batches take the event
+  // lock after it): the same order everywhere, so the two never deadlock; and a change of roles
+  // holds it, so the role read after it is the one that stands.
+  auto row = connection_.exec("SELECT 1 FROM communities WHERE id = $1::bigint FOR NO KEY UPDATE",
+                              {std::to_string(community_id)});
+  if (!row.ok()) {
+    last_error_ = row.error();
+    return management_result::failed;
+  }
+  if (!manager)
+    return management_result::changed;
+  auto manages = still_manages(connection_, community_id, *manager);
+  if (!manages) {
+    last_error_ = "could not read the caller's role";
+    return management_result::failed;
+  }
+  return *manages ? management_result::changed : management_result::forbidden;
+}
+
 management_result management_store::ban_event(std::int64_t community_id,
                                               const protocol::bytes32& event_id,
                                               const std::string& reason,
-                                              const protocol::bytes32& banned_by) {
+                                              const protocol::bytes32& banned_by,
+                                              std::optional<protocol::bytes32> manager) {
   last_error_.clear();
   auto begin = connection_.exec("BEGIN");
   if (!begin.ok()) {
     last_error_ = begin.error();
     return management_result::failed;
   }
-  auto result = ban_event_locked(community_id, event_id, reason, banned_by);
+  auto result = ban_event_locked(community_id, event_id, reason, banned_by, manager);
   bool keep = result == management_result::changed || result == management_result::unchanged;
   auto end = connection_.exec(keep ? "COMMIT" : "ROLLBACK");
   if (!end.ok() && result != management_result::failed) {
@@ -98,17 +130,15 @@ management_result management_store::ban_event(std::int64_t community_id,
 management_result management_store::ban_event_locked(std::int64_t community_id,
                                                      const protocol::bytes32& event_id,
                                                      const std::string& reason,
-                                                     const protocol::bytes32& banned_by) {
+                                                     const protocol::bytes32& banned_by,
+                                                     const std::optional<protocol::bytes32>& manager) {
   const std::string community = std::to_string(community_id);
-  // The community row first, as membership writers take it (their ban batches take the event
-  // lock below after it): the same order everywhere, so the two never deadlock.
-  auto row = connection_.exec("SELECT 1 FROM communities WHERE id = $1::bigint FOR NO KEY UPDATE",
-                              {community});
+  if (auto row = lock_for(community_id, manager); row != management_result::changed)
+    return row;
   // Exclusive, as a NIP-09 deletion by id takes it: event inserts hold it shared, so each one
   // either committed before (and is deleted here) or reads the ban after.
-  auto locked = row.ok() ? connection_.exec("SELECT pg_advisory_xact_lock($1::bigint)",
-                                            {std::to_string(community_lock_key(community_id))})
-                         : std::move(row);
+  auto locked = connection_.exec("SELECT pg_advisory_xact_lock($1::bigint)",
+                                 {std::to_string(community_lock_key(community_id))});
   // The relay's own NIP-43 events (the live list, its deltas) are never banned: deleting the
   // list would break "the newest list names exactly the members".
   auto own = locked.ok() ? connection_.exec("SELECT 1 FROM events WHERE community_id = $1::bigint"
@@ -151,23 +181,28 @@ bool management_store::noted(std::int64_t community_id) {
 }
 
 management_result management_store::allow_event(std::int64_t community_id,
-                                                const protocol::bytes32& event_id) {
+                                                const protocol::bytes32& event_id,
+                                                std::optional<protocol::bytes32> manager) {
   last_error_.clear();
   if (auto begin = connection_.exec("BEGIN"); !begin.ok()) {
     last_error_ = begin.error();
     return management_result::failed;
   }
-  auto reply = connection_.exec("DELETE FROM banned_events WHERE community_id = $1::bigint"
-                                " AND event_id = $2::bytea",
-                                {std::to_string(community_id), bytea_param(event_id)});
-  auto result = !reply.ok()                  ? management_result::failed
-                : reply.affected_rows() == 0 ? management_result::unchanged
-                : noted(community_id)        ? management_result::changed
-                                             : management_result::failed;
-  if (!reply.ok())
-    last_error_ = reply.error();
-  auto end = connection_.exec(result == management_result::failed ? "ROLLBACK" : "COMMIT");
-  if (!end.ok() && result != management_result::failed) {
+  auto result = lock_for(community_id, manager);
+  if (result == management_result::changed) {
+    auto reply = connection_.exec("DELETE FROM banned_events WHERE community_id = $1::bigint"
+                                  " AND event_id = $2::bytea",
+                                  {std::to_string(community_id), bytea_param(event_id)});
+    result = !reply.ok()                  ? management_result::failed
+             : reply.affected_rows() == 0 ? management_result::unchanged
+             : noted(community_id)        ? management_result::changed
+                                          : management_result::failed;
+    if (!reply.ok())
+      last_error_ = reply.error();
+  }
+  const bool keep = result == management_result::changed || result == management_result::unchanged;
+  auto end = connection_.exec(keep ? "COMMIT" : "ROLLBACK");
+  if (!end.ok() && keep) {
     last_error_ = end.error();
     return management_result::failed;
   }

@@ -37,8 +37,15 @@ enum class management_result {
   changed,
   unchanged, ///< already in the requested state
   refused,   ///< not allowed (e.g. banning one of the relay's own NIP-43 events)
+  forbidden, ///< the caller is no longer the community's owner or an admin
   failed,    ///< database error, see last_error()
 };
+
+/// Whether `pubkey` is the community's owner or an admin now, read in the caller's open
+/// transaction after it locked the community row (as every change of roles takes it): a caller
+/// demoted while its request waited on the lock is seen as demoted. Nothing on a database error.
+[[nodiscard]] std::optional<bool> still_manages(pg_connection& connection, std::int64_t community_id,
+                                                const protocol::bytes32& pubkey);
 
 /// The NIP-86 state that is not membership: used NIP-98 events, banned events. Pubkey bans are
 /// membership writes (membership_store), because a ban removes a member in the same transaction
@@ -59,15 +66,19 @@ public:
                                                    const protocol::bytes32& pubkey);
 
   /// Deletes the event from the community and bans its id there, in one transaction that also
-  /// takes the community's event lock exclusively, so no insert of it can slip between.
+  /// takes the community's event lock exclusively, so no insert of it can slip between. With
+  /// `manager` (a NIP-86 caller), only while it still manages the community (still_manages).
   [[nodiscard]] management_result ban_event(std::int64_t community_id,
                                             const protocol::bytes32& event_id,
                                             const std::string& reason,
-                                            const protocol::bytes32& banned_by);
+                                            const protocol::bytes32& banned_by,
+                                            std::optional<protocol::bytes32> manager = std::nullopt);
 
-  /// Lifts an event ban (the event stays deleted until someone publishes it again).
+  /// Lifts an event ban (the event stays deleted until someone publishes it again); with
+  /// `manager`, only while it still manages the community.
   [[nodiscard]] management_result allow_event(std::int64_t community_id,
-                                              const protocol::bytes32& event_id);
+                                              const protocol::bytes32& event_id,
+                                              std::optional<protocol::bytes32> manager = std::nullopt);
 
   [[nodiscard]] const std::string& last_error() const noexcept { return last_error_; }
 
@@ -77,7 +88,12 @@ private:
   [[nodiscard]] management_result ban_event_locked(std::int64_t community_id,
                                                    const protocol::bytes32& event_id,
                                                    const std::string& reason,
-                                                   const protocol::bytes32& banned_by);
+                                                   const protocol::bytes32& banned_by,
+                                                   const std::optional<protocol::bytes32>& manager);
+  /// The community row locked in the open transaction, then still_manages(`manager`) when set:
+  /// `changed` to go on, `forbidden`, or `failed` (with last_error).
+  [[nodiscard]] management_result lock_for(std::int64_t community_id,
+                                           const std::optional<protocol::bytes32>& manager);
 
   pg_connection& connection_;
   protocol::bytes32 relay_pubkey_;

@@ -180,12 +180,19 @@ membership_write membership_store::apply_locked(std::int64_t community_id,
     out.results.push_back(membership_result::of(outcome));
   out.members = members.members();
   write_bans(connection_, community_id, plan.bans);
+  // Whoever leaves the community leaves its rooms; so does whoever is banned from it, member or
+  // not (in an open community anyone may be in a room).
+  auto leaving = members.changes().removed;
+  for (const auto& ban : plan.bans)
+    if (!ban.lifted && std::find(leaving.begin(), leaving.end(), ban.pubkey) == leaving.end())
+      leaving.push_back(ban.pubkey);
   if (plan.list_changed) {
     write_member_changes(connection_, community_id, members.changes(), added_by_of(commands));
-    leave_rooms(community_id, members.changes().removed, now, out);
+    leave_rooms(community_id, leaving, now, out);
     write_used_invites(connection_, community_id, invites);
     write_list(community_id, newest_list_at, commands, plan.delta_kinds, now, out);
   } else if (!plan.bans.empty()) {
+    leave_rooms(community_id, leaving, now, out);
     out.state_version = noted_version(connection_, community_id, {}); // pods reload the bans
   }
   pending_snapshot_.emplace(community_id, members_snapshot{out.state_version, out.members});

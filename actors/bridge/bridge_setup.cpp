@@ -106,7 +106,7 @@ std::string pod_bridge::render_metrics() const {
            + " " + std::to_string(value) + "\n";
   };
   return line("comb_redis_published_total", "Envelopes Redis accepted.", st.published.load())
-         + line("comb_redis_publish_failed_total", "Envelopes not published (Redis down or error).",
+         + line("comb_redis_publish_failed_total", "Envelopes not published (Redis down or error, or past the bound on what waits for it).",
                 st.publish_failed.load())
          + line("comb_redis_received_total", "Messages received on the channel.", st.received.load())
          + line("comb_redis_reconnects_total", "Reconnection attempts.", st.reconnects.load());

@@ -70,7 +70,7 @@ void apply_rooms(self_ptr self, std::int64_t version, const std::vector<protocol
   auto& cache = *self->state.args.cache;
   if (version != 0 && version <= cache.rooms_version())
     return;
-  cache.set_rooms(std::make_shared<const room_index>(rooms), version);
+  cache.set_rooms(std::make_shared<const room_index>(rooms, cache.rooms().get()), version);
 }
 
 /// Access and archive from a reloaded state newer than the last one applied, then bans. Their

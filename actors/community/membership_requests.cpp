@@ -30,15 +30,17 @@ protocol::result<storage::member_role> role_of(const protocol::event& ev, bool r
 }
 
 protocol::result<storage::membership_command> user_command(const protocol::event& ev,
-                                                           bool closed) {
+                                                           const membership_context& context) {
+  const bool closed = context.closed_community;
   storage::membership_command c;
   c.subject = ev.pubkey;
   c.requested_by = ev.pubkey;
   if (ev.kind == join_request_kind) {
     const std::string* claim = protocol::first_tag_value(ev, "claim");
     // A failed claim, so NIP-43's `restricted:`; Flotilla reads "invite code" in it as a refusal
-    // (and shows nothing for a join it sent without one).
-    if (closed && (!claim || claim->empty()))
+    // (and shows nothing for a join it sent without one). A member's join goes on to the
+    // database, whose locked roster decides: already a member, or the code is checked.
+    if (closed && (!claim || claim->empty()) && !context.sender_is_member)
       return protocol::rejection{protocol::reason::restricted,
                                  "a join request needs a claim tag with an invite code"};
     c.change = closed ? membership_change::claim_invite : membership_change::claim_membership;
@@ -105,7 +107,7 @@ membership_command_for(const protocol::event& ev, const membership_context& cont
   // The protection it stands for, author == authenticated key, is checked for every request by
   // connection::admit_event.
   bool user_request = ev.kind == join_request_kind || ev.kind == leave_request_kind;
-  auto command = user_request ? user_command(ev, context.closed_community)
+  auto command = user_request ? user_command(ev, context)
                               : admin_command(ev, context.host);
   if (command)
     command.value().request_id = ev.id;

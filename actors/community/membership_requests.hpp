@@ -25,13 +25,18 @@ inline constexpr std::uint32_t change_role_kind = 9032;
 struct membership_context {
   bool closed_community = false;
   std::string host; ///< normalized; the `relay` tag of 9030-9032 must name it
+  /// The member cache holds the request's author as a member: a member's join without a code
+  /// (Flotilla sends `["claim", ""]` whenever a space is added) goes to the database, which
+  /// answers `duplicate:` (NIP-43), instead of being refused here for want of a code.
+  bool sender_is_member = false;
 };
 
 /// The command a verified membership request asks for (carrying the event id as its request
-/// id), or why it is malformed. Closed communities join by invite code only; open ones admit
-/// any join request, with or without a claim. 9030-9032 must carry a `relay` tag naming this
-/// community (ws:// or wss:// of `context.host`). The `-` tag is not required. Who may send a
-/// request (its authenticated author only) is connection::admit_event's check.
+/// id), or why it is malformed. Closed communities join by invite code only (a known member's
+/// join may omit it); open ones admit any join request, with or without a claim. 9030-9032
+/// must carry a `relay` tag naming this community (ws:// or wss:// of `context.host`). The `-`
+/// tag is not required. Who may send a request (its authenticated author only) is
+/// connection::admit_event's check.
 [[nodiscard]] protocol::result<storage::membership_command>
 membership_command_for(const protocol::event& ev, const membership_context& context,
                        std::int64_t now);

@@ -137,6 +137,10 @@ bool connection::closed_community() const {
   return now_closed.value_or(policy_.closed_community);
 }
 
+bool connection::known_member(const protocol::bytes32& pubkey) const {
+  return policy_.members && policy_.members->is_member(pubkey);
+}
+
 bool connection::must_leave() const {
   return closed_community() && (!authenticated_ || lost_access());
 }
@@ -226,6 +230,9 @@ bool connection::rooms_visible(const std::vector<std::string>& rooms, std::uint3
   if (!policy_.members || rooms.empty())
     return true;
   auto cache = policy_.members->rooms();
+  for (const auto& room : rooms)
+    if (cache->was_deleted(room))
+      return false; // its events went with it: what was on its way shows to nobody
   return protocol::event_visible(rooms, kind, [&](const std::string& room) {
     const cached_room* cached = cache->find(room);
     return cached ? std::optional(protocol::room_view{cached->flags, reader_of(*cached, authenticated_)})
@@ -252,11 +259,16 @@ bool connection::rendered_visible(std::string_view json) {
 }
 
 std::optional<rejection> connection::check_room_filters(const std::vector<protocol::filter>& filters) const {
+  // A deleted room holds nothing to refuse: asking for it finds nothing (rooms_visible hides
+  // what was on its way).
+  auto deleted = [&](const std::string& room) {
+    return policy_.members && policy_.members->rooms()->was_deleted(room);
+  };
   for (const auto& f : filters)
     for (const auto& tag : f.tags)
       if (tag.name == 'h')
         for (const auto& room : tag.values)
-          if (!rooms_visible({room}, 9)) {
+          if (!deleted(room) && !rooms_visible({room}, 9)) {
             if (!authenticated_)
               return rejection{reason::auth_required, "this room is private; authenticate to read it"};
             return rejection{reason::restricted, "only members of this room may read it"};
@@ -274,6 +286,10 @@ std::optional<rejection> connection::check_bans(const protocol::event& ev) const
   if (policy_.bans->is_banned_event(ev.id))
     return rejection{reason::blocked, "this event is banned from this community"};
   return std::nullopt;
+}
+
+bool connection::banned_out(const protocol::event& ev) const {
+  return policy_.bans && policy_.bans->withholds(ev);
 }
 
 std::optional<rejection> connection::authenticate(const protocol::event& ev, std::int64_t now) {
@@ -391,7 +407,7 @@ std::vector<std::string> connection::history_arrived(const std::string& id,
   auto& sent = sub.sent_in_history;
   sub.history_sent_at = clock;
   // A room hides only its own events, so without rooms no row needs its tags read.
-  const bool any_room = policy_.members && policy_.members->rooms()->size() > 0;
+  const bool any_room = policy_.members && policy_.members->rooms()->concerns_rows();
   for (auto& item : events) {
     if (frame_prefix > 0 && item.size() <= frame_prefix)
       continue; // not a frame the reader built
@@ -407,8 +423,9 @@ std::vector<std::string> connection::history_arrived(const std::string& id,
     return frames;
   frames.push_back(protocol::render_eose(id));
   sent.seal();
+  // Held while history was read: a ban may have come since.
   for (const auto& held : sub.held)
-    if (!sent.contains(held.ev->id))
+    if (!sent.contains(held.ev->id) && !banned_out(*held.ev))
       frames.push_back(protocol::render_event_frame(id, *held.json));
   sub.held.clear();
   sub.held.shrink_to_fit();
@@ -427,7 +444,7 @@ std::optional<shared_event_frame> connection::live_arrived(const std::string& id
   if (must_leave())
     return std::nullopt;
   subscription& sub = it->second;
-  if (!rooms_visible(protocol::rooms_of_event(*event.ev), event.ev->kind)) {
+  if (banned_out(*event.ev) || !rooms_visible(protocol::rooms_of_event(*event.ev), event.ev->kind)) {
     ++withheld_;
     return std::nullopt;
   }

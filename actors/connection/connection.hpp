@@ -212,6 +212,9 @@ public:
   /// Whether the community is closed now (the member cache follows the database).
   [[nodiscard]] bool closed_community() const;
 
+  /// Whether the member cache holds `pubkey` as a member (false without a cache).
+  [[nodiscard]] bool known_member(const protocol::bytes32& pubkey) const;
+
   /// True when the community is closed and this connection is anonymous or not a member: after
   /// the community was closed, such a connection ends.
   [[nodiscard]] bool must_leave() const;
@@ -271,6 +274,8 @@ private:
   /// In a closed community only members' events are stored: the author, not the connection,
   /// must be a member (a member's connection may not carry a non-member's event).
   [[nodiscard]] bool author_not_admitted(const protocol::event& ev) const;
+  /// A live event this pod's ban list now withholds (author or id banned).
+  [[nodiscard]] bool banned_out(const protocol::event& ev) const;
 
   struct subscription {
     std::uint64_t generation = 0;

@@ -307,6 +307,29 @@ asio::awaitable<void> server::accept_loop(tcp::acceptor& acceptor) {
 
 namespace {
 
+/// Every line of the list field `name`, joined as RFC 9110 joins repeated lines: a proxy that
+/// appends its own line after one the client sent (HAProxy's `option forwardfor`) is then the
+/// rightmost entry, where conf::client_address looks (headers are bounded, so is this).
+std::string every_line(const http_request& request, std::string_view name) {
+  std::string joined;
+  auto [first, last] = request.equal_range(boost::beast::string_view(name.data(), name.size()));
+  for (auto line = first; line != last; ++line) {
+    if (!joined.empty())
+      joined += ", ";
+    joined.append(line->value().data(), line->value().size());
+  }
+  return joined;
+}
+
+/// The last line of the single-valued field `name`: a proxy's own line follows the client's.
+std::string last_line(const http_request& request, std::string_view name) {
+  std::string value;
+  auto [first, last] = request.equal_range(boost::beast::string_view(name.data(), name.size()));
+  for (auto line = first; line != last; ++line)
+    value.assign(line->value().data(), line->value().size());
+  return value;
+}
+
 struct websocket_session {
   std::string peer;
   std::string client; ///< the client's address: the peer, or what a trusted proxy forwarded
@@ -467,8 +490,8 @@ asio::awaitable<void> server::serve_requests(tcp_stream& stream, conf::ip_addres
         co_return;
       continue;
     }
-    auto client = conf::client_address(peer, std::string_view(request["X-Forwarded-For"]),
-                                       std::string_view(request["X-Real-IP"]), trusted_proxies_);
+    auto client = conf::client_address(peer, every_line(request, "X-Forwarded-For"),
+                                       last_line(request, "X-Real-IP"), trusted_proxies_);
     auto budget = slot ? slot->budget() : addresses_->budget(client.text(), monotonic_seconds());
     if (!budget || !budget->try_take_request(monotonic_seconds())) {
       bump(budget ? metrics.http_rate_limited : metrics.connections_refused_busy);

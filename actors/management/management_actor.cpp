@@ -39,13 +39,21 @@ void answer(self_ptr self, std::optional<management_method> method,
     reply(std::move(result));
 }
 
+/// 403: the caller is not the owner or an admin; also when its role, read again under the
+/// community row lock, was gone by the time its change could be made (a demotion committed while
+/// the call waited).
+management_reply no_longer_manager() {
+  return management_refusal(403, management_outcome::forbidden,
+                            "only the community's owner or an admin may manage it");
+}
+
 management_reply database_trouble() {
   return management_refusal(503, management_outcome::failed,
                             "the database is unavailable, please retry");
 }
 
 /// The checks in the order NIP-86 clients expect them: shape of the request, NIP-98 (401),
-/// the auth event not used before (401), the caller's role (403), then the params (200).
+/// the caller's role (403), the auth event not used before (401), then the params (200).
 /// A read (supportedmethods, list*) may use its auth event again within the event's window:
 /// apps ask the same list twice in one second (Flotilla's banned list), which is one event id,
 /// and the event's payload hash binds it to that exact body, so no change can ride on it.
@@ -62,6 +70,13 @@ std::variant<admitted_call, management_reply> admit(self_ptr self, const managem
     protocol::http_auth_expectation{call.host, "POST", call.body, now, auth_window_seconds});
   if (!auth)
     return management_refusal(401, management_outcome::unauthorized, auth.error().detail);
+  // The role before the auth event is spent: anyone can sign a fresh event, and a stranger's
+  // must not cost the pod a write (the role is checked again where a change is made).
+  auto role = st.store->role_of(call.community_id, auth->pubkey);
+  if (!st.store->last_error().empty())
+    return database_trouble();
+  if (role != storage::member_role::owner && role != storage::member_role::admin)
+    return no_longer_manager();
   auto request = protocol::parse_management_request(call.body);
   if (!request || !protocol::is_read_only(request.value().method)) {
     auto fresh = st.store->spend_http_auth(auth->id, auth->created_at + auth_window_seconds, now);
@@ -70,12 +85,6 @@ std::variant<admitted_call, management_reply> admit(self_ptr self, const managem
     if (!*fresh)
       return management_refusal(401, management_outcome::unauthorized, "auth event already used");
   }
-  auto role = st.store->role_of(call.community_id, auth->pubkey);
-  if (!st.store->last_error().empty())
-    return database_trouble();
-  if (role != storage::member_role::owner && role != storage::member_role::admin)
-    return management_refusal(403, management_outcome::forbidden,
-                              "only the community's owner or an admin may manage it");
   if (!request)
     return management_refusal(request.error().malformed ? 400 : 200, management_outcome::error,
                               request.error().message);
@@ -146,10 +155,12 @@ management_reply change_event_ban(self_ptr self, std::int64_t community_id,
   auto& st = self->state;
   bool ban = call.request.method == management_method::ban_event;
   auto result = ban ? st.store->ban_event(community_id, *call.request.target, call.request.text,
-                                          call.caller)
-                    : st.store->allow_event(community_id, *call.request.target);
+                                          call.caller, call.caller)
+                    : st.store->allow_event(community_id, *call.request.target, call.caller);
   if (result == storage::management_result::failed)
     return database_trouble();
+  if (result == storage::management_result::forbidden)
+    return no_longer_manager();
   if (result == storage::management_result::refused)
     return management_refusal(200, management_outcome::error,
                               "the relay's own membership events cannot be banned");
@@ -162,9 +173,11 @@ management_reply change_event_ban(self_ptr self, std::int64_t community_id,
 }
 
 management_reply change_info(self_ptr self, std::int64_t community_id,
-                             const protocol::management_request& request) {
+                             const admitted_call& call) {
   auto& st = self->state;
+  const auto& request = call.request;
   storage::community_info_update update;
+  update.requested_by = call.caller;
   if (request.method == management_method::change_relay_name)
     update.name = request.text;
   else if (request.method == management_method::change_relay_description)
@@ -174,6 +187,8 @@ management_reply change_info(self_ptr self, std::int64_t community_id,
   auto result = st.communities->set_info(community_id, update);
   if (result == storage::lifecycle_result::failed)
     return database_trouble();
+  if (result == storage::lifecycle_result::forbidden)
+    return no_longer_manager();
   if (st.args.directory_cache)
     st.args.directory_cache->forget_all(); // this pod's NIP-11 shows it at once
   return management_success("true");
@@ -224,7 +239,7 @@ void run(self_ptr self, const management_call& call, admitted_call admitted,
     case management_method::list_room_members:
       result = list_room_members(self, community, admitted.request.text);
       break;
-    default: result = change_info(self, community, admitted.request); break;
+    default: result = change_info(self, community, admitted); break;
   }
   answer(self, method, reply, std::move(result));
 }

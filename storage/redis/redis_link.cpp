@@ -101,15 +101,17 @@ void redis_pubsub::impl::on_subscriber_reply(redisAsyncContext* ac, void* reply,
 }
 
 /// Runs for every PUBLISH exactly once: with the reply, or with null when the context is freed.
+/// `privdata` carries the payload's size (not a pointer: nothing is allocated per PUBLISH).
 void redis_pubsub::impl::on_publish_reply(redisAsyncContext* ac, void* reply,
-                                          void* /*privdata*/) noexcept {
+                                          void* privdata) noexcept {
   const auto* r = static_cast<const redisReply*>(reply);
   auto& self = *link_of(ac).owner;
+  const auto bytes = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(privdata));
   if (r != nullptr && r->type == REDIS_REPLY_INTEGER) {
-    --self.in_flight;
+    self.release_in_flight(bytes);
     ++self.stats.published;
   } else {
-    self.count_failed_in_flight();
+    self.count_failed_in_flight(bytes);
   }
 }
 
@@ -291,10 +293,10 @@ void redis_pubsub::impl::shut_down() {
 void redis_pubsub::impl::send_publish(const std::string& payload) {
   const char* argv[] = {"PUBLISH", opts.channel.data(), payload.data()};
   const std::size_t lengths[] = {7, opts.channel.size(), payload.size()};
+  void* size = reinterpret_cast<void*>(static_cast<std::uintptr_t>(payload.size()));
   if (publisher.ac == nullptr || !publisher.ready
-      || redisAsyncCommandArgv(publisher.ac, on_publish_reply, nullptr, 3, argv, lengths)
-             != REDIS_OK)
-    count_failed_in_flight();
+      || redisAsyncCommandArgv(publisher.ac, on_publish_reply, size, 3, argv, lengths) != REDIS_OK)
+    count_failed_in_flight(payload.size());
 }
 
 } // namespace comb::storage

@@ -15,6 +15,9 @@ namespace asio = boost::asio;
 /// PUBLISHes accepted but not yet answered (queued to the strand, buffered, or on the wire).
 /// Beyond it publish() fails fast, so a stalled Redis costs bounded memory.
 constexpr std::uint64_t max_in_flight = 10'000;
+/// And their bytes: an envelope may carry a 512 KiB event or a list of many members, so ten
+/// thousand of them could hold gigabytes while Redis stalls (the inbound side has the same bound).
+constexpr std::uint64_t max_in_flight_bytes = 256ull * 1024 * 1024;
 
 /// How long stop() on a non-io thread waits for the strand to close the connections: only an
 /// io_context that no longer runs makes it wait that long.
@@ -36,8 +39,13 @@ redis_pubsub::impl::~impl() {
   close_links();
 }
 
-void redis_pubsub::impl::count_failed_in_flight() {
+void redis_pubsub::impl::release_in_flight(std::uint64_t bytes) {
   --in_flight;
+  in_flight_bytes -= bytes;
+}
+
+void redis_pubsub::impl::count_failed_in_flight(std::uint64_t bytes) {
+  release_in_flight(bytes);
   ++stats.publish_failed;
 }
 
@@ -98,15 +106,18 @@ void redis_pubsub::publish(std::string payload) {
     ++self.stats.publish_failed;
     return;
   }
-  if (self.in_flight.fetch_add(1) >= max_in_flight) {
-    self.count_failed_in_flight(); // Redis is not keeping up: shed instead of buffering more
+  const std::uint64_t bytes = payload.size();
+  const bool over_count = self.in_flight.fetch_add(1) >= max_in_flight;
+  const bool over_bytes = self.in_flight_bytes.fetch_add(bytes) + bytes > max_in_flight_bytes;
+  if (over_count || over_bytes) {
+    self.count_failed_in_flight(bytes); // Redis is not keeping up: shed instead of buffering more
     return;
   }
   try {
     asio::post(self.strand,
                [keep = impl_, message = std::move(payload)] { keep->send_publish(message); });
   } catch (...) {
-    self.count_failed_in_flight();
+    self.count_failed_in_flight(bytes);
   }
 }
 

@@ -54,6 +54,7 @@ struct redis_pubsub::impl : std::enable_shared_from_this<impl> {
   std::atomic<bool> is_up{false};
   std::atomic<bool> publisher_ready{false};
   std::atomic<std::uint64_t> in_flight{0}; ///< PUBLISHes accepted and not yet answered
+  std::atomic<std::uint64_t> in_flight_bytes{0}; ///< their payloads' bytes
   /// Held while a user callback runs; stop() takes it, so none runs once stop() has returned.
   /// Recursive because a callback may itself call stop().
   std::recursive_mutex callback_mutex;
@@ -97,7 +98,9 @@ struct redis_pubsub::impl : std::enable_shared_from_this<impl> {
   static void on_introduction_reply(redisAsyncContext* ac, void* reply, void* privdata) noexcept;
 
   // redis_pubsub.cpp: bookkeeping and user callbacks.
-  void count_failed_in_flight();
+  /// A PUBLISH of `bytes` accepted before is answered (or failed): its place is free again.
+  void release_in_flight(std::uint64_t bytes);
+  void count_failed_in_flight(std::uint64_t bytes);
   void deliver(std::string_view payload);
   void notify_state(bool up);
 };

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <mutex>
 
+#include "actors/community/ban_list.hpp"
 #include "actors/connection/connection_actor.hpp"
 #include "actors/fanout/fanout_actor.hpp"
 #include "actors/messages.hpp"
@@ -287,6 +288,32 @@ TEST_CASE_METHOD(fixture, "a live event held before EOSE and absent from history
         == std::vector<std::string>{R"(["EOSE","feed"])", event_on("feed", ephemeral_like)});
 }
 
+TEST_CASE_METHOD(fixture, "a ban known before delivery withholds the event: held for EOSE or live",
+                 "[actor][connection][req][bans]") {
+  base_policy.bans = std::make_shared<ban_list>();
+  auto reader = connect();
+  auto publish_live = [&](const protocol::event& ev) {
+    // Straight to the fan-out, as a bridged event or one another writer stored arrives.
+    caf::anon_send(fanout, publish_atom_v,
+                   committed_event{1, {std::make_shared<const protocol::event>(ev),
+                                       std::make_shared<const std::string>(protocol::render_event_json(ev))}});
+    run();
+  };
+  say(reader, R"(["REQ","feed",{"kinds":[1]}])");
+  auto held = test::sign_event(bob, 1, "held while history is read, banned meanwhile");
+  publish_live(held);
+  base_policy.bans->set_event(held.id, true);
+  release_history();
+  CHECK(reader.sink->take() == std::vector<std::string>{R"(["EOSE","feed"])"});
+
+  base_policy.bans->set_pubkey(bob.public_key(), true);
+  publish_live(test::sign_event(bob, 1, "by an author banned before it arrived"));
+  CHECK(reader.sink->take().empty());
+  auto fine = test::sign_event(alice, 1, "not banned");
+  publish_live(fine);
+  CHECK(reader.sink->take() == std::vector<std::string>{event_on("feed", fine)});
+}
+
 TEST_CASE_METHOD(fixture, "CLOSE stops delivery and a reused id replaces the subscription",
                  "[actor][connection][req]") {
   auto reader = connect();
@@ -347,7 +374,7 @@ TEST_CASE_METHOD(fixture, "a closed community wants AUTH first, for the right re
   auto wrong_relay = test::sign_event(alice, 22242, "", {{"relay", "wss://other.test"}, {"challenge", c.challenge}});
   say(c, "[\"AUTH\"," + protocol::render_event_json(wrong_relay) + "]");
   CHECK(c.sink->take()
-        == std::vector<std::string>{ok_frame(wrong_relay, false, "auth-required: relay tag names another relay")});
+        == std::vector<std::string>{ok_frame(wrong_relay, false, "invalid: relay tag names another relay")});
 
   auto auth = test::sign_event(alice, 22242, "", {{"relay", "wss://hive.test"}, {"challenge", c.challenge}});
   say(c, "[\"AUTH\"," + protocol::render_event_json(auth) + "]");

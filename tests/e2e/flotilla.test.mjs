@@ -10,6 +10,8 @@ import {
   makeRoomCreateEvent, makeRoomEditEvent, makeRoomJoinEvent, makeRoomMeta, makeSecret, readRoomMeta,
   unionFilters,
 } from '@welshman/util'
+import { AuthStatus, Socket, defaultSocketPolicies, makeSocketPolicyAuth } from '@welshman/net'
+import { Nip01Signer } from '@welshman/signer'
 import { appUser, thunkError } from './app_user.mjs'
 import { RawClient, httpGet, itStopsCleanly, withRelay } from './harness.mjs'
 
@@ -139,6 +141,41 @@ describe('Flotilla joining a closed space', () => {
     } finally {
       owner.close()
       newcomer.close()
+    }
+  })
+
+  it('shows why an AUTH was refused: a device clock an hour behind', async () => {
+    const { relay } = ctx
+    // welshman drops every OK false starting "auth-required:", the AUTH's own answer included:
+    // refused that way, the socket would wait for an answer forever (Flotilla: "pending_response").
+    const signer = Nip01Signer.fromSecret(makeSecret())
+    const behind = (template) => signer.sign({ ...template, created_at: template.created_at - 3600 })
+    const socket = new Socket(relay.url, [...defaultSocketPolicies, makeSocketPolicyAuth({ sign: behind })])
+    try {
+      socket.attemptToOpen()
+      for (let i = 0; i < 150 && socket.auth.status !== AuthStatus.Forbidden; i++) await pause(20)
+      assert.equal(socket.auth.status, AuthStatus.Forbidden, `status ${socket.auth.status}`)
+      assert.match(socket.auth.details ?? '', /created_at/)
+    } finally {
+      socket.cleanup()
+    }
+  })
+
+  it('takes the code-less join a member added by an admin sends when adding the space', async () => {
+    const { relay } = ctx
+    const owner = appUser(ownerSecret)
+    const added = appUser()
+    try {
+      assert.deepEqual(await owner.manage(relay, 'allowpubkey', [added.pk]), { result: true })
+      // SpaceCheck's attemptRelayAccess(url): AUTH, then a join with claim "".
+      await added.authenticated(relay)
+      const join = await added.publish(relay, makeEvent(RELAY_JOIN, { tags: [['claim', '']] }))
+      assert.equal(thunkError(join), '')
+      assert.match(join.detail, /^duplicate: /)
+      assert.ok((await memberList(owner, relay)).includes(added.pk))
+    } finally {
+      owner.close()
+      added.close()
     }
   })
 

@@ -88,9 +88,9 @@ describe('NIP-11, hosts, NIP-42 and NIP-70', () => {
       const challenge = await client.challenge()
       const { sk } = keys()
       assert.deepEqual(await client.auth(authEvent(sk, challenge, 'ws://relay.other.example:7777')),
-        { ok: false, message: 'auth-required: relay tag names another relay' })
+        { ok: false, message: 'invalid: relay tag names another relay' })
       assert.deepEqual(await client.auth(authEvent(sk, challenge, `ws://127.0.0.1:${relay.port + 1}`)),
-        { ok: false, message: 'auth-required: relay tag names another relay' })
+        { ok: false, message: 'invalid: relay tag names another relay' })
       await client.close()
     })
 
@@ -99,10 +99,10 @@ describe('NIP-11, hosts, NIP-42 and NIP-70', () => {
       const challenge = await client.challenge()
       const { sk } = keys()
       assert.deepEqual(await client.auth(authEvent(sk, 'not-the-challenge')),
-        { ok: false, message: 'auth-required: challenge does not match' })
+        { ok: false, message: 'invalid: challenge does not match' })
       const stale = sign(sk, { kind: 22242, created_at: now() - 3600,
         tags: [['relay', relay.url], ['challenge', challenge]] })
-      assert.deepEqual(await client.auth(stale), { ok: false, message: 'auth-required: created_at is too far from now' })
+      assert.deepEqual(await client.auth(stale), { ok: false, message: 'invalid: created_at is too far from now' })
       await client.close()
     })
 

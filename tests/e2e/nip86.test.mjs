@@ -138,6 +138,10 @@ describe('NIP-86 management of a community', () => {
 
     const outsider = await post(relay, await signedAuth(relay, stranger, request), request)
     assert.equal(outsider.status, 403)
+    // A stranger's call writes nothing, not even its auth event as spent: sent again, the same
+    // event is refused for the role (403), not as used (401).
+    const strangerAuth = await signedAuth(relay, stranger, request)
+    for (let i = 0; i < 2; i++) assert.equal((await post(relay, strangerAuth, request)).status, 403)
 
     const wrongU = await post(relay, await signedAuth(relay, owner, request, (t) => {
       t.tags = t.tags.map((x) => (x[0] === 'u' ? ['u', 'https://other.example.com'] : x)) }), request)

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <thread>
 
+#include "storage/community_store.hpp"
 #include "storage/management_store.hpp"
 #include "storage/pg_connection.hpp"
 #include "storage/store_plan.hpp"
@@ -162,6 +163,49 @@ TEST_CASE_METHOD(banned_community, "a banned event is deleted and never stored a
   CHECK(store.allow_event(community, post->id) == storage::management_result::changed);
   CHECK(store.allow_event(community, post->id) == storage::management_result::unchanged);
   check_outcome(store_one(events, community, post), storage::store_outcome::status::stored, "");
+}
+
+TEST_CASE_METHOD(banned_community, "an admin demoted while its ban or edit waited on the row changes nothing",
+                 "[integration][nip86][race]") {
+  storage::management_store store(connection, relay_key.public_key());
+  storage::community_store communities(connection);
+  auto post = author(4).sign(1, now_seconds(), {}, "flagged");
+  check_outcome(store_one(events, community, post), storage::store_outcome::status::stored, "");
+  const auto id = std::to_string(community);
+
+  // A demotion in flight: it holds the community row, as every change of roles does.
+  storage::pg_connection demoter(database.conninfo());
+  (void)scalar(demoter, "BEGIN");
+  (void)scalar(demoter, "SELECT 1 FROM communities WHERE id = $1::bigint FOR NO KEY UPDATE", {id});
+  (void)scalar(demoter, "UPDATE members SET role = 'member' WHERE community_id = $1::bigint"
+                        " AND pubkey = '\\x" + hex(admin) + "'", {id});
+
+  REQUIRE_FALSE(connection.ensure_connected());
+  int caller_pid = connection.backend_pid();
+  storage::management_result banned = storage::management_result::failed;
+  // The role was read (admin) before the demotion committed; the ban waits for the row.
+  std::thread ban([&] { banned = store.ban_event(community, post->id, "", admin, admin); });
+  storage::pg_connection observer(database.conninfo());
+  bool waited = blocked_on_lock(observer, caller_pid);
+  (void)scalar(demoter, "COMMIT");
+  ban.join();
+  REQUIRE(waited);
+  CHECK(banned == storage::management_result::forbidden);
+  CHECK(count_of(*this, "SELECT count(*) FROM events WHERE community_id = " + id + " AND id = '\\x"
+                          + hex(post->id) + "'") == "1");
+  CHECK(count_of(*this, "SELECT count(*) FROM banned_events") == "0");
+
+  // Demoted already: the same answer for lifting a ban and for the NIP-11 fields; an admin
+  // still in office is served.
+  CHECK(store.allow_event(community, post->id, admin) == storage::management_result::forbidden);
+  storage::community_info_update rename;
+  rename.name = "taken over";
+  rename.requested_by = admin;
+  CHECK(communities.set_info(community, rename) == storage::lifecycle_result::forbidden);
+  CHECK(count_of(*this, "SELECT coalesce(name, '') FROM communities WHERE id = " + id) == "");
+  rename.requested_by = admin2;
+  CHECK(communities.set_info(community, rename) == storage::lifecycle_result::changed);
+  CHECK(store.ban_event(community, post->id, "", admin2, admin2) == storage::management_result::changed);
 }
 
 TEST_CASE_METHOD(membership_fixture, "a NIP-98 auth event is spent once across pods",

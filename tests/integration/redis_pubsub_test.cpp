@@ -197,6 +197,26 @@ TEST_CASE("a frozen Redis bounds the pipeline and trips the PING watchdog",
   CHECK(ra.changes() == std::vector<bool>{true, false, true});
 }
 
+TEST_CASE("a frozen Redis bounds the bytes in flight, not only the count", "[integration][redis]") {
+  redis_server server;
+  io_threads threads;
+  recorder ra;
+  auto a = ra.make(threads.io, server.url());
+  REQUIRE_FALSE(a.start());
+  REQUIRE(eventually([&] { return a.up(); }));
+
+  server.freeze();
+  // 400 envelopes of 1 MiB (a large member list each) stay far below the count bound; past
+  // 256 MiB waiting they are shed at once.
+  const std::string large(1024 * 1024, 'x');
+  for (int i = 0; i < 400; ++i)
+    a.publish(large);
+  CHECK(a.stats().publish_failed >= 400 - 256);
+  CHECK(a.stats().publish_failed <= 400 - 255);
+  server.thaw();
+  CHECK(eventually([&] { return a.stats().published + a.stats().publish_failed == 400; }, 10s));
+}
+
 TEST_CASE("stop() from inside on_message ends delivery at once", "[integration][redis]") {
   redis_server server;
   io_threads threads;

@@ -245,6 +245,23 @@ TEST_CASE_METHOD(room_fixture, "concurrent joins over separate connections all l
   CHECK(seconds.size() == joiners);
 }
 
+TEST_CASE_METHOD(room_fixture, "banning someone who is in a room but not a member removes them from it",
+                 "[integration][rooms][nip86]") {
+  // An open community: anyone may join a room without being a member; a ban must end that too.
+  REQUIRE(run(owner, 9007, {}).committed);
+  REQUIRE(run(alice, 9021, {}).committed);
+  REQUIRE(listed_members() == std::vector<std::string>{owner.pubkey_hex(), alice.pubkey_hex()});
+  auto ban = command(membership_change::ban_pubkey, alice.pubkey());
+  ban.requested_by = owner.pubkey();
+  auto banned = apply(ban);
+  REQUIRE(banned.committed);
+  CHECK_FALSE(banned.list); // not a member: the community's list is unchanged
+  CHECK(banned.room_events.size() == 1);
+  REQUIRE(banned.rooms);
+  CHECK(count("SELECT count(*) FROM room_members WHERE community_id = $1::bigint") == "1");
+  CHECK(listed_members() == std::vector<std::string>{owner.pubkey_hex()});
+}
+
 TEST_CASE_METHOD(room_fixture, "removing a community member removes them from every room at once",
                  "[integration][rooms]") {
   REQUIRE(apply(command(membership_change::add_member, alice.pubkey())).committed);

@@ -336,6 +336,18 @@ describe('client addresses behind a trusted proxy', () => {
     for (let i = 0; i < 7; i++) spoofed.push(await get('127.0.0.21', `198.51.100.${100 + i}`))
     assert.deepEqual(spoofed, [200, 200, 200, 200, 200, 429, 429])
   })
+
+  it('reads every X-Forwarded-For line: a proxy that appends its own line after the client\'s', async () => {
+    // HAProxy's `option forwardfor` keeps the client's header and adds a line of its own; the
+    // lines are one list (RFC 9110), so the client's first line proves nothing.
+    const appended = []
+    for (let i = 0; i < 7; i++) {
+      const { status } = await httpGet(relay.port, '/',
+        { 'X-Forwarded-For': [`198.51.100.${200 + i}`, '203.0.113.9'] }, 5000, '127.0.0.20')
+      appended.push(status)
+    }
+    assert.deepEqual(appended, [200, 200, 200, 200, 200, 429, 429])
+  })
 })
 
 /** Seconds of CPU a process has used (user + system). */

@@ -1,7 +1,8 @@
 // Two pods linked by CAF cluster links through TCP relays of the test's own, which can cut the
 // links while both pods keep serving their clients: an event stored on pod b during the cut
 // (whatever its created_at) reaches pod a's live subscribers from Postgres once the link is
-// back, each once, as after a Redis gap (access_watcher fill_gap).
+// back, each once, as after a Redis gap (access_watcher fill_gap). A link gone silent (nothing
+// crosses it, nothing closes it) is dropped by the pods' own link timeout and filled the same way.
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { RawClient, keys, sign, now } from '../e2e/harness.mjs'
@@ -12,7 +13,7 @@ const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
 const linked = (pod) => pod.metric('comb_cluster_peers_linked')
 
-describe('a cluster link cut while both pods serve clients', () => {
+describe('a cluster link cut, or gone silent, while both pods serve clients', () => {
   let group, a, b
   const relays = []
 
@@ -96,8 +97,31 @@ describe('a cluster link cut while both pods serve clients', () => {
     })
   }
 
+  it('is given up within seconds (not buffered for until TCP gives up), and its gap is filled', async () => {
+    for (const pod of group.pods) await eventually(async () => (await linked(pod)) === 1, 'linked', 20000)
+    const watcher = await RawClient.open(a)
+    assert.equal((await watcher.req('notes', { kinds: [1], since: now() - 5 })).end[0], 'EOSE')
+    const poster = await RawClient.open(b)
+    const started = Date.now()
+    for (const relay of relays) relay.stall()
+    // Nothing closes these connections but the pods' own link timeout (10 s without a byte).
+    await eventually(async () => (await linked(a)) === 0 && (await linked(b)) === 0, 'silent links dropped', 30000)
+    assert.ok(Date.now() - started >= 5000, 'a link is not dropped for a short silence')
+    const during = sign(keys().sk, { content: 'stored on pod b while the link was silent' })
+    assert.equal((await poster.publish(during)).ok, true)
+    for (const relay of relays) relay.mend()
+    assert.equal((await watcher.live('notes', 20000)).id, during.id, 'the gap\'s event, live on pod a')
+    await eventually(async () => (await linked(a)) === 1, 'linked again', 20000)
+    const after = sign(keys().sk, { content: 'after the link is back' })
+    assert.equal((await poster.publish(after)).ok, true)
+    assert.equal((await watcher.live('notes', 10000)).id, after.id)
+    await watcher.close()
+    await poster.close()
+  })
+
   it('stops cleanly', async () => {
     await stopCleanly(group)
     group = null
   })
 })
+

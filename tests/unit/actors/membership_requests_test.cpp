@@ -73,6 +73,18 @@ TEST_CASE("joins and leaves need no - tag, and carry their id as the request id"
   auto no_claim = test::sign_event(carol, join_request_kind, "", {});
   CHECK(message_of(membership_command_for(no_claim, closed_hive, now))
         == "restricted: a join request needs a claim tag with an invite code");
+
+  // A member the cache knows goes on to the database, which answers duplicate: (Flotilla sends
+  // claim "" whenever a member adds the space).
+  auto member_context = closed_hive;
+  member_context.sender_is_member = true;
+  for (auto tags : {std::vector<protocol::tag>{}, std::vector<protocol::tag>{{"claim", ""}}}) {
+    auto member_join = test::sign_event(carol, join_request_kind, "", tags);
+    auto member_command = membership_command_for(member_join, member_context, now);
+    REQUIRE(member_command);
+    CHECK(member_command.value().change == membership_change::claim_invite);
+    CHECK(member_command.value().invite_code.empty());
+  }
 }
 
 TEST_CASE("an open community admits a join with no claim or any claim", "[unit][actors][nip43]") {

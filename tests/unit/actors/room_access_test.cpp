@@ -150,6 +150,46 @@ TEST_CASE("reads of rooms follow their flags", "[actors][rooms]") {
   CHECK(stranger.take_withheld() == 1);
 }
 
+TEST_CASE("a deleted room's events still on their way show to nobody", "[actors][rooms]") {
+  auto policy = policy_with_rooms();
+  policy.host = "relay.test";
+  auto stranger = authed_as(outsider, policy);
+  auto inside = authed_as(member, policy);
+  auto locked_chat = chat(member, "locked");
+  REQUIRE(stranger.open_subscription("s").ok());
+  REQUIRE(inside.open_subscription("s").ok());
+  // "locked" is deleted (its events with it); a page read before and a bridged copy are late.
+  auto before = policy.members->rooms();
+  policy.members->set_rooms(std::make_shared<const actors::room_index>(
+                              std::vector{room("open", {}), room("ghost", {true, false, true, false})},
+                              before.get()),
+                            2);
+  auto frames = stranger.history_arrived("s", 1, {protocol::render_event_json(locked_chat)});
+  CHECK(frames == std::vector<std::string>{protocol::render_eose("s")});
+  actors::live_event live{std::make_shared<const protocol::event>(locked_chat),
+                          std::make_shared<const std::string>(protocol::render_event_json(locked_chat))};
+  CHECK_FALSE(stranger.live_arrived("s", 1, live));
+  (void)inside.history_arrived("s", 1, {});
+  CHECK_FALSE(inside.live_arrived("s", 1, live)); // nobody: the room's events are gone
+  // Asking for the deleted room is not refused: it finds nothing.
+  protocol::filter wants_locked;
+  wants_locked.tags.push_back({'h', {"locked"}});
+  CHECK_FALSE(stranger.check_room_filters({wants_locked}));
+  // Every room deleted: history rows are still read for rooms.
+  policy.members->set_rooms(std::make_shared<const actors::room_index>(
+                              std::vector<protocol::room_state>{}, policy.members->rooms().get()),
+                            3);
+  auto t = stranger.open_subscription("t");
+  REQUIRE(t.ok());
+  CHECK(stranger.history_arrived("t", t.value(), {protocol::render_event_json(locked_chat)})
+        == std::vector<std::string>{protocol::render_eose("t")});
+  // A room created again under the same id is a room again.
+  policy.members->set_rooms(std::make_shared<const actors::room_index>(
+                              std::vector{room("locked", {})}, policy.members->rooms().get()),
+                            4);
+  CHECK(stranger.rooms_visible({"locked"}, 9));
+}
+
 TEST_CASE("an event naming several rooms shows only where every one of them shows it",
           "[actors][rooms]") {
   auto policy = policy_with_rooms();

@@ -35,18 +35,18 @@ TEST_CASE("a proper AUTH event passes", "[protocol][nip42]") {
 
 TEST_CASE("AUTH events that prove the wrong thing are refused", "[protocol][nip42]") {
   CHECK(check_auth_event(auth_event("other", "wss://hive.example.com", 1700000000), expected)->text()
-        == "auth-required: challenge does not match");
+        == "invalid: challenge does not match");
   CHECK(check_auth_event(auth_event("c0ffee", "wss://other.example.com", 1700000000), expected)->text()
-        == "auth-required: relay tag names another relay");
+        == "invalid: relay tag names another relay");
   CHECK(check_auth_event(auth_event("c0ffee", "wss://hive.example.com", 1700000601), expected)->text()
-        == "auth-required: created_at is too far from now");
+        == "invalid: created_at is too far from now");
   CHECK(check_auth_event(auth_event("c0ffee", "wss://hive.example.com", 1699999399), expected));
   auto wrong_kind = auth_event("c0ffee", "wss://hive.example.com", 1700000000);
   wrong_kind.kind = 1;
   CHECK(check_auth_event(wrong_kind, expected)->why == reason::invalid);
   auto no_relay = auth_event("c0ffee", "wss://hive.example.com", 1700000000);
   no_relay.tags.erase(no_relay.tags.begin());
-  CHECK(check_auth_event(no_relay, expected)->text() == "auth-required: missing relay tag");
+  CHECK(check_auth_event(no_relay, expected)->text() == "invalid: missing relay tag");
 }
 
 TEST_CASE("challenges are fresh", "[protocol][nip42]") {

@@ -42,6 +42,16 @@ pg_params id_columns(const std::vector<event_key>& ids) {
   return {communities.str(), event_ids.str()};
 }
 
+pg_params room_columns(const std::vector<std::pair<std::int64_t, std::string>>& rooms) {
+  pg_binary_array communities(pg_type::int8);
+  pg_binary_array ids(pg_type::text);
+  for (const auto& [community, room] : rooms) {
+    communities.add_integer(community);
+    ids.add_bytes(std::string_view(room));
+  }
+  return {communities.str(), ids.str()};
+}
+
 pg_params address_columns(const std::vector<address>& addresses) {
   pg_binary_array communities(pg_type::int8);
   pg_binary_array pubkeys(pg_type::bytea);
@@ -327,6 +337,18 @@ std::variant<batch_snapshot, pg_reply> begin_with_snapshot(pg_connection& connec
       {"SELECT CASE WHEN x THEN pg_advisory_xact_lock(k) ELSE pg_advisory_xact_lock_shared(k) END"
        " FROM unnest($1::bigint[], $2::bool[]) AS u(k, x)",
        &lock_params, {}});
+  // The rooms the writes were admitted into, read after the community lock: a room deletion
+  // takes it exclusively (room_store delete_room), so it either committed before this read (and
+  // its room's late events are refused) or waits for this batch (and deletes them with the rest).
+  const pg_params room_params = room_columns(keys.rooms);
+  std::optional<std::size_t> rooms_reply;
+  if (!keys.rooms.empty()) {
+    rooms_reply = statements.size();
+    statements.push_back({"SELECT r.community_id, r.room_id FROM unnest($1::bigint[], $2::text[])"
+                          " AS k(community_id, room_id) JOIN rooms r ON r.community_id = k.community_id"
+                          " AND r.room_id = k.room_id",
+                          &room_params, std::vector<bool>(room_params.size(), true)});
+  }
   if (with_transaction)
     statements.push_back({"SELECT txid_current() % 4294967296", nullptr, {}});
   statements.push_back({snapshot_sql(!keys.addresses.empty()), &read_params,
@@ -345,6 +367,10 @@ std::variant<batch_snapshot, pg_reply> begin_with_snapshot(pg_connection& connec
     snapshot.missing_communities.insert(community); // until its row comes back
   for (int row = 0; row < reply.rows(); ++row)
     add_snapshot_row(reply, row, snapshot);
+  if (rooms_reply)
+    for (int row = 0; row < replies[*rooms_reply].rows(); ++row)
+      snapshot.rooms.emplace(replies[*rooms_reply].integer(row, 0),
+                             std::string(replies[*rooms_reply].text(row, 1)));
   if (with_transaction)
     snapshot.transaction = static_cast<std::uint32_t>(replies[replies.size() - 2].integer(0, 0));
   return snapshot;

@@ -25,6 +25,10 @@ struct event_write {
   std::shared_ptr<const protocol::event> ev;
   /// The event rendered once as JSON (protocol::render_event_json); stored as is and served as is.
   std::shared_ptr<const std::string> json;
+  /// The rooms (NIP-29 `h` values) the relay admitted the event into: each must still exist when
+  /// the event is stored, or it is refused (a room deletion may commit while the event waits for
+  /// its batch). Empty for writes that name no room or were not checked against rooms (imports).
+  std::vector<std::string> rooms;
 };
 
 /// What storing one event came to. `message` is the full OK text ("" or "<prefix>: ...").

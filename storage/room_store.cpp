@@ -295,6 +295,12 @@ std::int64_t delete_room_events(pg_connection& c, std::int64_t community_id, con
 void delete_room(pg_connection& c, const protocol::key_pair& relay, std::int64_t community_id,
                  const std::string& room) {
   const std::string community = std::to_string(community_id);
+  // Exclusive, as a ban of an event takes it: each insert batch holds it shared and reads the
+  // rooms its events were admitted into after it, so an event posted to this room either
+  // committed before (and is deleted below) or is refused for its deleted room.
+  must(c.exec("SELECT pg_advisory_xact_lock($1::bigint)",
+              {std::to_string(community_lock_key(community_id))}),
+       "lock the community's events");
   must(c.exec("DELETE FROM events e WHERE e.community_id = $1::bigint AND e.id IN"
               " (SELECT t.event_id FROM event_tags t WHERE t.community_id = $1::bigint"
               " AND t.name = 'h' AND t.value = $2)",

@@ -66,6 +66,9 @@ private:
       return outcome(store_outcome::status::refused, msg_banned_event);
     if (state_.banned_authors.contains({w.community_id, ev.pubkey}))
       return outcome(store_outcome::status::refused, msg_banned_author);
+    for (const auto& room : w.rooms)
+      if (!state_.rooms.contains({w.community_id, room}))
+        return outcome(store_outcome::status::refused, msg_room_deleted);
     // NIP-09: deleting a deletion has no effect, so a kind 5 is never refused as deleted.
     if (ev.kind != deletion_kind && state_.tombstones.contains(tombstone{key, ev.pubkey}))
       return outcome(store_outcome::status::refused, msg_deleted_id);
@@ -159,7 +162,10 @@ batch_keys keys_of(std::span<const event_write> writes) {
         keys.addresses.push_back(std::move(addr));
     }
     keys.communities[w.community_id] |= deletes_ids;
+    for (const auto& room : w.rooms)
+      keys.rooms.emplace_back(w.community_id, room);
   }
+  sort_unique(keys.rooms);
   sort_unique(keys.ids);
   sort_unique(keys.addresses);
   sort_unique(keys.authors);

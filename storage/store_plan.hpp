@@ -51,6 +51,8 @@ struct batch_snapshot {
   std::set<std::pair<std::int64_t, protocol::bytes32>> banned_authors; ///< NIP-86 banpubkey
   /// The batch's communities that no longer exist (deleted before the batch locked them).
   std::set<std::int64_t> missing_communities;
+  /// Of the rooms the batch's writes were admitted into, those that exist.
+  std::set<std::pair<std::int64_t, std::string>> rooms;
   /// The batch transaction's id modulo 2^32, the `xmin` of the rows it inserts; 0 when not read.
   std::uint32_t transaction = 0;
 };
@@ -61,6 +63,7 @@ struct batch_keys {
   std::vector<address> addresses;      ///< the writes' addresses and those their `a` tags delete
   std::map<std::int64_t, bool> communities; ///< community -> deletes by id (exclusive lock)
   std::vector<std::pair<std::int64_t, protocol::bytes32>> authors; ///< (community, pubkey)
+  std::vector<std::pair<std::int64_t, std::string>> rooms; ///< (community, room) of event_write::rooms
 };
 
 /// One advisory lock to take: sorted by key, every transaction takes them in the same order.
@@ -94,6 +97,7 @@ inline constexpr const char* msg_deleted_id = "blocked: this event was deleted b
 inline constexpr const char* msg_deleted_address = "blocked: this address was deleted";
 inline constexpr const char* msg_banned_event = "blocked: this event is banned from this community";
 inline constexpr const char* msg_banned_author = "blocked: you are banned from this community";
+inline constexpr const char* msg_room_deleted = "invalid: the room this event was posted to was deleted";
 inline constexpr const char* msg_failed = "error: could not store the event, please retry";
 
 } // namespace comb::storage

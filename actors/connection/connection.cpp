@@ -288,6 +288,20 @@ std::optional<rejection> connection::check_bans(const protocol::event& ev) const
   return std::nullopt;
 }
 
+std::vector<std::string> connection::admitted_rooms(const protocol::event& ev) const {
+  std::vector<std::string> rooms;
+  if (!policy_.members)
+    return rooms;
+  auto cache = policy_.members->rooms();
+  if (cache->size() == 0)
+    return rooms;
+  for (const auto& t : ev.tags)
+    if (t.size() >= 2 && t[0] == "h" && t[1] != general_room && cache->find(t[1])
+        && std::find(rooms.begin(), rooms.end(), t[1]) == rooms.end())
+      rooms.push_back(t[1]);
+  return rooms;
+}
+
 bool connection::banned_out(const protocol::event& ev) const {
   return policy_.bans && policy_.bans->withholds(ev);
 }

@@ -270,6 +270,10 @@ public:
 
   [[nodiscard]] std::vector<std::string> subscription_ids() const;
 
+  /// The rooms of the community an admitted event is posted to (its `h` values the cache holds
+  /// as rooms, check_room_event's): storage refuses it if one was deleted before it is stored.
+  [[nodiscard]] std::vector<std::string> admitted_rooms(const protocol::event& ev) const;
+
 private:
   /// In a closed community only members' events are stored: the author, not the connection,
   /// must be a member (a member's connection may not carry a non-member's event).

@@ -9,9 +9,11 @@
 
 #include "protocol/canonical_json.hpp"
 #include "protocol/event_json.hpp"
+#include "storage/event_rows.hpp"
 #include "storage/pg_connection.hpp"
 #include "storage/nip43_rows.hpp"
 #include "storage/room_store.hpp"
+#include "storage/store_plan.hpp"
 #include "support/room_fixture.hpp"
 #include "support/test_events.hpp"
 
@@ -153,6 +155,44 @@ TEST_CASE_METHOD(room_fixture, "deleting a room removes it, its state and its ev
   auto again = run(owner, 9007, {{"alt", "again"}});
   CHECK(again.events.at(1).ev.created_at > old_state_second);
   CHECK(again.outcome == room_outcome::changed);
+}
+
+TEST_CASE_METHOD(room_fixture, "a post admitted into a room deleted before its batch is refused, not stored",
+                 "[integration][rooms][race]") {
+  REQUIRE(run(owner, 9007, {}).committed);
+  auto post_to_room = [&](const std::string& text) {
+    auto write = write_of(community, alice.sign(9, now, {{"h", "pizza"}}, text));
+    write.rooms = {"pizza"}; // what the connection admitted it into, from its cache
+    std::vector<storage::event_write> writes{write};
+    return events.store_batch(writes).at(0);
+  };
+  REQUIRE(post_to_room("while the room stands").result == storage::store_outcome::status::stored);
+
+  // A batch in flight holds the community's event lock shared: the deletion waits for it, so
+  // the batch's post is deleted with the room rather than left behind.
+  storage::pg_connection batch(database.conninfo());
+  (void)scalar(batch, "BEGIN");
+  (void)scalar(batch, "SELECT pg_advisory_xact_lock_shared($1::bigint)::text",
+               {std::to_string(storage::community_lock_key(community))});
+  REQUIRE_FALSE(connection.ensure_connected());
+  int deleter_pid = connection.backend_pid();
+  storage::room_write gone;
+  std::thread deletion([&] { gone = run(owner, 9008, {}); });
+  storage::pg_connection observer(database.conninfo());
+  bool waited = blocked_on_lock(observer, deleter_pid);
+  (void)scalar(batch, "COMMIT");
+  deletion.join();
+  REQUIRE(waited);
+  REQUIRE(gone.outcome == room_outcome::changed);
+
+  // Admitted while the cache still held the room, stored after the deletion committed.
+  auto late = post_to_room("admitted before the deletion, stored after it");
+  CHECK(late.result == storage::store_outcome::status::refused);
+  CHECK(late.message == storage::msg_room_deleted);
+  CHECK(count("SELECT count(*) FROM events WHERE community_id = $1::bigint AND kind = 9") == "0");
+  // An import names no admitted room: it is stored as before.
+  CHECK(store_one(events, community, alice.sign(9, now, {{"h", "pizza"}}, "imported")).result
+        == storage::store_outcome::status::stored);
 }
 
 TEST_CASE_METHOD(room_fixture, "a room bound reached is refused by name and writes nothing",

@@ -66,6 +66,7 @@ std::string relay_metrics::render() const {
   write(out, "comb_fanout_deliveries_total", "counter", "Live events delivered to subscriptions.", deliveries);
   write(out, "comb_slow_reader_disconnects_total", "counter", "Connections cut for unread output.", slow_reader_disconnects);
   write(out, "comb_oversize_disconnects_total", "counter", "Connections cut for an oversize frame.", oversize_disconnects);
+  write(out, "comb_partial_message_disconnects_total", "counter", "Connections cut because the pod held too many bytes of unfinished messages.", partial_message_disconnects);
   write(out, "comb_write_batches_total", "counter", "Group-commit transactions.", write_batches);
   write(out, "comb_bridge_published_total", "counter", "Events sent to other pods.", bridge_published);
   write(out, "comb_access_notifications_total", "counter", "Access-change notifications received from Postgres.", access_notifications);

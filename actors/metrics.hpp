@@ -62,6 +62,7 @@ struct relay_metrics {
   std::atomic<std::uint64_t> deliveries{0};
   std::atomic<std::uint64_t> slow_reader_disconnects{0};
   std::atomic<std::uint64_t> oversize_disconnects{0};
+  std::atomic<std::uint64_t> partial_message_disconnects{0};
   std::atomic<std::uint64_t> write_batches{0};
   std::atomic<std::uint64_t> bridge_published{0};
   std::atomic<std::uint64_t> bridge_received{0};

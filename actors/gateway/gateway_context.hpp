@@ -35,6 +35,9 @@ struct gateway_context {
   /// "" when the pod is ready to serve; otherwise why it is degraded (shown on /readyz).
   std::function<std::string()> readiness;
   std::atomic<std::uint64_t> next_owner{1};
+  /// Bytes of messages begun and not finished, over every connection (settings'
+  /// max_pod_partial_bytes bounds it).
+  std::atomic<std::size_t> partial_message_bytes{0};
 };
 
 } // namespace comb::actors

@@ -381,22 +381,60 @@ websocket_session open_session(tcp_stream stream, gateway_context& context,
   return session;
 }
 
+/// The bytes of the message a connection has begun and not finished, counted pod-wide: each
+/// connection may hold up to the message bound, but ten thousand connections each holding a
+/// fragment (cheap to send compressed) would be gigabytes.
+class partial_message {
+public:
+  explicit partial_message(std::atomic<std::size_t>& pod) : pod_(pod) {}
+  ~partial_message() { finished(); }
+  partial_message(const partial_message&) = delete;
+  partial_message& operator=(const partial_message&) = delete;
+
+  /// Counts `bytes` more; false when the pod then holds more than `bound`.
+  [[nodiscard]] bool grew(std::size_t bytes, std::size_t bound) {
+    held_ += bytes;
+    return pod_.fetch_add(bytes, std::memory_order_relaxed) + bytes <= bound;
+  }
+
+  void finished() {
+    pod_.fetch_sub(held_, std::memory_order_relaxed);
+    held_ = 0;
+  }
+
+private:
+  std::atomic<std::size_t>& pod_;
+  std::size_t held_ = 0;
+};
+
 asio::awaitable<void> read_loop(websocket_session& session, relay_metrics& metrics,
-                                std::size_t max_inbound_bytes) {
+                                std::size_t max_inbound_bytes, std::atomic<std::size_t>& pod_partial,
+                                std::size_t max_pod_partial) {
+  partial_message partial(pod_partial);
   for (;;) {
     co_await wait_for_actor(*session.frames_pending, max_inbound_bytes);
     // Each message is read into a string of its own that moves into the actor's message: no
-    // copy of the frame, and an idle connection holds no read buffer.
+    // copy of the frame, and an idle connection holds no read buffer. A message that arrives
+    // whole costs one read; one left unfinished is counted pod-wide.
     std::string text;
     auto buffer = asio::dynamic_buffer(text);
-    auto [ec, n] = co_await session.ws->async_read(buffer, use_tuple);
-    if (ec) {
-      if (ec == websocket::error::message_too_big) {
-        bump(metrics.oversize_disconnects);
-        session.outbox->close(close_reason::too_big);
+    for (bool done = false; !done;) {
+      auto [ec, n] = co_await session.ws->async_read_some(buffer, 0, use_tuple);
+      if (ec) {
+        if (ec == websocket::error::message_too_big) {
+          bump(metrics.oversize_disconnects);
+          session.outbox->close(close_reason::too_big);
+        }
+        co_return;
       }
-      co_return;
+      done = session.ws->is_message_done();
+      if (!done && !partial.grew(n, max_pod_partial)) {
+        bump(metrics.partial_message_disconnects);
+        session.outbox->close(close_reason::too_big);
+        co_return;
+      }
     }
+    partial.finished();
     session.frames_pending->fetch_add(text.size(), std::memory_order_relaxed);
     caf::anon_send(session.actor, frame_atom_v, std::move(text));
   }
@@ -586,7 +624,8 @@ asio::awaitable<void> server::run_websocket(tcp_stream stream, http_request requ
                    *writer_finished = true;
                    writer_done->cancel();
                  });
-  co_await read_loop(session, metrics, context_->settings.max_inbound_bytes);
+  co_await read_loop(session, metrics, context_->settings.max_inbound_bytes,
+                     context_->partial_message_bytes, context_->settings.max_pod_partial_bytes);
   auto why = session.outbox->closing();
   session.outbox->close(close_reason::going_away);
   caf::anon_send(session.actor, hangup_atom_v);

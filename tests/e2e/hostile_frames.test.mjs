@@ -1,6 +1,6 @@
 // Hostile clients at the socket edge: oversized HTTP headers, invalid UTF-8 in a text frame, a
-// compressed frame that inflates past the message bound, a message fragmented past it, and a
-// ping flood. Each gets one clear answer (an HTTP status or a close code), is counted, and leaves
+// compressed frame that inflates past the message bound, a message fragmented past it, messages
+// left unfinished on many connections, and a ping flood. Each gets one clear answer (an HTTP status or a close code), is counted, and leaves
 // every other connection working.
 import { describe, it, before } from 'node:test'
 import assert from 'node:assert/strict'
@@ -156,6 +156,44 @@ describe('a hostile client where the relay offers permessage-deflate', () => {
     const other = await RawClient.open(relay)
     await stillUp(other)
     await other.close()
+  })
+
+  itStopsCleanly(ctx)
+})
+
+describe('clients that begin messages and never finish them', () => {
+  // Each connection may hold an unfinished message up to the message bound; the pod holds 64 KiB
+  // of them here in all.
+  const ctx = withRelay({ COMB_MAX_POD_PARTIAL_BYTES: '65536' })
+  let relay
+  before(() => { relay = ctx.relay })
+
+  it('closes the connection whose fragment would pass the pod\'s bound (1009), counted; the others go on', async () => {
+    const opening = '["REQ","frag",{"kinds":[1],"#t":["'
+    const first = await plainClient(relay)
+    first.ws.send(opening + 'a'.repeat(40000), { fin: false })
+    const replies = []
+    first.ws.on('message', (data) => replies.push(JSON.parse(data.toString())))
+    await new Promise((resolve) => setTimeout(resolve, 300)) // the relay has read it
+    // A second unfinished message of the same size would make 80,000 bytes held.
+    const second = await plainClient(relay)
+    second.ws.send(opening + 'b'.repeat(40000), { fin: false })
+    assert.equal(await second.closed, 1009)
+    assert.ok(await relay.metric('comb_partial_message_disconnects_total') >= 1)
+    // The first connection finishes its message and is answered: what it held is released.
+    first.ws.send('"]}]', { fin: true })
+    for (let i = 0; i < 100 && replies.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 20))
+    assert.ok(replies.length > 0, 'the finished message was answered')
+    assert.equal(replies[0][1], 'frag')
+    // With nothing held, the same unfinished message is taken again.
+    const third = await plainClient(relay)
+    third.ws.send(opening + 'c'.repeat(40000), { fin: false })
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    third.ws.send('"]}]', { fin: true })
+    const reply = await new Promise((resolve) => third.ws.once('message', (data) => resolve(JSON.parse(data.toString()))))
+    assert.equal(reply[1], 'frag')
+    first.ws.close()
+    third.ws.close()
   })
 
   itStopsCleanly(ctx)

@@ -10,19 +10,31 @@ namespace comb::actors {
 
 std::optional<host_lookup> community_directory::cached(const std::string& host) const {
   std::lock_guard lock(mutex_);
+  auto now = std::chrono::steady_clock::now();
+  if (auto unknown = unknown_.find(host);
+      unknown != unknown_.end() && now - unknown->second <= unknown_ttl)
+    return host_lookup{true, std::nullopt};
   auto it = entries_.find(host);
-  if (it == entries_.end() || std::chrono::steady_clock::now() - it->second.at > ttl_)
+  if (it == entries_.end() || now - it->second.at > ttl_)
     return std::nullopt;
   return it->second.answer;
 }
 
 void community_directory::remember(const std::string& host, const host_lookup& answer) {
-  // Misses are not kept: any client can send any Host header, and each would stay here. Hits
-  // name a row of the communities table, so they are as many as the hosts an operator made.
-  if (!answer.answered || !answer.community)
+  if (!answer.answered)
     return;
   std::lock_guard lock(mutex_);
   auto now = std::chrono::steady_clock::now();
+  if (!answer.community) {
+    // Past the bound the oldest second's misses go: they are stale by then, or a flood's.
+    if (unknown_.size() >= max_unknown_entries)
+      std::erase_if(unknown_, [&](const auto& item) { return now - item.second > unknown_ttl; });
+    if (unknown_.size() >= max_unknown_entries)
+      unknown_.clear();
+    unknown_[host] = now;
+    return;
+  }
+  unknown_.erase(host);
   if (entries_.size() >= max_entries && !entries_.contains(host))
     std::erase_if(entries_, [&](const auto& item) { return now - item.second.at > ttl_; });
   if (entries_.size() >= max_entries && !entries_.contains(host))
@@ -32,12 +44,13 @@ void community_directory::remember(const std::string& host, const host_lookup& a
 
 std::size_t community_directory::size() const {
   std::lock_guard lock(mutex_);
-  return entries_.size();
+  return entries_.size() + unknown_.size();
 }
 
 void community_directory::forget_all() {
   std::lock_guard lock(mutex_);
   entries_.clear();
+  unknown_.clear();
 }
 
 namespace {

@@ -27,11 +27,15 @@ struct host_lookup {
 using lookup_callback = std::function<void(host_lookup)>;
 
 /// Host -> community answers shared by every socket thread, kept for `ttl` so that archiving or
-/// creating a community takes effect within that time on every pod. Only hosts that name a
-/// community are kept (at most `max_entries`); an unknown host is asked again each time.
+/// creating a community takes effect within that time on every pod (at most `max_entries`). An
+/// unknown host is kept a second only, apart (at most `max_unknown_entries`): any client can
+/// send any Host header, but one sent again and again (a misconfigured client, a flood) costs
+/// one database query a second, not one per request.
 class community_directory {
 public:
   static constexpr std::size_t max_entries = 10000;
+  static constexpr std::size_t max_unknown_entries = 10000;
+  static constexpr std::chrono::milliseconds unknown_ttl{1000};
 
   explicit community_directory(std::chrono::milliseconds ttl) : ttl_(ttl) {}
 
@@ -53,6 +57,7 @@ private:
   std::chrono::milliseconds ttl_;
   mutable std::mutex mutex_;
   std::unordered_map<std::string, entry> entries_;
+  std::unordered_map<std::string, std::chrono::steady_clock::time_point> unknown_;
 };
 
 /// Ends a community's connections; set once the server exists, called by the directory.

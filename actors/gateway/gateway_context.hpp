@@ -38,6 +38,8 @@ struct gateway_context {
   /// Bytes of messages begun and not finished, over every connection (settings'
   /// max_pod_partial_bytes bounds it).
   std::atomic<std::size_t> partial_message_bytes{0};
+  /// Host lookups sent to the directory actor and not answered yet.
+  std::atomic<std::size_t> host_lookups_waiting{0};
 };
 
 } // namespace comb::actors

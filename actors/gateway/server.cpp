@@ -33,9 +33,26 @@ constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 namespace {
 
 
-asio::awaitable<host_lookup> lookup_host(const gateway_context& context, std::string host) {
+/// Host lookups that may wait on the directory actor at once, over the pod. It asks Postgres one
+/// at a time; requests naming hosts nobody serves (any client can send any Host header, and each
+/// new one misses the cache) would otherwise queue without bound in front of real ones. Past it a
+/// request for a host not cached is answered 503 at once.
+constexpr std::size_t max_waiting_host_lookups = 256;
+
+/// Gives its place in the lookups waiting back when the lookup ends, however it ends.
+struct waiting_lookup {
+  std::atomic<std::size_t>& waiting;
+  ~waiting_lookup() { waiting.fetch_sub(1, std::memory_order_relaxed); }
+};
+
+asio::awaitable<host_lookup> lookup_host(gateway_context& context, std::string host) {
   if (auto hit = context.communities->cached(host))
     co_return *hit;
+  waiting_lookup place{context.host_lookups_waiting};
+  if (context.host_lookups_waiting.fetch_add(1, std::memory_order_relaxed) >= max_waiting_host_lookups) {
+    bump(context.metrics->host_lookups_refused);
+    co_return host_lookup{false, std::nullopt};
+  }
   bump(context.metrics->host_lookups);
   auto executor = co_await asio::this_coro::executor;
   caf::actor directory = context.directory;

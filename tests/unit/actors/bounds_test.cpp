@@ -239,14 +239,28 @@ TEST_CASE("emptied fan-out buckets are erased", "[actors][fanout]") {
   CHECK(index.size() == 0);
 }
 
-TEST_CASE("the host cache keeps hits only, and a bounded number of them", "[actors][directory]") {
+TEST_CASE("the host cache keeps hits and, a second, misses, a bounded number of each", "[actors][directory]") {
+  using actors::community_directory;
   actors::community_directory cache(std::chrono::seconds(60));
   actors::host_lookup miss{true, std::nullopt};
-  for (int i = 0; i < 100; ++i)
+  const auto misses = community_directory::max_unknown_entries + 10;
+  for (std::size_t i = 0; i < misses; ++i)
     cache.remember("random-" + std::to_string(i) + ".example", miss);
-  CHECK(cache.size() == 0);
-  CHECK_FALSE(cache.cached("random-1.example"));
+  CHECK(cache.size() <= community_directory::max_unknown_entries);
+  const std::string last = "random-" + std::to_string(misses - 1) + ".example";
+  auto again = cache.cached(last);
+  REQUIRE(again); // asked again within the second: no database query
+  CHECK(again->answered);
+  CHECK_FALSE(again->community);
+  // A lookup that could not be answered (the database away) is never kept.
+  cache.remember("down.example", actors::host_lookup{false, std::nullopt});
+  CHECK_FALSE(cache.cached("down.example"));
   actors::host_lookup hit{true, storage::community_row{}};
+  cache.remember(last, hit); // a host known now replaces its miss
+  REQUIRE(cache.cached(last));
+  CHECK(cache.cached(last)->community);
+  cache.forget_all();
+  CHECK(cache.size() == 0);
   for (std::size_t i = 0; i < actors::community_directory::max_entries + 10; ++i)
     cache.remember("host-" + std::to_string(i) + ".example", hit);
   CHECK(cache.size() <= actors::community_directory::max_entries);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "conf/ip_network.hpp"
 
+#include <algorithm>
 #include <arpa/inet.h>
 
 #include <charconv>
@@ -32,6 +33,14 @@ std::string ip_address::text() const {
   else
     ::inet_ntop(AF_INET6, bytes.data(), out, sizeof out);
   return out;
+}
+
+std::string ip_address::budget_key() const {
+  if (is_v4())
+    return text();
+  ip_address network = *this;
+  std::fill(network.bytes.begin() + 8, network.bytes.end(), std::uint8_t{0});
+  return network.text() + "/64";
 }
 
 std::optional<ip_address> parse_ip(std::string_view text) {

@@ -17,8 +17,13 @@ struct ip_address {
 
   [[nodiscard]] bool is_v4() const noexcept;
 
-  /// "192.0.2.1" or "2001:db8::1" (canonical text; the key of per-IP bounds).
+  /// "192.0.2.1" or "2001:db8::1" (canonical text).
   [[nodiscard]] std::string text() const;
+
+  /// The key of per-address bounds: an IPv4 address itself, an IPv6 address's /64 ("2001:db8::/64").
+  /// One IPv6 subscriber is handed a /64 and may use any address in it: keyed per address, one
+  /// client would have 2^64 budgets.
+  [[nodiscard]] std::string budget_key() const;
 
   friend bool operator==(const ip_address&, const ip_address&) = default;
 };

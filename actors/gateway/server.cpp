@@ -501,7 +501,7 @@ asio::awaitable<void> server::serve(tcp::socket socket) {
   // A trusted proxy carries many clients: their places are taken once each request names one.
   if (!conf::contains_any(trusted_proxies_, peer)) {
     ip_table::refusal why{};
-    slot = addresses_->open(peer.text(), monotonic_seconds(), why);
+    slot = addresses_->open(peer.budget_key(), monotonic_seconds(), why);
     metrics.addresses_tracked.store(static_cast<std::int64_t>(addresses_->tracked()),
                                     std::memory_order_relaxed);
     if (!slot) {
@@ -547,7 +547,7 @@ asio::awaitable<void> server::serve_requests(tcp_stream& stream, conf::ip_addres
     }
     auto client = conf::client_address(peer, every_line(request, "X-Forwarded-For"),
                                        last_line(request, "X-Real-IP"), trusted_proxies_);
-    auto budget = slot ? slot->budget() : addresses_->budget(client.text(), monotonic_seconds());
+    auto budget = slot ? slot->budget() : addresses_->budget(client.budget_key(), monotonic_seconds());
     if (!budget || !budget->try_take_request(monotonic_seconds())) {
       bump(budget ? metrics.http_rate_limited : metrics.connections_refused_busy);
       http_response limited = plain_response(request, http::status::service_unavailable,
@@ -573,7 +573,7 @@ asio::awaitable<void> server::serve_requests(tcp_stream& stream, conf::ip_addres
     if (websocket::is_upgrade(request)) {
       if (!slot) {
         ip_table::refusal why{};
-        slot = addresses_->open(client.text(), monotonic_seconds(), why);
+        slot = addresses_->open(client.budget_key(), monotonic_seconds(), why);
         if (!slot) {
           bool busy = why == ip_table::refusal::too_many_addresses;
           bump(busy ? metrics.connections_refused_busy : metrics.connections_refused_address);

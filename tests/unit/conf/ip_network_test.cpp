@@ -17,6 +17,16 @@ TEST_CASE("addresses of both families parse, IPv4 as mapped IPv6", "[conf][ip]")
   CHECK_FALSE(parse_ip("10.0.0.1/8"));
 }
 
+TEST_CASE("per-address bounds count an IPv6 client by its /64, an IPv4 one by its address", "[conf][ip]") {
+  CHECK(parse_ip("192.0.2.1")->budget_key() == "192.0.2.1");
+  CHECK(parse_ip("192.0.2.2")->budget_key() != parse_ip("192.0.2.1")->budget_key());
+  // Any address of one /64 is one client: a subscriber may pick any of them.
+  CHECK(parse_ip("2001:db8:1:2::1")->budget_key() == "2001:db8:1:2::/64");
+  CHECK(parse_ip("2001:db8:1:2:abcd:ef01:2345:6789")->budget_key() == "2001:db8:1:2::/64");
+  CHECK(parse_ip("2001:db8:1:3::1")->budget_key() == "2001:db8:1:3::/64");
+  CHECK(parse_ip("::1")->budget_key() == "::/64");
+}
+
 TEST_CASE("CIDR blocks parse and contain what they should", "[conf][ip]") {
   auto ten = parse_network("10.0.0.0/8");
   REQUIRE(ten);

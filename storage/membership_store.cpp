@@ -193,7 +193,12 @@ membership_write membership_store::apply_locked(std::int64_t community_id,
     write_list(community_id, newest_list_at, commands, plan.delta_kinds, now, out);
   } else if (!plan.bans.empty()) {
     leave_rooms(community_id, leaving, now, out);
-    out.state_version = noted_version(connection_, community_id, {}); // pods reload the bans
+    // Pods reload the bans; the room state a banned non-member's leaving rewrote reaches their
+    // subscribers from the database too (noted_events), whatever the bridge is doing.
+    std::vector<protocol::bytes32> written;
+    for (const auto& room_event : out.room_events)
+      written.push_back(room_event.ev.id);
+    out.state_version = noted_version(connection_, community_id, written);
   }
   pending_snapshot_.emplace(community_id, members_snapshot{out.state_version, out.members});
   return out;

@@ -230,9 +230,12 @@ bool connection::rooms_visible(const std::vector<std::string>& rooms, std::uint3
   if (!policy_.members || rooms.empty())
     return true;
   auto cache = policy_.members->rooms();
-  for (const auto& room : rooms)
-    if (cache->was_deleted(room))
-      return false; // its events went with it: what was on its way shows to nobody
+  // Its events went with it: what was on its way shows to nobody. The deletion request itself
+  // (9008, kept) names the room, and must show: it is how clients learn the room is gone.
+  if (kind != protocol::room_delete_kind)
+    for (const auto& room : rooms)
+      if (cache->was_deleted(room))
+        return false;
   return protocol::event_visible(rooms, kind, [&](const std::string& room) {
     const cached_room* cached = cache->find(room);
     return cached ? std::optional(protocol::room_view{cached->flags, reader_of(*cached, authenticated_)})
@@ -437,9 +440,10 @@ std::vector<std::string> connection::history_arrived(const std::string& id,
     return frames;
   frames.push_back(protocol::render_eose(id));
   sent.seal();
-  // Held while history was read: a ban may have come since.
+  // Held while history was read: a ban, or a room's deletion or change, may have come since.
   for (const auto& held : sub.held)
-    if (!sent.contains(held.ev->id) && !banned_out(*held.ev))
+    if (!sent.contains(held.ev->id) && !banned_out(*held.ev)
+        && rooms_visible(protocol::rooms_of_event(*held.ev), held.ev->kind))
       frames.push_back(protocol::render_event_frame(id, *held.json));
   sub.held.clear();
   sub.held.shrink_to_fit();

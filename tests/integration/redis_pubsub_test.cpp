@@ -106,14 +106,21 @@ TEST_CASE("a thousand messages arrive in order, none lost", "[integration][redis
   CHECK(b.stats().received == sent.size());
 }
 
-TEST_CASE("a stopped Redis is reported down and publishes fail", "[integration][redis]") {
+/// A Redis server of its own and a redis_pubsub on it, started and up.
+struct started_pubsub {
   redis_server server;
   io_threads threads;
   recorder ra;
-  auto a = ra.make(threads.io, server.url());
-  REQUIRE_FALSE(a.start());
-  REQUIRE(eventually([&] { return a.up(); }));
+  storage::redis_pubsub a = ra.make(threads.io, server.url());
 
+  started_pubsub() {
+    REQUIRE_FALSE(a.start());
+    REQUIRE(eventually([&] { return a.up(); }));
+  }
+};
+
+TEST_CASE_METHOD(started_pubsub, "a stopped Redis is reported down and publishes fail",
+                 "[integration][redis]") {
   server.stop();
   REQUIRE(eventually([&] { return ra.changes() == std::vector<bool>{true, false}; }, 3s));
   CHECK_FALSE(a.up());
@@ -176,15 +183,8 @@ TEST_CASE("stop() while Redis is down returns promptly and silences callbacks",
   CHECK(a.stats().publish_failed == 1);
 }
 
-TEST_CASE("a frozen Redis bounds the pipeline and trips the PING watchdog",
-          "[integration][redis]") {
-  redis_server server;
-  io_threads threads;
-  recorder ra;
-  auto a = ra.make(threads.io, server.url());
-  REQUIRE_FALSE(a.start());
-  REQUIRE(eventually([&] { return a.up(); }));
-
+TEST_CASE_METHOD(started_pubsub, "a frozen Redis bounds the pipeline and trips the PING watchdog",
+                 "[integration][redis]") {
   server.freeze(); // TCP stays healthy; only the missing PONG can tell
   for (int i = 0; i < 12'000; ++i)
     a.publish("unanswered"); // beyond 10,000 in flight, publishes are shed at once
@@ -197,22 +197,20 @@ TEST_CASE("a frozen Redis bounds the pipeline and trips the PING watchdog",
   CHECK(ra.changes() == std::vector<bool>{true, false, true});
 }
 
-TEST_CASE("a frozen Redis bounds the bytes in flight, not only the count", "[integration][redis]") {
-  redis_server server;
-  io_threads threads;
-  recorder ra;
-  auto a = ra.make(threads.io, server.url());
-  REQUIRE_FALSE(a.start());
-  REQUIRE(eventually([&] { return a.up(); }));
-
+TEST_CASE_METHOD(started_pubsub, "a frozen Redis bounds the bytes in flight, not only the count",
+                 "[integration][redis]") {
   server.freeze();
   // 400 envelopes of 1 MiB (a large member list each) stay far below the count bound; past
   // 256 MiB waiting they are shed at once.
   const std::string large(1024 * 1024, 'x');
   for (int i = 0; i < 400; ++i)
     a.publish(large);
-  CHECK(a.stats().publish_failed >= 400 - 256);
-  CHECK(a.stats().publish_failed <= 400 - 255);
+  const auto shed = a.stats().publish_failed.load();
+  CHECK(shed >= 400 - 256);
+  // The PING watchdog (2 s) may have failed what was in flight too; while the link is up, what
+  // failed is exactly what was shed.
+  if (a.up())
+    CHECK(shed == 400 - 256);
   server.thaw();
   CHECK(eventually([&] { return a.stats().published + a.stats().publish_failed == 400; }, 10s));
 }

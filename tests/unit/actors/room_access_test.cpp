@@ -5,6 +5,7 @@
 
 #include "actors/connection/connection.hpp"
 #include "protocol/canonical_json.hpp"
+#include "protocol/room.hpp"
 #include "protocol/relay_message.hpp"
 #include "support/signed_events.hpp"
 
@@ -156,14 +157,24 @@ TEST_CASE("a deleted room's events still on their way show to nobody", "[actors]
   auto stranger = authed_as(outsider, policy);
   auto inside = authed_as(member, policy);
   auto locked_chat = chat(member, "locked");
+  auto open_chat = chat(member, "open");
   REQUIRE(stranger.open_subscription("s").ok());
   REQUIRE(inside.open_subscription("s").ok());
-  // "locked" is deleted (its events with it); a page read before and a bridged copy are late.
+  // Held for EOSE while "open" still stands.
+  auto held = inside.open_subscription("h");
+  REQUIRE(held.ok());
+  actors::live_event open_live{std::make_shared<const protocol::event>(open_chat),
+                               std::make_shared<const std::string>(protocol::render_event_json(open_chat))};
+  CHECK_FALSE(inside.live_arrived("h", held.value(), open_live));
+  // "locked" and "open" are deleted (their events with them); a page read before, a bridged
+  // copy and an event held for EOSE are late.
   auto before = policy.members->rooms();
   policy.members->set_rooms(std::make_shared<const actors::room_index>(
-                              std::vector{room("open", {}), room("ghost", {true, false, true, false})},
-                              before.get()),
+                              std::vector{room("ghost", {true, false, true, false})}, before.get()),
                             2);
+  CHECK(inside.history_arrived("h", held.value(), {}) == std::vector<std::string>{protocol::render_eose("h")});
+  // The deletion request itself names the room and shows: it is how clients learn of it.
+  CHECK(stranger.rooms_visible({"locked"}, protocol::room_delete_kind));
   auto frames = stranger.history_arrived("s", 1, {protocol::render_event_json(locked_chat)});
   CHECK(frames == std::vector<std::string>{protocol::render_eose("s")});
   actors::live_event live{std::make_shared<const protocol::event>(locked_chat),

@@ -106,7 +106,7 @@ void store(const cli_fixture& f, const std::string& host, const std::vector<prot
   const auto community = community_id(f, host);
   for (const auto& ev : events)
     writes.push_back({community, std::make_shared<const protocol::event>(ev),
-                      std::make_shared<const std::string>(json_of(ev))});
+                      std::make_shared<const std::string>(json_of(ev)), {}});
   for (const auto& outcome : store.store_batch(writes))
     REQUIRE(outcome.result == storage::store_outcome::status::stored);
 }

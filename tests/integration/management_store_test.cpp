@@ -168,7 +168,6 @@ TEST_CASE_METHOD(banned_community, "a banned event is deleted and never stored a
 TEST_CASE_METHOD(banned_community, "an admin demoted while its ban or edit waited on the row changes nothing",
                  "[integration][nip86][race]") {
   storage::management_store store(connection, relay_key.public_key());
-  storage::community_store communities(connection);
   auto post = author(4).sign(1, now_seconds(), {}, "flagged");
   check_outcome(store_one(events, community, post), storage::store_outcome::status::stored, "");
   const auto id = std::to_string(community);

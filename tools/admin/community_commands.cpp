@@ -34,6 +34,8 @@ int report_lifecycle(lifecycle_result result, const storage::community_store& st
       return out.fail(exit_code::conflict, "conflict: " + already);
     case lifecycle_result::not_found:
       return out.fail(exit_code::not_found, "not found: the community no longer exists");
+    case lifecycle_result::forbidden: // only for a NIP-86 caller; comb-admin names none
+      return out.fail(exit_code::not_allowed, "not allowed: the caller no longer manages it");
     case lifecycle_result::failed: break;
   }
   return out.fail(exit_code::database, "database error: " + store.last_error());

@@ -114,7 +114,8 @@ private:
     auto shared = std::make_shared<const protocol::event>(std::move(ev.value()));
     auto json = std::make_shared<const std::string>(protocol::render_event_json(*shared));
     pending_bytes_ += json->size();
-    pending_.push_back({line.number, {community_.id, std::move(shared), std::move(json)}});
+    // No rooms: an import was not admitted against this pod's rooms (import_rules decide).
+    pending_.push_back({line.number, {community_.id, std::move(shared), std::move(json), {}}});
     return true;
   }
 

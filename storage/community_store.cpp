@@ -67,7 +67,7 @@ pg_reply change_with_note(pg_connection& connection, std::string& error, const c
   if (!locked.ok())
     return failed(locked.error());
   if (manager) {
-    auto manages = still_manages(connection, id, *manager);
+    auto manages = is_manager(connection, id, *manager);
     if (!manages)
       return failed("could not read the caller's role");
     if (!*manages) {

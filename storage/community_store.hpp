@@ -37,7 +37,7 @@ struct community_info_update {
   std::optional<std::string> description;
   std::optional<std::string> icon;
   /// A NIP-86 caller: the change is made only while it still manages the community
-  /// (storage::still_manages, under the row lock), else set_info answers `forbidden`.
+  /// (storage::is_manager, under the row lock), else set_info answers `forbidden`.
   std::optional<protocol::bytes32> requested_by;
 };
 

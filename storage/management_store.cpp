@@ -38,7 +38,7 @@ std::optional<community_bans> load_bans(pg_connection& connection, std::int64_t 
   return community_bans{std::move(*pubkeys), std::move(*events)};
 }
 
-std::optional<bool> still_manages(pg_connection& connection, std::int64_t community_id,
+std::optional<bool> is_manager(pg_connection& connection, std::int64_t community_id,
                                   const protocol::bytes32& pubkey) {
   auto reply = connection.exec("SELECT 1 FROM members WHERE community_id = $1::bigint"
                                " AND pubkey = $2::bytea AND role IN ('owner', 'admin')",
@@ -70,21 +70,6 @@ std::optional<bool> management_store::spend_http_auth(const protocol::bytes32& e
   return spent.affected_rows() == 1;
 }
 
-std::optional<member_role> management_store::role_of(std::int64_t community_id,
-                                                     const protocol::bytes32& pubkey) {
-  last_error_.clear();
-  auto reply = connection_.exec("SELECT role FROM members WHERE community_id = $1::bigint"
-                                " AND pubkey = $2::bytea",
-                                {std::to_string(community_id), bytea_param(pubkey)});
-  if (!reply.ok()) {
-    last_error_ = reply.error();
-    return std::nullopt;
-  }
-  if (reply.rows() == 0)
-    return std::nullopt;
-  return parse_role(reply.text(0, 0));
-}
-
 management_result management_store::lock_for(std::int64_t community_id,
                                              const std::optional<protocol::bytes32>& manager) {
   // The community row first, as membership writers take it (their ban batches take the event
@@ -98,7 +83,7 @@ management_result management_store::lock_for(std::int64_t community_id,
   }
   if (!manager)
     return management_result::changed;
-  auto manages = still_manages(connection_, community_id, *manager);
+  auto manages = is_manager(connection_, community_id, *manager);
   if (!manages) {
     last_error_ = "could not read the caller's role";
     return management_result::failed;

@@ -41,10 +41,11 @@ enum class management_result {
   failed,    ///< database error, see last_error()
 };
 
-/// Whether `pubkey` is the community's owner or an admin now, read in the caller's open
-/// transaction after it locked the community row (as every change of roles takes it): a caller
-/// demoted while its request waited on the lock is seen as demoted. Nothing on a database error.
-[[nodiscard]] std::optional<bool> still_manages(pg_connection& connection, std::int64_t community_id,
+/// Whether `pubkey` is the community's owner or an admin now; nothing on a database error. Read
+/// in an open transaction after locking the community row (as every change of roles takes it),
+/// it is the role that stands until commit: a caller demoted while its request waited on the
+/// lock is seen as demoted.
+[[nodiscard]] std::optional<bool> is_manager(pg_connection& connection, std::int64_t community_id,
                                                 const protocol::bytes32& pubkey);
 
 /// The NIP-86 state that is not membership: used NIP-98 events, banned events. Pubkey bans are
@@ -60,14 +61,9 @@ public:
   [[nodiscard]] std::optional<bool> spend_http_auth(const protocol::bytes32& event_id,
                                                     std::int64_t expires_at, std::int64_t now);
 
-  /// The stored role of `pubkey` in the community, or nothing for a non-member (and on a
-  /// database error, with last_error() set).
-  [[nodiscard]] std::optional<member_role> role_of(std::int64_t community_id,
-                                                   const protocol::bytes32& pubkey);
-
   /// Deletes the event from the community and bans its id there, in one transaction that also
   /// takes the community's event lock exclusively, so no insert of it can slip between. With
-  /// `manager` (a NIP-86 caller), only while it still manages the community (still_manages).
+  /// `manager` (a NIP-86 caller), only while it still manages the community (is_manager).
   [[nodiscard]] management_result ban_event(std::int64_t community_id,
                                             const protocol::bytes32& event_id,
                                             const std::string& reason,
@@ -90,7 +86,7 @@ private:
                                                    const std::string& reason,
                                                    const protocol::bytes32& banned_by,
                                                    const std::optional<protocol::bytes32>& manager);
-  /// The community row locked in the open transaction, then still_manages(`manager`) when set:
+  /// The community row locked in the open transaction, then is_manager(`manager`) when set:
   /// `changed` to go on, `forbidden`, or `failed` (with last_error).
   [[nodiscard]] management_result lock_for(std::int64_t community_id,
                                            const std::optional<protocol::bytes32>& manager);

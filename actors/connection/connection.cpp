@@ -264,9 +264,8 @@ bool connection::rendered_visible(std::string_view json) {
 std::optional<rejection> connection::check_room_filters(const std::vector<protocol::filter>& filters) const {
   // A deleted room holds nothing to refuse: asking for it finds nothing (rooms_visible hides
   // what was on its way).
-  auto deleted = [&](const std::string& room) {
-    return policy_.members && policy_.members->rooms()->was_deleted(room);
-  };
+  const auto cache = policy_.members ? policy_.members->rooms() : nullptr;
+  auto deleted = [&](const std::string& room) { return cache && cache->was_deleted(room); };
   for (const auto& f : filters)
     for (const auto& tag : f.tags)
       if (tag.name == 'h')
@@ -292,16 +291,15 @@ std::optional<rejection> connection::check_bans(const protocol::event& ev) const
 }
 
 std::vector<std::string> connection::admitted_rooms(const protocol::event& ev) const {
-  std::vector<std::string> rooms;
   if (!policy_.members)
-    return rooms;
+    return {};
   auto cache = policy_.members->rooms();
   if (cache->size() == 0)
-    return rooms;
-  for (const auto& t : ev.tags)
-    if (t.size() >= 2 && t[0] == "h" && t[1] != general_room && cache->find(t[1])
-        && std::find(rooms.begin(), rooms.end(), t[1]) == rooms.end())
-      rooms.push_back(t[1]);
+    return {};
+  auto rooms = protocol::rooms_of_event(ev);
+  std::erase_if(rooms, [&](const std::string& room) {
+    return room == general_room || !cache->find(room);
+  });
   return rooms;
 }
 

@@ -13,9 +13,12 @@
 
 #include "actors/clock.hpp"
 #include "actors/connection/connection_actor.hpp"
+#include "actors/gateway/forwarded_client.hpp"
+#include "actors/gateway/host_lookup.hpp"
 #include "actors/gateway/http_routes.hpp"
 #include "actors/gateway/listen_address.hpp"
 #include "actors/gateway/management_route.hpp"
+#include "actors/gateway/partial_message.hpp"
 #include "actors/gateway/socket_writer.hpp"
 #include "actors/messages.hpp"
 #include "protocol/host.hpp"
@@ -31,45 +34,6 @@ using tcp_stream = beast::tcp_stream;
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 namespace {
-
-
-/// Host lookups that may wait on the directory actor at once, over the pod. It asks Postgres one
-/// at a time; requests naming hosts nobody serves (any client can send any Host header, and each
-/// new one misses the cache) would otherwise queue without bound in front of real ones. Past it a
-/// request for a host not cached is answered 503 at once.
-constexpr std::size_t max_waiting_host_lookups = 256;
-
-/// Gives its place in the lookups waiting back when the lookup ends, however it ends.
-struct waiting_lookup {
-  std::atomic<std::size_t>& waiting;
-  ~waiting_lookup() { waiting.fetch_sub(1, std::memory_order_relaxed); }
-};
-
-asio::awaitable<host_lookup> lookup_host(gateway_context& context, std::string host) {
-  if (auto hit = context.communities->cached(host))
-    co_return *hit;
-  waiting_lookup place{context.host_lookups_waiting};
-  if (context.host_lookups_waiting.fetch_add(1, std::memory_order_relaxed) >= max_waiting_host_lookups) {
-    bump(context.metrics->host_lookups_refused);
-    co_return host_lookup{false, std::nullopt};
-  }
-  bump(context.metrics->host_lookups);
-  auto executor = co_await asio::this_coro::executor;
-  caf::actor directory = context.directory;
-  auto ask = [directory, host, executor](auto handler) {
-    auto shared = std::make_shared<decltype(handler)>(std::move(handler));
-    lookup_callback reply = [shared, executor](host_lookup answer) {
-      asio::post(executor, [shared, answer = std::move(answer)]() mutable {
-        std::move (*shared)(std::move(answer));
-      });
-    };
-    caf::anon_send(directory, lookup_atom_v, host, std::move(reply));
-  };
-  host_lookup answer =
-    co_await asio::async_initiate<decltype(asio::use_awaitable), void(host_lookup)>(
-      ask, asio::use_awaitable);
-  co_return answer;
-}
 
 connection_policy policy_for(const gateway_context& context, const storage::community_row& c,
                              const community_handle& handle) {
@@ -324,29 +288,6 @@ asio::awaitable<void> server::accept_loop(tcp::acceptor& acceptor) {
 
 namespace {
 
-/// Every line of the list field `name`, joined as RFC 9110 joins repeated lines: a proxy that
-/// appends its own line after one the client sent (HAProxy's `option forwardfor`) is then the
-/// rightmost entry, where conf::client_address looks (headers are bounded, so is this).
-std::string every_line(const http_request& request, std::string_view name) {
-  std::string joined;
-  auto [first, last] = request.equal_range(boost::beast::string_view(name.data(), name.size()));
-  for (auto line = first; line != last; ++line) {
-    if (!joined.empty())
-      joined += ", ";
-    joined.append(line->value().data(), line->value().size());
-  }
-  return joined;
-}
-
-/// The last line of the single-valued field `name`: a proxy's own line follows the client's.
-std::string last_line(const http_request& request, std::string_view name) {
-  std::string value;
-  auto [first, last] = request.equal_range(boost::beast::string_view(name.data(), name.size()));
-  for (auto line = first; line != last; ++line)
-    value.assign(line->value().data(), line->value().size());
-  return value;
-}
-
 struct websocket_session {
   std::string peer;
   std::string client; ///< the client's address: the peer, or what a trusted proxy forwarded
@@ -397,32 +338,6 @@ websocket_session open_session(tcp_stream stream, gateway_context& context,
   session.actor = context.system->spawn(connection_actor, std::move(args));
   return session;
 }
-
-/// The bytes of the message a connection has begun and not finished, counted pod-wide: each
-/// connection may hold up to the message bound, but ten thousand connections each holding a
-/// fragment (cheap to send compressed) would be gigabytes.
-class partial_message {
-public:
-  explicit partial_message(std::atomic<std::size_t>& pod) : pod_(pod) {}
-  ~partial_message() { finished(); }
-  partial_message(const partial_message&) = delete;
-  partial_message& operator=(const partial_message&) = delete;
-
-  /// Counts `bytes` more; false when the pod then holds more than `bound`.
-  [[nodiscard]] bool grew(std::size_t bytes, std::size_t bound) {
-    held_ += bytes;
-    return pod_.fetch_add(bytes, std::memory_order_relaxed) + bytes <= bound;
-  }
-
-  void finished() {
-    pod_.fetch_sub(held_, std::memory_order_relaxed);
-    held_ = 0;
-  }
-
-private:
-  std::atomic<std::size_t>& pod_;
-  std::size_t held_ = 0;
-};
 
 asio::awaitable<void> read_loop(websocket_session& session, relay_metrics& metrics,
                                 std::size_t max_inbound_bytes, std::atomic<std::size_t>& pod_partial,
@@ -545,8 +460,7 @@ asio::awaitable<void> server::serve_requests(tcp_stream& stream, conf::ip_addres
         co_return;
       continue;
     }
-    auto client = conf::client_address(peer, every_line(request, "X-Forwarded-For"),
-                                       last_line(request, "X-Real-IP"), trusted_proxies_);
+    auto client = forwarded_client(request, peer, trusted_proxies_);
     auto budget = slot ? slot->budget() : addresses_->budget(client.budget_key(), monotonic_seconds());
     if (!budget || !budget->try_take_request(monotonic_seconds())) {
       bump(budget ? metrics.http_rate_limited : metrics.connections_refused_busy);

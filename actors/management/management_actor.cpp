@@ -72,10 +72,10 @@ std::variant<admitted_call, management_reply> admit(self_ptr self, const managem
     return management_refusal(401, management_outcome::unauthorized, auth.error().detail);
   // The role before the auth event is spent: anyone can sign a fresh event, and a stranger's
   // must not cost the pod a write (the role is checked again where a change is made).
-  auto role = st.store->role_of(call.community_id, auth->pubkey);
-  if (!st.store->last_error().empty())
+  auto manager = storage::is_manager(*st.connection, call.community_id, auth->pubkey);
+  if (!manager)
     return database_trouble();
-  if (role != storage::member_role::owner && role != storage::member_role::admin)
+  if (!*manager)
     return no_longer_manager();
   auto request = protocol::parse_management_request(call.body);
   if (!request || !protocol::is_read_only(request.value().method)) {

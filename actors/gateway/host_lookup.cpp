@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: MIT
+#include "actors/gateway/host_lookup.hpp"
+
+#include <atomic>
+#include <boost/asio.hpp>
+#include <memory>
+
+#include "actors/messages.hpp"
+
+namespace comb::actors {
+namespace asio = boost::asio;
+
+namespace {
+
+/// Host lookups that may wait on the directory actor at once, over the pod. It asks Postgres one
+/// at a time; requests naming hosts nobody serves (any client can send any Host header, and each
+/// new one misses the cache) would otherwise queue without bound in front of real ones. Past it a
+/// request for a host not cached is answered 503 at once.
+constexpr std::size_t max_waiting_host_lookups = 256;
+
+/// Gives its place in the lookups waiting back when the lookup ends, however it ends.
+struct waiting_lookup {
+  std::atomic<std::size_t>& waiting;
+  ~waiting_lookup() { waiting.fetch_sub(1, std::memory_order_relaxed); }
+};
+
+} // namespace
+
+asio::awaitable<host_lookup> lookup_host(gateway_context& context, std::string host) {
+  if (auto hit = context.communities->cached(host))
+    co_return *hit;
+  waiting_lookup place{context.host_lookups_waiting};
+  auto waiting_before = context.host_lookups_waiting.fetch_add(1, std::memory_order_relaxed);
+  if (waiting_before >= max_waiting_host_lookups) {
+    bump(context.metrics->host_lookups_refused);
+    co_return host_lookup{false, std::nullopt};
+  }
+  bump(context.metrics->host_lookups);
+  auto executor = co_await asio::this_coro::executor;
+  caf::actor directory = context.directory;
+  auto ask = [directory, host, executor](auto handler) {
+    auto shared = std::make_shared<decltype(handler)>(std::move(handler));
+    lookup_callback reply = [shared, executor](host_lookup answer) {
+      asio::post(executor, [shared, answer = std::move(answer)]() mutable {
+        std::move (*shared)(std::move(answer));
+      });
+    };
+    caf::anon_send(directory, lookup_atom_v, host, std::move(reply));
+  };
+  host_lookup answer =
+    co_await asio::async_initiate<decltype(asio::use_awaitable), void(host_lookup)>(
+      ask, asio::use_awaitable);
+  co_return answer;
+}
+
+} // namespace comb::actors

@@ -29,7 +29,12 @@ std::optional<std::int64_t> reload(self_ptr self, std::int64_t community_id) {
     return std::nullopt;
   bump(st.args.metrics->access_reloads);
   auto version = state->version;
+  bool deleted = !state->exists;
   self->send(community->actor, refresh_atom_v, std::move(*state));
+  // Ids are never reused: once its actor has closed what was open, a deleted community is
+  // dropped, not reloaded on every check.
+  if (deleted)
+    st.args.registry->forget(community_id);
   return version;
 }
 

@@ -109,14 +109,17 @@ void refresh(self_ptr self, const storage::community_access& state) {
   if (state.exists)
     apply_rooms(self, state.version, state.rooms);
   if (!state.exists || state.archived) {
-    // Archived or deleted: nobody may stay. Unarchiving needs no action here: new
-    // connections find the community again through the directory.
+    // Archived or deleted: nobody may stay. Marked first, so that a connection registering
+    // while the open ones are closed is closed as it registers. Unarchiving needs no action
+    // here: new connections find the community again through the directory.
+    st.args.cache->set_ended(true);
     if (!st.gone && hooks)
       hooks->close_all(st.args.community_id);
     st.gone = true;
     if (!state.exists)
       return;
   } else {
+    st.args.cache->set_ended(false);
     st.gone = false;
   }
   apply_members(self, state.version, state.members);

@@ -28,6 +28,7 @@ std::optional<community_handle> community_registry::ensure(
   auto cache = std::make_shared<member_cache>();
   (void)cache->replace(state->members);
   cache->set_closed(state->closed);
+  cache->set_ended(!state->exists || state->archived);
   cache->set_access_version(state->version);
   cache->set_version(state->version);
   cache->set_rooms(std::make_shared<const room_index>(state->rooms), state->version);
@@ -45,6 +46,11 @@ std::optional<community_handle> community_registry::find(std::int64_t community_
   if (it == communities_.end())
     return std::nullopt;
   return it->second;
+}
+
+void community_registry::forget(std::int64_t community_id) {
+  std::lock_guard lock(mutex_);
+  communities_.erase(community_id);
 }
 
 void community_registry::set_bridge(caf::actor bridge) {

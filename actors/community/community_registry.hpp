@@ -40,6 +40,9 @@ public:
 
   [[nodiscard]] std::optional<community_handle> find(std::int64_t community_id) const;
 
+  /// Drops a deleted community (its actor ends once the last connection lets it go).
+  void forget(std::int64_t community_id);
+
   /// The bridge that community actors spawned from now on publish to.
   void set_bridge(caf::actor bridge);
 

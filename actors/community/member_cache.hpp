@@ -30,6 +30,12 @@ public:
 
   void set_closed(bool closed) { closed_.store(closed ? 1 : 0, std::memory_order_release); }
 
+  /// Archived or deleted, as this pod last saw the database: a connection that gets this far
+  /// (its host looked up just before the change) is closed as it registers.
+  [[nodiscard]] bool ended() const { return ended_.load(std::memory_order_acquire); }
+
+  void set_ended(bool ended) { ended_.store(ended, std::memory_order_release); }
+
   /// The state version up to which the access and the bans are both current: a membership
   /// write returns members, so it moves them only where nothing else wrote since
   /// (confirm_access).
@@ -127,6 +133,7 @@ private:
   }
 
   std::atomic<int> closed_{-1};
+  std::atomic<bool> ended_{false};
   std::atomic<std::int64_t> version_{0};
   mutable std::shared_mutex mutex_;
   std::unordered_map<protocol::bytes32, storage::member_role, protocol::bytes32_hash> roles_;

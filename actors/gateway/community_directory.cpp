@@ -20,10 +20,18 @@ std::optional<host_lookup> community_directory::cached(const std::string& host) 
   return it->second.answer;
 }
 
-void community_directory::remember(const std::string& host, const host_lookup& answer) {
+std::uint64_t community_directory::generation() const {
+  std::lock_guard lock(mutex_);
+  return generation_;
+}
+
+void community_directory::remember(const std::string& host, const host_lookup& answer,
+                                   std::uint64_t asked_in) {
   if (!answer.answered)
     return;
   std::lock_guard lock(mutex_);
+  if (asked_in != generation_)
+    return;
   auto now = std::chrono::steady_clock::now();
   if (!answer.community) {
     // Past the bound the oldest second's misses go: they are stale by then, or a flood's.
@@ -51,6 +59,7 @@ void community_directory::forget_all() {
   std::lock_guard lock(mutex_);
   entries_.clear();
   unknown_.clear();
+  ++generation_;
 }
 
 namespace {
@@ -94,6 +103,7 @@ caf::behavior directory_actor(caf::stateful_actor<directory_state>* self, direct
         reply(*hit);
         return;
       }
+      auto asked_in = s.args.cache->generation();
       host_lookup answer;
       answer.community = s.store->find_by_host(host);
       answer.answered = answer.community.has_value() || s.store->last_error().empty();
@@ -105,7 +115,7 @@ caf::behavior directory_actor(caf::stateful_actor<directory_state>* self, direct
           id, [&] { return storage::load_access(*s.connection, id); });
         answer.answered = ready.has_value();
       }
-      s.args.cache->remember(host, answer);
+      s.args.cache->remember(host, answer, asked_in);
       reply(std::move(answer));
     },
   };

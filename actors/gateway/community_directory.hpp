@@ -44,7 +44,14 @@ public:
   /// A fresh answer, or nothing when the directory actor must be asked.
   [[nodiscard]] std::optional<host_lookup> cached(const std::string& host) const;
 
-  void remember(const std::string& host, const host_lookup& answer);
+  /// Which forget_all the answers now cached follow: a lookup takes it before it asks the
+  /// database and gives it to `remember`.
+  [[nodiscard]] std::uint64_t generation() const;
+
+  /// Keeps `answer` unless forget_all ran after `asked_in` was taken: an answer read before an
+  /// archive, a deletion or an access switch that has since been applied would otherwise stay
+  /// for the whole ttl.
+  void remember(const std::string& host, const host_lookup& answer, std::uint64_t asked_in);
 
   /// Drops every cached answer (after a lifecycle change on this pod).
   void forget_all();
@@ -58,6 +65,7 @@ private:
   mutable std::mutex mutex_;
   std::unordered_map<std::string, entry> entries_;
   std::unordered_map<std::string, std::chrono::steady_clock::time_point> unknown_;
+  std::uint64_t generation_ = 0;
 };
 
 /// Ends a community's connections; set once the server exists, called by the directory.

@@ -151,18 +151,18 @@ asio::awaitable<void> wait_for_actor(std::atomic<std::size_t>& pending, std::siz
 
 } // namespace
 
-/// Keeps a session in the server's registry for as long as it lives.
+/// Keeps a session in the server's table for as long as it lives.
 class session_registration {
 public:
-  session_registration(server& s, std::shared_ptr<websocket_outbox> outbox, caf::actor actor,
-                       std::int64_t community_id)
-    : server_(s), id_(s.enroll(std::move(outbox), std::move(actor), community_id)) {}
-  ~session_registration() { server_.withdraw(id_); }
+  session_registration(session_table& table, std::shared_ptr<websocket_outbox> outbox,
+                       caf::actor actor, std::int64_t community_id, const member_cache& community)
+    : table_(table), id_(table.enroll(std::move(outbox), std::move(actor), community_id, community)) {}
+  ~session_registration() { table_.withdraw(id_); }
   session_registration(const session_registration&) = delete;
   session_registration& operator=(const session_registration&) = delete;
 
 private:
-  server& server_;
+  session_table& table_;
   std::uint64_t id_;
 };
 
@@ -191,15 +191,7 @@ void server::stop() {
     for (auto& acceptor : acceptors_)
       acceptor.close(ignored);
   });
-  std::vector<std::shared_ptr<websocket_outbox>> open;
-  {
-    std::lock_guard lock(sessions_mutex_);
-    stopping_ = true;
-    for (auto& [id, entry] : sessions_)
-      if (auto outbox = entry.outbox.lock())
-        open.push_back(std::move(outbox));
-  }
-  for (auto& outbox : open)
+  for (auto& outbox : sessions_.stop())
     outbox->close(close_reason::going_away);
 }
 
@@ -214,44 +206,19 @@ asio::io_context& server::next_socket_context() {
 }
 
 std::size_t server::open_connections() const {
-  std::lock_guard lock(sessions_mutex_);
   return sessions_.size();
 }
 
-std::uint64_t server::enroll(std::shared_ptr<websocket_outbox> outbox, caf::actor actor,
-                             std::int64_t community_id) {
-  std::lock_guard lock(sessions_mutex_);
-  if (stopping_)
-    outbox->close(close_reason::going_away);
-  std::uint64_t id = next_session_++;
-  sessions_.emplace(id, session_entry{outbox, std::move(actor), community_id});
-  return id;
-}
-
 void server::close_community(std::int64_t community_id) {
-  std::lock_guard lock(sessions_mutex_);
-  for (auto& [id, entry] : sessions_)
-    if (entry.community_id == community_id)
-      if (auto outbox = entry.outbox.lock())
-        outbox->close(close_reason::policy);
+  sessions_.close_community(community_id);
 }
 
 void server::recheck_community(std::int64_t community_id) {
-  std::lock_guard lock(sessions_mutex_);
-  for (auto& [id, entry] : sessions_)
-    if (entry.community_id == community_id)
-      caf::anon_send(entry.actor, access_atom_v, community_id);
+  sessions_.recheck_community(community_id);
 }
 
 void server::end_remaining_actors() {
-  std::lock_guard lock(sessions_mutex_);
-  for (auto& [id, entry] : sessions_)
-    caf::anon_send_exit(entry.actor, caf::exit_reason::user_shutdown);
-}
-
-void server::withdraw(std::uint64_t id) {
-  std::lock_guard lock(sessions_mutex_);
-  sessions_.erase(id);
+  sessions_.end_remaining_actors();
 }
 
 asio::awaitable<void> server::accept_loop(tcp::acceptor& acceptor) {
@@ -535,7 +502,8 @@ asio::awaitable<void> server::run_websocket(tcp_stream stream, http_request requ
   websocket_session session =
     open_session(std::move(stream), *context_, community, *handle, std::move(budget));
   session.client = std::move(client);
-  session_registration registration(*this, session.outbox, session.actor, community.id);
+  session_registration registration(sessions_, session.outbox, session.actor, community.id,
+                                    *handle->members);
   auto [ec] = co_await session.ws->async_accept(request, use_tuple);
   if (ec == beast::error::timeout)
     bump(metrics.upgrade_timeouts);

@@ -7,13 +7,12 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <memory>
-#include <mutex>
-#include <unordered_map>
 
 #include "actors/connection/ip_table.hpp"
 #include "actors/gateway/gateway_context.hpp"
 #include "conf/ip_network.hpp"
 #include "actors/gateway/http_routes.hpp"
+#include "actors/gateway/session_table.hpp"
 #include "actors/gateway/websocket_outbox.hpp"
 
 namespace comb::actors {
@@ -68,11 +67,6 @@ private:
                                              storage::community_row community,
                                              std::shared_ptr<ip_budget> budget, std::string client);
 
-  friend class session_registration;
-  std::uint64_t enroll(std::shared_ptr<websocket_outbox> outbox, caf::actor actor,
-                       std::int64_t community_id);
-  void withdraw(std::uint64_t id);
-
   boost::asio::io_context& io_;
   std::vector<boost::asio::io_context*> socket_contexts_;
   std::size_t next_socket_context_ = 0; ///< only the accept loops, all on io_, move it
@@ -84,15 +78,7 @@ private:
   /// Per client address: its open sockets (capped) and its token buckets.
   std::shared_ptr<ip_table> addresses_;
   std::vector<conf::ip_network> trusted_proxies_;
-  mutable std::mutex sessions_mutex_;
-  struct session_entry {
-    std::weak_ptr<websocket_outbox> outbox;
-    caf::actor actor;
-    std::int64_t community_id = 0;
-  };
-  std::unordered_map<std::uint64_t, session_entry> sessions_;
-  std::uint64_t next_session_ = 1;
-  bool stopping_ = false;
+  session_table sessions_;
 };
 
 } // namespace comb::actors

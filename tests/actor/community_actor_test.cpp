@@ -461,3 +461,33 @@ TEST_CASE_METHOD(fixture, "past its bound a community's queue answers busy at on
   CHECK(seen->replies.size() == max_queued_commands + 1); // the others were answered in turn
   CHECK(seen->room_replies.size() == 1);
 }
+
+TEST_CASE_METHOD(fixture, "an archive marks the community ended before its sessions are closed, an unarchive clears it",
+                 "[actor][community]") {
+  auto hooks = std::make_shared<community_hooks>();
+  std::vector<bool> ended_at_close;
+  hooks->set([&](std::int64_t) { ended_at_close.push_back(cache->ended()); }, [](std::int64_t) {}, [] {});
+  auto watched = system->spawn(community_actor,
+                               community_args{1, cache, writer, watcher, {}, 512, nullptr, hooks, bans});
+  storage::community_access state;
+  state.community_id = 1;
+  state.exists = true;
+  state.version = 2;
+  caf::anon_send(watched, refresh_atom_v, state);
+  scheduler->run();
+  CHECK_FALSE(cache->ended());
+  state.archived = true;
+  state.version = 3;
+  caf::anon_send(watched, refresh_atom_v, state);
+  scheduler->run();
+  // Sessions registering from here on see the mark, the open ones were closed after it.
+  CHECK(ended_at_close == std::vector<bool>{true});
+  CHECK(cache->ended());
+  state.archived = false;
+  state.version = 4;
+  caf::anon_send(watched, refresh_atom_v, state);
+  scheduler->run();
+  CHECK_FALSE(cache->ended());
+  caf::anon_send_exit(watched, caf::exit_reason::user_shutdown);
+  scheduler->run();
+}

@@ -56,5 +56,22 @@ describe('community isolation', () => {
     assert.deepEqual(closed, { code: 1008, reason: 'community archived or deleted' })
   })
 
+  it('closes the connections of a deleted community and stops reloading it', async () => {
+    const { relay } = ctx
+    await relay.sql("INSERT INTO communities (host) VALUES ('brief.test')")
+    const client = await RawClient.open(relay, { headers: { Host: 'brief.test' } })
+    assert.equal((await client.req('s', { kinds: [1] })).end[0], 'EOSE')
+    // No notification: the watcher's periodic version check finds the community gone.
+    await relay.sql("DELETE FROM communities WHERE host = 'brief.test'")
+    const closed = await Promise.race([client.closed, new Promise((r) => setTimeout(() => r(null), 12000))])
+    assert.deepEqual(closed, { code: 1008, reason: 'community archived or deleted' })
+    const page = await httpGet(relay.port, '/', { Host: 'brief.test' })
+    assert.equal(page.status, 404)
+    // Checked every second: a deleted community still served would be reloaded each time.
+    const reloads = await relay.metric('comb_access_reloads_total')
+    await new Promise((r) => setTimeout(r, 2500))
+    assert.equal(await relay.metric('comb_access_reloads_total'), reloads)
+  })
+
   itStopsCleanly(ctx)
 })

@@ -11,6 +11,7 @@
 #include "actors/connection/ip_table.hpp"
 #include "actors/fanout/subscription_index.hpp"
 #include "actors/gateway/community_directory.hpp"
+#include "actors/gateway/session_table.hpp"
 #include "actors/gateway/websocket_outbox.hpp"
 #include "actors/storage/reader_waits.hpp"
 
@@ -245,7 +246,7 @@ TEST_CASE("the host cache keeps hits and, a second, misses, a bounded number of 
   actors::host_lookup miss{true, std::nullopt};
   const auto misses = community_directory::max_unknown_entries + 10;
   for (std::size_t i = 0; i < misses; ++i)
-    cache.remember("random-" + std::to_string(i) + ".example", miss);
+    cache.remember("random-" + std::to_string(i) + ".example", miss, cache.generation());
   CHECK(cache.size() <= community_directory::max_unknown_entries);
   const std::string last = "random-" + std::to_string(misses - 1) + ".example";
   auto again = cache.cached(last);
@@ -253,18 +254,60 @@ TEST_CASE("the host cache keeps hits and, a second, misses, a bounded number of 
   CHECK(again->answered);
   CHECK_FALSE(again->community);
   // A lookup that could not be answered (the database away) is never kept.
-  cache.remember("down.example", actors::host_lookup{false, std::nullopt});
+  cache.remember("down.example", actors::host_lookup{false, std::nullopt}, cache.generation());
   CHECK_FALSE(cache.cached("down.example"));
   actors::host_lookup hit{true, storage::community_row{}};
-  cache.remember(last, hit); // a host known now replaces its miss
+  cache.remember(last, hit, cache.generation()); // a host known now replaces its miss
   REQUIRE(cache.cached(last));
   CHECK(cache.cached(last)->community);
   cache.forget_all();
   CHECK(cache.size() == 0);
   for (std::size_t i = 0; i < actors::community_directory::max_entries + 10; ++i)
-    cache.remember("host-" + std::to_string(i) + ".example", hit);
+    cache.remember("host-" + std::to_string(i) + ".example", hit, cache.generation());
   CHECK(cache.size() <= actors::community_directory::max_entries);
   CHECK(cache.cached("host-" + std::to_string(actors::community_directory::max_entries + 9) + ".example"));
+}
+
+TEST_CASE("an answer read before the cache was forgotten is handed out but not kept", "[actors][directory]") {
+  actors::community_directory cache(std::chrono::seconds(60));
+  actors::host_lookup active{true, storage::community_row{}};
+  auto asked_in = cache.generation();
+  cache.forget_all(); // an archive applied while the lookup read the database
+  cache.remember("late.example", active, asked_in);
+  CHECK_FALSE(cache.cached("late.example"));
+  cache.remember("late.example", active, cache.generation());
+  CHECK(cache.cached("late.example"));
+}
+
+TEST_CASE("a session registering for an ended community is closed as it registers", "[actors][sessions]") {
+  boost::asio::io_context io;
+  auto metrics = std::make_shared<actors::relay_metrics>();
+  actors::session_table table;
+  actors::member_cache community;
+  auto outbox = [&] {
+    return std::make_shared<actors::websocket_outbox>(boost::asio::make_strand(io), 1024, metrics);
+  };
+  auto before = outbox();
+  auto before_id = table.enroll(before, caf::actor{}, 7, community);
+  CHECK_FALSE(before->closing());
+  // The community actor marks the cache, then closes the sessions it finds.
+  community.set_ended(true);
+  table.close_community(7);
+  CHECK(before->closing() == actors::close_reason::policy);
+  // A connection whose host was looked up before the archive registers only now.
+  auto late = outbox();
+  auto late_id = table.enroll(late, caf::actor{}, 7, community);
+  CHECK(late->closing() == actors::close_reason::policy);
+  actors::member_cache other;
+  auto elsewhere = outbox();
+  auto elsewhere_id = table.enroll(elsewhere, caf::actor{}, 8, other);
+  CHECK_FALSE(elsewhere->closing());
+  CHECK(table.size() == 3);
+  for (auto id : {before_id, late_id, elsewhere_id})
+    table.withdraw(id);
+  CHECK(table.size() == 0);
+  io.restart();
+  io.poll();
 }
 
 TEST_CASE("a deletion naming more than the cap is refused before any mark is stored", "[actors][connection]") {

@@ -37,7 +37,7 @@ using history_atom = caf::atom_constant<caf::atom("history")>;   ///< (history_a
 inline constexpr history_atom history_atom_v{};
 using count_atom = caf::atom_constant<caf::atom("count")>;       ///< (count_atom, history_request)
 inline constexpr count_atom count_atom_v{};
-using counted_atom = caf::atom_constant<caf::atom("counted")>;   ///< (counted_atom, sub, count_result)
+using counted_atom = caf::atom_constant<caf::atom("counted")>;   ///< (counted_atom, sub, ticket, count_result)
 inline constexpr counted_atom counted_atom_v{};
 
 // -- connection <-> fan-out ---------------------------------------------------------------------

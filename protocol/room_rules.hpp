@@ -143,6 +143,8 @@ struct room_hiding {
   [[nodiscard]] bool empty() const noexcept {
     return unseen.empty() && state_only.empty() && codes_hidden.empty();
   }
+
+  friend bool operator==(const room_hiding&, const room_hiding&) = default;
 };
 
 /// Adds `room` to `hiding` as room_event_visible decides for `reader`.

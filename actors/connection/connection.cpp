@@ -250,6 +250,9 @@ protocol::room_hiding connection::hidden_rooms() const {
   auto rooms = policy_.members->rooms();
   for (const auto& [id, cached] : rooms->all())
     protocol::hide_room(hiding, id, cached.flags, reader_of(cached, authenticated_));
+  // In one order whatever the map's: two hidings compare equal when they hide the same.
+  for (auto* rooms_hidden : {&hiding.unseen, &hiding.state_only, &hiding.codes_hidden})
+    std::sort(rooms_hidden->begin(), rooms_hidden->end());
   return hiding;
 }
 

@@ -9,6 +9,7 @@
 
 #include "actors/community/membership_requests.hpp"
 #include "actors/community/room_requests.hpp"
+#include "actors/connection/count_requests.hpp"
 #include "protocol/room.hpp"
 #include "protocol/canonical_json.hpp"
 #include "protocol/client_message.hpp"
@@ -21,9 +22,6 @@ namespace protocol = comb::protocol;
 namespace {
 
 using self_ptr = caf::stateful_actor<connection_state>*;
-
-/// COUNTs that may wait for a query place at once; more are refused.
-constexpr std::size_t max_waiting_counts = 16;
 
 
 void send_frame(self_ptr self, std::string frame) {
@@ -48,11 +46,6 @@ void reply_to_rejected_frame(self_ptr self, const protocol::frame_rejection& r) 
       send_frame(self, protocol::render_notice(r.why.text()));
       break;
   }
-}
-
-const caf::actor& reader_for(self_ptr self) {
-  const auto& args = self->state.args;
-  return pick_reader(args.readers, args.readers_waiting.get(), args.owner);
 }
 
 void request_membership_change(self_ptr self, const protocol::event& ev) {
@@ -226,25 +219,6 @@ void on_req(self_ptr self, protocol::req_message& message) {
   open_subscription(self, message);
 }
 
-/// Starts queries that wait while there are places for them (REQs closed meanwhile are skipped).
-void start_waiting_queries(self_ptr self) {
-  auto& st = self->state;
-  while (!st.waiting_queries.empty() && st.logic->query_may_start()) {
-    auto next = std::move(st.waiting_queries.front());
-    st.waiting_queries.pop_front();
-    if (auto* req = std::get_if<live_request>(&next)) {
-      if (!st.logic->is_open(req->subscription_id, req->generation))
-        continue;
-      st.logic->query_started();
-      self->send(st.args.fanout, subscribe_atom_v, std::move(*req));
-    } else {
-      --st.waiting_counts;
-      st.logic->query_started();
-      self->send(reader_for(self), count_atom_v, std::move(std::get<history_request>(next)));
-    }
-  }
-}
-
 void refuse_subscription(self_ptr self, const std::string& id, const protocol::rejection& why) {
   auto& st = self->state;
   if (why.why == protocol::reason::rate_limited)
@@ -274,39 +248,6 @@ void open_subscription(self_ptr self, protocol::req_message& message) {
   st.waiting_queries.emplace_back(
     live_request{self, st.args.owner, st.args.policy.community_id, message.subscription_id,
                  generation.value(), std::move(message.filters), st.history});
-  if (!st.logic->query_may_start())
-    bump(st.args.metrics->queries_waited);
-  start_waiting_queries(self);
-}
-
-void on_count(self_ptr self, protocol::count_message& message) {
-  auto& st = self->state;
-  bump(st.args.metrics->messages_count);
-  if (auto refused = st.logic->may_read()) {
-    send_frame(self, protocol::render_closed(message.subscription_id, refused->text()));
-    return;
-  }
-  if (auto refused = st.logic->check_room_filters(message.filters)) {
-    send_frame(self, protocol::render_closed(message.subscription_id, refused->text()));
-    return;
-  }
-  if (auto refused = st.logic->check_count(message.filters)) {
-    bump(st.args.metrics->queries_refused);
-    send_frame(self, protocol::render_closed(message.subscription_id, refused->text()));
-    return;
-  }
-  if (st.waiting_counts >= max_waiting_counts) {
-    bump(st.args.metrics->queries_refused);
-    send_frame(self, protocol::render_closed(message.subscription_id,
-                                             "rate-limited: too many queries at once, wait for answers"));
-    return;
-  }
-  drop_unindexed_tag_values(message.filters, storage::max_indexed_tag_value_bytes);
-  ++st.waiting_counts;
-  st.waiting_queries.emplace_back(history_request{self, st.args.policy.community_id,
-                                                  message.subscription_id, 0,
-                                                  std::move(message.filters), nullptr,
-                                                  st.logic->hidden_rooms()});
   if (!st.logic->query_may_start())
     bump(st.args.metrics->queries_waited);
   start_waiting_queries(self);
@@ -550,6 +491,30 @@ void on_deliver(self_ptr self, const live_batch& batch) {
 
 } // namespace
 
+const caf::actor& reader_for(connection_self self) {
+  const auto& args = self->state.args;
+  return pick_reader(args.readers, args.readers_waiting.get(), args.owner);
+}
+
+// REQs closed while they waited are skipped.
+void start_waiting_queries(connection_self self) {
+  auto& st = self->state;
+  while (!st.waiting_queries.empty() && st.logic->query_may_start()) {
+    auto next = std::move(st.waiting_queries.front());
+    st.waiting_queries.pop_front();
+    if (auto* req = std::get_if<live_request>(&next)) {
+      if (!st.logic->is_open(req->subscription_id, req->generation))
+        continue;
+      st.logic->query_started();
+      self->send(st.args.fanout, subscribe_atom_v, std::move(*req));
+    } else {
+      --st.waiting_counts;
+      st.logic->query_started();
+      start_count(self, std::move(std::get<history_request>(next)));
+    }
+  }
+}
+
 caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, connection_args args) {
   auto& st = self->state;
   st.args = std::move(args);
@@ -565,15 +530,8 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, conn
     },
     [=](history_atom, const std::string& sub, std::uint64_t generation,
         storage::query_result& result) { on_history(self, sub, generation, result); },
-    [=](counted_atom, const std::string& sub, const storage::count_result& result) {
-      self->state.logic->query_finished();
-      start_waiting_queries(self);
-      // Counted before a revocation the connection has heard of since: not answered then.
-      if (auto refused = self->state.logic->may_read())
-        send_frame(self, protocol::render_closed(sub, refused->text()));
-      else
-        send_frame(self, result.ok ? protocol::render_count(sub, result.count)
-                                   : protocol::render_closed(sub, result.error));
+    [=](counted_atom, const std::string&, std::uint64_t ticket, const storage::count_result& result) {
+      on_counted(self, ticket, result);
     },
     [=](tick_atom) {
       self->state.echo_expiry_scheduled = false;

@@ -54,11 +54,26 @@ struct connection_state {
   /// `max_waiting_counts`.
   std::deque<std::variant<live_request, history_request>> waiting_queries;
   std::size_t waiting_counts = 0;
+  /// COUNTs at a reader, by ticket: each as it was sent, with how often it was counted again.
+  struct count_in_flight {
+    history_request request;
+    int recounts = 0;
+  };
+  std::unordered_map<std::uint64_t, count_in_flight> counts_in_flight;
+  std::uint64_t next_count = 1;
   bool echo_expiry_scheduled = false;
   /// What this connection's history replies hold on their way out; readers pace by it.
   history_flow_ptr history;
   static inline const char* name = "connection";
 };
+
+using connection_self = caf::stateful_actor<connection_state>*;
+
+/// Shared by the actor's files: starts the REQs and COUNTs that wait while there are places.
+void start_waiting_queries(connection_self self);
+
+/// Shared by the actor's files: the storage reader a query goes to.
+[[nodiscard]] const caf::actor& reader_for(connection_self self);
 
 /// One per socket: parses frames, asks `connection` for every decision, talks to storage and
 /// fan-out, and turns every outcome into exactly one OK, CLOSED, NOTICE, EOSE or COUNT.

@@ -246,7 +246,8 @@ caf::behavior storage_reader(caf::stateful_actor<reader_state>* self, reader_arg
     [=](count_atom, const history_request& request) {
       auto result = self->state.store->count(request.community_id, request.filters, unix_now(),
                                              request.hidden);
-      self->send(request.reply_to, counted_atom_v, request.subscription_id, std::move(result));
+      self->send(request.reply_to, counted_atom_v, request.subscription_id, request.generation,
+                 std::move(result));
       note_answered(self->state.args);
     },
   };

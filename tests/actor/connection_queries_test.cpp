@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: MIT
+// The connection actor's queries on CAF's deterministic scheduler: COUNT, the places queries
+// wait for, and history replies that arrive late or failed (fixture: connection_fixture.hpp).
+#include <catch2/catch.hpp>
+
+#include "connection_fixture.hpp"
+
+using namespace comb;
+using namespace comb::actors;
+using namespace comb::test_connection;
+
+TEST_CASE_METHOD(fixture, "COUNT answers from storage", "[actor][connection]") {
+  store->events.push_back(test::sign_event(alice, 1));
+  store->events.push_back(test::sign_event(alice, 1, "two"));
+  store->events.push_back(test::sign_event(alice, 7));
+  auto c = connect();
+  say(c, R"(["COUNT","n",{"kinds":[1]}])");
+  CHECK(c.sink->take() == std::vector<std::string>{R"(["COUNT","n",{"count":2}])"});
+}
+
+namespace {
+
+protocol::room_state room_with_flags(std::string id, protocol::room_flags flags) {
+  protocol::room_state room;
+  room.id = std::move(id);
+  room.meta.flags = flags;
+  return room;
+}
+
+} // namespace
+
+TEST_CASE_METHOD(fixture, "a COUNT taken while a room turned private is counted again without it",
+                 "[actor][connection][rooms]") {
+  base_policy.members = std::make_shared<member_cache>();
+  base_policy.members->set_rooms(
+    std::make_shared<const room_index>(std::vector{room_with_flags("lounge", {})}), 1);
+  store->events.push_back(test::sign_event(alice, 9, "in the lounge", {{"h", "lounge"}}));
+  store->events.push_back(test::sign_event(alice, 9, "elsewhere"));
+  auto c = connect();
+  caf::anon_send(c.actor, frame_atom_v, std::string(R"(["COUNT","n",{"kinds":[9]}])"));
+  scheduler->run_once(); // the connection sends the count; the reader has not counted yet
+  protocol::room_flags private_room;
+  private_room.is_private = true;
+  base_policy.members->set_rooms(
+    std::make_shared<const room_index>(std::vector{room_with_flags("lounge", private_room)},
+                                       base_policy.members->rooms().get()),
+    2);
+  run();
+  CHECK(c.sink->take() == std::vector<std::string>{R"(["COUNT","n",{"count":1}])"});
+  CHECK(store->count_calls == 2);
+  say(c, R"(["COUNT","m",{"kinds":[9]}])"); // rooms unchanged: counted once
+  CHECK(c.sink->take() == std::vector<std::string>{R"(["COUNT","m",{"count":1}])"});
+  CHECK(store->count_calls == 3);
+}
+
+TEST_CASE_METHOD(fixture, "a COUNT asks no more than one REQ may hold", "[actor][connection][bounds]") {
+  base_policy.max_filter_values = 3;
+  base_policy.max_broad_filters = 1;
+  auto c = connect();
+  say(c, R"(["COUNT","n",{"#t":["a","b","c","d"]}])");
+  CHECK(c.sink->take()
+        == std::vector<std::string>{
+          R"x(["CLOSED","n","rate-limited: too many filter values in one COUNT (at most 3)"])x"});
+  say(c, R"(["COUNT","n",{},{}])");
+  CHECK(c.sink->take()
+        == std::vector<std::string>{
+          R"x(["CLOSED","n","rate-limited: too many filters without ids, authors, kinds or tags (at most 1)"])x"});
+  say(c, R"(["COUNT","n",{"#t":["a","b","c"]}])");
+  CHECK(c.sink->take() == std::vector<std::string>{R"(["COUNT","n",{"count":0}])"});
+}
+
+TEST_CASE_METHOD(fixture, "REQs beyond the query places wait their turn; one closed meanwhile is skipped",
+                 "[actor][connection][bounds]") {
+  base_policy.max_queries_in_flight = 2;
+  auto c = connect();
+  for (const char* sub : {"a", "b", "c", "d"})
+    say(c, std::string(R"(["REQ",")") + sub + R"(",{"kinds":[1]}])");
+  CHECK(store->held_queries.size() == 2);
+  say(c, R"(["CLOSE","c"])");
+  release_history();
+  CHECK(c.sink->take() == std::vector<std::string>{protocol::render_eose("a"), protocol::render_eose("b")});
+  REQUIRE(store->held_queries.size() == 1);
+  CHECK(store->held_queries.front().subscription_id == "d");
+  release_history();
+  CHECK(c.sink->take() == std::vector<std::string>{protocol::render_eose("d")});
+  CHECK(metrics->queries_waited.load() == 2);
+}
+
+TEST_CASE_METHOD(fixture, "a reply read before the reader was removed is not sent after it",
+                 "[actor][connection][access]") {
+  base_policy.members = std::make_shared<member_cache>();
+  (void)base_policy.members->replace({{alice.public_key(), storage::member_role::member}});
+  base_policy.members->set_closed(true);
+  store->events.push_back(test::sign_event(alice, 1, "history"));
+  auto c = connect(true);
+  auto auth = test::sign_event(alice, 22242, "", {{"relay", "wss://hive.test"}, {"challenge", c.challenge}});
+  say(c, "[\"AUTH\"," + protocol::render_event_json(auth) + "]");
+  REQUIRE(c.sink->take() == std::vector<std::string>{ok_frame(auth, true, "")});
+  say(c, R"(["REQ","s",{"kinds":[1]}])");
+  REQUIRE(store->held_queries.size() == 1);
+  // Removed while the reader works; the revocation never reaches this subscription.
+  (void)base_policy.members->replace({});
+  release_history();
+  CHECK(c.sink->take()
+        == std::vector<std::string>{R"(["CLOSED","s","restricted: you are not a member of this community"])"});
+
+  // A COUNT counted before the removal is not answered after it either.
+  (void)base_policy.members->replace({{alice.public_key(), storage::member_role::member}});
+  caf::anon_send(c.actor, frame_atom_v, std::string(R"(["COUNT","n",{"kinds":[1]}])"));
+  scheduler->run_once(); // the connection sends the COUNT to the reader
+  (void)base_policy.members->replace({});
+  run();
+  CHECK(c.sink->take()
+        == std::vector<std::string>{R"(["CLOSED","n","restricted: you are not a member of this community"])"});
+}
+
+TEST_CASE_METHOD(fixture, "a failed history reply closes only the subscription it was for",
+                 "[actor][connection]") {
+  auto c = connect();
+  say(c, R"(["REQ","s",{"kinds":[1]}])");
+  REQUIRE(store->held_queries.size() == 1);
+  auto first = store->held_queries.front();
+  store->held_queries.clear();
+  say(c, R"(["REQ","s",{"kinds":[7]}])"); // the same id, a new REQ
+  release_history();
+  REQUIRE(c.sink->take() == std::vector<std::string>{R"(["EOSE","s"])"});
+  // The first REQ's reader gives up late: the newer subscription stays.
+  caf::anon_send(c.actor, history_atom_v, first.subscription_id, first.generation,
+                 storage::query_result{false, {}, "error: statement timeout"});
+  run();
+  CHECK(c.sink->take().empty());
+  auto note = test::sign_event(alice, 7);
+  say(c, test::event_frame(note));
+  CHECK(c.sink->take() == std::vector<std::string>{ok_frame(note, true, ""), event_on("s", note)});
+}

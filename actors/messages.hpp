@@ -181,7 +181,7 @@ struct history_request {
   std::string subscription_id;
   std::uint64_t generation = 0;
   std::vector<protocol::filter> filters;
-  history_flow_ptr flow; ///< null: the reply is not paced (COUNT, tests)
+  history_flow_ptr flow; ///< null: the reply is not paced (tests); a COUNT only reads its sink
   protocol::room_hiding hidden; ///< COUNT: what of the rooms the reader may not see
 };
 

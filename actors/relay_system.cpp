@@ -195,6 +195,12 @@ std::string node_id_of(const conf::relay_settings& s) {
 }
 
 /// The event body cache's counters in Prometheus' text format ("" without a cache).
+std::string render_reader_queue(const reader_waits& waits) {
+  return "# HELP comb_queries_queued REQ and COUNT queries sent to the storage readers and not yet answered.\n"
+         "# TYPE comb_queries_queued gauge\ncomb_queries_queued "
+         + std::to_string(waits.queued_total()) + "\n";
+}
+
 std::string render_body_cache(const storage::event_body_cache* bodies) {
   if (!bodies)
     return {};
@@ -421,7 +427,7 @@ int run_relay(const conf::relay_settings& configured) {
   };
   metrics->scrape_extras = [&pod] {
     return pod.registry->render_member_counts() + pod.bridge->render_metrics()
-           + render_body_cache(pod.bodies.get());
+           + render_body_cache(pod.bodies.get()) + render_reader_queue(*pod.readers_waiting);
   };
 
   server gateway(io, context);

@@ -480,6 +480,8 @@ std::optional<shared_event_frame> connection::live_arrived(const std::string& id
   // and the client still gets every event up to the bound in order.
   if (sub.held.size() < policy_.max_buffered_live)
     sub.held.push_back(event);
+  else
+    ++dropped_live_;
   return std::nullopt;
 }
 

@@ -166,6 +166,10 @@ public:
   /// Room events withheld from this connection since the last call (for /metrics).
   [[nodiscard]] std::size_t take_withheld() noexcept { return std::exchange(withheld_, 0); }
 
+  /// Live events dropped since the last call: past `max_buffered_live` held for one
+  /// subscription still reading its history (for /metrics).
+  [[nodiscard]] std::size_t take_dropped_live() noexcept { return std::exchange(dropped_live_, 0); }
+
   /// NIP-86: a banned author or sender, or a banned event id.
   [[nodiscard]] std::optional<protocol::rejection> check_bans(const protocol::event& ev) const;
 
@@ -311,6 +315,7 @@ private:
   std::size_t events_in_flight_ = 0;
   std::size_t queries_in_flight_ = 0;
   std::size_t withheld_ = 0;
+  std::size_t dropped_live_ = 0;
   filter_cost held_; ///< summed over open subscriptions
   std::uint64_t next_generation_ = 1;
   std::unordered_map<std::string, subscription> subscriptions_;

@@ -63,6 +63,7 @@ void request_membership_change(self_ptr self, const protocol::event& ev) {
   }
   // Each waits on the community actor; as many as events may wait on storage, no more.
   if (st.awaiting_membership.size() >= st.args.policy.max_events_in_flight) {
+    bump(st.args.metrics->events_rejected);
     send_frame(self, protocol::render_ok(ev.id, false, "rate-limited: too many membership requests awaiting an answer"));
     return;
   }
@@ -94,6 +95,7 @@ void request_room_change(self_ptr self, const protocol::event& ev) {
   }
   // They wait on the community actor with membership requests, bounded together.
   if (st.awaiting_membership.size() >= st.args.policy.max_events_in_flight) {
+    bump(st.args.metrics->events_rejected);
     send_frame(self, protocol::render_ok(ev.id, false, "rate-limited: too many requests awaiting an answer"));
     return;
   }
@@ -381,6 +383,8 @@ void schedule_echo_expiry(self_ptr self) {
 void count_withheld(self_ptr self) {
   if (auto n = self->state.logic->take_withheld())
     self->state.args.metrics->room_events_withheld.fetch_add(n, std::memory_order_relaxed);
+  if (auto n = self->state.logic->take_dropped_live())
+    self->state.args.metrics->live_events_dropped.fetch_add(n, std::memory_order_relaxed);
 }
 
 /// A reply that comes back after the reader lost the right to read (removed, or the community
@@ -425,6 +429,7 @@ void on_history(self_ptr self, const std::string& sub, std::uint64_t generation,
     // Only the subscription this reply was for: the id may name a newer REQ by now.
     if (st.logic->is_open(sub, generation) && st.logic->close_subscription(sub)) {
       self->send(st.args.fanout, unsubscribe_atom_v, st.args.owner, st.args.policy.community_id, sub);
+      st.req_started.erase(sub);
       send_frame(self, protocol::render_closed(sub, result.error));
     }
     return;
@@ -455,6 +460,7 @@ void on_revoke(self_ptr self, const pubkey_list& pubkeys) {
     st.logic->close_subscription(sub);
     send_frame(self, protocol::render_closed(sub, "restricted: you are no longer a member of this community"));
   }
+  st.req_started.clear();
   self->send(st.args.fanout, forget_atom_v, st.args.owner, st.args.policy.community_id);
 }
 
@@ -467,6 +473,7 @@ void on_access_changed(self_ptr self) {
     st.logic->close_subscription(sub);
     send_frame(self, protocol::render_closed(sub, "restricted: this community is now closed to non-members"));
   }
+  st.req_started.clear();
   self->send(st.args.fanout, forget_atom_v, st.args.owner, st.args.policy.community_id);
   st.args.sink->close(close_reason::policy);
 }
@@ -496,19 +503,32 @@ const caf::actor& reader_for(connection_self self) {
   return pick_reader(args.readers, args.readers_waiting.get(), args.owner);
 }
 
-// REQs closed while they waited are skipped.
+// REQs closed while they waited are skipped; while the pod's readers hold their bound, the
+// queries that would start are refused.
 void start_waiting_queries(connection_self self) {
   auto& st = self->state;
+  const protocol::rejection busy{protocol::reason::rate_limited,
+                                 "the relay is answering too many queries; try again shortly"};
   while (!st.waiting_queries.empty() && st.logic->query_may_start()) {
     auto next = std::move(st.waiting_queries.front());
     st.waiting_queries.pop_front();
+    bool readers_full = st.args.readers_waiting && st.args.readers_waiting->full();
     if (auto* req = std::get_if<live_request>(&next)) {
       if (!st.logic->is_open(req->subscription_id, req->generation))
         continue;
+      if (readers_full) {
+        refuse_subscription(self, req->subscription_id, busy);
+        continue;
+      }
       st.logic->query_started();
       self->send(st.args.fanout, subscribe_atom_v, std::move(*req));
     } else {
       --st.waiting_counts;
+      if (readers_full) {
+        bump(st.args.metrics->queries_refused);
+        send_frame(self, protocol::render_closed(std::get<history_request>(next).subscription_id, busy.text()));
+        continue;
+      }
       st.logic->query_started();
       start_count(self, std::move(std::get<history_request>(next)));
     }

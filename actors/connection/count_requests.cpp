@@ -38,7 +38,7 @@ void on_count(connection_self self, protocol::count_message& message) {
   drop_unindexed_tag_values(message.filters, storage::max_indexed_tag_value_bytes);
   ++st.waiting_counts;
   st.waiting_queries.emplace_back(history_request{self, st.args.policy.community_id, sub, 0,
-                                                  std::move(message.filters), nullptr, {}});
+                                                  std::move(message.filters), st.history, {}});
   if (!st.logic->query_may_start())
     bump(st.args.metrics->queries_waited);
   start_waiting_queries(self);

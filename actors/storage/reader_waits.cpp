@@ -30,6 +30,17 @@ std::size_t reader_waits::pick(std::uint64_t owner) const noexcept {
   return best;
 }
 
+std::uint64_t reader_waits::queued_total() const noexcept {
+  std::uint64_t total = 0;
+  for (std::size_t i = 0; i < count_; ++i)
+    total += queued_[i].load(std::memory_order_relaxed);
+  return total;
+}
+
+bool reader_waits::full() const noexcept {
+  return queued_total() >= std::uint64_t{max_queued_per_reader} * (count_ > 0 ? count_ : 1);
+}
+
 bool reader_waits::begin_wait(std::size_t reader) noexcept {
   if (reader >= count_)
     return false;

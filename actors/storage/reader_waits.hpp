@@ -17,7 +17,17 @@ namespace comb::actors {
 /// when another reader is idle.
 class reader_waits {
 public:
+  /// Queries queued per reader, on average over the pod, past which new ones are refused: a
+  /// client that opens queries and leaves, again and again, must not grow the readers' queues.
+  static constexpr std::uint32_t max_queued_per_reader = 64;
+
   explicit reader_waits(std::size_t readers);
+
+  /// Queries sent to the readers and not yet answered, over the pod.
+  [[nodiscard]] std::uint64_t queued_total() const noexcept;
+
+  /// True when no more queries should be sent: the readers hold their bound.
+  [[nodiscard]] bool full() const noexcept;
 
   /// The reader for a connection's query: the least-queued one that is not waiting, the
   /// connection's own (`owner` modulo the readers) first among equals.

@@ -224,6 +224,16 @@ void answer_history(caf::stateful_actor<reader_state>* self, const history_reque
              std::move(rest));
 }
 
+/// The query's connection has closed: reading for it would only cost Postgres (a client may
+/// open queries and leave, again and again).
+bool client_gone(const reader_args& args, const history_request& request) {
+  if (!request.flow || !request.flow->sink || !request.flow->sink->ending())
+    return false;
+  if (args.metrics)
+    bump(args.metrics->queries_skipped);
+  return true;
+}
+
 void note_answered(const reader_args& args) {
   if (args.waits)
     args.waits->answered(args.index);
@@ -240,10 +250,15 @@ caf::behavior storage_reader(caf::stateful_actor<reader_state>* self, reader_arg
   st.store = std::make_unique<storage::event_store>(*st.connection, st.args.bodies.get());
   return {
     [=](query_atom, const history_request& request) {
-      answer_history(self, request);
+      if (!client_gone(self->state.args, request))
+        answer_history(self, request);
       note_answered(self->state.args);
     },
     [=](count_atom, const history_request& request) {
+      if (client_gone(self->state.args, request)) {
+        note_answered(self->state.args);
+        return;
+      }
       auto result = self->state.store->count(request.community_id, request.filters, unix_now(),
                                              request.hidden);
       self->send(request.reply_to, counted_atom_v, request.subscription_id, request.generation,

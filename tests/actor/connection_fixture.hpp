@@ -146,6 +146,8 @@ struct fixture {
   caf::actor community;
   /// Bounds of the connections `connect` opens (community, host and limits are set there).
   connection_policy base_policy;
+  /// The pod's reader queues, as the connections `connect` opens see them (none unless set).
+  std::shared_ptr<reader_waits> readers_waiting;
 
   struct client {
     caf::actor actor;
@@ -167,6 +169,7 @@ struct fixture {
     args.fanout = fanout;
     args.writer = storage_actor;
     args.readers = {storage_actor};
+    args.readers_waiting = readers_waiting;
     args.metrics = metrics;
     args.community = community;
     c.actor = system->spawn(connection_actor, std::move(args));

@@ -133,3 +133,20 @@ TEST_CASE_METHOD(fixture, "a failed history reply closes only the subscription i
   say(c, test::event_frame(note));
   CHECK(c.sink->take() == std::vector<std::string>{ok_frame(note, true, ""), event_on("s", note)});
 }
+
+TEST_CASE_METHOD(fixture, "while the pod's readers hold their bound, REQs and COUNTs are refused, not queued",
+                 "[actor][connection][bounds]") {
+  readers_waiting = std::make_shared<reader_waits>(1);
+  for (std::uint32_t i = 0; i < reader_waits::max_queued_per_reader; ++i)
+    readers_waiting->queued(0); // others' queries, not yet answered
+  auto c = connect();
+  const std::string busy = "rate-limited: the relay is answering too many queries; try again shortly";
+  say(c, R"(["REQ","r",{"kinds":[1]}])");
+  CHECK(c.sink->take() == std::vector<std::string>{protocol::render_closed("r", busy)});
+  say(c, R"(["COUNT","n",{"kinds":[1]}])");
+  CHECK(c.sink->take() == std::vector<std::string>{protocol::render_closed("n", busy)});
+  CHECK(metrics->queries_refused.load() == 2);
+  readers_waiting->answered(0);
+  say(c, R"(["COUNT","n",{"kinds":[1]}])");
+  CHECK(c.sink->take() == std::vector<std::string>{R"(["COUNT","n",{"count":0}])"});
+}

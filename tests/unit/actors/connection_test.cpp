@@ -82,6 +82,25 @@ TEST_CASE("history frames, EOSE, then held live events not already sent", "[acto
   CHECK(after_eose->flattened() == protocol::render_event_frame("s", protocol::render_event_json(live_only)));
 }
 
+TEST_CASE("live events past the held bound before EOSE are dropped and counted", "[actors][connection][bounds]") {
+  connection_policy policy;
+  policy.max_buffered_live = 2;
+  connection c(policy, "challenge");
+  auto generation = c.open_subscription("s").value();
+  std::vector<protocol::event> arrived;
+  for (int i = 0; i < 3; ++i) {
+    arrived.push_back(test::sign_event(author, 1, "live " + std::to_string(i)));
+    CHECK_FALSE(c.live_arrived("s", generation, live(arrived.back())));
+  }
+  CHECK(c.take_dropped_live() == 1);
+  CHECK(c.take_dropped_live() == 0);
+  // Every event up to the bound, in order: the newest was the one dropped.
+  CHECK(c.history_arrived("s", generation, {})
+        == std::vector<std::string>{protocol::render_eose("s"),
+                                    protocol::render_event_frame("s", protocol::render_event_json(arrived[0])),
+                                    protocol::render_event_frame("s", protocol::render_event_json(arrived[1]))});
+}
+
 TEST_CASE("history in chunks: events of each, EOSE and held live events after the last only",
           "[actors][connection]") {
   connection c(connection_policy{}, "challenge");

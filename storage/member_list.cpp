@@ -174,6 +174,7 @@ std::string_view outcome_name(membership_outcome outcome) noexcept {
     case membership_outcome::nothing_to_do: return "nothing_to_do";
     case membership_outcome::already_processed: return "already_processed";
     case membership_outcome::banned: return "banned";
+    case membership_outcome::community_full: return "community_full";
     case membership_outcome::busy: return "busy";
     case membership_outcome::failed: return "failed";
   }

@@ -66,6 +66,12 @@ struct membership_command {
 /// remembered for twice this long.
 inline constexpr std::int64_t request_window_seconds = 300;
 
+/// Members a user's request (a join, a NIP-43 or NIP-86 add) may take a community to: every
+/// change writes the whole list, signed, stored, sent to every subscriber and pod, and in an
+/// open community anyone may join, with a fresh key each time. Operators (comb-admin) may go
+/// past it.
+inline constexpr std::size_t max_community_members = 10000;
+
 enum class membership_outcome {
   changed,
   already_member,
@@ -80,6 +86,7 @@ enum class membership_outcome {
   nothing_to_do,
   already_processed, ///< a request id seen before: nothing changes again
   banned, ///< the subject is banned from the community: not admitted
+  community_full, ///< a user's request would take the members past max_community_members
   busy,   ///< the community's queue of requests was full: not tried (never stored)
   failed,
 };
@@ -93,7 +100,7 @@ enum class membership_outcome {
 
 /// How many write paths and outcomes there are (for tables indexed by them).
 inline constexpr std::size_t membership_change_count = 12;
-inline constexpr std::size_t membership_outcome_count = 15;
+inline constexpr std::size_t membership_outcome_count = 16;
 static_assert(static_cast<std::size_t>(membership_change::unban_pubkey) + 1 == membership_change_count);
 static_assert(static_cast<std::size_t>(membership_outcome::failed) + 1 == membership_outcome_count);
 

@@ -20,6 +20,11 @@ step changed(std::uint32_t delta_kind) {
   return {outcome::changed, delta_kind, true};
 }
 
+/// A user's request may not take the members past the bound; an operator's may.
+bool full_for(const roster& r, const membership_command& c) {
+  return c.requested_by && r.size() >= max_community_members;
+}
+
 step add(roster& r, const membership_command& c, const std::set<protocol::bytes32>& banned) {
   if (c.role == member_role::owner)
     return {outcome::not_allowed};
@@ -27,6 +32,8 @@ step add(roster& r, const membership_command& c, const std::set<protocol::bytes3
     return {outcome::already_member};
   if (banned.contains(c.subject))
     return {outcome::banned};
+  if (full_for(r, c))
+    return {outcome::community_full};
   r.add(c.subject, c.role);
   return changed(8000);
 }
@@ -48,6 +55,8 @@ step claim_invite(roster& r, const membership_command& c,
     return {outcome::invite_expired};
   if (invite.max_uses > 0 && invite.use_count >= invite.max_uses)
     return {outcome::invite_exhausted};
+  if (full_for(r, c))
+    return {outcome::community_full}; // the code is not used up
   ++invite.use_count;
   invite.used = true;
   r.add(c.subject, member_role::member);

@@ -47,6 +47,8 @@ public:
 
   [[nodiscard]] bool empty() const noexcept { return index_.empty(); }
 
+  [[nodiscard]] std::size_t size() const noexcept { return index_.size(); }
+
   [[nodiscard]] std::optional<protocol::bytes32> owner() const;
 
   void add(const protocol::bytes32& pubkey, member_role role);

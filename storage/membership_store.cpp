@@ -310,16 +310,20 @@ std::optional<minted_invite> membership_store::mint_invite(
   protocol::fill_random(secret);
   minted_invite invite{protocol::to_hex(secret), now + ttl_seconds, max_uses};
   // A user may invite only as the owner or an admin, or as a member where the community allows
-  // it; checked here, against the stored roles, not against any cache.
+  // it, and holds a bounded number of open invites; checked here, against the stored roles, not
+  // against any cache.
   auto reply = connection_.exec(
     "INSERT INTO invites (community_id, code_hash, max_uses, expires_at, created_by)"
     " SELECT $1::bigint, $2::text, $3::int, $4::bigint, $5::bytea"
-    " WHERE $5::bytea IS NULL OR EXISTS (SELECT 1 FROM members m JOIN communities c"
+    " WHERE $5::bytea IS NULL OR (EXISTS (SELECT 1 FROM members m JOIN communities c"
     " ON c.id = m.community_id WHERE m.community_id = $1::bigint AND m.pubkey = $5::bytea"
-    " AND (m.role IN ('owner', 'admin') OR c.members_may_invite))",
+    " AND (m.role IN ('owner', 'admin') OR c.members_may_invite))"
+    " AND (SELECT count(*) FROM invites i WHERE i.community_id = $1::bigint"
+    " AND i.created_by = $5::bytea AND i.expires_at > $6::bigint AND NOT i.revoked) < $7::bigint)",
     {std::to_string(community_id), invite_code_hash(invite.code), std::to_string(max_uses),
      std::to_string(invite.expires_at),
-     requester ? std::optional(bytea_param(*requester)) : std::nullopt});
+     requester ? std::optional(bytea_param(*requester)) : std::nullopt, std::to_string(now),
+     std::to_string(max_open_invites_per_user)});
   if (!reply.ok()) {
     last_error_ = reply.error();
     return std::nullopt;

@@ -29,6 +29,10 @@ using second_waiter = std::function<std::int64_t(std::int64_t)>;
                                                               std::int64_t community_id);
 
 /// A minted invite: the plain code (shown once, stored only hashed) and its bounds.
+/// Open (unexpired, unrevoked) invites one user may hold in a community: each mint is a row, and
+/// a user may ask again and again. The operator (comb-admin) is not bounded.
+inline constexpr std::int64_t max_open_invites_per_user = 100;
+
 struct minted_invite {
   std::string code;
   std::int64_t expires_at = 0;
@@ -87,8 +91,8 @@ public:
   [[nodiscard]] std::optional<std::vector<member>> members(std::int64_t community_id);
 
   /// Stores a new invite (hashed) and returns its code. With a `requester`, only if they may
-  /// invite (owner, admin, or member where members may invite): otherwise nothing, and
-  /// `last_error()` stays empty. Without one (the operator), always. `max_uses` 0: unlimited.
+  /// invite (owner, admin, or member where members may invite) and hold fewer than
+  /// `max_open_invites_per_user` open invites: otherwise nothing, and `last_error()` stays empty. Without one (the operator), always. `max_uses` 0: unlimited.
   [[nodiscard]] std::optional<minted_invite> mint_invite(std::int64_t community_id,
                                                          const std::optional<protocol::bytes32>& requester,
                                                          std::int64_t max_uses,

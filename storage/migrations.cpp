@@ -418,6 +418,12 @@ BEGIN
 END $$;
 )sql";
 
+// A user may hold a bounded number of open invites (membership_store::mint_invite counts them
+// at every mint).
+constexpr const char* migration_23 = R"sql(
+CREATE INDEX invites_creator ON invites (community_id, created_by, expires_at);
+)sql";
+
 constexpr migration migrations[] = {
   {1, "communities, events, tags, deletions", migration_1},
   {2, "members, invites, allowlist", migration_2},
@@ -434,6 +440,7 @@ constexpr migration migrations[] = {
   {21, "one index entry per tag row: tags found by value, room tags by event", migration_21},
   {22, "events' store time for the gap fill; a community's events skip their tag probes when it"
        " is deleted", migration_22},
+  {23, "invites by creator, for the bound on open invites", migration_23},
 };
 
 constexpr const char* create_ledger = R"sql(

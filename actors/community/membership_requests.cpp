@@ -126,6 +126,8 @@ membership_reply reply_for(std::uint32_t kind, membership_outcome outcome,
   if (outcome == o::banned)
     return {false, kind == join_request_kind ? "blocked: you are banned from this community"
                                              : "blocked: this pubkey is banned from this community"};
+  if (outcome == o::community_full)
+    return {false, "restricted: this community has reached its member limit"};
   if (kind == join_request_kind) {
     switch (outcome) {
       case o::changed: return {true, "info: welcome to " + relay_url + "!"};

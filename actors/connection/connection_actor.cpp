@@ -175,6 +175,14 @@ void request_invite(self_ptr self, protocol::req_message& message) {
                                              "auth-required: authenticate to request an invite"));
     return;
   }
+  // Only members may ever invite (the writer checks the stored role): anyone else is refused
+  // here, without a statement on the one membership writer.
+  if (!st.logic->known_member(*st.logic->authenticated())) {
+    bump(st.args.metrics->queries_refused);
+    send_frame(self, protocol::render_closed(message.subscription_id,
+                                             "restricted: you may not create invites in this community"));
+    return;
+  }
   // Each waits on the one membership writer: as many as queries may run, no more.
   if (st.awaiting_invite.size() >= st.args.policy.max_queries_in_flight) {
     bump(st.args.metrics->queries_refused);

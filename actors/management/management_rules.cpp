@@ -82,6 +82,9 @@ management_reply management_reply_for(storage::membership_outcome outcome) {
     case o::banned:
       return management_refusal(200, management_outcome::error,
                                 "this pubkey is banned from the community; unban it first");
+    case o::community_full:
+      return management_refusal(200, management_outcome::error,
+                                "this community has reached its member limit");
     case o::failed:
       return management_refusal(503, management_outcome::failed,
                                 "could not update membership, please retry");

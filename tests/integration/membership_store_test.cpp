@@ -257,3 +257,19 @@ TEST_CASE_METHOD(membership_fixture, "a join without an invite is refused once t
   open_join.requested_by = other;
   CHECK(apply(open_join).results[0].outcome == outcome::changed);
 }
+
+TEST_CASE_METHOD(membership_fixture, "a user holds a bounded number of open invites, the operator any",
+                 "[integration][membership][bounds]") {
+  auto owner = key(1), stranger = key(9);
+  REQUIRE(apply(command(membership_change::provision_owner, owner, member_role::owner)).committed);
+  auto now = now_seconds();
+  for (std::int64_t i = 0; i < storage::max_open_invites_per_user; ++i)
+    REQUIRE(members.mint_invite(community, owner, 1, 3600, now));
+  CHECK_FALSE(members.mint_invite(community, owner, 1, 3600, now));
+  CHECK(members.last_error().empty()); // refused, not failed
+  CHECK_FALSE(members.mint_invite(community, stranger, 1, 3600, now));
+  CHECK(members.mint_invite(community, std::nullopt, 1, 3600, now));
+  // Expired invites no longer count.
+  CHECK(members.mint_invite(community, owner, 1, 3600, now + 3601));
+}
+

@@ -40,6 +40,8 @@ struct gateway_context {
   std::atomic<std::size_t> partial_message_bytes{0};
   /// Host lookups sent to the directory actor and not answered yet.
   std::atomic<std::size_t> host_lookups_waiting{0};
+  /// NIP-86 calls waiting on the management actor (answer_management).
+  std::atomic<std::size_t> management_calls_waiting{0};
 };
 
 } // namespace comb::actors

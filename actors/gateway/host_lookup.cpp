@@ -5,6 +5,7 @@
 #include <boost/asio.hpp>
 #include <memory>
 
+#include "actors/gateway/waiting_place.hpp"
 #include "actors/messages.hpp"
 
 namespace comb::actors {
@@ -18,20 +19,13 @@ namespace {
 /// request for a host not cached is answered 503 at once.
 constexpr std::size_t max_waiting_host_lookups = 256;
 
-/// Gives its place in the lookups waiting back when the lookup ends, however it ends.
-struct waiting_lookup {
-  std::atomic<std::size_t>& waiting;
-  ~waiting_lookup() { waiting.fetch_sub(1, std::memory_order_relaxed); }
-};
-
 } // namespace
 
 asio::awaitable<host_lookup> lookup_host(gateway_context& context, std::string host) {
   if (auto hit = context.communities->cached(host))
     co_return *hit;
-  waiting_lookup place{context.host_lookups_waiting};
-  auto waiting_before = context.host_lookups_waiting.fetch_add(1, std::memory_order_relaxed);
-  if (waiting_before >= max_waiting_host_lookups) {
+  waiting_place place(context.host_lookups_waiting, max_waiting_host_lookups);
+  if (!place.taken()) {
     bump(context.metrics->host_lookups_refused);
     co_return host_lookup{false, std::nullopt};
   }

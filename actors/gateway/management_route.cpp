@@ -7,6 +7,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/http.hpp>
 
+#include "actors/gateway/waiting_place.hpp"
 #include "actors/management/management_actor.hpp"
 #include "actors/messages.hpp"
 
@@ -15,6 +16,12 @@ namespace asio = boost::asio;
 namespace http = boost::beast::http;
 
 namespace {
+
+/// NIP-86 calls that may wait on the management actor at once, over the pod. It checks each
+/// call's NIP-98 signature and asks Postgres for the caller's role, one call at a time, and any
+/// stranger may call: past it a call is answered 503 at once, so an owner's calls do not queue
+/// behind a flood.
+constexpr std::size_t max_waiting_management_calls = 64;
 
 management_call call_of(const http_request& request, std::int64_t community_id, std::string host) {
   management_call call;
@@ -41,7 +48,7 @@ http_response response_of(const http_request& request, const management_reply& r
 
 } // namespace
 
-asio::awaitable<http_response> answer_management(const gateway_context& context,
+asio::awaitable<http_response> answer_management(gateway_context& context,
                                                  const http_request& request,
                                                  std::int64_t community_id, std::string host) {
   if (!context.management)
@@ -50,6 +57,12 @@ asio::awaitable<http_response> answer_management(const gateway_context& context,
   if (request.target() != "/")
     co_return response_of(request, management_refusal(404, management_outcome::failed,
                                                       "NIP-86 is served on the relay's URL, /"));
+  waiting_place place(context.management_calls_waiting, max_waiting_management_calls);
+  if (!place.taken()) {
+    bump(context.metrics->management_calls_refused);
+    co_return response_of(request, management_refusal(503, management_outcome::failed,
+                                                      "too many management calls are waiting, retry shortly"));
+  }
   auto executor = co_await asio::this_coro::executor;
   caf::actor management = context.management;
   management_call call = call_of(request, community_id, std::move(host));

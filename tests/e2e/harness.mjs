@@ -57,7 +57,7 @@ export function sign(sk, { kind = 1, content = '', tags = [], created_at = now()
 /** A fresh key pair as { sk, pk }. */
 export function keys() { const sk = generateSecretKey(); return { sk, pk: getPublicKey(sk) } }
 
-function psql(sql, database) {
+function databaseUrl(database) {
   let url = process.env.COMB_TEST_DATABASE_URL
   if (!url) throw new Error('COMB_TEST_DATABASE_URL is not set (source tools/services.sh env)')
   if (database) {
@@ -65,9 +65,30 @@ function psql(sql, database) {
     u.pathname = `/${database}`
     url = u.toString()
   }
+  return url
+}
+
+function psql(sql, database) {
+  const url = databaseUrl(database)
   return new Promise((resolve, reject) => {
     execFile('psql', [url, '-v', 'ON_ERROR_STOP=1', '-qAtc', sql], { timeout: 20000 },
       (error, stdout, stderr) => (error ? reject(new Error(`psql ${sql}: ${stderr || error}`)) : resolve(stdout)))
+  })
+}
+
+/**
+ * Runs `statements` in a transaction left open by a psql session of its own (to hold a lock);
+ * resolves once they ran, to { release() }, which rolls back and ends the session.
+ */
+export function holdTransaction(database, statements) {
+  const session = spawn('psql', [databaseUrl(database), '-v', 'ON_ERROR_STOP=1', '-qAt'], { stdio: ['pipe', 'pipe', 'inherit'] })
+  const ended = new Promise((resolve) => session.once('exit', resolve))
+  return new Promise((resolve, reject) => {
+    session.stdout.once('data', () => resolve({
+      release: async () => { session.stdin.end('ROLLBACK;\n'); await ended },
+    }))
+    session.once('exit', (code) => reject(new Error(`psql ended (${code}) before holding ${statements}`)))
+    session.stdin.write(`BEGIN; ${statements}; SELECT 'held';\n`)
   })
 }
 

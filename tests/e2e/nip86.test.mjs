@@ -7,7 +7,7 @@ import assert from 'node:assert/strict'
 import http from 'node:http'
 import { makeHttpAuth, sendManagementRequest, ManagementMethod } from '@welshman/util'
 import { Nip01Signer } from '@welshman/signer'
-import { RawClient, httpGet, itStopsCleanly, keys, now, sign, withRelay } from './harness.mjs'
+import { RawClient, holdTransaction, httpGet, itStopsCleanly, keys, now, sign, withRelay } from './harness.mjs'
 
 const hex = (sk) => Buffer.from(sk).toString('hex')
 
@@ -279,6 +279,28 @@ describe('NIP-86 management of a community', () => {
     assert.equal(doc.self, relay.pubkey, 'self is the relay key')
     assert.ok(doc.supported_nips.includes(86))
     await assertListIsMembers(relay)
+  })
+
+  it('answers 503 at once past the calls that may wait on the management actor', async () => {
+    const { relay } = ctx
+    const stranger = keys()
+    const request = { method: 'listallowedpubkeys', params: [] }
+    const auth = await signedAuth(relay, stranger, request)
+    // The actor reads the caller's role: with the members table locked, every call waits.
+    const lock = await holdTransaction(relay.database, 'LOCK TABLE members IN ACCESS EXCLUSIVE MODE')
+    const calls = Array.from({ length: 80 }, () => post(relay, auth, request))
+    try {
+      await new Promise((r) => setTimeout(r, 1500))
+    } finally {
+      await lock.release()
+    }
+    const answers = await Promise.all(calls)
+    const busy = answers.filter((a) => a.status === 503)
+    assert.ok(busy.length >= 80 - 64, `${busy.length} calls answered 503`)
+    assert.match(busy[0].json.error, /too many management calls are waiting/)
+    // The ones that waited were answered once the lock went: a stranger may not manage.
+    assert.ok(answers.filter((a) => a.status === 403).length >= 1)
+    assert.ok((await relay.metric('comb_management_calls_refused_total')) >= 80 - 64)
   })
 
   it('counts calls by method and outcome', async () => {

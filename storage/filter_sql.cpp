@@ -232,6 +232,19 @@ std::string hidden_rooms_sql(const protocol::room_hiding& hiding, param_list& pa
 
 namespace {
 
+/// Several filters' limits scaled down together, each to at least one row, when they add up to
+/// more than max_union_rows (a reply may hold fewer events than its filters ask for).
+void union_limits(std::vector<std::pair<const protocol::filter*, std::uint32_t>>& wanted) {
+  std::uint64_t total = 0;
+  for (const auto& item : wanted)
+    total += item.second;
+  if (total <= max_union_rows)
+    return;
+  for (auto& item : wanted)
+    item.second = static_cast<std::uint32_t>(
+      std::max<std::uint64_t>(1, std::uint64_t{item.second} * max_union_rows / total));
+}
+
 /// What history_select returns of each row.
 enum class row_columns {
   raw,         ///< `raw`
@@ -282,7 +295,10 @@ std::optional<sql_statement> history_select(const std::vector<protocol::filter>&
   }
   // Each filter keeps its own order and limit; the union removes events several filters found.
   // A later page reads the union again and goes on after the cursor: which of its rows each
-  // filter gave is not known, so no filter's limit can be reduced.
+  // filter gave is not known, so no filter's limit can be reduced. Every page thus reads the
+  // whole union: its limits together are bounded (union_limits), else one small REQ of many
+  // filters would have Postgres read up to filters x max_limit rows for every page.
+  union_limits(wanted);
   std::vector<std::string> selects;
   for (const auto& [f, limit] : wanted)
     selects.push_back(filter_select(*f, limit, "e.id, e.created_at", params));

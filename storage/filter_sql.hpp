@@ -22,9 +22,14 @@ struct sql_statement {
   bool fixed_plan = false;
 };
 
+/// Rows several filters of one REQ may ask for together: past it each filter's limit is scaled
+/// down (every page of such a reply reads the filters' whole union again).
+inline constexpr std::uint64_t max_union_rows = 10000;
+
 /// The history part of a REQ: one statement returning the `raw` JSON of matching events in
 /// `community_id`, newest first (same second: lowest id first), each filter limited by its
-/// `limit` (absent: `default_limit`), distinct across filters, unexpired at `now`.
+/// `limit` (absent: `default_limit`; several filters together at most `max_union_rows`),
+/// distinct across filters, unexpired at `now`.
 /// Nothing when no filter can return a row (an empty value list, `limit: 0`, since > until,
 /// tag values that are never indexed), so the caller need not ask the database.
 [[nodiscard]] std::optional<sql_statement> history_sql(std::int64_t community_id,

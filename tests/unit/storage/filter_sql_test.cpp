@@ -212,6 +212,29 @@ TEST_CASE("several filters are unioned, each with its own limit, newest first ov
   CHECK(placeholders_in(s->text) == 6);
 }
 
+TEST_CASE("several filters asking for more than the union bound share it", "[storage][filter_sql]") {
+  std::vector<filter> filters(20);
+  for (std::uint32_t i = 0; i < filters.size(); ++i) {
+    filters[i].kinds = std::vector<std::uint32_t>{i};
+    filters[i].limit = 5000;
+  }
+  filters[0].limit = 1;
+  auto s = history_sql(5, filters, 9, 500);
+  REQUIRE(s);
+  // Parameters: community, now, then kind and limit for each filter.
+  std::uint64_t total = 0;
+  for (std::size_t i = 0; i < filters.size(); ++i)
+    total += std::stoull(param(*s, 4 + 2 * static_cast<int>(i)));
+  CHECK(total <= max_union_rows);
+  CHECK(param(*s, 4) == "1");    // a small limit keeps at least a row
+  CHECK(param(*s, 6) == "526");  // 5000 x 10000 / 95001
+  // Within the bound nothing changes.
+  filters.resize(2);
+  auto within = history_sql(5, filters, 9, 500);
+  REQUIRE(within);
+  CHECK(param(*within, 6) == "5000");
+}
+
 TEST_CASE("count unions filters without limits", "[storage][filter_sql]") {
   filter a;
   a.kinds = std::vector<std::uint32_t>{1};

@@ -194,13 +194,14 @@ std::string node_id_of(const conf::relay_settings& s) {
   return protocol::to_hex(random);
 }
 
-/// The event body cache's counters in Prometheus' text format ("" without a cache).
+/// The storage readers' queue depth in Prometheus' text format.
 std::string render_reader_queue(const reader_waits& waits) {
   return "# HELP comb_queries_queued REQ and COUNT queries sent to the storage readers and not yet answered.\n"
          "# TYPE comb_queries_queued gauge\ncomb_queries_queued "
          + std::to_string(waits.queued_total()) + "\n";
 }
 
+/// The event body cache's counters in Prometheus' text format ("" without a cache).
 std::string render_body_cache(const storage::event_body_cache* bodies) {
   if (!bodies)
     return {};

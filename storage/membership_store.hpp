@@ -28,11 +28,11 @@ using second_waiter = std::function<std::int64_t(std::int64_t)>;
 [[nodiscard]] std::optional<std::vector<member>> load_members(pg_connection& connection,
                                                               std::int64_t community_id);
 
-/// A minted invite: the plain code (shown once, stored only hashed) and its bounds.
-/// Open (unexpired, unrevoked) invites one user may hold in a community: each mint is a row, and
-/// a user may ask again and again. The operator (comb-admin) is not bounded.
+/// Open (unexpired, unrevoked, not used up) invites one user may hold in a community: each mint
+/// is a row, and a user may ask again and again. The operator (comb-admin) is not bounded.
 inline constexpr std::int64_t max_open_invites_per_user = 100;
 
+/// A minted invite: the plain code (shown once, stored only hashed) and its bounds.
 struct minted_invite {
   std::string code;
   std::int64_t expires_at = 0;

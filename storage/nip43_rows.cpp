@@ -93,11 +93,24 @@ void record_request_outcomes(pg_connection& c, std::int64_t community_id,
                              const std::vector<membership_outcome>& outcomes) {
   if (claims.fresh.empty())
     return;
-  pg_array ids, names;
+  pg_array ids, names, forgotten;
+  bool any_forgotten = false;
   for (const auto& [id, index] : claims.fresh) {
+    // Refused only because the community was full: forgotten, as a request never tried (busy
+    // ones never get here), so the same request sent again once there is room is applied.
+    if (outcomes.at(index) == membership_outcome::community_full) {
+      forgotten.add_bytea(id);
+      any_forgotten = true;
+      continue;
+    }
     ids.add_bytea(id);
     names.add_text(outcome_name(outcomes.at(index)));
   }
+  if (any_forgotten)
+    checked(c.exec("DELETE FROM processed_requests WHERE community_id = $1::bigint"
+                   " AND event_id = ANY($2::bytea[])",
+                   {std::to_string(community_id), forgotten.str()}),
+            "forget requests refused for a full community");
   checked(c.exec("UPDATE processed_requests p SET outcome = u.outcome"
                  " FROM unnest($2::bytea[], $3::text[]) AS u(id, outcome)"
                  " WHERE p.community_id = $1::bigint AND p.event_id = u.id",

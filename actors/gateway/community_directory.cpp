@@ -72,6 +72,8 @@ void end_inactive_communities(caf::stateful_actor<directory_state>* self) {
   auto& st = self->state;
   if (!st.args.registry || !st.args.close_community)
     return;
+  // A deleted community leaves the registry (its id is never used again): forget it here too.
+  std::erase_if(st.closed, [&](std::int64_t id) { return !st.args.registry->find(id); });
   std::vector<std::int64_t> known;
   for (auto id : st.args.registry->community_ids())
     if (!st.closed.contains(id))

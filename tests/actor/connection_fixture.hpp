@@ -144,6 +144,8 @@ struct fixture {
   /// The community actor the connections `connect` opens ask for membership changes (none
   /// unless a test sets one: membership is unavailable then).
   caf::actor community;
+  /// The membership writer the connections `connect` opens ask for invites (none unless set).
+  caf::actor membership_writer;
   /// Bounds of the connections `connect` opens (community, host and limits are set there).
   connection_policy base_policy;
   /// The pod's reader queues, as the connections `connect` opens see them (none unless set).
@@ -172,6 +174,7 @@ struct fixture {
     args.readers_waiting = readers_waiting;
     args.metrics = metrics;
     args.community = community;
+    args.membership_writer = membership_writer;
     c.actor = system->spawn(connection_actor, std::move(args));
     spawned.push_back(c.actor);
     run();

@@ -150,3 +150,23 @@ TEST_CASE_METHOD(fixture, "while the pod's readers hold their bound, REQs and CO
   say(c, R"(["COUNT","n",{"kinds":[1]}])");
   CHECK(c.sink->take() == std::vector<std::string>{R"(["COUNT","n",{"count":0}])"});
 }
+
+TEST_CASE_METHOD(fixture, "an invite is refused to a non-member before the membership writer is asked",
+                 "[actor][connection][bounds]") {
+  base_policy.members = std::make_shared<member_cache>();
+  auto asked = std::make_shared<int>(0);
+  membership_writer = system->spawn([asked](caf::event_based_actor*) -> caf::behavior {
+    return {[asked](mint_atom, std::uint64_t, std::int64_t, const protocol::bytes32&) { ++*asked; }};
+  });
+  spawned.push_back(membership_writer);
+  auto c = connect();
+  auto auth = test::sign_event(alice, 22242, "", {{"relay", "wss://hive.test"}, {"challenge", c.challenge}});
+  say(c, "[\"AUTH\"," + protocol::render_event_json(auth) + "]");
+  REQUIRE(c.sink->take() == std::vector<std::string>{ok_frame(auth, true, "")});
+  say(c, R"(["REQ","i",{"kinds":[28935]}])");
+  CHECK(c.sink->take()
+        == std::vector<std::string>{
+          protocol::render_closed("i", "restricted: you may not create invites in this community")});
+  CHECK(metrics->queries_refused.load() == 1);
+  CHECK(*asked == 0);
+}

@@ -295,9 +295,8 @@ describe('NIP-86 management of a community', () => {
       await lock.release()
     }
     const answers = await Promise.all(calls)
-    const busy = answers.filter((a) => a.status === 503)
-    assert.ok(busy.length >= 80 - 64, `${busy.length} calls answered 503`)
-    assert.match(busy[0].json.error, /too many management calls are waiting/)
+    const busy = answers.filter((a) => a.status === 503 && /too many management calls are waiting/.test(a.json.error))
+    assert.ok(busy.length >= 80 - 64, `${busy.length} calls answered 503 at once`)
     // The ones that waited were answered once the lock went: a stranger may not manage.
     assert.ok(answers.filter((a) => a.status === 403).length >= 1)
     assert.ok((await relay.metric('comb_management_calls_refused_total')) >= 80 - 64)

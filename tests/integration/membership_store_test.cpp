@@ -5,6 +5,8 @@
 
 #include "storage/member_list.hpp"
 #include "storage/pg_connection.hpp"
+#include <cstring>
+
 #include "support/membership_fixture.hpp"
 #include "support/test_events.hpp"
 
@@ -263,13 +265,45 @@ TEST_CASE_METHOD(membership_fixture, "a user holds a bounded number of open invi
   auto owner = key(1), stranger = key(9);
   REQUIRE(apply(command(membership_change::provision_owner, owner, member_role::owner)).committed);
   auto now = now_seconds();
+  std::optional<storage::minted_invite> last;
   for (std::int64_t i = 0; i < storage::max_open_invites_per_user; ++i)
-    REQUIRE(members.mint_invite(community, owner, 1, 3600, now));
+    REQUIRE((last = members.mint_invite(community, owner, 1, 3600, now)));
   CHECK_FALSE(members.mint_invite(community, owner, 1, 3600, now));
   CHECK(members.last_error().empty()); // refused, not failed
   CHECK_FALSE(members.mint_invite(community, stranger, 1, 3600, now));
   CHECK(members.mint_invite(community, std::nullopt, 1, 3600, now));
+  // An invite used up is no longer open.
+  auto join = command(membership_change::claim_invite, key(7));
+  join.requested_by = key(7);
+  join.invite_code = last->code;
+  REQUIRE(apply(join).results[0].outcome == outcome::changed);
+  CHECK(members.mint_invite(community, owner, 1, 3600, now));
+  CHECK_FALSE(members.mint_invite(community, owner, 1, 3600, now));
   // Expired invites no longer count.
   CHECK(members.mint_invite(community, owner, 1, 3600, now + 3601));
 }
 
+TEST_CASE_METHOD(membership_fixture, "a join refused for a full community is applied when sent again with room",
+                 "[integration][membership][bounds]") {
+  auto owner = key(1);
+  std::vector<storage::membership_command> everyone{
+    command(membership_change::provision_owner, owner, member_role::owner)};
+  for (std::uint32_t i = 1; i < storage::max_community_members; ++i) {
+    protocol::bytes32 k{};
+    std::memcpy(k.data(), &i, sizeof i);
+    k[31] = 0xee;
+    everyone.push_back(command(membership_change::add_member, k));
+  }
+  REQUIRE(paced(members, community, everyone).committed);
+  auto newcomer = key(8);
+  auto join = command(membership_change::claim_membership, newcomer);
+  join.requested_by = newcomer;
+  join.request_id = key(42);
+  auto full = apply(join);
+  REQUIRE(full.committed);
+  CHECK(full.results[0].outcome == outcome::community_full);
+  CHECK_FALSE(full.list);
+  REQUIRE(apply(command(membership_change::remove_member, everyone.back().subject)).committed);
+  CHECK(apply(join).results[0].outcome == outcome::changed); // the same request, with room now
+  CHECK(apply(join).results[0].outcome == outcome::already_member);
+}

@@ -92,7 +92,8 @@ public:
 
   /// Stores a new invite (hashed) and returns its code. With a `requester`, only if they may
   /// invite (owner, admin, or member where members may invite) and hold fewer than
-  /// `max_open_invites_per_user` open invites: otherwise nothing, and `last_error()` stays empty. Without one (the operator), always. `max_uses` 0: unlimited.
+  /// `max_open_invites_per_user` open invites: otherwise nothing, and `last_error()` stays
+  /// empty. Without one (the operator), always. `max_uses` 0: unlimited.
   [[nodiscard]] std::optional<minted_invite> mint_invite(std::int64_t community_id,
                                                          const std::optional<protocol::bytes32>& requester,
                                                          std::int64_t max_uses,

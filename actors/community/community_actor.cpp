@@ -112,15 +112,14 @@ void refresh(self_ptr self, const storage::community_access& state) {
     // Archived or deleted: nobody may stay. Marked first, so that a connection registering
     // while the open ones are closed is closed as it registers. Unarchiving needs no action
     // here: new connections find the community again through the directory.
+    bool was_ended = st.args.cache->ended();
     st.args.cache->set_ended(true);
-    if (!st.gone && hooks)
+    if (!was_ended && hooks)
       hooks->close_all(st.args.community_id);
-    st.gone = true;
     if (!state.exists)
       return;
   } else {
     st.args.cache->set_ended(false);
-    st.gone = false;
   }
   apply_members(self, state.version, state.members);
   apply_access(self, state);

@@ -56,7 +56,6 @@ struct community_state {
   std::int64_t access_version = 0;
   bool closed = false;
   bool archived = false;
-  bool gone = false; ///< archived or deleted: connections were ended
   /// The newest list has this second: commands wait for the next one, then go together.
   bool waiting_for_clock = false;
   std::chrono::steady_clock::time_point batch_started;

@@ -5,6 +5,7 @@
 #include <boost/asio.hpp>
 #include <memory>
 
+#include "actors/gateway/ask_actor.hpp"
 #include "actors/gateway/waiting_place.hpp"
 #include "actors/messages.hpp"
 
@@ -30,20 +31,7 @@ asio::awaitable<host_lookup> lookup_host(gateway_context& context, std::string h
     co_return host_lookup{false, std::nullopt};
   }
   bump(context.metrics->host_lookups);
-  auto executor = co_await asio::this_coro::executor;
-  caf::actor directory = context.directory;
-  auto ask = [directory, host, executor](auto handler) {
-    auto shared = std::make_shared<decltype(handler)>(std::move(handler));
-    lookup_callback reply = [shared, executor](host_lookup answer) {
-      asio::post(executor, [shared, answer = std::move(answer)]() mutable {
-        std::move (*shared)(std::move(answer));
-      });
-    };
-    caf::anon_send(directory, lookup_atom_v, host, std::move(reply));
-  };
-  host_lookup answer =
-    co_await asio::async_initiate<decltype(asio::use_awaitable), void(host_lookup)>(
-      ask, asio::use_awaitable);
+  host_lookup answer = co_await ask_actor<host_lookup>(context.directory, lookup_atom_v, std::move(host));
   co_return answer;
 }
 

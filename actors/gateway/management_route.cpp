@@ -1,12 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "actors/gateway/management_route.hpp"
 
-#include <boost/asio/async_result.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/this_coro.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/http.hpp>
 
+#include "actors/gateway/ask_actor.hpp"
 #include "actors/gateway/waiting_place.hpp"
 #include "actors/management/management_actor.hpp"
 #include "actors/messages.hpp"
@@ -63,21 +60,9 @@ asio::awaitable<http_response> answer_management(gateway_context& context,
     co_return response_of(request, management_refusal(503, management_outcome::failed,
                                                       "too many management calls are waiting, retry shortly"));
   }
-  auto executor = co_await asio::this_coro::executor;
-  caf::actor management = context.management;
   management_call call = call_of(request, community_id, std::move(host));
-  auto ask = [management, executor, call = std::move(call)](auto handler) {
-    auto shared = std::make_shared<decltype(handler)>(std::move(handler));
-    management_callback reply = [shared, executor](management_reply answer) {
-      asio::post(executor, [shared, answer = std::move(answer)]() mutable {
-        std::move (*shared)(std::move(answer));
-      });
-    };
-    caf::anon_send(management, manage_atom_v, call, std::move(reply));
-  };
   management_reply reply =
-    co_await asio::async_initiate<decltype(asio::use_awaitable), void(management_reply)>(
-      ask, asio::use_awaitable);
+    co_await ask_actor<management_reply>(context.management, manage_atom_v, std::move(call));
   co_return response_of(request, reply);
 }
 

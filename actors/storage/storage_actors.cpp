@@ -255,14 +255,12 @@ caf::behavior storage_reader(caf::stateful_actor<reader_state>* self, reader_arg
       note_answered(self->state.args);
     },
     [=](count_atom, const history_request& request) {
-      if (client_gone(self->state.args, request)) {
-        note_answered(self->state.args);
-        return;
+      if (!client_gone(self->state.args, request)) {
+        auto result = self->state.store->count(request.community_id, request.filters, unix_now(),
+                                                request.hidden);
+        self->send(request.reply_to, counted_atom_v, request.subscription_id, request.generation,
+                   std::move(result));
       }
-      auto result = self->state.store->count(request.community_id, request.filters, unix_now(),
-                                             request.hidden);
-      self->send(request.reply_to, counted_atom_v, request.subscription_id, request.generation,
-                 std::move(result));
       note_answered(self->state.args);
     },
   };

@@ -135,6 +135,9 @@ using flush_atom = caf::atom_constant<caf::atom("flush")>;
 inline constexpr flush_atom flush_atom_v{};
 using tick_atom = caf::atom_constant<caf::atom("tick")>;
 inline constexpr tick_atom tick_atom_v{};
+/// To a connection holding a query back: a storage reader ended one (reader_waits).
+using resume_atom = caf::atom_constant<caf::atom("resume")>;
+inline constexpr resume_atom resume_atom_v{};
 using shutdown_atom = caf::atom_constant<caf::atom("shutdown")>;
 inline constexpr shutdown_atom shutdown_atom_v{};
 

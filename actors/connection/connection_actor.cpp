@@ -511,33 +511,46 @@ const caf::actor& reader_for(connection_self self) {
   return pick_reader(args.readers, args.readers_waiting.get(), args.owner);
 }
 
+namespace {
+
+/// The pod's readers hold their bound: the next query stays here until a reader ends one.
+void wait_for_room(connection_self self) {
+  auto& st = self->state;
+  if (std::exchange(*st.waiting_for_room, true))
+    return;
+  bump(st.args.metrics->queries_waited);
+  st.args.readers_waiting->wait_for_room(caf::actor_cast<caf::actor>(self));
+}
+
+void on_resume(connection_self self) {
+  auto& st = self->state;
+  *st.waiting_for_room = false;
+  start_waiting_queries(self);
+  if (!*st.waiting_for_room && st.waiting_queries.empty())
+    st.args.readers_waiting->wake_next(); // the room it was woken for goes to the next waiter
+}
+
+} // namespace
+
 // REQs closed while they waited are skipped; while the pod's readers hold their bound, the
-// queries that would start are refused.
+// next query waits for room there.
 void start_waiting_queries(connection_self self) {
   auto& st = self->state;
-  const protocol::rejection busy{protocol::reason::rate_limited,
-                                 "the relay is answering too many queries; try again shortly"};
   while (!st.waiting_queries.empty() && st.logic->query_may_start()) {
+    auto* req = std::get_if<live_request>(&st.waiting_queries.front());
+    if (req && !st.logic->is_open(req->subscription_id, req->generation)) {
+      st.waiting_queries.pop_front();
+      continue;
+    }
+    if (st.args.readers_waiting && st.args.readers_waiting->full())
+      return wait_for_room(self);
     auto next = std::move(st.waiting_queries.front());
     st.waiting_queries.pop_front();
-    bool readers_full = st.args.readers_waiting && st.args.readers_waiting->full();
-    if (auto* req = std::get_if<live_request>(&next)) {
-      if (!st.logic->is_open(req->subscription_id, req->generation))
-        continue;
-      if (readers_full) {
-        refuse_subscription(self, req->subscription_id, busy);
-        continue;
-      }
-      st.logic->query_started();
-      self->send(st.args.fanout, subscribe_atom_v, std::move(*req));
+    st.logic->query_started();
+    if (auto* live = std::get_if<live_request>(&next)) {
+      self->send(st.args.fanout, subscribe_atom_v, std::move(*live));
     } else {
       --st.waiting_counts;
-      if (readers_full) {
-        bump(st.args.metrics->queries_refused);
-        send_frame(self, protocol::render_closed(std::get<history_request>(next).subscription_id, busy.text()));
-        continue;
-      }
-      st.logic->query_started();
       start_count(self, std::move(std::get<history_request>(next)));
     }
   }
@@ -550,6 +563,12 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, conn
   st.history = std::make_shared<history_flow>();
   st.history->sink = st.args.sink;
   send_frame(self, protocol::render_auth_challenge(st.args.challenge));
+  if (st.args.readers_waiting)
+    self->attach_functor([waits = st.args.readers_waiting, waiting = st.waiting_for_room,
+                          me = self->address()] {
+      if (*waiting)
+        waits->leave(me);
+    });
   return {
     [=](frame_atom, const std::string& text) {
       on_frame(self, text);
@@ -567,6 +586,7 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, conn
       if (self->state.logic->subscription_count() > 0)
         schedule_echo_expiry(self);
     },
+    [=](resume_atom) { on_resume(self); },
     [=](deliver_atom, const live_batch& batch) { on_deliver(self, batch); },
     [=](member_done_atom, std::uint64_t ticket, const storage::membership_result& result) {
       on_member_done(self, ticket, result);

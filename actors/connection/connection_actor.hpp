@@ -62,6 +62,9 @@ struct connection_state {
   std::unordered_map<std::uint64_t, count_in_flight> counts_in_flight;
   std::uint64_t next_count = 1;
   bool echo_expiry_scheduled = false;
+  /// In the pod's queue of connections waiting for room at the readers (reader_waits); shared
+  /// with the actor's end, which must then leave that queue.
+  std::shared_ptr<bool> waiting_for_room = std::make_shared<bool>(false);
   /// What this connection's history replies hold on their way out; readers pace by it.
   history_flow_ptr history;
   static inline const char* name = "connection";

@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: MIT
 #include "actors/storage/reader_waits.hpp"
 
+#include <algorithm>
+
+#include "actors/messages.hpp"
+
 namespace comb::actors {
 
 reader_waits::reader_waits(std::size_t readers)
@@ -65,13 +69,49 @@ void reader_waits::queued(std::size_t reader) noexcept {
     queued_[reader].fetch_add(1, std::memory_order_relaxed);
 }
 
-void reader_waits::answered(std::size_t reader) noexcept {
+void reader_waits::answered(std::size_t reader) {
   if (reader >= count_)
     return;
   // Never below zero, whatever a test or a lost message did.
   std::uint32_t now = queued_[reader].load(std::memory_order_relaxed);
   while (now > 0 && !queued_[reader].compare_exchange_weak(now, now - 1, std::memory_order_relaxed)) {
   }
+  wake_next();
+}
+
+void reader_waits::wait_for_room(caf::actor connection) {
+  std::lock_guard lock(waiters_mutex_);
+  waiters_.push_back(std::move(connection));
+}
+
+void reader_waits::wake_next() {
+  caf::actor next;
+  {
+    std::lock_guard lock(waiters_mutex_);
+    if (waiters_.empty())
+      return;
+    next = std::move(waiters_.front());
+    waiters_.pop_front();
+  }
+  caf::anon_send(next, resume_atom_v);
+}
+
+void reader_waits::leave(const caf::actor_addr& connection) {
+  {
+    std::lock_guard lock(waiters_mutex_);
+    auto it = std::find_if(waiters_.begin(), waiters_.end(),
+                           [&](const caf::actor& waiter) { return waiter.address() == connection; });
+    if (it != waiters_.end()) {
+      waiters_.erase(it);
+      return;
+    }
+  }
+  wake_next(); // its wake-up was on its way: the next waiter has it
+}
+
+std::size_t reader_waits::waiters() const {
+  std::lock_guard lock(waiters_mutex_);
+  return waiters_.size();
 }
 
 reply_wait_slot::~reply_wait_slot() {

@@ -4,7 +4,9 @@
 #include <atomic>
 #include <caf/all.hpp>
 #include <cstdint>
+#include <deque>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 namespace comb::actors {
@@ -15,10 +17,15 @@ namespace comb::actors {
 /// will likely wait again; queries go to the least-queued reader that is not waiting, so slow or
 /// hostile readers never hold every reader, and a short REQ does not queue behind a long reply
 /// when another reader is idle.
+///
+/// Past `max_queued_per_reader`, a connection keeps its next query (a client that opens queries
+/// and leaves, again and again, must not grow the readers' queues) and waits its turn: each
+/// query a reader ends wakes the connection that has waited longest. A burst of REQs (every
+/// client of a restarted pod subscribing at once) is answered late, never refused.
 class reader_waits {
 public:
-  /// Queries queued per reader, on average over the pod, past which new ones are refused: a
-  /// client that opens queries and leaves, again and again, must not grow the readers' queues.
+  /// Queries queued per reader, on average over the pod, past which new ones wait in their
+  /// connection.
   static constexpr std::uint32_t max_queued_per_reader = 64;
 
   explicit reader_waits(std::size_t readers);
@@ -35,15 +42,27 @@ public:
   /// Marks `reader` as waiting; false when no slot is free (the reply must not wait).
   [[nodiscard]] bool begin_wait(std::size_t reader) noexcept;
   void end_wait(std::size_t reader) noexcept;
-  /// A query was sent to `reader` / `reader` finished one.
+  /// A query was sent to `reader` / `reader` finished one (which wakes the longest waiter).
   void queued(std::size_t reader) noexcept;
-  void answered(std::size_t reader) noexcept;
+  void answered(std::size_t reader);
+
+  /// `connection` holds a query back while `full()`: it gets (resume_atom) when a reader ends
+  /// one. At most once per connection at a time (the connection remembers it asked).
+  void wait_for_room(caf::actor connection);
+  /// Passes a wake-up on to the next waiter (one woken with nothing left to start).
+  void wake_next();
+  /// A connection that asked to wait has ended: out of the queue, or, when its wake-up was
+  /// already sent, that wake-up goes to the next waiter.
+  void leave(const caf::actor_addr& connection);
+  [[nodiscard]] std::size_t waiters() const;
 
 private:
   std::size_t count_;
   std::unique_ptr<std::atomic<bool>[]> waiting_;
   std::unique_ptr<std::atomic<std::uint32_t>[]> queued_;
   std::atomic<std::size_t> free_slots_;
+  mutable std::mutex waiters_mutex_;
+  std::deque<caf::actor> waiters_;
 };
 
 /// A reader's wait slot for one reply: taken at the reply's first wait, given back when the

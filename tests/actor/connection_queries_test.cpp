@@ -134,21 +134,89 @@ TEST_CASE_METHOD(fixture, "a failed history reply closes only the subscription i
   CHECK(c.sink->take() == std::vector<std::string>{ok_frame(note, true, ""), event_on("s", note)});
 }
 
-TEST_CASE_METHOD(fixture, "while the pod's readers hold their bound, REQs and COUNTs are refused, not queued",
+TEST_CASE_METHOD(fixture, "while the pod's readers hold their bound, REQs and COUNTs wait their turn, not refused",
                  "[actor][connection][bounds]") {
   readers_waiting = std::make_shared<reader_waits>(1);
   for (std::uint32_t i = 0; i < reader_waits::max_queued_per_reader; ++i)
     readers_waiting->queued(0); // others' queries, not yet answered
-  auto c = connect();
-  const std::string busy = "rate-limited: the relay is answering too many queries; try again shortly";
-  say(c, R"(["REQ","r",{"kinds":[1]}])");
-  CHECK(c.sink->take() == std::vector<std::string>{protocol::render_closed("r", busy)});
-  say(c, R"(["COUNT","n",{"kinds":[1]}])");
-  CHECK(c.sink->take() == std::vector<std::string>{protocol::render_closed("n", busy)});
-  CHECK(metrics->queries_refused.load() == 2);
+  auto first = connect();
+  auto second = connect();
+  say(first, R"(["COUNT","m",{"kinds":[1]}])");
+  say(first, R"(["REQ","r",{"kinds":[1]}])");
+  say(second, R"(["COUNT","n",{"kinds":[1]}])");
+  CHECK(first.sink->take().empty());
+  CHECK(second.sink->take().empty());
+  CHECK(store->count_calls == 0);
+  CHECK(readers_waiting->waiters() == 2); // each connection once, in arrival order
+  CHECK(metrics->queries_waited.load() == 2);
+  CHECK(metrics->queries_refused.load() == 0);
+
+  // A reader ends a query: the connection that waited first starts its COUNT, which fills the
+  // readers again, so its REQ waits once more, behind the other connection.
   readers_waiting->answered(0);
-  say(c, R"(["COUNT","n",{"kinds":[1]}])");
-  CHECK(c.sink->take() == std::vector<std::string>{R"(["COUNT","n",{"count":0}])"});
+  run();
+  CHECK(first.sink->take() == std::vector<std::string>{R"(["COUNT","m",{"count":0}])"});
+  CHECK(second.sink->take().empty());
+  CHECK(readers_waiting->waiters() == 2);
+  readers_waiting->answered(0);
+  run();
+  CHECK(second.sink->take() == std::vector<std::string>{R"(["COUNT","n",{"count":0}])"});
+  CHECK(store->held_queries.empty());
+  CHECK(readers_waiting->waiters() == 1);
+  readers_waiting->answered(0);
+  run();
+  REQUIRE(store->held_queries.size() == 1);
+  release_history();
+  CHECK(first.sink->take() == std::vector<std::string>{R"(["EOSE","r"])"});
+  CHECK(readers_waiting->waiters() == 0);
+  CHECK(metrics->queries_refused.load() == 0);
+}
+
+TEST_CASE_METHOD(fixture, "a connection that ends while it waits for the readers passes its turn on",
+                 "[actor][connection][bounds]") {
+  readers_waiting = std::make_shared<reader_waits>(1);
+  for (std::uint32_t i = 0; i < reader_waits::max_queued_per_reader; ++i)
+    readers_waiting->queued(0);
+  auto leaving = connect();
+  auto staying = connect();
+  say(leaving, R"(["REQ","a",{"kinds":[1]}])");
+  say(staying, R"(["REQ","b",{"kinds":[1]}])");
+  CHECK(readers_waiting->waiters() == 2);
+  caf::anon_send(leaving.actor, hangup_atom_v);
+  run();
+  CHECK(readers_waiting->waiters() == 1); // it left the queue as it ended
+  readers_waiting->answered(0);
+  run();
+  CHECK(store->held_queries.size() == 1);
+  release_history();
+  CHECK(staying.sink->take() == std::vector<std::string>{R"(["EOSE","b"])"});
+}
+
+TEST_CASE("a wake-up sent to a connection that then ended goes to the next waiter", "[actors][bounds]") {
+  caf::actor_system_config config;
+  config.set("scheduler.policy", caf::atom("testing"));
+  config.set("logger.verbosity", caf::atom("quiet"));
+  caf::actor_system system(config);
+  auto& sched = dynamic_cast<caf::scheduler::test_coordinator&>(system.scheduler());
+  auto woken = std::make_shared<std::vector<int>>();
+  auto waiter = [&](int n) {
+    return system.spawn([woken, n](caf::event_based_actor*) -> caf::behavior {
+      return {[woken, n](resume_atom) { woken->push_back(n); }};
+    });
+  };
+  auto gone = waiter(1);
+  auto next = waiter(2);
+  reader_waits waits(1);
+  waits.wait_for_room(gone);
+  waits.wait_for_room(next);
+  waits.wake_next(); // to `gone`, which ends before reading it
+  waits.leave(gone.address());
+  sched.run();
+  CHECK(*woken == std::vector<int>{1, 2});
+  CHECK(waits.waiters() == 0);
+  caf::anon_send_exit(gone, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(next, caf::exit_reason::user_shutdown);
+  sched.run();
 }
 
 TEST_CASE_METHOD(fixture, "an invite is refused to a non-member before the membership writer is asked",

@@ -3,7 +3,7 @@
 // that must not arrive, on the same path, whose arrival means the first would have arrived too.
 import { describe, it, before } from 'node:test'
 import assert from 'node:assert/strict'
-import { withRelay, itStopsCleanly, toolsRelay, within, RawClient, keys, sign, now, idsOf, newestFirst }
+import { withRelay, itStopsCleanly, toolsRelay, within, RawClient, holdTransaction, keys, sign, now, idsOf, newestFirst }
   from './harness.mjs'
 
 describe('subscribe', () => {
@@ -123,6 +123,32 @@ describe('subscribe', () => {
     assert.deepEqual(after.filter((e) => e.kind !== 7).map((e) => e.content), [],
       'events of the replaced filter delivered after the new EOSE')
     await reader.close()
+  })
+
+  it('a burst of REQs past what the storage readers may queue is answered late, never refused', async () => {
+    // 40 connections x 5 REQs = 200 queries against a bound of 64 per reader (2 readers): with
+    // the events table locked, the readers cannot end any, so the rest must wait their turn.
+    const { pk } = keys()
+    const clients = []
+    for (let i = 0; i < 40; i++) clients.push(await RawClient.open(relay))
+    const lock = await holdTransaction(relay.database, 'LOCK TABLE events IN ACCESS EXCLUSIVE MODE')
+    const waitedBefore = await relay.metric('comb_queries_waited_total')
+    const replies = []
+    try {
+      for (const [c, client] of clients.entries())
+        for (let n = 0; n < 5; n++) {
+          client.send(['REQ', `burst-${c}-${n}`, { authors: [pk], kinds: [n] }])
+          replies.push(client.history(`burst-${c}-${n}`, 20000).then((r) => r.end))
+        }
+      const waited = async () => (await relay.metric('comb_queries_waited_total')) - waitedBefore
+      for (let tries = 0; tries < 50 && (await waited()) === 0; tries++) await new Promise((r) => setTimeout(r, 100))
+      assert.ok((await waited()) > 0, 'the burst reached the readers\' bound')
+    } finally {
+      await lock.release()
+    }
+    const ends = await Promise.all(replies)
+    assert.deepEqual(ends.filter((end) => end[0] !== 'EOSE'), [], 'every REQ ends with EOSE')
+    for (const client of clients) await client.close()
   })
 
   describe('filters', () => {

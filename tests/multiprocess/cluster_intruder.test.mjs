@@ -10,8 +10,8 @@ import { execFile } from 'node:child_process'
 import { mkdtemp, rm, writeFile, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { RawClient, keys, sign, now, freePort } from '../e2e/harness.mjs'
-import { eventually, readiness, startPods, stopCleanly } from './pods.mjs'
+import { RawClient, keys, sign, now, freePort, httpGet } from '../e2e/harness.mjs'
+import { eventually, startPods, stopCleanly } from './pods.mjs'
 
 const intruderBin = process.env.COMB_INTRUDER_BIN || path.resolve('../../build/bin/comb-intruder')
 const adminBin = process.env.COMB_ADMIN_BIN || path.resolve('../../build/bin/comb-admin')
@@ -84,7 +84,10 @@ async function assertRepelled(report, pod, before, linked) {
   assert.match(pod.log(), /cluster: refused .*welcome from a node this pod did not dial/)
   assert.match(pod.log(), /reflected/)
   assert.match(pod.log(), /dropped a message the cluster port does not take/)
-  assert.equal(await readiness(pod), 200)
+  // Should this fail, the reason and the pod's last cluster lines say which link dropped and why.
+  const ready = await httpGet(pod.port, '/readyz')
+  const clusterLog = pod.log().split('\n').filter((l) => /cluster|bridge/.test(l)).slice(-15).join('\n')
+  assert.equal(ready.status, 200, `${ready.body.trim()}\n${clusterLog}`)
   assert.equal(await pod.metric('comb_cluster_peers_linked'), linked)
 }
 

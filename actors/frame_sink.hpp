@@ -3,7 +3,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -70,12 +69,6 @@ public:
     for (auto& frame : frames)
       send(std::move(frame));
   }
-
-  /// Runs `work` on the connection's socket thread, after what that thread already has to do,
-  /// in the order of the calls. Work that must not hold an actor thread goes there (a
-  /// signature check: one CAF worker then serves every actor without slowing ingest). By
-  /// default, and in tests, it runs at once on the caller's thread.
-  virtual void run_beside(std::function<void()> work) { work(); }
 
   /// Ends the connection after what is already queued.
   virtual void close(close_reason why) = 0;

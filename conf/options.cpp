@@ -107,7 +107,7 @@ std::vector<option> make_options() {
     text("server.public_url", "COMB_PUBLIC_URL", "URL clients type (same for every pod behind a load balancer); empty: ws:// + listen", [](S& s) -> auto& { return s.public_url; }),
     text("server.data_dir", "COMB_DATA_DIR", "data folder (relay key, private Postgres)", [](S& s) -> auto& { return s.data_dir; }),
     number<unsigned>("server.io_threads", "COMB_IO_THREADS", "threads running sockets (each its own; new sockets go to each in turn)", [](S& s) -> auto& { return s.io_threads; }, 1, 64),
-    number<unsigned>("server.worker_threads", "COMB_WORKER_THREADS", "threads running actors (parsing, checks, fan-out; signatures are verified on the socket threads)", [](S& s) -> auto& { return s.worker_threads; }, 1, 64),
+    number<unsigned>("server.worker_threads", "COMB_WORKER_THREADS", "threads running actors (parsing, signatures, fan-out)", [](S& s) -> auto& { return s.worker_threads; }, 1, 64),
     text("server.name", "COMB_NAME", "NIP-11 name", [](S& s) -> auto& { return s.name; }),
     text("server.description", "COMB_DESCRIPTION", "NIP-11 description", [](S& s) -> auto& { return s.description; }),
     text("server.contact", "COMB_CONTACT", "NIP-11 contact", [](S& s) -> auto& { return s.contact; }),

@@ -22,9 +22,7 @@ struct relay_settings {
   std::string config_file;
   std::string data_dir = "./var";
   unsigned io_threads = 2;
-  /// One: signatures are checked on the socket threads, the actors' work is light, and a REQ
-  /// wakes fewer threads (docs/benchmarks.md, "signatures on the socket threads").
-  unsigned worker_threads = 1;
+  unsigned worker_threads = 2;
   std::string name = "comb";
   std::string description = "A community relay";
   std::string contact;

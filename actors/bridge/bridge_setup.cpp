@@ -137,9 +137,7 @@ std::optional<pod_bridge> start_bridge(caf::actor_system& system, boost::asio::i
   args.redis = pod.redis;
   args.cluster_secret = s.cluster_secret;
   auto inbound = args.inbound;
-  // On a thread of its own: it verifies the signature of every event the other pods send, which
-  // must not hold the actor worker (one by default) that serves every connection.
-  pod.actor = system.spawn<caf::detached>(bridge_actor, std::move(args));
+  pod.actor = system.spawn(bridge_actor, std::move(args));
   if (pod.redis)
     if (auto problem = pod.redis->start(pod.actor, inbound, metrics)) {
       error = "COMB_REDIS_URL: " + *problem;

@@ -147,13 +147,6 @@ bool connection::must_leave() const {
 
 std::optional<rejection> connection::admit_event(const protocol::event& ev, std::int64_t now,
                                                  double clock) {
-  if (auto refused = admit_unverified_event(ev, now, clock))
-    return refused;
-  return protocol::verify_event(ev);
-}
-
-std::optional<rejection> connection::admit_unverified_event(const protocol::event& ev,
-                                                            std::int64_t now, double clock) {
   if (closed_community() && !authenticated_)
     return rejection{reason::auth_required, "this community requires authentication"};
   // A non-member of a closed community may authenticate and then only ask to join.
@@ -187,7 +180,9 @@ std::optional<rejection> connection::admit_unverified_event(const protocol::even
   }
   if (author_not_admitted(ev))
     return rejection{reason::restricted, "the author of this event is not a member of this community"};
-  return check_room_event(ev, now);
+  if (auto refused = check_room_event(ev, now))
+    return refused;
+  return protocol::verify_event(ev);
 }
 
 protocol::room_reader connection::reader_of(const cached_room& room,

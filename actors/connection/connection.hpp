@@ -144,12 +144,6 @@ public:
                                                                std::int64_t now,
                                                                double clock);
 
-  /// admit_event without the signature (and id) check, which the caller then runs elsewhere
-  /// (protocol::verify_event) before the event goes anywhere.
-  [[nodiscard]] std::optional<protocol::rejection> admit_unverified_event(const protocol::event& ev,
-                                                                          std::int64_t now,
-                                                                          double clock);
-
   /// NIP-29: an event posted to rooms (`h` tags) must name rooms of this community, be recent,
   /// and, where one is `restricted`, come from one of its members (every `h` counts). Room requests (9000-9022) are
   /// judged by the room rules in their transaction, not here.

@@ -13,7 +13,6 @@
 #include "protocol/room.hpp"
 #include "protocol/canonical_json.hpp"
 #include "protocol/client_message.hpp"
-#include "protocol/event_check.hpp"
 #include "protocol/relay_message.hpp"
 #include "storage/event_rows.hpp"
 
@@ -116,45 +115,6 @@ void on_room_done(self_ptr self, std::uint64_t ticket, protocol::room_outcome ou
   st.awaiting_membership.erase(it);
 }
 
-/// Stored events only: membership and room requests and ephemeral events are rare, and verified
-/// on the actor where they are decided.
-bool verified_beside(const protocol::event& ev) {
-  return !is_membership_request(ev.kind) && !protocol::is_room_request_kind(ev.kind)
-         && protocol::classify(ev.kind) != protocol::kind_class::ephemeral;
-}
-
-/// On the socket's thread (frame_sink::run_beside), so that no actor thread spends a signature
-/// check: the event goes on to the writer, or its OK false to the client, which frees its place
-/// among the events in flight as the writer's OK would.
-void verify_then_store(const caf::actor& writer, relay_metrics& metrics, ok_route& route,
-                       std::int64_t community, std::shared_ptr<const protocol::event>& ev,
-                       std::vector<std::string>& rooms) {
-  if (auto bad = protocol::verify_event(*ev)) {
-    bump(metrics.events_rejected);
-    route.sink->send(protocol::render_ok(ev->id, false, bad->text()));
-    route.answered->fetch_add(1, std::memory_order_release);
-    return;
-  }
-  bump(metrics.events_accepted);
-  auto json = std::make_shared<const std::string>(protocol::render_event_json(*ev));
-  caf::anon_send(writer, store_atom_v, std::move(route),
-                 storage::event_write{community, std::move(ev), std::move(json), std::move(rooms)});
-}
-
-void store_once_verified(self_ptr self, protocol::event&& ev) {
-  auto& st = self->state;
-  st.logic->event_sent();
-  auto rooms = st.logic->admitted_rooms(ev);
-  ok_route route{st.args.sink, st.events_answered, protocol::to_hex(ev.id)};
-  st.args.sink->run_beside(
-    [writer = st.args.writer, metrics = st.args.metrics, route = std::move(route),
-     community = st.args.policy.community_id,
-     shared_event = std::make_shared<const protocol::event>(std::move(ev)),
-     rooms = std::move(rooms)]() mutable {
-      verify_then_store(writer, *metrics, route, community, shared_event, rooms);
-    });
-}
-
 void on_event(self_ptr self, protocol::event_message& message) {
   auto& st = self->state;
   auto& metrics = *st.args.metrics;
@@ -162,18 +122,11 @@ void on_event(self_ptr self, protocol::event_message& message) {
   const protocol::event& ev = message.ev;
   // The writer's OKs since the last event free their places in the bound on events in flight.
   st.logic->events_answered(st.events_answered->exchange(0, std::memory_order_acquire));
-  const bool beside = verified_beside(ev);
-  auto refused = beside ? st.logic->admit_unverified_event(ev, unix_now(), monotonic_seconds())
-                        : st.logic->admit_event(ev, unix_now(), monotonic_seconds());
-  if (refused) {
+  if (auto refused = st.logic->admit_event(ev, unix_now(), monotonic_seconds())) {
     bump(metrics.events_rejected);
     if (ev.kind == 5 && deletion_targets(ev) > st.args.policy.max_deletion_targets)
       bump(metrics.deletions_refused);
     send_frame(self, protocol::render_ok(ev.id, false, refused->text()));
-    return;
-  }
-  if (beside) {
-    store_once_verified(self, std::move(message.ev));
     return;
   }
   bump(metrics.events_accepted);
@@ -187,11 +140,20 @@ void on_event(self_ptr self, protocol::event_message& message) {
   }
   auto shared_event = std::make_shared<const protocol::event>(std::move(message.ev));
   auto json = std::make_shared<const std::string>(protocol::render_event_json(*shared_event));
-  committed_event accepted{st.args.policy.community_id, {shared_event, json}};
-  self->send(st.args.fanout, publish_atom_v, accepted);
-  if (st.args.bridge)
-    self->send(st.args.bridge, publish_atom_v, accepted);
-  send_frame(self, protocol::render_ok(shared_event->id, true, ""));
+  std::int64_t community = st.args.policy.community_id;
+  if (protocol::classify(shared_event->kind) == protocol::kind_class::ephemeral) {
+    committed_event accepted{community, {shared_event, json}};
+    self->send(st.args.fanout, publish_atom_v, accepted);
+    if (st.args.bridge)
+      self->send(st.args.bridge, publish_atom_v, accepted);
+    send_frame(self, protocol::render_ok(shared_event->id, true, ""));
+    return;
+  }
+  st.logic->event_sent();
+  ok_route route{st.args.sink, st.events_answered, protocol::to_hex(shared_event->id)};
+  auto rooms = st.logic->admitted_rooms(*shared_event);
+  self->send(st.args.writer, store_atom_v, std::move(route),
+             storage::event_write{community, std::move(shared_event), std::move(json), std::move(rooms)});
 }
 
 bool asks_for_invite(const protocol::req_message& message) {

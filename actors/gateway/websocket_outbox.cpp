@@ -37,10 +37,6 @@ bool websocket_outbox::over_bound(std::size_t frame_bytes) const {
   return pod + frame_bytes > max_pod_bytes_ && pending_bytes_ + frame_bytes >= pod_share_bytes;
 }
 
-void websocket_outbox::run_beside(std::function<void()> work) {
-  asio::post(strand_, std::move(work));
-}
-
 void websocket_outbox::send(std::string frame) {
   enqueue({std::move(frame), nullptr, nullptr});
 }

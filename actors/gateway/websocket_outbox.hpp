@@ -59,9 +59,6 @@ public:
 
   void close(close_reason why) override;
 
-  /// Posted to the strand: the socket's own thread, in call order.
-  void run_beside(std::function<void()> work) override;
-
   /// On the strand: waits for frames, then moves the oldest into `batch` (empty on entry), at
   /// most `max_frames` and, past the first, `max_bytes`. Returns false, with nothing moved, once
   /// the connection is closing (then `closing()` says why). Frames queued before a graceful

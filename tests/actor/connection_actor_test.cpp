@@ -55,51 +55,6 @@ TEST_CASE_METHOD(fixture, "a forged EVENT is refused without touching storage", 
         == std::vector<std::string>{ok_frame(ev, false, "invalid: event id does not match its content")});
 }
 
-TEST_CASE_METHOD(fixture, "a stored event's signature is checked on the socket's thread, not the actor's",
-                 "[actor][connection]") {
-  base_policy.max_events_in_flight = 1;
-  auto c = connect();
-  c.sink->hold_beside = true;
-  auto forged = test::sign_event(alice, 1, "forged");
-  forged.sig[0] ^= 1; // the id matches its content; only the signature is wrong
-  say(c, test::event_frame(forged));
-  // The actor is done with it: nothing stored, nothing answered, nothing counted yet.
-  CHECK(store->store_calls == 0);
-  CHECK(c.sink->take().empty());
-  CHECK(metrics->events_rejected.load() == 0);
-  CHECK(c.sink->run_held_beside() == 1);
-  run();
-  CHECK(store->store_calls == 0);
-  CHECK(c.sink->take()
-        == std::vector<std::string>{ok_frame(forged, false, "invalid: signature verification failed")});
-  CHECK(metrics->events_rejected.load() == 1);
-
-  // The refusal freed the one place in flight, as the writer's OK would have.
-  auto valid = test::sign_event(alice, 1, "valid");
-  say(c, test::event_frame(valid));
-  CHECK(c.sink->take().empty());
-  CHECK(c.sink->run_held_beside() == 1);
-  run();
-  CHECK(store->store_calls == 1);
-  CHECK(metrics->events_accepted.load() == 1);
-  CHECK(c.sink->take() == std::vector<std::string>{ok_frame(valid, true, "")});
-}
-
-TEST_CASE_METHOD(fixture, "ephemeral events are still verified by the actor itself",
-                 "[actor][connection]") {
-  auto c = connect();
-  c.sink->hold_beside = true;
-  auto ephemeral = test::sign_event(bob, 20001, "typing");
-  auto forged = ephemeral;
-  forged.sig[5] ^= 1;
-  say(c, test::event_frame(forged));
-  say(c, test::event_frame(ephemeral));
-  CHECK(c.sink->run_held_beside() == 0);
-  CHECK(c.sink->take()
-        == std::vector<std::string>{ok_frame(forged, false, "invalid: signature verification failed"),
-                                    ok_frame(ephemeral, true, "")});
-}
-
 TEST_CASE_METHOD(fixture, "malformed frames get one NOTICE and the connection stays usable",
                  "[actor][connection]") {
   auto c = connect();

@@ -7,7 +7,6 @@
 #include <caf/scheduler/test_coordinator.hpp>
 #include <catch2/catch.hpp>
 #include <algorithm>
-#include <functional>
 #include <mutex>
 
 #include "actors/community/ban_list.hpp"
@@ -34,28 +33,6 @@ public:
   }
   void close(close_reason why) override { closed_ = why; }
 
-  /// As the socket thread: at once, or, with `hold_beside`, when `run_held_beside` says so.
-  void run_beside(std::function<void()> work) override {
-    if (!hold_beside)
-      return work();
-    std::lock_guard lock(mutex_);
-    held_beside_.push_back(std::move(work));
-  }
-
-  /// The work held so far, in order; how many ran.
-  std::size_t run_held_beside() {
-    std::vector<std::function<void()>> work;
-    {
-      std::lock_guard lock(mutex_);
-      work.swap(held_beside_);
-    }
-    for (auto& w : work)
-      w();
-    return work.size();
-  }
-
-  bool hold_beside = false;
-
   std::vector<std::string> take() {
     std::lock_guard lock(mutex_);
     return std::exchange(frames_, {});
@@ -64,7 +41,6 @@ public:
 private:
   std::mutex mutex_;
   std::vector<std::string> frames_;
-  std::vector<std::function<void()>> held_beside_;
   std::optional<close_reason> closed_;
 };
 

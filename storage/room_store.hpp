@@ -9,6 +9,7 @@
 #include "protocol/room_rules.hpp"
 #include "protocol/signature.hpp"
 #include "storage/membership.hpp"
+#include "storage/room_rows.hpp" // load_rooms, for the callers
 
 namespace comb::storage {
 
@@ -87,10 +88,6 @@ struct rooms_restore {
                                           std::int64_t community_id,
                                           const std::vector<protocol::room_state>& rooms,
                                           std::int64_t now);
-
-/// Every room of a community with its flags and members, in id order; nothing on an error.
-[[nodiscard]] std::optional<std::vector<protocol::room_state>> load_rooms(pg_connection& connection,
-                                                                          std::int64_t community_id);
 
 /// Inside an open membership transaction that removed `pubkeys` from the community: removes
 /// them from every room of it and rewrites each affected room's 39002 (and 39001 when one had

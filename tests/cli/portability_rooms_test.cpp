@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: MIT
+// comb-admin export / import of a community's rooms (--rooms-from-state).
+#include "portability_support.hpp"
+
+using namespace comb;
+using namespace comb::test;
+using namespace comb::test_portability;
+
+TEST_CASE("export then import --rooms-from-state moves a community's rooms, members, roles and pins", "[cli][portability]") {
+  cli_fixture f;
+  auto owner = protocol::key_pair::generate();
+  auto alice = protocol::key_pair::generate();
+  auto bob = protocol::key_pair::generate();
+  auto carol = protocol::key_pair::generate(); // never a member
+  auto hex = [](const protocol::key_pair& k) { return protocol::to_hex(k.public_key()); };
+  f.admin_ok({"community", "create", "from.example", "--owner", npub(owner), "--closed"});
+  f.admin_ok({"member", "add", "from.example", hex(alice)});
+  f.admin_ok({"member", "add", "from.example", hex(bob)});
+  storage::pg_connection connection(f.database.conninfo());
+  storage::room_store rooms(connection, f.relay_key);
+  std::int64_t now = unix_now();
+  using o = protocol::room_outcome;
+  const auto from = community_id(f, "from.example");
+  REQUIRE(room_request(rooms, from, owner, 9007, {{"h", "pizza"}}, now) == o::changed);
+  REQUIRE(room_request(rooms, from, owner, 9002, {{"h", "pizza"}, {"name", "Pizza"}, {"about", "hot"}, {"private"}, {"closed"}}, now) == o::changed);
+  REQUIRE(room_request(rooms, from, owner, 9000, {{"h", "pizza"}, {"p", hex(alice), "moderator"}}, now) == o::changed);
+  REQUIRE(room_request(rooms, from, owner, 9000, {{"h", "pizza"}, {"p", hex(bob)}}, now) == o::changed);
+  auto pinned = sign_event(bob, 1, "pinned", {{"h", "pizza"}}, now);
+  REQUIRE(room_request(rooms, from, owner, 9010, {{"h", "pizza"}, {"e", protocol::to_hex(pinned.id)}}, now) == o::changed);
+  REQUIRE(room_request(rooms, from, owner, 9007, {{"h", "pasta"}}, now) == o::changed);
+  REQUIRE(room_request(rooms, from, bob, 9021, {{"h", "pasta"}}, now) == o::changed);
+
+  auto path = file_in(f, "rooms.jsonl");
+  f.admin_ok({"export", "from.example", "--out", path});
+  f.admin_ok({"community", "create", "to.example", "--owner", npub(owner), "--closed"});
+  auto run = f.admin({"import", "to.example", "--in", path, "--members-from-list", "--rooms-from-state", "--json"});
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  CHECK(count_of(run.json(), "rooms_created") == 2);
+  CHECK(count_of(run.json(), "room_members_left_out") == 0);
+  CHECK(rooms_shown(f, "to.example") == rooms_shown(f, "from.example"));
+  const auto to = community_id(f, "to.example");
+  auto about = [&f](std::int64_t community) {
+    return f.sql("SELECT string_agg(room_id || ':' || name || ':' || about || ':' || picture, ','"
+                 " ORDER BY room_id) FROM rooms WHERE community_id = $1::bigint",
+                 {std::to_string(community)});
+  };
+  CHECK(about(to) == about(from));
+  // Each room's state is the relay's own, written once per kind, and the pins came along.
+  CHECK(f.sql("SELECT count(*) FROM events WHERE community_id = $1::bigint AND kind IN (39000, 39001, 39002, 39003)"
+              " AND pubkey = $2::bytea",
+              {std::to_string(to), "\\x" + protocol::to_hex(f.relay_key.public_key())})
+        == "8");
+  CHECK(f.sql("SELECT count(*) FROM events WHERE community_id = $1::bigint AND kind = 39005"
+              " AND d_tag = 'pizza' AND position($2 in raw) > 0",
+              {std::to_string(to), protocol::to_hex(pinned.id)})
+        == "1");
+
+  // Access follows the moved rooms: alice moderates pizza, bob is in it, carol cannot join.
+  REQUIRE(room_request(rooms, to, alice, 9001, {{"h", "pizza"}, {"p", hex(bob)}}, now) == o::changed);
+  CHECK(room_request(rooms, to, bob, 9000, {{"h", "pasta"}, {"p", hex(alice)}}, now) == o::not_allowed);
+  CHECK(room_request(rooms, to, carol, 9021, {{"h", "pasta"}}, now) == o::not_in_community);
+  CHECK(room_request(rooms, to, bob, 9021, {{"h", "pizza"}}, now) == o::invite_required);
+
+  auto again = f.admin({"import", "to.example", "--in", path, "--rooms-from-state", "--json"});
+  REQUIRE(again.exit_code == 0);
+  CHECK(count_of(again.json(), "rooms_created") == 0);
+}
+
+TEST_CASE("import --rooms-from-state takes only the file's relay's state and a closed community's members", "[cli][portability]") {
+  cli_fixture f;
+  auto owner = protocol::key_pair::generate();
+  auto alice = protocol::key_pair::generate();
+  auto stranger = protocol::key_pair::generate();
+  auto other_relay = protocol::key_pair::generate();
+  auto hex = [](const protocol::key_pair& k) { return protocol::to_hex(k.public_key()); };
+  f.admin_ok({"community", "create", "c.example", "--owner", npub(owner), "--closed"});
+  f.admin_ok({"member", "add", "c.example", hex(alice)});
+  auto t = unix_now() - 100;
+  auto path = file_in(f, "state.jsonl");
+  write_lines(path, {
+    json_of(sign_event(other_relay, 13534, "", {{"-"}, {"member", hex(alice)}}, t)),
+    json_of(sign_event(other_relay, 39000, "", {{"d", "den"}, {"name", "Den"}}, t)),
+    json_of(sign_event(other_relay, 39002, "", {{"d", "den"}, {"p", hex(alice)}, {"p", hex(stranger)}}, t)),
+    json_of(sign_event(other_relay, 39001, "", {{"d", "den"}, {"p", hex(stranger), "admin"}}, t)),
+    // Anyone's key but the list's: not room state.
+    json_of(sign_event(stranger, 39000, "", {{"d", "forged"}, {"name", "Forged"}}, t)),
+    json_of(sign_event(stranger, 39002, "", {{"d", "den"}, {"p", hex(stranger)}}, t + 1)),
+  });
+  auto run = f.admin({"import", "c.example", "--in", path, "--rooms-from-state", "--json"});
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  CHECK(count_of(run.json(), "rooms_created") == 1);
+  CHECK(count_of(run.json(), "room_members_left_out") == 1); // the stranger: not a member here
+  auto list = f.admin_ok({"room", "list", "c.example", "--json"}).json();
+  REQUIRE(list.at("rooms").as_array().size() == 1);
+  CHECK(list.at("rooms").as_array()[0].at("id").as_string() == "den");
+  auto members = f.admin_ok({"room", "members", "c.example", "den", "--json"}).json().at("members").as_array();
+  REQUIRE(members.size() == 1);
+  CHECK(members[0].at("pubkey").as_string() == hex(alice));
+  CHECK(members[0].at("roles").as_array().empty());
+}

@@ -197,6 +197,9 @@ struct live_request {
   std::uint64_t generation = 0;
   std::vector<protocol::filter> filters;
   history_flow_ptr flow; ///< handed on to the history request
+  /// The storage reader the connection picked, counted queued there at once (reader_waits);
+  /// none: the fan-out picks one.
+  caf::actor reader;
 };
 
 /// A minted invite as the connection sends it: the relay-signed 28935, or why there is none.

@@ -257,7 +257,7 @@ void open_subscription(self_ptr self, protocol::req_message& message) {
   });
   st.waiting_queries.emplace_back(
     live_request{self, st.args.owner, st.args.policy.community_id, message.subscription_id,
-                 generation.value(), std::move(message.filters), st.history});
+                 generation.value(), std::move(message.filters), st.history, {}});
   if (!st.logic->query_may_start())
     bump(st.args.metrics->queries_waited);
   start_waiting_queries(self);
@@ -525,35 +525,44 @@ void wait_for_room(connection_self self) {
 void on_resume(connection_self self) {
   auto& st = self->state;
   *st.waiting_for_room = false;
-  start_waiting_queries(self);
-  if (!*st.waiting_for_room && st.waiting_queries.empty())
-    st.args.readers_waiting->wake_next(); // the room it was woken for goes to the next waiter
+  st.args.readers_waiting->resumed();
+  // Nothing started (its queries were closed, or its own bound holds them): the room it was
+  // woken for goes to the next waiter.
+  if (start_waiting_queries(self) == 0 && !*st.waiting_for_room)
+    st.args.readers_waiting->wake_next();
 }
 
 } // namespace
 
 // REQs closed while they waited are skipped; while the pod's readers hold their bound, the
 // next query waits for room there.
-void start_waiting_queries(connection_self self) {
+std::size_t start_waiting_queries(connection_self self) {
   auto& st = self->state;
+  std::size_t started = 0;
   while (!st.waiting_queries.empty() && st.logic->query_may_start()) {
     auto* req = std::get_if<live_request>(&st.waiting_queries.front());
     if (req && !st.logic->is_open(req->subscription_id, req->generation)) {
       st.waiting_queries.pop_front();
       continue;
     }
-    if (st.args.readers_waiting && st.args.readers_waiting->full())
-      return wait_for_room(self);
+    if (st.args.readers_waiting && st.args.readers_waiting->full()) {
+      wait_for_room(self);
+      break;
+    }
     auto next = std::move(st.waiting_queries.front());
     st.waiting_queries.pop_front();
     st.logic->query_started();
+    ++started;
     if (auto* live = std::get_if<live_request>(&next)) {
+      if (!st.args.readers.empty()) // counted queued now, not when the fan-out gets to it
+        live->reader = reader_for(self);
       self->send(st.args.fanout, subscribe_atom_v, std::move(*live));
     } else {
       --st.waiting_counts;
       start_count(self, std::move(std::get<history_request>(next)));
     }
   }
+  return started;
 }
 
 caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, connection_args args) {

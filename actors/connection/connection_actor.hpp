@@ -73,7 +73,8 @@ struct connection_state {
 using connection_self = caf::stateful_actor<connection_state>*;
 
 /// Shared by the actor's files: starts the REQs and COUNTs that wait while there are places.
-void start_waiting_queries(connection_self self);
+/// Returns how many started.
+std::size_t start_waiting_queries(connection_self self);
 
 /// Shared by the actor's files: the storage reader a query goes to.
 [[nodiscard]] const caf::actor& reader_for(connection_self self);

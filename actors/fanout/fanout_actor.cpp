@@ -184,8 +184,9 @@ caf::behavior fanout_actor(caf::stateful_actor<fanout_state>* self, fanout_args 
       history_request history{request.connection, request.community_id, request.subscription_id,
                               request.generation, std::move(request.filters), std::move(request.flow),
                               {}};
-      self->send(pick_reader(readers, st.args.readers_waiting.get(), request.owner), query_atom_v,
-                 std::move(history));
+      self->send(request.reader ? request.reader
+                                : pick_reader(readers, st.args.readers_waiting.get(), request.owner),
+                 query_atom_v, std::move(history));
     },
     [=](unsubscribe_atom, std::uint64_t owner, std::int64_t community, const std::string& sub) {
       send_held(self);

@@ -42,7 +42,8 @@ std::uint64_t reader_waits::queued_total() const noexcept {
 }
 
 bool reader_waits::full() const noexcept {
-  return queued_total() >= std::uint64_t{max_queued_per_reader} * (count_ > 0 ? count_ : 1);
+  return queued_total() + woken_.load(std::memory_order_acquire)
+         >= std::uint64_t{max_queued_per_reader} * (count_ > 0 ? count_ : 1);
 }
 
 bool reader_waits::begin_wait(std::size_t reader) noexcept {
@@ -80,8 +81,20 @@ void reader_waits::answered(std::size_t reader) {
 }
 
 void reader_waits::wait_for_room(caf::actor connection) {
-  std::lock_guard lock(waiters_mutex_);
-  waiters_.push_back(std::move(connection));
+  {
+    std::lock_guard lock(waiters_mutex_);
+    waiters_.push_back(std::move(connection));
+  }
+  // The readers may have ended every query between the caller's look at full() and now, with
+  // nobody queued to wake: then nothing else would.
+  if (!full())
+    wake_next();
+}
+
+void reader_waits::resumed() noexcept {
+  std::uint32_t now = woken_.load(std::memory_order_relaxed);
+  while (now > 0 && !woken_.compare_exchange_weak(now, now - 1, std::memory_order_acq_rel)) {
+  }
 }
 
 void reader_waits::wake_next() {
@@ -92,6 +105,7 @@ void reader_waits::wake_next() {
       return;
     next = std::move(waiters_.front());
     waiters_.pop_front();
+    woken_.fetch_add(1, std::memory_order_acq_rel);
   }
   caf::anon_send(next, resume_atom_v);
 }
@@ -106,7 +120,8 @@ void reader_waits::leave(const caf::actor_addr& connection) {
       return;
     }
   }
-  wake_next(); // its wake-up was on its way: the next waiter has it
+  resumed(); // its wake-up was on its way: the room kept for it goes to the next waiter
+  wake_next();
 }
 
 std::size_t reader_waits::waiters() const {

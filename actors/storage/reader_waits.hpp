@@ -20,8 +20,9 @@ namespace comb::actors {
 ///
 /// Past `max_queued_per_reader`, a connection keeps its next query (a client that opens queries
 /// and leaves, again and again, must not grow the readers' queues) and waits its turn: each
-/// query a reader ends wakes the connection that has waited longest. A burst of REQs (every
-/// client of a restarted pod subscribing at once) is answered late, never refused.
+/// query a reader ends wakes the connection that has waited longest, and the room it frees is
+/// kept for that connection until it has resumed, so a newcomer queues behind it. A burst of
+/// REQs (every client of a restarted pod subscribing at once) is answered late, never refused.
 class reader_waits {
 public:
   /// Queries queued per reader, on average over the pod, past which new ones wait in their
@@ -33,7 +34,8 @@ public:
   /// Queries sent to the readers and not yet answered, over the pod.
   [[nodiscard]] std::uint64_t queued_total() const noexcept;
 
-  /// True when no more queries should be sent: the readers hold their bound.
+  /// True when no more queries should be sent: the readers hold their bound, counting the room
+  /// kept for connections woken and not yet resumed.
   [[nodiscard]] bool full() const noexcept;
 
   /// The reader for a connection's query: the least-queued one that is not waiting, the
@@ -47,9 +49,13 @@ public:
   void answered(std::size_t reader);
 
   /// `connection` holds a query back while `full()`: it gets (resume_atom) when a reader ends
-  /// one. At most once per connection at a time (the connection remembers it asked).
+  /// one, or at once if the readers emptied meanwhile. At most once per connection at a time
+  /// (the connection remembers it asked).
   void wait_for_room(caf::actor connection);
-  /// Passes a wake-up on to the next waiter (one woken with nothing left to start).
+  /// A woken connection has resumed: the room kept for it is its to take now.
+  void resumed() noexcept;
+  /// Wakes the longest waiter, keeping a query's room for it (a reader ended a query, or a woken
+  /// connection had nothing left to start).
   void wake_next();
   /// A connection that asked to wait has ended: out of the queue, or, when its wake-up was
   /// already sent, that wake-up goes to the next waiter.
@@ -61,6 +67,7 @@ private:
   std::unique_ptr<std::atomic<bool>[]> waiting_;
   std::unique_ptr<std::atomic<std::uint32_t>[]> queued_;
   std::atomic<std::size_t> free_slots_;
+  std::atomic<std::uint32_t> woken_{0}; ///< wake-ups sent and not yet resumed
   mutable std::mutex waiters_mutex_;
   std::deque<caf::actor> waiters_;
 };

@@ -169,6 +169,10 @@ TEST_CASE_METHOD(fixture, "while the pod's readers hold their bound, REQs and CO
   release_history();
   CHECK(first.sink->take() == std::vector<std::string>{R"(["EOSE","r"])"});
   CHECK(readers_waiting->waiters() == 0);
+  // Each query waited once (the REQ behind the COUNT, after it); the REQ counts at its reader
+  // from its start, before the fan-out has passed it on.
+  CHECK(metrics->queries_waited.load() == 3);
+  CHECK(readers_waiting->queued_total() == reader_waits::max_queued_per_reader);
   CHECK(metrics->queries_refused.load() == 0);
 }
 
@@ -192,49 +196,77 @@ TEST_CASE_METHOD(fixture, "a connection that ends while it waits for the readers
   CHECK(staying.sink->take() == std::vector<std::string>{R"(["EOSE","b"])"});
 }
 
-TEST_CASE("a wake-up sent to a connection that then ended goes to the next waiter", "[actors][bounds]") {
+namespace {
+
+/// Actors that note each resume_atom they get, on CAF's deterministic scheduler.
+struct wake_recorder {
   caf::actor_system_config config;
-  config.set("scheduler.policy", caf::atom("testing"));
-  config.set("logger.verbosity", caf::atom("quiet"));
-  caf::actor_system system(config);
-  auto& sched = dynamic_cast<caf::scheduler::test_coordinator&>(system.scheduler());
-  auto woken = std::make_shared<std::vector<int>>();
-  auto waiter = [&](int n) {
-    return system.spawn([woken, n](caf::event_based_actor*) -> caf::behavior {
-      return {[woken, n](resume_atom) { woken->push_back(n); }};
-    });
-  };
-  auto gone = waiter(1);
-  auto next = waiter(2);
-  reader_waits waits(1);
-  waits.wait_for_room(gone);
-  waits.wait_for_room(next);
-  waits.wake_next(); // to `gone`, which ends before reading it
-  waits.leave(gone.address());
-  sched.run();
-  CHECK(*woken == std::vector<int>{1, 2});
-  CHECK(waits.waiters() == 0);
-  caf::anon_send_exit(gone, caf::exit_reason::user_shutdown);
-  caf::anon_send_exit(next, caf::exit_reason::user_shutdown);
-  sched.run();
+  std::unique_ptr<caf::actor_system> system;
+  caf::scheduler::test_coordinator* sched = nullptr;
+  std::shared_ptr<std::vector<int>> woken = std::make_shared<std::vector<int>>();
+  std::vector<caf::actor> actors;
+
+  wake_recorder() {
+    config.set("scheduler.policy", caf::atom("testing"));
+    config.set("logger.verbosity", caf::atom("quiet"));
+    system = std::make_unique<caf::actor_system>(config);
+    sched = &dynamic_cast<caf::scheduler::test_coordinator&>(system->scheduler());
+  }
+  ~wake_recorder() {
+    for (auto& a : actors)
+      caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    sched->run();
+  }
+  caf::actor waiter(int n) {
+    actors.push_back(system->spawn([w = woken, n](caf::event_based_actor*) -> caf::behavior {
+      return {[w, n](resume_atom) { w->push_back(n); }};
+    }));
+    return actors.back();
+  }
+};
+
+void fill(reader_waits& waits) {
+  for (std::uint32_t i = 0; i < reader_waits::max_queued_per_reader; ++i)
+    waits.queued(0);
 }
 
-TEST_CASE_METHOD(fixture, "an invite is refused to a non-member before the membership writer is asked",
-                 "[actor][connection][bounds]") {
-  base_policy.members = std::make_shared<member_cache>();
-  auto asked = std::make_shared<int>(0);
-  membership_writer = system->spawn([asked](caf::event_based_actor*) -> caf::behavior {
-    return {[asked](mint_atom, std::uint64_t, std::int64_t, const protocol::bytes32&) { ++*asked; }};
-  });
-  spawned.push_back(membership_writer);
-  auto c = connect();
-  auto auth = test::sign_event(alice, 22242, "", {{"relay", "wss://hive.test"}, {"challenge", c.challenge}});
-  say(c, "[\"AUTH\"," + protocol::render_event_json(auth) + "]");
-  REQUIRE(c.sink->take() == std::vector<std::string>{ok_frame(auth, true, "")});
-  say(c, R"(["REQ","i",{"kinds":[28935]}])");
-  CHECK(c.sink->take()
-        == std::vector<std::string>{
-          protocol::render_closed("i", "restricted: you may not create invites in this community")});
-  CHECK(metrics->queries_refused.load() == 1);
-  CHECK(*asked == 0);
+} // namespace
+
+TEST_CASE("a wake-up sent to a connection that then ended goes to the next waiter", "[actors][bounds]") {
+  wake_recorder r;
+  auto gone = r.waiter(1);
+  auto next = r.waiter(2);
+  reader_waits waits(1);
+  fill(waits);
+  waits.wait_for_room(gone);
+  waits.wait_for_room(next);
+  waits.answered(0); // wakes `gone`, which ends before reading it
+  waits.leave(gone.address());
+  r.sched->run();
+  CHECK(*r.woken == std::vector<int>{1, 2});
+  CHECK(waits.waiters() == 0);
+}
+
+TEST_CASE("the room a reader frees is kept for the woken connection, not taken by a newcomer",
+          "[actors][bounds]") {
+  wake_recorder r;
+  reader_waits waits(1);
+  fill(waits);
+  waits.wait_for_room(r.waiter(1));
+  waits.answered(0);
+  CHECK(waits.full()); // a REQ arriving now on another connection queues behind the woken one
+  waits.resumed();
+  CHECK_FALSE(waits.full());
+  r.sched->run();
+  CHECK(*r.woken == std::vector<int>{1});
+}
+
+TEST_CASE("a connection that asks to wait after the readers emptied is woken at once", "[actors][bounds]") {
+  wake_recorder r;
+  reader_waits waits(1);
+  // It saw the readers full; they ended every query before it asked, with nobody to wake.
+  waits.wait_for_room(r.waiter(1));
+  r.sched->run();
+  CHECK(*r.woken == std::vector<int>{1});
+  CHECK(waits.waiters() == 0);
 }

@@ -67,7 +67,7 @@ struct fixture {
     for (const auto& sub : subs) {
       protocol::filter f;
       f.kinds = std::vector<std::uint32_t>{1};
-      caf::anon_send(fanout, subscribe_atom_v, live_request{actor, owner, 1, sub, 1, {f}, nullptr});
+      caf::anon_send(fanout, subscribe_atom_v, live_request{actor, owner, 1, sub, 1, {f}, nullptr, {}});
     }
     scheduler->run();
     return seen;

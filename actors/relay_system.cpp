@@ -9,6 +9,8 @@
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 #include <caf/openssl/all.hpp>
+#include <atomic>
+#include <csignal>
 #include <iostream>
 #include <memory>
 #include <spdlog/spdlog.h>
@@ -25,6 +27,7 @@
 #include "actors/messages.hpp"
 #include "actors/storage/membership_writer.hpp"
 #include "actors/storage/storage_actors.hpp"
+#include "actors/vital_watch.hpp"
 #include "storage/membership_store.hpp"
 #include "conf/relay_key.hpp"
 #include "protocol/address.hpp"
@@ -184,6 +187,11 @@ struct pod_actors {
   std::shared_ptr<storage::event_body_cache> bodies;
   /// Set once the server exists; the directory calls it for archived or deleted communities.
   std::shared_ptr<community_closer> close_community = std::make_shared<community_closer>();
+  /// Set before the pod stops its actors: from then on their ends are expected.
+  std::shared_ptr<std::atomic<bool>> stopping = std::make_shared<std::atomic<bool>>(false);
+  /// Set when an actor the pod cannot serve without ended on its own (watch_vital_actors).
+  std::shared_ptr<std::atomic<bool>> lost_vital = std::make_shared<std::atomic<bool>>(false);
+  caf::actor vital_watch;
 };
 
 std::string node_id_of(const conf::relay_settings& s) {
@@ -281,7 +289,10 @@ std::shared_ptr<storage::pg_listener> start_listener(asio::io_context& io,
 }
 
 void stop_actors(caf::actor_system& system, pod_actors& pod) {
+  pod.stopping->store(true);
   caf::scoped_actor self{system};
+  if (pod.vital_watch)
+    self->send_exit(pod.vital_watch, caf::exit_reason::user_shutdown);
   for (const auto& writer : pod.writers)
     self->send(writer, shutdown_atom_v);
   for (const auto& writer : pod.writers)
@@ -302,6 +313,25 @@ void stop_actors(caf::actor_system& system, pod_actors& pod) {
   if (pod.registry)
     for (const auto& community : pod.registry->actors())
       self->send_exit(community, caf::exit_reason::user_shutdown);
+}
+
+/// A storage reader or writer, the fan-out or the membership writer that ends while the pod
+/// runs (an uncaught exception) would leave every query, write or delivery sent to it unanswered
+/// while /readyz says ready: the pod stops instead, exit code 1, for its supervisor to restart.
+void watch_vital(caf::actor_system& system, pod_actors& pod) {
+  vital_actors vital{{"the fan-out", pod.fanout}, {"the membership writer", pod.membership_writer}};
+  for (std::size_t i = 0; i < pod.readers.size(); ++i)
+    vital.emplace_back("storage reader " + std::to_string(i), pod.readers[i]);
+  for (std::size_t i = 0; i < pod.writers.size(); ++i)
+    vital.emplace_back("storage writer " + std::to_string(i), pod.writers[i]);
+  pod.vital_watch = watch_vital_actors(
+    system, std::move(vital), [stopping = pod.stopping, lost = pod.lost_vital](const std::string& what) {
+      if (stopping->load())
+        return;
+      lost->store(true);
+      spdlog::critical("{}; the pod stops so that it is restarted", what);
+      std::raise(SIGTERM);
+    });
 }
 
 void wait_for_sessions(const server& gateway, std::chrono::seconds grace) {
@@ -472,6 +502,7 @@ int run_relay(const conf::relay_settings& configured) {
             << protocol::encode_nip19("npub", key->public_key()) << ")" << std::endl;
 
   asio::signal_set signals(io, SIGINT, SIGTERM);
+  watch_vital(system, pod);
   signals.async_wait([&](const boost::system::error_code& ec, int signal) {
     if (ec)
       return;
@@ -503,7 +534,7 @@ int run_relay(const conf::relay_settings& configured) {
   gateway.end_remaining_actors();
   stop_actors(system, pod);
   spdlog::info("stopped");
-  return 0;
+  return pod.lost_vital->load() ? 1 : 0;
 }
 
 } // namespace comb::actors

@@ -6,6 +6,16 @@
 #include "actors/messages.hpp"
 
 namespace comb::actors {
+namespace {
+
+/// One less, never below zero, whatever a test or a lost message did.
+void decrement_to_zero(std::atomic<std::uint32_t>& count) noexcept {
+  std::uint32_t now = count.load(std::memory_order_relaxed);
+  while (now > 0 && !count.compare_exchange_weak(now, now - 1, std::memory_order_acq_rel)) {
+  }
+}
+
+} // namespace
 
 reader_waits::reader_waits(std::size_t readers)
   : count_(readers),
@@ -73,10 +83,7 @@ void reader_waits::queued(std::size_t reader) noexcept {
 void reader_waits::answered(std::size_t reader) {
   if (reader >= count_)
     return;
-  // Never below zero, whatever a test or a lost message did.
-  std::uint32_t now = queued_[reader].load(std::memory_order_relaxed);
-  while (now > 0 && !queued_[reader].compare_exchange_weak(now, now - 1, std::memory_order_relaxed)) {
-  }
+  decrement_to_zero(queued_[reader]);
   wake_next();
 }
 
@@ -92,9 +99,7 @@ void reader_waits::wait_for_room(caf::actor connection) {
 }
 
 void reader_waits::resumed() noexcept {
-  std::uint32_t now = woken_.load(std::memory_order_relaxed);
-  while (now > 0 && !woken_.compare_exchange_weak(now, now - 1, std::memory_order_acq_rel)) {
-  }
+  decrement_to_zero(woken_);
 }
 
 void reader_waits::wake_next() {

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 // What the network may queue for the bridge and the gatekeeper: bounded before it is read.
 #include <caf/all.hpp>
-#include <caf/scheduler/test_coordinator.hpp>
 #include <catch2/catch.hpp>
 
+#include "test_system.hpp"
 #include "actors/bridge/bridge_actor.hpp"
 #include "actors/bridge/cluster_handshake.hpp"
 #include "actors/bridge/gatekeeper.hpp"
@@ -15,18 +15,8 @@ using namespace comb::actors;
 
 namespace {
 
-struct fixture {
-  caf::actor_system_config config;
-  std::unique_ptr<caf::actor_system> system;
-  caf::scheduler::test_coordinator* scheduler = nullptr;
+struct fixture : comb::test::test_system {
   std::shared_ptr<relay_metrics> metrics = std::make_shared<relay_metrics>();
-
-  fixture() {
-    config.set("scheduler.policy", caf::atom("testing"));
-    config.set("logger.verbosity", caf::atom("quiet"));
-    system = std::make_unique<caf::actor_system>(config);
-    scheduler = &dynamic_cast<caf::scheduler::test_coordinator&>(system->scheduler());
-  }
 
   /// A bridge of node "node-a" with the secret "secret", counting into `metrics`.
   bridge_args bridge_of_node_a() const {

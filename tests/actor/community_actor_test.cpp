@@ -2,10 +2,10 @@
 // The community actor on CAF's deterministic scheduler with a fake membership writer that
 // applies batches in memory and can be told to fail.
 #include <caf/all.hpp>
-#include <caf/scheduler/test_coordinator.hpp>
 #include <catch2/catch.hpp>
 #include <set>
 
+#include "test_system.hpp"
 #include "actors/community/community_actor.hpp"
 #include "actors/messages.hpp"
 #include "protocol/canonical_json.hpp"
@@ -136,10 +136,7 @@ caf::behavior observer(caf::event_based_actor*, std::shared_ptr<observations> se
   };
 }
 
-struct fixture {
-  caf::actor_system_config config;
-  std::unique_ptr<caf::actor_system> system;
-  caf::scheduler::test_coordinator* scheduler = nullptr;
+struct fixture : comb::test::test_system {
   std::shared_ptr<fake_membership_db> db = std::make_shared<fake_membership_db>();
   std::shared_ptr<observations> seen = std::make_shared<observations>();
   member_cache_ptr cache = std::make_shared<member_cache>();
@@ -147,10 +144,6 @@ struct fixture {
   caf::actor writer, watcher, community;
 
   fixture() {
-    config.set("scheduler.policy", caf::atom("testing"));
-    config.set("logger.verbosity", caf::atom("quiet"));
-    system = std::make_unique<caf::actor_system>(config);
-    scheduler = &dynamic_cast<caf::scheduler::test_coordinator&>(system->scheduler());
     seen->cache = cache;
     writer = system->spawn(fake_membership_writer, db);
     watcher = system->spawn(observer, seen);

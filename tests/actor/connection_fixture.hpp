@@ -4,11 +4,11 @@
 #pragma once
 
 #include <caf/all.hpp>
-#include <caf/scheduler/test_coordinator.hpp>
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <mutex>
 
+#include "test_system.hpp"
 #include "actors/community/ban_list.hpp"
 #include "actors/connection/connection_actor.hpp"
 #include "actors/fanout/fanout_actor.hpp"
@@ -112,10 +112,7 @@ inline caf::behavior fake_storage(caf::event_based_actor* self, std::shared_ptr<
   };
 }
 
-struct fixture {
-  caf::actor_system_config config;
-  std::unique_ptr<caf::actor_system> system;
-  caf::scheduler::test_coordinator* scheduler = nullptr;
+struct fixture : comb::test::test_system {
   std::shared_ptr<fake_store> store = std::make_shared<fake_store>();
   std::shared_ptr<relay_metrics> metrics = std::make_shared<relay_metrics>();
   caf::actor storage_actor;
@@ -123,10 +120,6 @@ struct fixture {
   std::uint64_t next_owner = 1;
 
   fixture() {
-    config.set("scheduler.policy", caf::atom("testing"));
-    config.set("logger.verbosity", caf::atom("quiet"));
-    system = std::make_unique<caf::actor_system>(config);
-    scheduler = &dynamic_cast<caf::scheduler::test_coordinator&>(system->scheduler());
     storage_actor = system->spawn(fake_storage, store);
     fanout = system->spawn(fanout_actor, fanout_args{{storage_actor}, metrics, nullptr});
     store->fanout = fanout;

@@ -199,23 +199,14 @@ TEST_CASE_METHOD(fixture, "a connection that ends while it waits for the readers
 namespace {
 
 /// Actors that note each resume_atom they get, on CAF's deterministic scheduler.
-struct wake_recorder {
-  caf::actor_system_config config;
-  std::unique_ptr<caf::actor_system> system;
-  caf::scheduler::test_coordinator* sched = nullptr;
+struct wake_recorder : comb::test::test_system {
   std::shared_ptr<std::vector<int>> woken = std::make_shared<std::vector<int>>();
   std::vector<caf::actor> actors;
 
-  wake_recorder() {
-    config.set("scheduler.policy", caf::atom("testing"));
-    config.set("logger.verbosity", caf::atom("quiet"));
-    system = std::make_unique<caf::actor_system>(config);
-    sched = &dynamic_cast<caf::scheduler::test_coordinator&>(system->scheduler());
-  }
   ~wake_recorder() {
     for (auto& a : actors)
       caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
-    sched->run();
+    scheduler->run();
   }
   caf::actor waiter(int n) {
     actors.push_back(system->spawn([w = woken, n](caf::event_based_actor*) -> caf::behavior {
@@ -242,7 +233,7 @@ TEST_CASE("a wake-up sent to a connection that then ended goes to the next waite
   waits.wait_for_room(next);
   waits.answered(0); // wakes `gone`, which ends before reading it
   waits.leave(gone.address());
-  r.sched->run();
+  r.scheduler->run();
   CHECK(*r.woken == std::vector<int>{1, 2});
   CHECK(waits.waiters() == 0);
 }
@@ -257,7 +248,7 @@ TEST_CASE("the room a reader frees is kept for the woken connection, not taken b
   CHECK(waits.full()); // a REQ arriving now on another connection queues behind the woken one
   waits.resumed();
   CHECK_FALSE(waits.full());
-  r.sched->run();
+  r.scheduler->run();
   CHECK(*r.woken == std::vector<int>{1});
 }
 
@@ -266,7 +257,7 @@ TEST_CASE("a connection that asks to wait after the readers emptied is woken at 
   reader_waits waits(1);
   // It saw the readers full; they ended every query before it asked, with nobody to wake.
   waits.wait_for_room(r.waiter(1));
-  r.sched->run();
+  r.scheduler->run();
   CHECK(*r.woken == std::vector<int>{1});
   CHECK(waits.waiters() == 0);
 }

@@ -3,9 +3,9 @@
 // connection per turn, sent as soon as the mailbox holds nothing more, capped in size, and
 // never overtaken by a later message to the same connection.
 #include <caf/all.hpp>
-#include <caf/scheduler/test_coordinator.hpp>
 #include <catch2/catch.hpp>
 
+#include "test_system.hpp"
 #include "actors/fanout/fanout_actor.hpp"
 #include "actors/messages.hpp"
 #include "protocol/canonical_json.hpp"
@@ -37,19 +37,12 @@ caf::behavior recording_connection(caf::event_based_actor*, std::shared_ptr<rece
   };
 }
 
-struct fixture {
-  caf::actor_system_config config;
-  std::unique_ptr<caf::actor_system> system;
-  caf::scheduler::test_coordinator* scheduler = nullptr;
+struct fixture : comb::test::test_system {
   std::shared_ptr<relay_metrics> metrics = std::make_shared<relay_metrics>();
   caf::actor fanout;
   std::vector<caf::actor> spawned;
 
   fixture() {
-    config.set("scheduler.policy", caf::atom("testing"));
-    config.set("logger.verbosity", caf::atom("quiet"));
-    system = std::make_unique<caf::actor_system>(config);
-    scheduler = &dynamic_cast<caf::scheduler::test_coordinator&>(system->scheduler());
     fanout = system->spawn(fanout_actor, fanout_args{{}, metrics, nullptr});
     spawned.push_back(fanout);
   }

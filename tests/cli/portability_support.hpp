@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "cli_fixture.hpp"
+#include "room_request.hpp"
 #include "protocol/canonical_json.hpp"
 #include "protocol/filter_json.hpp"
 #include "protocol/kind_rules.hpp"
@@ -121,22 +122,6 @@ inline std::int64_t count_of(const boost::json::object& result, const char* fiel
 inline std::int64_t refused(const boost::json::object& result, const char* reason) {
   const auto& by_reason = result.at("refused").as_object();
   return by_reason.contains(reason) ? by_reason.at(reason).as_int64() : 0;
-}
-
-/// Applies a room request signed by `who` (jumping over seconds a room's state must wait for).
-inline protocol::room_outcome room_request(storage::room_store& rooms, std::int64_t community,
-                                    const protocol::key_pair& who, std::uint32_t kind,
-                                    std::vector<protocol::tag> tags, std::int64_t& now) {
-  auto ev = sign_event(who, kind, "", std::move(tags), now);
-  auto request = protocol::parse_room_request(ev);
-  REQUIRE(request);
-  storage::room_command command{ev, protocol::render_event_json(ev), request.value()};
-  for (;;) {
-    auto write = rooms.apply(community, command, now);
-    if (write.retry_at == 0)
-      return write.outcome;
-    now = write.retry_at;
-  }
 }
 
 /// `room list` and, per room, `room members` of `host`, as comb-admin prints them (JSON).

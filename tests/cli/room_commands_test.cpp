@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "cli_fixture.hpp"
+#include "room_request.hpp"
 #include "protocol/canonical_json.hpp"
 #include "protocol/room.hpp"
 #include "storage/pg_connection.hpp"
@@ -11,32 +12,6 @@
 
 using namespace comb;
 using namespace comb::test;
-
-namespace {
-
-/// Applies a room request signed by `who` (jumping over seconds a room's state must wait for).
-protocol::room_outcome room_request(storage::room_store& rooms, std::int64_t community,
-                                    const protocol::key_pair& who, std::uint32_t kind,
-                                    std::vector<protocol::tag> tags, std::int64_t& now) {
-  protocol::event ev;
-  ev.pubkey = who.public_key();
-  ev.created_at = now;
-  ev.kind = kind;
-  ev.tags = std::move(tags);
-  ev.id = protocol::compute_id(ev);
-  ev.sig = who.sign(ev.id);
-  auto request = protocol::parse_room_request(ev);
-  REQUIRE(request);
-  storage::room_command command{ev, protocol::render_event_json(ev), request.value()};
-  for (;;) {
-    auto write = rooms.apply(community, command, now);
-    if (write.retry_at == 0)
-      return write.outcome;
-    now = write.retry_at;
-  }
-}
-
-} // namespace
 
 TEST_CASE("room list and room members show rooms, member remove empties them", "[cli]") {
   cli_fixture f;

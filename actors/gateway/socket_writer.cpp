@@ -4,8 +4,11 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #include <array>
+#include <cerrno>
+#include <climits>
 #include <span>
 #include <string>
 #include <utility>
@@ -13,7 +16,6 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/websocket.hpp>
 #include <boost/container/small_vector.hpp>
@@ -30,11 +32,12 @@ constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 namespace {
 
-/// Asio hands at most 64 buffers to one `sendmsg`; each frame takes two (prefix, payload) and a
-/// batch ending in a live event one more (its `]`).
-constexpr std::size_t max_frames_per_write = 31;
+/// Each frame takes two buffers (prefix, payload) and a batch ending in a live event one more
+/// (its `]`); one `sendmsg` takes them all (Linux allows 1,024), so a 100-event REQ reply leaves
+/// in one call and wakes its reader once.
+constexpr std::size_t max_frames_per_write = 255;
 /// A write holds the socket's gate: a pong waits behind it, so one write stays modest.
-constexpr std::size_t max_bytes_per_write = 64 * 1024;
+constexpr std::size_t max_bytes_per_write = 256 * 1024;
 /// Frames' room a writer keeps between writes once its queue is empty.
 constexpr std::size_t kept_batch_room = 4;
 
@@ -62,14 +65,14 @@ private:
 /// The buffers of one gathered write. Each frame's WebSocket header, and for a live event its
 /// head (`["EVENT","<sub>",`), go into one scratch string, after the `]` that ends the event
 /// before it; the payload (a whole frame's text, or the shared event JSON) is pointed at, never
-/// copied. So a frame takes two buffers and a batch at most one more. The buffer list and, up to
-/// `scratch_inline` bytes (a write of a few dozen live frames), the scratch live in the object
-/// (on the writer's coroutine frame, which Asio recycles per thread), not on the heap: a write
-/// of a few frames allocates nothing.
+/// copied. So a frame takes two buffers and a batch at most one more. A write of a few dozen
+/// frames keeps its buffer list and scratch in the object (on the writer's coroutine frame,
+/// which Asio recycles per thread), not on the heap.
 class gathered_buffers {
 public:
-  static constexpr std::size_t max_buffers = 2 * max_frames_per_write + 1;
+  static constexpr std::size_t inline_frames = 31;
   static constexpr std::size_t scratch_inline = 1024;
+  static constexpr std::size_t asio_max_buffers = 64;
 
   /// `frames` holds at most max_frames_per_write (next_batch takes no more).
   explicit gathered_buffers(const std::vector<outbound_frame>& frames) {
@@ -78,8 +81,9 @@ public:
     for (const auto& frame : frames)
       scratch_bytes += shared_event_frame::tail.size() + header_max + (frame.json ? frame.head->size() : 0);
     scratch_.reserve(scratch_bytes);
-    // Offsets into scratch_ first (buffers_ holds them as lengths until scratch_ is complete).
-    std::array<std::size_t, max_frames_per_write + 1> prefix_at{};
+    buffers_.reserve(2 * frames.size() + 1);
+    // Offsets into scratch_ first: its data may move until it is complete.
+    boost::container::small_vector<std::size_t, inline_frames + 1> prefix_at(frames.size() + 1);
     bool event_open = false;
     for (std::size_t i = 0; i < frames.size(); ++i) {
       prefix_at[i] = scratch_.size();
@@ -92,7 +96,6 @@ public:
     }
     prefix_at[frames.size()] = scratch_.size();
     close_event(event_open);
-    // Only now that scratch_ is complete: its data no longer moves.
     for (std::size_t i = 0; i < frames.size(); ++i) {
       add(scratch_.data() + prefix_at[i], prefix_at[i + 1] - prefix_at[i]);
       const auto& payload = frames[i].json ? *frames[i].json : frames[i].text;
@@ -104,8 +107,39 @@ public:
   gathered_buffers(const gathered_buffers&) = delete;
   gathered_buffers& operator=(const gathered_buffers&) = delete;
 
-  /// Mutable: write_gathered advances them past what a partial write sent.
-  [[nodiscard]] std::span<asio::const_buffer> buffers() { return {buffers_.data(), count_}; }
+  [[nodiscard]] bool done() const { return first_ == buffers_.size(); }
+
+  /// One non-blocking `sendmsg` of what is left; moves past what it took. The error of a full
+  /// socket is `would_block`.
+  error_code send_some(int fd) {
+    msghdr message{};
+    message.msg_iov = buffers_.data() + first_;
+    message.msg_iovlen = std::min<std::size_t>(buffers_.size() - first_, IOV_MAX);
+    ssize_t sent = ::sendmsg(fd, &message, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (sent < 0)
+      return errno == EAGAIN || errno == EWOULDBLOCK ? error_code(asio::error::would_block)
+                                                     : error_code(errno, boost::system::system_category());
+    advance(static_cast<std::size_t>(sent));
+    return {};
+  }
+
+  /// What is left, as many buffers as Asio hands to one call.
+  [[nodiscard]] std::array<asio::const_buffer, asio_max_buffers> next_buffers() const {
+    std::array<asio::const_buffer, asio_max_buffers> next{};
+    for (std::size_t i = 0; i < next.size() && first_ + i < buffers_.size(); ++i)
+      next[i] = asio::const_buffer(buffers_[first_ + i].iov_base, buffers_[first_ + i].iov_len);
+    return next;
+  }
+
+  void advance(std::size_t n) {
+    // Past whole buffers, then the start of a partly written one.
+    while (first_ < buffers_.size() && n >= buffers_[first_].iov_len)
+      n -= buffers_[first_++].iov_len;
+    if (first_ < buffers_.size()) {
+      buffers_[first_].iov_base = static_cast<char*>(buffers_[first_].iov_base) + n;
+      buffers_[first_].iov_len -= n;
+    }
+  }
 
 private:
   void close_event(bool event_open) {
@@ -115,17 +149,18 @@ private:
 
   void append(const char* data, std::size_t size) { scratch_.insert(scratch_.end(), data, data + size); }
 
-  void add(const char* data, std::size_t size) { buffers_[count_++] = asio::const_buffer(data, size); }
+  void add(const char* data, std::size_t size) {
+    buffers_.push_back(iovec{const_cast<char*>(data), size});
+  }
 
   boost::container::small_vector<char, scratch_inline> scratch_;
-  std::array<asio::const_buffer, max_buffers> buffers_;
-  std::size_t count_ = 0;
+  boost::container::small_vector<iovec, 2 * inline_frames + 1> buffers_;
+  std::size_t first_ = 0;
 };
 
 /// Every frame of `frames` in one gathered write, between (never inside) Beast's own writes.
-/// Each `sendmsg` takes as many buffers as Asio allows (64): `asio::async_write` hands at most
-/// 16 to each call (its consuming_buffers), so a batch of 31 frames (62 buffers) left in four
-/// `sendmsg` calls, and a 100-event REQ reply in about 13. One coroutine, entering the gate
+/// The relay calls `sendmsg` itself: Asio hands at most 64 buffers (32 frames) to one call, so
+/// a 100-event REQ reply took four, each waking the client. One coroutine, entering the gate
 /// without another when it is free: each nested coroutine was a frame allocated per write.
 asio::awaitable<error_code> write_gathered(ws_stream& ws, const std::vector<outbound_frame>& frames) {
   gathered_buffers gathered(frames);
@@ -136,16 +171,17 @@ asio::awaitable<error_code> write_gathered(ws_stream& ws, const std::vector<outb
   if (!gate->closed()) {
     ec = {};
     tcp::socket& socket = beast::get_lowest_layer(ws).socket();
-    std::span<asio::const_buffer> buffers = gathered.buffers();
-    std::size_t first = 0;
-    while (!ec && first < buffers.size()) {
-      auto [write_ec, n] = co_await socket.async_write_some(buffers.subspan(first), use_tuple);
-      ec = write_ec;
-      // Past what was written: whole buffers, then the start of a partly written one.
-      while (first < buffers.size() && n >= buffers[first].size())
-        n -= buffers[first++].size();
-      if (first < buffers.size())
-        buffers[first] += n;
+    while (!ec && !gathered.done()) {
+      ec = gathered.send_some(socket.native_handle());
+      if (ec == boost::system::errc::interrupted) {
+        ec = {};
+      } else if (ec == asio::error::would_block) {
+        // A full socket: Asio's own write waits for room, and tries again under the lock its
+        // reactor holds for the socket's readiness, so no wake-up is lost in between.
+        auto [write_ec, n] = co_await socket.async_write_some(gathered.next_buffers(), use_tuple);
+        ec = write_ec;
+        gathered.advance(n);
+      }
     }
   }
   gate->leave();

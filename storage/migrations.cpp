@@ -424,6 +424,50 @@ constexpr const char* migration_23 = R"sql(
 CREATE INDEX invites_creator ON invites (community_id, created_by, expires_at);
 )sql";
 
+// What a pod's access checks read is the community's access and archive state, its members, its
+// bans and its rooms (storage::load_access); migration 6 bumped the version for hand edits of
+// members only. Now a hand edit of any of them (an operator's UPDATE, a restore) bumps it too,
+// so every pod reloads the community at its next version check instead of serving it as it was.
+// A statement that changes no row bumps nothing, as before. The relay's own changes still bump
+// once more in note_access_change, with the notification.
+constexpr const char* migration_24 = R"sql(
+CREATE FUNCTION comb_access_edited() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  NEW.state_version := GREATEST(NEW.state_version, OLD.state_version + 1);
+  RETURN NEW;
+END $$;
+
+CREATE TRIGGER communities_access_edited BEFORE UPDATE OF access, archived_at ON communities
+  FOR EACH ROW WHEN (OLD.access IS DISTINCT FROM NEW.access
+                     OR OLD.archived_at IS DISTINCT FROM NEW.archived_at)
+  EXECUTE FUNCTION comb_access_edited();
+
+CREATE TRIGGER banned_pubkeys_inserted AFTER INSERT ON banned_pubkeys REFERENCING NEW TABLE AS touched
+  FOR EACH STATEMENT EXECUTE FUNCTION comb_members_touched();
+CREATE TRIGGER banned_pubkeys_updated AFTER UPDATE ON banned_pubkeys REFERENCING NEW TABLE AS touched
+  FOR EACH STATEMENT EXECUTE FUNCTION comb_members_touched();
+CREATE TRIGGER banned_pubkeys_deleted AFTER DELETE ON banned_pubkeys REFERENCING OLD TABLE AS touched
+  FOR EACH STATEMENT EXECUTE FUNCTION comb_members_touched();
+CREATE TRIGGER banned_events_inserted AFTER INSERT ON banned_events REFERENCING NEW TABLE AS touched
+  FOR EACH STATEMENT EXECUTE FUNCTION comb_members_touched();
+CREATE TRIGGER banned_events_updated AFTER UPDATE ON banned_events REFERENCING NEW TABLE AS touched
+  FOR EACH STATEMENT EXECUTE FUNCTION comb_members_touched();
+CREATE TRIGGER banned_events_deleted AFTER DELETE ON banned_events REFERENCING OLD TABLE AS touched
+  FOR EACH STATEMENT EXECUTE FUNCTION comb_members_touched();
+CREATE TRIGGER rooms_inserted AFTER INSERT ON rooms REFERENCING NEW TABLE AS touched
+  FOR EACH STATEMENT EXECUTE FUNCTION comb_members_touched();
+CREATE TRIGGER rooms_updated AFTER UPDATE ON rooms REFERENCING NEW TABLE AS touched
+  FOR EACH STATEMENT EXECUTE FUNCTION comb_members_touched();
+CREATE TRIGGER rooms_deleted AFTER DELETE ON rooms REFERENCING OLD TABLE AS touched
+  FOR EACH STATEMENT EXECUTE FUNCTION comb_members_touched();
+CREATE TRIGGER room_members_inserted AFTER INSERT ON room_members REFERENCING NEW TABLE AS touched
+  FOR EACH STATEMENT EXECUTE FUNCTION comb_members_touched();
+CREATE TRIGGER room_members_updated AFTER UPDATE ON room_members REFERENCING NEW TABLE AS touched
+  FOR EACH STATEMENT EXECUTE FUNCTION comb_members_touched();
+CREATE TRIGGER room_members_deleted AFTER DELETE ON room_members REFERENCING OLD TABLE AS touched
+  FOR EACH STATEMENT EXECUTE FUNCTION comb_members_touched();
+)sql";
+
 constexpr migration migrations[] = {
   {1, "communities, events, tags, deletions", migration_1},
   {2, "members, invites, allowlist", migration_2},
@@ -441,6 +485,8 @@ constexpr migration migrations[] = {
   {22, "events' store time for the gap fill; a community's events skip their tag probes when it"
        " is deleted", migration_22},
   {23, "invites by creator, for the bound on open invites", migration_23},
+  {24, "hand edits of access, archive, bans and rooms bump the community's state version",
+   migration_24},
 };
 
 constexpr const char* create_ledger = R"sql(

@@ -160,6 +160,46 @@ TEST_CASE_METHOD(membership_fixture, "every access change bumps the version and 
   CHECK(versions->empty());
 }
 
+TEST_CASE_METHOD(membership_fixture, "a hand edit of anything access checks read bumps the version",
+                 "[integration][authority]") {
+  // What an operator may run in psql, or a restore may write: each is picked up by every pod's
+  // version check (access_watcher), which reloads what load_access reads.
+  const std::string id = std::to_string(community);
+  const std::string someone = "'\\x" + std::string(64, 'b') + "'::bytea";
+  auto edit_bumps = [&](const std::string& sql) {
+    auto before = version_of(connection, community);
+    (void)scalar(connection, sql, {id});
+    INFO(sql);
+    return version_of(connection, community) > before;
+  };
+  CHECK(edit_bumps("UPDATE communities SET access = 'closed' WHERE id = $1::bigint"));
+  CHECK(edit_bumps("UPDATE communities SET archived_at = now() WHERE id = $1::bigint"));
+  CHECK(edit_bumps("UPDATE communities SET archived_at = NULL, access = 'open' WHERE id = $1::bigint"));
+  CHECK(edit_bumps("INSERT INTO banned_pubkeys (community_id, pubkey) VALUES ($1::bigint, " + someone + ")"));
+  CHECK(edit_bumps("DELETE FROM banned_pubkeys WHERE community_id = $1::bigint"));
+  CHECK(edit_bumps("INSERT INTO banned_events (community_id, event_id) VALUES ($1::bigint, " + someone + ")"));
+  CHECK(edit_bumps("UPDATE banned_events SET reason = 'spam' WHERE community_id = $1::bigint"));
+  CHECK(edit_bumps("INSERT INTO rooms (community_id, room_id) VALUES ($1::bigint, 'lounge')"));
+  CHECK(edit_bumps("UPDATE rooms SET private = true WHERE community_id = $1::bigint"));
+  CHECK(edit_bumps("INSERT INTO room_members (community_id, room_id, pubkey)"
+                   " VALUES ($1::bigint, 'lounge', " + someone + ")"));
+  CHECK(edit_bumps("DELETE FROM room_members WHERE community_id = $1::bigint"));
+  CHECK(edit_bumps("DELETE FROM rooms WHERE community_id = $1::bigint"));
+
+  // What access checks do not read, and statements that change no row, leave it alone.
+  CHECK_FALSE(edit_bumps("UPDATE communities SET name = 'Hive' WHERE id = $1::bigint"));
+  CHECK_FALSE(edit_bumps("UPDATE communities SET access = 'open' WHERE id = $1::bigint"));
+  CHECK_FALSE(edit_bumps("DELETE FROM banned_pubkeys WHERE community_id = $1::bigint"));
+  CHECK_FALSE(edit_bumps("DELETE FROM room_members WHERE community_id = $1::bigint"));
+
+  // The state a pod reloads at the new version is the edited one.
+  (void)scalar(connection, "UPDATE communities SET access = 'closed' WHERE id = $1::bigint", {id});
+  auto state = storage::load_access(connection, community);
+  REQUIRE(state);
+  CHECK(state->closed);
+  CHECK(state->version == version_of(connection, community));
+}
+
 TEST_CASE_METHOD(membership_fixture, "a rolled-back change raises no notification",
                  "[integration][authority]") {
   listening l(database.conninfo());

@@ -171,6 +171,27 @@ describe('one pod without Redis: comb-admin changes are enforced at once', () =>
     await client.close()
   })
 
+  it('follows a hand edit of the community row in psql within its version check', async () => {
+    await openFor(group, pod)
+    const anonymous = await RawClient.open(pod)
+    assert.equal((await anonymous.req('feed', { kinds: [1] })).end[0], 'EOSE')
+    // No comb-admin, no notification: only the row changes, as an operator's UPDATE does.
+    await pod.sql("UPDATE communities SET access = 'closed' WHERE host = 'hive.test'")
+    await eventually(() => anonymous.closeInfo !== null, 'anonymous connection ended after the edit', 2500)
+    assert.equal(anonymous.closeInfo.code, 1008)
+    const fresh = await RawClient.open(pod)
+    assert.equal((await fresh.req('p', { kinds: [1] })).end[0], 'CLOSED')
+    await fresh.close()
+    await pod.sql("UPDATE communities SET access = 'open' WHERE host = 'hive.test'")
+    await eventually(async () => {
+      const probe = await RawClient.open(pod)
+      const { end } = await probe.req('p', { kinds: [1], limit: 1 })
+      await probe.close()
+      return end[0] === 'EOSE'
+    }, 'open again for anonymous readers after the edit', 2500)
+    await admin(group, 'community', 'set-access', 'hive.test', 'closed')
+  })
+
   it('archives: live connections end and new ones are refused', async () => {
     const ownerClient = await authed(pod, owner)
     assert.equal((await ownerClient.req('feed', { kinds: [1] })).end[0], 'EOSE')

@@ -78,10 +78,13 @@ pg_params address_columns(const std::vector<address>& addresses) {
 // every batch until autovacuum analyzed the table. Each row says what it is in its first column;
 // then community_id, id, pubkey, kind, created_at (deleted_at for 'd'), d_tag, NULL where a
 // part has no such value.
-//   $1, $2: the batch's (community, id); $3, $4: its (community, author);
+//   $1, $2: the batch's (community, id); $3, $4: its (community, author), for bans and
+//     whether the author is a member;
 //   $5: its communities, locked FOR KEY SHARE (migration 18: no foreign key does it per event).
 //     A community deleted meanwhile is not returned: the DELETE committed first, or waits for
-//     this batch to commit and then deletes its events too;
+//     this batch to commit and then deletes its events too. Its row says, in the kind column,
+//     whether it is closed (1) and archived (2): store_plan checks again the access the pod's
+//     cache admitted each write with (event_write::recheck_access);
 //   $6 .. $9: its addresses (community, pubkey, kind, d tag), when it has some.
 constexpr const char* snapshot_by_id =
   "SELECT 'e', e.community_id, e.id, e.pubkey, e.kind, e.created_at, e.d_tag"
@@ -99,7 +102,13 @@ constexpr const char* snapshot_by_id =
   " FROM unnest($3::bigint[], $4::bytea[]) AS a(community_id, pubkey) CROSS JOIN LATERAL"
   " (SELECT * FROM banned_pubkeys b WHERE b.community_id = a.community_id"
   " AND b.pubkey = a.pubkey OFFSET 0) b"
-  " UNION ALL SELECT 'c', c.id, NULL, NULL, NULL, NULL, NULL FROM (SELECT id FROM communities"
+  " UNION ALL SELECT 'm', m.community_id, NULL, m.pubkey, NULL, NULL, NULL"
+  " FROM unnest($3::bigint[], $4::bytea[]) AS a(community_id, pubkey) CROSS JOIN LATERAL"
+  " (SELECT * FROM members m WHERE m.community_id = a.community_id"
+  " AND m.pubkey = a.pubkey OFFSET 0) m"
+  " UNION ALL SELECT 'c', c.id, NULL, NULL, (c.access = 'closed')::int"
+  " + 2 * (c.archived_at IS NOT NULL)::int, NULL, NULL"
+  " FROM (SELECT id, access, archived_at FROM communities"
   " WHERE id = ANY($5::bigint[]) FOR KEY SHARE) c";
 
 constexpr const char* snapshot_by_address =
@@ -153,6 +162,16 @@ void add_event_row(const pg_reply& reply, int row, batch_snapshot& snapshot) {
   snapshot.events[key] = std::move(stored);
 }
 
+void add_community_row(const pg_reply& reply, int row, batch_snapshot& snapshot) {
+  const std::int64_t community = reply.integer(row, 1);
+  const std::int64_t state = reply.integer(row, 4);
+  snapshot.missing_communities.erase(community);
+  if (state & 1)
+    snapshot.closed_communities.insert(community);
+  if (state & 2)
+    snapshot.archived_communities.insert(community);
+}
+
 /// One row of snapshot_sql into the snapshot, by its first column.
 void add_snapshot_row(const pg_reply& reply, int row, batch_snapshot& snapshot) {
   const std::int64_t community = reply.integer(row, 1);
@@ -169,7 +188,8 @@ void add_snapshot_row(const pg_reply& reply, int row, batch_snapshot& snapshot) 
       break;
     case 'b': snapshot.banned_ids.insert(event_key{community, bytes32_field(reply, row, 2)}); break;
     case 'p': snapshot.banned_authors.emplace(community, bytes32_field(reply, row, 3)); break;
-    case 'c': snapshot.missing_communities.erase(community); break;
+    case 'm': snapshot.member_authors.emplace(community, bytes32_field(reply, row, 3)); break;
+    case 'c': add_community_row(reply, row, snapshot); break;
     default: break;
   }
 }

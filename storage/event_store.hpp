@@ -29,6 +29,12 @@ struct event_write {
   /// the event is stored, or it is refused (a room deletion may commit while the event waits for
   /// its batch). Empty for writes that name no room or were not checked against rooms (imports).
   std::vector<std::string> rooms;
+  /// Checked again against the database's access when stored, in the batch's transaction: an
+  /// archived community stores nothing, a closed one only its members' events. A pod's member
+  /// cache follows the database a few milliseconds behind (a removal through another pod or by
+  /// hand), and what was stored in that window would be served by every pod for good. Imports,
+  /// which restore what a community held, do not ask it.
+  bool recheck_access = true;
 };
 
 /// What storing one event came to. `message` is the full OK text ("" or "<prefix>: ...").

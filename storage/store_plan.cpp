@@ -62,6 +62,8 @@ private:
       return outcome(store_outcome::status::failed, msg_failed);
     if (state_.events.contains(key))
       return outcome(store_outcome::status::duplicate, msg_already_have);
+    if (const char* refused = refused_access(w))
+      return outcome(store_outcome::status::refused, refused);
     if (state_.banned_ids.contains(key))
       return outcome(store_outcome::status::refused, msg_banned_event);
     if (state_.banned_authors.contains({w.community_id, ev.pubkey}))
@@ -94,6 +96,19 @@ private:
     store_outcome stored = outcome(store_outcome::status::stored, "");
     stored.replaced = replaced;
     return stored;
+  }
+
+  /// What the database's access says of a write the pod admitted with its cache. Join and
+  /// room requests never come here (the membership and room stores take them).
+  [[nodiscard]] const char* refused_access(const event_write& w) const {
+    if (!w.recheck_access)
+      return nullptr;
+    if (state_.archived_communities.contains(w.community_id))
+      return msg_archived;
+    if (state_.closed_communities.contains(w.community_id)
+        && !state_.member_authors.contains({w.community_id, w.ev->pubkey}))
+      return msg_not_member;
+    return nullptr;
   }
 
   void remove(const event_key& key) {

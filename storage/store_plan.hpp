@@ -51,6 +51,11 @@ struct batch_snapshot {
   std::set<std::pair<std::int64_t, protocol::bytes32>> banned_authors; ///< NIP-86 banpubkey
   /// The batch's communities that no longer exist (deleted before the batch locked them).
   std::set<std::int64_t> missing_communities;
+  /// Of the batch's communities, the closed and the archived ones.
+  std::set<std::int64_t> closed_communities;
+  std::set<std::int64_t> archived_communities;
+  /// Of the batch's (community, author) pairs, those where the author is a member.
+  std::set<std::pair<std::int64_t, protocol::bytes32>> member_authors;
   /// Of the rooms the batch's writes were admitted into, those that exist.
   std::set<std::pair<std::int64_t, std::string>> rooms;
   /// The batch transaction's id modulo 2^32, the `xmin` of the rows it inserts; 0 when not read.
@@ -97,6 +102,9 @@ inline constexpr const char* msg_deleted_id = "blocked: this event was deleted b
 inline constexpr const char* msg_deleted_address = "blocked: this address was deleted";
 inline constexpr const char* msg_banned_event = "blocked: this event is banned from this community";
 inline constexpr const char* msg_banned_author = "blocked: you are banned from this community";
+inline constexpr const char* msg_archived = "restricted: this community is archived";
+inline constexpr const char* msg_not_member =
+  "restricted: the author of this event is not a member of this community";
 inline constexpr const char* msg_room_deleted = "invalid: the room this event was posted to was deleted";
 inline constexpr const char* msg_failed = "error: could not store the event, please retry";
 

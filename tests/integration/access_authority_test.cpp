@@ -14,6 +14,7 @@
 #include "storage/event_rows.hpp"
 #include "storage/member_list.hpp"
 #include "storage/pg_listener.hpp"
+#include "storage/store_plan.hpp"
 #include "support/membership_fixture.hpp"
 #include "support/test_events.hpp"
 
@@ -198,6 +199,36 @@ TEST_CASE_METHOD(membership_fixture, "a hand edit of anything access checks read
   REQUIRE(state);
   CHECK(state->closed);
   CHECK(state->version == version_of(connection, community));
+}
+
+TEST_CASE_METHOD(membership_fixture, "an event is stored only if the database's access admits its author",
+                 "[integration][authority]") {
+  // A pod admits an event with its member cache, which follows the database a little behind; the
+  // batch that stores it asks the database again.
+  const author member(6), outsider(7);
+  REQUIRE(apply(command(membership_change::add_member, member.pubkey())).committed);
+  REQUIRE(communities.set_access(community, true, relay_key, now_seconds()).result
+          == storage::lifecycle_result::changed);
+  int posted = 0;
+  auto post = [&](const author& who) {
+    return store_one(events, community, who.sign(1, now_seconds(), {}, "post " + std::to_string(++posted)));
+  };
+  check_outcome(post(member), storage::store_outcome::status::stored, "");
+  check_outcome(post(outsider), storage::store_outcome::status::refused, storage::msg_not_member);
+
+  REQUIRE(apply(command(membership_change::remove_member, member.pubkey())).committed);
+  check_outcome(post(member), storage::store_outcome::status::refused, storage::msg_not_member);
+
+  // An import restores what the community held, its former members' events included.
+  auto restored = write_of(community, outsider.sign(1, now_seconds(), {}, "restored"));
+  restored.recheck_access = false;
+  check_outcome(events.store_batch({&restored, 1}).front(), storage::store_outcome::status::stored, "");
+
+  REQUIRE(communities.set_access(community, false, relay_key, now_seconds()).result
+          == storage::lifecycle_result::changed);
+  check_outcome(post(outsider), storage::store_outcome::status::stored, "");
+  REQUIRE(communities.set_archived(community, true) == storage::lifecycle_result::changed);
+  check_outcome(post(outsider), storage::store_outcome::status::refused, storage::msg_archived);
 }
 
 TEST_CASE_METHOD(membership_fixture, "a rolled-back change raises no notification",

@@ -70,6 +70,23 @@ for (const transport of ['redis', 'cluster links']) describe(`a pod that has not
     for (const client of [ownerOnA, removedOnB, stayingOnB]) await client.close()
   })
 
+  it('refuses, and never stores, what a removed member posts on pod b before pod b has the removal', async () => {
+    const ownerOnA = await authed(a, owner)
+    const removed = keys()
+    const removedOnB = await memberReadingOnB(removed, ownerOnA)
+    // Pod b's cache still lists the member while its reload waits; the database does not.
+    const { released } = await stallReloads(a, 2500)
+    assert.equal((await ownerOnA.publish(sign(owner.sk, { kind: 9031, tags: [['p', removed.pk], ['relay', a.url]] }))).message,
+      'info: member removed')
+    const post = sign(removed.sk, { content: 'posted on pod b after the removal' })
+    const reply = await removedOnB.publish(post)
+    assert.equal(reply.ok, false)
+    assert.equal(reply.message, 'restricted: the author of this event is not a member of this community')
+    await released
+    assert.equal((await b.sql(`SELECT count(*) FROM events WHERE id = '\\x${post.id}'::bytea`)).trim(), '0')
+    for (const client of [ownerOnA, removedOnB]) await client.close()
+  })
+
   it('drops (and counts) what waits longer than it may, never delivering it', async () => {
     const ownerOnA = await authed(a, owner)
     const removed = keys()

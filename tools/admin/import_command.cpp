@@ -114,8 +114,9 @@ private:
     auto shared = std::make_shared<const protocol::event>(std::move(ev.value()));
     auto json = std::make_shared<const std::string>(protocol::render_event_json(*shared));
     pending_bytes_ += json->size();
-    // No rooms: an import was not admitted against this pod's rooms (import_rules decide).
-    pending_.push_back({line.number, {community_.id, std::move(shared), std::move(json), {}}});
+    // No rooms and no access check: an import restores what a community held, its former
+    // members' events included (import_rules decide what it takes).
+    pending_.push_back({line.number, {community_.id, std::move(shared), std::move(json), {}, false}});
     return true;
   }
 

@@ -154,9 +154,17 @@ void pg_connection::drop_connection() {
   generic_plans_ = false;
 }
 
+::pg_conn* open_link_checked(const std::string& conninfo, bool start_only) {
+  // Silent for 10 s: probe every 5 s, give up after 3 unanswered; data unacknowledged for 30 s.
+  const char* const keywords[] = {"keepalives", "keepalives_idle", "keepalives_interval",
+                                  "keepalives_count", "tcp_user_timeout", "dbname", nullptr};
+  const char* const values[] = {"1", "10", "5", "3", "30000", conninfo.c_str(), nullptr};
+  return start_only ? PQconnectStartParams(keywords, values, 1) : PQconnectdbParams(keywords, values, 1);
+}
+
 std::optional<std::string> pg_connection::connect_once() {
   drop_connection();
-  ::pg_conn* conn = PQconnectdb(conninfo_.c_str());
+  ::pg_conn* conn = open_link_checked(conninfo_, false);
   if (!conn)
     return "out of memory while connecting to the database";
   if (PQstatus(conn) != CONNECTION_OK) {

@@ -79,6 +79,13 @@ struct statement_failed : std::runtime_error {
 /// `reply`, or statement_failed naming `step` with the database's error.
 pg_reply must(pg_reply reply, const char* step);
 
+/// Opens a libpq connection (PQconnectdbParams; PQconnectStartParams when `start_only`) with TCP
+/// keepalives and a TCP user timeout, so a server that went away without a word (a failover
+/// behind a virtual address, a NAT that forgot the flow) fails the connection within about half
+/// a minute instead of the kernel's quarter of an hour. `conninfo` comes after them and
+/// overrides any of them; Unix sockets ignore them.
+[[nodiscard]] ::pg_conn* open_link_checked(const std::string& conninfo, bool start_only);
+
 /// One libpq connection. Not thread-safe, except `cancel()`, which any thread may call.
 /// Connects lazily; when the connection is found broken (a failed connect, a lost socket, the
 /// backend terminated), the next call reconnects, with bounded attempts and a short backoff.

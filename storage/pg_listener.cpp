@@ -4,6 +4,8 @@
 #include <boost/asio/post.hpp>
 #include <libpq-fe.h>
 
+#include "storage/pg_connection.hpp"
+
 namespace comb::storage {
 namespace asio = boost::asio;
 
@@ -71,6 +73,7 @@ void pg_listener::close_connection() {
     PQfinish(conn_);
   conn_ = nullptr;
   listening_ = false;
+  heartbeat_due_ = false;
   backend_pid_ = 0;
   ++generation_;
 }
@@ -103,7 +106,7 @@ void pg_listener::fail(const std::string& why) {
 
 void pg_listener::connect() {
   close_connection();
-  conn_ = PQconnectStart(conninfo_.c_str());
+  conn_ = open_link_checked(conninfo_, true);
   if (!conn_ || PQstatus(conn_) == CONNECTION_BAD) {
     fail(conn_ ? first_line(PQerrorMessage(conn_)) : "out of memory");
     return;
@@ -153,6 +156,28 @@ void pg_listener::after_connect() {
   wait_readable();
 }
 
+// A connection to a server that froze, or behind a proxy or network that stopped forwarding
+// without closing, stays open and brings nothing: no notification, no error, while /readyz says
+// all is well and every other pod's change goes unseen here. An empty query every few seconds
+// must come back before the next, or the connection is dropped and made again.
+void pg_listener::beat() {
+  timer_.expires_after(heartbeat_interval);
+  timer_.async_wait([self = shared_from_this(), generation = generation_](const boost::system::error_code& ec) {
+    if (ec || self->generation_ != generation || self->stopped_)
+      return;
+    if (self->heartbeat_due_) {
+      self->fail("no answer to a heartbeat within " + std::to_string(heartbeat_interval.count()) + " s");
+      return;
+    }
+    if (PQsendQuery(self->conn_, "") != 1 || PQflush(self->conn_) < 0) {
+      self->fail(first_line(PQerrorMessage(self->conn_)));
+      return;
+    }
+    self->heartbeat_due_ = true;
+    self->beat();
+  });
+}
+
 void pg_listener::wait_readable() {
   socket_.async_wait(asio::posix::stream_descriptor::wait_read,
                      [self = shared_from_this(), generation = generation_](
@@ -172,19 +197,22 @@ void pg_listener::on_readable() {
     PGresult* result = PQgetResult(conn_);
     if (!result)
       break;
-    bool ok = PQresultStatus(result) == PGRES_COMMAND_OK;
+    const bool heartbeat = PQresultStatus(result) == PGRES_EMPTY_QUERY;
+    bool ok = PQresultStatus(result) == PGRES_COMMAND_OK || heartbeat;
     std::string error = ok ? "" : first_line(PQresultErrorMessage(result));
     PQclear(result);
     if (!ok) {
       fail(error);
       return;
     }
+    if (heartbeat)
+      heartbeat_due_ = false;
     if (!listening_) {
       listening_ = true;
       backoff_ = first_backoff;
-      timer_.cancel();
       ++listen_count_;
       set_problem("");
+      beat();
       if (events_.listening)
         events_.listening();
     }

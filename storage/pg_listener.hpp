@@ -27,11 +27,16 @@ struct pg_listener_events {
 /// One dedicated libpq connection that LISTENs on a channel, driven by Asio: the socket
 /// (PQsocket) is watched with a `stream_descriptor` that never owns it (libpq closes it);
 /// readable input goes through PQconsumeInput and PQnotifies. Connects without blocking
-/// (PQconnectStart/PQconnectPoll) and, whenever the connection fails or drops (a Postgres
-/// restart, pg_terminate_backend), connects again by itself with a doubling backoff.
+/// (PQconnectStart/PQconnectPoll) and, whenever the connection fails, drops (a Postgres
+/// restart, pg_terminate_backend) or stops answering (a frozen server, a link that forwards
+/// nothing), connects again by itself with a doubling backoff.
 /// Not copyable; create with std::make_shared and call start().
 class pg_listener : public std::enable_shared_from_this<pg_listener> {
 public:
+  /// While listening, an empty query goes out this often; one still unanswered at the next
+  /// drops the connection (problem() says so) and a new one is made.
+  static constexpr std::chrono::seconds heartbeat_interval{5};
+
   pg_listener(boost::asio::io_context& io, std::string conninfo, std::string channel,
               pg_listener_events events);
   ~pg_listener();
@@ -56,6 +61,7 @@ private:
   void connect();
   void wait_connect(int poll_status);
   void after_connect();
+  void beat();
   void wait_readable();
   void on_readable();
   void fail(const std::string& why);
@@ -71,6 +77,7 @@ private:
   pg_listener_events events_;
   ::pg_conn* conn_ = nullptr;
   bool listening_ = false;
+  bool heartbeat_due_ = false; ///< a heartbeat was sent and its answer has not come yet
   bool stopped_ = false;
   std::uint64_t generation_ = 0; ///< bumped per connection: stale handlers do nothing
   std::chrono::milliseconds backoff_{100};

@@ -5,7 +5,10 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <catch2/catch.hpp>
+#include <cerrno>
 #include <chrono>
+#include <csignal>
+#include <cstring>
 #include <mutex>
 #include <thread>
 
@@ -268,6 +271,42 @@ TEST_CASE("the LISTEN connection comes back by itself after its backend is kille
   (void)scalar(c, "SELECT pg_terminate_backend($1::int)::text", {std::to_string(pid)});
   REQUIRE(l.eventually([&] { return l.connects.load() == 2; }));
   CHECK(l.listener->backend_pid() != pid);
+  CHECK(l.listener->problem().empty());
+  (void)scalar(c, "SELECT pg_notify('comb_access', '5 9')::text");
+  REQUIRE(l.eventually([&] { return l.notices().size() == 1; }));
+  CHECK(l.notices().front().version == 9);
+}
+
+TEST_CASE("a LISTEN connection whose server stops answering is dropped and made again",
+          "[integration][authority]") {
+  fresh_database db;
+  storage::pg_connection c(db.conninfo());
+  listening l(db.conninfo());
+  REQUIRE(l.eventually([&] { return l.connects.load() == 1; }));
+  const int frozen = l.listener->backend_pid();
+  REQUIRE(frozen != 0);
+  // A stopped backend keeps its socket open and its kernel acknowledges what is sent: as a
+  // server that hangs, or a link that stopped forwarding, it answers nothing and closes nothing.
+  if (::kill(frozen, SIGSTOP) != 0) {
+    WARN("cannot stop the backend (" << std::strerror(errno) << "): run as root or as Postgres's user");
+    return;
+  }
+  struct resume {
+    int pid;
+    ~resume() { (void)::kill(pid, SIGCONT); }
+  } resumed{frozen};
+  auto within = [&](std::chrono::seconds limit, auto probe) {
+    for (auto end = std::chrono::steady_clock::now() + limit; std::chrono::steady_clock::now() < end;) {
+      if (probe())
+        return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  };
+  // Two heartbeats at most: one sent, the next finds it unanswered.
+  const auto limit = 2 * storage::pg_listener::heartbeat_interval + std::chrono::seconds(2);
+  REQUIRE(within(limit, [&] { return l.connects.load() == 2; }));
+  CHECK(l.listener->backend_pid() != frozen);
   CHECK(l.listener->problem().empty());
   (void)scalar(c, "SELECT pg_notify('comb_access', '5 9')::text");
   REQUIRE(l.eventually([&] { return l.notices().size() == 1; }));

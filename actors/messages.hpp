@@ -107,8 +107,6 @@ using redis_atom = caf::atom_constant<caf::atom("redis")>;           ///< (redis
 inline constexpr redis_atom redis_atom_v{};
 using ready_atom = caf::atom_constant<caf::atom("ready")>;           ///< a transport came up
 inline constexpr ready_atom ready_atom_v{};
-using peer_atom = caf::atom_constant<caf::atom("peer")>;             ///< (peer_atom, caf::actor remote bridge)
-inline constexpr peer_atom peer_atom_v{};
 using hello_atom = caf::atom_constant<caf::atom("hello")>;           ///< (hello_atom, node id)
 inline constexpr hello_atom hello_atom_v{};
 using challenge_atom = caf::atom_constant<caf::atom("challenge")>;   ///< (challenge_atom, nonce)
@@ -117,8 +115,6 @@ using prove_atom = caf::atom_constant<caf::atom("prove")>;           ///< (prove
 inline constexpr prove_atom prove_atom_v{};
 using welcome_atom = caf::atom_constant<caf::atom("welcome")>;       ///< the peer accepted the proof
 inline constexpr welcome_atom welcome_atom_v{};
-using startup_atom = caf::atom_constant<caf::atom("startup")>;       ///< (startup_atom, committed_event): push once ready
-inline constexpr startup_atom startup_atom_v{};
 using beat_atom = caf::atom_constant<caf::atom("beat")>;             ///< time for the bridge's heartbeat
 inline constexpr beat_atom beat_atom_v{};
 using fill_atom = caf::atom_constant<caf::atom("fill")>;             ///< the bridge's coalesced gap fill is due

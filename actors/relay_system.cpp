@@ -76,7 +76,7 @@ void print_addresses(const conf::relay_settings& s, const metrics_listener& metr
     std::cout << "cluster links on " << with_port(s.cluster_listen, bridge.cluster_port) << "\n";
 }
 
-/// Lists written at start-up, to be pushed to the other pods once the bridge is ready.
+/// Lists written at start-up, for this pod's fan-out.
 struct startup_lists {
   bool ok = false;
   std::vector<committed_event> lists;
@@ -430,10 +430,10 @@ int run_relay(const conf::relay_settings& configured) {
     stop_actors(system, pod);
     return 1;
   }
-  for (const auto& list : startup.lists) {
+  // This pod's own subscribers; the other pods deliver them from the database, as every change's
+  // events (noted_events, with the notification of the start-up write).
+  for (const auto& list : startup.lists)
     caf::anon_send(pod.fanout, publish_atom_v, list);
-    caf::anon_send(pod.bridge->actor, startup_atom_v, list);
-  }
 
   auto context = std::make_shared<gateway_context>();
   context->system = &system;

@@ -428,9 +428,24 @@ CREATE INDEX invites_creator ON invites (community_id, created_by, expires_at);
 // bans and its rooms (storage::load_access); migration 6 bumped the version for hand edits of
 // members only. Now a hand edit of any of them (an operator's UPDATE, a restore) bumps it too,
 // so every pod reloads the community at its next version check instead of serving it as it was.
-// A statement that changes no row bumps nothing, as before. The relay's own changes still bump
-// once more in note_access_change, with the notification.
+// A statement that changes no row bumps nothing, as before. A transaction bumps a community
+// once however many statements it runs (a room restore writes member after member, and each
+// bump left one more version of the community's row until the end of the transaction). The
+// relay's own changes still bump once more in note_access_change, with the notification.
 constexpr const char* migration_24 = R"sql(
+CREATE OR REPLACE FUNCTION comb_members_touched() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  community BIGINT;
+BEGIN
+  FOR community IN SELECT DISTINCT community_id FROM touched LOOP
+    IF coalesce(current_setting('comb.version_bumped_' || community, true), '') = '' THEN
+      UPDATE communities SET state_version = state_version + 1 WHERE id = community;
+      PERFORM set_config('comb.version_bumped_' || community, 'yes', true);
+    END IF;
+  END LOOP;
+  RETURN NULL;
+END $$;
+
 CREATE FUNCTION comb_access_edited() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   NEW.state_version := GREATEST(NEW.state_version, OLD.state_version + 1);

@@ -165,6 +165,10 @@ void pg_listener::beat() {
   timer_.async_wait([self = shared_from_this(), generation = generation_](const boost::system::error_code& ec) {
     if (ec || self->generation_ != generation || self->stopped_)
       return;
+    // An answer that came while this thread was busy elsewhere may wait unread behind this
+    // timer: read what is there before judging.
+    if (self->heartbeat_due_ && !self->drain())
+      return;
     if (self->heartbeat_due_) {
       self->fail("no answer to a heartbeat within " + std::to_string(heartbeat_interval.count()) + " s");
       return;
@@ -189,9 +193,14 @@ void pg_listener::wait_readable() {
 }
 
 void pg_listener::on_readable() {
+  if (drain())
+    wait_readable();
+}
+
+bool pg_listener::drain() {
   if (PQconsumeInput(conn_) != 1 || PQstatus(conn_) != CONNECTION_OK) {
     fail(first_line(PQerrorMessage(conn_)));
-    return;
+    return false;
   }
   while (PQisBusy(conn_) == 0) {
     PGresult* result = PQgetResult(conn_);
@@ -203,7 +212,7 @@ void pg_listener::on_readable() {
     PQclear(result);
     if (!ok) {
       fail(error);
-      return;
+      return false;
     }
     if (heartbeat)
       heartbeat_due_ = false;
@@ -223,7 +232,7 @@ void pg_listener::on_readable() {
     if (events_.notified)
       events_.notified(std::move(payload));
   }
-  wait_readable();
+  return true;
 }
 
 } // namespace comb::storage

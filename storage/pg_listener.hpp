@@ -64,6 +64,9 @@ private:
   void beat();
   void wait_readable();
   void on_readable();
+  /// Reads what the server sent: results (LISTEN's, a heartbeat's) and notifications. False when
+  /// the connection failed (fail() has run).
+  bool drain();
   void fail(const std::string& why);
   void close_connection();
   void set_problem(std::string problem);

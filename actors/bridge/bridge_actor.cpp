@@ -91,16 +91,6 @@ std::int64_t origin_version(self_ptr self, std::int64_t community_id) {
   return std::max(cache.version(), cache.rooms_version());
 }
 
-/// Not numbered: an envelope for one peer (a new link's start-up lists), which the others never
-/// see, and the start-up lists sent before any transport may be up (Redis gets them again,
-/// numbered, once it is ready): neither may count in what the other pods expect.
-std::string unnumbered_envelope(self_ptr self, const committed_event& committed) {
-  const auto& args = self->state.args;
-  return storage::encode_envelope(args.cluster_secret, args.node_id, committed.community_id,
-                                  origin_version(self, committed.community_id),
-                                  *committed.event.json);
-}
-
 std::string numbered_envelope(self_ptr self, const committed_event& committed) {
   auto& st = self->state;
   return storage::encode_numbered_envelope(st.args.cluster_secret, st.args.node_id,
@@ -218,17 +208,6 @@ void receive(self_ptr self, const std::string& payload) {
   deliver(self, std::move(committed));
 }
 
-/// The start-up lists, to a newly linked CAF peer, or (`peer` null) to Redis.
-void flush_startup(self_ptr self, const caf::actor& peer) {
-  auto& st = self->state;
-  for (const auto& committed : st.startup) {
-    if (peer && st.gate)
-      self->send(st.gate, gate_order{gate_order::kind::send_to, peer, unnumbered_envelope(self, committed)});
-    else if (!peer && st.args.redis)
-      st.args.redis->publish(numbered_envelope(self, committed));
-  }
-}
-
 /// An envelope from Redis or the gatekeeper, which took its place in the inbound bound: checked,
 /// then the place is given back.
 void receive_counted(self_ptr self, const std::string& payload) {
@@ -245,16 +224,7 @@ caf::behavior bridge_actor(caf::stateful_actor<bridge_state>* self, bridge_args 
     [=](publish_atom, const committed_event& committed) {
       send_everywhere(self, numbered_envelope(self, committed));
     },
-    [=](startup_atom, const committed_event& committed) {
-      self->state.startup.push_back(committed);
-      send_everywhere(self, unnumbered_envelope(self, committed));
-    },
     [=](redis_atom, const std::string& payload) { receive_counted(self, payload); },
-    [=](ready_atom) {
-      // Once: a Redis reconnect must not re-send start-up lists that may be stale by now.
-      if (!std::exchange(self->state.startup_sent_to_redis, true))
-        flush_startup(self, {});
-    },
     // Redis, or a cluster link (from the gatekeeper), was back after a loss: what other pods
     // sent meanwhile never came. The gap filler hands the local fan-out what was stored since
     // (it drops what it delivered).
@@ -269,7 +239,6 @@ caf::behavior bridge_actor(caf::stateful_actor<bridge_state>* self, bridge_args 
     [=](beat_atom) { send_heartbeat(self); },
     // From the gatekeeper, which lets through only peers that proved the secret.
     [=](envelope_atom, const std::string& payload) { receive_counted(self, payload); },
-    [=](peer_atom, const caf::actor& peer) { flush_startup(self, peer); },
     [=](bridge_gate& gate) { self->state.gate = std::move(gate.gate); },
     [=](bridge_watcher& watcher) {
       self->state.watcher = std::move(watcher.watcher);

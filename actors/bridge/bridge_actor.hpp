@@ -56,9 +56,6 @@ struct bridge_state {
   bridge_args args;
   /// The gatekeeper (actors/bridge/gatekeeper.hpp), when cluster links are configured.
   caf::actor gate;
-  /// Lists written at start-up, pushed once a transport is ready.
-  std::vector<committed_event> startup;
-  bool startup_sent_to_redis = false;
   /// When a dropped envelope was last logged (seconds), so a flood gives one line a second.
   std::int64_t last_drop_log = 0;
   /// This pod's run: the start of its envelope numbering, and the last number it used.

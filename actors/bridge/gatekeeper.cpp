@@ -185,11 +185,6 @@ void gatekeeper::on_order(gate_order& order) {
     case gate_order::kind::send_all:
       send_to_peers(order.text);
       break;
-    case gate_order::kind::send_to:
-      if (order.peer
-          && (handshake_.linked(key_of(order.peer)) || handshake_.trusts(key_of(order.peer))))
-        send(order.peer, envelope_atom_v, std::move(order.text));
-      break;
     case gate_order::kind::tick:
       tick();
       break;
@@ -259,8 +254,6 @@ void gatekeeper::on_prove(const std::string& node_id, const std::string& proof) 
   accepted_[key] = accepted_dialer{peer, node_id, epoch, storage::envelope_clock_ms()};
   send(watch_, gate_order{gate_order::kind::watch, peer, std::to_string(epoch)});
   send(peer, welcome_atom_v);
-  if (!handshake_.linked(key)) // else our own link already had the start-up lists
-    send(args_.bridge, peer_atom_v, peer);
   if (!end_gaps(node_id, {}))
     cover_dialer_gaps();
 }
@@ -273,8 +266,6 @@ void gatekeeper::on_welcome() {
   bump(args_.metrics->cluster_peers_linked);
   const auto node = handshake_.peer_id(key);
   spdlog::info("cluster: linked to peer {} at {}", printable(node, 80), where_[key]);
-  if (!handshake_.trusts(key)) // else its link to us already had the start-up lists
-    send(args_.bridge, peer_atom_v, it->second);
   end_gaps(node, where_[key]);
 }
 

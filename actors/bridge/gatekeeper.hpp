@@ -23,7 +23,6 @@ struct gate_order {
     dialer_lost, ///< from the link watch: the link of the dialer `text` (a key) dropped
     watch,    ///< to the link watch: report when the link to `peer` drops (`text`: its epoch)
     send_all, ///< `text` is an envelope for every linked peer
-    send_to,  ///< `text` is an envelope for `peer` only (start-up lists for a new link)
     tick,     ///< housekeeping: expire challenges, greet stalled peers again
     stop,     ///< end the actor (exit messages are refused, so this is the only way)
   };
@@ -35,7 +34,7 @@ struct gate_order {
 struct gatekeeper_args {
   std::string node_id;
   std::string secret;
-  caf::actor bridge; ///< gets (envelope_atom, payload) from authenticated peers, (peer_atom, peer) per new link
+  caf::actor bridge; ///< gets (envelope_atom, payload) from authenticated peers
   std::shared_ptr<relay_metrics> metrics;
   handshake_limits limits;
   /// The bridge's bound on envelopes on their way to it (`bridge_args::inbound`: the bridge

@@ -30,7 +30,6 @@ std::optional<std::string> redis_transport::start(caf::actor bridge,
         lost_at_ms_ = storage::envelope_clock_ms();
       if (up) {
         spdlog::info("bridge: Redis connected");
-        caf::anon_send(bridge, ready_atom_v);
         if (auto lost = std::exchange(lost_at_ms_, 0); lost != 0)
           caf::anon_send(bridge, ready_atom_v, lost);
       } else if (link_ && link_->stats().refused_login) {

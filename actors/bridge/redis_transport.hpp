@@ -20,8 +20,8 @@ class redis_transport final : public bridge_transport {
 public:
   redis_transport(boost::asio::io_context& io, std::string url, std::string channel);
 
-  /// Connects (asynchronously); the bridge actor gets what arrives, (ready_atom) when the link is
-  /// up and, after a loss, (ready_atom, lost at in Unix ms). Nothing, or a start-up error.
+  /// Connects (asynchronously); the bridge actor gets what arrives and, when the link is up
+  /// after a loss, (ready_atom, lost at in Unix ms). Nothing, or a start-up error.
   /// What arrives takes a place in `inbound` first (the bridge gives it back); past its bound
   /// it is dropped and counted in `metrics`.
   [[nodiscard]] std::optional<std::string> start(caf::actor bridge,

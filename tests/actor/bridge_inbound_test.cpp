@@ -168,7 +168,6 @@ struct recording_gate {
     bridge = f.system->spawn([fills = fills]() -> caf::behavior {
       return {
         [fills](ready_atom, std::int64_t since) { fills->push_back(since); },
-        [](peer_atom, const caf::actor&) {},
         [](envelope_atom, const std::string&) {},
       };
     });

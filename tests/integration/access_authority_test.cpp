@@ -196,6 +196,17 @@ TEST_CASE_METHOD(membership_fixture, "a hand edit of anything access checks read
   CHECK_FALSE(edit_bumps("DELETE FROM banned_pubkeys WHERE community_id = $1::bigint"));
   CHECK_FALSE(edit_bumps("DELETE FROM room_members WHERE community_id = $1::bigint"));
 
+  // A transaction of many statements bumps once; the next transaction bumps again.
+  auto before = version_of(connection, community);
+  (void)scalar(connection, "BEGIN");
+  for (char digit : std::string("123"))
+    (void)scalar(connection, "INSERT INTO banned_pubkeys (community_id, pubkey) VALUES ($1::bigint, '\\x"
+                               + std::string(63, 'c') + digit + "'::bytea)", {id});
+  (void)scalar(connection, "DELETE FROM banned_pubkeys WHERE community_id = $1::bigint", {id});
+  (void)scalar(connection, "COMMIT");
+  CHECK(version_of(connection, community) == before + 1);
+  CHECK(edit_bumps("INSERT INTO banned_pubkeys (community_id, pubkey) VALUES ($1::bigint, " + someone + ")"));
+
   // The state a pod reloads at the new version is the edited one.
   (void)scalar(connection, "UPDATE communities SET access = 'closed' WHERE id = $1::bigint", {id});
   auto state = storage::load_access(connection, community);

@@ -30,8 +30,6 @@ TEST_CASE("the gate refuses the bridge's local handlers, system messages and oth
   const std::string s = "x";
   CHECK_FALSE(admitted(caf::make_message(redis_atom_v, s)));
   CHECK_FALSE(admitted(caf::make_message(ready_atom_v)));
-  CHECK_FALSE(admitted(caf::make_message(startup_atom_v)));
-  CHECK_FALSE(admitted(caf::make_message(peer_atom_v, caf::actor{})));
   CHECK_FALSE(admitted(caf::make_message(caf::exit_msg{{}, caf::exit_reason::kill})));
   CHECK_FALSE(admitted(caf::make_message(caf::down_msg{{}, caf::exit_reason::kill})));
   CHECK_FALSE(admitted(caf::make_message(hello_atom_v, s)));          // wrong arity

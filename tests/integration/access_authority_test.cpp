@@ -270,12 +270,21 @@ TEST_CASE_METHOD(membership_fixture, "a rolled-back change raises no notificatio
   CHECK(l.notices().empty());
 }
 
-TEST_CASE("the LISTEN connection comes back by itself after its backend is killed",
-          "[integration][authority]") {
+namespace {
+
+/// A listener on a database of its own, listening; `c` is another connection to it.
+struct listening_alone {
+  listening_alone() { REQUIRE(l.eventually([&] { return l.connects.load() == 1; })); }
+
   fresh_database db;
-  storage::pg_connection c(db.conninfo());
-  listening l(db.conninfo());
-  REQUIRE(l.eventually([&] { return l.connects.load() == 1; }));
+  storage::pg_connection c{db.conninfo()};
+  listening l{db.conninfo()};
+};
+
+} // namespace
+
+TEST_CASE_METHOD(listening_alone, "the LISTEN connection comes back by itself after its backend is killed",
+                 "[integration][authority]") {
   CHECK(l.listener->problem().empty());
   int pid = l.listener->backend_pid();
   REQUIRE(pid != 0);
@@ -288,12 +297,8 @@ TEST_CASE("the LISTEN connection comes back by itself after its backend is kille
   CHECK(l.notices().front().version == 9);
 }
 
-TEST_CASE("a LISTEN connection whose server stops answering is dropped and made again",
-          "[integration][authority]") {
-  fresh_database db;
-  storage::pg_connection c(db.conninfo());
-  listening l(db.conninfo());
-  REQUIRE(l.eventually([&] { return l.connects.load() == 1; }));
+TEST_CASE_METHOD(listening_alone, "a LISTEN connection whose server stops answering is dropped and made again",
+                 "[integration][authority]") {
   const int frozen = l.listener->backend_pid();
   REQUIRE(frozen != 0);
   // A stopped backend keeps its socket open and its kernel acknowledges what is sent: as a

@@ -44,15 +44,18 @@ async function mayRead(pod, who) {
 
 const closedFrame = (client, sub) => () => client.inbox.some((f) => f[0] === 'CLOSED' && f[1] === sub)
 
+/** Whether `pod` serves an anonymous reader now (a fresh connection, no AUTH, REQ). */
+async function servesAnonymous(pod) {
+  const probe = await RawClient.open(pod)
+  const { end } = await probe.req('p', { kinds: [1], limit: 1 })
+  await probe.close()
+  return end[0] === 'EOSE'
+}
+
 /** Opens the community through comb-admin and waits until `pod` serves anonymous readers. */
 async function openFor(group, pod) {
   await admin(group, 'community', 'set-access', 'hive.test', 'open')
-  await eventually(async () => {
-    const probe = await RawClient.open(pod)
-    const { end } = await probe.req('p', { kinds: [1], limit: 1 })
-    await probe.close()
-    return end[0] === 'EOSE'
-  }, 'open for anonymous readers', 2000)
+  await eventually(() => servesAnonymous(pod), 'open for anonymous readers', 2000)
 }
 
 function percentile(values, p) {
@@ -183,12 +186,7 @@ describe('one pod without Redis: comb-admin changes are enforced at once', () =>
     assert.equal((await fresh.req('p', { kinds: [1] })).end[0], 'CLOSED')
     await fresh.close()
     await pod.sql("UPDATE communities SET access = 'open' WHERE host = 'hive.test'")
-    await eventually(async () => {
-      const probe = await RawClient.open(pod)
-      const { end } = await probe.req('p', { kinds: [1], limit: 1 })
-      await probe.close()
-      return end[0] === 'EOSE'
-    }, 'open again for anonymous readers after the edit', 2500)
+    await eventually(() => servesAnonymous(pod), 'open again for anonymous readers after the edit', 2500)
     await admin(group, 'community', 'set-access', 'hive.test', 'closed')
   })
 

@@ -9,7 +9,6 @@
 #include <array>
 #include <cerrno>
 #include <climits>
-#include <span>
 #include <string>
 #include <utility>
 #include <vector>

@@ -99,6 +99,18 @@ struct socket_refusal {
   const char* text;
 };
 
+/// A refusal is answered (its socket kept a moment so the client reads it) only while few are:
+/// past `max_answered_refusals`, a flood of refused sockets is closed unanswered, never held.
+asio::awaitable<void> refuse_socket(tcp_stream& stream, socket_gate& refusals, relay_metrics& metrics,
+                                    socket_refusal answer) {
+  if (!refusals.try_enter()) {
+    bump(metrics.refusals_unanswered);
+    co_return;
+  }
+  co_await refuse_raw(stream, answer.status, answer.text);
+  refusals.leave();
+}
+
 socket_refusal refusal_for(ip_table::refusal why) {
   if (why == ip_table::refusal::too_many_addresses)
     return {"503 Service Unavailable", "relay: too many client addresses, retry shortly\n"};
@@ -362,13 +374,6 @@ private:
 asio::awaitable<void> server::serve(tcp::socket socket) {
   auto& metrics = *context_->metrics;
   tcp_stream stream(std::move(socket));
-  if (!sockets_.try_enter()) {
-    bump(metrics.connections_refused_busy);
-    bump(metrics.connections_refused);
-    co_await refuse_raw(stream, "503 Service Unavailable", "relay: too many connections\n");
-    co_return;
-  }
-  socket_pass pass(sockets_, metrics);
   boost::system::error_code peer_gone;
   auto remote = stream.socket().remote_endpoint(peer_gone);
   if (peer_gone)
@@ -380,6 +385,8 @@ asio::awaitable<void> server::serve(tcp::socket socket) {
   auto peer_bytes = peer_v6.to_bytes();
   std::copy(peer_bytes.begin(), peer_bytes.end(), peer.bytes.begin());
   std::unique_ptr<ip_table::slot> slot;
+  // The address is checked before the pod's socket count is taken: one address refused at its
+  // own cap must not hold the pod's places while its refusals are answered.
   // A trusted proxy carries many clients: their places are taken once each request names one.
   if (!conf::contains_any(trusted_proxies_, peer)) {
     ip_table::refusal why{};
@@ -390,11 +397,18 @@ asio::awaitable<void> server::serve(tcp::socket socket) {
       bool busy = why == ip_table::refusal::too_many_addresses;
       bump(busy ? metrics.connections_refused_busy : metrics.connections_refused_address);
       bump(metrics.connections_refused);
-      socket_refusal answer = refusal_for(why);
-      co_await refuse_raw(stream, answer.status, answer.text);
+      co_await refuse_socket(stream, refusals_, metrics, refusal_for(why));
       co_return;
     }
   }
+  if (!sockets_.try_enter()) {
+    slot.reset();
+    bump(metrics.connections_refused_busy);
+    bump(metrics.connections_refused);
+    co_await refuse_socket(stream, refusals_, metrics, {"503 Service Unavailable", "relay: too many connections\n"});
+    co_return;
+  }
+  socket_pass pass(sockets_, metrics);
   co_await serve_requests(stream, peer, std::move(slot));
 }
 

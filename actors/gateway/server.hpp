@@ -22,6 +22,9 @@ namespace comb::actors {
 /// actor and talks to it only through frames (inbound) and a bounded outbox (outbound).
 class server {
 public:
+  /// Refused sockets answered at once (each kept up to 2 s so its client reads the status).
+  static constexpr std::size_t max_answered_refusals = 256;
+
   server(boost::asio::io_context& io, std::shared_ptr<gateway_context> context);
 
   /// Binds every address COMB_LISTEN names and starts accepting. Throws std::runtime_error
@@ -75,6 +78,8 @@ private:
   unsigned short port_ = 0;
   /// Every socket from accept to close, capped by max_connections (checked and counted at once).
   socket_gate sockets_;
+  /// Refused sockets being answered: held outside `sockets_`, and capped themselves.
+  socket_gate refusals_{max_answered_refusals};
   /// Per client address: its open sockets (capped) and its token buckets.
   std::shared_ptr<ip_table> addresses_;
   std::vector<conf::ip_network> trusted_proxies_;

@@ -356,6 +356,38 @@ async function cpuSeconds(pid) {
   return (Number(fields[11]) + Number(fields[12])) / 100 // utime, stime in clock ticks (100/s)
 }
 
+describe('sockets refused at their address\'s cap', () => {
+  let relay
+
+  before(async () => {
+    relay = await startRelay({ COMB_LOG_LEVEL: 'error', COMB_MAX_CONNECTIONS: '300',
+                               COMB_MAX_CONNECTIONS_PER_IP: '10' })
+  })
+  after(async () => { await relay?.stop() })
+
+  it('hold none of the pod\'s places, and past 256 at once are closed unanswered', async () => {
+    // 400 silent sockets from one address: 10 take its places, 390 are refused with 429, each
+    // kept up to 2 s so its client reads the status. Had those refusals counted against the
+    // pod's 300 sockets, every other client would get 503 meanwhile.
+    const sockets = await Promise.all(Array.from({ length: 400 }, () => new Promise((resolve) => {
+      const socket = net.connect({ port: relay.port, host: '127.0.0.1', localAddress: '127.0.0.7' })
+      socket.on('error', () => {})
+      socket.once('connect', () => resolve(socket))
+      socket.once('close', () => resolve(socket))
+    })))
+    try {
+      const honest = await RawClient.open(relay, { localAddress: '127.0.0.8' })
+      assert.equal((await honest.req('ok', { kinds: [1] })).end[0], 'EOSE')
+      await honest.close()
+      assert.ok(await relay.metric('comb_refusals_unanswered_total') > 0,
+                'refusals past the answered bound were held rather than closed')
+      assert.ok(await relay.metric('comb_connections_refused_address_total') >= 390)
+    } finally {
+      for (const s of sockets) s.destroy()
+    }
+  })
+})
+
 describe('a relay out of file descriptors', () => {
   let relay
 

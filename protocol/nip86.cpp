@@ -59,16 +59,29 @@ std::optional<std::string> string_param(const json::array& params, std::size_t i
   return std::string(params[index].get_string());
 }
 
-parse_result params_of(method m, std::string_view name, const json::array& params) {
+bool takes_pubkey(method m) {
+  return takes_target(m) && m != method::ban_event && m != method::allow_event;
+}
+
+/// Flotilla bans from a report by spreading its `["p", <pubkey>]` tag into the params: the tag's
+/// name first, then the key (and no reason). "p" is never a key, so the form is unambiguous.
+bool leads_with_tag_name(method m, const json::array& params) {
+  return takes_pubkey(m) && params.size() == 2 && params[0].is_string() && params[0].get_string() == "p";
+}
+
+parse_result params_of(method m, std::string_view name, const json::array& given) {
   management_request request;
   request.method = m;
+  json::array spread_tag;
+  if (leads_with_tag_name(m, given))
+    spread_tag = json::array(given.begin() + 1, given.end());
+  const json::array& params = spread_tag.empty() ? given : spread_tag;
   if (takes_target(m)) {
     auto hex = string_param(params, 0);
     auto target = hex ? array_from_hex<32>(*hex) : std::nullopt;
     if (!target)
       return bad_params(name, "the first param must be a 64-character lowercase hex "
-                                + std::string(m == method::ban_event || m == method::allow_event
-                                                ? "event id" : "pubkey"));
+                                + std::string(takes_pubkey(m) ? "pubkey" : "event id"));
     request.target = target;
   }
   std::size_t text_index = takes_target(m) ? 1 : 0;

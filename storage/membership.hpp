@@ -71,6 +71,10 @@ inline constexpr std::int64_t request_window_seconds = 300;
 /// open community anyone may join, with a fresh key each time. Operators (comb-admin) may go
 /// past it.
 inline constexpr std::size_t max_community_members = 10000;
+/// Members a user's own join (open, or by invite code) may take a community to: the rest is
+/// kept for its owner and admins, so keys made by the thousand cannot lock them out of adding
+/// the people they mean to.
+inline constexpr std::size_t max_self_joined_members = max_community_members / 10 * 9;
 
 enum class membership_outcome {
   changed,

@@ -20,9 +20,13 @@ step changed(std::uint32_t delta_kind) {
   return {outcome::changed, delta_kind, true};
 }
 
-/// A user's request may not take the members past the bound; an operator's may.
+/// A user's request may not take the members past the bound, a user's own join not past the
+/// smaller one; an operator's may.
 bool full_for(const roster& r, const membership_command& c) {
-  return c.requested_by && r.size() >= max_community_members;
+  if (!c.requested_by)
+    return false;
+  bool joins_self = *c.requested_by == c.subject;
+  return r.size() >= (joins_self ? max_self_joined_members : max_community_members);
 }
 
 step add(roster& r, const membership_command& c, const std::set<protocol::bytes32>& banned) {
@@ -293,6 +297,10 @@ member_changes roster::changes() const {
 }
 
 std::string invite_code_hash(std::string_view code) {
+  // Apps send the code box as typed or pasted: a newline or space around a code is not part of it.
+  constexpr std::string_view blanks = " \t\r\n";
+  auto first = code.find_first_not_of(blanks);
+  code = first == std::string_view::npos ? std::string_view{} : code.substr(first, code.find_last_not_of(blanks) - first + 1);
   return protocol::to_hex(protocol::sha256(code));
 }
 

@@ -91,6 +91,8 @@ describe('Flotilla managing a closed space', () => {
     assert.equal(thunkError(await bob.publish(relay, makeEvent(MESSAGE, { content: 'hi' }))), '')
     // SpaceMembers and ProfileDetail ban with the pubkey alone.
     assert.deepEqual(await owner.manage(relay, 'banpubkey', [bob.pk]), { result: true })
+    // What bob posted goes from every screen with the ban, as it does on the apps' own relay.
+    assert.equal((await owner.read(relay, [{ authors: [bob.pk], kinds: [MESSAGE] }])).events.length, 0)
     const banned = await owner.manage(relay, 'listbannedpubkeys')
     assert.deepEqual(banned.result.map((item) => item.pubkey), [bob.pk])
     assert.ok(!(await memberList(owner, relay)).includes(bob.pk))
@@ -99,11 +101,22 @@ describe('Flotilla managing a closed space', () => {
     const restored = await owner.manage(relay, 'allowpubkey', [bob.pk])
     assert.deepEqual(restored, { result: true }, JSON.stringify(restored))
     assert.ok((await memberList(owner, relay)).includes(bob.pk))
+    assert.equal((await owner.read(relay, [{ authors: [bob.pk], kinds: [MESSAGE] }])).events.length, 1,
+                 'a restored member\'s posts are served again')
     // The banned list asks each time it opens: in the same second that is the very same NIP-98
     // event, which a read may use again.
     const lists = await Promise.all([owner.manage(relay, 'listbannedpubkeys'), owner.manage(relay, 'listbannedpubkeys')])
     for (const list of lists) assert.deepEqual(list.result, [], JSON.stringify(list))
     assert.equal(thunkError(await bob.publish(relay, makeEvent(MESSAGE, { content: 'back again' }))), '')
+  })
+
+  it('bans from a report as the report menu does, its p tag spread into the params', async () => {
+    const { relay } = ctx
+    // ReportMenu: `const [pubkey, reason = ""] = ptag` on ["p", <hex>], then params [pubkey, reason].
+    assert.deepEqual(await owner.manage(relay, 'banpubkey', ['p', bob.pk]), { result: true })
+    const banned = await owner.manage(relay, 'listbannedpubkeys')
+    assert.deepEqual(banned.result.map((item) => item.pubkey), [bob.pk])
+    assert.deepEqual(await owner.manage(relay, 'allowpubkey', [bob.pk]), { result: true })
   })
 
   it('deletes a message with banevent and the id alone, as the message menu does', async () => {

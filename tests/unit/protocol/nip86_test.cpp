@@ -61,6 +61,22 @@ TEST_CASE("an empty name, description or icon clears it, as Flotilla sends an em
   CHECK(parse_error(R"({"method":"listroommembers","params":[""]})").message == "a room id is required");
 }
 
+TEST_CASE("a report's p tag spread into the params bans its pubkey, as Flotilla's report menu sends",
+          "[protocol][nip86]") {
+  auto ban = parse_management_request(R"({"method":"banpubkey","params":["p",")" + alice + R"("]})");
+  REQUIRE(ban.ok());
+  CHECK(ban->method == management_method::ban_pubkey);
+  CHECK(to_hex(*ban->target) == alice);
+  CHECK(ban->text.empty());
+  auto allow = parse_management_request(R"({"method":"allowpubkey","params":["p",")" + alice + R"("]})");
+  REQUIRE(allow.ok());
+  CHECK(to_hex(*allow->target) == alice);
+  // Only the two-element tag form, and only where a pubkey is the target.
+  CHECK_FALSE(parse_management_request(R"({"method":"banevent","params":["p",")" + alice + R"("]})").ok());
+  CHECK_FALSE(parse_management_request(R"({"method":"banpubkey","params":["p",")" + alice + R"(","x"]})").ok());
+  CHECK_FALSE(parse_management_request(R"({"method":"banpubkey","params":["p"]})").ok());
+}
+
 TEST_CASE("every method name round-trips", "[protocol][nip86]") {
   for (std::size_t i = 0; i < management_method_count; ++i) {
     auto m = static_cast<management_method>(i);

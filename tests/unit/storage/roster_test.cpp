@@ -212,3 +212,38 @@ TEST_CASE("a full community refuses users' joins and adds, not the operator's", 
   CHECK(invites[invite_code_hash("code")].use_count == 0); // the code is not used up
   CHECK(r.size() == max_community_members + 1);
 }
+
+TEST_CASE("users' own joins stop short of the bound, leaving room the owner and admins can add into",
+          "[unit][storage][roster]") {
+  std::vector<member> many{{key(1), member_role::owner}};
+  for (std::size_t i = 1; i < max_self_joined_members; ++i) {
+    bytes32 k{};
+    std::memcpy(k.data(), &i, sizeof i);
+    k[31] = 0xee;
+    many.push_back({k, member_role::member});
+  }
+  roster r(std::move(many));
+  REQUIRE(r.size() == max_self_joined_members);
+  std::map<std::string, invite_state> invites;
+  invite_state fresh;
+  fresh.expires_at = 1000;
+  invites[invite_code_hash("code")] = fresh;
+  std::set<bytes32> banned;
+  membership_command open_join = request(membership_change::claim_membership, key(7), key(7));
+  membership_command coded_join = request(membership_change::claim_invite, key(8), key(8));
+  coded_join.invite_code = "code";
+  membership_command owner_add = request(membership_change::add_member, key(9), key(1));
+  std::vector<membership_command> batch{open_join, coded_join, owner_add};
+  auto plan = plan_membership(r, batch, invites, {}, banned, 100);
+  CHECK(plan.outcomes == std::vector<membership_outcome>{
+                           membership_outcome::community_full, membership_outcome::community_full,
+                           membership_outcome::changed});
+  CHECK(r.size() == max_self_joined_members + 1);
+}
+
+TEST_CASE("an invite code pasted with spaces or a newline around it is the code", "[unit][storage][roster]") {
+  CHECK(invite_code_hash(" 0a1b2c\n") == invite_code_hash("0a1b2c"));
+  CHECK(invite_code_hash("\t0a1b2c\r\n") == invite_code_hash("0a1b2c"));
+  CHECK(invite_code_hash("0a 1b") != invite_code_hash("0a1b"));
+  CHECK(invite_code_hash("  ") == invite_code_hash(""));
+}

@@ -145,43 +145,77 @@ caf::behavior storage_writer(caf::stateful_actor<writer_state>* self, writer_arg
 
 namespace {
 
+/// A reply waits for its client at most this many times `patience` in all, however the client
+/// paces its reading: one that reads a little now and then must not hold a reader for hours.
+constexpr int max_wait_patiences = 3;
+
 /// Waits until `flow` has room for `bytes` more within `budget` (or holds nothing); false when
-/// the client's connection is ending or nothing it holds was written for `patience`.
+/// the client's connection is ending, nothing it holds was written for `patience`, or the reply
+/// has waited max_wait_patiences times `patience` (`waited` sums its waits).
 bool wait_for_room(const history_flow& flow, std::size_t bytes, std::size_t budget,
-                   std::chrono::milliseconds patience) {
+                   std::chrono::milliseconds patience, std::chrono::steady_clock::duration& waited) {
   auto pause = std::chrono::milliseconds(1);
-  auto last_progress = std::chrono::steady_clock::now();
+  const auto started = std::chrono::steady_clock::now();
+  auto last_progress = started;
   std::size_t held = flow.held();
+  bool room = true;
   while (held > 0 && held + bytes > budget) {
-    if (flow.sink && flow.sink->ending())
-      return false;
+    if (flow.sink && flow.sink->ending()) {
+      room = false;
+      break;
+    }
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::milliseconds(16));
     std::size_t now_held = flow.held();
     auto now = std::chrono::steady_clock::now();
     if (now_held < held)
       last_progress = now;
-    else if (now - last_progress > patience)
-      return false;
+    if (now - last_progress > patience || waited + (now - started) > patience * max_wait_patiences) {
+      room = false;
+      break;
+    }
     held = now_held;
   }
-  return true;
+  waited += std::chrono::steady_clock::now() - started;
+  return room;
 }
 
 /// Waits for room as wait_for_room does (counted as a wait), but only while the reply holds one
 /// of the pod's wait slots: with none free the reply is refused at once rather than holding
 /// another reader.
-enum class room { made, client_too_slow, readers_busy };
+enum class room { made, client_too_slow, client_behind, readers_busy };
+
+/// One reply's pacing: its wait slot, whether it has sent anything yet, how long it has waited.
+struct reply_pacing {
+  reply_wait_slot slot;
+  bool sent_any = false;
+  std::chrono::steady_clock::duration waited{};
+};
+
 room make_room(const history_flow& flow, std::size_t bytes, std::size_t budget,
-               std::chrono::milliseconds patience, reply_wait_slot& slot, relay_metrics* metrics) {
+               std::chrono::milliseconds patience, reply_pacing& pacing, relay_metrics* metrics) {
   std::size_t held = flow.held();
   if (held == 0 || held + bytes <= budget)
     return room::made;
+  // The client has not read what earlier replies hold, a whole budget of it: this reply would
+  // only hold a reader waiting behind them.
+  if (!pacing.sent_any && held >= budget)
+    return room::client_behind;
   if (metrics)
     bump(metrics->history_waits);
-  if (!slot.hold())
+  if (!pacing.slot.hold())
     return room::readers_busy;
-  return wait_for_room(flow, bytes, budget, patience) ? room::made : room::client_too_slow;
+  return wait_for_room(flow, bytes, budget, patience, pacing.waited) ? room::made : room::client_too_slow;
+}
+
+std::string_view abandoned_because(room why) {
+  switch (why) {
+    case room::readers_busy:
+      return "error: history reply abandoned: too many clients are reading slowly; try again later";
+    case room::client_behind:
+      return "error: history reply refused: earlier replies are still unread";
+    default: return "error: history reply abandoned: the client did not read it in time";
+  }
 }
 
 /// Streams one REQ's history to its connection in chunks of a sixteenth of the budget, each
@@ -193,15 +227,16 @@ void answer_history(caf::stateful_actor<reader_state>* self, const history_reque
   const std::chrono::milliseconds patience(std::max<std::uint32_t>(s.args.statement_timeout_ms, 1000));
   relay_metrics* metrics = s.args.metrics.get();
   room outcome = room::made;
-  reply_wait_slot slot(s.args.waits.get(), s.args.index);
+  reply_pacing pacing{reply_wait_slot(s.args.waits.get(), s.args.index)};
   auto deliver = [&](storage::query_result chunk) {
     std::size_t bytes = storage::bytes_of(chunk);
     if (request.flow) {
-      outcome = make_room(*request.flow, bytes, budget, patience, slot, metrics);
+      outcome = make_room(*request.flow, bytes, budget, patience, pacing, metrics);
       if (outcome != room::made)
         return false;
       request.flow->in_mailbox.fetch_add(bytes, std::memory_order_acq_rel);
     }
+    pacing.sent_any = true;
     if (!chunk.last && metrics)
       bump(metrics->history_chunks);
     self->send(request.reply_to, history_atom_v, request.subscription_id, request.generation,
@@ -216,9 +251,7 @@ void answer_history(caf::stateful_actor<reader_state>* self, const history_reque
   if (outcome != room::made) {
     if (metrics)
       bump(outcome == room::readers_busy ? metrics->history_refused_busy : metrics->history_abandoned);
-    rest = storage::query_result{false, {}, outcome == room::readers_busy
-      ? "error: history reply abandoned: too many clients are reading slowly; try again later"
-      : "error: history reply abandoned: the client did not read it in time"};
+    rest = storage::query_result{false, {}, std::string(abandoned_because(outcome))};
   }
   self->send(request.reply_to, history_atom_v, request.subscription_id, request.generation,
              std::move(rest));

@@ -151,3 +151,22 @@ TEST_CASE_METHOD(test::store_fixture, "two writers storing the same events in op
   CHECK(duplicates == 20 * 200);
   CHECK(deadlocks() == before);
 }
+
+TEST_CASE_METHOD(test::store_fixture, "a banned author's events are served to no one until the ban is lifted",
+                 "[integration][event_store][nip86]") {
+  author alice{30};
+  author bob{31};
+  auto kept = alice.sign(1, now - 3);
+  auto hidden = bob.sign(1, now - 2);
+  for (const auto& ev : {kept, hidden})
+    REQUIRE(store_one(events, community, ev).result == status::stored);
+  test::scalar(connection, "INSERT INTO banned_pubkeys (community_id, pubkey) VALUES ($1::bigint, decode($2, 'hex'))",
+               {std::to_string(community), bob.pubkey_hex()});
+  CHECK(everything(*this, now) == jsons_of({kept}));
+  CHECK(count_all(*this, now) == 1);
+  protocol::filter by_id;
+  by_id.ids = {hidden->id};
+  CHECK(events.query(community, {by_id}, now, 10).events.empty());
+  test::scalar(connection, "DELETE FROM banned_pubkeys");
+  CHECK(everything(*this, now) == jsons_of({hidden, kept}));
+}

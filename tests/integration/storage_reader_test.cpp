@@ -4,15 +4,73 @@
 #include <boost/asio/strand.hpp>
 #include <caf/all.hpp>
 #include <catch2/catch.hpp>
+#include <atomic>
+#include <optional>
 #include <thread>
 
 #include "actors/gateway/websocket_outbox.hpp"
 #include "actors/messages.hpp"
 #include "actors/storage/storage_actors.hpp"
 #include "support/pg_test_database.hpp"
+#include "support/test_events.hpp"
 
 using namespace comb;
 using namespace comb::actors;
+
+namespace {
+
+/// A reader with a small history budget, over a community holding `count` events of 4 KB.
+struct paced_reader {
+  static constexpr std::size_t budget = 64 * 1024;
+
+  paced_reader(test::store_fixture& f, int count) {
+    config.set("logger.verbosity", caf::atom("quiet"));
+    system.emplace(config);
+    metrics = std::make_shared<relay_metrics>();
+    reader_args args;
+    args.database_url = f.database.conninfo();
+    args.metrics = metrics;
+    args.max_history_bytes = budget;
+    args.statement_timeout_ms = 1000;
+    args.waits = std::make_shared<reader_waits>(2);
+    test::author alice{21};
+    for (int i = 0; i < count; ++i)
+      REQUIRE(test::store_one(f.events, f.community, alice.sign(1, 1'700'000'000 - i, {}, std::string(4000, 'x'))).result
+              == storage::store_outcome::status::stored);
+    reader = system->spawn<caf::detached>(storage_reader, args);
+  }
+  ~paced_reader() { caf::anon_send_exit(reader, caf::exit_reason::user_shutdown); }
+
+  /// The reply's end (its last part) and how long it took to come. What the reader sends stays
+  /// counted in `flow` (unread) unless the test reads it.
+  std::pair<storage::query_result, std::chrono::steady_clock::duration>
+  ask(std::int64_t community, std::shared_ptr<history_flow> flow) {
+    caf::scoped_actor self{*system};
+    protocol::filter notes;
+    notes.kinds = {1};
+    auto started = std::chrono::steady_clock::now();
+    self->send(reader, query_atom_v, history_request{self, community, "s", 1, {notes}, flow, {}});
+    storage::query_result last;
+    bool waiting = true;
+    while (waiting)
+      self->receive(
+        [&](history_atom, const std::string&, std::uint64_t, storage::query_result& part) {
+          if (part.last) {
+            last = std::move(part);
+            waiting = false;
+          }
+        },
+        caf::after(std::chrono::seconds(30)) >> [&] { waiting = false; });
+    return {std::move(last), std::chrono::steady_clock::now() - started};
+  }
+
+  caf::actor_system_config config;
+  std::optional<caf::actor_system> system;
+  std::shared_ptr<relay_metrics> metrics;
+  caf::actor reader;
+};
+
+} // namespace
 
 TEST_CASE_METHOD(test::store_fixture, "a reader drops, unread, the queries of a connection that has closed",
                  "[integration][reader]") {
@@ -63,4 +121,42 @@ TEST_CASE_METHOD(test::store_fixture, "a reader drops, unread, the queries of a 
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   CHECK(args.waits->queued_total() == 0);
   self->send_exit(reader, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE_METHOD(test::store_fixture,
+                 "a reply is refused at once, holding no reader, while its connection has a whole budget unread",
+                 "[integration][reader]") {
+  paced_reader r(*this, 4);
+  auto flow = std::make_shared<history_flow>();
+  flow->in_mailbox = paced_reader::budget; // earlier replies, not read
+  auto [last, took] = r.ask(community, flow);
+  CHECK_FALSE(last.ok);
+  CHECK(last.error == "error: history reply refused: earlier replies are still unread");
+  CHECK(took < std::chrono::milliseconds(900)); // not after a wait of the statement timeout
+  CHECK(r.metrics->history_waits.load() == 0);
+  CHECK(r.metrics->history_abandoned.load() == 1);
+}
+
+TEST_CASE_METHOD(test::store_fixture,
+                 "a reply waits for a client that reads a little now and then three timeouts at most in all",
+                 "[integration][reader]") {
+  paced_reader r(*this, 40); // 160 KB: at 5 KB/s, half a minute
+  auto flow = std::make_shared<history_flow>();
+  flow->in_mailbox = paced_reader::budget - 2048;
+  std::atomic<bool> reading{true};
+  std::jthread client([&] {
+    // Some progress every 200 ms, well within the 1 s without progress a reply waits.
+    while (reading) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      std::size_t held = flow->in_mailbox.load();
+      if (held >= 1024)
+        flow->in_mailbox.fetch_sub(1024);
+    }
+  });
+  auto [last, took] = r.ask(community, flow);
+  reading = false;
+  CHECK_FALSE(last.ok);
+  CHECK(last.error == "error: history reply abandoned: the client did not read it in time");
+  CHECK(took < std::chrono::seconds(6));
+  CHECK(r.metrics->history_abandoned.load() == 1);
 }

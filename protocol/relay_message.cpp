@@ -71,10 +71,12 @@ std::string render_auth_challenge(std::string_view challenge) {
   return out;
 }
 
-std::string render_count(std::string_view subscription_id, std::uint64_t count) {
-  std::string out = open_frame("COUNT", subscription_id, 32);
+std::string render_count(std::string_view subscription_id, std::uint64_t count, bool approximate) {
+  std::string out = open_frame("COUNT", subscription_id, 48);
   out += ",{\"count\":";
   out += std::to_string(count);
+  if (approximate)
+    out += ",\"approximate\":true";
   out += "}]";
   return out;
 }

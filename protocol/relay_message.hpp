@@ -32,6 +32,8 @@ namespace comb::protocol {
 
 [[nodiscard]] std::string render_auth_challenge(std::string_view challenge);
 
-[[nodiscard]] std::string render_count(std::string_view subscription_id, std::uint64_t count);
+/// NIP-45's answer; `approximate`: more events match than were counted.
+[[nodiscard]] std::string render_count(std::string_view subscription_id, std::uint64_t count,
+                                       bool approximate = false);
 
 } // namespace comb::protocol

@@ -343,7 +343,10 @@ count_result event_store::count(std::int64_t community_id,
     auto reply = read_with_retry(connection_, *statement);
     if (!reply.ok() || reply.rows() != 1)
       return count_result{false, 0, read_failed};
-    return count_result{true, static_cast<std::uint64_t>(reply.integer(0, 0)), {}};
+    auto counted = static_cast<std::uint64_t>(reply.integer(0, 0));
+    if (counted > max_counted_events)
+      return count_result{true, max_counted_events, {}, true};
+    return count_result{true, counted, {}};
   } catch (const std::exception&) {
     return count_result{false, 0, read_failed};
   }

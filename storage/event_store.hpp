@@ -79,6 +79,7 @@ struct count_result {
   bool ok = false;
   std::uint64_t count = 0;
   std::string error;
+  bool approximate = false; ///< more events match than were counted (max_counted_events)
 };
 
 /// Events in Postgres, scoped by community. One instance per connection; not thread-safe.

@@ -417,10 +417,9 @@ std::optional<sql_statement> count_sql(std::int64_t community_id,
     for (auto& select : selects)
       select += hidden;
   }
-  if (selects.size() == 1)
-    return sql_statement{"SELECT count(*) FROM (" + selects.front() + ") AS m", params.take(), false};
-  return sql_statement{"SELECT count(*) FROM (" + union_of(selects) + ") AS m", params.take(),
-                       false};
+  std::string cap = params.add(std::to_string(max_counted_events + 1), "bigint");
+  std::string rows = selects.size() == 1 ? selects.front() : union_of(selects);
+  return sql_statement{"SELECT count(*) FROM (" + rows + " LIMIT " + cap + ") AS m", params.take(), false};
 }
 
 } // namespace comb::storage

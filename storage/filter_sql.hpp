@@ -81,9 +81,13 @@ struct history_page {
 [[nodiscard]] std::optional<sql_statement> event_bodies_sql(std::int64_t community_id,
                                                             const std::vector<protocol::bytes32>& ids);
 
+/// Events a COUNT reads at most: past it the answer is this many, marked approximate (NIP-45),
+/// so `["COUNT","c",{}]` on a community of millions reads no more than a large REQ does.
+inline constexpr std::uint64_t max_counted_events = 10000;
+
 /// NIP-45: one statement returning a single row with the number of distinct matching events
-/// the reader may see (`hiding`: NIP-29 rooms, as a REQ would show them); limits are ignored.
-/// Nothing when no filter can match.
+/// the reader may see (`hiding`: NIP-29 rooms, as a REQ would show them), max_counted_events + 1
+/// at most; limits are ignored. Nothing when no filter can match.
 [[nodiscard]] std::optional<sql_statement> count_sql(std::int64_t community_id,
                                                      const std::vector<protocol::filter>& filters,
                                                      std::int64_t now,

@@ -74,7 +74,7 @@ void on_counted(connection_self self, std::uint64_t ticket, const storage::count
     }
     refuse(self, sub, "error: the rooms changed while counting; ask again");
   } else {
-    self->state.args.sink->send(protocol::render_count(sub, result.count));
+    self->state.args.sink->send(protocol::render_count(sub, result.count, result.approximate));
   }
   st.counts_in_flight.erase(it);
   finish(self);

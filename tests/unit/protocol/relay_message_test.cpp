@@ -20,6 +20,7 @@ TEST_CASE("relay messages render as NIP-01 frames", "[protocol][relay_message]")
   CHECK(render_notice("line\nbreak") == R"(["NOTICE","line\nbreak"])");
   CHECK(render_auth_challenge("abc") == R"(["AUTH","abc"])");
   CHECK(render_count("c", 42) == R"(["COUNT","c",{"count":42}])");
+  CHECK(render_count("c", 10000, true) == R"(["COUNT","c",{"count":10000,"approximate":true}])");
 }
 
 TEST_CASE("rejections carry the standard prefixes", "[protocol][relay_message]") {

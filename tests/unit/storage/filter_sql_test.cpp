@@ -235,7 +235,8 @@ TEST_CASE("several filters asking for more than the union bound share it", "[sto
   CHECK(param(*within, 6) == "5000");
 }
 
-TEST_CASE("count unions filters without limits", "[storage][filter_sql]") {
+TEST_CASE("count unions filters without their limits, counting one past max_counted_events at most",
+          "[storage][filter_sql]") {
   filter a;
   a.kinds = std::vector<std::uint32_t>{1};
   a.limit = 1;
@@ -245,8 +246,13 @@ TEST_CASE("count unions filters without limits", "[storage][filter_sql]") {
   REQUIRE(s);
   CHECK(s->text.starts_with("SELECT count(*) FROM ("));
   CHECK(contains(s->text, " UNION "));
-  CHECK_FALSE(contains(s->text, "LIMIT"));
-  CHECK(s->params.size() == 4);
+  CHECK(s->text.ends_with(") LIMIT $5::bigint) AS m"));
+  REQUIRE(s->params.size() == 5);
+  CHECK(param(*s, 5) == std::to_string(max_counted_events + 1));
+  // `{}` alone, every event of the community, is counted no further either.
+  auto everything = count_sql(3, {filter{}}, 77);
+  REQUIRE(everything);
+  CHECK(contains(everything->text, " LIMIT $3::bigint) AS m"));
 }
 
 TEST_CASE("one author or kind is an equality, so the index keeps its order",

@@ -276,6 +276,23 @@ struct websocket_session {
   std::shared_ptr<std::atomic<std::size_t>> frames_pending;
 };
 
+/// Beast answers every ping with a write of its own, before the relay sees any frame: each ping
+/// takes a frame token of its client address, and a connection pinging past them is cut.
+void limit_pings(ws_stream& ws, std::shared_ptr<ip_budget> budget, std::shared_ptr<relay_metrics> metrics) {
+  if (!budget)
+    return;
+  auto* socket = &beast::get_lowest_layer(ws).socket();
+  ws.control_callback([budget = std::move(budget), metrics = std::move(metrics), socket](
+                        websocket::frame_type kind, beast::string_view) {
+    if (kind != websocket::frame_type::ping || budget->try_take_frames(monotonic_seconds(), 1))
+      return;
+    bump(metrics->pings_refused);
+    // On the strand, inside the read that parsed the ping: the read and every write fail now.
+    boost::system::error_code ignored;
+    socket->close(ignored);
+  });
+}
+
 websocket_session open_session(tcp_stream stream, gateway_context& context,
                                const storage::community_row& community,
                                const community_handle& handle, std::shared_ptr<ip_budget> budget) {
@@ -298,6 +315,7 @@ websocket_session open_session(tcp_stream stream, gateway_context& context,
       beast::get_lowest_layer(*ws).socket().close(ignored);
     }
   });
+  limit_pings(*session.ws, budget, context.metrics);
   session.frames_pending = std::make_shared<std::atomic<std::size_t>>(0);
   connection_args args;
   args.policy = policy_for(context, community, handle);

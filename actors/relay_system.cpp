@@ -240,7 +240,7 @@ bool spawn_actors(caf::actor_system& system, asio::io_context& io, const conf::r
                                   s.max_history_bytes, metrics, pod.readers_waiting, i, pod.bodies}));
   pod.fanout = system.spawn(fanout_actor, fanout_args{pod.readers, metrics, pod.readers_waiting});
   pod.membership_writer = system.spawn<caf::detached>(
-    membership_writer, membership_writer_args{s.database_url, key, 1, 24 * 3600});
+    membership_writer, membership_writer_args{s.database_url, key, s.invite_uses, s.invite_ttl_seconds});
   pod.registry =
     std::make_shared<community_registry>(system, pod.membership_writer, pod.fanout, metrics);
   std::string error;

@@ -162,6 +162,8 @@ std::vector<option> make_options() {
     number<sz>("limits.max_queries_in_flight", "COMB_MAX_QUERIES_IN_FLIGHT", "REQ and COUNT queries of one connection running at once; later ones wait", [](S& s) -> auto& { return s.max_queries_in_flight; }, 1, 10000),
     number<sz>("limits.max_deletion_targets", "COMB_MAX_DELETION_TARGETS", "events and addresses one deletion request (kind 5) may name; more is refused", [](S& s) -> auto& { return s.max_deletion_targets; }, 1, 100000),
     number<std::int64_t>("limits.room_late_seconds", "COMB_ROOM_LATE_SECONDS", "NIP-29 late publication: events posted to a room with a created_at older than this are refused", [](S& s) -> auto& { return s.room_late_seconds; }, 1, 100000000),
+    number<std::int64_t>("limits.invite_uses", "COMB_INVITE_USES", "joins one minted invite code (28935) admits; 0: any number (a shareable link)", [](S& s) -> auto& { return s.invite_uses; }, 0, 1000000),
+    number<std::int64_t>("limits.invite_ttl_seconds", "COMB_INVITE_TTL_SECONDS", "how long a minted invite code (28935) admits joins", [](S& s) -> auto& { return s.invite_ttl_seconds; }, 60, 10LL * 365 * 86400),
     text("server.metrics_listen", "COMB_METRICS_LISTEN", "address:port serving /metrics (and /healthz, /readyz), never on community hosts; off: none", [](S& s) -> auto& { return s.metrics_listen; }),
     list("server.trusted_proxies", "COMB_TRUSTED_PROXIES", "comma-separated addresses or CIDRs of reverse proxies whose X-Forwarded-For / X-Real-IP is believed", [](S& s) -> auto& { return s.trusted_proxies; }),
     flag("websocket.deflate", "COMB_WS_DEFLATE", "offer permessage-deflate", [](S& s) -> auto& { return s.deflate; }),

@@ -78,6 +78,11 @@ struct relay_settings {
   std::size_t max_queries_in_flight = 8; ///< REQ/COUNT queries of one connection at once
   std::size_t max_deletion_targets = 100; ///< events/addresses one kind 5 may name
   std::int64_t room_late_seconds = 900; ///< NIP-29: room events older than this are refused
+  /// NIP-43 invites (28935) minted for owners and admins: how many joins one code admits (0: any
+  /// number, so a link shared in a chat admits everyone it reaches, as the apps' invite dialog
+  /// promises) and how long it lasts.
+  std::int64_t invite_uses = 0;
+  std::int64_t invite_ttl_seconds = 7 * 86400;
   std::vector<std::string> trusted_proxies; ///< addresses/CIDRs whose X-Forwarded-For is believed
   std::string metrics_listen = "127.0.0.1:9777"; ///< /metrics and probes; "off": none
   // -- WebSocket compression --

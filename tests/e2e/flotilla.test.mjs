@@ -157,6 +157,29 @@ describe('Flotilla joining a closed space', () => {
     }
   })
 
+  it('admits everyone an invite link reaches, a code pasted with a newline included', async () => {
+    const { relay } = ctx
+    const owner = appUser(ownerSecret)
+    const people = [appUser(), appUser(), appUser()]
+    try {
+      // SpaceInvite: "Get a link that you can use to invite people", shared once, opened by many.
+      const invite = await owner.read(relay, [{ kinds: [RELAY_INVITE], limit: 1 }])
+      const claim = getTagValue('claim', invite.events[0].tags)
+      // SpaceAccessRequest sends the code box as pasted.
+      const pasted = [claim, claim, `${claim}\n`]
+      for (const [i, person] of people.entries()) {
+        await person.authenticated(relay)
+        const join = await person.publish(relay, makeEvent(RELAY_JOIN, { tags: [['claim', pasted[i]]] }))
+        assert.equal(thunkError(join), '', `person ${i}`)
+      }
+      const members = await memberList(owner, relay)
+      for (const person of people) assert.ok(members.includes(person.pk))
+    } finally {
+      owner.close()
+      for (const person of people) person.close()
+    }
+  })
+
   it('shows why an AUTH was refused: a device clock an hour behind', async () => {
     const { relay } = ctx
     // welshman drops every OK false starting "auth-required:", the AUTH's own answer included:

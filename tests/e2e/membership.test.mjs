@@ -43,7 +43,8 @@ const pTag = (e) => e.tags.find((t) => t[0] === 'p')?.[1]
 describe('NIP-43 in a closed community', () => {
   const owner = keys()
   const newcomer = keys()
-  const ctx = withRelay({ COMB_ACCESS: 'closed', COMB_OWNER_PUBKEY: owner.pk })
+  // Single-use codes, so that a used one can be refused (the default admits any number).
+  const ctx = withRelay({ COMB_ACCESS: 'closed', COMB_OWNER_PUBKEY: owner.pk, COMB_INVITE_USES: '1' })
 
   it('runs the whole member life cycle with a third-party client', async () => {
     const { relay } = ctx

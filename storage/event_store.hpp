@@ -35,6 +35,9 @@ struct event_write {
   /// hand), and what was stored in that window would be served by every pod for good. Imports,
   /// which restore what a community held, do not ask it.
   bool recheck_access = true;
+  /// Whose membership admits the event in a closed community when it is not its author's: a zap
+  /// receipt's sender (NIP-57; its author is a Lightning service). Nothing: the author's.
+  std::optional<protocol::bytes32> admitted_as = std::nullopt;
 };
 
 /// What storing one event came to. `message` is the full OK text ("" or "<prefix>: ...").

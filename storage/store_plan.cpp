@@ -106,7 +106,7 @@ private:
     if (state_.archived_communities.contains(w.community_id))
       return msg_archived;
     if (state_.closed_communities.contains(w.community_id)
-        && !state_.member_authors.contains({w.community_id, w.ev->pubkey}))
+        && !state_.member_authors.contains({w.community_id, w.admitted_as.value_or(w.ev->pubkey)}))
       return msg_not_member;
     return nullptr;
   }
@@ -165,6 +165,8 @@ batch_keys keys_of(std::span<const event_write> writes) {
   for (const auto& w : writes) {
     keys.ids.push_back({w.community_id, w.ev->id});
     keys.authors.emplace_back(w.community_id, w.ev->pubkey);
+    if (w.admitted_as)
+      keys.authors.emplace_back(w.community_id, *w.admitted_as);
     if (auto addr = address_of_event(w.community_id, *w.ev))
       keys.addresses.push_back(std::move(*addr));
     bool deletes_ids = false;

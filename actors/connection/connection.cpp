@@ -10,6 +10,7 @@
 #include "protocol/nip42.hpp"
 #include "protocol/relay_message.hpp"
 #include "protocol/room.hpp"
+#include "protocol/zap.hpp"
 
 namespace comb::actors {
 namespace protocol = comb::protocol;
@@ -147,10 +148,11 @@ bool connection::must_leave() const {
 
 std::optional<rejection> connection::admit_event(const protocol::event& ev, std::int64_t now,
                                                  double clock) {
-  if (closed_community() && !authenticated_)
+  zap_sender_.reset();
+  if (closed_community() && !authenticated_ && !admits_zap(ev, now, clock))
     return rejection{reason::auth_required, "this community requires authentication"};
   // A non-member of a closed community may authenticate and then only ask to join.
-  if (lost_access() && ev.kind != 28934)
+  if (lost_access() && ev.kind != 28934 && !admits_zap(ev, now, clock))
     return not_a_member();
   if (auto banned = check_bans(ev))
     return banned;
@@ -178,7 +180,7 @@ std::optional<rejection> connection::admit_event(const protocol::event& ev, std:
     if (*authenticated_ != ev.pubkey)
       return rejection{reason::restricted, "this event may only be published by its author"};
   }
-  if (author_not_admitted(ev))
+  if (author_not_admitted(ev) && !admits_zap(ev, now, clock))
     return rejection{reason::restricted, "the author of this event is not a member of this community"};
   if (auto refused = check_room_event(ev, now))
     return refused;
@@ -326,6 +328,18 @@ std::optional<rejection> connection::may_read() const {
   if (lost_access())
     return not_a_member();
   return std::nullopt;
+}
+
+bool connection::admits_zap(const protocol::event& ev, std::int64_t now, double clock) {
+  if (zap_sender_)
+    return true;
+  if (ev.kind != protocol::zap_receipt_kind || !policy_.members || !events_rate_.try_take(clock))
+    return false;
+  auto sender = protocol::zap_sender(ev, policy_.host, now);
+  if (!sender || !policy_.members->is_member(*sender))
+    return false;
+  zap_sender_ = sender;
+  return true;
 }
 
 bool connection::author_not_admitted(const protocol::event& ev) const {

@@ -139,7 +139,8 @@ public:
   /// Everything that decides whether an EVENT may go to storage or live delivery, cheapest
   /// checks first, the signature last. `now` is unix seconds, `clock` a monotonic second count.
   /// Membership requests need a connection authenticated as their author; in a closed
-  /// community every other event needs an author who is a member.
+  /// community every other event needs an author who is a member, but for a zap receipt (9735)
+  /// vouched for by a member's zap request in it (see admitted_zap_sender).
   [[nodiscard]] std::optional<protocol::rejection> admit_event(const protocol::event& ev,
                                                                std::int64_t now,
                                                                double clock);
@@ -278,7 +279,18 @@ public:
   /// as rooms, check_room_event's): storage refuses it if one was deleted before it is stored.
   [[nodiscard]] std::vector<std::string> admitted_rooms(const protocol::event& ev) const;
 
+  /// The member whose zap request admitted the last event admit_event let in, a zap receipt
+  /// its Lightning service published without authenticating (NIP-57); nothing for any other
+  /// event. Storage checks that member again, not the receipt's author.
+  [[nodiscard]] const std::optional<protocol::bytes32>& admitted_zap_sender() const noexcept {
+    return zap_sender_;
+  }
+
 private:
+  /// A closed community admits a zap receipt from anyone when the zap request in it comes from
+  /// a member and names this relay; its sender is kept in zap_sender_. The request's signature
+  /// is checked only after an event token is taken, as an AUTH's is paid for.
+  [[nodiscard]] bool admits_zap(const protocol::event& ev, std::int64_t now, double clock);
   /// In a closed community only members' events are stored: the author, not the connection,
   /// must be a member (a member's connection may not carry a non-member's event).
   [[nodiscard]] bool author_not_admitted(const protocol::event& ev) const;
@@ -310,6 +322,7 @@ private:
   connection_policy policy_;
   std::string challenge_;
   std::optional<protocol::bytes32> authenticated_;
+  std::optional<protocol::bytes32> zap_sender_; ///< admitted_zap_sender
   rate_limiter events_rate_;
   rate_limiter frames_rate_;
   std::size_t events_in_flight_ = 0;

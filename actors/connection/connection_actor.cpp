@@ -154,7 +154,8 @@ void on_event(self_ptr self, protocol::event_message& message) {
   ok_route route{st.args.sink, st.events_answered, protocol::to_hex(shared_event->id)};
   auto rooms = st.logic->admitted_rooms(*shared_event);
   self->send(st.args.writer, store_atom_v, std::move(route),
-             storage::event_write{community, std::move(shared_event), std::move(json), std::move(rooms), true});
+             storage::event_write{community, std::move(shared_event), std::move(json), std::move(rooms), true,
+                                  st.logic->admitted_zap_sender()});
 }
 
 bool asks_for_invite(const protocol::req_message& message) {

@@ -8,12 +8,12 @@ import {
   RELAY_MEMBERS, RELAY_REMOVE_MEMBER, REPORT, ROOM_ADD_MEMBER, ROOM_ADMINS, ROOM_DELETE, ROOM_MEMBERS,
   ROOM_META, ROOM_REMOVE_MEMBER, THREAD, ZAP_GOAL, ZAP_RESPONSE, getPubkey, getTagValue, makeEvent,
   makeRoomCreateEvent, makeRoomEditEvent, makeRoomJoinEvent, makeRoomMeta, makeSecret, readRoomMeta,
-  unionFilters,
+  makeZapRequest, unionFilters,
 } from '@welshman/util'
 import { AuthStatus, Socket, defaultSocketPolicies, makeSocketPolicyAuth } from '@welshman/net'
 import { Nip01Signer } from '@welshman/signer'
 import { appUser, thunkError } from './app_user.mjs'
-import { RawClient, httpGet, itStopsCleanly, withRelay } from './harness.mjs'
+import { RawClient, finalizeEvent, generateSecretKey, httpGet, itStopsCleanly, withRelay } from './harness.mjs'
 
 const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -177,6 +177,42 @@ describe('Flotilla joining a closed space', () => {
     } finally {
       owner.close()
       for (const person of people) person.close()
+    }
+  })
+
+  it('stores a zap receipt its Lightning service publishes without AUTH, for a member\'s zap only', async () => {
+    const { relay } = ctx
+    const owner = appUser(ownerSecret)
+    const fan = appUser()
+    const outsider = appUser()
+    const service = await RawClient.open(relay) // an LNURL service: it never authenticates
+    try {
+      assert.deepEqual(await owner.manage(relay, 'allowpubkey', [fan.pk]), { result: true })
+      const note = await owner.publish(relay, makeEvent(MESSAGE, { content: 'zap me' }))
+      assert.equal(thunkError(note), '')
+      // Zap.svelte: makeZapRequest with relays [the space's url], signed, sent to the service,
+      // which publishes the receipt (9735) to those relays once the invoice is paid.
+      const receiptFor = async (payer) => {
+        const request = await payer.signer.sign(makeZapRequest({
+          msats: 21000, zapper: { lnurl: 'lnurl1dp68gurn8ghj7' }, pubkey: owner.pk,
+          relays: [`${relay.url}/`], eventId: note.event.id,
+        }))
+        return finalizeEvent({
+          kind: ZAP_RESPONSE, created_at: Math.floor(Date.now() / 1000), content: '',
+          tags: [['p', owner.pk], ['e', note.event.id], ['bolt11', 'lnbc210n1'],
+                 ['description', JSON.stringify(request)]],
+        }, serviceKey)
+      }
+      const serviceKey = generateSecretKey()
+      const fromFan = await receiptFor(fan)
+      assert.deepEqual(await service.publish(fromFan), { ok: true, message: '' })
+      const fromOutsider = await receiptFor(outsider)
+      assert.match((await service.publish(fromOutsider)).message, /^auth-required: /)
+      const zaps = await owner.read(relay, [{ kinds: [ZAP_RESPONSE], '#e': [note.event.id] }])
+      assert.deepEqual(zaps.events.map((e) => e.id), [fromFan.id])
+    } finally {
+      await service.close()
+      for (const user of [owner, fan, outsider]) user.close()
     }
   })
 

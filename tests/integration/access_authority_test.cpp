@@ -233,6 +233,17 @@ TEST_CASE_METHOD(membership_fixture, "an event is stored only if the database's 
   REQUIRE(apply(command(membership_change::remove_member, member.pubkey())).committed);
   check_outcome(post(member), storage::store_outcome::status::refused, storage::msg_not_member);
 
+  // A zap receipt is its Lightning service's, admitted as its sender's: the sender is asked.
+  const author service(8), fan(9);
+  REQUIRE(apply(command(membership_change::add_member, fan.pubkey())).committed);
+  auto receipt = [&](const author& sender) {
+    auto w = write_of(community, service.sign(9735, now_seconds(), {}, "zap " + std::to_string(++posted)));
+    w.admitted_as = sender.pubkey();
+    return events.store_batch({&w, 1}).front();
+  };
+  check_outcome(receipt(fan), storage::store_outcome::status::stored, "");
+  check_outcome(receipt(member), storage::store_outcome::status::refused, storage::msg_not_member);
+
   // An import restores what the community held, its former members' events included.
   auto restored = write_of(community, outsider.sign(1, now_seconds(), {}, "restored"));
   restored.recheck_access = false;

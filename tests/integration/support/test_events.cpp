@@ -41,7 +41,7 @@ std::string author::pubkey_hex() const {
 
 storage::event_write write_of(std::int64_t community, const event_ptr& ev) {
   return storage::event_write{community, ev,
-                              std::make_shared<const std::string>(protocol::render_event_json(*ev)), {}, true};
+                              std::make_shared<const std::string>(protocol::render_event_json(*ev)), {}, true, {}};
 }
 
 void check_outcome(const storage::store_outcome& outcome, storage::store_outcome::status expected,

@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "protocol/event.hpp"
+
+namespace comb::protocol {
+
+inline constexpr std::uint32_t zap_request_kind = 9734;
+inline constexpr std::uint32_t zap_receipt_kind = 9735;
+
+/// A zap request older than this does not vouch for a receipt: Lightning invoices expire within
+/// hours, and an old request seen in a community must not admit receipts forged from it for good.
+inline constexpr std::int64_t max_zap_request_age_seconds = 86400;
+
+/// NIP-57: who a zap receipt (9735) is from, as its `description` tag says. The receipt is
+/// published by the payee's Lightning service, which never authenticates; what the relay can
+/// check is the zap request (9734) inside it: a well-formed event with a valid id and signature,
+/// naming `host` among its `relays`, zapping the receipt's own `p`, made at most
+/// max_zap_request_age_seconds before `now` (and not after it by more than a few minutes).
+/// Nothing when any of that fails; never throws.
+[[nodiscard]] std::optional<bytes32> zap_sender(const event& receipt, std::string_view host,
+                                                std::int64_t now);
+
+} // namespace comb::protocol

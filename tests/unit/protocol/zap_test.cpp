@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: MIT
+#include <catch2/catch.hpp>
+
+#include "protocol/canonical_json.hpp"
+#include "protocol/zap.hpp"
+#include "support/signed_events.hpp"
+
+using namespace comb;
+using namespace comb::protocol;
+using test::sign_event;
+
+namespace {
+
+constexpr std::int64_t now = 1'700'000'000;
+const std::string zapped(64, 'b');
+
+struct zap_fixture {
+  key_pair payer = key_pair::generate();
+  key_pair lightning_service = key_pair::generate();
+
+  event request(std::vector<tag> tags, std::int64_t at = now - 10) const {
+    return sign_event(payer, zap_request_kind, "", std::move(tags), at);
+  }
+  event receipt(const event& zap_request, std::string p = zapped) const {
+    return sign_event(lightning_service, zap_receipt_kind, "",
+                      {{"p", std::move(p)}, {"bolt11", "lnbc1"},
+                       {"description", render_event_json(zap_request)}},
+                      now);
+  }
+  std::vector<tag> good_tags() const {
+    return {{"relays", "wss://other.example", "wss://Hive.Example/"}, {"amount", "21000"}, {"p", zapped}};
+  }
+};
+
+} // namespace
+
+TEST_CASE("a zap receipt is from the signer of the zap request in it, when that request names this relay",
+          "[unit][protocol][zap]") {
+  zap_fixture f;
+  auto sender = zap_sender(f.receipt(f.request(f.good_tags())), "hive.example", now);
+  REQUIRE(sender);
+  CHECK(*sender == f.payer.public_key());
+}
+
+TEST_CASE("a zap receipt vouches for nobody when its zap request is not one this relay can trust",
+          "[unit][protocol][zap]") {
+  zap_fixture f;
+  CHECK_FALSE(zap_sender(f.receipt(f.request(f.good_tags())), "elsewhere.example", now));
+  CHECK_FALSE(zap_sender(f.receipt(f.request({{"relays", "wss://other.example"}, {"p", zapped}})), "hive.example", now));
+  // Zapping someone else than the receipt says.
+  CHECK_FALSE(zap_sender(f.receipt(f.request(f.good_tags()), std::string(64, 'c')), "hive.example", now));
+  // Too old, or from the future.
+  CHECK_FALSE(zap_sender(f.receipt(f.request(f.good_tags(), now - max_zap_request_age_seconds - 1)), "hive.example", now));
+  CHECK_FALSE(zap_sender(f.receipt(f.request(f.good_tags(), now + 3600)), "hive.example", now));
+  // A request whose signature does not match its content.
+  auto forged = f.request(f.good_tags());
+  forged.pubkey = key_pair::generate().public_key();
+  CHECK_FALSE(zap_sender(f.receipt(forged), "hive.example", now));
+  // Not a zap request, not JSON, no description, not a receipt.
+  auto note = sign_event(f.payer, 1, "", f.good_tags(), now - 10);
+  CHECK_FALSE(zap_sender(f.receipt(note), "hive.example", now));
+  auto receipt = f.receipt(f.request(f.good_tags()));
+  for (const char* description : {"", "{", "[]", "{\"kind\":9734}", "[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]"}) {
+    auto bad = receipt;
+    bad.tags.back()[1] = description;
+    CHECK_FALSE(zap_sender(bad, "hive.example", now));
+  }
+  auto bare = receipt;
+  bare.tags.pop_back();
+  CHECK_FALSE(zap_sender(bare, "hive.example", now));
+  auto other_kind = receipt;
+  other_kind.kind = 1;
+  CHECK_FALSE(zap_sender(other_kind, "hive.example", now));
+}

@@ -88,7 +88,7 @@ std::string relay_metrics::render() const {
   write(out, "comb_bridge_sequence_gaps_total", "counter", "Times another pod's envelope numbers showed envelopes of it that never came (its Redis link was down, a publish was shed, a link dropped): each starts a fill from Postgres.", bridge_sequence_gaps);
   write(out, "comb_bridge_gap_fills_total", "counter", "Fills of missed events from Postgres to the local fan-out (after a Redis or cluster link loss, or a gap in another pod's numbers), coalesced to one a second.", bridge_gap_fills);
   write(out, "comb_list_writes_total", "counter", "NIP-43 member lists written.", list_writes);
-  write(out, "comb_sockets_open", "gauge", "Sockets open, from accept to close.", sockets_open);
+  write(out, "comb_sockets_open", "gauge", "Sockets counted against the pod cap, from accept to close (refused sockets are not).", sockets_open);
   write(out, "comb_outbound_bytes", "gauge", "Bytes queued for all connections, not yet written.", outbound_bytes);
   write(out, "comb_connections_refused_busy_total", "counter", "Sockets refused at the pod-wide cap (503).", connections_refused_busy);
   write(out, "comb_pings_refused_total", "counter", "Connections cut for pinging past their client address's frame budget.", pings_refused);

@@ -2,10 +2,14 @@
 #include "protocol/zap.hpp"
 
 #include <algorithm>
+#include <array>
+#include <string>
+#include <vector>
 #include <boost/json.hpp>
 
 #include "protocol/event_check.hpp"
 #include "protocol/event_json.hpp"
+#include "protocol/hex.hpp"
 #include "protocol/host.hpp"
 
 namespace comb::protocol {
@@ -41,6 +45,34 @@ bool names_relay(const event& request, std::string_view host) {
   return false;
 }
 
+/// The values of every `name` tag, in order.
+std::vector<std::string> values_of(const event& ev, std::string_view name) {
+  std::vector<std::string> values;
+  for (const auto& tag : ev.tags)
+    if (tag.size() >= 2 && tag[0] == name)
+      values.push_back(tag[1]);
+  return values;
+}
+
+/// NIP-57's receipt, and nothing more: empty content, only its tags, naming what the request
+/// names. Whoever holds a member's request (a Lightning service, any member) could otherwise
+/// sign receipts of any content and tags (a room's `h`, other targets) and pass them off as it.
+bool is_receipt_of(const event& receipt, const event& request) {
+  constexpr std::array<std::string_view, 8> receipt_tags{"p", "P", "e", "a", "k", "bolt11", "description", "preimage"};
+  if (!receipt.content.empty())
+    return false;
+  for (const auto& tag : receipt.tags)
+    if (tag.empty() || std::find(receipt_tags.begin(), receipt_tags.end(), tag[0]) == receipt_tags.end())
+      return false;
+  auto zapped = values_of(request, "p");
+  if (zapped.size() != 1 || values_of(receipt, "p") != zapped || values_of(receipt, "description").size() != 1)
+    return false;
+  if (values_of(receipt, "e") != values_of(request, "e") || values_of(receipt, "a") != values_of(request, "a"))
+    return false;
+  auto sender = values_of(receipt, "P");
+  return sender.empty() || (sender.size() == 1 && sender.front() == to_hex(request.pubkey));
+}
+
 } // namespace
 
 std::optional<bytes32> zap_sender(const event& receipt, std::string_view host, std::int64_t now) {
@@ -53,9 +85,7 @@ std::optional<bytes32> zap_sender(const event& receipt, std::string_view host, s
     if (request->created_at < now - max_zap_request_age_seconds
         || request->created_at > now + zap_request_clock_skew_seconds)
       return std::nullopt;
-    const std::string* zapped = first_tag_value(*request, "p");
-    const std::string* receipt_zapped = first_tag_value(receipt, "p");
-    if (!zapped || !receipt_zapped || *zapped != *receipt_zapped)
+    if (!is_receipt_of(receipt, *request))
       return std::nullopt;
     return request->pubkey;
   } catch (const std::exception&) {

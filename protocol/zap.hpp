@@ -19,9 +19,11 @@ inline constexpr std::int64_t max_zap_request_age_seconds = 86400;
 /// NIP-57: who a zap receipt (9735) is from, as its `description` tag says. The receipt is
 /// published by the payee's Lightning service, which never authenticates; what the relay can
 /// check is the zap request (9734) inside it: a well-formed event with a valid id and signature,
-/// naming `host` among its `relays`, zapping the receipt's own `p`, made at most
-/// max_zap_request_age_seconds before `now` (and not after it by more than a few minutes).
-/// Nothing when any of that fails; never throws.
+/// naming `host` among its `relays`, made at most max_zap_request_age_seconds before `now` (and
+/// not after it by more than a few minutes), and a receipt that is only that request's: empty
+/// content, NIP-57's tags alone, the same `p`, `e` and `a`, `P` the request's author if present.
+/// Nothing when any of that fails; never throws. (One request may still vouch for several
+/// receipts of the same zap: the relay cannot tell a paid invoice from a forged one.)
 [[nodiscard]] std::optional<bytes32> zap_sender(const event& receipt, std::string_view host,
                                                 std::int64_t now);
 

@@ -417,7 +417,12 @@ std::optional<sql_statement> count_sql(std::int64_t community_id,
     for (auto& select : selects)
       select += hidden;
   }
+  // Each branch of a union is cut too: Postgres removes duplicates by hashing or sorting, which
+  // reads every row of its input before the outer LIMIT could stop it.
   std::string cap = params.add(std::to_string(max_counted_events + 1), "bigint");
+  if (selects.size() > 1)
+    for (auto& select : selects)
+      select += " LIMIT " + cap;
   std::string rows = selects.size() == 1 ? selects.front() : union_of(selects);
   return sql_statement{"SELECT count(*) FROM (" + rows + " LIMIT " + cap + ") AS m", params.take(), false};
 }

@@ -320,7 +320,8 @@ std::optional<minted_invite> membership_store::mint_invite(
     " AND (m.role IN ('owner', 'admin') OR c.members_may_invite))"
     " AND (SELECT count(*) FROM invites i WHERE i.community_id = $1::bigint"
     " AND i.created_by = $5::bytea AND i.expires_at > $6::bigint AND NOT i.revoked"
-    " AND (i.max_uses = 0 OR i.use_count < i.max_uses)) < $7::bigint)",
+    " AND (i.max_uses = 0 OR i.use_count < i.max_uses)"
+    " AND i.created_at > to_timestamp($6::bigint) - interval '1 day') < $7::bigint)",
     {std::to_string(community_id), invite_code_hash(invite.code), std::to_string(max_uses),
      std::to_string(invite.expires_at),
      requester ? std::optional(bytea_param(*requester)) : std::nullopt, std::to_string(now),

@@ -28,8 +28,10 @@ using second_waiter = std::function<std::int64_t(std::int64_t)>;
 [[nodiscard]] std::optional<std::vector<member>> load_members(pg_connection& connection,
                                                               std::int64_t community_id);
 
-/// Open (unexpired, unrevoked, not used up) invites one user may hold in a community: each mint
-/// is a row, and a user may ask again and again. The operator (comb-admin) is not bounded.
+/// Open (unexpired, unrevoked, not used up) invites one user may have minted in a community in
+/// the last day: each mint is a row, and a user may ask again and again. Older ones do not count,
+/// so invites that stay open for days (any number of uses, COMB_INVITE_USES) never lock out an
+/// admin whose app mints one each time its invite dialog opens. The operator is not bounded.
 inline constexpr std::int64_t max_open_invites_per_user = 100;
 
 /// A minted invite: the plain code (shown once, stored only hashed) and its bounds.
@@ -92,7 +94,7 @@ public:
 
   /// Stores a new invite (hashed) and returns its code. With a `requester`, only if they may
   /// invite (owner, admin, or member where members may invite) and hold fewer than
-  /// `max_open_invites_per_user` open invites: otherwise nothing, and `last_error()` stays
+  /// `max_open_invites_per_user` open invites minted in the last day: otherwise nothing, and `last_error()` stays
   /// empty. Without one (the operator), always. `max_uses` 0: unlimited.
   [[nodiscard]] std::optional<minted_invite> mint_invite(std::int64_t community_id,
                                                          const std::optional<protocol::bytes32>& requester,

@@ -13,6 +13,7 @@
 
 #include "actors/clock.hpp"
 #include "actors/connection/connection_actor.hpp"
+#include "actors/connection/rate_limiter.hpp"
 #include "actors/gateway/forwarded_client.hpp"
 #include "actors/gateway/host_lookup.hpp"
 #include "actors/gateway/http_routes.hpp"
@@ -276,15 +277,27 @@ struct websocket_session {
   std::shared_ptr<std::atomic<std::size_t>> frames_pending;
 };
 
-/// Beast answers every ping with a write of its own, before the relay sees any frame: each ping
-/// takes a frame token of its client address, and a connection pinging past them is cut.
+/// Pings one connection may send at once, and per second after that: a client's keep-alive
+/// sends one every few seconds.
+constexpr double ping_burst = 200;
+constexpr double ping_rate = 20;
+
+/// Beast answers every ping with a write of its own, before the relay sees any frame: a
+/// connection pinging past its own ping bucket is cut. Each ping also takes a frame token of its
+/// client address when there is one, so a flood over many connections slows that address's
+/// other frames, but never cuts a connection that did not flood (its neighbours behind the same
+/// NAT may have spent the address's tokens).
 void limit_pings(ws_stream& ws, std::shared_ptr<ip_budget> budget, std::shared_ptr<relay_metrics> metrics) {
-  if (!budget)
-    return;
   auto* socket = &beast::get_lowest_layer(ws).socket();
-  ws.control_callback([budget = std::move(budget), metrics = std::move(metrics), socket](
-                        websocket::frame_type kind, beast::string_view) {
-    if (kind != websocket::frame_type::ping || budget->try_take_frames(monotonic_seconds(), 1))
+  ws.control_callback([budget = std::move(budget), metrics = std::move(metrics), socket,
+                       pings = rate_limiter(ping_rate, ping_burst)](websocket::frame_type kind,
+                                                                     beast::string_view) mutable {
+    if (kind != websocket::frame_type::ping)
+      return;
+    double now = monotonic_seconds();
+    if (budget)
+      (void)budget->try_take_frames(now, 1);
+    if (pings.try_take(now))
       return;
     bump(metrics->pings_refused);
     // On the strand, inside the read that parsed the ping: the read and every write fail now.

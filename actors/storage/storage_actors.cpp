@@ -197,9 +197,10 @@ room make_room(const history_flow& flow, std::size_t bytes, std::size_t budget,
   std::size_t held = flow.held();
   if (held == 0 || held + bytes <= budget)
     return room::made;
-  // The client has not read what earlier replies hold, a whole budget of it: this reply would
-  // only hold a reader waiting behind them.
-  if (!pacing.sent_any && held >= budget)
+  // The client has not read what earlier replies hold, nearly a whole budget of it (the reader
+  // stops short of the budget, so that is as far as it gets): a reply that cannot send even its
+  // first chunk would only hold a reader waiting behind them.
+  if (!pacing.sent_any)
     return room::client_behind;
   if (metrics)
     bump(metrics->history_waits);

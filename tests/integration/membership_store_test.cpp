@@ -281,6 +281,12 @@ TEST_CASE_METHOD(membership_fixture, "a user holds a bounded number of open invi
   CHECK_FALSE(members.mint_invite(community, owner, 1, 3600, now));
   // Expired invites no longer count.
   CHECK(members.mint_invite(community, owner, 1, 3600, now + 3601));
+  // Nor do open ones minted more than a day ago (codes of many uses stay open for days).
+  for (std::int64_t i = 1; i < storage::max_open_invites_per_user; ++i)
+    REQUIRE(members.mint_invite(community, owner, 0, 7 * 86400, now + 3601));
+  CHECK_FALSE(members.mint_invite(community, owner, 0, 7 * 86400, now + 3601));
+  (void)scalar(connection, "UPDATE invites SET created_at = now() - interval '25 hours'");
+  CHECK(members.mint_invite(community, owner, 0, 7 * 86400, now + 3601));
 }
 
 TEST_CASE_METHOD(membership_fixture, "a join refused for a full community is applied when sent again with room",
@@ -288,7 +294,8 @@ TEST_CASE_METHOD(membership_fixture, "a join refused for a full community is app
   auto owner = key(1);
   std::vector<storage::membership_command> everyone{
     command(membership_change::provision_owner, owner, member_role::owner)};
-  for (std::uint32_t i = 1; i < storage::max_community_members; ++i) {
+  // A user's own join is full at max_self_joined_members (the rest is kept for managers' adds).
+  for (std::uint32_t i = 1; i < storage::max_self_joined_members; ++i) {
     protocol::bytes32 k{};
     std::memcpy(k.data(), &i, sizeof i);
     k[31] = 0xee;

@@ -27,7 +27,7 @@ describe('membership across two pods', () => {
     const invite = await ownerOnA.req('invite', { kinds: [28935] })
     const ownerOnB = await authed(b, owner)
     const code = invite.events[0].tags.find((t) => t[0] === 'claim')[1]
-    // A single-use code would admit one; the owner mints one code per joiner.
+    // One code per joiner, as a relay run with single-use codes (COMB_INVITE_USES=1) needs.
     const codes = [code]
     for (let i = 1; i < 8; i++) {
       const pod = i % 2 ? ownerOnB : ownerOnA

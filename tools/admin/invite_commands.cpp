@@ -20,7 +20,7 @@ constexpr std::int64_t max_ttl_seconds = 100LL * 365 * 24 * 3600;
 struct invite_args {
   std::string host;
   std::string hash_prefix;
-  std::int64_t uses = 1;          // the relay's default for invites minted over 28935
+  std::int64_t uses = 1;          // an operator hands a code to one person; see --uses
   std::int64_t ttl = 24 * 3600;   // likewise
 };
 

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
+#include <algorithm>
 #include <catch2/catch.hpp>
 
 #include "protocol/canonical_json.hpp"
+#include "protocol/hex.hpp"
 #include "protocol/zap.hpp"
 #include "support/signed_events.hpp"
 
@@ -21,15 +23,18 @@ struct zap_fixture {
   event request(std::vector<tag> tags, std::int64_t at = now - 10) const {
     return sign_event(payer, zap_request_kind, "", std::move(tags), at);
   }
-  event receipt(const event& zap_request, std::string p = zapped) const {
-    return sign_event(lightning_service, zap_receipt_kind, "",
-                      {{"p", std::move(p)}, {"bolt11", "lnbc1"},
-                       {"description", render_event_json(zap_request)}},
-                      now);
+  event receipt(const event& zap_request, std::string p = zapped, std::vector<tag> more = {},
+                std::string content = "") const {
+    std::vector<tag> tags{{"p", std::move(p)}, {"e", target}, {"P", to_hex(payer.public_key())},
+                          {"bolt11", "lnbc1"}, {"description", render_event_json(zap_request)}};
+    tags.insert(tags.end(), more.begin(), more.end());
+    return sign_event(lightning_service, zap_receipt_kind, std::move(content), std::move(tags), now);
   }
   std::vector<tag> good_tags() const {
-    return {{"relays", "wss://other.example", "wss://Hive.Example/"}, {"amount", "21000"}, {"p", zapped}};
+    return {{"relays", "wss://other.example", "wss://Hive.Example/"}, {"amount", "21000"}, {"p", zapped},
+            {"e", target}};
   }
+  const std::string target = std::string(64, 'e');
 };
 
 } // namespace
@@ -57,6 +62,17 @@ TEST_CASE("a zap receipt vouches for nobody when its zap request is not one this
   forged.pubkey = key_pair::generate().public_key();
   CHECK_FALSE(zap_sender(f.receipt(forged), "hive.example", now));
   // Not a zap request, not JSON, no description, not a receipt.
+  // A receipt that is more than its request's: content, tags of its own, another target.
+  CHECK_FALSE(zap_sender(f.receipt(f.request(f.good_tags()), zapped, {}, "buy now"), "hive.example", now));
+  CHECK_FALSE(zap_sender(f.receipt(f.request(f.good_tags()), zapped, {{"h", "general"}}), "hive.example", now));
+  CHECK_FALSE(zap_sender(f.receipt(f.request(f.good_tags()), zapped, {{"e", std::string(64, 'f')}}), "hive.example", now));
+  CHECK_FALSE(zap_sender(f.receipt(f.request(f.good_tags()), zapped, {{"P", std::string(64, 'a')}}), "hive.example", now));
+  CHECK_FALSE(zap_sender(f.receipt(f.request(f.good_tags()), zapped, {{"description", "{}"}}), "hive.example", now));
+  auto no_target = f.good_tags();
+  no_target.pop_back();
+  CHECK_FALSE(zap_sender(f.receipt(f.request(no_target)), "hive.example", now)); // the receipt names e
+  // NIP-57's own optional tags are fine.
+  CHECK(zap_sender(f.receipt(f.request(f.good_tags()), zapped, {{"preimage", "00"}, {"k", "9"}}), "hive.example", now));
   auto note = sign_event(f.payer, 1, "", f.good_tags(), now - 10);
   CHECK_FALSE(zap_sender(f.receipt(note), "hive.example", now));
   auto receipt = f.receipt(f.request(f.good_tags()));
@@ -66,7 +82,8 @@ TEST_CASE("a zap receipt vouches for nobody when its zap request is not one this
     CHECK_FALSE(zap_sender(bad, "hive.example", now));
   }
   auto bare = receipt;
-  bare.tags.pop_back();
+  bare.tags.erase(std::remove_if(bare.tags.begin(), bare.tags.end(), [](const tag& t) { return t[0] == "description"; }),
+                  bare.tags.end());
   CHECK_FALSE(zap_sender(bare, "hive.example", now));
   auto other_kind = receipt;
   other_kind.kind = 1;

@@ -247,6 +247,8 @@ TEST_CASE("count unions filters without their limits, counting one past max_coun
   CHECK(s->text.starts_with("SELECT count(*) FROM ("));
   CHECK(contains(s->text, " UNION "));
   CHECK(s->text.ends_with(") LIMIT $5::bigint) AS m"));
+  // Each branch too: the union reads its whole input before the outer LIMIT.
+  CHECK(contains(s->text, " LIMIT $5::bigint) UNION ("));
   REQUIRE(s->params.size() == 5);
   CHECK(param(*s, 5) == std::to_string(max_counted_events + 1));
   // `{}` alone, every event of the community, is counted no further either.

@@ -89,7 +89,7 @@ struct relay_metrics {
   std::atomic<std::int64_t> sockets_open{0}; ///< from accept to close, upgraded or not
   std::atomic<std::int64_t> outbound_bytes{0}; ///< queued for every connection, not yet written
   std::atomic<std::uint64_t> connections_refused_busy{0};    ///< pod-wide socket cap (503)
-  std::atomic<std::uint64_t> pings_refused{0};  ///< connections cut for pinging past their address's frame budget
+  std::atomic<std::uint64_t> pings_refused{0};  ///< connections cut for pinging past their own ping bucket
   std::atomic<std::uint64_t> refusals_unanswered{0};  ///< refused sockets closed without a status (too many answered at once)
   std::atomic<std::uint64_t> connections_refused_address{0}; ///< per-address socket cap (429)
   std::atomic<std::uint64_t> http_too_large{0};      ///< headers (431) or body (413) over the bound

@@ -155,29 +155,25 @@ constexpr int max_wait_patiences = 3;
 bool wait_for_room(const history_flow& flow, std::size_t bytes, std::size_t budget,
                    std::chrono::milliseconds patience, std::chrono::steady_clock::duration& waited) {
   auto pause = std::chrono::milliseconds(1);
-  const auto started = std::chrono::steady_clock::now();
-  auto last_progress = started;
+  auto last_look = std::chrono::steady_clock::now();
+  auto last_progress = last_look;
   std::size_t held = flow.held();
-  bool room = true;
   while (held > 0 && held + bytes > budget) {
-    if (flow.sink && flow.sink->ending()) {
-      room = false;
-      break;
-    }
+    if (flow.sink && flow.sink->ending())
+      return false;
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::milliseconds(16));
     std::size_t now_held = flow.held();
     auto now = std::chrono::steady_clock::now();
+    waited += now - last_look;
+    last_look = now;
     if (now_held < held)
       last_progress = now;
-    if (now - last_progress > patience || waited + (now - started) > patience * max_wait_patiences) {
-      room = false;
-      break;
-    }
+    if (now - last_progress > patience || waited > patience * max_wait_patiences)
+      return false;
     held = now_held;
   }
-  waited += std::chrono::steady_clock::now() - started;
-  return room;
+  return true;
 }
 
 /// Waits for room as wait_for_room does (counted as a wait), but only while the reply holds one

@@ -61,6 +61,7 @@ struct relay_metrics {
   std::atomic<std::uint64_t> events_failed{0};
   std::atomic<std::uint64_t> deliveries{0};
   std::atomic<std::uint64_t> slow_reader_disconnects{0};
+  std::atomic<std::uint64_t> direct_writes{0}; ///< frames written by the thread that queued them
   std::atomic<std::uint64_t> oversize_disconnects{0};
   std::atomic<std::uint64_t> partial_message_disconnects{0};
   std::atomic<std::uint64_t> write_batches{0};

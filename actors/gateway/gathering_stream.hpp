@@ -3,6 +3,7 @@
 
 #include <exception>
 #include <memory>
+#include <mutex>
 #include <tuple>
 #include <utility>
 
@@ -11,6 +12,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -23,51 +25,92 @@ namespace comb::actors {
 
 /// One writer at a time on a socket: Beast's own writes (the handshake reply, pongs, keep-alive
 /// pings, the close frame) and the relay's gathered data frames each go out whole before the
-/// next begins, so their bytes never interleave. Lives on the socket's strand; shared so that a
-/// write still completing after its stream is gone touches live state.
-class socket_write_gate {
+/// next begins, so their bytes never interleave. Beast's writes and the writer coroutine wait on
+/// the socket's strand; a thread that queues frames while the socket is idle writes them itself
+/// (websocket_outbox) with `try_enter`, from any thread. Shared so that a write still completing
+/// after its stream is gone touches live state.
+class socket_write_gate : public std::enable_shared_from_this<socket_write_gate> {
 public:
+  explicit socket_write_gate(boost::asio::any_io_executor strand) : strand_(std::move(strand)) {}
+
+  /// On the strand.
   boost::asio::awaitable<void> enter() {
-    while (busy_) {
-      ++waits_;
+    for (;;) {
+      {
+        std::lock_guard lock(mutex_);
+        if (!busy_) {
+          busy_ = true;
+          co_return;
+        }
+        ++waits_;
+        ++waiting_;
+      }
       // Made on the first wait only (rarely needed: a pong behind a burst), so an idle
-      // connection holds no timer. It never expires: `leave` cancels it, which wakes every
-      // waiter to look again.
+      // connection holds no timer. It never expires: `leave` cancels it on the strand, which
+      // wakes every waiter to look again. The look above and this wait share one strand turn,
+      // so a cancel posted by `leave` meanwhile finds the wait.
       if (!wake_)
         wake_ = std::make_unique<boost::asio::steady_timer>(
           co_await boost::asio::this_coro::executor, boost::asio::steady_timer::time_point::max());
       co_await wake_->async_wait(boost::asio::as_tuple(boost::asio::use_awaitable));
+      std::lock_guard lock(mutex_);
+      --waiting_;
     }
-    busy_ = true;
   }
 
   /// Takes the socket if no one writes: the usual case, without the coroutine `enter` is
-  /// (a frame allocated per write). False: the caller waits with `enter`.
+  /// (a frame allocated per write). False: the caller waits with `enter`, or leaves the frames
+  /// to the writer. Any thread.
   [[nodiscard]] bool try_enter() {
-    if (busy_)
+    std::lock_guard lock(mutex_);
+    if (busy_) {
+      ++found_busy_;
       return false;
+    }
     busy_ = true;
     return true;
   }
 
+  /// Any thread.
   void leave() {
-    busy_ = false;
-    if (wake_)
-      wake_->cancel();
+    {
+      std::lock_guard lock(mutex_);
+      busy_ = false;
+      if (waiting_ == 0)
+        return;
+    }
+    boost::asio::post(strand_, [self = shared_from_this()] {
+      if (self->wake_)
+        self->wake_->cancel();
+    });
   }
 
-  /// Times a writer found the socket busy and waited (tests make sure the race happens).
-  [[nodiscard]] std::size_t waits() const { return waits_; }
+  /// Times a writer found the socket busy, and waited or left its frames to the writer (tests
+  /// make sure the race happens).
+  [[nodiscard]] std::size_t contended() const {
+    std::lock_guard lock(mutex_);
+    return waits_ + found_busy_;
+  }
 
-  /// Beast has written a close frame: no data frame may follow it.
-  [[nodiscard]] bool closed() const { return closed_; }
-  void mark_closed() { closed_ = true; }
+  /// Beast has written a close frame: no data frame may follow it. Read inside the gate.
+  [[nodiscard]] bool closed() const {
+    std::lock_guard lock(mutex_);
+    return closed_;
+  }
+  void mark_closed() {
+    std::lock_guard lock(mutex_);
+    closed_ = true;
+  }
 
 private:
+  boost::asio::any_io_executor strand_;
+  mutable std::mutex mutex_;
   bool busy_ = false;
   bool closed_ = false;
   std::size_t waits_ = 0;
-  std::unique_ptr<boost::asio::steady_timer> wake_;
+  std::size_t found_busy_ = 0;
+  std::size_t waiting_ = 0;
+  std::unique_ptr<boost::asio::steady_timer> wake_; ///< on the strand only
 };
 
 /// The layer between Beast's WebSocket stream and the TCP stream: reads pass through; Beast's
@@ -81,7 +124,7 @@ public:
 
   explicit gathering_stream(next_layer_type stream)
     : stream_(std::move(stream)),
-      gate_(std::make_shared<socket_write_gate>()) {}
+      gate_(std::make_shared<socket_write_gate>(stream_.get_executor())) {}
 
   executor_type get_executor() noexcept { return stream_.get_executor(); }
   next_layer_type& next_layer() noexcept { return stream_; }

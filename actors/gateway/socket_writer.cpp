@@ -4,11 +4,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
-#include <sys/uio.h>
 
-#include <array>
-#include <cerrno>
-#include <climits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,9 +13,8 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/websocket.hpp>
-#include <boost/container/small_vector.hpp>
 
-#include "protocol/websocket_frame.hpp"
+#include "actors/gateway/gathered_buffers.hpp"
 
 namespace comb::actors {
 namespace asio = boost::asio;
@@ -31,12 +26,6 @@ constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 namespace {
 
-/// Each frame takes two buffers (prefix, payload) and a batch ending in a live event one more
-/// (its `]`); one `sendmsg` takes them all (Linux allows 1,024), so a 100-event REQ reply leaves
-/// in one call and wakes its reader once.
-constexpr std::size_t max_frames_per_write = 255;
-/// A write holds the socket's gate: a pong waits behind it, so one write stays modest.
-constexpr std::size_t max_bytes_per_write = 256 * 1024;
 /// Frames' room a writer keeps between writes once its queue is empty.
 constexpr std::size_t kept_batch_room = 4;
 
@@ -61,110 +50,16 @@ private:
   bool corked_ = false;
 };
 
-/// The buffers of one gathered write. Each frame's WebSocket header, and for a live event its
-/// head (`["EVENT","<sub>",`), go into one scratch string, after the `]` that ends the event
-/// before it; the payload (a whole frame's text, or the shared event JSON) is pointed at, never
-/// copied. So a frame takes two buffers and a batch at most one more. A write of a few dozen
-/// frames keeps its buffer list and scratch in the object (on the writer's coroutine frame,
-/// which Asio recycles per thread), not on the heap.
-class gathered_buffers {
-public:
-  static constexpr std::size_t inline_frames = 31;
-  static constexpr std::size_t scratch_inline = 1024;
-  static constexpr std::size_t asio_max_buffers = 64;
-
-  /// `frames` holds at most max_frames_per_write (next_batch takes no more).
-  explicit gathered_buffers(const std::vector<outbound_frame>& frames) {
-    constexpr std::size_t header_max = sizeof(protocol::text_frame_header::bytes);
-    std::size_t scratch_bytes = shared_event_frame::tail.size();
-    for (const auto& frame : frames)
-      scratch_bytes += shared_event_frame::tail.size() + header_max + (frame.json ? frame.head->size() : 0);
-    scratch_.reserve(scratch_bytes);
-    buffers_.reserve(2 * frames.size() + 1);
-    // Offsets into scratch_ first: its data may move until it is complete.
-    boost::container::small_vector<std::size_t, inline_frames + 1> prefix_at(frames.size() + 1);
-    bool event_open = false;
-    for (std::size_t i = 0; i < frames.size(); ++i) {
-      prefix_at[i] = scratch_.size();
-      close_event(event_open);
-      auto header = protocol::make_text_frame_header(frames[i].size());
-      append(reinterpret_cast<const char*>(header.bytes.data()), header.size);
-      if (frames[i].json)
-        append(frames[i].head->data(), frames[i].head->size());
-      event_open = frames[i].json != nullptr;
-    }
-    prefix_at[frames.size()] = scratch_.size();
-    close_event(event_open);
-    for (std::size_t i = 0; i < frames.size(); ++i) {
-      add(scratch_.data() + prefix_at[i], prefix_at[i + 1] - prefix_at[i]);
-      const auto& payload = frames[i].json ? *frames[i].json : frames[i].text;
-      add(payload.data(), payload.size());
-    }
-    if (scratch_.size() > prefix_at[frames.size()])
-      add(scratch_.data() + prefix_at[frames.size()], scratch_.size() - prefix_at[frames.size()]);
-  }
-  gathered_buffers(const gathered_buffers&) = delete;
-  gathered_buffers& operator=(const gathered_buffers&) = delete;
-
-  [[nodiscard]] bool done() const { return first_ == buffers_.size(); }
-
-  /// One non-blocking `sendmsg` of what is left; moves past what it took. The error of a full
-  /// socket is `would_block`.
-  error_code send_some(int fd) {
-    msghdr message{};
-    message.msg_iov = buffers_.data() + first_;
-    message.msg_iovlen = std::min<std::size_t>(buffers_.size() - first_, IOV_MAX);
-    ssize_t sent = ::sendmsg(fd, &message, MSG_DONTWAIT | MSG_NOSIGNAL);
-    if (sent < 0)
-      return errno == EAGAIN || errno == EWOULDBLOCK ? error_code(asio::error::would_block)
-                                                     : error_code(errno, boost::system::system_category());
-    advance(static_cast<std::size_t>(sent));
-    return {};
-  }
-
-  /// What is left, as many buffers as Asio hands to one call.
-  [[nodiscard]] std::array<asio::const_buffer, asio_max_buffers> next_buffers() const {
-    std::array<asio::const_buffer, asio_max_buffers> next{};
-    for (std::size_t i = 0; i < next.size() && first_ + i < buffers_.size(); ++i)
-      next[i] = asio::const_buffer(buffers_[first_ + i].iov_base, buffers_[first_ + i].iov_len);
-    return next;
-  }
-
-  void advance(std::size_t n) {
-    // Past whole buffers, then the start of a partly written one.
-    while (first_ < buffers_.size() && n >= buffers_[first_].iov_len)
-      n -= buffers_[first_++].iov_len;
-    if (first_ < buffers_.size()) {
-      buffers_[first_].iov_base = static_cast<char*>(buffers_[first_].iov_base) + n;
-      buffers_[first_].iov_len -= n;
-    }
-  }
-
-private:
-  void close_event(bool event_open) {
-    if (event_open)
-      append(shared_event_frame::tail.data(), shared_event_frame::tail.size());
-  }
-
-  void append(const char* data, std::size_t size) { scratch_.insert(scratch_.end(), data, data + size); }
-
-  void add(const char* data, std::size_t size) {
-    buffers_.push_back(iovec{const_cast<char*>(data), size});
-  }
-
-  boost::container::small_vector<char, scratch_inline> scratch_;
-  boost::container::small_vector<iovec, 2 * inline_frames + 1> buffers_;
-  std::size_t first_ = 0;
-};
-
 /// Every frame of `frames` in one gathered write, between (never inside) Beast's own writes.
 /// The relay calls `sendmsg` itself: Asio hands at most 64 buffers (32 frames) to one call, so
 /// a 100-event REQ reply took four, each waking the client. One coroutine, entering the gate
 /// without another when it is free: each nested coroutine was a frame allocated per write.
-asio::awaitable<error_code> write_gathered(ws_stream& ws, const std::vector<outbound_frame>& frames) {
+/// `entered`: a direct write left the gate entered for this batch (gate_handed_over).
+asio::awaitable<error_code> write_gathered(ws_stream& ws, const std::vector<outbound_frame>& frames,
+                                           bool entered) {
   gathered_buffers gathered(frames);
   std::shared_ptr<socket_write_gate> gate = ws.next_layer().gate();
-  if (!gate->try_enter())
+  if (!entered && !gate->try_enter())
     co_await gate->enter();
   error_code ec = websocket::error::closed;
   if (!gate->closed()) {
@@ -241,6 +136,8 @@ asio::awaitable<void> write_loop(std::shared_ptr<ws_stream> ws,
                                  std::shared_ptr<websocket_outbox> outbox, frame_writing how) {
   burst_cork cork(*ws);
   bool gathered = how == frame_writing::gathered;
+  if (gathered)
+    outbox->write_directly(beast::get_lowest_layer(*ws).socket().native_handle(), ws->next_layer().gate());
   std::vector<outbound_frame> batch;
   for (;;) {
     if (!co_await outbox->next_batch(batch, gathered ? max_frames_per_write : 1, max_bytes_per_write))
@@ -248,7 +145,7 @@ asio::awaitable<void> write_loop(std::shared_ptr<ws_stream> ws,
     error_code ec;
     // Not a conditional expression: g++ 12 miscompiles co_await inside `?:`.
     if (gathered)
-      ec = co_await write_gathered(*ws, batch);
+      ec = co_await write_gathered(*ws, batch, outbox->gate_handed_over());
     else
       ec = co_await write_by_beast(*ws, cork, batch.front(), *outbox);
     std::size_t still_pending = outbox->written(bytes_in(batch));
@@ -262,9 +159,13 @@ asio::awaitable<void> write_loop(std::shared_ptr<ws_stream> ws,
       batch.clear();
     if (ec) {
       outbox->close(close_reason::going_away);
+      outbox->stop_writing_directly();
       co_return;
     }
   }
+  // Before the close: while the outbox holds its duplicate, closing the socket would not end
+  // the connection.
+  outbox->stop_writing_directly();
   co_await close_socket(*ws, outbox->closing());
 }
 

@@ -1,12 +1,19 @@
 // SPDX-License-Identifier: MIT
 #include "actors/gateway/websocket_outbox.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <ranges>
 #include <utility>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
+
+#include "actors/gateway/gathered_buffers.hpp"
+#include "actors/gateway/gathering_stream.hpp"
 
 namespace comb::actors {
 namespace asio = boost::asio;
@@ -22,6 +29,87 @@ websocket_outbox::websocket_outbox(asio::any_io_executor strand, std::size_t max
 websocket_outbox::~websocket_outbox() {
   std::lock_guard lock(mutex_);
   count(-static_cast<std::int64_t>(pending_bytes_));
+  close_direct_fd();
+}
+
+void websocket_outbox::write_directly(int socket_fd, std::shared_ptr<socket_write_gate> gate) {
+  int copy = ::fcntl(socket_fd, F_DUPFD_CLOEXEC, 0);
+  if (copy < 0)
+    return; // out of descriptors: the writer writes everything, as it always could
+  std::lock_guard lock(mutex_);
+  close_direct_fd();
+  direct_fd_ = copy;
+  gate_ = std::move(gate);
+}
+
+void websocket_outbox::stop_writing_directly() {
+  std::lock_guard lock(mutex_);
+  close_direct_fd();
+  // The rest of a direct write was dropped with the queue of a cut reader: Beast's own writes
+  // (a close frame) must not wait for it.
+  if (std::exchange(gate_left_to_writer_, false))
+    gate_->leave();
+}
+
+bool websocket_outbox::gate_handed_over() {
+  std::lock_guard lock(mutex_);
+  return std::exchange(gate_left_to_writer_, false);
+}
+
+void websocket_outbox::close_direct_fd() {
+  if (direct_fd_ >= 0)
+    ::close(direct_fd_);
+  direct_fd_ = -1;
+}
+
+bool websocket_outbox::writer_needed(bool overflow) {
+  if (!overflow) {
+    if (!writer_waiting_ || queue_.empty())
+      return false; // a busy writer takes the frames when it next looks
+    if (direct_fd_ >= 0 && !closing_ && write_now())
+      return false;
+  }
+  writer_waiting_ = false;
+  return true;
+}
+
+bool websocket_outbox::write_now() {
+  if (!gate_->try_enter())
+    return false; // Beast writes (a pong): the writer waits for it
+  if (gate_->closed()) {
+    gate_->leave();
+    return false;
+  }
+  std::size_t frames = 0;
+  std::size_t bytes = 0;
+  while (frames < queue_.size() && frames < max_frames_per_write) {
+    std::size_t size = queue_[frames].size();
+    if (frames > 0 && bytes + size > max_bytes_per_write)
+      break;
+    bytes += size;
+    ++frames;
+  }
+  auto taken = std::ranges::subrange(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(frames));
+  gathered_buffers gathered(taken);
+  boost::system::error_code ec;
+  do
+    ec = gathered.send_some(direct_fd_);
+  while ((!ec && !gathered.done()) || ec == boost::system::errc::interrupted);
+  bump(metrics_->direct_writes);
+  std::optional<outbound_frame> rest;
+  if (gathered.done())
+    gate_->leave();
+  else
+    rest = gathered.rest(); // the gate stays held: nothing may come between a frame's parts
+  gate_left_to_writer_ = rest.has_value();
+  queue_.erase(queue_.begin(), taken.end());
+  auto left = static_cast<std::int64_t>(rest ? rest->size() : 0);
+  pending_bytes_ = pending_bytes_ - bytes + static_cast<std::size_t>(left);
+  count(left - static_cast<std::int64_t>(bytes));
+  // A full socket, or an error the writer meets again and ends the connection on.
+  if (rest)
+    queue_.push_front(std::move(*rest));
+  return queue_.empty();
 }
 
 void websocket_outbox::count(std::int64_t delta) {
@@ -56,7 +144,7 @@ void websocket_outbox::push_all(std::span<Frame> frames, ToOutbound to_outbound)
         break;
       overflow = push(to_outbound(std::move(frame))) || overflow;
     }
-    wake_writer = std::exchange(writer_waiting_, false) || overflow;
+    wake_writer = writer_needed(overflow);
   }
   after_push(wake_writer, overflow);
 }
@@ -80,8 +168,9 @@ void websocket_outbox::enqueue(outbound_frame frame) {
       return;
     overflow = push(std::move(frame));
     // A writer that is busy takes this frame when it next looks at the queue: only one that
-    // waits needs waking (a post to the strand per frame was a large part of a delivery's cost).
-    wake_writer = std::exchange(writer_waiting_, false) || overflow;
+    // waits needs waking (a post to the strand per frame was a large part of a delivery's cost),
+    // and not even that one when the frame could be written here.
+    wake_writer = writer_needed(overflow);
   }
   after_push(wake_writer, overflow);
 }

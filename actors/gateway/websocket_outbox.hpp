@@ -18,6 +18,8 @@
 
 namespace comb::actors {
 
+class socket_write_gate;
+
 /// A queued frame: a whole text frame (`text`), or a live event frame kept in parts (`head`, its
 /// subscription's `["EVENT","<sub>",`, `json` the event JSON shared with the other subscribers,
 /// then `]`).
@@ -25,6 +27,8 @@ struct outbound_frame {
   std::string text;
   std::shared_ptr<const std::string> head; ///< null for a whole frame
   std::shared_ptr<const std::string> json; ///< null for a whole frame
+  /// `text` is already WebSocket framing and payload: what a write left of its batch.
+  bool framed = false;
 
   /// The frame's payload length on the wire: what the outbox counts as pending.
   [[nodiscard]] std::size_t size() const noexcept {
@@ -37,6 +41,9 @@ struct outbound_frame {
 /// that would take them past `max_bytes` cuts the connection instead of growing the queue.
 /// The pending bytes of every outbox are summed in `relay_metrics::outbound_bytes`; past
 /// `max_pod_bytes` a connection that holds `pod_share_bytes` or more is cut the same way.
+/// Once `write_directly` is on, a thread that queues frames while the writer idles writes them
+/// itself: a reply or an OK then reaches the socket without waking the socket's thread, which
+/// was one of the thread hand-offs a REQ paid for.
 /// A live event frame counts its whole length although its JSON is shared: the bound is on what
 /// the connection still has to write, whoever else holds the same JSON.
 class websocket_outbox final : public frame_sink,
@@ -72,6 +79,20 @@ public:
 
   [[nodiscard]] std::optional<close_reason> closing() const;
 
+  /// After the WebSocket upgrade, where the relay frames every data frame itself (no extension):
+  /// frames queued while the writer idles are written at once, by the queuing thread, on a
+  /// duplicate of `socket_fd` that the outbox owns until `stop_writing_directly` (so the socket
+  /// cannot be closed, and its number reused, under such a write), inside `gate`. On the strand.
+  void write_directly(int socket_fd, std::shared_ptr<socket_write_gate> gate);
+
+  /// The writer is ending: no more direct writes; closes the duplicate. On the strand.
+  void stop_writing_directly();
+
+  /// After `next_batch`: true when the batch begins with what a direct write left of a frame,
+  /// and that write left the socket's gate entered for the writer, which leaves it once the
+  /// rest is written (a pong between the two parts would corrupt the frame).
+  [[nodiscard]] bool gate_handed_over();
+
   /// What to run on the strand when a reader falls past the bound (close its socket).
   void on_overflow(std::function<void()> abort);
 
@@ -94,6 +115,14 @@ private:
   void count(std::int64_t delta); // under mutex_
   void take_batch(std::vector<outbound_frame>& batch, std::size_t max_frames,
                   std::size_t max_bytes); // under mutex_
+  /// Under mutex_, after frames were queued: true when the writer must be woken for them (or,
+  /// on `overflow`, to cut the connection); false when a busy writer will take them, or they
+  /// were written here.
+  [[nodiscard]] bool writer_needed(bool overflow);
+  /// Under mutex_: writes what the queue holds (one gathered write's worth) on `direct_fd_`;
+  /// true when the queue is empty after it. What the socket did not take stays queued first.
+  [[nodiscard]] bool write_now();
+  void close_direct_fd(); // under mutex_
   [[nodiscard]] bool over_bound(std::size_t frame_bytes) const; // under mutex_
 
   boost::asio::any_io_executor strand_;
@@ -108,6 +137,9 @@ private:
   bool writer_waiting_ = false;
   std::optional<close_reason> closing_;
   std::function<void()> abort_;
+  int direct_fd_ = -1;                       ///< under mutex_
+  bool gate_left_to_writer_ = false;         ///< under mutex_: see gate_handed_over
+  std::shared_ptr<socket_write_gate> gate_;  ///< set with direct_fd_
 };
 
 } // namespace comb::actors

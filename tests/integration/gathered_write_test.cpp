@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <boost/asio.hpp>
@@ -65,7 +66,8 @@ std::string payload(std::size_t size, std::size_t seed) {
 }
 
 struct client_run {
-  std::size_t gate_waits = 0; ///< writes that found the relay's socket busy and waited
+  std::size_t gate_waits = 0; ///< writes that found the relay's socket busy
+  std::uint64_t direct_writes = 0; ///< writes made by the thread that queued the frames
   std::vector<std::string> received;
   int pongs = 0;
   boost::system::error_code end;
@@ -161,7 +163,8 @@ client_run exchange(int pings, Feed feed, frame_writing how = frame_writing::gat
     io.run_one();
   feed(side.outbox, io);
   io.run_for(std::chrono::seconds(20));
-  run.gate_waits = side.ws->next_layer().gate()->waits();
+  run.gate_waits = side.ws->next_layer().gate()->contended();
+  run.direct_writes = metrics->direct_writes.load();
   return run;
 }
 
@@ -191,13 +194,19 @@ TEST_CASE("Beast's pongs interleave with gathered frames without corrupting eith
   std::vector<std::string> sent;
   for (int i = 0; i < frames; ++i)
     sent.push_back(std::to_string(i) + ":" + payload(static_cast<std::size_t>(50 + (i * 37) % 900), static_cast<std::size_t>(i)));
-  auto run = exchange(pings, [&](std::shared_ptr<websocket_outbox> outbox, asio::io_context& io) {
-    asio::co_spawn(io, queue_in_parts(outbox, sent, 100), asio::detached);
-  });
+  // A small send buffer: writes often find the socket full and hold the gate while they wait.
+  auto run = exchange(
+    pings,
+    [&](std::shared_ptr<websocket_outbox> outbox, asio::io_context& io) {
+      asio::co_spawn(io, queue_in_parts(outbox, sent, 100), asio::detached);
+    },
+    frame_writing::gathered, slow_start{4096, std::chrono::milliseconds(0), 4096});
+  INFO(run.end.message() << " received " << run.received.size());
   REQUIRE(run.received.size() == sent.size());
   CHECK(run.received == sent);
   CHECK(run.pongs > 0);
   CHECK(run.gate_waits > 0); // a pong (or a burst) did wait for the other: the race happened
+  CHECK(run.direct_writes > 0); // and frames queued while the writer idled went out at once
   CHECK(run.reason.code == static_cast<std::uint16_t>(close_reason::going_away));
 }
 
@@ -315,5 +324,36 @@ TEST_CASE("a history chunk queued in one call reaches a late, slow reader whole 
   CHECK(pending_while_unread > 0); // the socket was full: the writes could only be partial
   REQUIRE(run.received.size() == sent.size());
   CHECK(run.received == sent);
+  CHECK(run.reason.code == static_cast<std::uint16_t>(close_reason::going_away));
+}
+
+TEST_CASE("frames queued from another thread arrive whole and in order, written there or by the writer",
+          "[gateway][websocket]") {
+  // As a connection actor or storage writer queues them: off the socket's thread, which runs
+  // the writer and answers pings meanwhile. Small buffers make writes partial on both sides.
+  constexpr int frames = 4000;
+  auto mixed = mix_shared_and_whole(frames);
+  std::thread producer;
+  auto run = exchange(
+    40,
+    [&](std::shared_ptr<websocket_outbox> outbox, asio::io_context&) {
+      producer = std::thread([&mixed, outbox] {
+        for (std::size_t i = 0; i < mixed.expected.size(); ++i) {
+          if (mixed.events[i])
+            outbox->send_event(*mixed.events[i]);
+          else
+            outbox->send(mixed.expected[i]);
+          if (i % 50 == 49)
+            std::this_thread::sleep_for(std::chrono::microseconds(300));
+        }
+        outbox->close(close_reason::going_away);
+      });
+    },
+    frame_writing::gathered, slow_start{16384, std::chrono::milliseconds(0), 16384});
+  producer.join();
+  INFO(run.end.message() << " received " << run.received.size());
+  REQUIRE(run.received.size() == mixed.expected.size());
+  CHECK(run.received == mixed.expected);
+  CHECK(run.direct_writes > 0);
   CHECK(run.reason.code == static_cast<std::uint16_t>(close_reason::going_away));
 }

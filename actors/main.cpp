@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 // comb-relay: a Nostr relay for self-hosted communities.
+#include <sys/resource.h>
+
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -13,6 +15,24 @@
 #include "conf/settings.hpp"
 
 namespace {
+
+/// Each connection holds two descriptors (its socket and the duplicate its outbox writes on),
+/// plus the pod's own (Postgres, Redis, logs, listeners): the soft limit, often 1,024, would
+/// refuse sockets far below COMB_MAX_CONNECTIONS, so it is raised to the hard limit.
+void allow_descriptors_for(std::size_t max_connections) {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0)
+    return;
+  if (limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    (void)::setrlimit(RLIMIT_NOFILE, &limit);
+  }
+  constexpr rlim_t pod_descriptors = 256;
+  if (limit.rlim_cur != RLIM_INFINITY && limit.rlim_cur < 2 * max_connections + pod_descriptors)
+    spdlog::warn("the descriptor limit ({}) holds fewer than COMB_MAX_CONNECTIONS ({}) connections at "
+                 "two descriptors each: raise it (ulimit -n, LimitNOFILE=)",
+                 limit.rlim_cur, max_connections);
+}
 
 /// `%*`: the message as a JSON string, escaped, so a quote in a message cannot break a line.
 class json_message_flag final : public spdlog::custom_flag_formatter {
@@ -88,5 +108,6 @@ int main(int argc, char** argv) {
     return 0;
   }
   configure_logs(loaded.settings);
+  allow_descriptors_for(loaded.settings.max_connections);
   return comb::actors::run_relay(loaded.settings);
 }

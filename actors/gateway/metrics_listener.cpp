@@ -59,7 +59,7 @@ asio::awaitable<void> metrics_listener::accept_loop(tcp::acceptor& acceptor) {
 
 asio::awaitable<void> metrics_listener::serve(tcp::socket socket) {
   beast::tcp_stream stream(std::move(socket));
-  beast::flat_buffer buffer;
+  beast::flat_buffer buffer(8 * 1024 + 1024); // headers only: a chunk line or trailer gets no room
   for (;;) {
     http::request_parser<http::string_body> parser;
     parser.header_limit(8 * 1024);

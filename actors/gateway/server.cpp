@@ -268,6 +268,9 @@ asio::awaitable<void> server::accept_loop(tcp::acceptor& acceptor) {
 
 namespace {
 
+constexpr std::size_t max_request_header_bytes = 16 * 1024;
+constexpr std::size_t max_request_body_bytes = 64 * 1024;
+
 struct websocket_session {
   std::string peer;
   std::string client; ///< the client's address: the peer, or what a trusted proxy forwarded
@@ -447,17 +450,20 @@ asio::awaitable<void> server::serve_requests(tcp_stream& stream, conf::ip_addres
                                              std::unique_ptr<ip_table::slot> slot) {
   auto& metrics = *context_->metrics;
   const auto& s = context_->settings;
-  beast::flat_buffer buffer;
+  // Bounded: the parser's limits count headers and declared chunk sizes, not the bytes of a
+  // chunk line or trailer that never ends, which a request could otherwise make it buffer.
+  beast::flat_buffer buffer(max_request_header_bytes + max_request_body_bytes + 4096);
   for (;;) {
     http::request_parser<http::string_body> parser;
-    parser.header_limit(16 * 1024);
-    parser.body_limit(64 * 1024);
+    parser.header_limit(max_request_header_bytes);
+    parser.body_limit(max_request_body_bytes);
     stream.expires_after(std::chrono::seconds(s.upgrade_timeout_seconds));
     auto [ec, n] = co_await http::async_read(stream, buffer, parser, use_tuple);
-    if (ec == http::error::body_limit || ec == http::error::header_limit) {
+    if (ec == http::error::body_limit || ec == http::error::header_limit
+        || ec == http::error::buffer_overflow) {
       bump(metrics.http_too_large);
       http_response too_large =
-        ec == http::error::body_limit ? oversize_body(parser.get()) : oversize_headers();
+        ec == http::error::header_limit ? oversize_headers() : oversize_body(parser.get());
       co_await http::async_write(stream, too_large, use_tuple);
     }
     if (ec == beast::error::timeout)

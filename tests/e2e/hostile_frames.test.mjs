@@ -104,6 +104,22 @@ describe('hostile clients at the socket edge', () => {
     await stillUp(bystander)
   })
 
+  it('answers a chunked body whose chunk line never ends with 413 and closes at once', async () => {
+    // The parser's limits count headers and declared chunk sizes, not a chunk line's bytes:
+    // without a bound on the read buffer this request grew it until the 10 s timeout.
+    const before = await relay.metric('comb_http_too_large_total')
+    const head = `POST / HTTP/1.1\r\nHost: ${relay.host}\r\nTransfer-Encoding: chunked\r\n\r\n`
+    const started = Date.now()
+    const answer = await rawHttp(relay.port, head + '1' + ';a'.repeat(64 * 1024), 4000)
+    // The 413 is written before the close; the bytes the relay never read may reset the
+    // connection and take the answer with them on the way.
+    if (answer !== '')
+      assert.match(answer, /^HTTP\/1\.1 413 /, `answer: ${answer.slice(0, 120)}`)
+    assert.ok(Date.now() - started < 3000, 'closed before the upgrade timeout')
+    assert.ok(await relay.metric('comb_http_too_large_total') >= before + 1)
+    await stillUp(bystander)
+  })
+
   it('closes a text frame of invalid UTF-8 with 1007', async () => {
     const { ws, closed } = await plainClient(relay)
     ws.send(Buffer.from([0x5b, 0x22, 0xff, 0xfe, 0x22, 0x5d]), { binary: false }) // ["\xff\xfe"]

@@ -157,6 +157,8 @@ std::string_view room_outcome_name(room_outcome outcome) noexcept {
     case room_outcome::too_many_rooms: return "too_many_rooms";
     case room_outcome::too_many_members: return "too_many_members";
     case room_outcome::too_many_invites: return "too_many_invites";
+    case room_outcome::banned: return "banned";
+    case room_outcome::archived: return "archived";
     case room_outcome::busy: return "busy";
     case room_outcome::failed: return "failed";
   }

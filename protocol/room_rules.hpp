@@ -62,6 +62,8 @@ enum class room_outcome {
   too_many_rooms,   ///< create past the rooms a community may have
   too_many_members, ///< a join or put past the members a room may have
   too_many_invites, ///< a 9009 past the codes a room may have
+  banned,           ///< the author, or the user a join or put would add, is banned from the community
+  archived,         ///< the community was archived while the request waited
   busy,             ///< the community's queue of room requests was full: not tried
   failed,
 };

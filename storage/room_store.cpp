@@ -249,12 +249,31 @@ room_store::room_store(pg_connection& connection, const protocol::key_pair& rela
 
 namespace {
 
+/// Whether the request's author is banned, or the user a join or put would add (a banned user
+/// may still leave, or be removed).
+bool banned_from_rooms(pg_connection& c, const std::string& community, const protocol::room_request& request) {
+  bool adds = request.action == protocol::room_action::join
+              || request.action == protocol::room_action::put_user;
+  bool author_only = !adds || request.subject == request.author;
+  if (request.action == protocol::room_action::leave || request.action == protocol::room_action::remove_user)
+    return false;
+  std::vector<std::optional<std::string>> params{community, bytea_param(request.author)};
+  if (!author_only)
+    params.push_back(bytea_param(request.subject));
+  return exists(c, author_only
+                     ? "SELECT 1 FROM banned_pubkeys WHERE community_id = $1::bigint AND pubkey = $2::bytea"
+                     : "SELECT 1 FROM banned_pubkeys WHERE community_id = $1::bigint"
+                       " AND pubkey IN ($2::bytea, $3::bytea)",
+                params, "find bans");
+}
+
 /// One request, inside its transaction. Throws statement_failed or room_must_wait.
 room_write apply_locked(pg_connection& c, const protocol::key_pair& relay,
                         std::int64_t community_id, const room_command& command, std::int64_t now) {
   const std::string community = std::to_string(community_id);
   const auto& request = command.request;
-  auto locked = must(c.exec("SELECT access FROM communities WHERE id = $1::bigint FOR NO KEY UPDATE",
+  auto locked = must(c.exec("SELECT access, archived_at IS NOT NULL FROM communities"
+                            " WHERE id = $1::bigint FOR NO KEY UPDATE",
                             {community}),
                      "lock community");
   if (locked.rows() == 0)
@@ -264,6 +283,16 @@ room_write apply_locked(pg_connection& c, const protocol::key_pair& relay,
   if (exists(c, "SELECT 1 FROM events WHERE community_id = $1::bigint AND id = $2::bytea",
              {community, bytea_param(command.ev.id)}, "find request")) {
     out.outcome = room_outcome::already_processed;
+    return out;
+  }
+  // Decided here, under the lock, as membership writes decide theirs: the connection's look at
+  // its pod's cache may be older than a ban or an archive that came while the request waited.
+  if (locked.text(0, 1) == "t") {
+    out.outcome = room_outcome::archived;
+    return out;
+  }
+  if (banned_from_rooms(c, community, request)) {
+    out.outcome = room_outcome::banned;
     return out;
   }
   room_state before = read_room(c, community_id, request.room);

@@ -39,6 +39,8 @@ membership_reply room_reply_for(std::uint32_t kind, protocol::room_outcome outco
     case o::too_many_invites:
       return {false, "restricted: this room has the most invite codes it may have ("
                        + std::to_string(storage::max_invites_per_room) + ")"};
+    case o::banned: return {false, "blocked: a banned user cannot be in this community's rooms"};
+    case o::archived: return {false, "restricted: this community is archived"};
     case o::busy:
       return {false, "rate-limited: this community has too many room requests waiting; retry"};
     case o::failed: break;

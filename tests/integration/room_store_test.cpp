@@ -305,6 +305,24 @@ TEST_CASE_METHOD(room_fixture, "banning someone who is in a room but not a membe
   CHECK(listed_members() == std::vector<std::string>{owner.pubkey_hex()});
 }
 
+TEST_CASE_METHOD(room_fixture, "a banned user cannot join a room or be put back in one, and an archived community's rooms take no request",
+                 "[integration][rooms]") {
+  // Decided under the community's lock: a pod whose cache has not yet seen the ban (or a request
+  // queued before it) must not put the banned user back, and a moderator cannot either.
+  REQUIRE(run(owner, 9007, {}).committed);
+  auto ban = command(membership_change::ban_pubkey, alice.pubkey());
+  ban.requested_by = owner.pubkey();
+  REQUIRE(apply(ban).committed);
+  CHECK(run(alice, 9021, {}).outcome == room_outcome::banned);
+  CHECK(run(owner, 9000, {{"p", alice.pubkey_hex()}}).outcome == room_outcome::banned);
+  CHECK(listed_members() == std::vector<std::string>{owner.pubkey_hex()});
+  CHECK(count("SELECT count(*) FROM room_members WHERE community_id = $1::bigint") == "1");
+  storage::pg_connection archiver(database.conninfo());
+  REQUIRE(archiver.exec("UPDATE communities SET archived_at = now() WHERE id = $1::bigint",
+                        {std::to_string(community)}).ok());
+  CHECK(run(bob, 9021, {}).outcome == room_outcome::archived);
+}
+
 TEST_CASE_METHOD(room_fixture, "removing a community member removes them from every room at once",
                  "[integration][rooms]") {
   REQUIRE(apply(command(membership_change::add_member, alice.pubkey())).committed);

@@ -452,9 +452,11 @@ int run_relay(const conf::relay_settings& configured) {
   context->bridge = pod.bridge->publisher();
   auto listener = start_listener(io, s, pod.access_watcher);
   // Not ready while Postgres is away: the LISTEN connection is the pod's probe of it.
-  context->readiness = [&pod, metrics, listener] {
+  context->readiness = [&pod, metrics, listener](bool detailed) {
     auto problem = listener->problem();
-    return problem.empty() ? pod.bridge->problem(*metrics) : problem;
+    if (problem.empty())
+      return pod.bridge->problem(*metrics);
+    return detailed ? problem : std::string("postgres unreachable");
   };
   metrics->scrape_extras = [&pod] {
     return pod.registry->render_member_counts() + pod.bridge->render_metrics()

@@ -76,7 +76,7 @@ struct relay_settings {
   std::size_t max_open_filter_values = 10000; ///< ids, authors, kinds, tag values held, summed
   std::size_t max_broad_filters = 10; ///< filters with no id, author, kind or tag per connection
   std::size_t max_queries_in_flight = 8; ///< REQ/COUNT queries of one connection at once
-  std::size_t max_deletion_targets = 100; ///< events/addresses one kind 5 may name
+  std::size_t max_deletion_targets = 1000; ///< events/addresses one kind 5 may name (Flotilla deletes an account in 500 events, with their addresses)
   std::int64_t room_late_seconds = 900; ///< NIP-29: room events older than this are refused
   /// NIP-43 invites (28935) minted for owners and admins: how many joins one code admits (0: any
   /// number, so a link shared in a chat admits everyone it reaches, as the apps' invite dialog

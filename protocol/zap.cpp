@@ -15,6 +15,9 @@
 namespace comb::protocol {
 namespace {
 
+/// A Lightning invoice is a few hundred bytes; one with many route hints, a few KiB.
+constexpr std::size_t max_bolt11_bytes = 4096;
+
 /// A request signed a little ahead of the relay's clock is still the payer's.
 constexpr std::int64_t zap_request_clock_skew_seconds = 300;
 
@@ -65,6 +68,15 @@ bool is_receipt_of(const event& receipt, const event& request) {
   for (const auto& tag : receipt.tags)
     if (tag.empty() || std::find(receipt_tags.begin(), receipt_tags.end(), tag[0]) == receipt_tags.end())
       return false;
+  for (std::string_view once : {"bolt11", "preimage", "k", "P"})
+    if (values_of(receipt, once).size() > 1)
+      return false;
+  auto bolt11 = values_of(receipt, "bolt11");
+  if (!bolt11.empty() && bolt11.front().size() > max_bolt11_bytes)
+    return false;
+  auto preimage = values_of(receipt, "preimage");
+  if (!preimage.empty() && !array_from_hex<32>(preimage.front()))
+    return false;
   auto zapped = values_of(request, "p");
   if (zapped.size() != 1 || values_of(receipt, "p") != zapped || values_of(receipt, "description").size() != 1)
     return false;

@@ -42,6 +42,16 @@ step add(roster& r, const membership_command& c, const std::set<protocol::bytes3
   return changed(8000);
 }
 
+/// A code works only while whoever minted it may still invite (an operator's always does): one
+/// removed, demoted or banned takes their codes' power with them.
+bool minter_may_invite(const roster& r, const invite_state& invite) {
+  if (!invite.created_by)
+    return true;
+  auto role = r.role_of(*invite.created_by);
+  return role == member_role::owner || role == member_role::admin
+         || (role == member_role::member && invite.members_may_invite);
+}
+
 step claim_invite(roster& r, const membership_command& c,
                   std::map<std::string, invite_state>& invites,
                   const std::set<protocol::bytes32>& banned, std::int64_t now) {
@@ -55,6 +65,8 @@ step claim_invite(roster& r, const membership_command& c,
   if (it == invites.end() || it->second.revoked)
     return {outcome::invite_invalid};
   auto& invite = it->second;
+  if (!minter_may_invite(r, invite))
+    return {outcome::invite_invalid};
   if (invite.expires_at <= now)
     return {outcome::invite_expired};
   if (invite.max_uses > 0 && invite.use_count >= invite.max_uses)
@@ -95,7 +107,9 @@ step update_role(roster& r, const membership_command& c) {
 
 /// NIP-86 banpubkey: the ban is stored whether or not they are a member; a member is removed.
 step ban(roster& r, const membership_command& c, std::set<protocol::bytes32>& banned,
-         membership_plan& plan) {
+         membership_plan& plan, const std::optional<protocol::bytes32>& relay_pubkey) {
+  if (c.subject == relay_pubkey)
+    return {outcome::not_allowed};
   auto role = r.role_of(c.subject);
   if (role == member_role::owner)
     return {outcome::is_owner};
@@ -175,7 +189,8 @@ bool authorized(const roster& r, const membership_command& c) {
 step plan_one(roster& members, const membership_command& c,
               std::map<std::string, invite_state>& invites,
               const std::vector<protocol::bytes32>& allowlist, std::set<protocol::bytes32>& banned,
-              std::int64_t now, membership_plan& plan) {
+              std::int64_t now, membership_plan& plan,
+              const std::optional<protocol::bytes32>& relay_pubkey) {
   if (!authorized(members, c)) {
     // The owner is reported as such even to someone who may not touch them.
     bool targets_owner = members.role_of(c.subject) == member_role::owner
@@ -199,7 +214,7 @@ step plan_one(roster& members, const membership_command& c,
       }
       return {};
     case membership_change::republish: return {outcome::changed, 0, true};
-    case membership_change::ban_pubkey: return ban(members, c, banned, plan);
+    case membership_change::ban_pubkey: return ban(members, c, banned, plan, relay_pubkey);
     case membership_change::unban_pubkey: return unban(c, banned, plan);
   }
   return {};
@@ -336,7 +351,8 @@ membership_plan plan_membership(roster& members, std::span<const membership_comm
                                 std::map<std::string, invite_state>& invites,
                                 const std::vector<protocol::bytes32>& allowlist,
                                 std::set<protocol::bytes32>& banned, std::int64_t now,
-                                const std::vector<std::optional<membership_outcome>>& earlier) {
+                                const std::vector<std::optional<membership_outcome>>& earlier,
+                                const std::optional<protocol::bytes32>& relay_pubkey) {
   membership_plan plan;
   std::map<protocol::bytes32, membership_outcome> in_batch;
   for (std::size_t i = 0; i < commands.size(); ++i) {
@@ -346,7 +362,7 @@ membership_plan plan_membership(roster& members, std::span<const membership_comm
       if (auto seen = in_batch.find(*c.request_id); seen != in_batch.end())
         first = seen->second;
     step s = first ? step{repeated_outcome(members, c, *first)}
-                   : plan_one(members, c, invites, allowlist, banned, now, plan);
+                   : plan_one(members, c, invites, allowlist, banned, now, plan, relay_pubkey);
     if (c.request_id && !first)
       in_batch.emplace(*c.request_id, s.result);
     plan.outcomes.push_back(s.result);

@@ -22,6 +22,10 @@ struct invite_state {
   std::int64_t use_count = 0;
   bool revoked = false;
   bool used = false; ///< set by the rules when a claim consumed a use
+  /// Who minted it (none: an operator). A user's code works only while they still may invite:
+  /// as the owner or an admin, or as a member where `members_may_invite`.
+  std::optional<protocol::bytes32> created_by;
+  bool members_may_invite = false;
 };
 
 /// What a batch changed, as the members table needs it: written in this order, so that no
@@ -102,12 +106,13 @@ struct membership_plan {
 /// A request is applied once. `earlier[i]` is what command i's request came to when it was
 /// processed before (empty vector or nullopt: never); a request id repeated within the batch
 /// counts as processed by its first command. A repeated request changes nothing and reports
-/// `repeated_outcome`.
+/// `repeated_outcome`. Nobody bans `relay_pubkey`: its lists and room state must stay readable.
 [[nodiscard]] membership_plan plan_membership(
   roster& members, std::span<const membership_command> commands,
   std::map<std::string, invite_state>& invites, const std::vector<protocol::bytes32>& allowlist,
   std::set<protocol::bytes32>& banned, std::int64_t now,
-  const std::vector<std::optional<membership_outcome>>& earlier = {});
+  const std::vector<std::optional<membership_outcome>>& earlier = {},
+  const std::optional<protocol::bytes32>& relay_pubkey = std::nullopt);
 
 /// Joins that need no invite are for open communities: in a closed one (the community row just
 /// locked says so, whatever the pod that sent them believed) each becomes a claim of an empty

@@ -69,15 +69,20 @@ std::map<std::string, invite_state> read_invites(pg_connection& c, std::int64_t 
   std::map<std::string, invite_state> invites;
   if (!any)
     return invites;
-  auto reply = must(c.exec("SELECT code_hash, expires_at, max_uses, use_count, revoked FROM invites"
-                           " WHERE community_id = $1::bigint AND code_hash = ANY($2::text[])"
-                           " ORDER BY code_hash FOR UPDATE",
+  auto reply = must(c.exec("SELECT i.code_hash, i.expires_at, i.max_uses, i.use_count, i.revoked,"
+                           " COALESCE(encode(i.created_by, 'hex'), ''), c.members_may_invite"
+                           " FROM invites i JOIN communities c ON c.id = i.community_id"
+                           " WHERE i.community_id = $1::bigint AND i.code_hash = ANY($2::text[])"
+                           " ORDER BY i.code_hash FOR UPDATE OF i",
                            {std::to_string(community_id), hashes.str()}),
                     "read invites");
-  for (int row = 0; row < reply.rows(); ++row)
-    invites[std::string(reply.text(row, 0))] = {reply.integer(row, 1), reply.integer(row, 2),
-                                                reply.integer(row, 3), reply.text(row, 4) == "t",
-                                                false};
+  for (int row = 0; row < reply.rows(); ++row) {
+    invite_state invite{reply.integer(row, 1), reply.integer(row, 2), reply.integer(row, 3),
+                        reply.text(row, 4) == "t", false, std::nullopt, reply.text(row, 6) == "t"};
+    if (!reply.text(row, 5).empty())
+      invite.created_by = hex_field(reply, row, 5);
+    invites[std::string(reply.text(row, 0))] = invite;
+  }
   return invites;
 }
 

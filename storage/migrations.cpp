@@ -483,6 +483,27 @@ CREATE TRIGGER room_members_deleted AFTER DELETE ON room_members REFERENCING OLD
   FOR EACH STATEMENT EXECUTE FUNCTION comb_members_touched();
 )sql";
 
+// TRUNCATE fires no row or statement trigger of the tables above and has no transition table:
+// every community is bumped, since which ones lost rows is not known.
+constexpr const char* migration_25 = R"sql(
+CREATE FUNCTION comb_access_truncated() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  UPDATE communities SET state_version = state_version + 1;
+  RETURN NULL;
+END $$;
+
+CREATE TRIGGER members_truncated AFTER TRUNCATE ON members
+  FOR EACH STATEMENT EXECUTE FUNCTION comb_access_truncated();
+CREATE TRIGGER banned_pubkeys_truncated AFTER TRUNCATE ON banned_pubkeys
+  FOR EACH STATEMENT EXECUTE FUNCTION comb_access_truncated();
+CREATE TRIGGER banned_events_truncated AFTER TRUNCATE ON banned_events
+  FOR EACH STATEMENT EXECUTE FUNCTION comb_access_truncated();
+CREATE TRIGGER rooms_truncated AFTER TRUNCATE ON rooms
+  FOR EACH STATEMENT EXECUTE FUNCTION comb_access_truncated();
+CREATE TRIGGER room_members_truncated AFTER TRUNCATE ON room_members
+  FOR EACH STATEMENT EXECUTE FUNCTION comb_access_truncated();
+)sql";
+
 constexpr migration migrations[] = {
   {1, "communities, events, tags, deletions", migration_1},
   {2, "members, invites, allowlist", migration_2},
@@ -502,6 +523,7 @@ constexpr migration migrations[] = {
   {23, "invites by creator, for the bound on open invites", migration_23},
   {24, "hand edits of access, archive, bans and rooms bump the community's state version",
    migration_24},
+  {25, "a TRUNCATE of members, bans or rooms bumps every community's state version", migration_25},
 };
 
 constexpr const char* create_ledger = R"sql(

@@ -236,6 +236,7 @@ void on_room_applied(self_ptr self, const room_applied& applied) {
   if (!st.room_queue.empty()) {
     auto done = std::move(st.room_queue.front());
     st.room_queue.pop_front();
+    st.room_queue_bytes -= queued_bytes(done.command);
     if (done.reply_to)
       self->send(done.reply_to, room_done_atom_v, done.ticket, outcome);
   }
@@ -272,14 +273,17 @@ caf::behavior community_actor(caf::stateful_actor<community_state>* self, commun
     [=](applied_atom, const storage::membership_write& write) { on_applied(self, write); },
     [=](room_atom, std::uint64_t ticket, const storage::room_command& command) {
       auto sender = caf::actor_cast<caf::actor>(self->current_sender());
-      if (self->state.room_queue.size() >= max_queued_commands) {
+      auto& st = self->state;
+      if (st.room_queue.size() >= max_queued_commands
+          || st.room_queue_bytes + queued_bytes(command) > max_queued_room_bytes) {
         if (auto& metrics = self->state.args.metrics)
           bump(metrics->room_writes[static_cast<std::size_t>(protocol::room_outcome::busy)]);
         if (sender)
           self->send(sender, room_done_atom_v, ticket, protocol::room_outcome::busy);
         return;
       }
-      self->state.room_queue.push_back({std::move(sender), ticket, command});
+      st.room_queue_bytes += queued_bytes(command);
+      st.room_queue.push_back({std::move(sender), ticket, command});
       dispatch_room(self);
     },
     [=](room_applied_atom, const room_applied& applied) { on_room_applied(self, applied); },

@@ -46,6 +46,15 @@ struct queued_room {
 /// a queue without end.
 inline constexpr std::size_t max_queued_commands = 4096;
 
+/// Room requests carry their event (up to a client frame each): past these bytes waiting, more
+/// are answered `busy` too, whatever their count.
+inline constexpr std::size_t max_queued_room_bytes = 32 * 1024 * 1024;
+
+/// What a waiting room request holds: its event parsed and as sent.
+[[nodiscard]] inline std::size_t queued_bytes(const storage::room_command& command) noexcept {
+  return 2 * command.json.size() + sizeof command;
+}
+
 struct community_state {
   community_args args;
   std::deque<queued_command> queue;
@@ -59,7 +68,8 @@ struct community_state {
   /// The newest list has this second: commands wait for the next one, then go together.
   bool waiting_for_clock = false;
   std::chrono::steady_clock::time_point batch_started;
-  std::deque<queued_room> room_queue; ///< bounded by each connection's requests awaiting answers
+  std::deque<queued_room> room_queue; ///< bounded: max_queued_commands, max_queued_room_bytes
+  std::size_t room_queue_bytes = 0;
   bool room_in_flight = false;
   bool room_waiting_for_clock = false;
   static inline const char* name = "community";

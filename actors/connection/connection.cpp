@@ -209,6 +209,10 @@ std::optional<rejection> connection::check_room_event(const protocol::event& ev,
     return late;
   if (ev.kind == protocol::room_create_kind || !policy_.members)
     return std::nullopt;
+  // A deletion removes only its author's own events (checked where it is applied), and Flotilla
+  // tags it with the room of what it deletes: someone who left a restricted room may still take
+  // back what they posted there.
+  bool deletion = ev.kind == 5;
   auto rooms = policy_.members->rooms();
   // A request acts on its first `h`; any other event is posted to every room it names, so each
   // must exist and let the author write (as every one must let a reader read: rooms_visible).
@@ -222,7 +226,7 @@ std::optional<rejection> connection::check_room_event(const protocol::event& ev,
     if (!cached)
       return protocol::invalid("there is no room \"" + t[1].substr(0, protocol::max_room_id_bytes)
                                + "\" in this community");
-    if (!request && !protocol::room_write_allowed(cached->flags, reader_of(*cached, ev.pubkey)))
+    if (!request && !deletion && !protocol::room_write_allowed(cached->flags, reader_of(*cached, ev.pubkey)))
       return rejection{reason::restricted, "only members of this room may post in it"};
   }
   return std::nullopt;

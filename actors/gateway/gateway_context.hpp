@@ -32,8 +32,10 @@ struct gateway_context {
   std::shared_ptr<reader_waits> readers_waiting;
   std::shared_ptr<relay_metrics> metrics;
   std::shared_ptr<community_directory> communities;
-  /// "" when the pod is ready to serve; otherwise why it is degraded (shown on /readyz).
-  std::function<std::string()> readiness;
+  /// "" when the pod is ready to serve; otherwise why it is degraded (shown on /readyz). `true`
+  /// asks for the detail (Postgres's own error text, which names hosts and users): only the
+  /// metrics listener shows it; the client port says which service is away.
+  std::function<std::string(bool detailed)> readiness;
   std::atomic<std::uint64_t> next_owner{1};
   /// Bytes of messages begun and not finished, over every connection (settings'
   /// max_pod_partial_bytes bounds it).

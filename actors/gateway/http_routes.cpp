@@ -77,12 +77,12 @@ bool wants_relay_info(const http_request& request) {
 } // namespace
 
 std::optional<http_response> probe_route(const http_request& request,
-                                         const gateway_context& context) {
+                                         const gateway_context& context, bool detailed) {
   auto target = request.target();
   if (target == "/healthz")
     return text_response(request, http::status::ok, "ok\n");
   if (target == "/readyz") {
-    std::string problem = context.readiness ? context.readiness() : std::string();
+    std::string problem = context.readiness ? context.readiness(detailed) : std::string();
     if (problem.empty())
       return text_response(request, http::status::ok, "ready\n");
     return text_response(request, http::status::service_unavailable, "degraded: " + problem + "\n");
@@ -94,7 +94,7 @@ http_response metrics_route(const http_request& request, const gateway_context& 
   if (request.target() == "/metrics" && request.method() == http::verb::get)
     return text_response(request, http::status::ok, context.metrics->render(),
                          "text/plain; version=0.0.4");
-  if (auto probe = probe_route(request, context))
+  if (auto probe = probe_route(request, context, true))
     return std::move(*probe);
   return text_response(request, http::status::not_found, "not found\n");
 }

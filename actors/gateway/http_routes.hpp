@@ -13,9 +13,11 @@ namespace comb::actors {
 using http_request = boost::beast::http::request<boost::beast::http::string_body>;
 using http_response = boost::beast::http::response<boost::beast::http::string_body>;
 
-/// Answers that need no community: /healthz, /readyz. Nothing for other targets.
+/// Answers that need no community: /healthz, /readyz (`detailed`: with the services' own
+/// error text, for the metrics listener). Nothing for other targets.
 [[nodiscard]] std::optional<http_response> probe_route(const http_request& request,
-                                                       const gateway_context& context);
+                                                       const gateway_context& context,
+                                                       bool detailed = false);
 
 /// The metrics listener's answers: /metrics, the probes, 404 for the rest. Never served on a
 /// community's host (it tells member counts per community).

@@ -219,6 +219,13 @@ void run(self_ptr self, const management_call& call, admitted_call admitted,
          management_callback reply) {
   auto method = admitted.request.method;
   auto community = call.community_id;
+  // The relay signs every community's lists and room state: a ban of its key would hide them.
+  // The membership rules refuse it too; here it gets a reply that says why.
+  if (method == management_method::ban_pubkey && admitted.request.target == self->state.args.relay_pubkey) {
+    answer(self, method, reply,
+           management_refusal(200, management_outcome::error, "the relay's own key cannot be banned"));
+    return;
+  }
   if (auto command = membership_command_for(admitted.request, admitted.caller)) {
     auto before = command_before(*command, admitted.request);
     request_membership(self, community, std::move(*command), std::move(before), method,

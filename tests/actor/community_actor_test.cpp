@@ -157,8 +157,8 @@ struct fixture : comb::test::test_system {
   }
 
   /// Queues a room request for `room` as if `watcher` had sent it.
-  void queue_room(std::uint64_t ticket, const std::string& room) {
-    auto ev = test::sign_event(author, 9021, "", {{"h", room}});
+  void queue_room(std::uint64_t ticket, const std::string& room, const std::string& content = "") {
+    auto ev = test::sign_event(author, 9021, content, {{"h", room}});
     auto request = protocol::parse_room_request(ev);
     REQUIRE(request);
     caf::send_as(watcher, community, room_atom_v, ticket,
@@ -453,6 +453,26 @@ TEST_CASE_METHOD(fixture, "past its bound a community's queue answers busy at on
   scheduler->run();
   CHECK(seen->replies.size() == max_queued_commands + 1); // the others were answered in turn
   CHECK(seen->room_replies.size() == 1);
+}
+
+TEST_CASE_METHOD(fixture, "room requests waiting are bounded in bytes as well as in count",
+                 "[actor][community][bounds]") {
+  db->room_wait = 0; // the first request waits for the next second: the queue fills
+  const std::string large(1024 * 1024, 'x');
+  const std::size_t fit = max_queued_room_bytes / (2 * large.size() + 1024);
+  for (std::uint64_t ticket = 1; ticket <= fit + 3; ++ticket)
+    queue_room(ticket, "pizza", large);
+  scheduler->run();
+  using room_reply = std::pair<std::uint64_t, protocol::room_outcome>;
+  const auto busy = protocol::room_outcome::busy;
+  CHECK(seen->room_replies == std::vector<room_reply>{{fit + 1, busy}, {fit + 2, busy}, {fit + 3, busy}});
+  auto refused = seen->room_replies.size();
+  scheduler->trigger_timeouts();
+  scheduler->run();
+  CHECK(seen->room_replies.size() == fit + 3); // the ones held were answered in turn
+  CHECK(std::count_if(seen->room_replies.begin(), seen->room_replies.end(), [](const auto& reply) {
+          return reply.second == protocol::room_outcome::busy;
+        }) == static_cast<std::ptrdiff_t>(refused));
 }
 
 TEST_CASE_METHOD(fixture, "an archive marks the community ended before its sessions are closed, an unarchive clears it",

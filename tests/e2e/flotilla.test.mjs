@@ -119,6 +119,14 @@ describe('Flotilla managing a closed space', () => {
     assert.deepEqual(await owner.manage(relay, 'allowpubkey', [bob.pk]), { result: true })
   })
 
+  it("refuses to ban the relay's own key, which signs the member list", async () => {
+    const { relay } = ctx
+    const refused = await owner.manage(relay, 'banpubkey', [relay.pubkey])
+    assert.match(refused.error ?? '', /relay's own key cannot be banned/, JSON.stringify(refused))
+    assert.deepEqual((await owner.manage(relay, 'listbannedpubkeys')).result, [])
+    assert.ok((await memberList(owner, relay)).includes(owner.pk))
+  })
+
   it('deletes a message with banevent and the id alone, as the message menu does', async () => {
     const { relay } = ctx
     const note = await bob.publish(relay, makeEvent(MESSAGE, { content: 'off topic' }))

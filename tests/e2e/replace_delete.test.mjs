@@ -154,6 +154,25 @@ describe('replaceable, addressable and deleted events', () => {
       assert.deepEqual(idsOf(await stored({ authors: [pk], kinds: [30023], '#d': ['post'] })), [fresh.id])
     })
 
+    it('takes an account deletion as Flotilla sends it: 500 events and their addresses in one request', async () => {
+      const { sk, pk } = keys()
+      const t = now() - 100
+      const notes = []
+      for (let i = 0; i < 5; i++) notes.push(sign(sk, { created_at: t + i, content: `note ${i}` }))
+      const profile = sign(sk, { kind: 30023, tags: [['d', 'profile-ish']], created_at: t, content: 'p' })
+      for (const ev of [...notes, profile]) assert.deepEqual(await pub.publish(ev), OK)
+      // ProfileDelete: an e tag per event, and an a tag per replaceable one, in chunks of 500.
+      const tags = [...notes, profile].map((ev) => ['e', ev.id])
+      tags.push(['a', `30023:${pk}:profile-ish`])
+      while (tags.length < 1000) tags.push(['e', sign(sk, { content: `never sent ${tags.length}` }).id])
+      assert.deepEqual(await pub.publish(sign(sk, { kind: 5, tags })), OK)
+      assert.deepEqual(idsOf(await stored({ authors: [pk], kinds: [1, 30023] })), [])
+      tags.push(['e', notes[0].id])
+      const over = await pub.publish(sign(sk, { kind: 5, tags }))
+      assert.equal(over.ok, false)
+      assert.match(over.message, /^invalid: a deletion may name at most 1000/)
+    })
+
     it('by another author\'s a tag removes nothing', async () => {
       const { sk, pk } = keys()
       const mallory = keys()

@@ -151,6 +151,24 @@ describe('rooms in a community, as Flotilla uses them', () => {
     assert.ok(!members(after).includes(alice.pk))
   })
 
+  it('lets someone who left a restricted room delete what they posted there, as Flotilla sends it', async () => {
+    const { relay } = ctx
+    const posted = await owner.read(relay, [{ kinds: [9], '#h': [secret.h], authors: [bob.pk] }])
+    assert.equal(posted.events.length, 1)
+    const [note] = posted.events
+    accepted(await bob.publish(relay, makeRoomLeaveEvent(secret)))
+    refused(await bob.publish(relay, makeEvent(9, { content: 'back?', tags: [['h', secret.h]] })), /^restricted: /)
+    // Flotilla's makeDelete: k, the target, and the target's h.
+    const deletion = makeEvent(5, { tags: [['k', '9'], ['e', note.id], ['h', secret.h]] })
+    accepted(await bob.publish(relay, deletion))
+    assert.equal((await owner.read(relay, [{ ids: [note.id] }])).events.length, 0)
+    // A deletion takes only its author's own events: bob's of the owner's note takes nothing.
+    const ownerNote = await owner.publish(relay, makeEvent(9, { content: 'stays', tags: [['h', secret.h]] }))
+    accepted(ownerNote)
+    await bob.publish(relay, makeEvent(5, { tags: [['k', '9'], ['e', ownerNote.event.id], ['h', secret.h]] }))
+    assert.equal((await owner.read(relay, [{ ids: [ownerNote.event.id] }])).events.length, 1)
+  })
+
   it("lists rooms and a room's members over NIP-86, for the owner only", async () => {
     const { relay } = ctx
     const call = async (secretKey, request) => {

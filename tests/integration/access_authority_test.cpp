@@ -189,6 +189,14 @@ TEST_CASE_METHOD(membership_fixture, "a hand edit of anything access checks read
                    " VALUES ($1::bigint, 'lounge', " + someone + ")"));
   CHECK(edit_bumps("DELETE FROM room_members WHERE community_id = $1::bigint"));
   CHECK(edit_bumps("DELETE FROM rooms WHERE community_id = $1::bigint"));
+  // TRUNCATE fires no row trigger: its own bumps every community.
+  CHECK(edit_bumps("INSERT INTO banned_pubkeys (community_id, pubkey) VALUES ($1::bigint, " + someone + ")"));
+  for (const char* table : {"banned_pubkeys", "banned_events", "room_members", "members"}) {
+    auto truncated_from = version_of(connection, community);
+    (void)scalar(connection, std::string("TRUNCATE ") + table);
+    INFO(table);
+    CHECK(version_of(connection, community) > truncated_from);
+  }
 
   // What access checks do not read, and statements that change no row, leave it alone.
   CHECK_FALSE(edit_bumps("UPDATE communities SET name = 'Hive' WHERE id = $1::bigint"));

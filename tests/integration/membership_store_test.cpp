@@ -314,3 +314,32 @@ TEST_CASE_METHOD(membership_fixture, "a join refused for a full community is app
   CHECK(apply(join).results[0].outcome == outcome::changed); // the same request, with room now
   CHECK(apply(join).results[0].outcome == outcome::already_member);
 }
+
+TEST_CASE_METHOD(membership_fixture, "an admin's invite code stops admitting once the admin is removed",
+                 "[integration][membership]") {
+  auto owner = key(1), admin = key(2), member = key(3);
+  REQUIRE(apply(command(membership_change::provision_owner, owner, member_role::owner)).committed);
+  REQUIRE(apply(command(membership_change::add_member, admin, member_role::admin)).committed);
+  REQUIRE(apply(command(membership_change::add_member, member)).committed);
+  auto now = now_seconds();
+  auto by_admin = members.mint_invite(community, admin, 0, 3600, now);
+  auto by_member = members.mint_invite(community, member, 0, 3600, now);
+  REQUIRE(by_admin);
+  CHECK_FALSE(by_member); // members may not invite here
+  (void)scalar(connection, "UPDATE communities SET members_may_invite = true");
+  by_member = members.mint_invite(community, member, 0, 3600, now);
+  REQUIRE(by_member);
+  auto join = [&](std::uint8_t who, const std::string& code) {
+    auto c = command(membership_change::claim_invite, key(who));
+    c.requested_by = key(who);
+    c.invite_code = code;
+    return apply(c).results[0].outcome;
+  };
+  CHECK(join(10, by_admin->code) == outcome::changed);
+  CHECK(join(11, by_member->code) == outcome::changed);
+  REQUIRE(apply(command(membership_change::remove_member, admin)).committed);
+  (void)scalar(connection, "UPDATE communities SET members_may_invite = false");
+  CHECK(join(12, by_admin->code) == outcome::invite_invalid);
+  CHECK(join(13, by_member->code) == outcome::invite_invalid);
+  CHECK(members.verify(community).matches);
+}

@@ -5,7 +5,7 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
-import { RawClient, freePort, keys, sign, now, startRelay } from '../e2e/harness.mjs'
+import { RawClient, freePort, httpGet, keys, sign, now, startRelay } from '../e2e/harness.mjs'
 import { admin, authed, clusterSecret, eventually, privateRedis, readiness, startPods, stopCleanly } from './pods.mjs'
 
 const UNLIMITED_ADDRESS = { COMB_IP_REQUEST_RATE: '100000', COMB_IP_REQUEST_BURST: '100000',
@@ -512,6 +512,8 @@ describe('Postgres restarted under load', () => {
     await pgCtl('-D', `${dir}/data`, '-m', 'fast', '-w', 'stop')
     try {
       await eventually(() => statuses.at(-1) === 503, '/readyz 503 while Postgres is down', 5000)
+      // The client port says which service is away, not Postgres's own text (hosts, users).
+      assert.equal((await httpGet(pod.port, '/readyz')).body, 'degraded: postgres unreachable\n')
       await pause(1000)
     } finally {
       await pgCtl('-D', `${dir}/data`, '-l', `${dir}/server.log`, '-w', '-t', '60', '-o',

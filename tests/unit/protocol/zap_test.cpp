@@ -72,7 +72,19 @@ TEST_CASE("a zap receipt vouches for nobody when its zap request is not one this
   no_target.pop_back();
   CHECK_FALSE(zap_sender(f.receipt(f.request(no_target)), "hive.example", now)); // the receipt names e
   // NIP-57's own optional tags are fine.
-  CHECK(zap_sender(f.receipt(f.request(f.good_tags()), zapped, {{"preimage", "00"}, {"k", "9"}}), "hive.example", now));
+  const std::string preimage(64, '0');
+  CHECK(zap_sender(f.receipt(f.request(f.good_tags()), zapped, {{"preimage", preimage}, {"k", "9"}}), "hive.example", now));
+  // Each at most once, an invoice of a few KiB, a preimage of 32 bytes.
+  CHECK_FALSE(zap_sender(f.receipt(f.request(f.good_tags()), zapped, {{"preimage", "00"}}), "hive.example", now));
+  CHECK_FALSE(zap_sender(f.receipt(f.request(f.good_tags()), zapped, {{"preimage", preimage}, {"preimage", preimage}}), "hive.example", now));
+  CHECK_FALSE(zap_sender(f.receipt(f.request(f.good_tags()), zapped, {{"k", "9"}, {"k", "1"}}), "hive.example", now));
+  CHECK_FALSE(zap_sender(f.receipt(f.request(f.good_tags()), zapped, {{"bolt11", "lnbc2"}}), "hive.example", now));
+  auto long_invoice = f.receipt(f.request(f.good_tags()));
+  for (auto& t : long_invoice.tags)
+    if (t[0] == "bolt11")
+      t[1] = "lnbc" + std::string(5000, 'q');
+  long_invoice = sign_event(f.lightning_service, zap_receipt_kind, "", long_invoice.tags, now);
+  CHECK_FALSE(zap_sender(long_invoice, "hive.example", now));
   auto note = sign_event(f.payer, 1, "", f.good_tags(), now - 10);
   CHECK_FALSE(zap_sender(f.receipt(note), "hive.example", now));
   auto receipt = f.receipt(f.request(f.good_tags()));

@@ -140,6 +140,58 @@ TEST_CASE("a ban in a batch removes the member and refuses their later join",
   CHECK(r.role_of(key(3)) == member_role::member);
 }
 
+TEST_CASE("nobody bans the relay's own key", "[unit][storage][roster]") {
+  auto r = three_members();
+  std::map<std::string, invite_state> invites;
+  std::set<bytes32> banned;
+  membership_command by_owner = request(membership_change::ban_pubkey, key(9), key(1));
+  membership_command by_operator = by_owner;
+  by_operator.requested_by.reset();
+  std::vector<membership_command> batch{by_owner, by_operator};
+  auto plan = plan_membership(r, batch, invites, {}, banned, 0, {}, key(9));
+  CHECK(plan.outcomes == std::vector<membership_outcome>{membership_outcome::not_allowed,
+                                                         membership_outcome::not_allowed});
+  CHECK(plan.bans.empty());
+  CHECK(banned.empty());
+}
+
+TEST_CASE("a user's invite code works only while its minter may still invite", "[unit][storage][roster]") {
+  auto r = roster({{key(1), member_role::owner}, {key(2), member_role::admin},
+                   {key(3), member_role::member}, {key(4), member_role::admin}});
+  std::map<std::string, invite_state> invites;
+  auto minted_by = [&](const std::string& code, std::optional<bytes32> minter, bool members_may) {
+    invite_state invite;
+    invite.expires_at = 1000;
+    invite.created_by = minter;
+    invite.members_may_invite = members_may;
+    invites[invite_code_hash(code)] = invite;
+  };
+  minted_by("admin", key(2), false);
+  minted_by("member-allowed", key(3), true);
+  minted_by("member-not-allowed", key(3), false);
+  minted_by("stranger", key(8), true);
+  minted_by("operator", std::nullopt, false);
+  minted_by("removed-admin", key(4), false);
+  auto join = [](std::uint8_t who, const std::string& code) {
+    membership_command c = request(membership_change::claim_invite, key(who), key(who));
+    c.invite_code = code;
+    return c;
+  };
+  std::set<bytes32> banned;
+  // key 4 is removed by the owner earlier in the same batch: their code dies with the removal.
+  std::vector<membership_command> batch{join(10, "admin"), join(11, "member-allowed"),
+                                        join(12, "member-not-allowed"), join(13, "stranger"),
+                                        join(14, "operator"),
+                                        request(membership_change::remove_member, key(4), key(1)),
+                                        join(15, "removed-admin")};
+  using o = membership_outcome;
+  CHECK(plan_membership(r, batch, invites, {}, banned, 100).outcomes
+        == std::vector<membership_outcome>{o::changed, o::changed, o::invite_invalid,
+                                           o::invite_invalid, o::changed, o::changed,
+                                           o::invite_invalid});
+  CHECK(invites[invite_code_hash("stranger")].use_count == 0);
+}
+
 TEST_CASE("an admin asking to remove someone who is not a member is told there is nothing to do",
           "[unit][storage][roster]") {
   auto r = three_members();

@@ -113,6 +113,7 @@ std::string relay_metrics::render() const {
   write(out, "comb_deletions_refused_total", "counter", "Deletion requests (kind 5) naming more targets than allowed.", deletions_refused);
   write(out, "comb_host_lookups_total", "counter", "Host lookups that asked the database.", host_lookups);
   write(out, "comb_host_lookups_refused_total", "counter", "Requests for a host not cached, answered 503 at once: too many lookups were waiting.", host_lookups_refused);
+  write(out, "comb_host_lookups_stale_total", "counter", "Requests for a known host whose answer had expired, served that answer because too many lookups were waiting.", host_lookups_stale);
   write(out, "comb_management_calls_refused_total", "counter", "NIP-86 calls answered 503 at once: too many calls were waiting on the management actor.", management_calls_refused);
   out << "# HELP comb_membership_writes_total Membership commands by write path and outcome.\n"
          "# TYPE comb_membership_writes_total counter\n";

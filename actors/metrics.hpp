@@ -103,6 +103,7 @@ struct relay_metrics {
   std::atomic<std::int64_t> addresses_tracked{0};    ///< client addresses in the per-address table
   std::atomic<std::uint64_t> host_lookups{0};        ///< host lookups that asked the database
   std::atomic<std::uint64_t> host_lookups_refused{0}; ///< answered 503 at once: too many waiting
+  std::atomic<std::uint64_t> host_lookups_stale{0}; ///< too many waiting: a known host's last answer served
   std::atomic<std::uint64_t> management_calls_refused{0}; ///< NIP-86 calls answered 503 at once
   std::atomic<std::uint64_t> invites_purged{0};      ///< expired invites deleted
   std::atomic<std::uint64_t> history_chunks{0};      ///< history chunks sent before a reply's last

@@ -271,6 +271,12 @@ bool connection::rendered_visible(std::string_view json) {
 }
 
 std::optional<rejection> connection::check_room_filters(const std::vector<protocol::filter>& filters) const {
+  // Only an anonymous reader is refused, so that it authenticates. An authenticated one gets the
+  // subscription, and each event is shown or hidden as it comes (rooms_visible): Flotilla keeps
+  // `{kinds: [9000], #p: [me], #h: [room]}` open on rooms it is not in yet, and learns from it
+  // that it was let in. A CLOSED would end that subscription for good.
+  if (authenticated_)
+    return std::nullopt;
   // A deleted room holds nothing to refuse: asking for it finds nothing (rooms_visible hides
   // what was on its way).
   const auto cache = policy_.members ? policy_.members->rooms() : nullptr;
@@ -279,11 +285,8 @@ std::optional<rejection> connection::check_room_filters(const std::vector<protoc
     for (const auto& tag : f.tags)
       if (tag.name == 'h')
         for (const auto& room : tag.values)
-          if (!deleted(room) && !rooms_visible({room}, 9)) {
-            if (!authenticated_)
-              return rejection{reason::auth_required, "this room is private; authenticate to read it"};
-            return rejection{reason::restricted, "only members of this room may read it"};
-          }
+          if (!deleted(room) && !rooms_visible({room}, 9))
+            return rejection{reason::auth_required, "this room is private; authenticate to read it"};
   return std::nullopt;
 }
 

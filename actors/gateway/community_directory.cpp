@@ -20,6 +20,14 @@ std::optional<host_lookup> community_directory::cached(const std::string& host) 
   return it->second.answer;
 }
 
+std::optional<host_lookup> community_directory::last_known(const std::string& host) const {
+  std::lock_guard lock(mutex_);
+  auto it = entries_.find(host);
+  if (it == entries_.end())
+    return std::nullopt;
+  return it->second.answer;
+}
+
 std::uint64_t community_directory::generation() const {
   std::lock_guard lock(mutex_);
   return generation_;

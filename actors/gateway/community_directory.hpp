@@ -44,6 +44,10 @@ public:
   /// A fresh answer, or nothing when the directory actor must be asked.
   [[nodiscard]] std::optional<host_lookup> cached(const std::string& host) const;
 
+  /// The last answer naming a community for `host`, however old; nothing for a host not known
+  /// (since the last forget_all).
+  [[nodiscard]] std::optional<host_lookup> last_known(const std::string& host) const;
+
   /// Which forget_all the answers now cached follow: a lookup takes it before it asks the
   /// database and gives it to `remember`.
   [[nodiscard]] std::uint64_t generation() const;

@@ -11,7 +11,8 @@ namespace comb::actors {
 
 /// Which community serves `host`: from the shared cache, else asked of the directory actor
 /// (counted in `host_lookups`). At most 256 lookups wait on it over the pod; past that the
-/// answer is "not answered" at once (HTTP 503), counted in `host_lookups_refused`.
+/// answer is the host's last known one (counted in `host_lookups_stale`), else "not answered"
+/// at once (HTTP 503), counted in `host_lookups_refused`.
 [[nodiscard]] boost::asio::awaitable<host_lookup> lookup_host(gateway_context& context,
                                                               std::string host);
 

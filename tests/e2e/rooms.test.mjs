@@ -100,7 +100,7 @@ describe('rooms in a community, as Flotilla uses them', () => {
     // Carol is not in the room: she may not post in it, nor read it, nor see its member list.
     refused(await carol.publish(relay, makeEvent(9, { content: 'let me in', tags: [['h', secret.h]] })), /^restricted: /)
     const denied = await carol.read(relay, [{ kinds: [9], '#h': [secret.h] }])
-    assert.match(denied.closed ?? '', /^restricted: /)
+    assert.equal(denied.closed, null, 'an authenticated reader is not CLOSED: each event is withheld')
     assert.equal(denied.events.length, 0)
     const broad = await carol.read(relay, [{ kinds: [9, ROOM_MEMBERS] }])
     assert.ok(!broad.events.some((e) => e.id === note.event.id), 'a private room event leaked')
@@ -122,6 +122,23 @@ describe('rooms in a community, as Flotilla uses them', () => {
       assert.deepEqual(counted, ['COUNT', 'c', { count: events.length }], JSON.stringify(filter))
     }
     await anonymous.close()
+  })
+
+  it("tells someone let into a private room so, on the subscription Flotilla keeps open for it", async () => {
+    const { relay } = ctx
+    // syncUserRoomMembership: kept open on every room of the user's list, member or not yet.
+    const sync = carol.listen(relay, [
+      { kinds: [9000], '#p': [carol.pk], '#h': [secret.h], limit: 1 },
+      { kinds: [9001], '#p': [carol.pk], '#h': [secret.h], limit: 1 },
+    ])
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    const added = await owner.publish(relay, makeEvent(9000, { tags: [['h', secret.h], ['p', carol.pk]] }))
+    accepted(added)
+    for (let i = 0; i < 100 && sync.events.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 50))
+    sync.stop()
+    assert.deepEqual(sync.closed, [])
+    assert.deepEqual(sync.events.map((e) => e.id), [added.event.id])
+    assert.equal((await carol.read(relay, [{ kinds: [9], '#h': [secret.h] }])).events.length, 1)
   })
 
   it('lets a moderator delete a message for everyone', async () => {

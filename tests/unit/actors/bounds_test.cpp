@@ -11,6 +11,9 @@
 #include "actors/connection/ip_table.hpp"
 #include "actors/fanout/subscription_index.hpp"
 #include "actors/gateway/community_directory.hpp"
+#include "actors/gateway/host_lookup.hpp"
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include "actors/gateway/session_table.hpp"
 #include "actors/gateway/websocket_outbox.hpp"
 #include "actors/storage/reader_waits.hpp"
@@ -277,6 +280,37 @@ TEST_CASE("an answer read before the cache was forgotten is handed out but not k
   CHECK_FALSE(cache.cached("late.example"));
   cache.remember("late.example", active, cache.generation());
   CHECK(cache.cached("late.example"));
+}
+
+TEST_CASE("while lookups are full, a known host keeps its last answer and an unknown one gets 503",
+          "[actors][directory]") {
+  actors::gateway_context context;
+  context.metrics = std::make_shared<actors::relay_metrics>();
+  context.communities = std::make_shared<actors::community_directory>(std::chrono::milliseconds(0));
+  storage::community_row served;
+  served.id = 7;
+  context.communities->remember("known.example", {true, served}, context.communities->generation());
+  std::this_thread::sleep_for(std::chrono::milliseconds(2)); // its answer has expired
+  REQUIRE_FALSE(context.communities->cached("known.example"));
+  context.host_lookups_waiting = 256; // a flood of made-up hosts holds every place
+  boost::asio::io_context io;
+  std::vector<actors::host_lookup> answers;
+  for (const char* host : {"known.example", "made-up.example"})
+    boost::asio::co_spawn(io, [&, host]() -> boost::asio::awaitable<void> {
+      answers.push_back(co_await actors::lookup_host(context, host));
+    }, boost::asio::detached);
+  io.run();
+  REQUIRE(answers.size() == 2);
+  CHECK(answers[0].answered);
+  REQUIRE(answers[0].community);
+  CHECK(answers[0].community->id == 7);
+  CHECK_FALSE(answers[1].answered);
+  CHECK(context.metrics->host_lookups_stale == 1);
+  CHECK(context.metrics->host_lookups_refused == 1);
+  CHECK(context.host_lookups_waiting == 256);
+  // After a lifecycle change on this pod nothing old is served.
+  context.communities->forget_all();
+  CHECK_FALSE(context.communities->last_known("known.example"));
 }
 
 TEST_CASE("a session registering for an ended community is closed as it registers", "[actors][sessions]") {

@@ -390,14 +390,26 @@ std::set<protocol::bytes32> community_members(pg_connection& c, std::int64_t com
   return out;
 }
 
-/// The room as it may be created here: only members of a closed community, within the bound.
-room_state admissible(const room_state& room, bool closed,
-                      const std::set<protocol::bytes32>& members, std::size_t& left_out) {
+std::set<protocol::bytes32> community_bans(pg_connection& c, std::int64_t community_id) {
+  auto reply = must(c.exec("SELECT encode(pubkey, 'hex') FROM banned_pubkeys WHERE community_id = $1::bigint",
+                           {std::to_string(community_id)}),
+                    "read bans");
+  std::set<protocol::bytes32> out;
+  for (int row = 0; row < reply.rows(); ++row)
+    if (auto pubkey = protocol::array_from_hex<32>(reply.text(row, 0)))
+      out.insert(*pubkey);
+  return out;
+}
+
+/// The room as it may be created here: only members of a closed community, nobody banned from
+/// it, within the bound.
+room_state admissible(const room_state& room, bool closed, const std::set<protocol::bytes32>& members,
+                      const std::set<protocol::bytes32>& banned, std::size_t& left_out) {
   room_state kept = room;
   kept.exists = true;
   kept.members.clear();
   for (const auto& member : room.members) {
-    if ((closed && !members.contains(member.pubkey))
+    if ((closed && !members.contains(member.pubkey)) || banned.contains(member.pubkey)
         || static_cast<std::int64_t>(kept.members.size()) >= max_members_per_room
         || protocol::find_member(kept, member.pubkey)) {
       ++left_out;
@@ -420,6 +432,7 @@ rooms_restore restore_locked(pg_connection& c, const protocol::key_pair& relay,
     throw statement_failed("community " + community + " does not exist");
   const bool closed = locked.text(0, 0) == "closed";
   const auto members = closed ? community_members(c, community_id) : std::set<protocol::bytes32>{};
+  const auto banned = community_bans(c, community_id);
   auto held = count(c, "SELECT count(*) FROM rooms WHERE community_id = $1::bigint", {community},
                     "count rooms");
   rooms_restore out;
@@ -436,7 +449,7 @@ rooms_restore restore_locked(pg_connection& c, const protocol::key_pair& relay,
     }
     if (auto newest = room_clock(c, community_id, room.id); newest >= now)
       throw room_must_wait{newest + 1};
-    auto kept = admissible(room, closed, members, out.members_left_out);
+    auto kept = admissible(room, closed, members, banned, out.members_left_out);
     must(c.exec("INSERT INTO rooms (community_id, room_id, name) VALUES ($1::bigint, $2, $3)",
                 {community, kept.id, kept.meta.name}),
          "create room");

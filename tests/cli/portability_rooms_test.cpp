@@ -100,3 +100,30 @@ TEST_CASE("import --rooms-from-state takes only the file's relay's state and a c
   CHECK(members[0].at("pubkey").as_string() == hex(alice));
   CHECK(members[0].at("roles").as_array().empty());
 }
+
+TEST_CASE("import --rooms-from-state leaves out whoever is banned from the community", "[cli][portability]") {
+  cli_fixture f;
+  auto owner = protocol::key_pair::generate();
+  auto alice = protocol::key_pair::generate();
+  auto banned = protocol::key_pair::generate();
+  auto old_relay = protocol::key_pair::generate();
+  auto hex = [](const protocol::key_pair& k) { return protocol::to_hex(k.public_key()); };
+  f.admin_ok({"community", "create", "open.example", "--owner", npub(owner)});
+  (void)f.sql("INSERT INTO banned_pubkeys (community_id, pubkey) VALUES ($1::bigint, $2::bytea)",
+              {std::to_string(community_id(f, "open.example")), "\\x" + hex(banned)});
+  auto t = unix_now() - 100;
+  auto path = file_in(f, "state.jsonl");
+  write_lines(path, {
+    json_of(sign_event(old_relay, 13534, "", {{"-"}, {"member", hex(alice)}}, t)),
+    json_of(sign_event(old_relay, 39000, "", {{"d", "den"}, {"name", "Den"}}, t)),
+    json_of(sign_event(old_relay, 39002, "", {{"d", "den"}, {"p", hex(alice)}, {"p", hex(banned)}}, t)),
+  });
+  auto run = f.admin({"import", "open.example", "--in", path, "--rooms-from-state", "--json"});
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  CHECK(count_of(run.json(), "rooms_created") == 1);
+  CHECK(count_of(run.json(), "room_members_left_out") == 1);
+  auto members = f.admin_ok({"room", "members", "open.example", "den", "--json"}).json().at("members").as_array();
+  REQUIRE(members.size() == 1);
+  CHECK(members[0].at("pubkey").as_string() == hex(alice));
+}

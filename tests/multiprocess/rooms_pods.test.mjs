@@ -58,12 +58,22 @@ describe('rooms across two pods', () => {
       const reply = await memberOnB.publish(sign(member.sk, { kind: 9021, tags: [['h', 'den']] }))
       return reply.message.startsWith('info: welcome')
     }, 'the member joins through pod b')
-    assert.match((await ownerOnA.publish(sign(owner.sk, { kind: 9002, tags: [['h', 'den'], ['name', 'Den'], ['private']] }))).message, /^$/)
+    // Posted while the room is public; the stranger reads it on pod b until the room is private.
+    const early = sign(member.sk, { kind: 9, content: 'said in public', tags: [['h', 'den']] })
+    assert.equal((await memberOnB.publish(early)).message, '')
     const strangerOnB = await authed(b, stranger)
-    await eventually(async () => {
-      const { end } = await strangerOnB.req(`den-${Date.now()}`, { kinds: [9], '#h': ['den'] })
-      return end[0] === 'CLOSED' && /^restricted: /.test(end[2])
-    }, 'pod b refuses a private room to a stranger')
+    const strangerSees = async () => {
+      const sub = `den-${Date.now()}`
+      const { events, end } = await strangerOnB.req(sub, { kinds: [9], '#h': ['den'] })
+      strangerOnB.send(['CLOSE', sub])
+      assert.equal(end[0], 'EOSE', 'an authenticated reader is answered, not CLOSED')
+      return events.map((e) => e.id)
+    }
+    assert.deepEqual(await strangerSees(), [early.id])
+    assert.match((await ownerOnA.publish(sign(owner.sk, { kind: 9002, tags: [['h', 'den'], ['name', 'Den'], ['private']] }))).message, /^$/)
+    await eventually(async () => (await strangerSees()).length === 0, 'pod b hides a private room from a stranger')
+    const { events: kept } = await memberOnB.req('den-member', { kinds: [9], '#h': ['den'] })
+    assert.deepEqual(kept.map((e) => e.id), [early.id], 'the member still reads it on pod b')
     // Live: a broad subscription on pod b gets the member's post, the stranger's does not.
     strangerOnB.send(['REQ', 'all', { kinds: [9] }])
     assert.equal((await strangerOnB.history('all')).end[0], 'EOSE')

@@ -379,10 +379,10 @@ room_write room_store::apply(std::int64_t community_id, const room_command& comm
 
 namespace {
 
-std::set<protocol::bytes32> community_members(pg_connection& c, std::int64_t community_id) {
-  auto reply = must(c.exec("SELECT encode(pubkey, 'hex') FROM members WHERE community_id = $1::bigint",
-                           {std::to_string(community_id)}),
-                    "read members");
+/// The pubkeys a statement of one community returns (hex in its first column).
+std::set<protocol::bytes32> pubkeys_of(pg_connection& c, const char* sql, std::int64_t community_id,
+                                       const char* what) {
+  auto reply = must(c.exec(sql, {std::to_string(community_id)}), what);
   std::set<protocol::bytes32> out;
   for (int row = 0; row < reply.rows(); ++row)
     if (auto pubkey = protocol::array_from_hex<32>(reply.text(row, 0)))
@@ -390,15 +390,14 @@ std::set<protocol::bytes32> community_members(pg_connection& c, std::int64_t com
   return out;
 }
 
+std::set<protocol::bytes32> community_members(pg_connection& c, std::int64_t community_id) {
+  return pubkeys_of(c, "SELECT encode(pubkey, 'hex') FROM members WHERE community_id = $1::bigint",
+                    community_id, "read members");
+}
+
 std::set<protocol::bytes32> community_bans(pg_connection& c, std::int64_t community_id) {
-  auto reply = must(c.exec("SELECT encode(pubkey, 'hex') FROM banned_pubkeys WHERE community_id = $1::bigint",
-                           {std::to_string(community_id)}),
-                    "read bans");
-  std::set<protocol::bytes32> out;
-  for (int row = 0; row < reply.rows(); ++row)
-    if (auto pubkey = protocol::array_from_hex<32>(reply.text(row, 0)))
-      out.insert(*pubkey);
-  return out;
+  return pubkeys_of(c, "SELECT encode(pubkey, 'hex') FROM banned_pubkeys WHERE community_id = $1::bigint",
+                    community_id, "read bans");
 }
 
 /// The room as it may be created here: only members of a closed community, nobody banned from

@@ -63,7 +63,7 @@ async function counters(pod) {
 }
 
 /** What every intruder that got in must have seen and caused. */
-async function assertRepelled(report, pod, before, linked) {
+async function assertRepelled(report, pod, before, linked, peer = null) {
   assert.equal(report.connected, true)
   assert.equal(report.envelopes, 0, 'no event left the pod')
   assert.ok(!report.replies.includes('welcome'), `welcomed: ${report.replies}`)
@@ -86,7 +86,9 @@ async function assertRepelled(report, pod, before, linked) {
   assert.match(pod.log(), /dropped a message the cluster port does not take/)
   // Should this fail, the reason and the pod's last cluster lines say which link dropped and why.
   const ready = await httpGet(pod.port, '/readyz')
-  const clusterLog = pod.log().split('\n').filter((l) => /cluster|bridge/.test(l)).slice(-15).join('\n')
+  const lastCluster = (p) => p.log().split('\n').filter((l) => /cluster|bridge/.test(l)).slice(-15).join('\n')
+  // Both ends: when a link drops, the peer's log may be the one that says why.
+  const clusterLog = lastCluster(pod) + (peer ? `\n--- the peer pod:\n${lastCluster(peer)}` : '')
   assert.equal(ready.status, 200, `${ready.body.trim()}\n${clusterLog}`)
   assert.equal(await pod.metric('comb_cluster_peers_linked'), linked)
 }
@@ -158,7 +160,7 @@ describe('an intruder on a loopback cluster port without TLS', () => {
     const before = await counters(a)
     const report = await intrudeWhileBusy(a, b, clusterPorts[0], forged.file)
     assert.ok(report.replies.includes('challenge'), 'a hello is answered (that is all)')
-    await assertRepelled(report, a, before, 1)
+    await assertRepelled(report, a, before, 1, b)
     await watch.sawNone(forged.note.id)
     await watch.close()
     await stillLinked(b, a)
@@ -229,7 +231,7 @@ describe('an intruder on a cluster port with mutual TLS', () => {
     const before = await counters(a)
     const report = await intrudeWhileBusy(a, b, clusterPorts[0], forged.file, ['--cert', path.join(ca, 'intruder.pem'),
       '--key', path.join(ca, 'intruder.key'), '--ca', path.join(ca, 'ca.pem')])
-    await assertRepelled(report, a, before, 1)
+    await assertRepelled(report, a, before, 1, b)
     await watch.sawNone(forged.note.id)
     await watch.close()
     await stillLinked(b, a)

@@ -42,14 +42,17 @@ step add(roster& r, const membership_command& c, const std::set<protocol::bytes3
   return changed(8000);
 }
 
+bool manages(std::optional<member_role> role) {
+  return role == member_role::owner || role == member_role::admin;
+}
+
 /// A code works only while whoever minted it may still invite (an operator's always does): one
 /// removed, demoted or banned takes their codes' power with them.
 bool minter_may_invite(const roster& r, const invite_state& invite) {
   if (!invite.created_by)
     return true;
   auto role = r.role_of(*invite.created_by);
-  return role == member_role::owner || role == member_role::admin
-         || (role == member_role::member && invite.members_may_invite);
+  return manages(role) || (role == member_role::member && invite.members_may_invite);
 }
 
 step claim_invite(roster& r, const membership_command& c,
@@ -148,10 +151,6 @@ step transfer(roster& r, const membership_command& c) {
   if (!r.owner())
     return {outcome::not_allowed};
   return make_owner(r, c, member_role::member);
-}
-
-bool manages(std::optional<member_role> role) {
-  return role == member_role::owner || role == member_role::admin;
 }
 
 /// The role rules for requests signed by users: admins and the owner manage members, only the

@@ -252,19 +252,14 @@ namespace {
 /// Whether the request's author is banned, or the user a join or put would add (a banned user
 /// may still leave, or be removed).
 bool banned_from_rooms(pg_connection& c, const std::string& community, const protocol::room_request& request) {
-  bool adds = request.action == protocol::room_action::join
-              || request.action == protocol::room_action::put_user;
-  bool author_only = !adds || request.subject == request.author;
-  if (request.action == protocol::room_action::leave || request.action == protocol::room_action::remove_user)
+  using protocol::room_action;
+  if (request.action == room_action::leave || request.action == room_action::remove_user)
     return false;
-  std::vector<std::optional<std::string>> params{community, bytea_param(request.author)};
-  if (!author_only)
-    params.push_back(bytea_param(request.subject));
-  return exists(c, author_only
-                     ? "SELECT 1 FROM banned_pubkeys WHERE community_id = $1::bigint AND pubkey = $2::bytea"
-                     : "SELECT 1 FROM banned_pubkeys WHERE community_id = $1::bigint"
-                       " AND pubkey IN ($2::bytea, $3::bytea)",
-                params, "find bans");
+  bool adds = request.action == room_action::join || request.action == room_action::put_user;
+  const auto& added = adds ? request.subject : request.author;
+  return exists(c, "SELECT 1 FROM banned_pubkeys WHERE community_id = $1::bigint"
+                   " AND pubkey IN ($2::bytea, $3::bytea)",
+                {community, bytea_param(request.author), bytea_param(added)}, "find bans");
 }
 
 /// One request, inside its transaction. Throws statement_failed or room_must_wait.

@@ -12,10 +12,9 @@ TEST_CASE("export then import --rooms-from-state moves a community's rooms, memb
   auto alice = protocol::key_pair::generate();
   auto bob = protocol::key_pair::generate();
   auto carol = protocol::key_pair::generate(); // never a member
-  auto hex = [](const protocol::key_pair& k) { return protocol::to_hex(k.public_key()); };
   f.admin_ok({"community", "create", "from.example", "--owner", npub(owner), "--closed"});
-  f.admin_ok({"member", "add", "from.example", hex(alice)});
-  f.admin_ok({"member", "add", "from.example", hex(bob)});
+  f.admin_ok({"member", "add", "from.example", hex_of(alice)});
+  f.admin_ok({"member", "add", "from.example", hex_of(bob)});
   storage::pg_connection connection(f.database.conninfo());
   storage::room_store rooms(connection, f.relay_key);
   std::int64_t now = unix_now();
@@ -23,8 +22,8 @@ TEST_CASE("export then import --rooms-from-state moves a community's rooms, memb
   const auto from = community_id(f, "from.example");
   REQUIRE(room_request(rooms, from, owner, 9007, {{"h", "pizza"}}, now) == o::changed);
   REQUIRE(room_request(rooms, from, owner, 9002, {{"h", "pizza"}, {"name", "Pizza"}, {"about", "hot"}, {"private"}, {"closed"}}, now) == o::changed);
-  REQUIRE(room_request(rooms, from, owner, 9000, {{"h", "pizza"}, {"p", hex(alice), "moderator"}}, now) == o::changed);
-  REQUIRE(room_request(rooms, from, owner, 9000, {{"h", "pizza"}, {"p", hex(bob)}}, now) == o::changed);
+  REQUIRE(room_request(rooms, from, owner, 9000, {{"h", "pizza"}, {"p", hex_of(alice), "moderator"}}, now) == o::changed);
+  REQUIRE(room_request(rooms, from, owner, 9000, {{"h", "pizza"}, {"p", hex_of(bob)}}, now) == o::changed);
   auto pinned = sign_event(bob, 1, "pinned", {{"h", "pizza"}}, now);
   REQUIRE(room_request(rooms, from, owner, 9010, {{"h", "pizza"}, {"e", protocol::to_hex(pinned.id)}}, now) == o::changed);
   REQUIRE(room_request(rooms, from, owner, 9007, {{"h", "pasta"}}, now) == o::changed);
@@ -57,8 +56,8 @@ TEST_CASE("export then import --rooms-from-state moves a community's rooms, memb
         == "1");
 
   // Access follows the moved rooms: alice moderates pizza, bob is in it, carol cannot join.
-  REQUIRE(room_request(rooms, to, alice, 9001, {{"h", "pizza"}, {"p", hex(bob)}}, now) == o::changed);
-  CHECK(room_request(rooms, to, bob, 9000, {{"h", "pasta"}, {"p", hex(alice)}}, now) == o::not_allowed);
+  REQUIRE(room_request(rooms, to, alice, 9001, {{"h", "pizza"}, {"p", hex_of(bob)}}, now) == o::changed);
+  CHECK(room_request(rooms, to, bob, 9000, {{"h", "pasta"}, {"p", hex_of(alice)}}, now) == o::not_allowed);
   CHECK(room_request(rooms, to, carol, 9021, {{"h", "pasta"}}, now) == o::not_in_community);
   CHECK(room_request(rooms, to, bob, 9021, {{"h", "pizza"}}, now) == o::invite_required);
 
@@ -73,19 +72,18 @@ TEST_CASE("import --rooms-from-state takes only the file's relay's state and a c
   auto alice = protocol::key_pair::generate();
   auto stranger = protocol::key_pair::generate();
   auto other_relay = protocol::key_pair::generate();
-  auto hex = [](const protocol::key_pair& k) { return protocol::to_hex(k.public_key()); };
   f.admin_ok({"community", "create", "c.example", "--owner", npub(owner), "--closed"});
-  f.admin_ok({"member", "add", "c.example", hex(alice)});
+  f.admin_ok({"member", "add", "c.example", hex_of(alice)});
   auto t = unix_now() - 100;
   auto path = file_in(f, "state.jsonl");
   write_lines(path, {
-    json_of(sign_event(other_relay, 13534, "", {{"-"}, {"member", hex(alice)}}, t)),
+    json_of(sign_event(other_relay, 13534, "", {{"-"}, {"member", hex_of(alice)}}, t)),
     json_of(sign_event(other_relay, 39000, "", {{"d", "den"}, {"name", "Den"}}, t)),
-    json_of(sign_event(other_relay, 39002, "", {{"d", "den"}, {"p", hex(alice)}, {"p", hex(stranger)}}, t)),
-    json_of(sign_event(other_relay, 39001, "", {{"d", "den"}, {"p", hex(stranger), "admin"}}, t)),
+    json_of(sign_event(other_relay, 39002, "", {{"d", "den"}, {"p", hex_of(alice)}, {"p", hex_of(stranger)}}, t)),
+    json_of(sign_event(other_relay, 39001, "", {{"d", "den"}, {"p", hex_of(stranger), "admin"}}, t)),
     // Anyone's key but the list's: not room state.
     json_of(sign_event(stranger, 39000, "", {{"d", "forged"}, {"name", "Forged"}}, t)),
-    json_of(sign_event(stranger, 39002, "", {{"d", "den"}, {"p", hex(stranger)}}, t + 1)),
+    json_of(sign_event(stranger, 39002, "", {{"d", "den"}, {"p", hex_of(stranger)}}, t + 1)),
   });
   auto run = f.admin({"import", "c.example", "--in", path, "--rooms-from-state", "--json"});
   INFO(run.err);
@@ -97,7 +95,7 @@ TEST_CASE("import --rooms-from-state takes only the file's relay's state and a c
   CHECK(list.at("rooms").as_array()[0].at("id").as_string() == "den");
   auto members = f.admin_ok({"room", "members", "c.example", "den", "--json"}).json().at("members").as_array();
   REQUIRE(members.size() == 1);
-  CHECK(members[0].at("pubkey").as_string() == hex(alice));
+  CHECK(members[0].at("pubkey").as_string() == hex_of(alice));
   CHECK(members[0].at("roles").as_array().empty());
 }
 
@@ -107,16 +105,15 @@ TEST_CASE("import --rooms-from-state leaves out whoever is banned from the commu
   auto alice = protocol::key_pair::generate();
   auto banned = protocol::key_pair::generate();
   auto old_relay = protocol::key_pair::generate();
-  auto hex = [](const protocol::key_pair& k) { return protocol::to_hex(k.public_key()); };
   f.admin_ok({"community", "create", "open.example", "--owner", npub(owner)});
   (void)f.sql("INSERT INTO banned_pubkeys (community_id, pubkey) VALUES ($1::bigint, $2::bytea)",
-              {std::to_string(community_id(f, "open.example")), "\\x" + hex(banned)});
+              {std::to_string(community_id(f, "open.example")), "\\x" + hex_of(banned)});
   auto t = unix_now() - 100;
   auto path = file_in(f, "state.jsonl");
   write_lines(path, {
-    json_of(sign_event(old_relay, 13534, "", {{"-"}, {"member", hex(alice)}}, t)),
+    json_of(sign_event(old_relay, 13534, "", {{"-"}, {"member", hex_of(alice)}}, t)),
     json_of(sign_event(old_relay, 39000, "", {{"d", "den"}, {"name", "Den"}}, t)),
-    json_of(sign_event(old_relay, 39002, "", {{"d", "den"}, {"p", hex(alice)}, {"p", hex(banned)}}, t)),
+    json_of(sign_event(old_relay, 39002, "", {{"d", "den"}, {"p", hex_of(alice)}, {"p", hex_of(banned)}}, t)),
   });
   auto run = f.admin({"import", "open.example", "--in", path, "--rooms-from-state", "--json"});
   INFO(run.err);
@@ -125,5 +122,5 @@ TEST_CASE("import --rooms-from-state leaves out whoever is banned from the commu
   CHECK(count_of(run.json(), "room_members_left_out") == 1);
   auto members = f.admin_ok({"room", "members", "open.example", "den", "--json"}).json().at("members").as_array();
   REQUIRE(members.size() == 1);
-  CHECK(members[0].at("pubkey").as_string() == hex(alice));
+  CHECK(members[0].at("pubkey").as_string() == hex_of(alice));
 }

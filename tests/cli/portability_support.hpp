@@ -53,6 +53,10 @@ inline std::string json_of(const protocol::event& ev) {
   return protocol::render_event_json(ev);
 }
 
+inline std::string hex_of(const protocol::key_pair& key) {
+  return protocol::to_hex(key.public_key());
+}
+
 inline std::string npub(const protocol::key_pair& key) {
   return protocol::encode_nip19("npub", key.public_key());
 }

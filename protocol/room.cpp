@@ -187,7 +187,7 @@ std::optional<rendered_rooms> rooms_of_rendered(std::string_view json) {
   auto tags = json.substr(tags_at);
   bool state = is_room_state_kind(*kind);
   std::string_view marker = state ? "[\"d\",\"" : "[\"h\",\"";
-  rendered_rooms out{{}, *kind};
+  rendered_rooms out{{}, *kind, {}};
   for (auto at = tags.find(marker); at != std::string_view::npos; at = tags.find(marker, at + 1)) {
     if (auto room = rendered_value(tags, at + marker.size()))
       out.rooms.push_back(std::move(*room));
@@ -196,7 +196,21 @@ std::optional<rendered_rooms> rooms_of_rendered(std::string_view json) {
   }
   if (out.rooms.empty())
     return std::nullopt;
+  if (shown_to_named(*kind)) {
+    constexpr std::string_view p_marker = "[\"p\",\"";
+    for (auto at = tags.find(p_marker); at != std::string_view::npos; at = tags.find(p_marker, at + 1))
+      if (auto person = rendered_value(tags, at + p_marker.size()))
+        out.named.push_back(std::move(*person));
+  }
   return out;
+}
+
+bool names_in_room_change(const event& ev, std::string_view pubkey_hex) {
+  if (!shown_to_named(ev.kind))
+    return false;
+  return std::any_of(ev.tags.begin(), ev.tags.end(), [&](const tag& t) {
+    return t.size() >= 2 && t[0] == "p" && t[1] == pubkey_hex;
+  });
 }
 
 std::vector<std::string> rooms_of_event(const event& ev) {

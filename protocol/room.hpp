@@ -50,6 +50,15 @@ inline constexpr std::size_t max_roles_per_member = 8;
 /// The room an event is posted to: its `h` tag; nothing when it has none.
 [[nodiscard]] const std::string* room_of(const event& ev) noexcept;
 
+/// 9000 and 9001 show to each person a `p` tag of theirs names, whatever the room hides from
+/// them: Flotilla learns it was let in or removed from `{kinds: [9000, 9001], #p: [me], #h: [room]}`.
+[[nodiscard]] constexpr bool shown_to_named(std::uint32_t kind) noexcept {
+  return kind == room_put_user_kind || kind == room_remove_user_kind;
+}
+
+/// Whether `ev` is a 9000 or 9001 with a `p` tag naming `pubkey_hex` (shown_to_named).
+[[nodiscard]] bool names_in_room_change(const event& ev, std::string_view pubkey_hex);
+
 /// The rooms an event belongs to: the `d` of the relay's 39000-39005, else the value of every
 /// `h` tag (an event may name several rooms); empty for an event of no room.
 [[nodiscard]] std::vector<std::string> rooms_of_event(const event& ev);
@@ -60,6 +69,7 @@ inline constexpr std::size_t max_roles_per_member = 8;
 struct rendered_rooms {
   std::vector<std::string> rooms;
   std::uint32_t kind = 0;
+  std::vector<std::string> named; ///< the `p` values of a 9000 or 9001 (shown_to_named)
 };
 [[nodiscard]] std::optional<rendered_rooms> rooms_of_rendered(std::string_view json);
 

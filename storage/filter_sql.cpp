@@ -220,17 +220,24 @@ std::string text_list(const std::vector<std::string>& values) {
 
 /// Leaves out the rows a reader may not see of the rooms (protocol::room_hiding). A row's room
 /// is its `d` tag for room state (39000-39005), its `h` tag otherwise, as for a REQ; a row
-/// with several `h` tags is left out when any of them names a room it may not see.
+/// with several `h` tags is left out when any of them names a room it may not see, unless it
+/// is a 9000 or 9001 naming the reader in a `p` tag (protocol::shown_to_named).
 std::string hidden_rooms_sql(const protocol::room_hiding& hiding, param_list& params) {
   std::string unseen = params.add(text_list(hiding.unseen), "text[]");
   std::string state_only = params.add(text_list(hiding.state_only), "text[]");
   std::string codes = params.add(text_list(hiding.codes_hidden), "text[]");
   // `name IN ('d', 'h')` lets Postgres read the row's room tags from event_tags_room.
-  return " AND NOT EXISTS (SELECT 1 FROM event_tags r WHERE r.community_id = e.community_id"
+  std::string hidden = "EXISTS (SELECT 1 FROM event_tags r WHERE r.community_id = e.community_id"
          " AND r.event_id = e.id AND r.name IN ('d', 'h') AND r.name = CASE WHEN e.kind BETWEEN 39000 AND 39005"
          " THEN 'd' ELSE 'h' END AND (r.value = ANY(" + unseen + ") OR (r.value = ANY("
          + state_only + ") AND e.kind NOT IN (39000, 39003)) OR (r.value = ANY(" + codes
          + ") AND e.kind = 9009)))";
+  if (hiding.reader.empty())
+    return " AND NOT " + hidden;
+  std::string reader = params.add(hiding.reader, "text");
+  return " AND (NOT " + hidden + " OR (e.kind IN (9000, 9001) AND EXISTS (SELECT 1 FROM event_tags n"
+         " WHERE n.community_id = e.community_id AND n.event_id = e.id AND n.name = 'p' AND n.value = "
+         + reader + ")))";
 }
 
 } // namespace

@@ -232,7 +232,8 @@ std::optional<rejection> connection::check_room_event(const protocol::event& ev,
   return std::nullopt;
 }
 
-bool connection::rooms_visible(const std::vector<std::string>& rooms, std::uint32_t kind) const {
+bool connection::rooms_visible(const std::vector<std::string>& rooms, std::uint32_t kind,
+                               bool names_reader) const {
   if (!policy_.members || rooms.empty())
     return true;
   auto cache = policy_.members->rooms();
@@ -242,11 +243,18 @@ bool connection::rooms_visible(const std::vector<std::string>& rooms, std::uint3
     for (const auto& room : rooms)
       if (cache->was_deleted(room))
         return false;
+  if (names_reader && protocol::shown_to_named(kind))
+    return true;
   return protocol::event_visible(rooms, kind, [&](const std::string& room) {
     const cached_room* cached = cache->find(room);
     return cached ? std::optional(protocol::room_view{cached->flags, reader_of(*cached, authenticated_)})
                   : std::nullopt;
   });
+}
+
+bool connection::event_visible(const protocol::event& ev) const {
+  bool names_reader = authenticated_ && protocol::names_in_room_change(ev, protocol::to_hex(*authenticated_));
+  return rooms_visible(protocol::rooms_of_event(ev), ev.kind, names_reader);
 }
 
 protocol::room_hiding connection::hidden_rooms() const {
@@ -256,6 +264,8 @@ protocol::room_hiding connection::hidden_rooms() const {
   auto rooms = policy_.members->rooms();
   for (const auto& [id, cached] : rooms->all())
     protocol::hide_room(hiding, id, cached.flags, reader_of(cached, authenticated_));
+  if (authenticated_)
+    hiding.reader = protocol::to_hex(*authenticated_);
   // In one order whatever the map's: two hidings compare equal when they hide the same.
   for (auto* rooms_hidden : {&hiding.unseen, &hiding.state_only, &hiding.codes_hidden})
     std::sort(rooms_hidden->begin(), rooms_hidden->end());
@@ -264,7 +274,11 @@ protocol::room_hiding connection::hidden_rooms() const {
 
 bool connection::rendered_visible(std::string_view json) {
   auto rooms = protocol::rooms_of_rendered(json);
-  if (!rooms || rooms_visible(rooms->rooms, rooms->kind))
+  if (!rooms)
+    return true;
+  bool names_reader = authenticated_ && !rooms->named.empty()
+                      && std::ranges::find(rooms->named, protocol::to_hex(*authenticated_)) != rooms->named.end();
+  if (rooms_visible(rooms->rooms, rooms->kind, names_reader))
     return true;
   ++withheld_;
   return false;
@@ -465,7 +479,7 @@ std::vector<std::string> connection::history_arrived(const std::string& id,
   // Held while history was read: a ban, or a room's deletion or change, may have come since.
   for (const auto& held : sub.held)
     if (!sent.contains(held.ev->id) && !banned_out(*held.ev)
-        && rooms_visible(protocol::rooms_of_event(*held.ev), held.ev->kind))
+        && event_visible(*held.ev))
       frames.push_back(protocol::render_event_frame(id, *held.json));
   sub.held.clear();
   sub.held.shrink_to_fit();
@@ -484,7 +498,7 @@ std::optional<shared_event_frame> connection::live_arrived(const std::string& id
   if (must_leave())
     return std::nullopt;
   subscription& sub = it->second;
-  if (banned_out(*event.ev) || !rooms_visible(protocol::rooms_of_event(*event.ev), event.ev->kind)) {
+  if (banned_out(*event.ev) || !event_visible(*event.ev)) {
     ++withheld_;
     return std::nullopt;
   }

@@ -153,8 +153,13 @@ public:
 
   /// NIP-29: whether this connection may see an event of `kind` naming `rooms` (private and
   /// hidden rooms, invite codes): protocol::event_visible, every room must show it; rooms this
-  /// community does not have are not concerned.
-  [[nodiscard]] bool rooms_visible(const std::vector<std::string>& rooms, std::uint32_t kind) const;
+  /// community does not have are not concerned. `names_reader`: the event names this
+  /// connection's user in a `p` tag (a 9000 or 9001 then shows: protocol::shown_to_named).
+  [[nodiscard]] bool rooms_visible(const std::vector<std::string>& rooms, std::uint32_t kind,
+                                   bool names_reader = false) const;
+
+  /// rooms_visible for a live or held event.
+  [[nodiscard]] bool event_visible(const protocol::event& ev) const;
 
   /// NIP-29: what of this community's rooms this connection may not see, for a COUNT the
   /// database answers (the same rule as rooms_visible).

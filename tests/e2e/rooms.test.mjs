@@ -141,6 +141,41 @@ describe('rooms in a community, as Flotilla uses them', () => {
     assert.equal((await carol.read(relay, [{ kinds: [9], '#h': [secret.h] }])).events.length, 1)
   })
 
+  it('tells someone removed from a private room so, and shows them no one else\'s 9000 or 9001', async () => {
+    const { relay } = ctx
+    const sync = carol.listen(relay, [{ kinds: [9001], '#p': [carol.pk], '#h': [secret.h], limit: 1 }])
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    const removed = await owner.publish(relay, makeEvent(9001, { tags: [['h', secret.h], ['p', carol.pk]] }))
+    accepted(removed)
+    for (let i = 0; i < 100 && sync.events.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 50))
+    sync.stop()
+    assert.deepEqual(sync.events.map((e) => e.id), [removed.event.id], 'the removal arrives live')
+    // No longer a member: the room's chat is withheld again, the 9000 and 9001 naming her are
+    // not; a 9000 naming someone else is not hers to see.
+    const dave = getPubkey(makeSecret())
+    accepted(await owner.publish(relay, makeEvent(9000, { tags: [['h', secret.h], ['p', dave]] })))
+    assert.equal((await carol.read(relay, [{ kinds: [9], '#h': [secret.h] }])).events.length, 0)
+    const changes = [{ kinds: [9000, 9001], '#h': [secret.h] }]
+    const mine = await carol.read(relay, changes)
+    assert.deepEqual(mine.events.map((e) => e.kind).sort(), [9000, 9001])
+    assert.ok(mine.events.every((e) => getTagValue('p', e.tags) === carol.pk))
+    assert.ok((await bob.read(relay, changes)).events.some((e) => getTagValue('p', e.tags) === dave))
+    // COUNT by the same reader counts what her REQ returns; an anonymous one is asked to AUTH.
+    const client = await RawClient.open(relay)
+    const challenge = await client.challenge()
+    const auth = await carol.signer.sign(makeEvent(22242, { tags: [['relay', relay.url], ['challenge', challenge]] }))
+    assert.equal((await client.auth(auth)).ok, true)
+    client.send(['COUNT', 'c', ...changes])
+    assert.deepEqual(await client.take((f) => f[1] === 'c', 'COUNT'), ['COUNT', 'c', { count: 2 }])
+    await client.close()
+    const anonymous = await RawClient.open(relay)
+    anonymous.send(['COUNT', 'a', ...changes])
+    const refusal = await anonymous.take((f) => f[1] === 'a', 'COUNT')
+    assert.equal(refusal[0], 'CLOSED')
+    assert.match(refusal[2], /^auth-required: /)
+    await anonymous.close()
+  })
+
   it('lets a moderator delete a message for everyone', async () => {
     const { relay } = ctx
     accepted(await owner.publish(relay, makeEvent(9000, { tags: [['h', room.h], ['p', bob.pk, 'moderator']] })))

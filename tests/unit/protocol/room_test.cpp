@@ -315,5 +315,14 @@ TEST_CASE("relay-signed room state has the NIP-29 shape", "[room]") {
   CHECK(chat_rooms->rooms == std::vector<std::string>{"pizza", "pasta"}); // every h, not content
   CHECK(rooms_of_event(chat) == std::vector<std::string>{"pizza", "pasta"});
   CHECK_FALSE(rooms_of_rendered(render_event_json(comb::test::sign_event(bob(), 1, "[\"h\",\"x\"]"))));
+  // A 9001 shows to the people it names (shown_to_named); any other kind names no one.
+  auto removal_rooms = rooms_of_rendered(render_event_json(removal));
+  REQUIRE(removal_rooms);
+  CHECK(removal_rooms->named == std::vector<std::string>{to_hex(bob().public_key())});
+  CHECK(names_in_room_change(removal, to_hex(bob().public_key())));
+  CHECK_FALSE(names_in_room_change(removal, to_hex(alice().public_key())));
+  auto mention = comb::test::sign_event(bob(), 9, "", {{"h", "pizza"}, {"p", to_hex(alice().public_key())}});
+  CHECK(rooms_of_rendered(render_event_json(mention))->named.empty());
+  CHECK_FALSE(names_in_room_change(mention, to_hex(alice().public_key())));
   CHECK(rooms_of_event(comb::test::sign_event(bob(), 1, "")).empty());
 }

@@ -181,7 +181,9 @@ struct history_request {
   std::uint64_t generation = 0;
   std::vector<protocol::filter> filters;
   history_flow_ptr flow; ///< null: the reply is not paced (tests); a COUNT only reads its sink
-  protocol::room_hiding hidden; ///< COUNT: what of the rooms the reader may not see
+  /// What of the rooms the reader may not see: a COUNT's, or a REQ's that may match comments
+  /// (storage::bounded_history_sql).
+  protocol::room_hiding hidden;
 };
 
 /// A REQ's live part, addressed to the fan-out.
@@ -196,6 +198,8 @@ struct live_request {
   /// The storage reader the connection picked, counted queued there at once (reader_waits);
   /// none: the fan-out picks one.
   caf::actor reader;
+  /// Handed on to the history request (history_request::hidden).
+  protocol::room_hiding hidden = {};
 };
 
 /// A minted invite as the connection sends it: the relay-signed 28935, or why there is none.

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <charconv>
 
+#include "protocol/hex.hpp"
+
 namespace comb::protocol {
 namespace {
 
@@ -203,6 +205,18 @@ std::optional<rendered_rooms> rooms_of_rendered(std::string_view json) {
         out.named.push_back(std::move(*person));
   }
   return out;
+}
+
+std::vector<bytes32> comment_roots(const event& ev) {
+  if (ev.kind != comment_kind || room_of(ev))
+    return {};
+  std::vector<bytes32> roots;
+  for (const auto& t : ev.tags) {
+    bytes32 id{};
+    if (t.size() >= 2 && t[0] == "E" && decode_lower_hex(t[1], id))
+      roots.push_back(id);
+  }
+  return roots;
 }
 
 bool names_in_room_change(const event& ev, std::string_view pubkey_hex) {

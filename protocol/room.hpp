@@ -59,6 +59,13 @@ inline constexpr std::size_t max_roles_per_member = 8;
 /// Whether `ev` is a 9000 or 9001 with a `p` tag naming `pubkey_hex` (shown_to_named).
 [[nodiscard]] bool names_in_room_change(const event& ev, std::string_view pubkey_hex);
 
+/// NIP-22 comments name the room of what they comment on only through their root: Flotilla's
+/// makeComment copies no `h`. A 1111 without an `h` of its own belongs to the rooms of the
+/// events its `E` tags name; these are their ids (lowercase hex, as the database reads them:
+/// storage/filter_sql.cpp `comment_rooms_sql`). Empty for any other event.
+inline constexpr std::uint32_t comment_kind = 1111;
+[[nodiscard]] std::vector<bytes32> comment_roots(const event& ev);
+
 /// The rooms an event belongs to: the `d` of the relay's 39000-39005, else the value of every
 /// `h` tag (an event may name several rooms); empty for an event of no room.
 [[nodiscard]] std::vector<std::string> rooms_of_event(const event& ev);

@@ -274,21 +274,29 @@ std::optional<pg_reply> insert_events(pg_connection& connection,
   return reply.ok() ? std::nullopt : std::optional(std::move(reply));
 }
 
+void add_tag_row(pg_copy_rows& rows, const event_write& w, std::string_view name, std::string_view value) {
+  rows.row();
+  rows.add_int8(w.community_id);
+  rows.add_bytes(w.ev->id);
+  rows.add_bytes(name);
+  rows.add_bytes(value);
+  rows.add_int8(w.ev->created_at);
+  rows.add_int4(static_cast<std::int32_t>(w.ev->kind));
+}
+
+/// Each event's indexed tags, and a comment's rooms (store_outcome::comment_rooms) as rows
+/// named `room`, which no filter can name (a filter's tags are one letter).
 std::optional<pg_reply> insert_tags(pg_connection& connection,
                                     std::span<const event_write> writes,
-                                    const std::vector<std::size_t>& inserted) {
+                                    const store_plan& plan) {
   pg_copy_rows rows(6);
-  for (std::size_t index : inserted) {
+  for (std::size_t index : plan.inserts) {
     const event_write& w = writes[index];
-    for (const auto& [tag_name, tag_value] : indexed_tags(*w.ev)) {
-      rows.row();
-      rows.add_int8(w.community_id);
-      rows.add_bytes(w.ev->id);
-      rows.add_bytes(std::string_view(&tag_name, 1));
-      rows.add_bytes(std::string_view(tag_value));
-      rows.add_int8(w.ev->created_at);
-      rows.add_int4(static_cast<std::int32_t>(w.ev->kind));
-    }
+    for (const auto& [tag_name, tag_value] : indexed_tags(*w.ev))
+      add_tag_row(rows, w, std::string_view(&tag_name, 1), tag_value);
+    if (const auto& rooms = plan.outcomes[index].comment_rooms)
+      for (const auto& room : *rooms)
+        add_tag_row(rows, w, comment_room_tag, room);
   }
   if (rows.rows() == 0)
     return std::nullopt;
@@ -369,6 +377,17 @@ std::variant<batch_snapshot, pg_reply> begin_with_snapshot(pg_connection& connec
                           " AND r.room_id = k.room_id",
                           &room_params, std::vector<bool>(room_params.size(), true)});
   }
+  // The rooms of the comments' roots (protocol::comment_roots), read after the community lock
+  // too: stored with each comment, they decide who reads it.
+  const pg_params root_params = id_columns(keys.comment_roots);
+  std::optional<std::size_t> roots_reply;
+  if (!keys.comment_roots.empty()) {
+    roots_reply = statements.size();
+    statements.push_back({"SELECT t.community_id, t.event_id, t.value FROM unnest($1::bigint[], $2::bytea[])"
+                          " AS k(community_id, id) JOIN event_tags t ON t.community_id = k.community_id"
+                          " AND t.event_id = k.id AND t.name = 'h'",
+                          &root_params, std::vector<bool>(root_params.size(), true)});
+  }
   if (with_transaction)
     statements.push_back({"SELECT txid_current() % 4294967296", nullptr, {}});
   statements.push_back({snapshot_sql(!keys.addresses.empty()), &read_params,
@@ -391,6 +410,10 @@ std::variant<batch_snapshot, pg_reply> begin_with_snapshot(pg_connection& connec
     for (int row = 0; row < replies[*rooms_reply].rows(); ++row)
       snapshot.rooms.emplace(replies[*rooms_reply].integer(row, 0),
                              std::string(replies[*rooms_reply].text(row, 1)));
+  if (roots_reply)
+    for (int row = 0; row < replies[*roots_reply].rows(); ++row)
+      snapshot.root_rooms[{replies[*roots_reply].integer(row, 0), bytes32_field(replies[*roots_reply], row, 1)}]
+        .emplace_back(replies[*roots_reply].text(row, 2));
   if (with_transaction)
     snapshot.transaction = static_cast<std::uint32_t>(replies[replies.size() - 2].integer(0, 0));
   return snapshot;
@@ -404,7 +427,7 @@ std::optional<pg_reply> write_plan(pg_connection& connection,
   if (!plan.inserts.empty()) {
     if (auto failed = insert_events(connection, writes, plan.inserts))
       return failed;
-    if (auto failed = insert_tags(connection, writes, plan.inserts))
+    if (auto failed = insert_tags(connection, writes, plan))
       return failed;
   }
   return remember_deletions(connection, plan);

@@ -9,6 +9,7 @@
 #include "storage/bridge_auth.hpp"
 #include "protocol/event_check.hpp"
 #include "protocol/event_json.hpp"
+#include "protocol/room.hpp"
 
 namespace comb::storage {
 namespace json = boost::json;
@@ -44,10 +45,20 @@ std::string sealed(std::string out, std::string_view secret) {
   return out;
 }
 
+void append_rooms(std::string& out, const std::vector<std::string>& rooms) {
+  out += ",\"rooms\":[";
+  for (std::size_t i = 0; i < rooms.size(); ++i) {
+    if (i > 0)
+      out += ',';
+    out += json::serialize(json::string_view(rooms[i]));
+  }
+  out += ']';
+}
+
 std::string event_envelope(std::string_view secret, std::string_view origin,
                            const envelope_number* number, std::int64_t community_id,
                            std::int64_t access_version, std::string_view event_json,
-                           std::int64_t sent_ms) {
+                           std::int64_t sent_ms, const std::vector<std::string>* comment_rooms = nullptr) {
   auto out = envelope_head(origin, event_json.size());
   out += ",\"community\":";
   out += std::to_string(community_id);
@@ -57,6 +68,8 @@ std::string event_envelope(std::string_view secret, std::string_view origin,
   out += std::to_string(sent_ms);
   if (number)
     append_number(out, *number);
+  if (comment_rooms && comment_rooms->size() <= max_envelope_comment_rooms)
+    append_rooms(out, *comment_rooms);
   out += ",\"event\":";
   out += event_json;
   return sealed(std::move(out), secret);
@@ -73,8 +86,9 @@ std::string encode_envelope(std::string_view secret, std::string_view origin,
 std::string encode_numbered_envelope(std::string_view secret, std::string_view origin,
                                      envelope_number number, std::int64_t community_id,
                                      std::int64_t access_version, std::string_view event_json,
-                                     std::int64_t sent_ms) {
-  return event_envelope(secret, origin, &number, community_id, access_version, event_json, sent_ms);
+                                     std::int64_t sent_ms, const std::vector<std::string>* comment_rooms) {
+  return event_envelope(secret, origin, &number, community_id, access_version, event_json, sent_ms,
+                        comment_rooms);
 }
 
 std::string encode_heartbeat(std::string_view secret, std::string_view origin,
@@ -122,6 +136,19 @@ std::optional<read_number> number_of(const json::object& object) {
   return read_number{{boot->get_int64(), static_cast<std::uint64_t>(seq->get_int64())}, true};
 }
 
+/// `"rooms"`: room ids, at most max_envelope_comment_rooms; nothing when it is not that.
+std::optional<std::vector<std::string>> rooms_of(const json::value& value) {
+  if (!value.is_array() || value.get_array().size() > max_envelope_comment_rooms)
+    return std::nullopt;
+  std::vector<std::string> rooms;
+  for (const auto& room : value.get_array()) {
+    if (!room.is_string() || !protocol::valid_room_id(room.get_string()))
+      return std::nullopt;
+    rooms.emplace_back(room.get_string());
+  }
+  return rooms;
+}
+
 } // namespace
 
 protocol::result<bridge_envelope, envelope_refusal>
@@ -166,10 +193,15 @@ decode_envelope(std::string_view payload, const protocol::protocol_limits& limit
   const auto* community = object.if_contains("community");
   const auto* access = object.if_contains("access");
   const auto* event = object.if_contains("event");
+  const auto* rooms = object.if_contains("rooms");
   if (!community || !community->is_int64() || !access || !access->is_int64() || !event
-      || object.size() != (number->seq_given ? 7U : 5U))
+      || object.size() != (number->seq_given ? 7U : 5U) + (rooms ? 1U : 0U))
     return malformed("envelope needs origin, community, access, sent, event (and boot and seq,"
-                     " or neither), and nothing else");
+                     " or neither; rooms or not), and nothing else");
+  auto comment_rooms = rooms ? rooms_of(*rooms) : std::nullopt;
+  if (rooms && !comment_rooms)
+    return malformed("envelope's rooms must be at most " + std::to_string(max_envelope_comment_rooms)
+                     + " room ids");
   auto ev = protocol::event_from_json(*event, limits);
   if (!ev)
     return malformed(ev.error().text());
@@ -183,6 +215,8 @@ decode_envelope(std::string_view payload, const protocol::protocol_limits& limit
   out.access_version = access->get_int64();
   out.sent_ms = sent_ms;
   out.number = number->value;
+  if (comment_rooms)
+    out.comment_rooms = std::make_shared<const std::vector<std::string>>(std::move(*comment_rooms));
   auto shared = std::make_shared<const protocol::event>(std::move(ev).value());
   out.event_json = std::make_shared<const std::string>(protocol::render_event_json(*shared));
   out.ev = std::move(shared);

@@ -279,7 +279,8 @@ query_result event_store::query_chunks(std::int64_t community_id,
                                        std::uint32_t default_limit,
                                        std::size_t chunk_bytes,
                                        const chunk_handler& on_chunk,
-                                       std::string_view frame_prefix) {
+                                       std::string_view frame_prefix,
+                                       const protocol::room_hiding& hiding) {
   try {
     const query_result empty_chunk{true, {}, {}, false, frame_prefix.size()};
     query_result chunk = empty_chunk;
@@ -300,9 +301,9 @@ query_result event_store::query_chunks(std::int64_t community_id,
       history_page{std::nullopt, rows_for(chunk_bytes, first_page_row_bytes)};
     while (page) {
       auto statement = bodies_ ? bounded_history_keys_sql(community_id, filters, now, default_limit,
-                                                          chunk_bytes, *page)
+                                                          chunk_bytes, *page, hiding)
                                : bounded_history_sql(community_id, filters, now, default_limit,
-                                                     chunk_bytes, *page);
+                                                     chunk_bytes, *page, hiding);
       if (!statement)
         break; // no filter can match, or the one filter's limit is used up
       auto reply = read_with_retry(connection_, *statement);

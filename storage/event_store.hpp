@@ -52,6 +52,9 @@ struct store_outcome {
   std::string message;
   /// stored, and it displaced an older version of its replaceable or addressable key.
   bool replaced = false;
+  /// stored, a comment of rooms (protocol::comment_roots): the rooms of its roots, as the batch
+  /// read them, stored with it (event_tags rows named `room`) and handed to the fan-out.
+  std::optional<std::vector<std::string>> comment_rooms = std::nullopt;
 };
 
 /// Result of a history query, or one chunk of it: the stored JSON of each matching event, newest
@@ -119,13 +122,15 @@ public:
   /// (`last` true) or the failure; a failure after some chunks were handed over ends the reply.
   /// With a `frame_prefix` (protocol::event_frame_prefix) each event comes as its whole EVENT
   /// frame, built here from the row as it is read, so that nobody copies it again to send it.
+  /// `hiding`: the reader's, of which the comments are left out (bounded_history_sql).
   [[nodiscard]] query_result query_chunks(std::int64_t community_id,
                                           const std::vector<protocol::filter>& filters,
                                           std::int64_t now,
                                           std::uint32_t default_limit,
                                           std::size_t chunk_bytes,
                                           const chunk_handler& on_chunk,
-                                          std::string_view frame_prefix = {});
+                                          std::string_view frame_prefix = {},
+                                          const protocol::room_hiding& hiding = {});
 
   /// NIP-45: how many distinct events match any of `filters` (limits ignored), leaving out
   /// what `hiding` keeps from the reader.

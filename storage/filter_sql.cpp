@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstddef>
 
+#include "protocol/room.hpp"
 #include "storage/event_rows.hpp"
 #include "storage/pg_array.hpp"
 
@@ -20,6 +21,13 @@ constexpr const char* scope_condition =
   " AND e.pubkey NOT IN (SELECT b.pubkey FROM banned_pubkeys b WHERE b.community_id = $1::bigint)";
 constexpr const char* newest_first = " ORDER BY e.created_at DESC, e.id";
 
+std::string text_list(const std::vector<std::string>& values) {
+  pg_array array;
+  for (const auto& value : values)
+    array.add_text(value);
+  return array.str();
+}
+
 class param_list {
 public:
   param_list(std::int64_t community_id, std::int64_t now) {
@@ -35,8 +43,26 @@ public:
 
   pg_params take() { return std::move(params_); }
 
+  /// Leaves out of every filter that may match a comment the comments of `hiding`'s rooms
+  /// (comment_rooms_sql), when it hides any room's regular events.
+  void hide_comments(const protocol::room_hiding& hiding) {
+    hidden_comment_rooms_ = hiding.unseen;
+    hidden_comment_rooms_.insert(hidden_comment_rooms_.end(), hiding.state_only.begin(),
+                                 hiding.state_only.end());
+  }
+
+  /// The placeholder of the rooms whose comments are hidden, added when first asked for (a
+  /// parameter no statement names has no type); empty when none are hidden.
+  [[nodiscard]] std::string hidden_comment_rooms() {
+    if (comment_rooms_placeholder_.empty() && !hidden_comment_rooms_.empty())
+      comment_rooms_placeholder_ = add(text_list(hidden_comment_rooms_), "text[]");
+    return comment_rooms_placeholder_;
+  }
+
 private:
   pg_params params_;
+  std::vector<std::string> hidden_comment_rooms_;
+  std::string comment_rooms_placeholder_;
 };
 
 bool tag_can_match(const protocol::tag_condition& condition) {
@@ -123,6 +149,21 @@ bool reads_by_tag(const protocol::filter& f) {
 enum class keys_from { filter, ranges, first_tag };
 
 /// The WHERE conditions of one filter that can match (see can_match).
+/// A comment (protocol::comment_roots) shows where the rooms it was stored with (event_tags
+/// rows named storage::comment_room_tag) all show a regular event: as the rooms a live one
+/// carries (actors/connection/connection.cpp `connection::event_visible`).
+std::string comment_rooms_sql(const protocol::filter& f, param_list& params) {
+  if (f.kinds && std::find(f.kinds->begin(), f.kinds->end(), protocol::comment_kind) == f.kinds->end())
+    return {};
+  const std::string hidden = params.hidden_comment_rooms();
+  if (hidden.empty())
+    return {};
+  return " AND (e.kind <> " + std::to_string(protocol::comment_kind)
+         + " OR NOT EXISTS (SELECT 1 FROM event_tags c WHERE c.community_id = e.community_id"
+           " AND c.event_id = e.id AND c.name = '" + std::string(comment_room_tag) + "' AND c.value = ANY("
+         + hidden + ")))";
+}
+
 std::string where_sql(const protocol::filter& f, param_list& params,
                       keys_from keys = keys_from::filter) {
   bool per_range = keys == keys_from::ranges;
@@ -139,7 +180,7 @@ std::string where_sql(const protocol::filter& f, param_list& params,
     sql += " AND e.created_at <= " + params.add(std::to_string(*f.until), "bigint");
   for (std::size_t i = keys == keys_from::first_tag ? 1 : 0; i < f.tags.size(); ++i)
     sql += tag_condition_sql(f.tags[i], params);
-  return sql;
+  return sql + comment_rooms_sql(f, params);
 }
 
 /// The row sorts after `after` in the reply's order (`at` DESC, `id`): stated on the columns the
@@ -209,13 +250,6 @@ std::string union_of(const std::vector<std::string>& selects) {
     sql += '(' + select + ')';
   }
   return sql;
-}
-
-std::string text_list(const std::vector<std::string>& values) {
-  pg_array array;
-  for (const auto& value : values)
-    array.add_text(value);
-  return array.str();
 }
 
 /// Leaves out the rows a reader may not see of the rooms (protocol::room_hiding). A row's room
@@ -336,8 +370,9 @@ std::optional<sql_statement> bounded_select(std::int64_t community_id,
                                             const std::vector<protocol::filter>& filters,
                                             std::int64_t now, std::uint32_t default_limit,
                                             std::size_t max_bytes, const history_page& page,
-                                            bool keys_only) {
+                                            bool keys_only, const protocol::room_hiding& hiding) {
   param_list params(community_id, now);
+  params.hide_comments(hiding);
   std::uint32_t rows_bound = 0;
   auto inner = history_select(filters, default_limit,
                               keys_only ? row_columns::with_version : row_columns::with_order,
@@ -384,8 +419,9 @@ std::optional<sql_statement> bounded_history_sql(std::int64_t community_id,
                                                  std::int64_t now,
                                                  std::uint32_t default_limit,
                                                  std::size_t max_bytes,
-                                                 const history_page& page) {
-  return bounded_select(community_id, filters, now, default_limit, max_bytes, page, false);
+                                                 const history_page& page,
+                                                 const protocol::room_hiding& hiding) {
+  return bounded_select(community_id, filters, now, default_limit, max_bytes, page, false, hiding);
 }
 
 std::optional<sql_statement> bounded_history_keys_sql(std::int64_t community_id,
@@ -393,8 +429,9 @@ std::optional<sql_statement> bounded_history_keys_sql(std::int64_t community_id,
                                                       std::int64_t now,
                                                       std::uint32_t default_limit,
                                                       std::size_t max_bytes,
-                                                      const history_page& page) {
-  return bounded_select(community_id, filters, now, default_limit, max_bytes, page, true);
+                                                      const history_page& page,
+                                                      const protocol::room_hiding& hiding) {
+  return bounded_select(community_id, filters, now, default_limit, max_bytes, page, true, hiding);
 }
 
 std::optional<sql_statement> event_bodies_sql(std::int64_t community_id,
@@ -413,6 +450,7 @@ std::optional<sql_statement> count_sql(std::int64_t community_id,
                                        std::int64_t now,
                                        const protocol::room_hiding& hiding) {
   param_list params(community_id, now);
+  params.hide_comments(hiding);
   std::vector<std::string> selects;
   for (const auto& f : filters)
     if (can_match(f))

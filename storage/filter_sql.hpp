@@ -63,9 +63,12 @@ struct history_page {
 /// before the first page, delivers the others). So a reader fetches a reply page by page, each
 /// in one result, never holding more than about `max_bytes`. Nothing when no filter can return
 /// a row, or when the page's cursor has used up the one filter's limit.
+/// `hiding`: what of the rooms the reader may not see, of which these statements leave out the
+/// comments (protocol::comment_roots; the other rows the reader checks as it sends them).
 [[nodiscard]] std::optional<sql_statement> bounded_history_sql(
   std::int64_t community_id, const std::vector<protocol::filter>& filters, std::int64_t now,
-  std::uint32_t default_limit, std::size_t max_bytes, const history_page& page = {});
+  std::uint32_t default_limit, std::size_t max_bytes, const history_page& page = {},
+  const protocol::room_hiding& hiding = {});
 
 /// bounded_history_sql's rows without their JSON, for a reader that holds bodies already
 /// (event_body_cache): the same rows, order, limits and byte bound, each as (id, v, upto,
@@ -74,7 +77,8 @@ struct history_page {
 /// whose place is then (`created_at`, `id`). Each row is about a tenth of its JSON.
 [[nodiscard]] std::optional<sql_statement> bounded_history_keys_sql(
   std::int64_t community_id, const std::vector<protocol::filter>& filters, std::int64_t now,
-  std::uint32_t default_limit, std::size_t max_bytes, const history_page& page = {});
+  std::uint32_t default_limit, std::size_t max_bytes, const history_page& page = {},
+  const protocol::room_hiding& hiding = {});
 
 /// The stored JSON of `ids` in `community_id`, as rows of (id, v, raw) in no order; ids not
 /// stored (any more) have no row. Nothing for no ids.

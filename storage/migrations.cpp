@@ -504,6 +504,20 @@ CREATE TRIGGER room_members_truncated AFTER TRUNCATE ON room_members
   FOR EACH STATEMENT EXECUTE FUNCTION comb_access_truncated();
 )sql";
 
+// NIP-22 comments stored before their rooms were (batch_sql.cpp `insert_tags`): a 1111 with no
+// `h` of its own gets a `room` row for each `h` of each event its `E` tags name
+// (protocol::comment_roots), so the readers' room rules hide it as they hide its thread.
+constexpr const char* migration_26 = R"sql(
+INSERT INTO event_tags (community_id, event_id, name, value, created_at, kind)
+SELECT DISTINCT c.community_id, c.event_id, 'room', r.value, c.created_at, c.kind
+  FROM event_tags c
+  JOIN event_tags r ON r.community_id = c.community_id AND r.name = 'h'
+   AND r.event_id = CASE WHEN c.value ~ '^[0-9a-f]{64}$' THEN decode(c.value, 'hex') END
+ WHERE c.kind = 1111 AND c.name = 'E'
+   AND NOT EXISTS (SELECT 1 FROM event_tags o WHERE o.community_id = c.community_id
+                   AND o.event_id = c.event_id AND o.name IN ('h', 'room'));
+)sql";
+
 constexpr migration migrations[] = {
   {1, "communities, events, tags, deletions", migration_1},
   {2, "members, invites, allowlist", migration_2},
@@ -524,6 +538,7 @@ constexpr migration migrations[] = {
   {24, "hand edits of access, archive, bans and rooms bump the community's state version",
    migration_24},
   {25, "a TRUNCATE of members, bans or rooms bumps every community's state version", migration_25},
+  {26, "comments stored with the rooms of their threads", migration_26},
 };
 
 constexpr const char* create_ledger = R"sql(

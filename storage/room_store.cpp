@@ -209,7 +209,7 @@ void delete_room(pg_connection& c, const protocol::key_pair& relay, std::int64_t
        "lock the community's events");
   must(c.exec("DELETE FROM events e WHERE e.community_id = $1::bigint AND e.id IN"
               " (SELECT t.event_id FROM event_tags t WHERE t.community_id = $1::bigint"
-              " AND t.name = 'h' AND t.value = $2)",
+              " AND t.name IN ('h', 'room') AND t.value = $2)",
               {community, room}),
        "delete room's events");
   retire_state(c, community_id, relay.public_key(), room,

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "protocol/room.hpp"
+
 namespace comb::storage {
 namespace {
 
@@ -95,7 +97,26 @@ private:
       apply_deletion(w);
     store_outcome stored = outcome(store_outcome::status::stored, "");
     stored.replaced = replaced;
+    if (auto roots = protocol::comment_roots(ev); !roots.empty())
+      stored.comment_rooms = rooms_of_roots(w.community_id, roots);
     return stored;
+  }
+
+  /// The rooms of a comment's roots: as stored, or as written earlier in this batch.
+  [[nodiscard]] std::vector<std::string> rooms_of_roots(std::int64_t community_id,
+                                                        const std::vector<protocol::bytes32>& roots) const {
+    std::vector<std::string> rooms;
+    for (const auto& root : roots) {
+      const event_key key{community_id, root};
+      if (auto stored = state_.root_rooms.find(key); stored != state_.root_rooms.end())
+        rooms.insert(rooms.end(), stored->second.begin(), stored->second.end());
+      else if (auto pending = pending_.find(key); pending != pending_.end())
+        for (const auto& t : writes_[pending->second].ev->tags)
+          if (t.size() >= 2 && t[0] == "h")
+            rooms.push_back(t[1]);
+    }
+    sort_unique(rooms);
+    return rooms;
   }
 
   /// What the database's access says of a write the pod admitted with its cache. Join and
@@ -181,8 +202,11 @@ batch_keys keys_of(std::span<const event_write> writes) {
     keys.communities[w.community_id] |= deletes_ids;
     for (const auto& room : w.rooms)
       keys.rooms.emplace_back(w.community_id, room);
+    for (const auto& root : protocol::comment_roots(*w.ev))
+      keys.comment_roots.push_back({w.community_id, root});
   }
   sort_unique(keys.rooms);
+  sort_unique(keys.comment_roots);
   sort_unique(keys.ids);
   sort_unique(keys.addresses);
   sort_unique(keys.authors);

@@ -58,6 +58,8 @@ struct batch_snapshot {
   std::set<std::pair<std::int64_t, protocol::bytes32>> member_authors;
   /// Of the rooms the batch's writes were admitted into, those that exist.
   std::set<std::pair<std::int64_t, std::string>> rooms;
+  /// The rooms (`h`) of each stored comment root of the batch (batch_keys::comment_roots).
+  std::map<event_key, std::vector<std::string>> root_rooms;
   /// The batch transaction's id modulo 2^32, the `xmin` of the rows it inserts; 0 when not read.
   std::uint32_t transaction = 0;
 };
@@ -69,6 +71,7 @@ struct batch_keys {
   std::map<std::int64_t, bool> communities; ///< community -> deletes by id (exclusive lock)
   std::vector<std::pair<std::int64_t, protocol::bytes32>> authors; ///< (community, pubkey)
   std::vector<std::pair<std::int64_t, std::string>> rooms; ///< (community, room) of event_write::rooms
+  std::vector<event_key> comment_roots; ///< protocol::comment_roots of the writes
 };
 
 /// One advisory lock to take: sorted by key, every transaction takes them in the same order.

@@ -252,9 +252,25 @@ bool connection::rooms_visible(const std::vector<std::string>& rooms, std::uint3
   });
 }
 
-bool connection::event_visible(const protocol::event& ev) const {
+bool connection::event_visible(const live_event& event) const {
+  const protocol::event& ev = *event.ev;
+  if (ev.kind == protocol::comment_kind && policy_.members && !protocol::comment_roots(ev).empty()) {
+    if (event.comment_rooms)
+      return rooms_visible(*event.comment_rooms, ev.kind);
+    auto hiding = hidden_rooms();
+    return hiding.unseen.empty() && hiding.state_only.empty();
+  }
   bool names_reader = authenticated_ && protocol::names_in_room_change(ev, protocol::to_hex(*authenticated_));
   return rooms_visible(protocol::rooms_of_event(ev), ev.kind, names_reader);
+}
+
+protocol::room_hiding connection::hidden_comments(const std::vector<protocol::filter>& filters) const {
+  if (!policy_.members || !policy_.members->rooms()->concerns_rows())
+    return {};
+  for (const auto& f : filters)
+    if (!f.kinds || std::ranges::find(*f.kinds, protocol::comment_kind) != f.kinds->end())
+      return hidden_rooms();
+  return {};
 }
 
 protocol::room_hiding connection::hidden_rooms() const {
@@ -479,7 +495,7 @@ std::vector<std::string> connection::history_arrived(const std::string& id,
   // Held while history was read: a ban, or a room's deletion or change, may have come since.
   for (const auto& held : sub.held)
     if (!sent.contains(held.ev->id) && !banned_out(*held.ev)
-        && event_visible(*held.ev))
+        && event_visible(held))
       frames.push_back(protocol::render_event_frame(id, *held.json));
   sub.held.clear();
   sub.held.shrink_to_fit();
@@ -498,7 +514,7 @@ std::optional<shared_event_frame> connection::live_arrived(const std::string& id
   if (must_leave())
     return std::nullopt;
   subscription& sub = it->second;
-  if (banned_out(*event.ev) || !event_visible(*event.ev)) {
+  if (banned_out(*event.ev) || !event_visible(event)) {
     ++withheld_;
     return std::nullopt;
   }

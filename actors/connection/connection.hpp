@@ -91,6 +91,9 @@ void drop_unindexed_tag_values(std::vector<protocol::filter>& filters, std::size
 struct live_event {
   std::shared_ptr<const protocol::event> ev;
   std::shared_ptr<const std::string> json;
+  /// A comment's rooms (protocol::comment_roots; store_outcome::comment_rooms) from the writer
+  /// that stored it, here or on the pod that bridged it; null when not known.
+  std::shared_ptr<const std::vector<std::string>> comment_rooms = nullptr;
 };
 
 /// The ids of the events a subscription was sent as history, kept as the hex they have in the
@@ -158,12 +161,18 @@ public:
   [[nodiscard]] bool rooms_visible(const std::vector<std::string>& rooms, std::uint32_t kind,
                                    bool names_reader = false) const;
 
-  /// rooms_visible for a live or held event.
-  [[nodiscard]] bool event_visible(const protocol::event& ev) const;
+  /// rooms_visible for a live or held event; a comment's rooms are those it carries
+  /// (live_event::comment_rooms), and one that carries none shows only to a reader no room
+  /// hides anything from.
+  [[nodiscard]] bool event_visible(const live_event& event) const;
 
   /// NIP-29: what of this community's rooms this connection may not see, for a COUNT the
   /// database answers (the same rule as rooms_visible).
   [[nodiscard]] protocol::room_hiding hidden_rooms() const;
+
+  /// hidden_rooms for a REQ's history when one of `filters` may match a comment, whose rooms
+  /// only the database knows (storage::bounded_history_sql); nothing hidden otherwise.
+  [[nodiscard]] protocol::room_hiding hidden_comments(const std::vector<protocol::filter>& filters) const;
 
   /// NIP-29: a REQ naming (`#h`) a room whose events this connection may not read is refused.
   [[nodiscard]] std::optional<protocol::rejection>

@@ -90,6 +90,8 @@ void flush(caf::stateful_actor<writer_state>* self) {
     if (outcomes[i].result != storage::store_outcome::status::stored)
       continue;
     committed_event committed{batch[i].write.community_id, {batch[i].write.ev, batch[i].write.json}};
+    if (auto& rooms = outcomes[i].comment_rooms)
+      committed.event.comment_rooms = std::make_shared<const std::vector<std::string>>(std::move(*rooms));
     if (st.args.bridge)
       self->send(st.args.bridge, publish_atom_v, committed);
     committed_batch.push_back(std::move(committed));
@@ -242,7 +244,8 @@ void answer_history(caf::stateful_actor<reader_state>* self, const history_reque
   };
   auto rest = s.store->query_chunks(request.community_id, request.filters, unix_now(),
                                     s.args.default_limit, chunk_bytes, deliver,
-                                    protocol::event_frame_prefix(request.subscription_id));
+                                    protocol::event_frame_prefix(request.subscription_id),
+                                    request.hidden);
   if (rest.ok && deliver(std::move(rest)))
     return;
   if (outcome != room::made) {

@@ -176,6 +176,55 @@ describe('rooms in a community, as Flotilla uses them', () => {
     await anonymous.close()
   })
 
+  it("keeps comments on a private room's thread to the room, as Flotilla's makeComment sends them (no h)", async () => {
+    const { relay } = ctx
+    // welshman's tagEventForComment on a root event: K, P, E, then k, p, e; no h.
+    const commentOn = (root, content) => makeEvent(1111, {
+      content,
+      tags: [['K', String(root.kind)], ['P', root.pubkey, ''], ['E', root.id, relay.url, root.pubkey],
+        ['k', String(root.kind)], ['p', root.pubkey, ''], ['e', root.id, relay.url, root.pubkey]],
+    })
+    const watching = carol.listen(relay, [{ kinds: [1111] }])
+    const bobWatching = bob.listen(relay, [{ kinds: [1111] }])
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    const secretThread = await bob.publish(relay, makeEvent(11, { content: 'menu ideas', tags: [['h', secret.h], ['title', 'menu']] }))
+    accepted(secretThread)
+    const publicThread = await alice.publish(relay, makeEvent(11, { content: 'best crust', tags: [['h', room.h], ['title', 'crust']] }))
+    accepted(publicThread)
+    const secretComment = await bob.publish(relay, commentOn(secretThread.event, 'more basil'))
+    accepted(secretComment)
+    const reply = await owner.publish(relay, makeEvent(1111, { content: 'agreed',
+      tags: [...secretComment.event.tags.filter((t) => ['K', 'P', 'E'].includes(t[0])),
+        ['k', '1111'], ['p', bob.pk], ['e', secretComment.event.id]] }))
+    accepted(reply)
+    const publicComment = await alice.publish(relay, commentOn(publicThread.event, 'thin'))
+    accepted(publicComment)
+    for (let i = 0; i < 100 && (watching.events.length < 1 || bobWatching.events.length < 3); i++)
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    watching.stop()
+    bobWatching.stop()
+    // Live: the room's member gets all three, carol (not in the room) the public one only.
+    assert.deepEqual(watching.events.map((e) => e.id), [publicComment.event.id])
+    assert.deepEqual(bobWatching.events.map((e) => e.id).sort(),
+      [secretComment.event.id, reply.event.id, publicComment.event.id].sort())
+    // History and COUNT, as Flotilla asks: by kind, and by the thread's E.
+    const ids = async (user, filters) => (await user.read(relay, filters)).events.map((e) => e.id).sort()
+    assert.deepEqual(await ids(carol, [{ kinds: [1111] }]), [publicComment.event.id])
+    assert.deepEqual(await ids(carol, [{ kinds: [1111], '#E': [secretThread.event.id] }]), [])
+    assert.deepEqual(await ids(carol, [{ authors: [bob.pk, owner.pk], limit: 50 }]).then((all) =>
+      all.filter((id) => [secretComment.event.id, reply.event.id].includes(id))), [])
+    assert.deepEqual(await ids(bob, [{ kinds: [1111], '#E': [secretThread.event.id] }]),
+      [secretComment.event.id, reply.event.id].sort())
+    const client = await RawClient.open(relay)
+    const challenge = await client.challenge()
+    const auth = await carol.signer.sign(makeEvent(22242, { tags: [['relay', relay.url], ['challenge', challenge]] }))
+    assert.equal((await client.auth(auth)).ok, true)
+    client.send(['COUNT', 'c', { kinds: [1111] }])
+    assert.deepEqual(await client.take((f) => f[1] === 'c', 'COUNT'), ['COUNT', 'c', { count: 1 }])
+    await client.close()
+  })
+
   it('lets a moderator delete a message for everyone', async () => {
     const { relay } = ctx
     accepted(await owner.publish(relay, makeEvent(9000, { tags: [['h', room.h], ['p', bob.pk, 'moderator']] })))

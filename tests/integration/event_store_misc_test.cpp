@@ -3,6 +3,7 @@
 #include <chrono>
 #include <thread>
 
+#include "protocol/hex.hpp"
 #include "storage/store_plan.hpp"
 #include "support/pg_test_database.hpp"
 #include "support/test_events.hpp"
@@ -169,4 +170,55 @@ TEST_CASE_METHOD(test::store_fixture, "a banned author's events are served to no
   CHECK(events.query(community, {by_id}, now, 10).events.empty());
   test::scalar(connection, "DELETE FROM banned_pubkeys");
   CHECK(everything(*this, now) == jsons_of({hidden, kept}));
+}
+
+TEST_CASE_METHOD(test::store_fixture, "a comment is stored with its thread's rooms, and hidden where they are",
+                 "[integration][event_store][rooms]") {
+  author alice{11};
+  auto kitchen_thread = alice.sign(11, now - 10, {{"h", "kitchen"}});
+  REQUIRE(store_one(events, community, kitchen_thread).result == status::stored);
+  auto on_kitchen = alice.sign(1111, now - 9, {{"K", "11"}, {"E", protocol::to_hex(kitchen_thread->id)}});
+  auto pantry_thread = alice.sign(11, now - 8, {{"h", "pantry"}});
+  // Its thread stored earlier in the same batch counts too.
+  auto on_pantry = alice.sign(1111, now - 7, {{"K", "11"}, {"E", protocol::to_hex(pantry_thread->id)}});
+  auto on_nothing = alice.sign(1111, now - 6, {{"E", std::string(64, 'c')}});
+  std::vector writes{test::write_of(community, on_kitchen), test::write_of(community, pantry_thread),
+                     test::write_of(community, on_pantry), test::write_of(community, on_nothing)};
+  auto outcomes = events.store_batch(writes);
+  REQUIRE(outcomes.size() == 4);
+  CHECK(outcomes[0].comment_rooms == std::vector<std::string>{"kitchen"});
+  CHECK_FALSE(outcomes[1].comment_rooms);
+  CHECK(outcomes[2].comment_rooms == std::vector<std::string>{"pantry"});
+  CHECK(outcomes[3].comment_rooms == std::vector<std::string>{});
+
+  auto read = [&](const protocol::filter& f, const protocol::room_hiding& hiding) {
+    std::vector<std::string> got;
+    auto keep = [&](storage::query_result chunk) {
+      got.insert(got.end(), chunk.events.begin(), chunk.events.end());
+      return true;
+    };
+    auto rest = events.query_chunks(community, {f}, now, 100, 1 << 20, keep, {}, hiding);
+    REQUIRE(rest.ok);
+    got.insert(got.end(), rest.events.begin(), rest.events.end());
+    auto counted = events.count(community, {f}, now, hiding);
+    REQUIRE(counted.ok);
+    CHECK(counted.count == got.size());
+    return got;
+  };
+  protocol::filter comments;
+  comments.kinds = std::vector<std::uint32_t>{1111};
+  CHECK(read(comments, {}) == jsons_of({on_nothing, on_pantry, on_kitchen}));
+  protocol::room_hiding kitchen_unseen;
+  kitchen_unseen.unseen = {"kitchen"};
+  CHECK(read(comments, kitchen_unseen) == jsons_of({on_nothing, on_pantry}));
+  protocol::room_hiding pantry_private;
+  pantry_private.state_only = {"pantry"};
+  CHECK(read(comments, pantry_private) == jsons_of({on_nothing, on_kitchen}));
+  // A filter that cannot match a comment names no hidden comment rooms (and is not refused for
+  // a parameter it does not use); the kitchen's thread is hidden by the room rule.
+  protocol::filter threads;
+  threads.kinds = std::vector<std::uint32_t>{11};
+  auto counted = events.count(community, {threads}, now, kitchen_unseen);
+  REQUIRE(counted.ok);
+  CHECK(counted.count == 1);
 }

@@ -326,3 +326,17 @@ TEST_CASE("relay-signed room state has the NIP-29 shape", "[room]") {
   CHECK_FALSE(names_in_room_change(mention, to_hex(alice().public_key())));
   CHECK(rooms_of_event(comb::test::sign_event(bob(), 1, "")).empty());
 }
+
+TEST_CASE("a comment without an h belongs to the rooms of its E roots", "[room]") {
+  const std::string thread(64, 'a');
+  auto comment = comb::test::sign_event(bob(), 1111, "more basil",
+                                        {{"K", "11"}, {"E", thread, "wss://x", "ff"}, {"e", thread}});
+  CHECK(comment_roots(comment) == std::vector<bytes32>{*array_from_hex<32>(thread)});
+  // Its own h decides instead; a root that is not a lowercase id names nothing; other kinds
+  // have no roots.
+  auto posted = comb::test::sign_event(bob(), 1111, "", {{"E", thread}, {"h", "pizza"}});
+  CHECK(comment_roots(posted).empty());
+  auto upper = comb::test::sign_event(bob(), 1111, "", {{"E", std::string(64, 'A')}, {"E", "x"}});
+  CHECK(comment_roots(upper).empty());
+  CHECK(comment_roots(comb::test::sign_event(bob(), 1, "", {{"E", thread}})).empty());
+}

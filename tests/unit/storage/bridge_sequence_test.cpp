@@ -157,3 +157,47 @@ TEST_CASE("numbered envelopes and heartbeats round-trip; old-shape envelopes sti
   CHECK(storage::decode_envelope(sealed(R"({"origin":"pod-a","sent":)" + sent + R"(,"boot":1,"seq":0})"),
                                  {}, secret, now));
 }
+
+TEST_CASE("an envelope carries a comment's rooms, room ids only and boundedly many", "[bridge]") {
+  const std::string secret = "a cluster secret, 32 characters!";
+  const auto now = storage::envelope_clock_ms();
+  static const auto author = protocol::key_pair::generate();
+  const auto event_json = protocol::render_event_json(test::sign_event(author, 1111, "a comment"));
+  const std::vector<std::string> rooms{"kitchen", "pantry"};
+  auto carried = storage::decode_envelope(
+    storage::encode_numbered_envelope(secret, "pod-a", {now, 1}, 5, 42, event_json, now, &rooms), {},
+    secret, now);
+  REQUIRE(carried);
+  REQUIRE(carried.value().comment_rooms);
+  CHECK(*carried.value().comment_rooms == rooms);
+  const std::vector<std::string> none;
+  auto empty = storage::decode_envelope(
+    storage::encode_numbered_envelope(secret, "pod-a", {now, 2}, 5, 42, event_json, now, &none), {},
+    secret, now);
+  REQUIRE(empty);
+  REQUIRE(empty.value().comment_rooms);
+  CHECK(empty.value().comment_rooms->empty());
+  auto plain = storage::decode_envelope(
+    storage::encode_numbered_envelope(secret, "pod-a", {now, 3}, 5, 42, event_json, now), {}, secret, now);
+  REQUIRE(plain);
+  CHECK_FALSE(plain.value().comment_rooms);
+  // Too many rooms are not sent: the receiver then knows none, and shows the comment only to
+  // readers no room hides anything from.
+  std::vector<std::string> many(storage::max_envelope_comment_rooms + 1, "r");
+  auto unsent = storage::decode_envelope(
+    storage::encode_numbered_envelope(secret, "pod-a", {now, 4}, 5, 42, event_json, now, &many), {},
+    secret, now);
+  REQUIRE(unsent);
+  CHECK_FALSE(unsent.value().comment_rooms);
+  auto sealed = [&](const std::string& body) { return storage::envelope_mac(secret, body) + body; };
+  const auto head = R"({"origin":"pod-a","community":5,"access":42,"sent":)" + std::to_string(now)
+                    + R"(,"boot":1,"seq":1,"rooms":)";
+  for (const std::string& bad : {std::string(R"("kitchen")"), std::string(R"([1])"),
+                                 std::string(R"(["no spaces"])"), std::string(R"([["x"]])")}) {
+    INFO(bad);
+    auto refused = storage::decode_envelope(sealed(head + bad + R"(,"event":)" + event_json + "}"), {},
+                                            secret, now);
+    REQUIRE_FALSE(refused);
+    CHECK_FALSE(refused.error().unauthenticated);
+  }
+}

@@ -50,4 +50,8 @@ bool matches_nothing(const filter& f) noexcept {
                      [](const tag_condition& c) { return c.values.empty(); });
 }
 
+bool may_match_kind(const filter& f, std::uint32_t kind) noexcept {
+  return !f.kinds || std::find(f.kinds->begin(), f.kinds->end(), kind) != f.kinds->end();
+}
+
 } // namespace comb::protocol

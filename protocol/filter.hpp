@@ -41,4 +41,7 @@ struct filter {
 /// True when the filter can never match anything (an empty value list), so no query is needed.
 [[nodiscard]] bool matches_nothing(const filter& f) noexcept;
 
+/// Whether `f` may match events of `kind`: it names no kinds, or names that one.
+[[nodiscard]] bool may_match_kind(const filter& f, std::uint32_t kind) noexcept;
+
 } // namespace comb::protocol

@@ -219,11 +219,12 @@ std::vector<bytes32> comment_roots(const event& ev) {
   return roots;
 }
 
-bool names_in_room_change(const event& ev, std::string_view pubkey_hex) {
+bool names_in_room_change(const event& ev, const bytes32& pubkey) {
   if (!shown_to_named(ev.kind))
     return false;
   return std::any_of(ev.tags.begin(), ev.tags.end(), [&](const tag& t) {
-    return t.size() >= 2 && t[0] == "p" && t[1] == pubkey_hex;
+    bytes32 named{};
+    return t.size() >= 2 && t[0] == "p" && decode_lower_hex(t[1], named) && named == pubkey;
   });
 }
 

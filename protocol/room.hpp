@@ -56,8 +56,9 @@ inline constexpr std::size_t max_roles_per_member = 8;
   return kind == room_put_user_kind || kind == room_remove_user_kind;
 }
 
-/// Whether `ev` is a 9000 or 9001 with a `p` tag naming `pubkey_hex` (shown_to_named).
-[[nodiscard]] bool names_in_room_change(const event& ev, std::string_view pubkey_hex);
+/// Whether `ev` is a 9000 or 9001 with a `p` tag naming `pubkey` in lowercase hex, as the
+/// database compares it (shown_to_named).
+[[nodiscard]] bool names_in_room_change(const event& ev, const bytes32& pubkey);
 
 /// NIP-22 comments name the room of what they comment on only through their root: Flotilla's
 /// makeComment copies no `h`. A 1111 without an `h` of its own belongs to the rooms of the

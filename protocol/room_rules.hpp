@@ -149,6 +149,13 @@ struct room_hiding {
     return unseen.empty() && state_only.empty() && codes_hidden.empty();
   }
 
+  /// The rooms whose regular events (a post, a comment) the reader may not see.
+  [[nodiscard]] std::vector<std::string> regular_hidden() const {
+    std::vector<std::string> rooms = unseen;
+    rooms.insert(rooms.end(), state_only.begin(), state_only.end());
+    return rooms;
+  }
+
   friend bool operator==(const room_hiding&, const room_hiding&) = default;
 };
 

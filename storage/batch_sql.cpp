@@ -343,6 +343,16 @@ std::optional<pg_reply> remember_deletions(pg_connection& connection, const stor
   return reply.ok() ? std::nullopt : std::optional(std::move(reply));
 }
 
+/// Adds `sql` to `statements` when `wanted`, its array `params` sent in binary; its reply's
+/// place, or nothing.
+std::optional<std::size_t> read_if(std::vector<pg_connection::pipelined>& statements, bool wanted,
+                                   std::string_view sql, const pg_params& params) {
+  if (!wanted)
+    return std::nullopt;
+  statements.push_back({sql, &params, std::vector<bool>(params.size(), true)});
+  return statements.size() - 1;
+}
+
 } // namespace
 
 std::variant<batch_snapshot, pg_reply> begin_with_snapshot(pg_connection& connection,
@@ -369,25 +379,19 @@ std::variant<batch_snapshot, pg_reply> begin_with_snapshot(pg_connection& connec
   // takes it exclusively (room_store delete_room), so it either committed before this read (and
   // its room's late events are refused) or waits for this batch (and deletes them with the rest).
   const pg_params room_params = room_columns(keys.rooms);
-  std::optional<std::size_t> rooms_reply;
-  if (!keys.rooms.empty()) {
-    rooms_reply = statements.size();
-    statements.push_back({"SELECT r.community_id, r.room_id FROM unnest($1::bigint[], $2::text[])"
-                          " AS k(community_id, room_id) JOIN rooms r ON r.community_id = k.community_id"
-                          " AND r.room_id = k.room_id",
-                          &room_params, std::vector<bool>(room_params.size(), true)});
-  }
+  auto rooms_reply = read_if(statements, !keys.rooms.empty(),
+                             "SELECT r.community_id, r.room_id FROM unnest($1::bigint[], $2::text[])"
+                             " AS k(community_id, room_id) JOIN rooms r ON r.community_id = k.community_id"
+                             " AND r.room_id = k.room_id",
+                             room_params);
   // The rooms of the comments' roots (protocol::comment_roots), read after the community lock
   // too: stored with each comment, they decide who reads it.
   const pg_params root_params = id_columns(keys.comment_roots);
-  std::optional<std::size_t> roots_reply;
-  if (!keys.comment_roots.empty()) {
-    roots_reply = statements.size();
-    statements.push_back({"SELECT t.community_id, t.event_id, t.value FROM unnest($1::bigint[], $2::bytea[])"
-                          " AS k(community_id, id) JOIN event_tags t ON t.community_id = k.community_id"
-                          " AND t.event_id = k.id AND t.name = 'h'",
-                          &root_params, std::vector<bool>(root_params.size(), true)});
-  }
+  auto roots_reply = read_if(statements, !keys.comment_roots.empty(),
+                             "SELECT t.community_id, t.event_id, t.value FROM unnest($1::bigint[], $2::bytea[])"
+                             " AS k(community_id, id) JOIN event_tags t ON t.community_id = k.community_id"
+                             " AND t.event_id = k.id AND t.name = 'h'",
+                             root_params);
   if (with_transaction)
     statements.push_back({"SELECT txid_current() % 4294967296", nullptr, {}});
   statements.push_back({snapshot_sql(!keys.addresses.empty()), &read_params,

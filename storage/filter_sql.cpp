@@ -46,9 +46,7 @@ public:
   /// Leaves out of every filter that may match a comment the comments of `hiding`'s rooms
   /// (comment_rooms_sql), when it hides any room's regular events.
   void hide_comments(const protocol::room_hiding& hiding) {
-    hidden_comment_rooms_ = hiding.unseen;
-    hidden_comment_rooms_.insert(hidden_comment_rooms_.end(), hiding.state_only.begin(),
-                                 hiding.state_only.end());
+    hidden_comment_rooms_ = hiding.regular_hidden();
   }
 
   /// The placeholder of the rooms whose comments are hidden, added when first asked for (a
@@ -148,12 +146,11 @@ bool reads_by_tag(const protocol::filter& f) {
 /// `k.kind`), or with the first tag condition already met by the row's tag `t`.
 enum class keys_from { filter, ranges, first_tag };
 
-/// The WHERE conditions of one filter that can match (see can_match).
 /// A comment (protocol::comment_roots) shows where the rooms it was stored with (event_tags
 /// rows named storage::comment_room_tag) all show a regular event: as the rooms a live one
 /// carries (actors/connection/connection.cpp `connection::event_visible`).
 std::string comment_rooms_sql(const protocol::filter& f, param_list& params) {
-  if (f.kinds && std::find(f.kinds->begin(), f.kinds->end(), protocol::comment_kind) == f.kinds->end())
+  if (!protocol::may_match_kind(f, protocol::comment_kind))
     return {};
   const std::string hidden = params.hidden_comment_rooms();
   if (hidden.empty())
@@ -164,6 +161,7 @@ std::string comment_rooms_sql(const protocol::filter& f, param_list& params) {
          + hidden + ")))";
 }
 
+/// The WHERE conditions of one filter that can match (see can_match).
 std::string where_sql(const protocol::filter& f, param_list& params,
                       keys_from keys = keys_from::filter) {
   bool per_range = keys == keys_from::ranges;

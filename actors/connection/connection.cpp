@@ -257,10 +257,9 @@ bool connection::event_visible(const live_event& event) const {
   if (ev.kind == protocol::comment_kind && policy_.members && !protocol::comment_roots(ev).empty()) {
     if (event.comment_rooms)
       return rooms_visible(*event.comment_rooms, ev.kind);
-    auto hiding = hidden_rooms();
-    return hiding.unseen.empty() && hiding.state_only.empty();
+    return hidden_rooms().regular_hidden().empty();
   }
-  bool names_reader = authenticated_ && protocol::names_in_room_change(ev, protocol::to_hex(*authenticated_));
+  bool names_reader = authenticated_ && protocol::names_in_room_change(ev, *authenticated_);
   return rooms_visible(protocol::rooms_of_event(ev), ev.kind, names_reader);
 }
 
@@ -268,7 +267,7 @@ protocol::room_hiding connection::hidden_comments(const std::vector<protocol::fi
   if (!policy_.members || !policy_.members->rooms()->concerns_rows())
     return {};
   for (const auto& f : filters)
-    if (!f.kinds || std::ranges::find(*f.kinds, protocol::comment_kind) != f.kinds->end())
+    if (protocol::may_match_kind(f, protocol::comment_kind))
       return hidden_rooms();
   return {};
 }

@@ -1,15 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "storage/migrations.hpp"
 
-#include <set>
-
-#include "storage/pg_connection.hpp"
-
 namespace comb::storage {
 namespace {
-
-// Any fixed number works as long as nothing else in the database uses it; "comb" in ASCII.
-constexpr const char* migration_lock_key = "1668246882";
 
 // -- migration 1: communities, events, tags, NIP-09 memory ----------------------
 // events -> communities is a real foreign key on purpose: membership writers lock the
@@ -518,6 +511,24 @@ SELECT DISTINCT c.community_id, c.event_id, 'room', r.value, c.created_at, c.kin
                    AND o.event_id = c.event_id AND o.name IN ('h', 'room'));
 )sql";
 
+// A comment's `room` rows are not among its tags, which comb_event_deleted deletes by the values
+// in `raw`: a trigger of their own deletes them with the comment (a kind 5, an expiry, a room
+// deletion), found by the comment's id in an index of those rows only.
+constexpr const char* migration_27 = R"sql(
+CREATE INDEX event_tags_comment_room ON event_tags (community_id, event_id) WHERE name = 'room';
+DELETE FROM event_tags t WHERE t.name = 'room' AND NOT EXISTS
+  (SELECT 1 FROM events e WHERE e.community_id = t.community_id AND e.id = t.event_id);
+
+CREATE FUNCTION comb_comment_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  DELETE FROM event_tags WHERE community_id = OLD.community_id AND event_id = OLD.id AND name = 'room';
+  RETURN NULL;
+END $$;
+
+CREATE TRIGGER comments_deleted_rooms AFTER DELETE ON events
+  FOR EACH ROW WHEN (OLD.kind = 1111) EXECUTE FUNCTION comb_comment_deleted();
+)sql";
+
 constexpr migration migrations[] = {
   {1, "communities, events, tags, deletions", migration_1},
   {2, "members, invites, allowlist", migration_2},
@@ -539,71 +550,13 @@ constexpr migration migrations[] = {
    migration_24},
   {25, "a TRUNCATE of members, bans or rooms bumps every community's state version", migration_25},
   {26, "comments stored with the rooms of their threads", migration_26},
+  {27, "a comment's rooms deleted with it", migration_27},
 };
-
-constexpr const char* create_ledger = R"sql(
-CREATE TABLE IF NOT EXISTS schema_migrations (
-  version INTEGER PRIMARY KEY,
-  name TEXT NOT NULL,
-  applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
-)
-)sql";
-
-std::optional<std::string> failure(const char* step, const pg_reply& reply) {
-  return std::string("schema migration: ") + step + ": " + reply.error();
-}
-
-std::optional<std::string> apply_one(pg_connection& connection, const migration& m) {
-  if (auto begin = connection.exec("BEGIN"); !begin.ok())
-    return failure("begin", begin);
-  auto script = connection.exec_script(m.sql);
-  auto record = script.ok() ? connection.exec(
-                                "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
-                                {std::to_string(m.version), std::string(m.name)})
-                            : pg_reply{};
-  if (!script.ok() || !record.ok()) {
-    (void)connection.exec("ROLLBACK");
-    return failure(("version " + std::to_string(m.version)).c_str(),
-                   script.ok() ? record : script);
-  }
-  if (auto commit = connection.exec("COMMIT"); !commit.ok())
-    return failure("commit", commit);
-  return std::nullopt;
-}
-
-std::optional<std::string> apply_missing(pg_connection& connection) {
-  if (auto ledger = connection.exec(create_ledger); !ledger.ok())
-    return failure("create schema_migrations", ledger);
-  auto applied = connection.exec("SELECT version FROM schema_migrations");
-  if (!applied.ok())
-    return failure("read schema_migrations", applied);
-  std::set<std::int64_t> done;
-  for (int row = 0; row < applied.rows(); ++row)
-    done.insert(applied.integer(row, 0));
-  for (const auto& m : all_migrations())
-    if (!done.contains(m.version))
-      if (auto error = apply_one(connection, m))
-        return error;
-  return std::nullopt;
-}
 
 } // namespace
 
 std::span<const migration> all_migrations() noexcept {
   return migrations;
-}
-
-std::optional<std::string> apply_migrations(pg_connection& connection) {
-  if (auto error = connection.ensure_connected())
-    return "schema migration: " + *error;
-  // Session-level lock: held across the per-migration transactions, released below or when
-  // the connection ends.
-  if (auto lock = connection.exec("SELECT pg_advisory_lock($1::bigint)", {migration_lock_key});
-      !lock.ok())
-    return failure("lock", lock);
-  auto error = apply_missing(connection);
-  (void)connection.exec("SELECT pg_advisory_unlock($1::bigint)", {migration_lock_key});
-  return error;
 }
 
 } // namespace comb::storage

@@ -221,4 +221,15 @@ TEST_CASE_METHOD(test::store_fixture, "a comment is stored with its thread's roo
   auto counted = events.count(community, {threads}, now, kitchen_unseen);
   REQUIRE(counted.ok);
   CHECK(counted.count == 1);
+  // A comment's rooms go with it (migration 27): none is left behind to hide an event that
+  // might one day carry its id.
+  auto room_rows = [&] {
+    storage::pg_connection reader(database.conninfo());
+    return test::scalar(reader, "SELECT count(*) FROM event_tags WHERE community_id = $1::bigint AND name = 'room'",
+                        {std::to_string(community)});
+  };
+  CHECK(room_rows() == "2");
+  auto deletion = alice.sign(5, now - 1, {{"e", protocol::to_hex(on_kitchen->id)}});
+  REQUIRE(store_one(events, community, deletion).result == status::stored);
+  CHECK(room_rows() == "1");
 }

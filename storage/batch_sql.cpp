@@ -343,6 +343,16 @@ std::optional<pg_reply> remember_deletions(pg_connection& connection, const stor
   return reply.ok() ? std::nullopt : std::optional(std::move(reply));
 }
 
+/// A stored room's row (community in column 0, the room's id in `id_column`, its `restricted`
+/// flag in `restricted_column`) into the snapshot's rooms.
+void add_room_row(const pg_reply& reply, int row, int id_column, int restricted_column,
+                  batch_snapshot& snapshot) {
+  std::pair<std::int64_t, std::string> room{reply.integer(row, 0), std::string(reply.text(row, id_column))};
+  if (reply.text(row, restricted_column) == "t")
+    snapshot.restricted_rooms.insert(room);
+  snapshot.rooms.insert(std::move(room));
+}
+
 /// Adds `sql` to `statements` when `wanted`, its array `params` sent in binary; its reply's
 /// place, or nothing.
 std::optional<std::size_t> read_if(std::vector<pg_connection::pipelined>& statements, bool wanted,
@@ -380,17 +390,19 @@ std::variant<batch_snapshot, pg_reply> begin_with_snapshot(pg_connection& connec
   // its room's late events are refused) or waits for this batch (and deletes them with the rest).
   const pg_params room_params = room_columns(keys.rooms);
   auto rooms_reply = read_if(statements, !keys.rooms.empty(),
-                             "SELECT r.community_id, r.room_id FROM unnest($1::bigint[], $2::text[])"
+                             "SELECT r.community_id, r.room_id, r.restricted FROM unnest($1::bigint[], $2::text[])"
                              " AS k(community_id, room_id) JOIN rooms r ON r.community_id = k.community_id"
                              " AND r.room_id = k.room_id",
                              room_params);
   // The rooms of the comments' roots (protocol::comment_roots), read after the community lock
-  // too: stored with each comment, they decide who reads it.
+  // too: stored with each comment, they decide who reads it, and a restricted one who may post.
   const pg_params root_params = id_columns(keys.comment_roots);
   auto roots_reply = read_if(statements, !keys.comment_roots.empty(),
-                             "SELECT t.community_id, t.event_id, t.value FROM unnest($1::bigint[], $2::bytea[])"
-                             " AS k(community_id, id) JOIN event_tags t ON t.community_id = k.community_id"
-                             " AND t.event_id = k.id AND t.name = 'h'",
+                             "SELECT t.community_id, t.event_id, t.value, r.restricted"
+                             " FROM unnest($1::bigint[], $2::bytea[]) AS k(community_id, id)"
+                             " JOIN event_tags t ON t.community_id = k.community_id"
+                             " AND t.event_id = k.id AND t.name = 'h'"
+                             " LEFT JOIN rooms r ON r.community_id = t.community_id AND r.room_id = t.value",
                              root_params);
   if (with_transaction)
     statements.push_back({"SELECT txid_current() % 4294967296", nullptr, {}});
@@ -412,15 +424,47 @@ std::variant<batch_snapshot, pg_reply> begin_with_snapshot(pg_connection& connec
     add_snapshot_row(reply, row, snapshot);
   if (rooms_reply)
     for (int row = 0; row < replies[*rooms_reply].rows(); ++row)
-      snapshot.rooms.emplace(replies[*rooms_reply].integer(row, 0),
-                             std::string(replies[*rooms_reply].text(row, 1)));
+      add_room_row(replies[*rooms_reply], row, 1, 2, snapshot);
   if (roots_reply)
-    for (int row = 0; row < replies[*roots_reply].rows(); ++row)
-      snapshot.root_rooms[{replies[*roots_reply].integer(row, 0), bytes32_field(replies[*roots_reply], row, 1)}]
-        .emplace_back(replies[*roots_reply].text(row, 2));
+    for (int row = 0; row < replies[*roots_reply].rows(); ++row) {
+      const pg_reply& roots = replies[*roots_reply];
+      snapshot.root_rooms[{roots.integer(row, 0), bytes32_field(roots, row, 1)}].emplace_back(roots.text(row, 2));
+      if (!roots.is_null(row, 3))
+        add_room_row(roots, row, 2, 3, snapshot);
+    }
   if (with_transaction)
     snapshot.transaction = static_cast<std::uint32_t>(replies[replies.size() - 2].integer(0, 0));
   return snapshot;
+}
+
+std::optional<pg_reply> read_room_posters(pg_connection& connection,
+                                          const std::vector<room_poster>& posters,
+                                          batch_snapshot& snapshot) {
+  if (posters.empty())
+    return std::nullopt;
+  pg_binary_array communities(pg_type::int8), rooms(pg_type::text), pubkeys(pg_type::bytea);
+  for (const auto& poster : posters) {
+    communities.add_integer(poster.community_id);
+    rooms.add_bytes(std::string_view(poster.room));
+    pubkeys.add_bytes(poster.pubkey);
+  }
+  // protocol::room_write_allowed, for a restricted room: its members, the community's owner
+  // and admins.
+  auto reply = exec_binary(
+    connection,
+    "SELECT k.community_id, k.room_id, k.pubkey FROM unnest($1::bigint[], $2::text[], $3::bytea[])"
+    " AS k(community_id, room_id, pubkey)"
+    " WHERE EXISTS (SELECT 1 FROM room_members rm WHERE rm.community_id = k.community_id"
+    " AND rm.room_id = k.room_id AND rm.pubkey = k.pubkey)"
+    " OR EXISTS (SELECT 1 FROM members m WHERE m.community_id = k.community_id"
+    " AND m.pubkey = k.pubkey AND m.role IN ('owner', 'admin'))",
+    {communities.str(), rooms.str(), pubkeys.str()});
+  if (!reply.ok())
+    return reply;
+  for (int row = 0; row < reply.rows(); ++row)
+    snapshot.room_posters.insert(
+      room_poster{reply.integer(row, 0), std::string(reply.text(row, 1)), bytes32_field(reply, row, 2)});
+  return std::nullopt;
 }
 
 std::optional<pg_reply> write_plan(pg_connection& connection,

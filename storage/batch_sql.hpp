@@ -27,6 +27,12 @@ namespace comb::storage {
   pg_connection& connection, const std::vector<lock_request>& locks, const batch_keys& keys,
   bool with_transaction = false);
 
+/// Reads which of `posters` may post in their room (batch_snapshot::room_posters), in the
+/// batch's transaction after begin_with_snapshot; a failed read is the caller's to roll back.
+[[nodiscard]] std::optional<pg_reply> read_room_posters(pg_connection& connection,
+                                                        const std::vector<room_poster>& posters,
+                                                        batch_snapshot& snapshot);
+
 /// Writes the plan. An insert that finds its id already stored (a concurrent writer of the same
 /// event committed after the snapshot was read) fails with unique_violation (23505): the
 /// caller replays the batch, whose snapshot then holds that id.

@@ -43,9 +43,12 @@ std::optional<pg_reply> plan_and_write(pg_connection& connection,
   auto snapshot = begin_with_snapshot(connection, locks_for(keys), keys, transaction != nullptr);
   if (auto* failed = std::get_if<pg_reply>(&snapshot))
     return std::move(*failed);
+  auto& read = std::get<batch_snapshot>(snapshot);
   if (transaction)
-    *transaction = std::get<batch_snapshot>(snapshot).transaction;
-  store_plan plan = plan_batch(writes, std::get<batch_snapshot>(snapshot));
+    *transaction = read.transaction;
+  if (auto failed = read_room_posters(connection, comment_posters(writes, read), read))
+    return failed;
+  store_plan plan = plan_batch(writes, read);
   if (auto failed = write_plan(connection, writes, plan))
     return failed;
   outcomes = std::move(plan.outcomes);

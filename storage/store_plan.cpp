@@ -38,6 +38,26 @@ void sort_unique(std::vector<T>& values) {
   values.erase(std::unique(values.begin(), values.end()), values.end());
 }
 
+/// The rooms of a comment's roots: as stored (the snapshot), or the `h` of a root written in
+/// the batch (`written(key)`: its write, or nullptr).
+template <class WrittenRoot>
+std::vector<std::string> rooms_of_comment_roots(std::int64_t community_id,
+                                                const std::vector<protocol::bytes32>& roots,
+                                                const batch_snapshot& snapshot, WrittenRoot written) {
+  std::vector<std::string> rooms;
+  for (const auto& root : roots) {
+    const event_key key{community_id, root};
+    if (auto stored = snapshot.root_rooms.find(key); stored != snapshot.root_rooms.end())
+      rooms.insert(rooms.end(), stored->second.begin(), stored->second.end());
+    else if (const event_write* w = written(key))
+      for (const auto& t : w->ev->tags)
+        if (t.size() >= 2 && t[0] == "h")
+          rooms.push_back(t[1]);
+  }
+  sort_unique(rooms);
+  return rooms;
+}
+
 /// Replays the batch in order against the snapshot, so later writes see earlier ones (a
 /// deletion after its target, a newer version after an older one, the same event twice).
 class batch_replay {
@@ -73,6 +93,12 @@ private:
     for (const auto& room : w.rooms)
       if (!state_.rooms.contains({w.community_id, room}))
         return outcome(store_outcome::status::refused, msg_room_deleted);
+    std::optional<std::vector<std::string>> comment_rooms;
+    if (auto roots = protocol::comment_roots(ev); !roots.empty()) {
+      comment_rooms = rooms_of_roots(w.community_id, roots);
+      if (posts_where_not_allowed(w, *comment_rooms))
+        return outcome(store_outcome::status::refused, msg_room_restricted);
+    }
     // NIP-09: deleting a deletion has no effect, so a kind 5 is never refused as deleted.
     if (ev.kind != deletion_kind && state_.tombstones.contains(tombstone{key, ev.pubkey}))
       return outcome(store_outcome::status::refused, msg_deleted_id);
@@ -97,26 +123,29 @@ private:
       apply_deletion(w);
     store_outcome stored = outcome(store_outcome::status::stored, "");
     stored.replaced = replaced;
-    if (auto roots = protocol::comment_roots(ev); !roots.empty())
-      stored.comment_rooms = rooms_of_roots(w.community_id, roots);
+    stored.comment_rooms = std::move(comment_rooms);
     return stored;
   }
 
   /// The rooms of a comment's roots: as stored, or as written earlier in this batch.
   [[nodiscard]] std::vector<std::string> rooms_of_roots(std::int64_t community_id,
                                                         const std::vector<protocol::bytes32>& roots) const {
-    std::vector<std::string> rooms;
-    for (const auto& root : roots) {
-      const event_key key{community_id, root};
-      if (auto stored = state_.root_rooms.find(key); stored != state_.root_rooms.end())
-        rooms.insert(rooms.end(), stored->second.begin(), stored->second.end());
-      else if (auto pending = pending_.find(key); pending != pending_.end())
-        for (const auto& t : writes_[pending->second].ev->tags)
-          if (t.size() >= 2 && t[0] == "h")
-            rooms.push_back(t[1]);
-    }
-    sort_unique(rooms);
-    return rooms;
+    return rooms_of_comment_roots(community_id, roots, state_, [&](const event_key& key) {
+      auto pending = pending_.find(key);
+      return pending == pending_.end() ? nullptr : &writes_[pending->second];
+    });
+  }
+
+  /// A comment posted into a restricted room of its thread by someone who may not post there.
+  [[nodiscard]] bool posts_where_not_allowed(const event_write& w,
+                                             const std::vector<std::string>& rooms) const {
+    if (!w.recheck_access) // an import restores what the community held
+      return false;
+    for (const auto& room : rooms)
+      if (state_.restricted_rooms.contains({w.community_id, room})
+          && !state_.room_posters.contains(room_poster{w.community_id, room, w.ev->pubkey}))
+        return true;
+    return false;
   }
 
   /// What the database's access says of a write the pod admitted with its cache. Join and
@@ -205,8 +234,15 @@ batch_keys keys_of(std::span<const event_write> writes) {
     for (const auto& root : protocol::comment_roots(*w.ev))
       keys.comment_roots.push_back({w.community_id, root});
   }
-  sort_unique(keys.rooms);
   sort_unique(keys.comment_roots);
+  // A root written in the same batch: whether its rooms are restricted is read with the rest.
+  for (const auto& w : writes)
+    if (std::binary_search(keys.comment_roots.begin(), keys.comment_roots.end(),
+                           event_key{w.community_id, w.ev->id}))
+      for (const auto& t : w.ev->tags)
+        if (t.size() >= 2 && t[0] == "h")
+          keys.rooms.emplace_back(w.community_id, t[1]);
+  sort_unique(keys.rooms);
   sort_unique(keys.ids);
   sort_unique(keys.addresses);
   sort_unique(keys.authors);
@@ -223,6 +259,32 @@ std::vector<lock_request> locks_for(const batch_keys& keys) {
   for (const auto& [key, exclusive] : wanted)
     locks.push_back({key, exclusive});
   return locks; // ascending by key, from the map
+}
+
+std::vector<room_poster> comment_posters(std::span<const event_write> writes,
+                                         const batch_snapshot& snapshot) {
+  if (snapshot.restricted_rooms.empty())
+    return {};
+  // Any write of the batch may be a root here: a superset of what the replay will find written
+  // before each comment, which costs only a row more to read.
+  std::map<event_key, const event_write*> by_id;
+  for (const auto& w : writes)
+    by_id.emplace(event_key{w.community_id, w.ev->id}, &w);
+  std::vector<room_poster> posters;
+  for (const auto& w : writes) {
+    auto roots = protocol::comment_roots(*w.ev);
+    if (roots.empty() || !w.recheck_access)
+      continue;
+    auto rooms = rooms_of_comment_roots(w.community_id, roots, snapshot, [&](const event_key& key) {
+      auto found = by_id.find(key);
+      return found == by_id.end() ? nullptr : found->second;
+    });
+    for (auto& room : rooms)
+      if (snapshot.restricted_rooms.contains({w.community_id, room}))
+        posters.push_back(room_poster{w.community_id, std::move(room), w.ev->pubkey});
+  }
+  sort_unique(posters);
+  return posters;
 }
 
 store_plan plan_batch(std::span<const event_write> writes, const batch_snapshot& snapshot) {

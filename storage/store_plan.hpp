@@ -41,6 +41,15 @@ struct stored_event {
   std::optional<address> addr;
 };
 
+/// Someone posting in a room: a comment's author in a room of its thread.
+struct room_poster {
+  std::int64_t community_id = 0;
+  std::string room;
+  protocol::bytes32 pubkey{};
+
+  friend auto operator<=>(const room_poster&, const room_poster&) = default;
+};
+
 /// What a batch's keys look like in the database.
 struct batch_snapshot {
   std::map<event_key, stored_event> events;     ///< by id: the batch's ids and `e` targets
@@ -56,10 +65,15 @@ struct batch_snapshot {
   std::set<std::int64_t> archived_communities;
   /// Of the batch's (community, author) pairs, those where the author is a member.
   std::set<std::pair<std::int64_t, protocol::bytes32>> member_authors;
-  /// Of the rooms the batch's writes were admitted into, those that exist.
+  /// Of the rooms the batch's writes were admitted into and its comment roots' rooms, those that exist.
   std::set<std::pair<std::int64_t, std::string>> rooms;
   /// The rooms (`h`) of each stored comment root of the batch (batch_keys::comment_roots).
   std::map<event_key, std::vector<std::string>> root_rooms;
+  /// Of the rooms read (the writes' and the comment roots'), those only members may post in.
+  std::set<std::pair<std::int64_t, std::string>> restricted_rooms;
+  /// Of the comment_posters, those who may post in the room: its members, the community's
+  /// owner and admins (protocol::room_write_allowed). Read after the rest, and only for them.
+  std::set<room_poster> room_posters;
   /// The batch transaction's id modulo 2^32, the `xmin` of the rows it inserts; 0 when not read.
   std::uint32_t transaction = 0;
 };
@@ -70,7 +84,8 @@ struct batch_keys {
   std::vector<address> addresses;      ///< the writes' addresses and those their `a` tags delete
   std::map<std::int64_t, bool> communities; ///< community -> deletes by id (exclusive lock)
   std::vector<std::pair<std::int64_t, protocol::bytes32>> authors; ///< (community, pubkey)
-  std::vector<std::pair<std::int64_t, std::string>> rooms; ///< (community, room) of event_write::rooms
+  /// (community, room) of event_write::rooms, and the `h` of the comment roots written in the batch
+  std::vector<std::pair<std::int64_t, std::string>> rooms;
   std::vector<event_key> comment_roots; ///< protocol::comment_roots of the writes
 };
 
@@ -95,6 +110,12 @@ struct store_plan {
 
 [[nodiscard]] std::vector<lock_request> locks_for(const batch_keys& keys);
 
+/// The comments' authors in the restricted rooms of their threads, whose right to post there the
+/// batch reads before it plans (a comment has no `h` for the connection to check: its rooms are
+/// those of its roots, known only here). Empty for a batch of no such comment.
+[[nodiscard]] std::vector<room_poster> comment_posters(std::span<const event_write> writes,
+                                                       const batch_snapshot& snapshot);
+
 [[nodiscard]] store_plan plan_batch(std::span<const event_write> writes,
                                     const batch_snapshot& snapshot);
 
@@ -109,6 +130,7 @@ inline constexpr const char* msg_archived = "restricted: this community is archi
 inline constexpr const char* msg_not_member =
   "restricted: the author of this event is not a member of this community";
 inline constexpr const char* msg_room_deleted = "invalid: the room this event was posted to was deleted";
+inline constexpr const char* msg_room_restricted = "restricted: only members of this room may post in it";
 inline constexpr const char* msg_failed = "error: could not store the event, please retry";
 
 } // namespace comb::storage

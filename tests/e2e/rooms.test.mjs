@@ -176,7 +176,7 @@ describe('rooms in a community, as Flotilla uses them', () => {
     await anonymous.close()
   })
 
-  it("keeps comments on a private room's thread to the room, as Flotilla's makeComment sends them (no h)", async () => {
+  it("keeps comments on a private room's thread to the room, as Flotilla's makeComment sends them (no h), and to its posters", async () => {
     const { relay } = ctx
     // welshman's tagEventForComment on a root event: K, P, E, then k, p, e; no h.
     const commentOn = (root, content) => makeEvent(1111, {
@@ -199,6 +199,9 @@ describe('rooms in a community, as Flotilla uses them', () => {
     accepted(reply)
     const publicComment = await alice.publish(relay, commentOn(publicThread.event, 'thin'))
     accepted(publicComment)
+    // Posting in the thread is the room's to allow, as for an event with its h: carol is not in it.
+    refused(await carol.publish(relay, commentOn(secretThread.event, 'let me in')),
+      /^restricted: only members of this room may post in it/)
     for (let i = 0; i < 100 && (watching.events.length < 1 || bobWatching.events.length < 3); i++)
       await new Promise((resolve) => setTimeout(resolve, 50))
     await new Promise((resolve) => setTimeout(resolve, 300))

@@ -233,3 +233,55 @@ TEST_CASE_METHOD(test::store_fixture, "a comment is stored with its thread's roo
   REQUIRE(store_one(events, community, deletion).result == status::stored);
   CHECK(room_rows() == "1");
 }
+
+TEST_CASE_METHOD(test::store_fixture, "a comment in a restricted room's thread is stored only for those who may post there",
+                 "[integration][event_store][rooms]") {
+  author member{12}, outsider{13}, admin{14};
+  const std::string id = std::to_string(community);
+  (void)test::scalar(connection, "INSERT INTO rooms (community_id, room_id, restricted) VALUES"
+                                 " ($1::bigint, 'office', true), ($1::bigint, 'lobby', false) RETURNING 1",
+                     {id});
+  (void)test::scalar(connection, "INSERT INTO room_members (community_id, room_id, pubkey)"
+                                 " VALUES ($1::bigint, 'office', decode($2, 'hex')) RETURNING 1",
+                     {id, protocol::to_hex(member.pubkey())});
+  (void)test::scalar(connection, "INSERT INTO members (community_id, pubkey, role)"
+                                 " VALUES ($1::bigint, decode($2, 'hex'), 'admin') RETURNING 1",
+                     {id, protocol::to_hex(admin.pubkey())});
+  auto office_thread = member.sign(11, now - 20, {{"h", "office"}});
+  auto lobby_thread = member.sign(11, now - 19, {{"h", "lobby"}});
+  for (const auto& thread : {office_thread, lobby_thread})
+    REQUIRE(store_one(events, community, thread).result == status::stored);
+  std::int64_t at = now - 18;
+  auto comment = [&](author& who, const test::event_ptr& root) {
+    return who.sign(1111, at++, {{"K", "11"}, {"E", protocol::to_hex(root->id)}, {"e", protocol::to_hex(root->id)}});
+  };
+  // A new thread and comments on it in one batch: its room is read with the batch's.
+  auto second_office_thread = member.sign(11, now - 10, {{"h", "office"}});
+  std::vector<test::event_ptr> batch{comment(outsider, office_thread), comment(member, office_thread),
+                                     comment(admin, office_thread),    comment(outsider, lobby_thread),
+                                     second_office_thread,             comment(outsider, second_office_thread),
+                                     comment(member, second_office_thread)};
+  std::vector<storage::event_write> writes;
+  for (const auto& ev : batch)
+    writes.push_back(test::write_of(community, ev));
+  auto outcomes = events.store_batch(writes);
+  REQUIRE(outcomes.size() == batch.size());
+  test::check_outcome(outcomes[0], status::refused, storage::msg_room_restricted);
+  test::check_outcome(outcomes[1], status::stored, "");
+  test::check_outcome(outcomes[2], status::stored, "");
+  test::check_outcome(outcomes[3], status::stored, "");
+  test::check_outcome(outcomes[4], status::stored, "");
+  test::check_outcome(outcomes[5], status::refused, storage::msg_room_restricted);
+  test::check_outcome(outcomes[6], status::stored, "");
+  CHECK(outcomes[1].comment_rooms == std::vector<std::string>{"office"});
+  CHECK(outcomes[3].comment_rooms == std::vector<std::string>{"lobby"});
+  // Leaving the room takes the right away; an import restores what the community held.
+  (void)test::scalar(connection, "DELETE FROM room_members WHERE community_id = $1::bigint RETURNING 1", {id});
+  test::check_outcome(store_one(events, community, comment(member, office_thread)), status::refused,
+                storage::msg_room_restricted);
+  auto imported = test::write_of(community, comment(outsider, office_thread));
+  imported.recheck_access = false;
+  auto restored = events.store_batch(std::vector{imported});
+  REQUIRE(restored.size() == 1);
+  test::check_outcome(restored[0], status::stored, "");
+}

@@ -207,16 +207,21 @@ std::optional<rendered_rooms> rooms_of_rendered(std::string_view json) {
   return out;
 }
 
-std::vector<bytes32> comment_roots(const event& ev) {
-  if (ev.kind != comment_kind || room_of(ev))
+bool may_match_borrower(const filter& f) noexcept {
+  return may_match_kind(f, comment_kind) || may_match_kind(f, report_kind);
+}
+
+std::vector<bytes32> room_referents(const event& ev) {
+  if (!borrows_rooms(ev.kind) || room_of(ev))
     return {};
-  std::vector<bytes32> roots;
+  const std::string_view referent_tag = ev.kind == comment_kind ? "E" : "e";
+  std::vector<bytes32> ids;
   for (const auto& t : ev.tags) {
     bytes32 id{};
-    if (t.size() >= 2 && t[0] == "E" && decode_lower_hex(t[1], id))
-      roots.push_back(id);
+    if (t.size() >= 2 && t[0] == referent_tag && decode_lower_hex(t[1], id))
+      ids.push_back(id);
   }
-  return roots;
+  return ids;
 }
 
 bool names_in_room_change(const event& ev, const bytes32& pubkey) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "protocol/event.hpp"
+#include "protocol/filter.hpp"
 #include "protocol/result.hpp"
 
 namespace comb::protocol {
@@ -60,12 +61,20 @@ inline constexpr std::size_t max_roles_per_member = 8;
 /// database compares it (shown_to_named).
 [[nodiscard]] bool names_in_room_change(const event& ev, const bytes32& pubkey);
 
-/// NIP-22 comments name the room of what they comment on only through their root: Flotilla's
-/// makeComment copies no `h`. A 1111 without an `h` of its own belongs to the rooms of the
-/// events its `E` tags name; these are their ids (lowercase hex, as the database reads them:
-/// storage/filter_sql.cpp `comment_rooms_sql`). Empty for any other event.
+/// Some events name the room of what they refer to only through it: Flotilla copies no `h`
+/// onto a NIP-22 comment (makeComment) nor onto a NIP-56 report (makeReport). Such an event
+/// without an `h` of its own borrows the rooms of the events it refers to (its referents): a
+/// comment's `E` tags (its thread's root), a report's `e` tags (what it reports).
 inline constexpr std::uint32_t comment_kind = 1111;
-[[nodiscard]] std::vector<bytes32> comment_roots(const event& ev);
+inline constexpr std::uint32_t report_kind = 1984;
+[[nodiscard]] constexpr bool borrows_rooms(std::uint32_t kind) noexcept {
+  return kind == comment_kind || kind == report_kind;
+}
+/// Whether `f` may match an event that borrows rooms (its kinds allow a comment or a report).
+[[nodiscard]] bool may_match_borrower(const filter& f) noexcept;
+/// The ids of an event's referents (lowercase hex, as the database reads them:
+/// storage/filter_sql.cpp `borrowed_rooms_sql`); empty for an event that borrows no rooms.
+[[nodiscard]] std::vector<bytes32> room_referents(const event& ev);
 
 /// The rooms an event belongs to: the `d` of the relay's 39000-39005, else the value of every
 /// `h` tag (an event may name several rooms); empty for an event of no room.

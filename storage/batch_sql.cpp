@@ -5,6 +5,8 @@
 #include <tuple>
 
 #include "protocol/canonical_json.hpp"
+#include "protocol/hex.hpp"
+#include "protocol/nip62.hpp"
 #include "storage/pg_array.hpp"
 
 namespace comb::storage {
@@ -78,8 +80,8 @@ pg_params address_columns(const std::vector<address>& addresses) {
 // every batch until autovacuum analyzed the table. Each row says what it is in its first column;
 // then community_id, id, pubkey, kind, created_at (deleted_at for 'd'), d_tag, NULL where a
 // part has no such value.
-//   $1, $2: the batch's (community, id); $3, $4: its (community, author), for bans and
-//     whether the author is a member;
+//   $1, $2: the batch's (community, id); $3, $4: its (community, author), for bans, whether
+//     the author is a member, and until when the author asked to vanish (NIP-62);
 //   $5: its communities, locked FOR KEY SHARE (migration 18: no foreign key does it per event).
 //     A community deleted meanwhile is not returned: the DELETE committed first, or waits for
 //     this batch to commit and then deletes its events too. Its row says, in the kind column,
@@ -106,6 +108,10 @@ constexpr const char* snapshot_by_id =
   " FROM unnest($3::bigint[], $4::bytea[]) AS a(community_id, pubkey) CROSS JOIN LATERAL"
   " (SELECT * FROM members m WHERE m.community_id = a.community_id"
   " AND m.pubkey = a.pubkey OFFSET 0) m"
+  " UNION ALL SELECT 'v', v.community_id, NULL, v.pubkey, NULL, v.until, NULL"
+  " FROM unnest($3::bigint[], $4::bytea[]) AS a(community_id, pubkey) CROSS JOIN LATERAL"
+  " (SELECT * FROM vanished v WHERE v.community_id = a.community_id"
+  " AND v.pubkey = a.pubkey OFFSET 0) v"
   " UNION ALL SELECT 'c', c.id, NULL, NULL, (c.access = 'closed')::int"
   " + 2 * (c.archived_at IS NOT NULL)::int, NULL, NULL"
   " FROM (SELECT id, access, archived_at FROM communities"
@@ -189,6 +195,7 @@ void add_snapshot_row(const pg_reply& reply, int row, batch_snapshot& snapshot) 
     case 'b': snapshot.banned_ids.insert(event_key{community, bytes32_field(reply, row, 2)}); break;
     case 'p': snapshot.banned_authors.emplace(community, bytes32_field(reply, row, 3)); break;
     case 'm': snapshot.member_authors.emplace(community, bytes32_field(reply, row, 3)); break;
+    case 'v': snapshot.vanished_until[{community, bytes32_field(reply, row, 3)}] = reply.integer(row, 5); break;
     case 'c': add_community_row(reply, row, snapshot); break;
     default: break;
   }
@@ -284,7 +291,7 @@ void add_tag_row(pg_copy_rows& rows, const event_write& w, std::string_view name
   rows.add_int4(static_cast<std::int32_t>(w.ev->kind));
 }
 
-/// Each event's indexed tags, and a comment's rooms (store_outcome::comment_rooms) as rows
+/// Each event's indexed tags, and the rooms a comment or report borrows (store_outcome::borrowed_rooms) as rows
 /// named `room`, which no filter can name (a filter's tags are one letter).
 std::optional<pg_reply> insert_tags(pg_connection& connection,
                                     std::span<const event_write> writes,
@@ -294,9 +301,9 @@ std::optional<pg_reply> insert_tags(pg_connection& connection,
     const event_write& w = writes[index];
     for (const auto& [tag_name, tag_value] : indexed_tags(*w.ev))
       add_tag_row(rows, w, std::string_view(&tag_name, 1), tag_value);
-    if (const auto& rooms = plan.outcomes[index].comment_rooms)
+    if (const auto& rooms = plan.outcomes[index].borrowed_rooms)
       for (const auto& room : *rooms)
-        add_tag_row(rows, w, comment_room_tag, room);
+        add_tag_row(rows, w, borrowed_room_tag, room);
   }
   if (rows.rows() == 0)
     return std::nullopt;
@@ -341,6 +348,35 @@ std::optional<pg_reply> remember_deletions(pg_connection& connection, const stor
     " SET deleted_at = GREATEST(deleted_addresses.deleted_at, EXCLUDED.deleted_at)",
     params);
   return reply.ok() ? std::nullopt : std::optional(std::move(reply));
+}
+
+/// NIP-62, one statement per step and with its own values, so each is planned as index probes
+/// (events_author_kind; event_tags_value for the wraps) whatever the tables' statistics say: the
+/// batch holds its community's lock exclusively meanwhile. Each deleted event takes its tags
+/// (and the rooms it borrowed) with it by trigger.
+std::optional<pg_reply> carry_out_vanish(pg_connection& connection, const vanish_request& request) {
+  const std::string community = std::to_string(request.community_id);
+  const std::string until = std::to_string(request.until);
+  const std::string pubkey(reinterpret_cast<const char*>(request.pubkey.data()), request.pubkey.size());
+  const std::string request_id(reinterpret_cast<const char*>(request.request_id.data()), request.request_id.size());
+  auto authored = connection.exec("DELETE FROM events WHERE community_id = $1::bigint AND pubkey = $2::bytea"
+                                  " AND created_at <= $3::bigint",
+                                  {community, pubkey, until}, std::vector<bool>{false, true, false});
+  if (!authored.ok())
+    return authored;
+  auto wraps = connection.exec(
+    "DELETE FROM events WHERE community_id = $1::bigint AND kind = " + std::to_string(protocol::gift_wrap_kind)
+      + " AND id IN (SELECT event_id FROM event_tags WHERE community_id = $1::bigint AND name = 'p'"
+        " AND value = $2::text)",
+    {community, protocol::to_hex(request.pubkey)});
+  if (!wraps.ok())
+    return wraps;
+  auto remembered = connection.exec(
+    "INSERT INTO vanished (community_id, pubkey, until, request_id) VALUES ($1::bigint, $2::bytea, $3::bigint, $4::bytea)"
+    " ON CONFLICT (community_id, pubkey) DO UPDATE SET until = EXCLUDED.until, request_id = EXCLUDED.request_id,"
+    " requested_at = now() WHERE vanished.until < EXCLUDED.until",
+    {community, pubkey, until, request_id}, std::vector<bool>{false, true, false, true});
+  return remembered.ok() ? std::nullopt : std::optional(std::move(remembered));
 }
 
 /// A stored room's row (community in column 0, the room's id in `id_column`, its `restricted`
@@ -394,16 +430,17 @@ std::variant<batch_snapshot, pg_reply> begin_with_snapshot(pg_connection& connec
                              " AS k(community_id, room_id) JOIN rooms r ON r.community_id = k.community_id"
                              " AND r.room_id = k.room_id",
                              room_params);
-  // The rooms of the comments' roots (protocol::comment_roots), read after the community lock
-  // too: stored with each comment, they decide who reads it, and a restricted one who may post.
-  const pg_params root_params = id_columns(keys.comment_roots);
-  auto roots_reply = read_if(statements, !keys.comment_roots.empty(),
+  // The rooms of the writes' referents (protocol::room_referents: comments' roots, what reports
+  // report), read after the community lock too: stored with each, they decide who reads it,
+  // and a restricted one who may comment.
+  const pg_params referent_params = id_columns(keys.room_referents);
+  auto referents_reply = read_if(statements, !keys.room_referents.empty(),
                              "SELECT t.community_id, t.event_id, t.value, r.restricted"
                              " FROM unnest($1::bigint[], $2::bytea[]) AS k(community_id, id)"
                              " JOIN event_tags t ON t.community_id = k.community_id"
                              " AND t.event_id = k.id AND t.name = 'h'"
                              " LEFT JOIN rooms r ON r.community_id = t.community_id AND r.room_id = t.value",
-                             root_params);
+                             referent_params);
   if (with_transaction)
     statements.push_back({"SELECT txid_current() % 4294967296", nullptr, {}});
   statements.push_back({snapshot_sql(!keys.addresses.empty()), &read_params,
@@ -425,12 +462,13 @@ std::variant<batch_snapshot, pg_reply> begin_with_snapshot(pg_connection& connec
   if (rooms_reply)
     for (int row = 0; row < replies[*rooms_reply].rows(); ++row)
       add_room_row(replies[*rooms_reply], row, 1, 2, snapshot);
-  if (roots_reply)
-    for (int row = 0; row < replies[*roots_reply].rows(); ++row) {
-      const pg_reply& roots = replies[*roots_reply];
-      snapshot.root_rooms[{roots.integer(row, 0), bytes32_field(roots, row, 1)}].emplace_back(roots.text(row, 2));
-      if (!roots.is_null(row, 3))
-        add_room_row(roots, row, 2, 3, snapshot);
+  if (referents_reply)
+    for (int row = 0; row < replies[*referents_reply].rows(); ++row) {
+      const pg_reply& referents = replies[*referents_reply];
+      const event_key referent{referents.integer(row, 0), bytes32_field(referents, row, 1)};
+      snapshot.referent_rooms[referent].emplace_back(referents.text(row, 2));
+      if (!referents.is_null(row, 3))
+        add_room_row(referents, row, 2, 3, snapshot);
     }
   if (with_transaction)
     snapshot.transaction = static_cast<std::uint32_t>(replies[replies.size() - 2].integer(0, 0));
@@ -472,6 +510,9 @@ std::optional<pg_reply> write_plan(pg_connection& connection,
                                    store_plan& plan) {
   if (auto failed = delete_events(connection, plan.deletes))
     return failed;
+  for (const auto& request : plan.vanishes)
+    if (auto failed = carry_out_vanish(connection, request))
+      return failed;
   if (!plan.inserts.empty()) {
     if (auto failed = insert_events(connection, writes, plan.inserts))
       return failed;

@@ -58,7 +58,7 @@ void append_rooms(std::string& out, const std::vector<std::string>& rooms) {
 std::string event_envelope(std::string_view secret, std::string_view origin,
                            const envelope_number* number, std::int64_t community_id,
                            std::int64_t access_version, std::string_view event_json,
-                           std::int64_t sent_ms, const std::vector<std::string>* comment_rooms = nullptr) {
+                           std::int64_t sent_ms, const std::vector<std::string>* borrowed_rooms = nullptr) {
   auto out = envelope_head(origin, event_json.size());
   out += ",\"community\":";
   out += std::to_string(community_id);
@@ -68,8 +68,8 @@ std::string event_envelope(std::string_view secret, std::string_view origin,
   out += std::to_string(sent_ms);
   if (number)
     append_number(out, *number);
-  if (comment_rooms && comment_rooms->size() <= max_envelope_comment_rooms)
-    append_rooms(out, *comment_rooms);
+  if (borrowed_rooms && borrowed_rooms->size() <= max_envelope_borrowed_rooms)
+    append_rooms(out, *borrowed_rooms);
   out += ",\"event\":";
   out += event_json;
   return sealed(std::move(out), secret);
@@ -86,9 +86,9 @@ std::string encode_envelope(std::string_view secret, std::string_view origin,
 std::string encode_numbered_envelope(std::string_view secret, std::string_view origin,
                                      envelope_number number, std::int64_t community_id,
                                      std::int64_t access_version, std::string_view event_json,
-                                     std::int64_t sent_ms, const std::vector<std::string>* comment_rooms) {
+                                     std::int64_t sent_ms, const std::vector<std::string>* borrowed_rooms) {
   return event_envelope(secret, origin, &number, community_id, access_version, event_json, sent_ms,
-                        comment_rooms);
+                        borrowed_rooms);
 }
 
 std::string encode_heartbeat(std::string_view secret, std::string_view origin,
@@ -136,9 +136,9 @@ std::optional<read_number> number_of(const json::object& object) {
   return read_number{{boot->get_int64(), static_cast<std::uint64_t>(seq->get_int64())}, true};
 }
 
-/// `"rooms"`: room ids, at most max_envelope_comment_rooms; nothing when it is not that.
+/// `"rooms"`: room ids, at most max_envelope_borrowed_rooms; nothing when it is not that.
 std::optional<std::vector<std::string>> rooms_of(const json::value& value) {
-  if (!value.is_array() || value.get_array().size() > max_envelope_comment_rooms)
+  if (!value.is_array() || value.get_array().size() > max_envelope_borrowed_rooms)
     return std::nullopt;
   std::vector<std::string> rooms;
   for (const auto& room : value.get_array()) {
@@ -198,9 +198,9 @@ decode_envelope(std::string_view payload, const protocol::protocol_limits& limit
       || object.size() != (number->seq_given ? 7U : 5U) + (rooms ? 1U : 0U))
     return malformed("envelope needs origin, community, access, sent, event (and boot and seq,"
                      " or neither; rooms or not), and nothing else");
-  auto comment_rooms = rooms ? rooms_of(*rooms) : std::nullopt;
-  if (rooms && !comment_rooms)
-    return malformed("envelope's rooms must be at most " + std::to_string(max_envelope_comment_rooms)
+  auto borrowed_rooms = rooms ? rooms_of(*rooms) : std::nullopt;
+  if (rooms && !borrowed_rooms)
+    return malformed("envelope's rooms must be at most " + std::to_string(max_envelope_borrowed_rooms)
                      + " room ids");
   auto ev = protocol::event_from_json(*event, limits);
   if (!ev)
@@ -215,8 +215,8 @@ decode_envelope(std::string_view payload, const protocol::protocol_limits& limit
   out.access_version = access->get_int64();
   out.sent_ms = sent_ms;
   out.number = number->value;
-  if (comment_rooms)
-    out.comment_rooms = std::make_shared<const std::vector<std::string>>(std::move(*comment_rooms));
+  if (borrowed_rooms)
+    out.borrowed_rooms = std::make_shared<const std::vector<std::string>>(std::move(*borrowed_rooms));
   auto shared = std::make_shared<const protocol::event>(std::move(ev).value());
   out.event_json = std::make_shared<const std::string>(protocol::render_event_json(*shared));
   out.ev = std::move(shared);

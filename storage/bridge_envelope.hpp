@@ -29,13 +29,13 @@ struct bridge_envelope {
   bool heartbeat = false;
   std::shared_ptr<const protocol::event> ev; ///< null in a heartbeat
   std::shared_ptr<const std::string> event_json; ///< as rendered by the origin, re-rendered here
-  /// A comment's rooms as the origin stored them (actors::live_event::comment_rooms); null when
+  /// A comment's rooms as the origin stored them (actors::live_event::borrowed_rooms); null when
   /// the envelope names none.
-  std::shared_ptr<const std::vector<std::string>> comment_rooms;
+  std::shared_ptr<const std::vector<std::string>> borrowed_rooms;
 };
 
 /// Rooms an envelope may name for its comment (a comment names them through its `E` tags).
-inline constexpr std::size_t max_envelope_comment_rooms = 1024;
+inline constexpr std::size_t max_envelope_borrowed_rooms = 1024;
 
 /// Why an envelope was dropped. `unauthenticated`: no MAC, or one not made with our secret
 /// (counted apart: it is someone writing on the channel or link who should not). `stale`: a
@@ -67,13 +67,13 @@ inline constexpr std::size_t envelope_mac_chars = 64;
                                           std::int64_t sent_ms = envelope_clock_ms());
 
 /// The same, numbered in its origin's run: `"boot"` and `"seq"` follow `"sent"`; a comment's
-/// rooms (`comment_rooms`, at most max_envelope_comment_rooms) as `"rooms":[...]` before `"event"`.
+/// rooms (`borrowed_rooms`, at most max_envelope_borrowed_rooms) as `"rooms":[...]` before `"event"`.
 [[nodiscard]] std::string encode_numbered_envelope(std::string_view secret, std::string_view origin,
                                                    envelope_number number, std::int64_t community_id,
                                                    std::int64_t access_version,
                                                    std::string_view event_json,
                                                    std::int64_t sent_ms = envelope_clock_ms(),
-                                                   const std::vector<std::string>* comment_rooms = nullptr);
+                                                   const std::vector<std::string>* borrowed_rooms = nullptr);
 
 /// `<MAC hex>{"origin":"<node>","sent":<unix ms>,"boot":<run start ms>,"seq":<last number used>}`:
 /// a pod's heartbeat, so that the others notice envelopes they missed of a pod gone quiet.

@@ -17,9 +17,9 @@ namespace comb::storage {
 /// text cannot hold NUL, and btree rows are bounded. Filters on such values match nothing.
 constexpr std::size_t max_indexed_tag_value_bytes = 512;
 
-/// The event_tags name of a comment's rooms (protocol::comment_roots): not one letter, so no
-/// filter matches it; the readers' room rules do (storage/filter_sql.cpp `comment_rooms_sql`).
-inline constexpr std::string_view comment_room_tag = "room";
+/// The event_tags name of the rooms a comment or report borrows (protocol::room_referents): not one letter, so no
+/// filter matches it; the readers' room rules do (storage/filter_sql.cpp `borrowed_rooms_sql`).
+inline constexpr std::string_view borrowed_room_tag = "room";
 
 [[nodiscard]] bool is_indexable_tag_value(std::string_view value) noexcept;
 

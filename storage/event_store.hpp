@@ -47,14 +47,15 @@ struct store_outcome {
     duplicate,  ///< already stored, or an older version of a replaceable/addressable event. OK true "duplicate: ...", no fan-out.
     refused,    ///< NIP-09: deleted id or deleted address. OK false "blocked: ...".
     failed,     ///< database trouble; nothing was written. OK false "error: ...".
+    applied,    ///< a request carried out and not kept as an event (NIP-62 vanish). OK true, no fan-out.
   };
   status result = status::failed;
   std::string message;
   /// stored, and it displaced an older version of its replaceable or addressable key.
   bool replaced = false;
-  /// stored, a comment of rooms (protocol::comment_roots): the rooms of its roots, as the batch
+  /// stored, a comment or report of rooms (protocol::room_referents): its referents' rooms, as the batch
   /// read them, stored with it (event_tags rows named `room`) and handed to the fan-out.
-  std::optional<std::vector<std::string>> comment_rooms = std::nullopt;
+  std::optional<std::vector<std::string>> borrowed_rooms = std::nullopt;
 };
 
 /// Result of a history query, or one chunk of it: the stored JSON of each matching event, newest
@@ -122,7 +123,7 @@ public:
   /// (`last` true) or the failure; a failure after some chunks were handed over ends the reply.
   /// With a `frame_prefix` (protocol::event_frame_prefix) each event comes as its whole EVENT
   /// frame, built here from the row as it is read, so that nobody copies it again to send it.
-  /// `hiding`: the reader's, of which the comments are left out (bounded_history_sql).
+  /// `hiding`: the reader's, of which the comments and reports are left out (bounded_history_sql).
   [[nodiscard]] query_result query_chunks(std::int64_t community_id,
                                           const std::vector<protocol::filter>& filters,
                                           std::int64_t now,

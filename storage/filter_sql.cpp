@@ -43,24 +43,24 @@ public:
 
   pg_params take() { return std::move(params_); }
 
-  /// Leaves out of every filter that may match a comment the comments of `hiding`'s rooms
-  /// (comment_rooms_sql), when it hides any room's regular events.
-  void hide_comments(const protocol::room_hiding& hiding) {
-    hidden_comment_rooms_ = hiding.regular_hidden();
+  /// Leaves out of every filter that may match a comment or a report those of `hiding`'s rooms
+  /// (borrowed_rooms_sql), when it hides any room's regular events.
+  void hide_borrowed(const protocol::room_hiding& hiding) {
+    hidden_borrowed_rooms_ = hiding.regular_hidden();
   }
 
-  /// The placeholder of the rooms whose comments are hidden, added when first asked for (a
+  /// The placeholder of the rooms whose comments and reports are hidden, added when first asked for (a
   /// parameter no statement names has no type); empty when none are hidden.
-  [[nodiscard]] std::string hidden_comment_rooms() {
-    if (comment_rooms_placeholder_.empty() && !hidden_comment_rooms_.empty())
-      comment_rooms_placeholder_ = add(text_list(hidden_comment_rooms_), "text[]");
-    return comment_rooms_placeholder_;
+  [[nodiscard]] std::string hidden_borrowed_rooms() {
+    if (borrowed_rooms_placeholder_.empty() && !hidden_borrowed_rooms_.empty())
+      borrowed_rooms_placeholder_ = add(text_list(hidden_borrowed_rooms_), "text[]");
+    return borrowed_rooms_placeholder_;
   }
 
 private:
   pg_params params_;
-  std::vector<std::string> hidden_comment_rooms_;
-  std::string comment_rooms_placeholder_;
+  std::vector<std::string> hidden_borrowed_rooms_;
+  std::string borrowed_rooms_placeholder_;
 };
 
 bool tag_can_match(const protocol::tag_condition& condition) {
@@ -146,18 +146,20 @@ bool reads_by_tag(const protocol::filter& f) {
 /// `k.kind`), or with the first tag condition already met by the row's tag `t`.
 enum class keys_from { filter, ranges, first_tag };
 
-/// A comment (protocol::comment_roots) shows where the rooms it was stored with (event_tags
-/// rows named storage::comment_room_tag) all show a regular event: as the rooms a live one
-/// carries (actors/connection/connection.cpp `connection::event_visible`).
-std::string comment_rooms_sql(const protocol::filter& f, param_list& params) {
-  if (!protocol::may_match_kind(f, protocol::comment_kind))
+/// An event that borrows rooms (protocol::room_referents: a comment, a report) shows where the
+/// rooms it was stored with (event_tags rows named storage::borrowed_room_tag) all show a regular
+/// event: as the rooms a live one carries (actors/connection/connection.cpp
+/// `connection::event_visible`).
+std::string borrowed_rooms_sql(const protocol::filter& f, param_list& params) {
+  if (!protocol::may_match_borrower(f))
     return {};
-  const std::string hidden = params.hidden_comment_rooms();
+  const std::string hidden = params.hidden_borrowed_rooms();
   if (hidden.empty())
     return {};
-  return " AND (e.kind <> " + std::to_string(protocol::comment_kind)
+  return " AND (e.kind NOT IN (" + std::to_string(protocol::comment_kind) + ", "
+         + std::to_string(protocol::report_kind) + ")"
          + " OR NOT EXISTS (SELECT 1 FROM event_tags c WHERE c.community_id = e.community_id"
-           " AND c.event_id = e.id AND c.name = '" + std::string(comment_room_tag) + "' AND c.value = ANY("
+           " AND c.event_id = e.id AND c.name = '" + std::string(borrowed_room_tag) + "' AND c.value = ANY("
          + hidden + ")))";
 }
 
@@ -178,7 +180,7 @@ std::string where_sql(const protocol::filter& f, param_list& params,
     sql += " AND e.created_at <= " + params.add(std::to_string(*f.until), "bigint");
   for (std::size_t i = keys == keys_from::first_tag ? 1 : 0; i < f.tags.size(); ++i)
     sql += tag_condition_sql(f.tags[i], params);
-  return sql + comment_rooms_sql(f, params);
+  return sql + borrowed_rooms_sql(f, params);
 }
 
 /// The row sorts after `after` in the reply's order (`at` DESC, `id`): stated on the columns the
@@ -370,7 +372,7 @@ std::optional<sql_statement> bounded_select(std::int64_t community_id,
                                             std::size_t max_bytes, const history_page& page,
                                             bool keys_only, const protocol::room_hiding& hiding) {
   param_list params(community_id, now);
-  params.hide_comments(hiding);
+  params.hide_borrowed(hiding);
   std::uint32_t rows_bound = 0;
   auto inner = history_select(filters, default_limit,
                               keys_only ? row_columns::with_version : row_columns::with_order,
@@ -448,7 +450,7 @@ std::optional<sql_statement> count_sql(std::int64_t community_id,
                                        std::int64_t now,
                                        const protocol::room_hiding& hiding) {
   param_list params(community_id, now);
-  params.hide_comments(hiding);
+  params.hide_borrowed(hiding);
   std::vector<std::string> selects;
   for (const auto& f : filters)
     if (can_match(f))

@@ -64,7 +64,7 @@ struct history_page {
 /// in one result, never holding more than about `max_bytes`. Nothing when no filter can return
 /// a row, or when the page's cursor has used up the one filter's limit.
 /// `hiding`: what of the rooms the reader may not see, of which these statements leave out the
-/// comments (protocol::comment_roots; the other rows the reader checks as it sends them).
+/// comments and reports (protocol::room_referents; the other rows the reader checks as it sends them).
 [[nodiscard]] std::optional<sql_statement> bounded_history_sql(
   std::int64_t community_id, const std::vector<protocol::filter>& filters, std::int64_t now,
   std::uint32_t default_limit, std::size_t max_bytes, const history_page& page = {},

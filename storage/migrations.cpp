@@ -499,7 +499,7 @@ CREATE TRIGGER room_members_truncated AFTER TRUNCATE ON room_members
 
 // NIP-22 comments stored before their rooms were (batch_sql.cpp `insert_tags`): a 1111 with no
 // `h` of its own gets a `room` row for each `h` of each event its `E` tags name
-// (protocol::comment_roots), so the readers' room rules hide it as they hide its thread.
+// (protocol::room_referents), so the readers' room rules hide it as they hide its thread.
 constexpr const char* migration_26 = R"sql(
 INSERT INTO event_tags (community_id, event_id, name, value, created_at, kind)
 SELECT DISTINCT c.community_id, c.event_id, 'room', r.value, c.created_at, c.kind
@@ -529,6 +529,44 @@ CREATE TRIGGER comments_deleted_rooms AFTER DELETE ON events
   FOR EACH ROW WHEN (OLD.kind = 1111) EXECUTE FUNCTION comb_comment_deleted();
 )sql";
 
+// NIP-56 reports borrow the rooms of what they report, as comments borrow their thread's
+// (protocol::room_referents): a report with no `h` of its own gets a `room` row for each `h` of
+// each event its `e` tags name, and those rows go with it like a comment's.
+constexpr const char* migration_28 = R"sql(
+INSERT INTO event_tags (community_id, event_id, name, value, created_at, kind)
+SELECT DISTINCT r.community_id, r.event_id, 'room', h.value, r.created_at, r.kind
+  FROM event_tags r
+  JOIN event_tags h ON h.community_id = r.community_id AND h.name = 'h'
+   AND h.event_id = CASE WHEN r.value ~ '^[0-9a-f]{64}$' THEN decode(r.value, 'hex') END
+ WHERE r.kind = 1984 AND r.name = 'e'
+   AND NOT EXISTS (SELECT 1 FROM event_tags o WHERE o.community_id = r.community_id
+                   AND o.event_id = r.event_id AND o.name IN ('h', 'room'));
+
+CREATE FUNCTION comb_borrowed_rooms_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  DELETE FROM event_tags WHERE community_id = OLD.community_id AND event_id = OLD.id AND name = 'room';
+  RETURN NULL;
+END $$;
+
+DROP TRIGGER comments_deleted_rooms ON events;
+DROP FUNCTION comb_comment_deleted();
+CREATE TRIGGER borrowed_rooms_deleted AFTER DELETE ON events
+  FOR EACH ROW WHEN (OLD.kind IN (1111, 1984)) EXECUTE FUNCTION comb_borrowed_rooms_deleted();
+)sql";
+
+// NIP-62: who asked to vanish from a community, and up to when: their events up to then were
+// deleted, and store_plan refuses them ever after (batch_sql.cpp reads it for each author).
+constexpr const char* migration_29 = R"sql(
+CREATE TABLE vanished (
+  community_id BIGINT NOT NULL REFERENCES communities (id) ON DELETE CASCADE,
+  pubkey BYTEA NOT NULL,
+  until BIGINT NOT NULL,
+  request_id BYTEA NOT NULL,
+  requested_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+  PRIMARY KEY (community_id, pubkey)
+);
+)sql";
+
 constexpr migration migrations[] = {
   {1, "communities, events, tags, deletions", migration_1},
   {2, "members, invites, allowlist", migration_2},
@@ -551,6 +589,8 @@ constexpr migration migrations[] = {
   {25, "a TRUNCATE of members, bans or rooms bumps every community's state version", migration_25},
   {26, "comments stored with the rooms of their threads", migration_26},
   {27, "a comment's rooms deleted with it", migration_27},
+  {28, "reports borrow the rooms of what they report", migration_28},
+  {29, "requests to vanish", migration_29},
 };
 
 } // namespace

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "protocol/hex.hpp"
+#include "protocol/nip62.hpp"
 #include "protocol/room.hpp"
 
 namespace comb::storage {
@@ -38,16 +40,16 @@ void sort_unique(std::vector<T>& values) {
   values.erase(std::unique(values.begin(), values.end()), values.end());
 }
 
-/// The rooms of a comment's roots: as stored (the snapshot), or the `h` of a root written in
-/// the batch (`written(key)`: its write, or nullptr).
-template <class WrittenRoot>
-std::vector<std::string> rooms_of_comment_roots(std::int64_t community_id,
-                                                const std::vector<protocol::bytes32>& roots,
-                                                const batch_snapshot& snapshot, WrittenRoot written) {
+/// The rooms of an event's referents (protocol::room_referents): as stored (the snapshot), or
+/// the `h` of one written in the batch (`written(key)`: its write, or nullptr).
+template <class WrittenReferent>
+std::vector<std::string> rooms_of_referents(std::int64_t community_id,
+                                            const std::vector<protocol::bytes32>& referents,
+                                            const batch_snapshot& snapshot, WrittenReferent written) {
   std::vector<std::string> rooms;
-  for (const auto& root : roots) {
-    const event_key key{community_id, root};
-    if (auto stored = snapshot.root_rooms.find(key); stored != snapshot.root_rooms.end())
+  for (const auto& referent : referents) {
+    const event_key key{community_id, referent};
+    if (auto stored = snapshot.referent_rooms.find(key); stored != snapshot.referent_rooms.end())
       rooms.insert(rooms.end(), stored->second.begin(), stored->second.end());
     else if (const event_write* w = written(key))
       for (const auto& t : w->ev->tags)
@@ -56,6 +58,12 @@ std::vector<std::string> rooms_of_comment_roots(std::int64_t community_id,
   }
   sort_unique(rooms);
   return rooms;
+}
+
+/// A comment posts in the rooms it borrows, so a restricted one must let its author post there
+/// (a report only points at what it reports). An import restores what the community held.
+bool posting_checked(const event_write& w) {
+  return w.recheck_access && w.ev->kind == protocol::comment_kind;
 }
 
 /// Replays the batch in order against the snapshot, so later writes see earlier ones (a
@@ -82,6 +90,9 @@ private:
     // An event never outlives its community (what the foreign key of migration 1 kept).
     if (state_.missing_communities.contains(w.community_id))
       return outcome(store_outcome::status::failed, msg_failed);
+    // NIP-62: whatever the author's standing, and never kept as an event of the community.
+    if (ev.kind == protocol::vanish_kind)
+      return vanish(w);
     if (state_.events.contains(key))
       return outcome(store_outcome::status::duplicate, msg_already_have);
     if (const char* refused = refused_access(w))
@@ -90,13 +101,16 @@ private:
       return outcome(store_outcome::status::refused, msg_banned_event);
     if (state_.banned_authors.contains({w.community_id, ev.pubkey}))
       return outcome(store_outcome::status::refused, msg_banned_author);
+    if (auto vanished = state_.vanished_until.find({w.community_id, ev.pubkey});
+        vanished != state_.vanished_until.end() && ev.created_at <= vanished->second)
+      return outcome(store_outcome::status::refused, msg_vanished);
     for (const auto& room : w.rooms)
       if (!state_.rooms.contains({w.community_id, room}))
         return outcome(store_outcome::status::refused, msg_room_deleted);
-    std::optional<std::vector<std::string>> comment_rooms;
-    if (auto roots = protocol::comment_roots(ev); !roots.empty()) {
-      comment_rooms = rooms_of_roots(w.community_id, roots);
-      if (posts_where_not_allowed(w, *comment_rooms))
+    std::optional<std::vector<std::string>> borrowed_rooms;
+    if (auto referents = protocol::room_referents(ev); !referents.empty()) {
+      borrowed_rooms = rooms_of_referents_here(w.community_id, referents);
+      if (posts_where_not_allowed(w, *borrowed_rooms))
         return outcome(store_outcome::status::refused, msg_room_restricted);
     }
     // NIP-09: deleting a deletion has no effect, so a kind 5 is never refused as deleted.
@@ -123,14 +137,14 @@ private:
       apply_deletion(w);
     store_outcome stored = outcome(store_outcome::status::stored, "");
     stored.replaced = replaced;
-    stored.comment_rooms = std::move(comment_rooms);
+    stored.borrowed_rooms = std::move(borrowed_rooms);
     return stored;
   }
 
-  /// The rooms of a comment's roots: as stored, or as written earlier in this batch.
-  [[nodiscard]] std::vector<std::string> rooms_of_roots(std::int64_t community_id,
-                                                        const std::vector<protocol::bytes32>& roots) const {
-    return rooms_of_comment_roots(community_id, roots, state_, [&](const event_key& key) {
+  /// The rooms of an event's referents: as stored, or as written earlier in this batch.
+  [[nodiscard]] std::vector<std::string> rooms_of_referents_here(
+    std::int64_t community_id, const std::vector<protocol::bytes32>& referents) const {
+    return rooms_of_referents(community_id, referents, state_, [&](const event_key& key) {
       auto pending = pending_.find(key);
       return pending == pending_.end() ? nullptr : &writes_[pending->second];
     });
@@ -139,7 +153,7 @@ private:
   /// A comment posted into a restricted room of its thread by someone who may not post there.
   [[nodiscard]] bool posts_where_not_allowed(const event_write& w,
                                              const std::vector<std::string>& rooms) const {
-    if (!w.recheck_access) // an import restores what the community held
+    if (!posting_checked(w))
       return false;
     for (const auto& room : rooms)
       if (state_.restricted_rooms.contains({w.community_id, room})
@@ -159,6 +173,38 @@ private:
         && !state_.member_authors.contains({w.community_id, w.admitted_as.value_or(w.ev->pubkey)}))
       return msg_not_member;
     return nullptr;
+  }
+
+  /// The author's events up to the request go (those stored, by write_plan; those written
+  /// earlier in this batch, here), with the gift wraps addressed to them; a request older than
+  /// one carried out before changes nothing.
+  store_outcome vanish(const event_write& w) {
+    const protocol::bytes32& author = w.ev->pubkey;
+    auto known = state_.vanished_until.try_emplace({w.community_id, author}, w.ev->created_at).first;
+    known->second = std::max(known->second, w.ev->created_at);
+    const std::int64_t until = known->second;
+    std::vector<event_key> gone;
+    for (const auto& [key, stored] : state_.events)
+      if (key.community_id == w.community_id
+          && ((stored.pubkey == author && stored.created_at <= until) || wraps_for(key, author)))
+        gone.push_back(key);
+    for (const auto& key : gone)
+      remove(key);
+    plan_.vanishes.push_back(vanish_request{w.community_id, author, until, w.ev->id});
+    return outcome(store_outcome::status::applied, "");
+  }
+
+  /// A gift wrap (NIP-59) written earlier in this batch and addressed (`p`) to `pubkey`.
+  [[nodiscard]] bool wraps_for(const event_key& key, const protocol::bytes32& pubkey) const {
+    auto pending = pending_.find(key);
+    if (pending == pending_.end())
+      return false;
+    const protocol::event& ev = *writes_[pending->second].ev;
+    if (ev.kind != protocol::gift_wrap_kind)
+      return false;
+    const std::string addressee = protocol::to_hex(pubkey);
+    return std::any_of(ev.tags.begin(), ev.tags.end(),
+                       [&](const protocol::tag& t) { return t.size() >= 2 && t[0] == "p" && t[1] == addressee; });
   }
 
   void remove(const event_key& key) {
@@ -219,7 +265,7 @@ batch_keys keys_of(std::span<const event_write> writes) {
       keys.authors.emplace_back(w.community_id, *w.admitted_as);
     if (auto addr = address_of_event(w.community_id, *w.ev))
       keys.addresses.push_back(std::move(*addr));
-    bool deletes_ids = false;
+    bool deletes_ids = w.ev->kind == protocol::vanish_kind;
     if (w.ev->kind == deletion_kind) {
       for (const auto& id : e_tag_ids(*w.ev)) {
         keys.ids.push_back({w.community_id, id});
@@ -231,13 +277,13 @@ batch_keys keys_of(std::span<const event_write> writes) {
     keys.communities[w.community_id] |= deletes_ids;
     for (const auto& room : w.rooms)
       keys.rooms.emplace_back(w.community_id, room);
-    for (const auto& root : protocol::comment_roots(*w.ev))
-      keys.comment_roots.push_back({w.community_id, root});
+    for (const auto& referent : protocol::room_referents(*w.ev))
+      keys.room_referents.push_back({w.community_id, referent});
   }
-  sort_unique(keys.comment_roots);
-  // A root written in the same batch: whether its rooms are restricted is read with the rest.
+  sort_unique(keys.room_referents);
+  // A referent written in the same batch: whether its rooms are restricted is read with the rest.
   for (const auto& w : writes)
-    if (std::binary_search(keys.comment_roots.begin(), keys.comment_roots.end(),
+    if (std::binary_search(keys.room_referents.begin(), keys.room_referents.end(),
                            event_key{w.community_id, w.ev->id}))
       for (const auto& t : w.ev->tags)
         if (t.size() >= 2 && t[0] == "h")
@@ -265,17 +311,17 @@ std::vector<room_poster> comment_posters(std::span<const event_write> writes,
                                          const batch_snapshot& snapshot) {
   if (snapshot.restricted_rooms.empty())
     return {};
-  // Any write of the batch may be a root here: a superset of what the replay will find written
-  // before each comment, which costs only a row more to read.
+  // Any write of the batch may be a thread's root here: a superset of what the replay will find
+  // written before each comment, which costs only a row more to read.
   std::map<event_key, const event_write*> by_id;
   for (const auto& w : writes)
     by_id.emplace(event_key{w.community_id, w.ev->id}, &w);
   std::vector<room_poster> posters;
   for (const auto& w : writes) {
-    auto roots = protocol::comment_roots(*w.ev);
-    if (roots.empty() || !w.recheck_access)
+    if (!posting_checked(w))
       continue;
-    auto rooms = rooms_of_comment_roots(w.community_id, roots, snapshot, [&](const event_key& key) {
+    auto roots = protocol::room_referents(*w.ev);
+    auto rooms = rooms_of_referents(w.community_id, roots, snapshot, [&](const event_key& key) {
       auto found = by_id.find(key);
       return found == by_id.end() ? nullptr : found->second;
     });

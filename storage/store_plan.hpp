@@ -65,10 +65,12 @@ struct batch_snapshot {
   std::set<std::int64_t> archived_communities;
   /// Of the batch's (community, author) pairs, those where the author is a member.
   std::set<std::pair<std::int64_t, protocol::bytes32>> member_authors;
+  /// Of the batch's (community, author) pairs, those who asked to vanish (NIP-62): up to when.
+  std::map<std::pair<std::int64_t, protocol::bytes32>, std::int64_t> vanished_until;
   /// Of the rooms the batch's writes were admitted into and its comment roots' rooms, those that exist.
   std::set<std::pair<std::int64_t, std::string>> rooms;
-  /// The rooms (`h`) of each stored comment root of the batch (batch_keys::comment_roots).
-  std::map<event_key, std::vector<std::string>> root_rooms;
+  /// The rooms (`h`) of each stored referent of the batch (batch_keys::room_referents).
+  std::map<event_key, std::vector<std::string>> referent_rooms;
   /// Of the rooms read (the writes' and the comment roots'), those only members may post in.
   std::set<std::pair<std::int64_t, std::string>> restricted_rooms;
   /// Of the comment_posters, those who may post in the room: its members, the community's
@@ -82,11 +84,11 @@ struct batch_snapshot {
 struct batch_keys {
   std::vector<event_key> ids;          ///< the writes' ids and the ids their `e` tags delete
   std::vector<address> addresses;      ///< the writes' addresses and those their `a` tags delete
-  std::map<std::int64_t, bool> communities; ///< community -> deletes by id (exclusive lock)
+  std::map<std::int64_t, bool> communities; ///< community -> deletes by id or author (exclusive lock)
   std::vector<std::pair<std::int64_t, protocol::bytes32>> authors; ///< (community, pubkey)
   /// (community, room) of event_write::rooms, and the `h` of the comment roots written in the batch
   std::vector<std::pair<std::int64_t, std::string>> rooms;
-  std::vector<event_key> comment_roots; ///< protocol::comment_roots of the writes
+  std::vector<event_key> room_referents; ///< protocol::room_referents of the writes
 };
 
 /// One advisory lock to take: sorted by key, every transaction takes them in the same order.
@@ -97,10 +99,21 @@ struct lock_request {
   friend auto operator<=>(const lock_request&, const lock_request&) = default;
 };
 
-/// Rows to write, in this order: delete, insert events (and their tags), remember deletions.
+/// A request to vanish carried out (NIP-62): the author's events up to `until` are deleted, with
+/// the gift wraps (1059) addressed to them, and the author's older events refused from then on.
+struct vanish_request {
+  std::int64_t community_id = 0;
+  protocol::bytes32 pubkey{};
+  std::int64_t until = 0;
+  protocol::bytes32 request_id{};
+};
+
+/// Rows to write, in this order: delete, carry out requests to vanish, insert events (and their
+/// tags), remember deletions.
 struct store_plan {
   std::vector<store_outcome> outcomes; ///< one per write
   std::vector<event_key> deletes;
+  std::vector<vanish_request> vanishes;
   std::vector<std::size_t> inserts; ///< indexes into the batch
   std::vector<tombstone> tombstones;
   std::map<address, std::int64_t> address_deletions;
@@ -130,6 +143,7 @@ inline constexpr const char* msg_archived = "restricted: this community is archi
 inline constexpr const char* msg_not_member =
   "restricted: the author of this event is not a member of this community";
 inline constexpr const char* msg_room_deleted = "invalid: the room this event was posted to was deleted";
+inline constexpr const char* msg_vanished = "blocked: the author of this event asked this relay to delete their events";
 inline constexpr const char* msg_room_restricted = "restricted: only members of this room may post in it";
 inline constexpr const char* msg_failed = "error: could not store the event, please retry";
 

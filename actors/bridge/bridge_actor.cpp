@@ -97,7 +97,7 @@ std::string numbered_envelope(self_ptr self, const committed_event& committed) {
                                            {st.started_ms, ++st.last_seq}, committed.community_id,
                                            origin_version(self, committed.community_id),
                                            *committed.event.json, storage::envelope_clock_ms(),
-                                           committed.event.comment_rooms.get());
+                                           committed.event.borrowed_rooms.get());
 }
 
 /// Counts a dropped envelope (unless the caller did); logs at most one line a second (a flood
@@ -203,7 +203,7 @@ void receive(self_ptr self, const std::string& payload) {
     return refuse_replay(self, verdict);
   note_number(self, e, now);
   bump(st.args.metrics->bridge_received);
-  committed_event committed{e.community_id, live_event{e.ev, e.event_json, e.comment_rooms}};
+  committed_event committed{e.community_id, live_event{e.ev, e.event_json, e.borrowed_rooms}};
   if (e.access_version > held_version(self, e.community_id))
     return hold(self, std::move(committed), e.access_version);
   deliver(self, std::move(committed));

@@ -8,6 +8,7 @@
 #include "protocol/hex.hpp"
 #include "protocol/kind_rules.hpp"
 #include "protocol/nip42.hpp"
+#include "protocol/nip62.hpp"
 #include "protocol/relay_message.hpp"
 #include "protocol/room.hpp"
 #include "protocol/zap.hpp"
@@ -146,9 +147,30 @@ bool connection::must_leave() const {
   return closed_community() && (!authenticated_ || lost_access());
 }
 
+std::optional<rejection> connection::charge_event(double clock) {
+  if (!events_rate_.try_take(clock))
+    return rejection{reason::rate_limited, "slow down, too many events"};
+  if (events_in_flight_ >= policy_.max_events_in_flight)
+    return rejection{reason::rate_limited, "too many events awaiting storage"};
+  return std::nullopt;
+}
+
+std::optional<rejection> connection::admit_vanish(const protocol::event& ev, std::int64_t now,
+                                                  double clock) {
+  if (auto refused = charge_event(clock))
+    return refused;
+  if (auto bad_time = protocol::check_created_at(ev, now, policy_.created_at))
+    return bad_time;
+  if (auto elsewhere = protocol::check_vanish_request(ev, policy_.host))
+    return elsewhere;
+  return protocol::verify_event(ev);
+}
+
 std::optional<rejection> connection::admit_event(const protocol::event& ev, std::int64_t now,
                                                  double clock) {
   zap_sender_.reset();
+  if (ev.kind == protocol::vanish_kind)
+    return admit_vanish(ev, now, clock);
   if (closed_community() && !authenticated_ && !admits_zap(ev, now, clock))
     return rejection{reason::auth_required, "this community requires authentication"};
   // A non-member of a closed community may authenticate and then only ask to join.
@@ -156,10 +178,8 @@ std::optional<rejection> connection::admit_event(const protocol::event& ev, std:
     return not_a_member();
   if (auto banned = check_bans(ev))
     return banned;
-  if (!events_rate_.try_take(clock))
-    return rejection{reason::rate_limited, "slow down, too many events"};
-  if (events_in_flight_ >= policy_.max_events_in_flight)
-    return rejection{reason::rate_limited, "too many events awaiting storage"};
+  if (auto refused = charge_event(clock))
+    return refused;
   if (ev.kind == protocol::auth_kind)
     return protocol::invalid("AUTH events are sent with AUTH, not EVENT");
   if (relay_only_kind(ev.kind))
@@ -254,20 +274,20 @@ bool connection::rooms_visible(const std::vector<std::string>& rooms, std::uint3
 
 bool connection::event_visible(const live_event& event) const {
   const protocol::event& ev = *event.ev;
-  if (ev.kind == protocol::comment_kind && policy_.members && !protocol::comment_roots(ev).empty()) {
-    if (event.comment_rooms)
-      return rooms_visible(*event.comment_rooms, ev.kind);
+  if (protocol::borrows_rooms(ev.kind) && policy_.members && !protocol::room_referents(ev).empty()) {
+    if (event.borrowed_rooms)
+      return rooms_visible(*event.borrowed_rooms, ev.kind);
     return hidden_rooms().regular_hidden().empty();
   }
   bool names_reader = authenticated_ && protocol::names_in_room_change(ev, *authenticated_);
   return rooms_visible(protocol::rooms_of_event(ev), ev.kind, names_reader);
 }
 
-protocol::room_hiding connection::hidden_comments(const std::vector<protocol::filter>& filters) const {
+protocol::room_hiding connection::hiding_for_borrowed(const std::vector<protocol::filter>& filters) const {
   if (!policy_.members || !policy_.members->rooms()->concerns_rows())
     return {};
   for (const auto& f : filters)
-    if (protocol::may_match_kind(f, protocol::comment_kind))
+    if (protocol::may_match_borrower(f))
       return hidden_rooms();
   return {};
 }

@@ -91,9 +91,9 @@ void drop_unindexed_tag_values(std::vector<protocol::filter>& filters, std::size
 struct live_event {
   std::shared_ptr<const protocol::event> ev;
   std::shared_ptr<const std::string> json;
-  /// A comment's rooms (protocol::comment_roots; store_outcome::comment_rooms) from the writer
+  /// The rooms a comment or report borrows (protocol::room_referents; store_outcome::borrowed_rooms) from the writer
   /// that stored it, here or on the pod that bridged it; null when not known.
-  std::shared_ptr<const std::vector<std::string>> comment_rooms = nullptr;
+  std::shared_ptr<const std::vector<std::string>> borrowed_rooms = nullptr;
 };
 
 /// The ids of the events a subscription was sent as history, kept as the hex they have in the
@@ -143,10 +143,18 @@ public:
   /// checks first, the signature last. `now` is unix seconds, `clock` a monotonic second count.
   /// Membership requests need a connection authenticated as their author; in a closed
   /// community every other event needs an author who is a member, but for a zap receipt (9735)
-  /// vouched for by a member's zap request in it (see admitted_zap_sender).
+  /// vouched for by a member's zap request in it (see admitted_zap_sender). A request to
+  /// vanish (NIP-62) goes by admit_vanish instead.
   [[nodiscard]] std::optional<protocol::rejection> admit_event(const protocol::event& ev,
                                                                std::int64_t now,
                                                                double clock);
+
+  /// NIP-62: a request to vanish is honoured whatever its author's standing (not a member,
+  /// banned, not authenticated: it deletes only its signer's own events), when it names this
+  /// relay; the bounds on events still count it.
+  [[nodiscard]] std::optional<protocol::rejection> admit_vanish(const protocol::event& ev,
+                                                                std::int64_t now,
+                                                                double clock);
 
   /// NIP-29: an event posted to rooms (`h` tags) must name rooms of this community, be recent,
   /// and, where one is `restricted`, come from one of its members (every `h` counts). Room requests (9000-9022) are
@@ -161,8 +169,8 @@ public:
   [[nodiscard]] bool rooms_visible(const std::vector<std::string>& rooms, std::uint32_t kind,
                                    bool names_reader = false) const;
 
-  /// rooms_visible for a live or held event; a comment's rooms are those it carries
-  /// (live_event::comment_rooms), and one that carries none shows only to a reader no room
+  /// rooms_visible for a live or held event; a comment's or report's rooms are those it carries
+  /// (live_event::borrowed_rooms), and one that carries none shows only to a reader no room
   /// hides anything from.
   [[nodiscard]] bool event_visible(const live_event& event) const;
 
@@ -170,9 +178,9 @@ public:
   /// database answers (the same rule as rooms_visible).
   [[nodiscard]] protocol::room_hiding hidden_rooms() const;
 
-  /// hidden_rooms for a REQ's history when one of `filters` may match a comment, whose rooms
+  /// hidden_rooms for a REQ's history when one of `filters` may match a comment or a report, whose rooms
   /// only the database knows (storage::bounded_history_sql); nothing hidden otherwise.
-  [[nodiscard]] protocol::room_hiding hidden_comments(const std::vector<protocol::filter>& filters) const;
+  [[nodiscard]] protocol::room_hiding hiding_for_borrowed(const std::vector<protocol::filter>& filters) const;
 
   /// NIP-29: a REQ naming (`#h`) a room whose events this connection may not read is refused.
   [[nodiscard]] std::optional<protocol::rejection>
@@ -187,6 +195,9 @@ public:
 
   /// NIP-86: a banned author or sender, or a banned event id.
   [[nodiscard]] std::optional<protocol::rejection> check_bans(const protocol::event& ev) const;
+
+  /// The per-connection rate of events and the bound on those awaiting storage.
+  [[nodiscard]] std::optional<protocol::rejection> charge_event(double clock);
 
   /// Book-keeping of events sent to storage and not yet answered.
   void event_sent() noexcept { ++events_in_flight_; }

@@ -257,7 +257,7 @@ void open_subscription(self_ptr self, protocol::req_message& message) {
     const auto* req = std::get_if<live_request>(&waiting);
     return req && req->subscription_id == message.subscription_id;
   });
-  auto hidden = st.logic->hidden_comments(message.filters);
+  auto hidden = st.logic->hiding_for_borrowed(message.filters);
   st.waiting_queries.emplace_back(
     live_request{self, st.args.owner, st.args.policy.community_id, message.subscription_id,
                  generation.value(), std::move(message.filters), st.history, {}, std::move(hidden)});

@@ -38,7 +38,7 @@ std::string relay_info_document(const gateway_context& context,
   info.contact = s.contact;
   info.self_pubkey = context.relay_pubkey_hex;
   info.version = "0.1.0";
-  info.supported_nips = {1, 9, 11, 29, 40, 42, 43, 45, 70, 86, 98};
+  info.supported_nips = {1, 9, 11, 29, 40, 42, 43, 45, 62, 70, 86, 98};
   info.limits = s.limits;
   info.created_at_upper_seconds = s.created_at.max_seconds_ahead;
   info.auth_required = community.closed;

@@ -17,7 +17,8 @@ namespace {
 
 bool accepted(const storage::store_outcome& outcome) {
   return outcome.result == storage::store_outcome::status::stored
-         || outcome.result == storage::store_outcome::status::duplicate;
+         || outcome.result == storage::store_outcome::status::duplicate
+         || outcome.result == storage::store_outcome::status::applied;
 }
 
 } // namespace
@@ -59,6 +60,7 @@ void count_outcome(relay_metrics& m, const storage::store_outcome& outcome) {
   switch (outcome.result) {
     case status::stored: bump(m.events_stored); break;
     case status::duplicate: bump(m.events_duplicate); break;
+    case status::applied: bump(m.vanish_requests); break;
     case status::refused: bump(m.events_rejected); break;
     case status::failed: bump(m.events_failed); break;
   }
@@ -90,8 +92,8 @@ void flush(caf::stateful_actor<writer_state>* self) {
     if (outcomes[i].result != storage::store_outcome::status::stored)
       continue;
     committed_event committed{batch[i].write.community_id, {batch[i].write.ev, batch[i].write.json}};
-    if (auto& rooms = outcomes[i].comment_rooms)
-      committed.event.comment_rooms = std::make_shared<const std::vector<std::string>>(std::move(*rooms));
+    if (auto& rooms = outcomes[i].borrowed_rooms)
+      committed.event.borrowed_rooms = std::make_shared<const std::vector<std::string>>(std::move(*rooms));
     if (st.args.bridge)
       self->send(st.args.bridge, publish_atom_v, committed);
     committed_batch.push_back(std::move(committed));

@@ -228,6 +228,32 @@ describe('rooms in a community, as Flotilla uses them', () => {
     await client.close()
   })
 
+  it("keeps reports of a private room's events to the room, as Flotilla's makeReport sends them (no h)", async () => {
+    const { relay } = ctx
+    // welshman's makeReport: p the author, e the event with the reason; no h.
+    const report = (event, content) => makeEvent(1984, { content, tags: [['p', event.pubkey], ['e', event.id, 'spam']] })
+    const [secretThread] = (await bob.read(relay, [{ kinds: [11], '#h': [secret.h] }])).events
+    const [publicThread] = (await alice.read(relay, [{ kinds: [11], '#h': [room.h] }])).events
+    assert.ok(secretThread && publicThread)
+    const watching = carol.listen(relay, [{ kinds: [1984] }])
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    const secretReport = await owner.publish(relay, report(secretThread, 'not about food'))
+    accepted(secretReport)
+    // Reporting is not posting: carol, in neither room, may report what she can see.
+    const publicReport = await carol.publish(relay, report(publicThread, 'wrong room'))
+    accepted(publicReport)
+    for (let i = 0; i < 100 && watching.events.length < 1; i++)
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    watching.stop()
+    assert.deepEqual(watching.events.map((e) => e.id), [publicReport.event.id])
+    // As Flotilla asks: every report of the space, and the reports of one event.
+    const ids = async (user, filters) => (await user.read(relay, filters)).events.map((e) => e.id).sort()
+    assert.deepEqual(await ids(carol, [{ kinds: [1984] }]), [publicReport.event.id])
+    assert.deepEqual(await ids(carol, [{ kinds: [1984], '#e': [secretThread.id] }]), [])
+    assert.deepEqual(await ids(bob, [{ kinds: [1984] }]), [secretReport.event.id, publicReport.event.id].sort())
+  })
+
   it('lets a moderator delete a message for everyone', async () => {
     const { relay } = ctx
     accepted(await owner.publish(relay, makeEvent(9000, { tags: [['h', room.h], ['p', bob.pk, 'moderator']] })))

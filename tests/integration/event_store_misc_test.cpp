@@ -186,10 +186,10 @@ TEST_CASE_METHOD(test::store_fixture, "a comment is stored with its thread's roo
                      test::write_of(community, on_pantry), test::write_of(community, on_nothing)};
   auto outcomes = events.store_batch(writes);
   REQUIRE(outcomes.size() == 4);
-  CHECK(outcomes[0].comment_rooms == std::vector<std::string>{"kitchen"});
-  CHECK_FALSE(outcomes[1].comment_rooms);
-  CHECK(outcomes[2].comment_rooms == std::vector<std::string>{"pantry"});
-  CHECK(outcomes[3].comment_rooms == std::vector<std::string>{});
+  CHECK(outcomes[0].borrowed_rooms == std::vector<std::string>{"kitchen"});
+  CHECK_FALSE(outcomes[1].borrowed_rooms);
+  CHECK(outcomes[2].borrowed_rooms == std::vector<std::string>{"pantry"});
+  CHECK(outcomes[3].borrowed_rooms == std::vector<std::string>{});
 
   auto read = [&](const protocol::filter& f, const protocol::room_hiding& hiding) {
     std::vector<std::string> got;
@@ -273,8 +273,8 @@ TEST_CASE_METHOD(test::store_fixture, "a comment in a restricted room's thread i
   test::check_outcome(outcomes[4], status::stored, "");
   test::check_outcome(outcomes[5], status::refused, storage::msg_room_restricted);
   test::check_outcome(outcomes[6], status::stored, "");
-  CHECK(outcomes[1].comment_rooms == std::vector<std::string>{"office"});
-  CHECK(outcomes[3].comment_rooms == std::vector<std::string>{"lobby"});
+  CHECK(outcomes[1].borrowed_rooms == std::vector<std::string>{"office"});
+  CHECK(outcomes[3].borrowed_rooms == std::vector<std::string>{"lobby"});
   // Leaving the room takes the right away; an import restores what the community held.
   (void)test::scalar(connection, "DELETE FROM room_members WHERE community_id = $1::bigint RETURNING 1", {id});
   test::check_outcome(store_one(events, community, comment(member, office_thread)), status::refused,
@@ -284,4 +284,46 @@ TEST_CASE_METHOD(test::store_fixture, "a comment in a restricted room's thread i
   auto restored = events.store_batch(std::vector{imported});
   REQUIRE(restored.size() == 1);
   test::check_outcome(restored[0], status::stored, "");
+}
+
+TEST_CASE_METHOD(test::store_fixture, "a report borrows the rooms of what it reports, whoever reports it",
+                 "[integration][event_store][rooms]") {
+  author member{15}, outsider{16};
+  (void)test::scalar(connection, "INSERT INTO rooms (community_id, room_id, restricted) VALUES ($1::bigint, 'office', true)",
+                     {std::to_string(community)});
+  auto memo = member.sign(9, now - 10, {{"h", "office"}});
+  auto note = member.sign(1, now - 9);
+  for (const auto& ev : {memo, note})
+    REQUIRE(store_one(events, community, ev).result == status::stored);
+  auto report_of = [&](const test::event_ptr& reported, std::int64_t at) {
+    return outsider.sign(1984, at, {{"p", protocol::to_hex(member.pubkey())}, {"e", protocol::to_hex(reported->id), "spam"}});
+  };
+  // Reporting is not posting: the restricted room does not refuse an outsider's report.
+  auto of_memo = report_of(memo, now - 8);
+  auto of_note = report_of(note, now - 7);
+  auto stored = store_one(events, community, of_memo);
+  test::check_outcome(stored, status::stored, "");
+  CHECK(stored.borrowed_rooms == std::vector<std::string>{"office"});
+  REQUIRE(store_one(events, community, of_note).result == status::stored);
+
+  protocol::filter reports;
+  reports.kinds = std::vector<std::uint32_t>{1984};
+  auto read = [&](const protocol::room_hiding& hiding) {
+    auto result = events.query_chunks(community, {reports}, now, 100, 1 << 20, [](storage::query_result) { return true; },
+                                      {}, hiding);
+    REQUIRE(result.ok);
+    auto counted = events.count(community, {reports}, now, hiding);
+    REQUIRE(counted.ok);
+    CHECK(counted.count == result.events.size());
+    return result.events;
+  };
+  CHECK(read({}) == jsons_of({of_note, of_memo}));
+  protocol::room_hiding office_unseen;
+  office_unseen.unseen = {"office"};
+  CHECK(read(office_unseen) == jsons_of({of_note}));
+  // Its room rows go with it.
+  auto deletion = outsider.sign(5, now - 1, {{"e", protocol::to_hex(of_memo->id)}});
+  REQUIRE(store_one(events, community, deletion).result == status::stored);
+  CHECK(test::scalar(connection, "SELECT count(*) FROM event_tags WHERE community_id = $1::bigint AND name = 'room'",
+                     {std::to_string(community)}) == "0");
 }

@@ -305,3 +305,37 @@ TEST_CASE("migration 22: deleting a community does not probe its events' tags on
         == "8997");
   CHECK(scalar(c, "SELECT count(*) FROM events WHERE community_id = $1::bigint", {kept}) == "2999");
 }
+
+TEST_CASE("migration 28: reports stored before borrow the rooms of what they report, and lose them with it",
+          "[integration][migrations]") {
+  test::fresh_database db;
+  storage::pg_connection c(db.conninfo());
+  const storage::migration* reports_borrow = nullptr;
+  for (const auto& m : storage::all_migrations())
+    if (m.version < 28)
+      REQUIRE(c.exec_script(m.sql).ok());
+    else if (m.version == 28)
+      reports_borrow = &m;
+  REQUIRE(reports_borrow);
+  auto community = scalar(c, "INSERT INTO communities (host) VALUES ('x.example') RETURNING id");
+  const std::string memo_hex(64, 'a');
+  insert_tagged(c, community, ("\\x" + memo_hex).c_str(), R"({"tags":[["h","office"]]})", {{"h", "office"}});
+  auto add = [&](const std::string& id, const std::string& kind,
+                 std::initializer_list<std::pair<std::string, std::string>> tags) {
+    scalar(c, "INSERT INTO events (community_id, id, pubkey, created_at, kind, raw)"
+              " VALUES ($1::bigint, $2::bytea, '\\x02', 7, $3::int, '{}') RETURNING 1",
+           {community, id, kind});
+    for (const auto& [name, value] : tags)
+      scalar(c, "INSERT INTO event_tags VALUES ($1::bigint, $2::bytea, $3, $4, 7, $5::int) RETURNING 1",
+             {community, id, name, value, kind});
+  };
+  // A report of the memo, one with an h of its own, and a note that only mentions the memo.
+  add("\\x0b", "1984", {{"e", memo_hex}});
+  add("\\x0c", "1984", {{"e", memo_hex}, {"h", "lobby"}});
+  add("\\x0d", "1", {{"e", memo_hex}});
+  REQUIRE(c.exec_script(reports_borrow->sql).ok());
+  CHECK(scalar(c, "SELECT string_agg(encode(event_id, 'hex') || ':' || value, ',') FROM event_tags WHERE name = 'room'")
+        == "0b:office");
+  scalar(c, "DELETE FROM events WHERE id = '\\x0b' RETURNING 1");
+  CHECK(scalar(c, "SELECT count(*) FROM event_tags WHERE name = 'room'") == "0");
+}

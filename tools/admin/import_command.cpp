@@ -167,6 +167,7 @@ private:
         tally_.replaced += outcome.replaced ? 1 : 0;
         return true;
       case status::duplicate: ++tally_.duplicate; return true;
+      case status::applied: ++tally_.vanished; return true;
       case status::refused: tally_.refuse(reason_of(outcome.message)); return true;
       case status::failed: return false;
     }

@@ -18,6 +18,7 @@ void import_tally::describe(boost::json::object& fields) const {
   fields["stored"] = stored;
   fields["replaced"] = replaced;
   fields["duplicate"] = duplicate;
+  fields["vanished"] = vanished;
   fields["bad_lines"] = bad_lines;
   boost::json::object by_reason;
   for (const auto& [reason, count] : refused)

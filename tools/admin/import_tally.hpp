@@ -19,6 +19,7 @@ struct import_tally {
   std::uint64_t stored = 0;    ///< new events (replacing ones included)
   std::uint64_t replaced = 0;  ///< of `stored`: displaced an older version of their key
   std::uint64_t duplicate = 0; ///< already stored, or older than the stored version
+  std::uint64_t vanished = 0;  ///< NIP-62 requests to vanish carried out (their author's events deleted)
   std::uint64_t bad_lines = 0; ///< not a valid event (also counted in `refused`)
   std::map<std::string, std::uint64_t> refused; ///< by reason
   std::vector<std::uint64_t> bad_line_numbers; ///< the first ones (as many as are reported)

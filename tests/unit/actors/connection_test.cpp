@@ -207,6 +207,40 @@ TEST_CASE("a banned author, sender or event id is refused with blocked", "[actor
   CHECK_FALSE(policy.bans->is_banned_pubkey(author.public_key()));
 }
 
+TEST_CASE("a request to vanish naming this relay is admitted whatever its author's standing",
+          "[actors][connection][nip62]") {
+  auto members = std::make_shared<comb::actors::member_cache>();
+  (void)members->replace({});
+  members->set_closed(true);
+  connection_policy policy;
+  policy.host = "hive.test";
+  policy.closed_community = true;
+  policy.members = members;
+  policy.bans = std::make_shared<actors::ban_list>();
+  policy.bans->set_pubkey(author.public_key(), true);
+  policy.event_rate = 1;
+  policy.event_burst = 2;
+  connection c(policy, "challenge"); // not authenticated, not a member, banned
+  auto now = test::unix_now();
+  CHECK(c.admit_event(test::sign_event(author, 1, "hi"), now, 1)->text().starts_with("auth-required:"));
+  // Flotilla's, and one naming this relay's address.
+  CHECK_FALSE(c.admit_event(test::sign_event(author, 62, "", {{"relay", "ALL_RELAYS"}}), now, 1));
+  CHECK_FALSE(c.admit_event(test::sign_event(author, 62, "", {{"relay", "wss://other.test"}, {"relay", "wss://hive.test/"}}),
+                            now, 1));
+  // The bound on events still counts it.
+  CHECK(c.admit_event(test::sign_event(author, 62, "", {{"relay", "ALL_RELAYS"}}), now, 1)->text()
+        == "rate-limited: slow down, too many events");
+  connection fresh(policy, "challenge");
+  CHECK(fresh.admit_event(test::sign_event(author, 62, "", {{"relay", "wss://other.test"}}), now, 1)->text()
+        == "invalid: this request to vanish names other relays");
+  CHECK(fresh.admit_event(test::sign_event(author, 62, "", {{"relay", "all_relays"}}), now, 2)->text()
+        == "invalid: this request to vanish names other relays");
+  CHECK(fresh.admit_event(test::sign_event(author, 62), now, 3)->text() == "invalid: a request to vanish needs a relay tag");
+  auto forged = test::sign_event(author, 62, "", {{"relay", "ALL_RELAYS"}});
+  forged.content = "changed";
+  CHECK(fresh.admit_event(forged, now, 4)->text().starts_with("invalid: "));
+}
+
 TEST_CASE("the database's access, kept in the member cache, beats the access at connect time",
           "[actors][connection]") {
   auto members = std::make_shared<comb::actors::member_cache>();

@@ -334,16 +334,28 @@ TEST_CASE("relay-signed room state has the NIP-29 shape", "[room]") {
   CHECK(rooms_of_event(comb::test::sign_event(bob(), 1, "")).empty());
 }
 
-TEST_CASE("a comment without an h belongs to the rooms of its E roots", "[room]") {
+TEST_CASE("a comment without an h borrows the rooms of its E roots, a report those of its e", "[room]") {
   const std::string thread(64, 'a');
   auto comment = comb::test::sign_event(bob(), 1111, "more basil",
                                         {{"K", "11"}, {"E", thread, "wss://x", "ff"}, {"e", thread}});
-  CHECK(comment_roots(comment) == std::vector<bytes32>{*array_from_hex<32>(thread)});
+  CHECK(room_referents(comment) == std::vector<bytes32>{*array_from_hex<32>(thread)});
   // Its own h decides instead; a root that is not a lowercase id names nothing; other kinds
   // have no roots.
   auto posted = comb::test::sign_event(bob(), 1111, "", {{"E", thread}, {"h", "pizza"}});
-  CHECK(comment_roots(posted).empty());
+  CHECK(room_referents(posted).empty());
   auto upper = comb::test::sign_event(bob(), 1111, "", {{"E", std::string(64, 'A')}, {"E", "x"}});
-  CHECK(comment_roots(upper).empty());
-  CHECK(comment_roots(comb::test::sign_event(bob(), 1, "", {{"E", thread}})).empty());
+  CHECK(room_referents(upper).empty());
+  CHECK(room_referents(comb::test::sign_event(bob(), 1, "", {{"E", thread}})).empty());
+  // A report (Flotilla's makeReport: p, then e with the reason) borrows through its `e` tags.
+  const std::string note(64, 'b');
+  auto report = comb::test::sign_event(bob(), 1984, "spam", {{"p", std::string(64, 'f')}, {"e", note, "spam"}});
+  CHECK(room_referents(report) == std::vector<bytes32>{*array_from_hex<32>(note)});
+  CHECK(room_referents(comb::test::sign_event(bob(), 1984, "", {{"E", note}})).empty());
+  CHECK(room_referents(comb::test::sign_event(bob(), 1984, "", {{"e", note}, {"h", "pizza"}})).empty());
+  filter reports;
+  reports.kinds = std::vector<std::uint32_t>{1984};
+  CHECK(may_match_borrower(reports));
+  reports.kinds = std::vector<std::uint32_t>{1, 7};
+  CHECK_FALSE(may_match_borrower(reports));
+  CHECK(may_match_borrower(filter{}));
 }

@@ -168,27 +168,27 @@ TEST_CASE("an envelope carries a comment's rooms, room ids only and boundedly ma
     storage::encode_numbered_envelope(secret, "pod-a", {now, 1}, 5, 42, event_json, now, &rooms), {},
     secret, now);
   REQUIRE(carried);
-  REQUIRE(carried.value().comment_rooms);
-  CHECK(*carried.value().comment_rooms == rooms);
+  REQUIRE(carried.value().borrowed_rooms);
+  CHECK(*carried.value().borrowed_rooms == rooms);
   const std::vector<std::string> none;
   auto empty = storage::decode_envelope(
     storage::encode_numbered_envelope(secret, "pod-a", {now, 2}, 5, 42, event_json, now, &none), {},
     secret, now);
   REQUIRE(empty);
-  REQUIRE(empty.value().comment_rooms);
-  CHECK(empty.value().comment_rooms->empty());
+  REQUIRE(empty.value().borrowed_rooms);
+  CHECK(empty.value().borrowed_rooms->empty());
   auto plain = storage::decode_envelope(
     storage::encode_numbered_envelope(secret, "pod-a", {now, 3}, 5, 42, event_json, now), {}, secret, now);
   REQUIRE(plain);
-  CHECK_FALSE(plain.value().comment_rooms);
+  CHECK_FALSE(plain.value().borrowed_rooms);
   // Too many rooms are not sent: the receiver then knows none, and shows the comment only to
   // readers no room hides anything from.
-  std::vector<std::string> many(storage::max_envelope_comment_rooms + 1, "r");
+  std::vector<std::string> many(storage::max_envelope_borrowed_rooms + 1, "r");
   auto unsent = storage::decode_envelope(
     storage::encode_numbered_envelope(secret, "pod-a", {now, 4}, 5, 42, event_json, now, &many), {},
     secret, now);
   REQUIRE(unsent);
-  CHECK_FALSE(unsent.value().comment_rooms);
+  CHECK_FALSE(unsent.value().borrowed_rooms);
   auto sealed = [&](const std::string& body) { return storage::envelope_mac(secret, body) + body; };
   const auto head = R"({"origin":"pod-a","community":5,"access":42,"sent":)" + std::to_string(now)
                     + R"(,"boot":1,"seq":1,"rooms":)";

@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "protocol/event.hpp"
+#include "protocol/rejection.hpp"
+
+namespace comb::protocol {
+
+/// NIP-62: a request to vanish asks the relays its `relay` tags name to delete every event of
+/// its author up to its created_at, and to refuse them ever after.
+inline constexpr std::uint32_t vanish_kind = 62;
+
+/// NIP-59 gift wraps: a request to vanish deletes those addressed (`p`) to its author too.
+inline constexpr std::uint32_t gift_wrap_kind = 1059;
+
+/// The `relay` value of a request to vanish meant for every relay.
+inline constexpr std::string_view all_relays = "ALL_RELAYS";
+
+/// Whether a request to vanish names the relay at `host` (normalized, as NIP-42's relay tag
+/// is checked): a `relay` tag of that host, or ALL_RELAYS. Otherwise the `invalid:` refusal.
+[[nodiscard]] std::optional<rejection> check_vanish_request(const event& ev, std::string_view host);
+
+} // namespace comb::protocol

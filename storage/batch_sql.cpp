@@ -81,7 +81,8 @@ pg_params address_columns(const std::vector<address>& addresses) {
 // then community_id, id, pubkey, kind, created_at (deleted_at for 'd'), d_tag, NULL where a
 // part has no such value.
 //   $1, $2: the batch's (community, id); $3, $4: its (community, author), for bans, whether
-//     the author is a member, and until when the author asked to vanish (NIP-62);
+//     the author is a member, and until when the author asked to vanish (NIP-62: probed only
+//     where someone of the batch's communities did, a one-time filter of the plan);
 //   $5: its communities, locked FOR KEY SHARE (migration 18: no foreign key does it per event).
 //     A community deleted meanwhile is not returned: the DELETE committed first, or waits for
 //     this batch to commit and then deletes its events too. Its row says, in the kind column,
@@ -112,6 +113,7 @@ constexpr const char* snapshot_by_id =
   " FROM unnest($3::bigint[], $4::bytea[]) AS a(community_id, pubkey) CROSS JOIN LATERAL"
   " (SELECT * FROM vanished v WHERE v.community_id = a.community_id"
   " AND v.pubkey = a.pubkey OFFSET 0) v"
+  " WHERE EXISTS (SELECT 1 FROM vanished x WHERE x.community_id = ANY($5::bigint[]))"
   " UNION ALL SELECT 'c', c.id, NULL, NULL, (c.access = 'closed')::int"
   " + 2 * (c.archived_at IS NOT NULL)::int, NULL, NULL"
   " FROM (SELECT id, access, archived_at FROM communities"

@@ -249,6 +249,12 @@ public:
   /// the community was closed, such a connection ends.
   [[nodiscard]] bool must_leave() const;
 
+  /// The community was closed while this connection was open: whether it ends now. One holding
+  /// subscriptions reads under the open community's rules and must_leave ends it; one holding
+  /// none reads nothing it may no longer read (it may have opened as the community closed and
+  /// be about to authenticate), and its next REQ meets the closed community's rules.
+  [[nodiscard]] bool ends_when_closed() const { return must_leave() && !subscriptions_.empty(); }
+
   // -- subscriptions ------------------------------------------------------------------------------
 
   /// Opens or replaces a subscription; returns its generation, which tags the history reply so a

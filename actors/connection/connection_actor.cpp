@@ -475,10 +475,10 @@ void on_revoke(self_ptr self, const pubkey_list& pubkeys) {
   self->send(st.args.fanout, forget_atom_v, st.args.owner, st.args.policy.community_id);
 }
 
-/// The community was closed: anonymous and non-member connections end.
+/// The community was closed: anonymous and non-member connections that were reading end.
 void on_access_changed(self_ptr self) {
   auto& st = self->state;
-  if (!st.logic->must_leave())
+  if (!st.logic->ends_when_closed())
     return;
   for (const auto& sub : st.logic->subscription_ids()) {
     st.logic->close_subscription(sub);

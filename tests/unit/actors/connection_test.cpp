@@ -256,11 +256,17 @@ TEST_CASE("the database's access, kept in the member cache, beats the access at 
   CHECK_FALSE(anonymous.may_read());
   CHECK_FALSE(anonymous.must_leave());
 
+  connection arriving(policy, "c3"); // opened as the community closes, not yet authenticated
+  REQUIRE(anonymous.open_subscription("feed"));
   members->set_closed(true); // the community was closed since
   CHECK(anonymous.closed_community());
   REQUIRE(anonymous.may_read());
   CHECK(anonymous.may_read()->text().starts_with("auth-required:"));
   CHECK(anonymous.must_leave());
+  // The reader ends; a connection that reads nothing stays, to authenticate.
+  CHECK(anonymous.ends_when_closed());
+  CHECK(arriving.must_leave());
+  CHECK_FALSE(arriving.ends_when_closed());
   CHECK_FALSE(member.must_leave());
   (void)members->replace({});
   CHECK(member.must_leave()); // and a member removed afterwards must leave too

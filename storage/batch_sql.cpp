@@ -373,11 +373,14 @@ std::optional<pg_reply> carry_out_vanish(pg_connection& connection, const vanish
     {community, protocol::to_hex(request.pubkey)});
   if (!wraps.ok())
     return wraps;
+  const std::optional<std::string> signed_request =
+    request.request_json ? std::optional(*request.request_json) : std::nullopt;
   auto remembered = connection.exec(
-    "INSERT INTO vanished (community_id, pubkey, until, request_id) VALUES ($1::bigint, $2::bytea, $3::bigint, $4::bytea)"
+    "INSERT INTO vanished (community_id, pubkey, until, request_id, request)"
+    " VALUES ($1::bigint, $2::bytea, $3::bigint, $4::bytea, $5::text)"
     " ON CONFLICT (community_id, pubkey) DO UPDATE SET until = EXCLUDED.until, request_id = EXCLUDED.request_id,"
-    " requested_at = now() WHERE vanished.until < EXCLUDED.until",
-    {community, pubkey, until, request_id}, std::vector<bool>{false, true, false, true});
+    " request = EXCLUDED.request, requested_at = now() WHERE vanished.until < EXCLUDED.until",
+    {community, pubkey, until, request_id, signed_request}, std::vector<bool>{false, true, false, true, false});
   return remembered.ok() ? std::nullopt : std::optional(std::move(remembered));
 }
 

@@ -17,6 +17,15 @@ constexpr const char* declare_cursor =
   " AND (expires_at IS NULL OR expires_at > $5::bigint)"
   " ORDER BY created_at, id";
 
+// NIP-62 requests to vanish, as signed, after the events (an import carries them out again and
+// keeps the line): within the range's bounds, when its kinds include 62.
+constexpr const char* vanish_requests =
+  "SELECT request FROM vanished WHERE community_id = $1::bigint AND request IS NOT NULL"
+  " AND ($2::bigint IS NULL OR until >= $2::bigint)"
+  " AND ($3::bigint IS NULL OR until <= $3::bigint)"
+  " AND ($4::int[] IS NULL OR 62 = ANY($4::int[]))"
+  " ORDER BY until, pubkey";
+
 std::optional<std::string> optional_number(const std::optional<std::int64_t>& value) {
   return value ? std::optional<std::string>(std::to_string(*value)) : std::nullopt;
 }
@@ -51,14 +60,24 @@ std::optional<std::string> export_in_transaction(pg_connection& connection,
                                                  const export_range& range, std::int64_t now,
                                                  const export_sink& sink,
                                                  std::size_t fetch_rows) {
-  auto declared = connection.exec(declare_cursor, {std::to_string(community_id),
-                                                   optional_number(range.since),
-                                                   optional_number(range.until),
-                                                   kinds_param(range.kinds),
-                                                   std::to_string(now)});
+  const pg_params bounds{std::to_string(community_id), optional_number(range.since),
+                         optional_number(range.until), kinds_param(range.kinds)};
+  pg_params cursor_params = bounds;
+  cursor_params.emplace_back(std::to_string(now));
+  auto declared = connection.exec(declare_cursor, cursor_params);
   if (!declared.ok())
     return declared.error();
-  return drain_cursor(connection, sink, fetch_rows);
+  bool going_on = true;
+  auto counting_sink = [&](std::string_view json) { return going_on = sink(json); };
+  if (auto failed = drain_cursor(connection, counting_sink, fetch_rows); failed || !going_on)
+    return failed;
+  auto requests = connection.exec(vanish_requests, bounds);
+  if (!requests.ok())
+    return requests.error();
+  for (int row = 0; row < requests.rows(); ++row)
+    if (!sink(requests.text(row, 0)))
+      break;
+  return std::nullopt;
 }
 
 } // namespace

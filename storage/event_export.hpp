@@ -25,7 +25,10 @@ using export_sink = std::function<bool(std::string_view json)>;
 /// Streams the community's events in `range` to `sink`, oldest first (same second: lowest id
 /// first), exactly as stored. Expired events (NIP-40, expiration <= now) are left out, as a
 /// query would. One snapshot (a repeatable-read transaction), read through a server-side cursor
-/// `fetch_rows` at a time, so memory stays constant whatever the community holds.
+/// `fetch_rows` at a time, so memory stays constant whatever the community holds. Then, from
+/// the same snapshot, the NIP-62 requests to vanish carried out in the community (as signed;
+/// by their created_at within the range, when its kinds include 62): an import carries them out
+/// again, so the target refuses what the source deleted.
 /// Returns the error, if any; a sink that stops the export is not an error.
 [[nodiscard]] std::optional<std::string> export_events(pg_connection& connection,
                                                        std::int64_t community_id,

@@ -567,6 +567,12 @@ CREATE TABLE vanished (
 );
 )sql";
 
+// A request to vanish is kept as it was signed, so that an export carries it (after the events)
+// and an import into another database draws the same line (storage/event_export.cpp).
+constexpr const char* migration_30 = R"sql(
+ALTER TABLE vanished ADD COLUMN request TEXT NULL;
+)sql";
+
 constexpr migration migrations[] = {
   {1, "communities, events, tags, deletions", migration_1},
   {2, "members, invites, allowlist", migration_2},
@@ -591,6 +597,7 @@ constexpr migration migrations[] = {
   {27, "a comment's rooms deleted with it", migration_27},
   {28, "reports borrow the rooms of what they report", migration_28},
   {29, "requests to vanish", migration_29},
+  {30, "requests to vanish kept as signed", migration_30},
 };
 
 } // namespace

@@ -4,6 +4,7 @@
 #include <compare>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <span>
@@ -106,6 +107,7 @@ struct vanish_request {
   protocol::bytes32 pubkey{};
   std::int64_t until = 0;
   protocol::bytes32 request_id{};
+  std::shared_ptr<const std::string> request_json = nullptr; ///< the request as signed (event_write::json)
 };
 
 /// Rows to write, in this order: delete, carry out requests to vanish, insert events (and their

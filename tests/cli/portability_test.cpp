@@ -107,6 +107,46 @@ TEST_CASE("export then import into a fresh community keeps every event and every
   }
 }
 
+TEST_CASE("a request to vanish travels with the export, and the target refuses what it deleted", "[cli][portability][nip62]") {
+  cli_fixture f;
+  auto owner = protocol::key_pair::generate();
+  auto alice = protocol::key_pair::generate();
+  auto bob = protocol::key_pair::generate();
+  f.admin_ok({"community", "create", "a.example", "--owner", npub(owner)});
+  auto t = unix_now() - 1000;
+  auto gone = sign_event(alice, 1, "forget me", {}, t);
+  auto stays = sign_event(bob, 1, "still here", {}, t + 1);
+  store(f, "a.example", {gone, stays});
+  auto request = sign_event(alice, 62, "", {{"relay", "ALL_RELAYS"}}, t + 2);
+  {
+    storage::pg_connection connection(f.database.conninfo());
+    storage::event_store events(connection);
+    auto outcome = events.store_batch(std::vector<storage::event_write>{
+      {community_id(f, "a.example"), std::make_shared<const protocol::event>(request),
+       std::make_shared<const std::string>(json_of(request)), {}}});
+    REQUIRE(outcome.front().result == storage::store_outcome::status::applied);
+  }
+  auto file = file_in(f, "a.jsonl");
+  f.admin_ok({"export", "a.example", "--out", file});
+  auto lines = read_lines(file);
+  REQUIRE_FALSE(lines.empty());
+  CHECK(lines.back() == json_of(request)); // after the events, as signed
+  CHECK(ids_in_file(file, false) == std::set<std::string>{protocol::to_hex(stays.id), protocol::to_hex(request.id)});
+
+  f.admin_ok({"community", "create", "b.example", "--owner", npub(owner)});
+  auto imported = f.admin({"import", "b.example", "--in", file, "--json"});
+  INFO(imported.err);
+  REQUIRE(imported.exit_code == 0);
+  CHECK(count_of(imported.json(), "vanished") == 1);
+  auto again = file_in(f, "gone.jsonl");
+  write_lines(again, {json_of(gone)});
+  CHECK(refused(f.admin({"import", "b.example", "--in", again, "--json"}).json(), "vanished") == 1);
+  // An export of other kinds leaves the requests out.
+  auto notes = file_in(f, "notes.jsonl");
+  f.admin_ok({"export", "a.example", "--out", notes, "--kinds", "1"});
+  CHECK(read_lines(notes) == std::vector<std::string>{json_of(stays)});
+}
+
 TEST_CASE("bad lines are reported by number and skipped, --strict stops at the first", "[cli][portability]") {
   cli_fixture f;
   auto owner = protocol::key_pair::generate();

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // comb-admin export: a community's events as JSONL (one event per line, oldest first), the
-// format strfry and nostr-rs-relay read and write.
+// format strfry and nostr-rs-relay read and write; then its requests to vanish (NIP-62).
 #include <cerrno>
 #include <cstdio>
 #include <cstring>

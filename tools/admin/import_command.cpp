@@ -180,6 +180,8 @@ private:
       return "deleted";
     if (message == storage::msg_banned_event || message == storage::msg_banned_author)
       return "banned";
+    if (message == storage::msg_vanished)
+      return "vanished";
     return "blocked";
   }
 

@@ -7,6 +7,7 @@
 #include "protocol/client_message.hpp"
 #include "protocol/kind_rules.hpp"
 #include "protocol/nip42.hpp"
+#include "protocol/nip62.hpp"
 
 namespace comb::admin {
 namespace {
@@ -67,7 +68,8 @@ std::optional<line_refusal> import_refusal(const protocol::event& ev, std::int64
     return refused("expired", "event has already expired");
   if (auto bad_time = protocol::check_created_at(ev, now, policy.created_at))
     return refused("created_at", bad_time->text());
-  if (admitted && !admitted->contains(ev.pubkey))
+  // NIP-62: a request to vanish is carried out whatever its author's standing.
+  if (admitted && ev.kind != protocol::vanish_kind && !admitted->contains(ev.pubkey))
     return refused("not_a_member", "the author is not a member of this closed community");
   if (policy.check_signatures) {
     if (auto bad = protocol::verify_event(ev))

@@ -373,6 +373,10 @@ std::optional<pg_reply> carry_out_vanish(pg_connection& connection, const vanish
     {community, protocol::to_hex(request.pubkey)});
   if (!wraps.ok())
     return wraps;
+  // A client's request that took nothing leaves no line: nothing of its author was here to come
+  // back, and a fresh key per request would otherwise grow the table without bound.
+  if (!request.keeps_line && authored.affected_rows() + wraps.affected_rows() == 0)
+    return std::nullopt;
   const std::optional<std::string> signed_request =
     request.request_json ? std::optional(*request.request_json) : std::nullopt;
   auto remembered = connection.exec(

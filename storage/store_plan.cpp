@@ -190,7 +190,8 @@ private:
         gone.push_back(key);
     for (const auto& key : gone)
       remove(key);
-    plan_.vanishes.push_back(vanish_request{w.community_id, author, until, w.ev->id, w.json});
+    plan_.vanishes.push_back(
+      vanish_request{w.community_id, author, until, w.ev->id, w.json, !gone.empty() || !w.recheck_access});
     return outcome(store_outcome::status::applied, "");
   }
 

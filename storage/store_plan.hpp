@@ -108,6 +108,9 @@ struct vanish_request {
   std::int64_t until = 0;
   protocol::bytes32 request_id{};
   std::shared_ptr<const std::string> request_json = nullptr; ///< the request as signed (event_write::json)
+  /// The line is kept even if the request deletes nothing stored: it removed events this batch
+  /// read or wrote, or it is an import's (restoring the line its source kept).
+  bool keeps_line = false;
 };
 
 /// Rows to write, in this order: delete, carry out requests to vanish, insert events (and their

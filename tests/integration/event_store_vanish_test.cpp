@@ -76,6 +76,13 @@ TEST_CASE_METHOD(test::store_fixture, "a request to vanish deletes its author's 
   check_outcome(store_one(events, community, vanish_of(alice, now - 1)), status::applied, "");
   CHECK(vanished_until(*this, alice) == std::to_string(now - 1));
   CHECK(everything(*this) == jsons_of({wrap_to_bob, bobs}));
+
+  // A request that takes nothing leaves no line (a fresh key per request would grow the table
+  // without bound): nothing of its author was here to come back.
+  author stranger{28};
+  check_outcome(store_one(events, community, vanish_of(stranger, now - 10)), status::applied, "");
+  CHECK(vanished_until(*this, stranger).empty());
+  check_outcome(store_one(events, community, stranger.sign(1, now - 20)), status::stored, "");
 }
 
 TEST_CASE_METHOD(test::store_fixture, "in one batch, a request to vanish takes what its author wrote before it",

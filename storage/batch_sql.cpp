@@ -359,8 +359,11 @@ std::optional<pg_reply> remember_deletions(pg_connection& connection, const stor
 std::optional<pg_reply> carry_out_vanish(pg_connection& connection, const vanish_request& request) {
   const std::string community = std::to_string(request.community_id);
   const std::string until = std::to_string(request.until);
-  const std::string pubkey(reinterpret_cast<const char*>(request.pubkey.data()), request.pubkey.size());
-  const std::string request_id(reinterpret_cast<const char*>(request.request_id.data()), request.request_id.size());
+  auto binary = [](const protocol::bytes32& bytes) {
+    return std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  };
+  const std::string pubkey = binary(request.pubkey);
+  const std::string request_id = binary(request.request_id);
   auto authored = connection.exec("DELETE FROM events WHERE community_id = $1::bigint AND pubkey = $2::bytea"
                                   " AND created_at <= $3::bigint",
                                   {community, pubkey, until}, std::vector<bool>{false, true, false});

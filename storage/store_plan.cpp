@@ -40,6 +40,14 @@ void sort_unique(std::vector<T>& values) {
   values.erase(std::unique(values.begin(), values.end()), values.end());
 }
 
+/// The `h` values of an event the batch writes: its rooms as the stored `h` rows of a referent
+/// give them (batch_sql.cpp reads only those).
+void append_h_values(const protocol::event& ev, std::vector<std::string>& out) {
+  for (const auto& t : ev.tags)
+    if (t.size() >= 2 && t[0] == "h")
+      out.push_back(t[1]);
+}
+
 /// The rooms of an event's referents (protocol::room_referents): as stored (the snapshot), or
 /// the `h` of one written in the batch (`written(key)`: its write, or nullptr).
 template <class WrittenReferent>
@@ -52,9 +60,7 @@ std::vector<std::string> rooms_of_referents(std::int64_t community_id,
     if (auto stored = snapshot.referent_rooms.find(key); stored != snapshot.referent_rooms.end())
       rooms.insert(rooms.end(), stored->second.begin(), stored->second.end());
     else if (const event_write* w = written(key))
-      for (const auto& t : w->ev->tags)
-        if (t.size() >= 2 && t[0] == "h")
-          rooms.push_back(t[1]);
+      append_h_values(*w->ev, rooms);
   }
   sort_unique(rooms);
   return rooms;
@@ -183,10 +189,11 @@ private:
     auto known = state_.vanished_until.try_emplace({w.community_id, author}, w.ev->created_at).first;
     known->second = std::max(known->second, w.ev->created_at);
     const std::int64_t until = known->second;
+    const std::string addressee = protocol::to_hex(author);
     std::vector<event_key> gone;
     for (const auto& [key, stored] : state_.events)
       if (key.community_id == w.community_id
-          && ((stored.pubkey == author && stored.created_at <= until) || wraps_for(key, author)))
+          && ((stored.pubkey == author && stored.created_at <= until) || wraps_for(key, addressee)))
         gone.push_back(key);
     for (const auto& key : gone)
       remove(key);
@@ -195,15 +202,15 @@ private:
     return outcome(store_outcome::status::applied, "");
   }
 
-  /// A gift wrap (NIP-59) written earlier in this batch and addressed (`p`) to `pubkey`.
-  [[nodiscard]] bool wraps_for(const event_key& key, const protocol::bytes32& pubkey) const {
+  /// A gift wrap (NIP-59) written earlier in this batch and addressed (`p`, lowercase hex) to
+  /// `addressee`.
+  [[nodiscard]] bool wraps_for(const event_key& key, const std::string& addressee) const {
     auto pending = pending_.find(key);
     if (pending == pending_.end())
       return false;
     const protocol::event& ev = *writes_[pending->second].ev;
     if (ev.kind != protocol::gift_wrap_kind)
       return false;
-    const std::string addressee = protocol::to_hex(pubkey);
     return std::any_of(ev.tags.begin(), ev.tags.end(),
                        [&](const protocol::tag& t) { return t.size() >= 2 && t[0] == "p" && t[1] == addressee; });
   }
@@ -285,10 +292,12 @@ batch_keys keys_of(std::span<const event_write> writes) {
   // A referent written in the same batch: whether its rooms are restricted is read with the rest.
   for (const auto& w : writes)
     if (std::binary_search(keys.room_referents.begin(), keys.room_referents.end(),
-                           event_key{w.community_id, w.ev->id}))
-      for (const auto& t : w.ev->tags)
-        if (t.size() >= 2 && t[0] == "h")
-          keys.rooms.emplace_back(w.community_id, t[1]);
+                           event_key{w.community_id, w.ev->id})) {
+      std::vector<std::string> rooms;
+      append_h_values(*w.ev, rooms);
+      for (auto& room : rooms)
+        keys.rooms.emplace_back(w.community_id, std::move(room));
+    }
   sort_unique(keys.rooms);
   sort_unique(keys.ids);
   sort_unique(keys.addresses);

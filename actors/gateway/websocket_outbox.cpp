@@ -277,4 +277,9 @@ std::size_t websocket_outbox::pending_bytes() const {
   return pending_bytes_;
 }
 
+bool websocket_outbox::writer_idle() const {
+  std::lock_guard lock(mutex_);
+  return writer_waiting_ && queue_.empty();
+}
+
 } // namespace comb::actors

@@ -98,6 +98,10 @@ public:
 
   [[nodiscard]] std::size_t pending_bytes() const;
 
+  /// The writer found the queue empty and waits: a frame queued now is written by the caller
+  /// (when the socket is handed over for direct writes and Beast is not writing).
+  [[nodiscard]] bool writer_idle() const;
+
   [[nodiscard]] std::size_t queued_bytes() const override { return pending_bytes(); }
 
   [[nodiscard]] bool ending() const override { return closing().has_value(); }

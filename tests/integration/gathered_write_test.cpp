@@ -327,10 +327,23 @@ TEST_CASE("a history chunk queued in one call reaches a late, slow reader whole 
   CHECK(run.reason.code == static_cast<std::uint16_t>(close_reason::going_away));
 }
 
+namespace {
+
+/// Pauses a producer until the socket's writer has drained the queue and waits, so that the
+/// next frame finds it idle and is written directly (a fixed sleep left that to the scheduler).
+void wait_until_writer_idle(const websocket_outbox& outbox) {
+  auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (!outbox.writer_idle() && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+}
+
+} // namespace
+
 TEST_CASE("frames queued from another thread arrive whole and in order, written there or by the writer",
           "[gateway][websocket]") {
   // As a connection actor or storage writer queues them: off the socket's thread, which runs
   // the writer and answers pings meanwhile. Small buffers make writes partial on both sides.
+  // Every 50 frames the producer waits for the writer to idle, so frames go out both ways.
   constexpr int frames = 4000;
   auto mixed = mix_shared_and_whole(frames);
   std::thread producer;
@@ -344,7 +357,7 @@ TEST_CASE("frames queued from another thread arrive whole and in order, written 
           else
             outbox->send(mixed.expected[i]);
           if (i % 50 == 49)
-            std::this_thread::sleep_for(std::chrono::microseconds(300));
+            wait_until_writer_idle(*outbox);
         }
         outbox->close(close_reason::going_away);
       });

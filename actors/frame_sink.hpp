@@ -70,6 +70,13 @@ public:
       send(std::move(frame));
   }
 
+  /// Queues a history reply's part: `events` (stored events, their JSON shared), then
+  /// `closing` (EOSE and what followed it), in order, as send_events and send_frames would;
+  /// the outbox takes both under one lock and wakes its writer once.
+  virtual void send_reply(std::span<shared_event_frame> events, std::vector<std::string> closing) {
+    send_events(events);
+    send_frames(std::move(closing));
+  }
   /// Ends the connection after what is already queued.
   virtual void close(close_reason why) = 0;
 

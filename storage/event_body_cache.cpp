@@ -28,7 +28,7 @@ bool event_body_cache::append_to(const body_key& key, std::string& out) {
     auto found = s.index.find(id);
     if (found != s.index.end() && found->second.version == key.version) {
       found->second.read = true;
-      out += found->second.body;
+      out += *found->second.body;
       hits_.fetch_add(1, std::memory_order_relaxed);
       return true;
     }
@@ -37,9 +37,7 @@ bool event_body_cache::append_to(const body_key& key, std::string& out) {
   return false;
 }
 
-void event_body_cache::append_all(std::span<const body_key> keys, std::string_view prefix,
-                                  std::span<std::string> items, std::vector<bool>& found) {
-  found.assign(keys.size(), false);
+void event_body_cache::share_all(std::span<const body_key> keys, std::span<shared_body> bodies) {
   // The rows of each shard together, in page order within it.
   std::vector<std::uint32_t> by_shard(keys.size());
   std::array<std::uint32_t, shard_count + 1> starts{};
@@ -50,14 +48,12 @@ void event_body_cache::append_all(std::span<const body_key> keys, std::string_vi
   auto next = starts;
   for (std::uint32_t i = 0; i < keys.size(); ++i)
     by_shard[next[keys[i].id[0] % shard_count]++] = i;
-  std::vector<entry*> held;
   std::uint64_t hits = 0;
   for (std::size_t n = 0; n < shard_count; ++n) {
     if (starts[n] == starts[n + 1])
       continue;
     shard& s = shards_[n];
     std::lock_guard lock(s.mutex);
-    held.clear();
     // Each key's bucket and first node fetched with little else in flight between them, so the
     // processor overlaps their cache misses; the finds below then mostly hit.
     for (std::uint32_t at = starts[n]; at < starts[n + 1]; ++at) {
@@ -69,21 +65,10 @@ void event_body_cache::append_all(std::span<const body_key> keys, std::string_vi
     for (std::uint32_t at = starts[n]; at < starts[n + 1]; ++at) {
       const body_key& key = keys[by_shard[at]];
       auto match = s.index.find(id_key{key.community_id, key.id});
-      entry* e = match != s.index.end() && match->second.version == key.version ? &match->second : nullptr;
-      if (e)
-        __builtin_prefetch(e->body.data());
-      held.push_back(e);
-    }
-    for (std::uint32_t at = starts[n]; at < starts[n + 1]; ++at) {
-      entry* e = held[at - starts[n]];
-      if (!e)
+      if (match == s.index.end() || match->second.version != key.version)
         continue;
-      e->read = true;
-      std::string& item = items[by_shard[at]];
-      item.reserve(prefix.size() + e->body.size() + 1);
-      item.assign(prefix);
-      item += e->body;
-      found[by_shard[at]] = true;
+      match->second.read = true;
+      bodies[by_shard[at]] = match->second.body;
       ++hits;
     }
   }
@@ -99,7 +84,15 @@ std::optional<std::string> event_body_cache::find(const body_key& key) {
 }
 
 void event_body_cache::remember(const body_key& key, std::string_view body) {
-  const std::size_t cost = body.size() + entry_overhead;
+  if (body.size() + entry_overhead > shard_bytes_)
+    return;
+  remember(key, std::make_shared<const std::string>(body));
+}
+
+void event_body_cache::remember(const body_key& key, shared_body body) {
+  if (!body)
+    return;
+  const std::size_t cost = body->size() + entry_overhead;
   if (cost > shard_bytes_)
     return;
   const id_key id{key.community_id, key.id};
@@ -112,12 +105,12 @@ void event_body_cache::remember(const body_key& key, std::string_view body) {
     entries_.fetch_add(1, std::memory_order_relaxed);
   } else {
     // Another version of the same event: the newer read or write replaces it in place.
-    const std::size_t old_cost = held.body.size() + entry_overhead;
+    const std::size_t old_cost = held.body->size() + entry_overhead;
     s.bytes -= old_cost;
     bytes_.fetch_sub(old_cost, std::memory_order_relaxed);
   }
   held.version = key.version;
-  held.body.assign(body);
+  held.body = std::move(body);
   s.bytes += cost;
   bytes_.fetch_add(cost, std::memory_order_relaxed);
   while (s.bytes > shard_bytes_)
@@ -136,7 +129,7 @@ void event_body_cache::drop_one(shard& s) {
       s.order.push_back(oldest);
       continue;
     }
-    const std::size_t cost = found->second.body.size() + entry_overhead;
+    const std::size_t cost = found->second.body->size() + entry_overhead;
     s.index.erase(found);
     s.bytes -= cost;
     bytes_.fetch_sub(cost, std::memory_order_relaxed);

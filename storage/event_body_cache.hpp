@@ -29,6 +29,10 @@ struct body_key {
   std::uint32_t version = 0;
 };
 
+/// An event's JSON as the cache holds it: shared with every reply that sends it, so a hit
+/// costs no copy (and no allocation on the reader's thread freed on the socket's).
+using shared_body = std::shared_ptr<const std::string>;
+
 /// Counters of an event_body_cache, read at any time by any thread.
 struct body_cache_counts {
   std::uint64_t hits = 0;
@@ -46,8 +50,9 @@ struct body_cache_counts {
 /// mutex.
 class event_body_cache {
 public:
-  /// Counted against the bound for each entry besides its body: key, map node, order slot.
-  static constexpr std::size_t entry_overhead = 128;
+  /// Counted against the bound for each entry besides its body: key, map node, order slot,
+  /// and the shared string's own header and control block.
+  static constexpr std::size_t entry_overhead = 192;
 
   explicit event_body_cache(std::size_t max_bytes);
 
@@ -59,13 +64,11 @@ public:
   /// the body into its frame anyway, and so touches nothing shared but the entry.
   bool append_to(const body_key& key, std::string& out);
 
-  /// For each of `keys` held: `items[i]` becomes `prefix` and the body (with room reserved for
-  /// one more byte, a frame's closing bracket), and `found[i]` is set (`found` is resized to
-  /// keys.size()); the other items are left alone. A page's rows are looked up shard by shard,
-  /// one lock each, their buckets and bodies prefetched before any is copied: each look-up is a
-  /// few cache misses in a large map, and taken one at a time (a lock each) they cannot overlap.
-  void append_all(std::span<const body_key> keys, std::string_view prefix,
-                  std::span<std::string> items, std::vector<bool>& found);
+  /// For each of `keys` held, `bodies[i]` shares its body; the others are left alone (null).
+  /// A page's rows are looked up shard by shard, one lock each, their buckets prefetched before
+  /// any is looked up: each look-up is a few cache misses in a large map, and taken one at a
+  /// time (a lock each) they cannot overlap.
+  void share_all(std::span<const body_key> keys, std::span<shared_body> bodies);
 
   /// The body held for `key`, or nothing, as append_to counts it.
   [[nodiscard]] std::optional<std::string> find(const body_key& key);
@@ -74,6 +77,8 @@ public:
   /// entries of its shard until the shard is within its share of the bound. A body larger than
   /// a shard's share is not held.
   void remember(const body_key& key, std::string_view body);
+  /// As above, holding `body` itself (a stored event's JSON, shared with its write).
+  void remember(const body_key& key, shared_body body);
 
   [[nodiscard]] body_cache_counts counts() const noexcept;
   [[nodiscard]] std::size_t max_bytes() const noexcept { return shard_bytes_ * shard_count; }
@@ -92,7 +97,7 @@ private:
   struct entry {
     std::uint32_t version = 0;
     bool read = false; ///< read since the eviction hand last passed it
-    std::string body;
+    shared_body body;
   };
   struct shard {
     std::mutex mutex;

@@ -2,6 +2,7 @@
 #include "storage/event_store.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <exception>
 #include <iterator>
 #include <unordered_map>
@@ -85,7 +86,7 @@ void remember_stored(event_body_cache* bodies, std::span<const event_write> writ
   for (std::size_t i = 0; i < writes.size() && i < attempt.outcomes.size(); ++i)
     if (attempt.outcomes[i].result == store_outcome::status::stored && writes[i].json && writes[i].ev)
       bodies->remember(body_key{writes[i].community_id, writes[i].ev->id, attempt.transaction},
-                       *writes[i].json);
+                       writes[i].json);
 }
 
 /// Another writer (a second writer of this pod, another pod) inserted one of the batch's ids
@@ -97,9 +98,10 @@ bool lost_insert_race(const pg_reply& failure) {
 /// A read-only statement, sent again once on a fresh connection if the first one was lost
 /// (a restarted server, a terminated backend): reading twice is harmless.
 pg_reply read_with_retry(pg_connection& connection, const sql_statement& statement) {
-  auto reply = connection.exec(statement.text, statement.params, statement.fixed_plan);
+  const pg_formats formats{statement.fixed_plan, statement.binary_params, statement.binary_rows};
+  auto reply = connection.exec_with(statement.text, statement.params, formats);
   if (!reply.ok() && reply.connection_lost())
-    reply = connection.exec(statement.text, statement.params, statement.fixed_plan);
+    reply = connection.exec_with(statement.text, statement.params, formats);
   return reply;
 }
 
@@ -125,76 +127,65 @@ struct page_columns {
 constexpr page_columns body_rows{1, 2, 3};  ///< bounded_history_sql
 constexpr page_columns key_rows{2, 3, 0};   ///< bounded_history_keys_sql
 
-/// The page after `page`, whose `rows` were read; nothing when the reply may not go on after
-/// them (bounded_history_sql names a row's place only then).
+/// An id as a bytea field of a binary-format row holds it: its 32 bytes.
+std::optional<protocol::bytes32> id_of_field(std::string_view bytes) {
+  if (bytes.size() != sizeof(protocol::bytes32))
+    return std::nullopt;
+  protocol::bytes32 id;
+  std::memcpy(id.data(), bytes.data(), id.size());
+  return id;
+}
+
+/// The page after `page`, whose `rows` (binary format) were read; nothing when the reply may
+/// not go on after them (bounded_history_sql names a row's place only then).
 std::optional<history_page> next_page(const history_page& page, const pg_reply& rows,
                                       std::size_t max_bytes, page_columns columns) {
   const int count = rows.rows();
   if (count == 0 || rows.is_null(count - 1, columns.created_at))
     return std::nullopt;
-  const auto upto = static_cast<std::uint64_t>(rows.integer(count - 1, columns.upto));
-  history_cursor after{rows.integer(count - 1, columns.created_at),
-                       std::string(rows.text(count - 1, columns.id)),
+  auto id = id_of_field(rows.text(count - 1, columns.id));
+  if (!id)
+    return std::nullopt;
+  const auto upto = static_cast<std::uint64_t>(rows.binary_integer(count - 1, columns.upto));
+  history_cursor after{rows.binary_integer(count - 1, columns.created_at),
+                       "\\x" + protocol::to_hex(*id),
                        (page.after ? page.after->sent : 0) + static_cast<std::uint32_t>(count)};
   return history_page{std::move(after), rows_for(max_bytes, upto / static_cast<std::uint64_t>(count))};
 }
 
-/// An id as a bytea field's text form ("\\x" and 64 hex digits) holds it.
-std::optional<protocol::bytes32> id_of_field(std::string_view text) {
-  if (text.size() != 66 || text[0] != '\\' || text[1] != 'x')
-    return std::nullopt;
-  return protocol::array_from_hex<32>(text.substr(2));
+/// The row version (`xmin`, an xid: four bytes) of a binary-format row.
+std::uint32_t version_of_field(const pg_reply& rows, int row, int column) {
+  return static_cast<std::uint32_t>(rows.binary_integer(row, column));
 }
 
-std::uint32_t version_of_field(std::string_view text) {
-  std::uint32_t version = 0;
-  for (char c : text)
-    version = version * 10 + static_cast<std::uint32_t>(c - '0');
-  return version;
-}
-
-/// `body` as a reply item: as is, or (with a `frame_prefix`) its whole EVENT frame.
-void append_item(std::string& item, std::string_view frame_prefix, std::string_view body) {
-  item.reserve(frame_prefix.size() + body.size() + (frame_prefix.empty() ? 0 : 1));
-  item += frame_prefix;
-  item += body;
-  if (!frame_prefix.empty())
-    item += ']';
-}
-
-/// The reply items of a keyed page's rows (bounded_history_keys_sql), in its order: built from
+/// The bodies of a keyed page's rows (bounded_history_keys_sql), in its order: shared from
 /// `bodies` where it holds the row's version, the others fetched in one statement and
-/// remembered. A row deleted between the two statements has an empty item (it is left out, as
-/// a read a moment later would leave it out); nothing when the fetch failed.
-std::optional<std::vector<std::string>> items_of(pg_connection& connection,
-                                                 event_body_cache& bodies,
-                                                 std::int64_t community_id, const pg_reply& rows,
-                                                 std::string_view frame_prefix) {
+/// remembered. A row deleted between the two statements has none (it is left out, as a read
+/// a moment later would leave it out); nothing when the fetch failed.
+std::optional<std::vector<shared_body>> bodies_of(pg_connection& connection,
+                                                  event_body_cache& bodies,
+                                                  std::int64_t community_id, const pg_reply& rows) {
   const auto count = static_cast<std::size_t>(rows.rows());
   std::vector<body_key> keys(count);
   for (std::size_t row = 0; row < count; ++row) {
     auto id = id_of_field(rows.text(static_cast<int>(row), 0));
     if (!id)
       return std::nullopt;
-    keys[row] = body_key{community_id, *id, version_of_field(rows.text(static_cast<int>(row), 1))};
+    keys[row] = body_key{community_id, *id, version_of_field(rows, static_cast<int>(row), 1)};
   }
-  std::vector<std::string> items(count);
-  std::vector<bool> found;
-  bodies.append_all(keys, frame_prefix, items, found);
+  std::vector<shared_body> found(count);
+  bodies.share_all(keys, found);
   std::vector<protocol::bytes32> missing;
   std::unordered_map<protocol::bytes32, std::size_t, protocol::bytes32_hash> missing_at;
   for (std::size_t row = 0; row < count; ++row) {
-    if (found[row]) {
-      if (!frame_prefix.empty())
-        items[row] += ']';
+    if (found[row])
       continue;
-    }
     missing.push_back(keys[row].id);
     missing_at.emplace(keys[row].id, row);
   }
   auto statement = event_bodies_sql(community_id, missing);
   if (!statement)
-    return items;
+    return found;
   auto fetched = read_with_retry(connection, *statement);
   if (!fetched.ok())
     return std::nullopt;
@@ -202,12 +193,12 @@ std::optional<std::vector<std::string>> items_of(pg_connection& connection,
     auto id = id_of_field(fetched.text(row, 0));
     if (!id)
       return std::nullopt;
-    auto raw = fetched.text(row, 2);
-    bodies.remember(body_key{community_id, *id, version_of_field(fetched.text(row, 1))}, raw);
+    auto body = std::make_shared<const std::string>(fetched.text(row, 2));
+    bodies.remember(body_key{community_id, *id, version_of_field(fetched, row, 1)}, body);
     if (auto at = missing_at.find(*id); at != missing_at.end())
-      append_item(items[at->second], frame_prefix, raw);
+      found[at->second] = std::move(body);
   }
-  return items;
+  return found;
 }
 
 } // namespace
@@ -282,15 +273,18 @@ query_result event_store::query_chunks(std::int64_t community_id,
                                        std::uint32_t default_limit,
                                        std::size_t chunk_bytes,
                                        const chunk_handler& on_chunk,
-                                       std::string_view frame_prefix,
+                                       bool share,
                                        const protocol::room_hiding& hiding) {
   try {
-    const query_result empty_chunk{true, {}, {}, false, frame_prefix.size()};
+    const query_result empty_chunk{true, {}, {}, false};
     query_result chunk = empty_chunk;
     std::size_t bytes = 0;
-    auto take = [&](std::string item) {
-      bytes += item.size();
-      chunk.events.push_back(std::move(item));
+    auto take = [&](shared_body body) {
+      bytes += body->size();
+      if (share)
+        chunk.shared.push_back(std::move(body));
+      else
+        chunk.events.emplace_back(*body);
       if (bytes < chunk_bytes)
         return true;
       bytes = 0;
@@ -313,19 +307,16 @@ query_result event_store::query_chunks(std::int64_t community_id,
       if (!reply.ok())
         return query_result{false, {}, read_failed};
       if (bodies_) {
-        auto items = items_of(connection_, *bodies_, community_id, reply, frame_prefix);
-        if (!items)
+        auto found = bodies_of(connection_, *bodies_, community_id, reply);
+        if (!found)
           return query_result{false, {}, read_failed};
-        for (auto& item : *items)
-          if (!item.empty() && !take(std::move(item)))
+        for (auto& body : *found)
+          if (body && !take(std::move(body)))
             return abandoned;
       } else {
-        for (int row = 0; row < reply.rows(); ++row) {
-          std::string item;
-          append_item(item, frame_prefix, reply.text(row, 0));
-          if (!take(std::move(item)))
+        for (int row = 0; row < reply.rows(); ++row)
+          if (!take(std::make_shared<const std::string>(reply.text(row, 0))))
             return abandoned;
-        }
       }
       page = next_page(*page, reply, chunk_bytes, bodies_ ? key_rows : body_rows);
     }

@@ -13,11 +13,11 @@
 #include "protocol/event.hpp"
 #include "protocol/filter.hpp"
 #include "protocol/room_rules.hpp"
+#include "storage/event_body_cache.hpp"
 
 namespace comb::storage {
 
 class pg_connection;
-class event_body_cache;
 
 /// One accepted, verified event to be stored in a community.
 struct event_write {
@@ -65,9 +65,9 @@ struct query_result {
   std::vector<std::string> events;
   std::string error; ///< "error: ..." when !ok
   bool last = true;  ///< false for a chunk that more chunks follow
-  /// 0: `events` are event JSON. Otherwise each is a whole EVENT frame (query_chunks'
-  /// `frame_prefix`, this many bytes, then the event JSON, then `]`).
-  std::size_t frame_prefix = 0;
+  /// With query_chunks' `share`: the events' JSON in place of `events`, shared with the pod's
+  /// body cache (a connection frames it without copying it; the socket writes it from there).
+  std::vector<shared_body> shared = {};
 };
 
 
@@ -76,6 +76,8 @@ struct query_result {
   std::size_t bytes = 0;
   for (const auto& json : result.events)
     bytes += json.size();
+  for (const auto& json : result.shared)
+    bytes += json->size();
   return bytes;
 }
 
@@ -121,8 +123,8 @@ public:
   /// no more than about one page and one chunk are held here whatever the reply's size. `on_chunk` returns false
   /// to stop reading (the reply is then abandoned). Returns the final part: the events left
   /// (`last` true) or the failure; a failure after some chunks were handed over ends the reply.
-  /// With a `frame_prefix` (protocol::event_frame_prefix) each event comes as its whole EVENT
-  /// frame, built here from the row as it is read, so that nobody copies it again to send it.
+  /// With `share` the events come as `shared`: a body the cache holds is handed on as it is,
+  /// and one read from the database is held there and handed on, so nobody copies it again.
   /// `hiding`: the reader's, of which the comments and reports are left out (bounded_history_sql).
   [[nodiscard]] query_result query_chunks(std::int64_t community_id,
                                           const std::vector<protocol::filter>& filters,
@@ -130,7 +132,7 @@ public:
                                           std::uint32_t default_limit,
                                           std::size_t chunk_bytes,
                                           const chunk_handler& on_chunk,
-                                          std::string_view frame_prefix = {},
+                                          bool share = false,
                                           const protocol::room_hiding& hiding = {});
 
   /// NIP-45: how many distinct events match any of `filters` (limits ignored), leaving out

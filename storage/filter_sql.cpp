@@ -398,6 +398,7 @@ std::optional<sql_statement> bounded_select(std::int64_t community_id,
                   + window + " WHERE upto - octet_length(raw) < " + bound
                   + " ORDER BY created_at DESC, id";
   inner->params = params.take();
+  inner->binary_rows = true; // ids as 32 bytes and numbers as words: nothing in hex or decimal
   return inner;
 }
 
@@ -440,9 +441,12 @@ std::optional<sql_statement> event_bodies_sql(std::int64_t community_id,
     return std::nullopt;
   // No time or visibility condition: the ids were chosen by a keyed read a moment ago, and a
   // row deleted since is simply not found.
+  pg_binary_array wanted(pg_binary_array::element::bytea);
+  for (const auto& id : ids)
+    wanted.add_bytes(id);
   return sql_statement{"SELECT id, xmin, raw FROM events WHERE community_id = $1::bigint"
                        " AND id = ANY($2::bytea[])",
-                       {std::to_string(community_id), bytea_list(ids)}, true};
+                       {std::to_string(community_id), wanted.str()}, true, {false, true}, true};
 }
 
 std::optional<sql_statement> count_sql(std::int64_t community_id,

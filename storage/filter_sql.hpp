@@ -20,6 +20,9 @@ struct sql_statement {
   pg_params params;
   /// Its plan is fixed by the text's shape, whatever the values: worth planning only once.
   bool fixed_plan = false;
+  /// As pg_formats: parameters sent in binary form, and rows read in binary form.
+  std::vector<bool> binary_params = {};
+  bool binary_rows = false;
 };
 
 /// Rows several filters of one REQ may ask for together: past it each filter's limit is scaled
@@ -72,7 +75,7 @@ struct history_page {
 
 /// bounded_history_sql's rows without their JSON, for a reader that holds bodies already
 /// (event_body_cache): the same rows, order, limits and byte bound, each as (id, v, upto,
-/// created_at): `id` (bytea, text form) and `v` (the row version, `xmin`) name the body;
+/// created_at): `id` (bytea) and `v` (the row version, `xmin`) name the body;
 /// `upto` (as above) and `created_at` are NULL except on a row the reply may go on after,
 /// whose place is then (`created_at`, `id`). Each row is about a tenth of its JSON.
 [[nodiscard]] std::optional<sql_statement> bounded_history_keys_sql(
@@ -81,7 +84,10 @@ struct history_page {
   const protocol::room_hiding& hiding = {});
 
 /// The stored JSON of `ids` in `community_id`, as rows of (id, v, raw) in no order; ids not
-/// stored (any more) have no row. Nothing for no ids.
+/// stored (any more) have no row. Nothing for no ids. Both ways in binary form: the ids go as
+/// a binary bytea[] and the rows come in binary format.
+/// bounded_history_sql and bounded_history_keys_sql ask for binary rows too: their numbers
+/// are big-endian integers (pg_reply::binary_integer) and `id` its 32 bytes.
 [[nodiscard]] std::optional<sql_statement> event_bodies_sql(std::int64_t community_id,
                                                             const std::vector<protocol::bytes32>& ids);
 

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: MIT
 #include "storage/pg_connection.hpp"
 
+#include <endian.h>
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cstring>
 #include <thread>
 #include <utility>
 
@@ -102,10 +105,30 @@ bool pg_reply::is_null(int row, int column) const noexcept {
 }
 
 std::string_view pg_reply::text(int row, int column) const noexcept {
-  if (is_null(row, column))
+  // A NULL's value is "" with length 0 already: no third look-up (each checks the row and
+  // column, and every field of a history page is read here).
+  if (!result_)
     return {};
   return {PQgetvalue(result_.get(), row, column),
           static_cast<std::size_t>(PQgetlength(result_.get(), row, column))};
+}
+
+std::int64_t pg_reply::binary_integer(int row, int column) const noexcept {
+  std::string_view field = text(row, column);
+  if (field.size() == 8) { // bigint, the common case
+    std::uint64_t word = 0;
+    std::memcpy(&word, field.data(), sizeof word);
+    return static_cast<std::int64_t>(be64toh(word));
+  }
+  if (field.size() == 4) { // an xid or an integer
+    std::uint32_t word = 0;
+    std::memcpy(&word, field.data(), sizeof word);
+    return static_cast<std::int64_t>(be32toh(word));
+  }
+  std::uint64_t value = 0;
+  for (std::size_t i = 0; i < field.size() && i < sizeof value; ++i)
+    value = (value << 8) | static_cast<unsigned char>(field[i]);
+  return static_cast<std::int64_t>(value);
 }
 
 std::int64_t pg_reply::integer(int row, int column) const noexcept {
@@ -343,54 +366,61 @@ pg_connection::ready(std::string_view sql, const pg_params& params, bool generic
 }
 
 pg_reply pg_connection::exec(std::string_view sql, const pg_params& params, bool generic_plan) {
-  return exec_formatted(sql, params, generic_plan, {});
+  return exec_formatted(sql, params, pg_formats{generic_plan, {}, false});
 }
 
 pg_reply pg_connection::exec(std::string_view sql, const pg_params& params,
                              const std::vector<bool>& binary) {
-  return exec_formatted(sql, params, false, binary);
+  return exec_formatted(sql, params, pg_formats{false, binary, false});
+}
+
+pg_reply pg_connection::exec_with(std::string_view sql, const pg_params& params,
+                                  const pg_formats& formats) {
+  return exec_formatted(sql, params, formats);
 }
 
 pg_reply pg_connection::exec_formatted(std::string_view sql, const pg_params& params,
-                                       bool generic_plan, const std::vector<bool>& binary) {
-  auto reply = exec_once(sql, params, generic_plan, binary);
+                                       const pg_formats& formats) {
+  auto reply = exec_once(sql, params, formats);
   // Outside a transaction a stale prepared statement changed nothing: prepare it again, once
   // (a pooler handing every statement to another backend would fail it forever).
   if (is_stale(reply) && !in_transaction_)
-    return exec_once(sql, params, generic_plan, binary);
+    return exec_once(sql, params, formats);
   return reply;
 }
 
 pg_reply pg_connection::exec_once(std::string_view sql, const pg_params& params,
-                                  bool generic_plan, const std::vector<bool>& binary) {
-  auto readied = ready(sql, params, generic_plan, true);
+                                  const pg_formats& formats) {
+  auto readied = ready(sql, params, formats.generic_plan, true);
   if (auto* refused = std::get_if<pg_reply>(&readied))
     return std::move(*refused);
   const auto& s = std::get<ready_statement>(readied);
   if (s.switch_plans)
-    return exec_switching_plans(sql, params, binary, s, generic_plan);
+    return exec_switching_plans(sql, params, formats, s);
   // Lengths and formats only matter for binary parameters; all-text statements pass none.
-  const param_formats format(params, binary);
+  const param_formats format(params, formats.binary_params);
+  const int rows_format = formats.binary_rows ? 1 : 0;
   auto reply = wrap(s.prepared.empty()
                       ? PQexecParams(conn_, s.text.c_str(), s.count(), nullptr, s.values.data(),
-                                     format.length_data(), format.format_data(), 0)
+                                     format.length_data(), format.format_data(), rows_format)
                       : PQexecPrepared(conn_, s.prepared.c_str(), s.count(), s.values.data(),
-                                       format.length_data(), format.format_data(), 0),
+                                       format.length_data(), format.format_data(), rows_format),
                     ends_transaction(sql));
   forget_if_stale(s.text, reply);
   return reply;
 }
 
 pg_reply pg_connection::exec_switching_plans(std::string_view sql, const pg_params& params,
-                                             const std::vector<bool>& binary,
-                                             const ready_statement& s, bool generic) {
+                                             const pg_formats& formats,
+                                             const ready_statement& s) {
+  const bool generic = formats.generic_plan;
   // With mixed traffic a reader switches modes at every other REQ (`#e` or `#p` with one value
   // runs its generic plan, the other shapes stay on auto); sent alone the SET was a round trip
   // of its own each time. In a pipeline it goes with the statement.
   const std::string_view set = generic ? "SET plan_cache_mode = force_generic_plan"
                                        : "SET plan_cache_mode = auto";
   const ready_statement set_statement{std::string(set), {}, {}, false};
-  auto replies = send_pipeline({pipelined{set, nullptr, {}}, pipelined{sql, &params, binary}},
+  auto replies = send_pipeline({pipelined{set, nullptr, {}}, pipelined{sql, &params, formats.binary_params, formats.binary_rows}},
                                {set_statement, s});
   // Both ran in the pipeline's one implicit transaction: a failed statement rolled the SET back.
   if (replies[0].ok() && replies[1].ok())
@@ -441,11 +471,12 @@ std::vector<pg_reply> pg_connection::send_pipeline(const std::vector<pipelined>&
     const auto& s = ready[i];
     const param_formats format(params_of(statements[i]),
                                statements[i].binary);
+    const int rows_format = statements[i].binary_rows ? 1 : 0;
     int sent = s.prepared.empty()
                  ? PQsendQueryParams(conn_, s.text.c_str(), s.count(), nullptr, s.values.data(),
-                                     format.length_data(), format.format_data(), 0)
+                                     format.length_data(), format.format_data(), rows_format)
                  : PQsendQueryPrepared(conn_, s.prepared.c_str(), s.count(), s.values.data(),
-                                       format.length_data(), format.format_data(), 0);
+                                       format.length_data(), format.format_data(), rows_format);
     if (sent != 1)
       return lost();
   }

@@ -23,6 +23,18 @@ namespace comb::storage {
 /// never inside it.
 using pg_params = std::vector<std::optional<std::string>>;
 
+/// How a statement travels: its plan, which parameters go in binary, and the rows' format.
+struct pg_formats {
+  /// As `pg_connection::exec`'s `generic_plan`.
+  bool generic_plan = false;
+  /// `binary_params[i]` true sends parameter i as raw bytes of its type's binary form; shorter
+  /// leaves the rest in text format.
+  std::vector<bool> binary_params;
+  /// Every column of the rows comes in its type's binary form (pg_reply::binary_integer, and
+  /// text and bytea as their bytes), so neither side formats nor parses numbers and hex.
+  bool binary_rows = false;
+};
+
 /// The outcome of one statement: rows on success, an error text and SQLSTATE otherwise.
 class pg_reply {
 public:
@@ -42,8 +54,11 @@ public:
 
   [[nodiscard]] int rows() const noexcept;
   [[nodiscard]] bool is_null(int row, int column) const noexcept;
-  /// Text of a field; "" for NULL.
+  /// Text of a field (its bytes, in a binary-format reply); "" for NULL.
   [[nodiscard]] std::string_view text(int row, int column) const noexcept;
+  /// A field of a binary-format reply: a big-endian integer of up to 8 bytes, read unsigned
+  /// (an xid stays positive; an int8 keeps its sign). 0 when NULL.
+  [[nodiscard]] std::int64_t binary_integer(int row, int column) const noexcept;
   /// A field parsed as an integer; 0 when NULL or not a number.
   [[nodiscard]] std::int64_t integer(int row, int column) const noexcept;
   /// Rows changed by an INSERT/UPDATE/DELETE (PQcmdTuples).
@@ -121,12 +136,17 @@ public:
   [[nodiscard]] pg_reply exec(std::string_view sql, const pg_params& params,
                               const std::vector<bool>& binary);
 
+  /// `exec` with every choice of `formats`: the plan, binary parameters, binary rows.
+  [[nodiscard]] pg_reply exec_with(std::string_view sql, const pg_params& params,
+                                   const pg_formats& formats);
+
   /// One statement of exec_pipeline: as for `exec`, `binary[i]` true sends `params[i]` in
   /// binary format. `params` must outlive the call.
   struct pipelined {
     std::string_view sql;
     const pg_params* params = nullptr;
     std::vector<bool> binary;
+    bool binary_rows = false; ///< as pg_formats::binary_rows
   };
 
   /// Runs `statements` in order in one round trip (libpq's pipeline mode) instead of one each,
@@ -189,18 +209,17 @@ private:
                                                               const pg_params& params,
                                                               bool generic_plan,
                                                               bool defer_switch = false);
-  /// Runs prepared `s` (`sql` with `params`) after switching plan_cache_mode to `generic`,
-  /// both in one pipeline; the mode is recorded when both succeeded.
+  /// Runs prepared `s` (`sql` with `params`) after switching plan_cache_mode to
+  /// `formats.generic_plan`, both in one pipeline; the mode is recorded when both succeeded.
   [[nodiscard]] pg_reply exec_switching_plans(std::string_view sql, const pg_params& params,
-                                              const std::vector<bool>& binary,
-                                              const ready_statement& s, bool generic);
-  /// Both `exec` forms: `binary[i]` true sends parameter i in binary format. Runs the
-  /// statement again once when its prepared form was stale.
+                                              const pg_formats& formats,
+                                              const ready_statement& s);
+  /// Every `exec` form. Runs the statement again once when its prepared form was stale.
   [[nodiscard]] pg_reply exec_formatted(std::string_view sql, const pg_params& params,
-                                        bool generic_plan, const std::vector<bool>& binary);
+                                        const pg_formats& formats);
   /// One try of exec_formatted.
   [[nodiscard]] pg_reply exec_once(std::string_view sql, const pg_params& params,
-                                   bool generic_plan, const std::vector<bool>& binary);
+                                   const pg_formats& formats);
   [[nodiscard]] static std::vector<pg_reply> all_failing(std::size_t count, const pg_reply& like);
   /// exec_pipeline once every statement is ready: sends them all, then reads their replies.
   [[nodiscard]] std::vector<pg_reply> send_pipeline(const std::vector<pipelined>& statements,

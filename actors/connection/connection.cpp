@@ -3,6 +3,7 @@
 
 #include "actors/community/membership_requests.hpp"
 #include <algorithm>
+#include <iterator>
 #include <cstring>
 
 #include "protocol/hex.hpp"
@@ -480,45 +481,55 @@ bool connection::close_subscription(const std::string& id) {
   return true;
 }
 
-std::vector<std::string> connection::history_arrived(const std::string& id,
-                                                     std::uint64_t generation,
-                                                     std::vector<std::string> events,
-                                                     double clock,
-                                                     bool last,
-                                                     std::size_t frame_prefix) {
+history_frames connection::history_reply(const std::string& id, std::uint64_t generation,
+                                         std::vector<std::shared_ptr<const std::string>> events,
+                                         double clock, bool last) {
+  history_frames out;
   auto it = subscriptions_.find(id);
   if (it == subscriptions_.end() || it->second.generation != generation || it->second.live)
-    return {};
+    return out;
   subscription& sub = it->second;
-  std::vector<std::string> frames;
-  frames.reserve(events.size() + (last ? sub.held.size() + 1 : 0));
+  out.events.reserve(events.size());
   auto& sent = sub.sent_in_history;
   sub.history_sent_at = clock;
   // A room hides only its own events, so without rooms no row needs its tags read.
   const bool any_room = policy_.members && policy_.members->rooms()->concerns_rows();
-  for (auto& item : events) {
-    if (frame_prefix > 0 && item.size() <= frame_prefix)
-      continue; // not a frame the reader built
-    std::string_view json = item;
-    if (frame_prefix > 0)
-      json = json.substr(frame_prefix, item.size() - frame_prefix - 1);
-    if (any_room && !rendered_visible(json))
+  for (auto& json : events) {
+    if (!json || (any_room && !rendered_visible(*json)))
       continue;
-    (void)sent.add(json);
-    frames.push_back(frame_prefix > 0 ? std::move(item) : protocol::render_event_frame(id, json));
+    (void)sent.add(*json);
+    out.events.push_back(shared_event_frame{sub.frame_head, std::move(json)});
   }
   if (!last)
-    return frames;
-  frames.push_back(protocol::render_eose(id));
+    return out;
+  out.closing.push_back(protocol::render_eose(id));
   sent.seal();
   // Held while history was read: a ban, or a room's deletion or change, may have come since.
   for (const auto& held : sub.held)
     if (!sent.contains(held.ev->id) && !banned_out(*held.ev)
         && event_visible(held))
-      frames.push_back(protocol::render_event_frame(id, *held.json));
+      out.closing.push_back(protocol::render_event_frame(id, *held.json));
   sub.held.clear();
   sub.held.shrink_to_fit();
   sub.live = true;
+  return out;
+}
+
+std::vector<std::string> connection::history_arrived(const std::string& id,
+                                                     std::uint64_t generation,
+                                                     std::vector<std::string> events,
+                                                     double clock,
+                                                     bool last) {
+  std::vector<std::shared_ptr<const std::string>> shared;
+  shared.reserve(events.size());
+  for (auto& json : events)
+    shared.push_back(std::make_shared<const std::string>(std::move(json)));
+  auto reply = history_reply(id, generation, std::move(shared), clock, last);
+  std::vector<std::string> frames;
+  frames.reserve(reply.events.size() + reply.closing.size());
+  for (const auto& frame : reply.events)
+    frames.push_back(frame.flattened());
+  std::move(reply.closing.begin(), reply.closing.end(), std::back_inserter(frames));
   return frames;
 }
 

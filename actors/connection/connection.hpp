@@ -122,6 +122,13 @@ private:
   std::vector<std::pair<std::uint64_t, std::uint32_t>> sorted_; ///< (first 8 characters, place)
 };
 
+/// A history reply's part as the socket takes it (frame_sink::send_reply): the stored events,
+/// each its subscription's shared head around its shared JSON, then the frames that close it.
+struct history_frames {
+  std::vector<shared_event_frame> events;
+  std::vector<std::string> closing;
+};
+
 /// The decisions of one client connection, free of actors and sockets: AUTH state, quotas,
 /// subscriptions and the REQ protocol (live first, then history, EOSE, then buffered live events
 /// not already sent). The connection actor feeds it messages and sends the frames it returns.
@@ -276,16 +283,20 @@ public:
   bool close_subscription(const std::string& id);
 
   /// Frames for the stored history of subscription `id`, which may come in several chunks: the
-  /// events of each; after the `last` one EOSE, then live events that arrived meanwhile and were
-  /// not in the history. Empty if the subscription is gone, was replaced since (`generation`
-  /// differs) or has already had its EOSE. `events` are event JSON, or (`frame_prefix` > 0)
-  /// their EVENT frames for `id` as the storage reader built them, sent as they are.
+  /// events of each (`events`: their JSON, shared with the storage reader's cache), framed
+  /// with the subscription's head; after the `last` one, in `closing`, EOSE, then live events
+  /// that arrived meanwhile and were not in the history. Empty if the subscription is gone, was
+  /// replaced since (`generation` differs) or has already had its EOSE.
+  [[nodiscard]] history_frames history_reply(const std::string& id, std::uint64_t generation,
+                                             std::vector<std::shared_ptr<const std::string>> events,
+                                             double clock, bool last);
+
+  /// history_reply for `events` as JSON text, its frames flattened in order.
   [[nodiscard]] std::vector<std::string> history_arrived(const std::string& id,
                                                          std::uint64_t generation,
                                                          std::vector<std::string> events,
                                                          double clock = 0,
-                                                         bool last = true,
-                                                         std::size_t frame_prefix = 0);
+                                                         bool last = true);
 
   /// The frame for a live event on subscription `id` registered as `generation` (sharing the
   /// event's JSON), or nothing when the subscription is gone or was replaced since, or is still

@@ -410,6 +410,15 @@ bool refuse_late_reply(self_ptr self, const std::string& sub, std::uint64_t gene
   return true;
 }
 
+/// A chunk's events as shared JSON: the storage reader shares them (query_chunks' `share`);
+/// any given as text are wrapped once.
+std::vector<storage::shared_body> shared_events(storage::query_result& result) {
+  auto shared = std::move(result.shared);
+  for (auto& json : result.events)
+    shared.push_back(std::make_shared<const std::string>(std::move(json)));
+  return shared;
+}
+
 void on_history(self_ptr self, const std::string& sub, std::uint64_t generation,
                 storage::query_result& result) {
   auto& st = self->state;
@@ -425,9 +434,9 @@ void on_history(self_ptr self, const std::string& sub, std::uint64_t generation,
   }
   if (!result.last) {
     // In one call: the outbox takes the chunk under one lock and wakes its writer once.
-    st.args.sink->send_frames(st.logic->history_arrived(sub, generation, std::move(result.events),
-                                                        monotonic_seconds(), false,
-                                                        result.frame_prefix));
+    auto part = st.logic->history_reply(sub, generation, shared_events(result),
+                                        monotonic_seconds(), false);
+    st.args.sink->send_events(part.events);
     count_withheld(self);
     // Only now, with the frames in the socket's queue, which counts them from here on.
     st.history->in_mailbox.fetch_sub(bytes, std::memory_order_release);
@@ -446,11 +455,10 @@ void on_history(self_ptr self, const std::string& sub, std::uint64_t generation,
     return;
   }
   double now = monotonic_seconds();
-  auto frames = st.logic->history_arrived(sub, generation, std::move(result.events), now, true,
-                                          result.frame_prefix);
+  auto reply = st.logic->history_reply(sub, generation, shared_events(result), now, true);
   count_withheld(self);
-  const bool answered = !frames.empty();
-  st.args.sink->send_frames(std::move(frames));
+  const bool answered = !reply.events.empty() || !reply.closing.empty();
+  st.args.sink->send_reply(reply.events, std::move(reply.closing));
   st.history->in_mailbox.fetch_sub(bytes, std::memory_order_release);
   if (!answered)
     return;

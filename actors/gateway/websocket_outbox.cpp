@@ -134,29 +134,58 @@ void websocket_outbox::send_event(shared_event_frame frame) {
 }
 
 template <class Frame, class ToOutbound>
+bool websocket_outbox::push_each(std::span<Frame> frames, ToOutbound to_outbound) {
+  bool overflow = false;
+  for (auto& frame : frames) {
+    if (closing_)
+      break;
+    overflow = push(to_outbound(std::move(frame))) || overflow;
+  }
+  return overflow;
+}
+
+namespace {
+
+outbound_frame shared_outbound(shared_event_frame&& frame) {
+  return outbound_frame{{}, std::move(frame.head), std::move(frame.json)};
+}
+
+outbound_frame whole_outbound(std::string&& frame) {
+  return outbound_frame{std::move(frame), nullptr, nullptr};
+}
+
+} // namespace
+
+template <class Frame, class ToOutbound>
 void websocket_outbox::push_all(std::span<Frame> frames, ToOutbound to_outbound) {
   bool overflow = false;
   bool wake_writer = false;
   {
     std::lock_guard lock(mutex_);
-    for (auto& frame : frames) {
-      if (closing_)
-        break;
-      overflow = push(to_outbound(std::move(frame))) || overflow;
-    }
+    overflow = push_each(frames, to_outbound);
     wake_writer = writer_needed(overflow);
   }
   after_push(wake_writer, overflow);
 }
 
 void websocket_outbox::send_events(std::span<shared_event_frame> frames) {
-  push_all(frames, [](shared_event_frame&& frame) {
-    return outbound_frame{{}, std::move(frame.head), std::move(frame.json)};
-  });
+  push_all(frames, shared_outbound);
 }
 
 void websocket_outbox::send_frames(std::vector<std::string> frames) {
-  push_all(std::span<std::string>(frames), [](std::string&& frame) { return outbound_frame{std::move(frame), nullptr, nullptr}; });
+  push_all(std::span<std::string>(frames), whole_outbound);
+}
+
+void websocket_outbox::send_reply(std::span<shared_event_frame> events, std::vector<std::string> closing) {
+  bool overflow = false;
+  bool wake_writer = false;
+  {
+    std::lock_guard lock(mutex_);
+    overflow = push_each(events, shared_outbound);
+    overflow = push_each(std::span<std::string>(closing), whole_outbound) || overflow;
+    wake_writer = writer_needed(overflow);
+  }
+  after_push(wake_writer, overflow);
 }
 
 void websocket_outbox::enqueue(outbound_frame frame) {

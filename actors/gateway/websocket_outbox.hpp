@@ -63,6 +63,7 @@ public:
   void send_events(std::span<shared_event_frame> frames) override;
 
   void send_frames(std::vector<std::string> frames) override;
+  void send_reply(std::span<shared_event_frame> events, std::vector<std::string> closing) override;
 
   void close(close_reason why) override;
 
@@ -113,6 +114,9 @@ private:
   /// Queues every frame of a batch under one lock and wakes the writer at most once.
   template <class Frame, class ToOutbound>
   void push_all(std::span<Frame> frames, ToOutbound to_outbound);
+  /// Under mutex_: queues `frames` until the connection starts closing; true on overflow.
+  template <class Frame, class ToOutbound>
+  [[nodiscard]] bool push_each(std::span<Frame> frames, ToOutbound to_outbound);
   /// After push: wakes the writer if it waits, or has it abort the socket on overflow.
   void after_push(bool wake_writer, bool overflow);
   void wake();

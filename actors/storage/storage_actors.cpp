@@ -245,8 +245,7 @@ void answer_history(caf::stateful_actor<reader_state>* self, const history_reque
     return true;
   };
   auto rest = s.store->query_chunks(request.community_id, request.filters, unix_now(),
-                                    s.args.default_limit, chunk_bytes, deliver,
-                                    protocol::event_frame_prefix(request.subscription_id),
+                                    s.args.default_limit, chunk_bytes, deliver, true,
                                     request.hidden);
   if (rest.ok && deliver(std::move(rest)))
     return;

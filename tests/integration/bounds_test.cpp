@@ -101,29 +101,31 @@ TEST_CASE_METHOD(test::store_fixture, "a history reply is read in chunks of its 
     auto under = events.query_chunks(community, {protocol::filter{}}, now, 100, 10 * one + 1, keep);
     CHECK(under.events == whole.events);
   }
-  SECTION("with a frame prefix each row comes as its EVENT frame, counted whole in the chunk size") {
+  SECTION("shared, each row comes as its JSON in `shared`, the chunks cut at the same rows") {
     chunks.clear();
-    const std::string prefix = protocol::event_frame_prefix("sub");
-    std::size_t frame_bytes = prefix.size() + one + 1;
-    std::vector<std::size_t> prefixes;
-    auto keep_framed = [&](storage::query_result chunk) {
-      prefixes.push_back(chunk.frame_prefix);
-      chunks.push_back(std::move(chunk.events));
+    std::vector<std::size_t> text_counts;
+    auto keep_shared = [&](storage::query_result chunk) {
+      text_counts.push_back(chunk.events.size());
+      std::vector<std::string> jsons;
+      for (const auto& json : chunk.shared)
+        jsons.push_back(*json);
+      chunks.push_back(std::move(jsons));
       return true;
     };
-    auto framed = events.query_chunks(community, {protocol::filter{}}, now, 100, 2 * frame_bytes,
-                                      keep_framed, prefix);
-    REQUIRE(framed.ok);
-    CHECK(framed.frame_prefix == prefix.size());
-    CHECK(chunks.size() == 5); // two frames reach the size: the rows' JSON alone would not
-    CHECK(std::all_of(prefixes.begin(), prefixes.end(), [&](auto p) { return p == prefix.size(); }));
-    std::vector<std::string> frames;
+    auto shared = events.query_chunks(community, {protocol::filter{}}, now, 100, 3 * one + one / 2,
+                                      keep_shared, true);
+    REQUIRE(shared.ok);
+    CHECK(shared.events.empty());
+    REQUIRE(chunks.size() == 2);
+    CHECK(chunks[0].size() == 4);
+    CHECK(std::all_of(text_counts.begin(), text_counts.end(), [](auto n) { return n == 0; }));
+    std::vector<std::string> all;
     for (auto& c : chunks)
-      frames.insert(frames.end(), c.begin(), c.end());
-    frames.insert(frames.end(), framed.events.begin(), framed.events.end());
-    REQUIRE(frames.size() == whole.events.size());
-    for (std::size_t i = 0; i < frames.size(); ++i)
-      CHECK(frames[i] == protocol::render_event_frame("sub", whole.events[i]));
+      all.insert(all.end(), c.begin(), c.end());
+    for (const auto& json : shared.shared)
+      all.push_back(*json);
+    CHECK(all == whole.events);
+    CHECK(storage::bytes_of(shared) == 2 * one);
   }
 }
 

@@ -146,7 +146,7 @@ TEST_CASE("a live event matched under a replaced subscription's filters is dropp
   CHECK(c.live_arrived("s", second, live(test::sign_event(author, 1))).has_value());
 }
 
-TEST_CASE("history frames built by the reader are sent as they are, their ids remembered",
+TEST_CASE("history JSON shared by the reader is framed around the same string, its ids remembered",
           "[actors][connection]") {
   connection c(connection_policy{}, "challenge");
   auto generation = c.open_subscription("s\"1").value();
@@ -154,16 +154,17 @@ TEST_CASE("history frames built by the reader are sent as they are, their ids re
   auto held = test::sign_event(author, 1, "held");
   CHECK_FALSE(c.live_arrived("s\"1", generation, live(stored), 10.0));
   CHECK_FALSE(c.live_arrived("s\"1", generation, live(held), 10.0));
-  auto prefix = protocol::event_frame_prefix("s\"1");
-  auto frame = protocol::render_event_frame("s\"1", protocol::render_event_json(stored));
-  REQUIRE(frame.starts_with(prefix));
-  auto frames = c.history_arrived("s\"1", generation, {frame, prefix.substr(0, 3)}, 10.0, true,
-                                  prefix.size());
-  // The frame as built, EOSE, and of the held events only the one history did not send; the
-  // item too short to be a frame is dropped.
-  CHECK(frames
+  auto json = std::make_shared<const std::string>(protocol::render_event_json(stored));
+  auto reply = c.history_reply("s\"1", generation, {json, nullptr}, 10.0, true);
+  // The stored event framed around the reader's string itself (no copy), the missing body
+  // dropped; then EOSE, and of the held events only the one history did not send.
+  REQUIRE(reply.events.size() == 1);
+  CHECK(reply.events[0].json.get() == json.get());
+  CHECK(*reply.events[0].head == protocol::event_frame_prefix("s\"1"));
+  CHECK(reply.events[0].flattened() == protocol::render_event_frame("s\"1", *json));
+  CHECK(reply.closing
         == std::vector<std::string>{
-          frame, protocol::render_eose("s\"1"),
+          protocol::render_eose("s\"1"),
           protocol::render_event_frame("s\"1", protocol::render_event_json(held))});
   CHECK_FALSE(c.live_arrived("s\"1", generation, live(stored), 11.0));
 }

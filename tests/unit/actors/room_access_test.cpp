@@ -141,15 +141,16 @@ TEST_CASE("reads of rooms follow their flags", "[actors][rooms]") {
   REQUIRE(inside.open_subscription("s").ok());
   (void)inside.history_arrived("s", 1, {});
   CHECK(inside.live_arrived("s", 1, live));
-  // The same rule for history the reader sends as whole frames.
+  // The same rule for history the reader shares as it holds it.
   auto t = stranger.open_subscription("t");
   REQUIRE(t.ok());
-  auto framed = stranger.history_arrived(
-    "t", t.value(), {protocol::render_event_frame("t", protocol::render_event_json(locked_chat)),
-             protocol::render_event_frame("t", protocol::render_event_json(open_chat))},
-    0, true, protocol::event_frame_prefix("t").size());
-  REQUIRE(framed.size() == 2);
-  CHECK(framed[0] == protocol::render_event_frame("t", protocol::render_event_json(open_chat)));
+  auto shared = stranger.history_reply(
+    "t", t.value(), {std::make_shared<const std::string>(protocol::render_event_json(locked_chat)),
+             std::make_shared<const std::string>(protocol::render_event_json(open_chat))},
+    0, true);
+  REQUIRE(shared.events.size() == 1);
+  CHECK(*shared.events[0].json == protocol::render_event_json(open_chat));
+  CHECK(shared.closing == std::vector<std::string>{protocol::render_eose("t")});
   CHECK(stranger.take_withheld() == 1);
 }
 

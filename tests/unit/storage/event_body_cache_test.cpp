@@ -10,6 +10,7 @@
 
 using comb::storage::body_key;
 using comb::storage::event_body_cache;
+using comb::storage::shared_body;
 
 namespace {
 
@@ -56,33 +57,33 @@ TEST_CASE("a newer version of the same event replaces the one held") {
 }
 
 TEST_CASE("the cache stays within its bytes, dropping the oldest entry not read since first") {
-  // 16 shards of 1,000 bytes: one shard holds three bodies of 200 (328 bytes each with overhead).
+  // 16 shards of 1,000 bytes: one shard holds three bodies of 100 (292 bytes each with overhead).
   event_body_cache cache(16 * 1000);
   for (std::uint32_t n = 0; n < 3; ++n)
-    cache.remember(body_key{1, id_of(n), 1}, body(200));
+    cache.remember(body_key{1, id_of(n), 1}, body(100));
   CHECK(cache.counts().entries == 3);
   REQUIRE(cache.find(body_key{1, id_of(0), 1})); // 0 was read: it gets a second chance
-  cache.remember(body_key{1, id_of(3), 1}, body(200));
+  cache.remember(body_key{1, id_of(3), 1}, body(100));
   CHECK(cache.counts().evictions == 1);
   CHECK(cache.counts().entries == 3);
   CHECK_FALSE(cache.find(body_key{1, id_of(1), 1})); // the oldest unread one went
   CHECK(cache.counts().bytes <= 1000);
   REQUIRE(cache.find(body_key{1, id_of(3), 1}));
   // Order now 2, 3, 0 (its chance used up when 1 went); 3 was read, 2 was not.
-  cache.remember(body_key{1, id_of(4), 1}, body(200));
+  cache.remember(body_key{1, id_of(4), 1}, body(100));
   CHECK(cache.counts().evictions == 2);
   CHECK_FALSE(cache.find(body_key{1, id_of(2), 1}));
   CHECK(cache.find(body_key{1, id_of(0), 1}));
   CHECK(cache.find(body_key{1, id_of(3), 1}));
   CHECK(cache.find(body_key{1, id_of(4), 1}));
   // Other shards are not touched by this one's bound.
-  cache.remember(body_key{1, id_of(9, 5), 1}, body(200));
+  cache.remember(body_key{1, id_of(9, 5), 1}, body(100));
   CHECK(cache.counts().entries == 4);
   std::string frame = "[\"EVENT\",\"s\",";
   CHECK(cache.append_to(body_key{1, id_of(9, 5), 1}, frame));
-  CHECK(frame == "[\"EVENT\",\"s\"," + body(200));
+  CHECK(frame == "[\"EVENT\",\"s\"," + body(100));
   CHECK_FALSE(cache.append_to(body_key{1, id_of(9, 5), 2}, frame));
-  CHECK(frame.size() == std::string("[\"EVENT\",\"s\",").size() + 200);
+  CHECK(frame.size() == std::string("[\"EVENT\",\"s\",").size() + 100);
 }
 
 TEST_CASE("a body larger than a shard's share is not held, and nothing is held without a bound") {
@@ -123,7 +124,7 @@ TEST_CASE("readers and writers on several threads keep the counts and the bound"
   CHECK(counts.evictions > 0);
 }
 
-TEST_CASE("a page's look-ups append each held body to its own item, in the page's order") {
+TEST_CASE("a page's look-ups share each held body at its own place, in the page's order") {
   event_body_cache cache(1 << 20);
   std::vector<body_key> keys;
   for (std::uint32_t n = 0; n < 40; ++n) {
@@ -133,16 +134,33 @@ TEST_CASE("a page's look-ups append each held body to its own item, in the page'
     keys.push_back(key);
   }
   keys[4].version = 6; // held, but another version
-  std::vector<std::string> items(keys.size(), "untouched");
-  std::vector<bool> found;
-  cache.append_all(keys, "<", items, found);
-  REQUIRE(found.size() == keys.size());
+  std::vector<shared_body> bodies(keys.size());
+  cache.share_all(keys, bodies);
   for (std::uint32_t n = 0; n < 40; ++n) {
     INFO(n);
     const bool held = n % 3 != 0 && n != 4;
-    CHECK(found[n] == held);
-    CHECK(items[n] == (held ? "<body " + std::to_string(n) : std::string("untouched")));
+    REQUIRE(static_cast<bool>(bodies[n]) == held);
+    if (held)
+      CHECK(*bodies[n] == "body " + std::to_string(n));
   }
   CHECK(cache.counts().hits == 26 - 1);
   CHECK(cache.counts().misses == 14 + 1);
+  // Shared, not copied: a second look-up hands out the same string.
+  std::vector<shared_body> again(keys.size());
+  cache.share_all(keys, again);
+  CHECK(again[1].get() == bodies[1].get());
+}
+
+TEST_CASE("a body remembered as shared is held as it is, and outlives its eviction where shared") {
+  event_body_cache cache(16 * (event_body_cache::entry_overhead + 64));
+  auto json = std::make_shared<const std::string>(std::string(64, 'j'));
+  cache.remember(body_key{1, id_of(1), 7}, json);
+  std::vector<shared_body> found(1);
+  cache.share_all(std::vector<body_key>{body_key{1, id_of(1), 7}}, found);
+  REQUIRE(found[0]);
+  CHECK(found[0].get() == json.get());
+  for (std::uint32_t n = 2; n < 200; ++n) // every shard passes its bound: the first goes
+    cache.remember(body_key{1, id_of(n), 7}, std::string(64, 'x'));
+  CHECK_FALSE(cache.find(body_key{1, id_of(1), 7}));
+  CHECK(*found[0] == std::string(64, 'j'));
 }

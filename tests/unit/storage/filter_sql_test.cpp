@@ -401,6 +401,13 @@ TEST_CASE("bodies are fetched by community and ids, with their row versions", "[
   REQUIRE(s);
   CHECK(s->text.rfind("SELECT id, xmin, raw FROM events", 0) == 0);
   CHECK(param(*s, 1) == "3");
-  CHECK(param(*s, 2) == "{\"\\\\x" + to_hex(filled(1)) + "\",\"\\\\x" + to_hex(filled(2)) + "\"}");
+  // The ids in binary form: a one-dimensional bytea array (a 20-byte header), each element its
+  // length and its 32 bytes; the rows come in binary form too.
+  CHECK(s->binary_params == std::vector<bool>{false, true});
+  CHECK(s->binary_rows);
+  const std::string ids = param(*s, 2);
+  REQUIRE(ids.size() == 20 + 2 * (4 + 32));
+  CHECK(ids.substr(24, 32) == std::string(reinterpret_cast<const char*>(filled(1).data()), 32));
+  CHECK(ids.substr(60, 32) == std::string(reinterpret_cast<const char*>(filled(2).data()), 32));
   CHECK(placeholders_in(s->text) == 2);
 }

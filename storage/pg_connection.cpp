@@ -366,21 +366,16 @@ pg_connection::ready(std::string_view sql, const pg_params& params, bool generic
 }
 
 pg_reply pg_connection::exec(std::string_view sql, const pg_params& params, bool generic_plan) {
-  return exec_formatted(sql, params, pg_formats{generic_plan, {}, false});
+  return exec_with(sql, params, pg_formats{generic_plan, {}, false});
 }
 
 pg_reply pg_connection::exec(std::string_view sql, const pg_params& params,
                              const std::vector<bool>& binary) {
-  return exec_formatted(sql, params, pg_formats{false, binary, false});
+  return exec_with(sql, params, pg_formats{false, binary, false});
 }
 
 pg_reply pg_connection::exec_with(std::string_view sql, const pg_params& params,
                                   const pg_formats& formats) {
-  return exec_formatted(sql, params, formats);
-}
-
-pg_reply pg_connection::exec_formatted(std::string_view sql, const pg_params& params,
-                                       const pg_formats& formats) {
   auto reply = exec_once(sql, params, formats);
   // Outside a transaction a stale prepared statement changed nothing: prepare it again, once
   // (a pooler handing every statement to another backend would fail it forever).
@@ -420,7 +415,8 @@ pg_reply pg_connection::exec_switching_plans(std::string_view sql, const pg_para
   const std::string_view set = generic ? "SET plan_cache_mode = force_generic_plan"
                                        : "SET plan_cache_mode = auto";
   const ready_statement set_statement{std::string(set), {}, {}, false};
-  auto replies = send_pipeline({pipelined{set, nullptr, {}}, pipelined{sql, &params, formats.binary_params, formats.binary_rows}},
+  auto replies = send_pipeline({pipelined{set, nullptr, {}},
+                                pipelined{sql, &params, formats.binary_params, formats.binary_rows}},
                                {set_statement, s});
   // Both ran in the pipeline's one implicit transaction: a failed statement rolled the SET back.
   if (replies[0].ok() && replies[1].ok())

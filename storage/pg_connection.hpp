@@ -136,7 +136,8 @@ public:
   [[nodiscard]] pg_reply exec(std::string_view sql, const pg_params& params,
                               const std::vector<bool>& binary);
 
-  /// `exec` with every choice of `formats`: the plan, binary parameters, binary rows.
+  /// `exec` with every choice of `formats`: the plan, binary parameters, binary rows. Every
+  /// `exec` form comes here; a stale prepared statement is prepared and run again once.
   [[nodiscard]] pg_reply exec_with(std::string_view sql, const pg_params& params,
                                    const pg_formats& formats);
 
@@ -214,10 +215,7 @@ private:
   [[nodiscard]] pg_reply exec_switching_plans(std::string_view sql, const pg_params& params,
                                               const pg_formats& formats,
                                               const ready_statement& s);
-  /// Every `exec` form. Runs the statement again once when its prepared form was stale.
-  [[nodiscard]] pg_reply exec_formatted(std::string_view sql, const pg_params& params,
-                                        const pg_formats& formats);
-  /// One try of exec_formatted.
+  /// One try of exec_with.
   [[nodiscard]] pg_reply exec_once(std::string_view sql, const pg_params& params,
                                    const pg_formats& formats);
   [[nodiscard]] static std::vector<pg_reply> all_failing(std::size_t count, const pg_reply& like);

@@ -156,36 +156,31 @@ outbound_frame whole_outbound(std::string&& frame) {
 
 } // namespace
 
-template <class Frame, class ToOutbound>
-void websocket_outbox::push_all(std::span<Frame> frames, ToOutbound to_outbound) {
+template <class PushFrames>
+void websocket_outbox::push_locked(PushFrames push_frames) {
   bool overflow = false;
   bool wake_writer = false;
   {
     std::lock_guard lock(mutex_);
-    overflow = push_each(frames, to_outbound);
+    overflow = push_frames();
     wake_writer = writer_needed(overflow);
   }
   after_push(wake_writer, overflow);
 }
 
 void websocket_outbox::send_events(std::span<shared_event_frame> frames) {
-  push_all(frames, shared_outbound);
+  push_locked([&] { return push_each(frames, shared_outbound); });
 }
 
 void websocket_outbox::send_frames(std::vector<std::string> frames) {
-  push_all(std::span<std::string>(frames), whole_outbound);
+  push_locked([&] { return push_each(std::span<std::string>(frames), whole_outbound); });
 }
 
 void websocket_outbox::send_reply(std::span<shared_event_frame> events, std::vector<std::string> closing) {
-  bool overflow = false;
-  bool wake_writer = false;
-  {
-    std::lock_guard lock(mutex_);
-    overflow = push_each(events, shared_outbound);
-    overflow = push_each(std::span<std::string>(closing), whole_outbound) || overflow;
-    wake_writer = writer_needed(overflow);
-  }
-  after_push(wake_writer, overflow);
+  push_locked([&] {
+    const bool events_overflow = push_each(events, shared_outbound);
+    return push_each(std::span<std::string>(closing), whole_outbound) || events_overflow;
+  });
 }
 
 void websocket_outbox::enqueue(outbound_frame frame) {

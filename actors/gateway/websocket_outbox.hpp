@@ -111,9 +111,10 @@ private:
   void enqueue(outbound_frame frame);
   /// Under mutex_: queues `frame` or, past the bound, starts the slow-reader close; true then.
   [[nodiscard]] bool push(outbound_frame frame);
-  /// Queues every frame of a batch under one lock and wakes the writer at most once.
-  template <class Frame, class ToOutbound>
-  void push_all(std::span<Frame> frames, ToOutbound to_outbound);
+  /// Runs `push_frames` (which queues frames and returns whether one overflowed) under one
+  /// lock, then wakes the writer at most once.
+  template <class PushFrames>
+  void push_locked(PushFrames push_frames);
   /// Under mutex_: queues `frames` until the connection starts closing; true on overflow.
   template <class Frame, class ToOutbound>
   [[nodiscard]] bool push_each(std::span<Frame> frames, ToOutbound to_outbound);

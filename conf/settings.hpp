@@ -29,7 +29,9 @@ struct relay_settings {
   // -- storage --
   std::string database_url; ///< empty: the run command's private cluster
   unsigned storage_readers = 2;
-  unsigned storage_writers = 2;
+  /// One: a writer's group commit gathers every event that arrives during the commit before it;
+  /// a second writer halves each batch and doubles the commits (docs/operations.md, Event writers).
+  unsigned storage_writers = 1;
   std::size_t write_batch_max = 256;
   std::uint32_t statement_timeout_ms = 10000; ///< REQ/COUNT queries longer than this are cancelled
   // -- cluster --

@@ -4,7 +4,7 @@
 # A private Postgres 15 cluster runs under valgrind (every backend and background process, as
 # they are forks of the postmaster); the relay runs natively on it: a short warm-up ingest
 # (300 events), then the measured one. Each process writes its dump when the cluster stops; the
-# relay's writer backends (COMB_STORAGE_WRITERS, 2 by default: the busiest processes) over every
+# relay's writer backends (COMB_STORAGE_WRITERS, 1 by default: the busiest processes) over every
 # event they stored is the figure (their start-up is a few million instructions in all).
 #   bash tools/bench/callgrind_postgres_ingest.sh [BIN] [EVENTS] [CONNECTIONS] [SECONDS]
 # Dumps stay in $CG_OUT (default a fresh /tmp folder); never commit them.
@@ -51,7 +51,7 @@ accepted() { tail -1 "$1" | python3 -c 'import json,sys; print(int(json.load(sys
 stored=$(( $(accepted "$out/warmup.json") + $(accepted "$out/bench.json") ))
 cleanup # every process writes its dump when it exits
 trap - EXIT
-python3 - "$out" "$stored" "${COMB_STORAGE_WRITERS:-2}" <<'PY'
+python3 - "$out" "$stored" "${COMB_STORAGE_WRITERS:-1}" <<'PY'
 import glob, re, sys
 out, stored, writers_count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 per = []

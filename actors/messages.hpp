@@ -95,6 +95,10 @@ using reload_atom = caf::atom_constant<caf::atom("reloadall")>;    ///< LISTEN (
 inline constexpr reload_atom reload_atom_v{};
 using refresh_atom = caf::atom_constant<caf::atom("refresh")>;     ///< (refresh_atom, community_access): the database's state
 inline constexpr refresh_atom refresh_atom_v{};
+/// (rewind_atom, community_access): the database's state, whose version is older than what the
+/// pod holds (a restore, a failover): taken whatever its version
+using rewind_atom = caf::atom_constant<caf::atom("rewind")>;
+inline constexpr rewind_atom rewind_atom_v{};
 using wake_atom = caf::atom_constant<caf::atom("wake")>;           ///< the second a waiting list needed has begun
 inline constexpr wake_atom wake_atom_v{};
 using access_atom = caf::atom_constant<caf::atom("access")>;       ///< (access_atom, community): access changed, re-check

@@ -47,6 +47,7 @@ struct relay_metrics {
   std::atomic<std::uint64_t> connections_refused{0};
   std::atomic<std::uint64_t> access_notifications{0}; ///< LISTEN notifications received
   std::atomic<std::uint64_t> access_reloads{0};       ///< community states reloaded from Postgres
+  std::atomic<std::uint64_t> access_rewinds{0};       ///< reloads because the database's version went back
   std::atomic<std::uint64_t> access_events_delivered{0}; ///< events of access changes read back
   std::atomic<std::uint64_t> messages_event{0};
   std::atomic<std::uint64_t> messages_req{0};

@@ -17,9 +17,10 @@ namespace {
 
 using self_ptr = caf::stateful_actor<access_watcher_state>*;
 
-/// Reloads one community and hands its state to its actor. The version loaded (0 when the
-/// community is not served here or is gone); nothing on a database error.
-std::optional<std::int64_t> reload(self_ptr self, std::int64_t community_id) {
+/// Reloads one community and hands its state to its actor (`rewinding`: to be taken whatever
+/// its version). The version loaded (0 when the community is not served here or is gone);
+/// nothing on a database error.
+std::optional<std::int64_t> reload(self_ptr self, std::int64_t community_id, bool rewinding = false) {
   auto& st = self->state;
   auto community = st.args.registry->find(community_id);
   if (!community)
@@ -30,7 +31,10 @@ std::optional<std::int64_t> reload(self_ptr self, std::int64_t community_id) {
   bump(st.args.metrics->access_reloads);
   auto version = state->version;
   bool deleted = !state->exists;
-  self->send(community->actor, refresh_atom_v, std::move(*state));
+  if (rewinding)
+    self->send(community->actor, rewind_atom_v, std::move(*state));
+  else
+    self->send(community->actor, refresh_atom_v, std::move(*state));
   // Ids are never reused: once its actor has closed what was open, a deleted community is
   // dropped, not reloaded on every check.
   if (deleted)
@@ -122,6 +126,26 @@ void on_notice(self_ptr self, const std::string& payload) {
   (void)catch_up(self, notice->community_id, notice->version);
 }
 
+/// The database holds an older state version of the community than this pod took from it:
+/// versions only grow, so the database itself went back (restored from a backup, or a standby
+/// that had not received the last changes promoted). Its state is taken again whatever its
+/// version, and the changes' events are delivered from there on, so access follows the
+/// database again at once rather than once its versions pass the old ones. False on a database
+/// error.
+bool rewind(self_ptr self, std::int64_t community_id, std::int64_t database_version,
+            std::int64_t held_version) {
+  auto& st = self->state;
+  spdlog::warn("community {}: the database holds state version {}, older than the {} this pod "
+               "took from it (restored or failed over?): taking its state again",
+               community_id, database_version, held_version);
+  bump(st.args.metrics->access_rewinds);
+  auto loaded = reload(self, community_id, true);
+  if (!loaded)
+    return false;
+  st.delivered[community_id] = *loaded;
+  return true;
+}
+
 /// Communities this pod no longer serves leave the delivered versions; new ones start there.
 void follow_registry(self_ptr self, const std::vector<std::int64_t>& ids) {
   auto& st = self->state;
@@ -152,8 +176,13 @@ void check_versions(self_ptr self) {
     return;
   for (auto id : ids) {
     auto it = versions->find(id);
+    auto community = st.args.registry->find(id);
+    const std::int64_t held = community ? community->members->version() : 0;
     if (it == versions->end()) {
       if (!reload(self, id)) // gone
+        return;
+    } else if (it->second < held) {
+      if (!rewind(self, id, it->second, held))
         return;
     } else if (!catch_up(self, id, it->second)) {
       return;

@@ -266,6 +266,13 @@ caf::behavior community_actor(caf::stateful_actor<community_state>* self, commun
       dispatch(self);
     },
     [=](refresh_atom, const storage::community_access& state) { refresh(self, state); },
+    [=](rewind_atom, const storage::community_access& state) {
+      auto& st = self->state;
+      st.version = member_cache::rewound_version;
+      st.access_version = member_cache::rewound_version;
+      st.args.cache->rewind_versions();
+      refresh(self, state);
+    },
     [=](wake_atom) {
       self->state.waiting_for_clock = false;
       dispatch(self);

@@ -54,7 +54,18 @@ public:
     access_version_.compare_exchange_strong(expected, version);
   }
 
-  /// The community's state version these members come from (never goes back).
+  /// Every version below any the database can name, so that the next state applied is taken
+  /// whatever its version: the database went back to an older state (a restore, a failover).
+  void rewind_versions() {
+    version_.store(rewound_version, std::memory_order_release);
+    rooms_version_.store(rewound_version, std::memory_order_release);
+    access_version_.store(rewound_version, std::memory_order_release);
+  }
+
+  static constexpr std::int64_t rewound_version = -1;
+
+  /// The community's state version these members come from (never goes back, but for
+  /// rewind_versions).
   [[nodiscard]] std::int64_t version() const { return version_.load(std::memory_order_acquire); }
 
   void set_version(std::int64_t version) {

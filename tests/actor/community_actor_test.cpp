@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The community actor on CAF's deterministic scheduler with a fake membership writer that
 // applies batches in memory and can be told to fail.
+#include <algorithm>
 #include <caf/all.hpp>
 #include <catch2/catch.hpp>
 #include <set>
@@ -287,6 +288,49 @@ TEST_CASE_METHOD(fixture, "the database's state replaces the cache only when it 
   CHECK(cache->version() == 5);
   CHECK(cache->is_member(key(3)));
   CHECK(cache->closed() == std::optional<bool>(true));
+}
+
+TEST_CASE_METHOD(fixture, "a rewound database's state replaces the cache whatever its version",
+                 "[actor][community][access]") {
+  storage::community_access state;
+  state.community_id = 1;
+  state.exists = true;
+  state.closed = true;
+  state.version = 5;
+  state.members = {{key(2), storage::member_role::member}, {key(3), storage::member_role::admin}};
+  state.bans.pubkeys = {{key(9), ""}};
+  caf::anon_send(community, refresh_atom_v, state);
+  scheduler->run();
+  REQUIRE(cache->whole_version() == 5);
+
+  // The database went back to version 2 (a restore): open, 3 a plain member, 2 gone, 9 not banned.
+  auto restored = state;
+  restored.version = 2;
+  restored.closed = false;
+  restored.members = {{key(3), storage::member_role::member}};
+  restored.bans = {};
+  caf::anon_send(community, refresh_atom_v, restored);
+  scheduler->run();
+  CHECK(cache->is_member(key(2))); // a refresh never goes back...
+  caf::anon_send(community, rewind_atom_v, restored);
+  scheduler->run();
+  CHECK_FALSE(cache->is_member(key(2))); // ...a rewind does
+  CHECK(cache->role_of(key(3)) == std::optional(storage::member_role::member));
+  CHECK(cache->closed() == std::optional<bool>(false));
+  CHECK_FALSE(bans->is_banned_pubkey(key(9)));
+  CHECK(cache->version() == 2);
+  CHECK(cache->whole_version() == 2);
+  auto revoked = seen->revoked.back();
+  std::sort(revoked.begin(), revoked.end());
+  CHECK(revoked == pubkey_list{key(2), key(3)}); // removed, and demoted
+
+  // From there on the database's versions count again.
+  restored.version = 3;
+  restored.members = {};
+  caf::anon_send(community, refresh_atom_v, restored);
+  scheduler->run();
+  CHECK_FALSE(cache->is_member(key(3)));
+  CHECK(cache->whole_version() == 3);
 }
 
 TEST_CASE_METHOD(fixture, "committed bans reach the ban cache with the member removed",

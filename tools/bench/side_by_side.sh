@@ -66,6 +66,9 @@ done
 # map), are the steady state's rather than whatever autovacuum reached by then.
 psql "${COMB_TEST_DATABASE_URL%/*}/bench_sbs" -qc "VACUUM ANALYZE" || true
 
+# The host's CPU accounting over the rounds (/proc/stat): on a shared VM, time stolen by other
+# guests slows both relays and inflates every CPU-per-operation figure of the sitting.
+head -1 /proc/stat > "$out/procstat.start"
 for round in $(seq "$rounds"); do
   echo "round $round" >&2
   for relay in comb strfry; do
@@ -81,6 +84,8 @@ for round in $(seq "$rounds"); do
     run "$relay" connections connections --connections 5000 --seconds 30
   done
 done
+
+head -1 /proc/stat > "$out/procstat.end"
 
 python3 - "$out" <<'EOF'
 import json, os, statistics, sys
@@ -122,6 +127,22 @@ def row(label, name, field, higher_better=True, comb_extra=None, sum_ratio=False
 
 row("ingest, 256 connections: events/s", "ingest", "events_per_s")
 row("ingest: CPU µs per accepted event (relay; comb: relay + Postgres; ratio on the sum)", "ingest", "relay_cpu_us_per_event", False, "db_cpu_us_per_event", True)
+# The relay's CPU per event in signature verifies, each round against the verify rate comb-bench
+# measured in that round (the issue's yardstick: the same machine, the same minute).
+for relay in ("strfry", "comb"):
+    path = os.path.join(out, f"{relay}.ingest.jsonl")
+    per_round = []
+    if os.path.exists(path):
+        for line in open(path):
+            try:
+                d = json.loads(line)
+                per_round.append(d["relay_cpu_us_per_event"] * d["verify_per_s_one_core"] / 1e6)
+            except (ValueError, KeyError, TypeError):
+                pass
+    globals()[f"verifies_{relay}"] = statistics.median(per_round) if per_round else None
+rows.append(("same: relay CPU per accepted event in signature verifies (each round's verify rate)",
+             fmt(verifies_strfry), fmt(verifies_comb),
+             fmt(verifies_strfry / verifies_comb) if verifies_strfry and verifies_comb else "n/a"))
 for subs, rate, name in ((1000, 200, "fanout1000"), (200, 1000, "fanout200"), (10, 2000, "fanout10"),
                          (1000, 500, "fanout1000x500"), (200, 2500, "fanout200x2500")):
     row(f"fan-out {subs:,} subscribers × {rate:,} ev/s: deliveries/s", name, "deliveries_per_s")
@@ -141,4 +162,17 @@ print("| scenario (comb-bench) | strfry | comb | ratio |")
 print("|---|---:|---:|---:|")
 for r in rows:
     print("| " + " | ".join(r) + " |")
+
+def cpu_fields(name):
+    try:
+        return [int(x) for x in open(os.path.join(out, name)).read().split()[1:]]
+    except (OSError, ValueError):
+        return None
+start, end = cpu_fields("procstat.start"), cpu_fields("procstat.end")
+if start and end and len(start) >= 8 and len(end) >= 8:
+    spent = [e - s for s, e in zip(start, end)]
+    total = sum(spent[:8])  # user nice system idle iowait irq softirq steal
+    if total > 0:
+        print(f"\nHost during the rounds: {100 * spent[7] / total:.1f} % of CPU time stolen by other guests, "
+              f"{100 * spent[3] / total:.1f} % idle.")
 EOF

@@ -171,18 +171,25 @@ void check_versions(self_ptr self) {
   follow_registry(self, ids);
   if (ids.empty())
     return;
+  // What the pod holds, taken before the database is read: the pod's own writes move it on
+  // meanwhile, and a version read before them is no sign of the database going back.
+  std::vector<std::int64_t> held;
+  held.reserve(ids.size());
+  for (auto id : ids) {
+    auto community = st.args.registry->find(id);
+    held.push_back(community ? community->members->version() : 0);
+  }
   auto versions = storage::load_versions(*st.connection, ids);
   if (!versions)
     return;
-  for (auto id : ids) {
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const auto id = ids[i];
     auto it = versions->find(id);
-    auto community = st.args.registry->find(id);
-    const std::int64_t held = community ? community->members->version() : 0;
     if (it == versions->end()) {
       if (!reload(self, id)) // gone
         return;
-    } else if (it->second < held) {
-      if (!rewind(self, id, it->second, held))
+    } else if (it->second < held[i]) {
+      if (!rewind(self, id, it->second, held[i]))
         return;
     } else if (!catch_up(self, id, it->second)) {
       return;

@@ -279,16 +279,28 @@ query_result event_store::query_chunks(std::int64_t community_id,
     const query_result empty_chunk{true, {}, {}, false};
     query_result chunk = empty_chunk;
     std::size_t bytes = 0;
-    auto take = [&](shared_body body) {
-      bytes += body->size();
-      if (share)
-        chunk.shared.push_back(std::move(body));
-      else
-        chunk.events.emplace_back(*body);
+    // Counts an event taken into the chunk; hands the chunk on once it holds chunk_bytes.
+    auto counted = [&](std::size_t size) {
+      bytes += size;
       if (bytes < chunk_bytes)
         return true;
       bytes = 0;
       return on_chunk(std::exchange(chunk, empty_chunk));
+    };
+    auto take = [&](shared_body body) {
+      const std::size_t size = body->size();
+      if (share)
+        chunk.shared.push_back(std::move(body));
+      else
+        chunk.events.emplace_back(*body);
+      return counted(size);
+    };
+    // A row's JSON read here: shared only when the caller shares, else copied once as text.
+    auto take_row = [&](std::string_view json) {
+      if (share)
+        return take(std::make_shared<const std::string>(json));
+      chunk.events.emplace_back(json);
+      return counted(json.size());
     };
     const query_result abandoned{false, {}, "error: history reply abandoned"};
     // Page by page, each page in one result and one statement, each going on after the last
@@ -315,7 +327,7 @@ query_result event_store::query_chunks(std::int64_t community_id,
             return abandoned;
       } else {
         for (int row = 0; row < reply.rows(); ++row)
-          if (!take(std::make_shared<const std::string>(reply.text(row, 0))))
+          if (!take_row(reply.text(row, 0)))
             return abandoned;
       }
       page = next_page(*page, reply, chunk_bytes, bodies_ ? key_rows : body_rows);

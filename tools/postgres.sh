@@ -42,3 +42,11 @@ comb_pg_stop() {
   [ -f "$dir/data/PG_VERSION" ] || return 0
   comb_pg_as_owner "$COMB_PG_BIN/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null 2>&1
 }
+
+# comb_pg_pids URL: every process of the Postgres serving URL, the postmaster and its children,
+# comma-separated (comb-bench --db-pids).
+comb_pg_pids() {
+  local pm
+  pm=$(head -1 "$(psql "$1" -qAtc "SHOW data_directory")/postmaster.pid")
+  echo "$pm$(pgrep -P "$pm" | sed 's/^/,/' | tr -d '\n')"
+}

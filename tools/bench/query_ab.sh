@@ -15,11 +15,7 @@ port=${AB_PORT:-7811}
 out=${AB_OUT:-$(mktemp -d /tmp/query-ab.XXXXXX)}
 bench=$root/build/bin/comb-bench
 : "${COMB_TEST_DATABASE_URL:?source the services env first}"
-postgres_pids() {
-  local pm
-  pm=$(head -1 "$(psql "$COMB_TEST_DATABASE_URL" -qAtc "SHOW data_directory")/postmaster.pid")
-  echo "$pm$(pgrep -P "$pm" | sed 's/^/,/' | tr -d '\n')"
-}
+source "$root/tools/postgres.sh" # comb_pg_pids
 for round in $(seq "$rounds"); do
   for which in 0 1; do
     pid=$(bash "$here/bench_relay.sh" start query-ab "$port" "${bins[$which]}")
@@ -29,7 +25,7 @@ for round in $(seq "$rounds"); do
     psql -q "${COMB_TEST_DATABASE_URL%/*}/bench_query_ab" -c "VACUUM ANALYZE" > /dev/null
     json=$out/$which.$round.json
     timeout 120 "$bench" query --relay "ws://127.0.0.1:$port" --events 0 --connections 4 --seconds 9 \
-      --relay-pid "$pid" --db-pids "$(postgres_pids)" --json 2>/dev/null | tail -1 > "$json"
+      --relay-pid "$pid" --db-pids "$(comb_pg_pids "$COMB_TEST_DATABASE_URL")" --json 2>/dev/null | tail -1 > "$json"
     bash "$here/bench_relay.sh" stop query-ab > /dev/null 2>&1
     python3 - "$json" "${bins[$which]}" "$round" <<'PY'
 import json, sys

@@ -25,12 +25,7 @@ out=${SBS_OUT:-$(mktemp -d /tmp/side-by-side.XXXXXX)}
 [ -x "$bench" ] || { echo "build first: bash tools/build.sh" >&2; exit 2; }
 mkdir -p "$out"
 
-# Every process of the Postgres serving COMB_TEST_DATABASE_URL: the postmaster and its children.
-postgres_pids() {
-  local pm
-  pm=$(head -1 "$(psql "$COMB_TEST_DATABASE_URL" -qAtc "SHOW data_directory")/postmaster.pid")
-  echo "$pm$(pgrep -P "$pm" | sed 's/^/,/' | tr -d '\n')"
-}
+source "$root/tools/postgres.sh" # comb_pg_pids
 
 comb_pid=$(bash "$here/bench_relay.sh" start sbs "$comb_port")
 strfry_pid=$(bash "$strfry_dir/run.sh" start "$strfry_port" /tmp/sbs-strfry)
@@ -47,7 +42,7 @@ run() {
   local relay=$1 name=$2; shift 2
   local port pid db=()
   if [ "$relay" = comb ]; then
-    port=$comb_port pid=$comb_pid db=(--db-pids "$(postgres_pids)")
+    port=$comb_port pid=$comb_pid db=(--db-pids "$(comb_pg_pids "$COMB_TEST_DATABASE_URL")")
   else
     port=$strfry_port pid=$strfry_pid
   fi
@@ -129,7 +124,7 @@ row("ingest, 256 connections: events/s", "ingest", "events_per_s")
 row("ingest: CPU µs per accepted event (relay; comb: relay + Postgres; ratio on the sum)", "ingest", "relay_cpu_us_per_event", False, "db_cpu_us_per_event", True)
 # The relay's CPU per event in signature verifies, each round against the verify rate comb-bench
 # measured in that round (the issue's yardstick: the same machine, the same minute).
-for relay in ("strfry", "comb"):
+def verifies(relay):
     path = os.path.join(out, f"{relay}.ingest.jsonl")
     per_round = []
     if os.path.exists(path):
@@ -139,10 +134,10 @@ for relay in ("strfry", "comb"):
                 per_round.append(d["relay_cpu_us_per_event"] * d["verify_per_s_one_core"] / 1e6)
             except (ValueError, KeyError, TypeError):
                 pass
-    globals()[f"verifies_{relay}"] = statistics.median(per_round) if per_round else None
+    return statistics.median(per_round) if per_round else None
+vs, vc = verifies("strfry"), verifies("comb")
 rows.append(("same: relay CPU per accepted event in signature verifies (each round's verify rate)",
-             fmt(verifies_strfry), fmt(verifies_comb),
-             fmt(verifies_strfry / verifies_comb) if verifies_strfry and verifies_comb else "n/a"))
+             fmt(vs), fmt(vc), fmt(vs / vc) if vs and vc else "n/a"))
 for subs, rate, name in ((1000, 200, "fanout1000"), (200, 1000, "fanout200"), (10, 2000, "fanout10"),
                          (1000, 500, "fanout1000x500"), (200, 2500, "fanout200x2500")):
     row(f"fan-out {subs:,} subscribers × {rate:,} ev/s: deliveries/s", name, "deliveries_per_s")

@@ -63,6 +63,8 @@ std::string relay_metrics::render() const {
   write(out, "comb_events_stored_total", "counter", "Events committed to Postgres.", events_stored);
   write(out, "comb_events_duplicate_total", "counter", "Events already stored or superseded.", events_duplicate);
   write(out, "comb_vanish_requests_total", "counter", "NIP-62 requests to vanish carried out.", vanish_requests);
+  write(out, "comb_vanish_other_communities_total", "counter",
+        "Communities a request to vanish was carried out in besides the one it was sent to.", vanish_other_communities);
   write(out, "comb_events_store_failed_total", "counter", "Events the database could not store.", events_failed);
   write(out, "comb_fanout_deliveries_total", "counter", "Live events delivered to subscriptions.", deliveries);
   write(out, "comb_slow_reader_disconnects_total", "counter", "Connections cut for unread output.", slow_reader_disconnects);

@@ -60,6 +60,7 @@ struct relay_metrics {
   std::atomic<std::uint64_t> events_stored{0};
   std::atomic<std::uint64_t> events_duplicate{0};
   std::atomic<std::uint64_t> vanish_requests{0};
+  std::atomic<std::uint64_t> vanish_other_communities{0};
   std::atomic<std::uint64_t> events_failed{0};
   std::atomic<std::uint64_t> deliveries{0};
   std::atomic<std::uint64_t> slow_reader_disconnects{0};

@@ -3,7 +3,9 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "protocol/event.hpp"
 #include "protocol/rejection.hpp"
@@ -19,6 +21,16 @@ inline constexpr std::uint32_t gift_wrap_kind = 1059;
 
 /// The `relay` value of a request to vanish meant for every relay.
 inline constexpr std::string_view all_relays = "ALL_RELAYS";
+
+/// The relays a request to vanish names: every one (a `relay` tag of ALL_RELAYS), or the
+/// normalized hosts of its `relay` URLs (sorted, each once; a value that is no relay URL names
+/// none).
+struct vanish_reach {
+  bool all_relays = false;
+  std::vector<std::string> hosts;
+};
+
+[[nodiscard]] vanish_reach reach_of_vanish_request(const event& ev);
 
 /// Whether a request to vanish names the relay at `host` (normalized, as NIP-42's relay tag
 /// is checked): a `relay` tag of that host, or ALL_RELAYS. Otherwise the `invalid:` refusal.

@@ -10,11 +10,13 @@
 #include <variant>
 
 #include "protocol/hex.hpp"
+#include "protocol/nip62.hpp"
 #include "storage/batch_sql.hpp"
 #include "storage/event_body_cache.hpp"
 #include "storage/filter_sql.hpp"
 #include "storage/pg_connection.hpp"
 #include "storage/store_plan.hpp"
+#include "storage/vanish_reach.hpp"
 
 namespace comb::storage {
 namespace {
@@ -207,6 +209,57 @@ event_store::event_store(pg_connection& connection, event_body_cache* bodies)
   : connection_(connection), bodies_(bodies) {}
 
 std::vector<store_outcome> event_store::store_batch(std::span<const event_write> writes) {
+  try {
+    // NIP-62 beyond a request's own community first, so that its OK says all of it is done. A
+    // request that could not be carried out everywhere fails (the client sends it again; what
+    // was done is done) and leaves the batch, whose other writes go on without it.
+    std::vector<std::optional<std::size_t>> elsewhere(writes.size(), std::size_t{0});
+    bool all_reached = true;
+    for (std::size_t i = 0; i < writes.size(); ++i)
+      if (writes[i].vanish_elsewhere && writes[i].ev->kind == protocol::vanish_kind) {
+        elsewhere[i] = vanish_elsewhere(writes[i]);
+        all_reached = all_reached && elsewhere[i];
+      }
+    std::vector<event_write> reached;
+    if (!all_reached)
+      for (std::size_t i = 0; i < writes.size(); ++i)
+        if (elsewhere[i])
+          reached.push_back(writes[i]);
+    auto stored = store_together(all_reached ? writes : std::span<const event_write>(reached));
+    std::vector<store_outcome> outcomes;
+    outcomes.reserve(writes.size());
+    for (std::size_t i = 0, next = 0; i < writes.size(); ++i) {
+      outcomes.push_back(elsewhere[i] ? std::move(stored[next++]) : all_failed(1).front());
+      if (elsewhere[i] && outcomes.back().result == store_outcome::status::applied)
+        outcomes.back().vanished_elsewhere = *elsewhere[i];
+    }
+    return outcomes;
+  } catch (const std::exception&) {
+    return all_failed(writes.size());
+  }
+}
+
+std::optional<std::size_t> event_store::vanish_elsewhere(const event_write& request) {
+  auto communities = communities_vanish_reaches(connection_, request);
+  if (!communities)
+    return std::nullopt;
+  std::size_t took = 0;
+  for (std::size_t first = 0; first < communities->size(); first += vanish_communities_per_transaction) {
+    std::vector<event_write> copies;
+    for (std::size_t i = first; i < std::min(communities->size(), first + vanish_communities_per_transaction); ++i) {
+      copies.push_back(request);
+      copies.back().community_id = (*communities)[i];
+      copies.back().vanish_elsewhere = false;
+    }
+    for (const auto& outcome : store_together(copies))
+      if (outcome.result != store_outcome::status::applied)
+        return std::nullopt;
+    took += copies.size();
+  }
+  return took;
+}
+
+std::vector<store_outcome> event_store::store_together(std::span<const event_write> writes) {
   try {
     if (writes.empty())
       return {};

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -38,6 +39,10 @@ struct event_write {
   /// Whose membership admits the event in a closed community when it is not its author's: a zap
   /// receipt's sender (NIP-57; its author is a Lightning service). Nothing: the author's.
   std::optional<protocol::bytes32> admitted_as = std::nullopt;
+  /// A client's request to vanish (NIP-62): carried out too in each other community of the
+  /// deployment its `relay` tags name (every one with ALL_RELAYS) before its own; an import
+  /// restores one community and carries a request out there only.
+  bool vanish_elsewhere = false;
 };
 
 /// What storing one event came to. `message` is the full OK text ("" or "<prefix>: ...").
@@ -56,6 +61,9 @@ struct store_outcome {
   /// stored, a comment or report of rooms (protocol::room_referents): its referents' rooms, as the batch
   /// read them, stored with it (event_tags rows named `room`) and handed to the fan-out.
   std::optional<std::vector<std::string>> borrowed_rooms = std::nullopt;
+  /// applied, an event_write::vanish_elsewhere: the other communities it was carried out in
+  /// (those where its author had something to take).
+  std::size_t vanished_elsewhere = 0;
 };
 
 /// Result of a history query, or one chunk of it: the stored JSON of each matching event, newest
@@ -146,6 +154,12 @@ public:
   std::uint64_t purge_expired(std::int64_t now);
 
 private:
+  /// store_batch's transaction for `writes`, replayed when it lost a race or its connection.
+  [[nodiscard]] std::vector<store_outcome> store_together(std::span<const event_write> writes);
+  /// Carries `request` out in the other communities it reaches (vanish_reach.hpp), a few per
+  /// transaction; how many it took something from, or nothing when one could not be done.
+  [[nodiscard]] std::optional<std::size_t> vanish_elsewhere(const event_write& request);
+
   pg_connection& connection_;
   event_body_cache* bodies_ = nullptr;
 };

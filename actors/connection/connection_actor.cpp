@@ -14,6 +14,7 @@
 #include "protocol/room.hpp"
 #include "protocol/canonical_json.hpp"
 #include "protocol/client_message.hpp"
+#include "protocol/nip62.hpp"
 #include "protocol/relay_message.hpp"
 #include "storage/event_rows.hpp"
 
@@ -153,9 +154,10 @@ void on_event(self_ptr self, protocol::event_message& message) {
   st.logic->event_sent();
   ok_route route{st.args.sink, st.events_answered, protocol::to_hex(shared_event->id)};
   auto rooms = st.logic->admitted_rooms(*shared_event);
+  const bool vanishes = shared_event->kind == protocol::vanish_kind;
   self->send(st.args.writer, store_atom_v, std::move(route),
              storage::event_write{community, std::move(shared_event), std::move(json), std::move(rooms), true,
-                                  st.logic->admitted_zap_sender()});
+                                  st.logic->admitted_zap_sender(), vanishes});
 }
 
 bool asks_for_invite(const protocol::req_message& message) {

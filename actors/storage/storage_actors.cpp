@@ -60,7 +60,10 @@ void count_outcome(relay_metrics& m, const storage::store_outcome& outcome) {
   switch (outcome.result) {
     case status::stored: bump(m.events_stored); break;
     case status::duplicate: bump(m.events_duplicate); break;
-    case status::applied: bump(m.vanish_requests); break;
+    case status::applied:
+      bump(m.vanish_requests);
+      bump(m.vanish_other_communities, static_cast<std::uint64_t>(outcome.vanished_elsewhere));
+      break;
     case status::refused: bump(m.events_rejected); break;
     case status::failed: bump(m.events_failed); break;
   }

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict'
 import { PublishStatus } from '@welshman/net'
 import { RELAY_INVITE, RELAY_JOIN, RELAY_LEAVE, getPubkey, getTagValue, makeEvent, makeSecret } from '@welshman/util'
 import { appUser } from './app_user.mjs'
-import { httpGet, itStopsCleanly, withRelay } from './harness.mjs'
+import { RawClient, httpGet, itStopsCleanly, withRelay } from './harness.mjs'
 
 const accepted = (result) =>
   assert.equal(result.status, PublishStatus.Success, `expected success, got ${result.status}: ${result.detail}`)
@@ -33,6 +33,12 @@ describe('a request to vanish in an open community', () => {
     const reply = await bob.publish(relay, makeEvent(1, { content: 'hi alice', tags: [['e', note.event.id], ['p', alice.pk]] }))
     for (const result of [profile, note, reply]) accepted(result)
     assert.equal((await idsBy(bob, relay, alice.pk)).length, 2)
+    // Another community of the same deployment, which the app does not know.
+    await relay.sql("INSERT INTO communities (host) VALUES ('other.test')")
+    const away = await RawClient.open(relay, { headers: { Host: 'other.test' } })
+    const elsewhere = await alice.signer.sign(makeEvent(1, { content: 'hello from elsewhere' }))
+    assert.equal((await away.publish(elsewhere)).ok, true)
+    assert.deepEqual((await away.req('before', { authors: [alice.pk] })).events.map((e) => e.id), [elsewhere.id])
 
     // Flotilla's steps: the blanked profile, then the request, then deletions of what it knows.
     accepted(await alice.publish(relay, makeEvent(0, { content: JSON.stringify({ name: '[deleted]' }) })))
@@ -44,6 +50,12 @@ describe('a request to vanish in an open community', () => {
 
     assert.deepEqual(await idsBy(bob, relay, alice.pk), [])
     assert.deepEqual((await bob.read(relay, [{ kinds: [62] }])).events, [])
+    // ALL_RELAYS: every community of the deployment, not only the one it was sent to.
+    assert.deepEqual((await away.req('after', { authors: [alice.pk] })).events, [])
+    const replayed = await away.publish(elsewhere)
+    assert.equal(replayed.ok, false)
+    assert.match(replayed.message, /^blocked: /)
+    await away.close()
     assert.deepEqual(await idsBy(alice, relay, bob.pk), [reply.event.id])
     // What was deleted does not come back, whoever sends it again; what is newer is taken.
     refused(await bob.publishSigned(relay, note.event), /^blocked: the author of this event asked this relay to delete their events/)
@@ -55,6 +67,7 @@ describe('a request to vanish in an open community', () => {
       /^invalid: this request to vanish names other relays/)
     const { body } = await httpGet(relay.metricsPort, '/metrics')
     assert.match(body, /^comb_vanish_requests_total 1$/m)
+    assert.match(body, /^comb_vanish_other_communities_total 1$/m)
     for (const user of [alice, bob]) user.close()
   })
 

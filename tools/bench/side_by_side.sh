@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # comb and strfry side by side: every scenario of issue 16's table against both relays, in
 # alternating rounds (comb, strfry, comb, strfry, ...), then the table of medians, ratios and CPU.
-# Each relay runs for the whole sitting on a store of its own; the query store is preloaded once.
+# Each relay runs twice for the whole sitting: one instance takes the writes (ingest, fan-out) and
+# the idle connections, the other holds the query store, preloaded once with 100,000 events and
+# never written after, so every round's REQs read the store the table names.
 #
 #   bash tools/services.sh start /tmp/sbs-svc && source /tmp/sbs-svc/env
 #   bash tools/bench/side_by_side.sh [ROUNDS]        # default 2 rounds, about 5 minutes on a quiet machine
@@ -10,7 +12,8 @@
 # synchronous_commit on), CPU counted for the relay and every Postgres process.
 # strfry: ../shared/peers/strfry (its defaults), one process.
 # Environment: SBS_OUT (folder for the JSON lines, default a fresh temp folder), STRFRY_DIR,
-# COMB_PORT / STRFRY_PORT (default 7781 / 7782), SBS_SECONDS (timed seconds per phase, 4).
+# COMB_PORT / STRFRY_PORT (default 7781 / 7782; the query instances take the next two ports),
+# SBS_SECONDS (timed seconds per phase, 4).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -27,39 +30,46 @@ mkdir -p "$out"
 
 source "$root/tools/postgres.sh" # comb_pg_pids
 
-comb_pid=$(bash "$here/bench_relay.sh" start sbs "$comb_port")
-strfry_pid=$(bash "$strfry_dir/run.sh" start "$strfry_port" /tmp/sbs-strfry)
+# Instances by role: "comb" and "strfry" take the writes, "combq" and "strfryq" the queries.
+declare -A port pid
+port[comb]=$comb_port port[strfry]=$strfry_port port[combq]=$((comb_port + 2)) port[strfryq]=$((strfry_port + 2))
+pid[comb]=$(bash "$here/bench_relay.sh" start sbs "${port[comb]}")
+pid[combq]=$(bash "$here/bench_relay.sh" start sbsq "${port[combq]}")
+pid[strfry]=$(bash "$strfry_dir/run.sh" start "${port[strfry]}" /tmp/sbs-strfry)
+pid[strfryq]=$(bash "$strfry_dir/run.sh" start "${port[strfryq]}" /tmp/sbs-strfryq)
 cleanup() {
   bash "$here/bench_relay.sh" stop sbs >/dev/null 2>&1 || true
-  cp /tmp/sbs-strfry/log "$out/strfry.log" 2>/dev/null || true  # its own account of a failed phase
-  bash "$strfry_dir/run.sh" stop /tmp/sbs-strfry >/dev/null 2>&1 || true
+  bash "$here/bench_relay.sh" stop sbsq >/dev/null 2>&1 || true
+  for dir in sbs-strfry sbs-strfryq; do
+    cp "/tmp/$dir/log" "$out/$dir.log" 2>/dev/null || true  # its own account of a failed phase
+    bash "$strfry_dir/run.sh" stop "/tmp/$dir" >/dev/null 2>&1 || true
+  done
 }
 trap cleanup EXIT
-echo "comb pid $comb_pid on $comb_port, strfry pid $strfry_pid on $strfry_port; JSON lines in $out" >&2
+for instance in comb combq strfry strfryq; do
+  echo "$instance pid ${pid[$instance]} on ${port[$instance]}" >&2
+done
+echo "JSON lines in $out" >&2
 
-# One scenario against one relay; its JSON line goes to $out/<relay>.<name>.jsonl.
+# One scenario against one instance; its JSON line goes to $out/<relay>.<name>.jsonl.
 run() {
-  local relay=$1 name=$2; shift 2
-  local port pid db=()
-  if [ "$relay" = comb ]; then
-    port=$comb_port pid=$comb_pid db=(--db-pids "$(comb_pg_pids "$COMB_TEST_DATABASE_URL")")
-  else
-    port=$strfry_port pid=$strfry_pid
-  fi
-  timeout 180 "$bench" "$@" --relay "ws://127.0.0.1:$port" --relay-pid "$pid" "${db[@]}" --json \
+  local instance=$1 name=$2; shift 2
+  local relay=${instance%q} db=()
+  [ "$relay" = comb ] && db=(--db-pids "$(comb_pg_pids "$COMB_TEST_DATABASE_URL")")
+  timeout 180 "$bench" "$@" --relay "ws://127.0.0.1:${port[$instance]}" --relay-pid "${pid[$instance]}" "${db[@]}" --json \
     2>>"$out/$relay.stderr" | tail -1 >> "$out/$relay.$name.jsonl" || true  # exit_code is in the line
   echo "  $relay $name done" >&2
 }
 
 for relay in comb strfry; do  # the query store, once per relay, outside the rounds
-  timeout 300 "$bench" query --relay "ws://127.0.0.1:$([ $relay = comb ] && echo $comb_port || echo $strfry_port)" \
+  timeout 300 "$bench" query --relay "ws://127.0.0.1:${port[${relay}q]}" \
     --events 100000 --seconds 1 --json 2>>"$out/$relay.stderr" | tail -1 > "$out/$relay.preload.json" || true
   echo "  $relay preloaded" >&2
 done
 # What autovacuum does within a minute of a bulk load (since Postgres 13 inserts alone trigger
 # a vacuum too), done now so the first round's plans, and its index-only scans (the visibility
 # map), are the steady state's rather than whatever autovacuum reached by then.
-psql "${COMB_TEST_DATABASE_URL%/*}/bench_sbs" -qc "VACUUM ANALYZE" || true
+psql "${COMB_TEST_DATABASE_URL%/*}/bench_sbsq" -qc "VACUUM ANALYZE" || true
 
 # The host's CPU accounting over the rounds (/proc/stat): on a shared VM, time stolen by other
 # guests slows both relays and inflates every CPU-per-operation figure of the sitting.
@@ -75,7 +85,7 @@ for round in $(seq "$rounds"); do
     # capped at 200,000 ÷ strfry's rate. These offer 500,000, to find where each relay saturates.
     run "$relay" fanout1000x500 fanout --subscribers 1000 --rate 500 --seconds "$seconds"
     run "$relay" fanout200x2500 fanout --subscribers 200 --rate 2500 --seconds "$seconds"
-    run "$relay" query query --events 0 --connections 4 --seconds $((seconds * 3))
+    run "${relay}q" query query --events 0 --connections 4 --seconds $((seconds * 3))
     run "$relay" connections connections --connections 5000 --seconds 30
   done
 done

@@ -79,6 +79,9 @@ std::string relay_metrics::render() const {
   write(out, "comb_access_events_delivered_total", "counter", "Events written by access changes, read back by version and given to the local fan-out.", access_events_delivered);
   write(out, "comb_bridge_received_total", "counter", "Events received from other pods.", bridge_received);
   write(out, "comb_bridge_rejected_total", "counter", "Envelopes from other pods that failed checks.", bridge_rejected);
+  write(out, "comb_bridge_withheld_total", "counter",
+        "Ephemeral events from other pods withheld: their author is not a member of the closed community here.",
+        bridge_withheld);
   write(out, "comb_cluster_peers_linked", "gauge", "CAF cluster peers that accepted this pod.", cluster_peers_linked);
   write(out, "comb_bridge_refused_peers_total", "counter", "Cluster peers or messages refused for lack of the secret.", bridge_refused_peers);
   write(out, "comb_bridge_unauthenticated_total", "counter", "Envelopes dropped for a missing or wrong MAC (Redis or cluster links).", bridge_unauthenticated);

@@ -71,6 +71,7 @@ struct relay_metrics {
   std::atomic<std::uint64_t> bridge_published{0};
   std::atomic<std::uint64_t> bridge_received{0};
   std::atomic<std::uint64_t> bridge_rejected{0};
+  std::atomic<std::uint64_t> bridge_withheld{0};
   std::atomic<std::uint64_t> bridge_refused_peers{0};
   std::atomic<std::int64_t> cluster_peers_linked{0};
   std::atomic<std::uint64_t> bridge_unauthenticated{0};

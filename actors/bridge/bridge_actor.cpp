@@ -6,6 +6,7 @@
 #include <limits>
 #include <utility>
 
+#include "actors/bridge/bridged_ephemeral.hpp"
 #include "actors/bridge/gatekeeper.hpp"
 #include "storage/bridge_envelope.hpp"
 
@@ -120,7 +121,14 @@ void drop(self_ptr self, const storage::envelope_refusal& refusal, bool count = 
 /// Live delivery only: member caches follow the database (access watcher), never a bridged
 /// 13534, so a late envelope cannot roll one back.
 void deliver(self_ptr self, committed_event committed) {
-  self->send(self->state.args.fanout, publish_atom_v, std::move(committed));
+  auto& st = self->state;
+  auto community = st.args.registry ? st.args.registry->find(committed.community_id) : std::nullopt;
+  if (community && withholds_bridged(*committed.event.ev, *community->members)) {
+    bump(st.args.metrics->bridge_withheld);
+    return drop(self, {false, "an ephemeral event of someone this pod does not hold as a member of the"
+                              " closed community (is its origin cut off from Postgres?)", false}, false);
+  }
+  self->send(st.args.fanout, publish_atom_v, std::move(committed));
 }
 
 /// How often held events are checked against the member caches while any wait.

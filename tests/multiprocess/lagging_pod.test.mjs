@@ -87,6 +87,36 @@ for (const transport of ['redis', 'cluster links']) describe(`a pod that has not
     for (const client of [ownerOnA, removedOnB]) await client.close()
   })
 
+  it('withholds on pod a the ephemeral events pod b still admits from the member pod a removed', async () => {
+    const ownerOnA = await authed(a, owner)
+    const removed = keys()
+    const staying = keys()
+    const removedOnB = await memberReadingOnB(removed, ownerOnA)
+    const stayingOnB = await memberReadingOnB(staying, ownerOnA)
+    const readerOnA = await authed(a, owner)
+    assert.equal((await readerOnA.req('typing', { kinds: [20001] })).end[0], 'EOSE')
+    const withheldBefore = await a.metric('comb_bridge_withheld_total')
+
+    // Pod b cannot reload the community, so it still holds the removed member as one: an
+    // ephemeral event never meets the database, and pod b admits and bridges it.
+    const { released } = await stallReloads(a, 2500)
+    assert.equal((await ownerOnA.publish(sign(owner.sk, { kind: 9031, tags: [['p', removed.pk], ['relay', a.url]] }))).message,
+      'info: member removed')
+    const fromRemoved = sign(removed.sk, { kind: 20001, content: 'typing after the removal' })
+    assert.deepEqual(await removedOnB.publish(fromRemoved), { ok: true, message: '' })
+    const fromStaying = sign(staying.sk, { kind: 20001, content: 'typing, still a member' })
+    assert.deepEqual(await stayingOnB.publish(fromStaying), { ok: true, message: '' })
+
+    // Pod a holds the removal: it delivers the member's and withholds the removed one's.
+    assert.equal((await readerOnA.live('typing', 10000)).id, fromStaying.id)
+    await eventually(async () => (await a.metric('comb_bridge_withheld_total')) > withheldBefore,
+      'pod a withheld the removed member\'s event', 10000)
+    await released
+    await pause(300)
+    assert.deepEqual(eventsOf(readerOnA, 'typing'), [], 'nothing else reached the reader on pod a')
+    for (const client of [ownerOnA, removedOnB, stayingOnB, readerOnA]) await client.close()
+  })
+
   it('drops (and counts) what waits longer than it may, never delivering it', async () => {
     const ownerOnA = await authed(a, owner)
     const removed = keys()

@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: MIT
+// What a pod delivers of what another pod bridged: an ephemeral event never meets the database,
+// so its author's membership is asked of this pod's own member cache.
+#include <caf/all.hpp>
+#include <catch2/catch.hpp>
+#include <memory>
+#include <vector>
+
+#include "test_system.hpp"
+#include "actors/bridge/bridge_actor.hpp"
+#include "actors/bridge/bridged_ephemeral.hpp"
+#include "actors/community/community_registry.hpp"
+#include "actors/messages.hpp"
+#include "protocol/canonical_json.hpp"
+#include "storage/bridge_envelope.hpp"
+#include "support/signed_events.hpp"
+
+using namespace comb;
+using namespace comb::actors;
+
+namespace {
+
+constexpr std::int64_t closed_community = 7;
+constexpr std::int64_t open_community = 8;
+
+const protocol::key_pair member_key = protocol::key_pair::generate();
+const protocol::key_pair removed_key = protocol::key_pair::generate();
+
+storage::community_access access_of(std::int64_t id, bool closed) {
+  storage::community_access access;
+  access.community_id = id;
+  access.exists = true;
+  access.closed = closed;
+  access.version = 1;
+  access.members = {{member_key.public_key(), storage::member_role::member}};
+  return access;
+}
+
+/// A pod's bridge with its registry of two communities (7 closed, 8 open, one member each), and
+/// a fan-out that keeps the ids of what the bridge hands it.
+struct fixture : test::test_system {
+  std::shared_ptr<relay_metrics> metrics = std::make_shared<relay_metrics>();
+  std::shared_ptr<std::vector<protocol::bytes32>> delivered = std::make_shared<std::vector<protocol::bytes32>>();
+  caf::actor fanout = system->spawn([list = delivered]() -> caf::behavior {
+    return {[list](publish_atom, const committed_event& committed) { list->push_back(committed.event.ev->id); }};
+  });
+  caf::actor writer = system->spawn([]() -> caf::behavior { return {[](tick_atom) {}}; });
+  std::shared_ptr<community_registry> registry = std::make_shared<community_registry>(*system, writer, fanout, metrics);
+  std::shared_ptr<inbound_bound> inbound = std::make_shared<inbound_bound>();
+  caf::actor bridge;
+
+  fixture() {
+    for (auto [id, closed] : {std::pair{closed_community, true}, std::pair{open_community, false}})
+      REQUIRE(registry->ensure(id, [id, closed] { return std::optional(access_of(id, closed)); }));
+    bridge_args args;
+    args.node_id = "node-a";
+    args.cluster_secret = "secret";
+    args.metrics = metrics;
+    args.fanout = fanout;
+    args.registry = registry;
+    args.inbound = inbound;
+    bridge = system->spawn(bridge_actor, std::move(args));
+    scheduler->run();
+  }
+
+  ~fixture() {
+    for (const auto& actor : registry->actors())
+      caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
+    for (const auto& actor : {bridge, fanout, writer})
+      caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
+    scheduler->run();
+  }
+
+  /// Another pod's envelope of `ev`, sent with the state version this pod holds.
+  void arrives(std::int64_t community, const protocol::event& ev) {
+    auto payload = storage::encode_envelope("secret", "node-b", community, 1, protocol::render_event_json(ev));
+    REQUIRE(inbound->try_take(payload.size()));
+    caf::anon_send(bridge, redis_atom_v, payload);
+    scheduler->run();
+  }
+
+  [[nodiscard]] bool was_delivered(const protocol::event& ev) const {
+    return std::find(delivered->begin(), delivered->end(), ev.id) != delivered->end();
+  }
+};
+
+} // namespace
+
+TEST_CASE("a bridged ephemeral event is withheld when its author is no member of a closed community",
+          "[actors][bridge]") {
+  member_cache closed, open, unknown;
+  for (auto* cache : {&closed, &open}) {
+    cache->set_closed(cache == &closed);
+    (void)cache->replace({{member_key.public_key(), storage::member_role::member}});
+  }
+  const auto typing = test::sign_event(removed_key, 20001);
+  CHECK(withholds_bridged(typing, closed));
+  CHECK_FALSE(withholds_bridged(test::sign_event(member_key, 20001), closed));
+  CHECK_FALSE(withholds_bridged(typing, open));
+  CHECK_FALSE(withholds_bridged(typing, unknown)); // nothing known yet: the hold waits for it
+  // A stored kind was checked by the database in the transaction that stored it.
+  CHECK_FALSE(withholds_bridged(test::sign_event(removed_key, 1), closed));
+}
+
+TEST_CASE_METHOD(fixture, "a pod delivers another pod's ephemeral events only from those it holds as members",
+                 "[actor][bridge]") {
+  const auto from_member = test::sign_event(member_key, 20001, "typing");
+  const auto from_removed = test::sign_event(removed_key, 20001, "still typing");
+  const auto stored_by_removed = test::sign_event(removed_key, 1, "stored before the removal");
+  arrives(closed_community, from_member);
+  arrives(closed_community, from_removed);
+  arrives(closed_community, stored_by_removed);
+  arrives(open_community, test::sign_event(removed_key, 20001, "anyone may, here"));
+  CHECK(was_delivered(from_member));
+  CHECK_FALSE(was_delivered(from_removed));
+  CHECK(was_delivered(stored_by_removed));
+  CHECK(delivered->size() == 3);
+  CHECK(metrics->bridge_withheld == 1);
+  CHECK(metrics->bridge_rejected == 0);
+}

@@ -13,6 +13,10 @@ namespace comb::protocol {
 
 /// The room roles the relay gives power to (its 39003): admins may do everything in the room,
 /// moderators delete events and add or remove plain members. Other names are kept and listed.
+/// Flotilla posts a space's general chat to the room "_", which no 9007 creates: it is the
+/// community itself, always there, open to whoever may post in the community.
+inline constexpr std::string_view general_room = "_";
+
 inline constexpr std::string_view room_admin_role = "admin";
 inline constexpr std::string_view room_moderator_role = "moderator";
 

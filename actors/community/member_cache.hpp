@@ -155,4 +155,19 @@ private:
 
 using member_cache_ptr = std::shared_ptr<member_cache>;
 
+/// `who`'s standing in `room` as `members` holds it: in the room (its 39002), its admin, an owner
+/// or admin of the community. Nobody (no `who`) has none.
+[[nodiscard]] inline protocol::room_reader standing_in(const cached_room& room, const member_cache* members,
+                                                       const std::optional<protocol::bytes32>& who) {
+  protocol::room_reader reader;
+  if (!who)
+    return reader;
+  auto it = room.members.find(*who);
+  reader.member = it != room.members.end();
+  reader.room_admin = reader.member && it->second;
+  auto role = members ? members->role_of(*who) : std::nullopt;
+  reader.community_admin = role == storage::member_role::owner || role == storage::member_role::admin;
+  return reader;
+}
+
 } // namespace comb::actors

@@ -29,9 +29,7 @@ bool relay_only_kind(std::uint32_t kind) {
   return protocol::relay_signed_kind(kind);
 }
 
-/// Flotilla posts a space's general chat to the room "_", which no 9007 creates: it is the
-/// community itself, always there, open to whoever may post in the community.
-constexpr std::string_view general_room = "_";
+using protocol::general_room;
 
 rejection not_a_member() {
   return {reason::restricted, "you are not a member of this community"};
@@ -210,15 +208,7 @@ std::optional<rejection> connection::admit_event(const protocol::event& ev, std:
 
 protocol::room_reader connection::reader_of(const cached_room& room,
                                             const std::optional<protocol::bytes32>& who) const {
-  protocol::room_reader reader;
-  if (!who)
-    return reader;
-  auto it = room.members.find(*who);
-  reader.member = it != room.members.end();
-  reader.room_admin = reader.member && it->second;
-  auto role = policy_.members ? policy_.members->role_of(*who) : std::nullopt;
-  reader.community_admin = role == storage::member_role::owner || role == storage::member_role::admin;
-  return reader;
+  return standing_in(room, policy_.members.get(), who);
 }
 
 std::optional<rejection> connection::check_room_event(const protocol::event& ev,

@@ -102,6 +102,32 @@ TEST_CASE("a bridged ephemeral event is withheld when its author is no member of
   CHECK_FALSE(withholds_bridged(test::sign_event(removed_key, 1), closed));
 }
 
+TEST_CASE("a bridged ephemeral event in a restricted room is withheld unless its author may write there",
+          "[actors][bridge][rooms]") {
+  const auto admin_key = protocol::key_pair::generate();
+  member_cache open;
+  open.set_closed(false);
+  (void)open.replace({{member_key.public_key(), storage::member_role::member},
+                      {admin_key.public_key(), storage::member_role::admin}});
+  protocol::room_state restricted, free_for_all;
+  restricted.exists = free_for_all.exists = true;
+  restricted.id = "board";
+  restricted.meta.flags.restricted = true;
+  restricted.members = {{member_key.public_key(), {}}};
+  free_for_all.id = "lobby";
+  open.set_rooms(std::make_shared<const room_index>(std::vector{restricted, free_for_all}), 1);
+  auto in_room = [](const protocol::key_pair& who, std::vector<protocol::tag> tags) {
+    return test::sign_event(who, 20001, "typing", std::move(tags));
+  };
+  CHECK(withholds_bridged(in_room(removed_key, {{"h", "board"}}), open));
+  CHECK(withholds_bridged(in_room(removed_key, {{"h", "lobby"}, {"h", "board"}}), open)); // every room it names
+  CHECK_FALSE(withholds_bridged(in_room(member_key, {{"h", "board"}}), open));
+  CHECK_FALSE(withholds_bridged(in_room(admin_key, {{"h", "board"}}), open)); // the community's admins may
+  CHECK_FALSE(withholds_bridged(in_room(removed_key, {{"h", "lobby"}}), open));
+  CHECK_FALSE(withholds_bridged(in_room(removed_key, {{"h", "_"}}), open));
+  CHECK_FALSE(withholds_bridged(in_room(removed_key, {{"h", "gone"}}), open)); // readers hide a deleted room's
+}
+
 TEST_CASE_METHOD(fixture, "a pod delivers another pod's ephemeral events only from those it holds as members",
                  "[actor][bridge]") {
   const auto from_member = test::sign_event(member_key, 20001, "typing");

@@ -122,11 +122,12 @@ void drop(self_ptr self, const storage::envelope_refusal& refusal, bool count = 
 /// 13534, so a late envelope cannot roll one back.
 void deliver(self_ptr self, committed_event committed) {
   auto& st = self->state;
-  auto community = st.args.registry ? st.args.registry->find(committed.community_id) : std::nullopt;
+  const bool ephemeral = protocol::classify(committed.event.ev->kind) == protocol::kind_class::ephemeral;
+  auto community = ephemeral && st.args.registry ? st.args.registry->find(committed.community_id) : std::nullopt;
   if (community && withholds_bridged(*committed.event.ev, *community->members)) {
     bump(st.args.metrics->bridge_withheld);
-    return drop(self, {false, "an ephemeral event of someone this pod does not hold as a member of the"
-                              " closed community (is its origin cut off from Postgres?)", false}, false);
+    return drop(self, {false, "an ephemeral event whose author this pod does not hold as one who may post"
+                              " it (is its origin cut off from Postgres?)", false}, false);
   }
   self->send(st.args.fanout, publish_atom_v, std::move(committed));
 }

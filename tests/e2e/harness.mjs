@@ -55,6 +55,20 @@ export function sign(sk, { kind = 1, content = '', tags = [], created_at = now()
 }
 
 /** A fresh key pair as { sk, pk }. */
+/**
+ * Polls `relay`'s `metric` until it passes `floor`, at most `ms`; its last value. For a counter
+ * bumped after the client already saw the effect (a close Beast sends before the read that
+ * counts it completes).
+ */
+export async function metricAbove(relay, metric, floor, ms = 3000) {
+  const deadline = Date.now() + ms
+  for (;;) {
+    const value = await relay.metric(metric)
+    if (value > floor || Date.now() > deadline) return value
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}
+
 export function keys() { const sk = generateSecretKey(); return { sk, pk: getPublicKey(sk) } }
 
 function databaseUrl(database) {

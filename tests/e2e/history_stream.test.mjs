@@ -4,7 +4,7 @@
 // good gets its reply abandoned with CLOSED.
 import { describe, it, before } from 'node:test'
 import assert from 'node:assert/strict'
-import { withRelay, itStopsCleanly, RawClient, keys, sign, now, idsOf, newestFirst, UNBOUNDED_CLIENT_RATES } from './harness.mjs'
+import { withRelay, itStopsCleanly, RawClient, keys, sign, now, idsOf, newestFirst, UNBOUNDED_CLIENT_RATES, metricAbove } from './harness.mjs'
 
 const BUDGET = 64 * 1024
 // 300 events of 40 KB: 12 MB, 190 times the budget and more than loopback's socket buffers
@@ -30,15 +30,6 @@ async function publishAll(relay) {
 
 const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
-/** Polls `metric` until it passes `floor`, at most `ms`; its last value. */
-async function metricAbove(relay, metric, floor, ms) {
-  const deadline = Date.now() + ms
-  for (;;) {
-    const value = await relay.metric(metric)
-    if (value > floor || Date.now() > deadline) return value
-    await pause(50)
-  }
-}
 
 describe('history streamed in chunks', () => {
   const ctx = withRelay({

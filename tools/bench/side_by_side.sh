@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # comb and strfry side by side: every scenario of issue 16's table against both relays, in
 # alternating rounds (comb, strfry, comb, strfry, ...), then the table of medians, ratios and CPU.
-# Each relay runs twice for the whole sitting: one instance takes the writes (ingest, fan-out) and
-# the idle connections, the other holds the query store, preloaded once with 100,000 events and
-# never written after, so every round's REQs read the store the table names.
+# Each relay runs twice for the whole sitting, both instances preloaded once with the same
+# 100,000 events: one takes the writes (ingest, fan-out) and the idle connections, the other only
+# the queries, so every round's REQs read the store the table names (not one the rounds' writes
+# grew) while the writes go into a store of that size as before.
 #
 #   bash tools/services.sh start /tmp/sbs-svc && source /tmp/sbs-svc/env
 #   bash tools/bench/side_by_side.sh [ROUNDS]        # default 2 rounds, about 5 minutes on a quiet machine
@@ -61,15 +62,15 @@ run() {
   echo "  $relay $name done" >&2
 }
 
-for relay in comb strfry; do  # the query store, once per relay, outside the rounds
-  timeout 300 "$bench" query --relay "ws://127.0.0.1:${port[${relay}q]}" \
-    --events 100000 --seconds 1 --json 2>>"$out/$relay.stderr" | tail -1 > "$out/$relay.preload.json" || true
-  echo "  $relay preloaded" >&2
+for instance in comb combq strfry strfryq; do  # the store, once per instance, outside the rounds
+  timeout 300 "$bench" query --relay "ws://127.0.0.1:${port[$instance]}" \
+    --events 100000 --seconds 1 --json 2>>"$out/${instance%q}.stderr" | tail -1 > "$out/$instance.preload.json" || true
+  echo "  $instance preloaded" >&2
 done
 # What autovacuum does within a minute of a bulk load (since Postgres 13 inserts alone trigger
 # a vacuum too), done now so the first round's plans, and its index-only scans (the visibility
 # map), are the steady state's rather than whatever autovacuum reached by then.
-psql "${COMB_TEST_DATABASE_URL%/*}/bench_sbsq" -qc "VACUUM ANALYZE" || true
+for db in bench_sbs bench_sbsq; do psql "${COMB_TEST_DATABASE_URL%/*}/$db" -qc "VACUUM ANALYZE" || true; done
 
 # The host's CPU accounting over the rounds (/proc/stat): on a shared VM, time stolen by other
 # guests slows both relays and inflates every CPU-per-operation figure of the sitting.

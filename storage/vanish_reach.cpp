@@ -11,9 +11,8 @@
 namespace comb::storage {
 namespace {
 
-// Two index probes per community (events_author_kind, event_tags_value), whatever the size of
-// the store: a request costs as much in a deployment of a few communities as the author's
-// activity, not a scan of every event.
+// Two index probes per community (events_author_kind, event_tags_value): a request costs in
+// proportion to the deployment's communities, never a scan of its events.
 constexpr const char* reached_sql =
   "SELECT c.id FROM communities c"
   " WHERE c.id <> $1::bigint"

@@ -10,12 +10,13 @@ namespace comb::actors {
 /// Whether this pod withholds `ev`, bridged from another pod, because its member cache says the
 /// author may not post it: an ephemeral event whose author is not a member of a closed
 /// community, or may not write in a room it names (a `restricted` room: its members, the
-/// community's owner and admins, as connection::check_room_event admits). The origin admitted it by its own cache; a stored event was checked again
-/// by the database in the transaction that stored it, but an ephemeral event never meets the
-/// database, so a pod cut off from Postgres (removals it never saw) would otherwise speak for a
-/// removed member on every pod. The bridge holds an envelope until this pod has the origin's
-/// state version, so this cache is never older than the one that admitted it. Bans are not
-/// asked here: every connection withholds a banned author's events live (ban_list::withholds).
+/// community's owner and admins, as connection::check_room_event admits). The origin admitted
+/// it by its own cache; a stored event was checked again by the database in the transaction
+/// that stored it, but an ephemeral event never meets the database, so a pod cut off from
+/// Postgres (removals it never saw) would otherwise speak for a removed member on every pod.
+/// The bridge holds an envelope until this pod has the origin's state version, so this cache is
+/// never older than the one that admitted it. Bans are not asked here: every connection
+/// withholds a banned author's events live (ban_list::withholds).
 [[nodiscard]] inline bool withholds_bridged(const protocol::event& ev, const member_cache& members) {
   if (protocol::classify(ev.kind) != protocol::kind_class::ephemeral)
     return false;

@@ -162,7 +162,11 @@ std::optional<rejection> connection::admit_vanish(const protocol::event& ev, std
     return bad_time;
   if (auto elsewhere = protocol::check_vanish_request(ev, policy_.host))
     return elsewhere;
-  return protocol::verify_event(ev);
+  if (auto forged = protocol::verify_event(ev))
+    return forged;
+  if (policy_.vanish_requests && !policy_.vanish_requests->try_take(clock))
+    return rejection{reason::rate_limited, "too many requests to vanish on this relay; try again in a minute"};
+  return std::nullopt;
 }
 
 std::optional<rejection> connection::admit_event(const protocol::event& ev, std::int64_t now,

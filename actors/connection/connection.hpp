@@ -29,6 +29,11 @@
 namespace comb::actors {
 
 /// What one connection is bound to and bounded by; fixed for its lifetime.
+/// NIP-62 requests a pod takes per second over all its connections, and at once: a person asks
+/// once per space they are in (Flotilla sends to each), a flood of fresh keys waits.
+inline constexpr double pod_vanish_rate = 5;
+inline constexpr double pod_vanish_burst = 100;
+
 struct connection_policy {
   std::int64_t community_id = 0;
   std::string host;            ///< normalized; NIP-42's relay tag must name it
@@ -38,6 +43,10 @@ struct connection_policy {
   std::string relay_url;         ///< what clients type for this community, e.g. wss://host
   member_cache_ptr members;      ///< the community's members; null: membership is not checked
   ban_list_ptr bans;             ///< the community's NIP-86 bans; null: bans are not checked
+  /// The pod's budget of NIP-62 requests (pod_vanish_rate): each probes every community of the
+  /// deployment, whoever signs it, so a flood of them with fresh keys would hold the writers.
+  /// Null: unbounded.
+  std::shared_ptr<shared_rate_limiter> vanish_requests;
   protocol::protocol_limits limits;
   protocol::created_at_window created_at;
   double event_rate = 50;

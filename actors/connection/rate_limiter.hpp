@@ -2,6 +2,7 @@
 #pragma once
 
 #include <algorithm>
+#include <mutex>
 
 namespace comb::actors {
 
@@ -37,6 +38,21 @@ private:
   double burst_;
   double tokens_;
   double last_ = 0;
+};
+
+/// A rate_limiter shared by every connection of the pod (each takes from it on its own thread).
+class shared_rate_limiter {
+public:
+  shared_rate_limiter(double rate, double burst) : bucket_(rate, burst) {}
+
+  [[nodiscard]] bool try_take(double now_seconds, double cost = 1) {
+    std::lock_guard lock(mutex_);
+    return bucket_.try_take(now_seconds, cost);
+  }
+
+private:
+  std::mutex mutex_;
+  rate_limiter bucket_;
 };
 
 } // namespace comb::actors

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/connection/connection.hpp"
 #include "actors/gateway/community_directory.hpp"
 #include "actors/metrics.hpp"
 #include "actors/storage/reader_waits.hpp"
@@ -32,6 +33,8 @@ struct gateway_context {
   std::shared_ptr<reader_waits> readers_waiting;
   std::shared_ptr<relay_metrics> metrics;
   std::shared_ptr<community_directory> communities;
+  std::shared_ptr<shared_rate_limiter> vanish_requests =
+    std::make_shared<shared_rate_limiter>(pod_vanish_rate, pod_vanish_burst);
   /// "" when the pod is ready to serve; otherwise why it is degraded (shown on /readyz). `true`
   /// asks for the detail (Postgres's own error text, which names hosts and users): only the
   /// metrics listener shows it; the client port says which service is away.

@@ -45,6 +45,7 @@ connection_policy policy_for(const gateway_context& context, const storage::comm
   policy.closed_community = c.closed;
   policy.members = handle.members;
   policy.bans = handle.bans;
+  policy.vanish_requests = context.vanish_requests;
   policy.relay_url = (s.effective_public_url().starts_with("wss://") ? "wss://" : "ws://") + c.host;
   policy.limits = s.limits;
   policy.created_at = s.created_at;

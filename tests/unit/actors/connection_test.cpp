@@ -242,6 +242,27 @@ TEST_CASE("a request to vanish naming this relay is admitted whatever its author
   CHECK(fresh.admit_event(forged, now, 4)->text().starts_with("invalid: "));
 }
 
+TEST_CASE("requests to vanish take from the pod's budget, over all its connections",
+          "[actors][connection][nip62][bounds]") {
+  connection_policy policy;
+  policy.host = "hive.test";
+  policy.vanish_requests = std::make_shared<actors::shared_rate_limiter>(1, 2);
+  connection first(policy, "challenge"), second(policy, "challenge");
+  auto now = test::unix_now();
+  auto request = [&](const protocol::key_pair& who) {
+    return test::sign_event(who, 62, "", {{"relay", "ALL_RELAYS"}});
+  };
+  // A forged request takes nothing from the budget.
+  auto forged = request(author);
+  forged.content = "changed";
+  CHECK(first.admit_event(forged, now, 10)->text().starts_with("invalid: "));
+  CHECK_FALSE(first.admit_event(request(author), now, 10));
+  CHECK_FALSE(second.admit_event(request(protocol::key_pair::generate()), now, 10));
+  CHECK(second.admit_event(request(protocol::key_pair::generate()), now, 10)->text()
+        == "rate-limited: too many requests to vanish on this relay; try again in a minute");
+  CHECK_FALSE(first.admit_event(request(protocol::key_pair::generate()), now, 11));
+}
+
 TEST_CASE("the database's access, kept in the member cache, beats the access at connect time",
           "[actors][connection]") {
   auto members = std::make_shared<comb::actors::member_cache>();

@@ -252,6 +252,11 @@ result<room_request> parse_room_request(const event& ev) {
     return invalid("an h tag naming the room is required");
   if (!valid_room_id(*room))
     return invalid("room ids are 1 to 64 letters, digits, '-', '_' or '.'");
+  // The request is stored under every `h` it carries, and read by those rooms' members: a second
+  // room would take, unchecked, what only the first allowed.
+  for (const auto& t : ev.tags)
+    if (t.size() >= 2 && t[0] == "h" && t[1] != *room)
+      return invalid("a room request names one room (one h tag)");
   // Flotilla's general chat of a space: the community itself, never a room of its own.
   if (*room == "_" && *action == room_action::create_room)
     return invalid("the room \"_\" is the community's general chat");

@@ -254,6 +254,10 @@ void hide_room(room_hiding& hiding, const std::string& room, const room_flags& f
     hiding.codes_hidden.push_back(room);
 }
 
+bool request_event_kept(const room_request& request) {
+  return !(request.action == room_action::join && !request.code.empty());
+}
+
 bool room_write_allowed(const room_flags& flags, const room_reader& author) {
   return !flags.restricted || author.member || author.community_admin;
 }

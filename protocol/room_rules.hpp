@@ -167,6 +167,11 @@ struct room_hiding {
 void hide_room(room_hiding& hiding, const std::string& room, const room_flags& flags,
                const room_reader& reader);
 
+/// Whether a request's own event is stored (and delivered) once applied. A join carrying an
+/// invite code is not: every reader of the room would read the code in it, and a code admits
+/// anyone who holds it (only room admins see the 9009 that made it).
+[[nodiscard]] bool request_event_kept(const room_request& request);
+
 /// Whether the author may post a regular event to the room: in a `restricted` room only its
 /// members (and community owner and admins) write.
 [[nodiscard]] bool room_write_allowed(const room_flags& flags, const room_reader& author);

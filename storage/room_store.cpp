@@ -345,9 +345,11 @@ room_write apply_locked(pg_connection& c, const protocol::key_pair& relay,
   if (!plan.deleted)
     write_members(c, community_id, before, plan.after);
 
-  relay_signed_event stored_request{command.ev, command.json};
-  insert_event(c, community_id, stored_request);
-  out.events.push_back(std::move(stored_request));
+  if (protocol::request_event_kept(request)) {
+    relay_signed_event stored_request{command.ev, command.json};
+    insert_event(c, community_id, stored_request);
+    out.events.push_back(std::move(stored_request));
+  }
   if (plan.parts.any()) {
     auto state = write_state(c, relay, community_id, plan.after, plan.parts, created_at);
     out.events.insert(out.events.end(), state.begin(), state.end());

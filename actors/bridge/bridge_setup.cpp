@@ -30,9 +30,19 @@ std::string joined(const std::vector<std::string>& items) {
   return out;
 }
 
+/// CAF delivers a message from any node that reached the cluster port to the actors registered
+/// by name ("ConfigServ", "SpawnServ"), before and beside the gatekeeper's handshake: a
+/// stranger could grow ConfigServ's map without bound. Nothing here asks a peer for them
+/// (no remote spawning, no automatic connections), so none is left reachable.
+void forget_named_actors(caf::actor_system& system) {
+  for (const auto& named : system.registry().named_actors())
+    system.registry().erase(named.first);
+}
+
 bool start_cluster(caf::actor_system& system, const conf::relay_settings& s, pod_bridge& pod,
                    const std::shared_ptr<relay_metrics>& metrics,
                    const std::shared_ptr<inbound_bound>& to_bridge, std::string& error) {
+  forget_named_actors(system);
   pod.gate = system.spawn<gatekeeper>(
     gatekeeper_args{pod.node_id, s.cluster_secret, pod.actor, metrics, {}, to_bridge});
   caf::anon_send(pod.actor, bridge_gate{pod.gate});

@@ -87,7 +87,11 @@ TEST_CASE_METHOD(room_fixture, "a closed room admits with a 9009 code, stored ha
   CHECK(kinds_of(invite) == std::vector<std::uint32_t>{9009});
   CHECK(count("SELECT count(*) FROM room_invites WHERE community_id = $1::bigint"
               " AND code_hash <> 'secret-code'") == "1");
-  CHECK(run(alice, 9021, {{"code", "secret-code"}}).outcome == room_outcome::changed);
+  auto joined = run(alice, 9021, {{"code", "secret-code"}});
+  CHECK(joined.outcome == room_outcome::changed);
+  // The join is applied but not kept: every reader of the room would read the code in it.
+  CHECK(kinds_of(joined) == std::vector<std::uint32_t>{39002});
+  CHECK(count("SELECT count(*) FROM events WHERE community_id = $1::bigint AND kind = 9021") == "0");
   // The same code again is a no-op: no second invite, no second 9009 stored.
   auto again = run(owner, 9009, {{"code", "secret-code"}, {"alt", "again"}});
   CHECK(again.outcome == room_outcome::nothing_to_do);

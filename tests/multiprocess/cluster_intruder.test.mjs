@@ -66,6 +66,7 @@ async function counters(pod) {
 async function assertRepelled(report, pod, before, linked, peer = null) {
   assert.equal(report.connected, true)
   assert.equal(report.envelopes, 0, 'no event left the pod')
+  assert.deepEqual(report.named, [], "CAF's named actors (ConfigServ, SpawnServ) are not reachable")
   assert.ok(!report.replies.includes('welcome'), `welcomed: ${report.replies}`)
   // The intruder has exited once it sent everything; a busy pod may still be reading it off the
   // socket, so the counts are awaited (bounded), not read once.

@@ -3,15 +3,21 @@
 // It dials a pod's cluster port (over TLS when given a certificate) and tries every way in that
 // worked against the first cluster links: Redis and envelope messages without a handshake, an
 // unearned welcome, a reflected challenge and proof, and exit/down messages meant to stop the
-// actor it reached. Then it listens for a while and prints one JSON line: whether it connected,
+// actor it reached, and CAF's own named actors (ConfigServ, SpawnServ), which CAF reaches by name
+// beside any handshake. Then it listens for a while and prints one JSON line: whether it connected,
 // what came back, and whether any envelope (an event) reached it.
 //
 //   comb-intruder HOST PORT ENVELOPE_FILE [--cert C --key K --ca A] [--listen-ms N]
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 #include <caf/openssl/all.hpp>
+#include <chrono>
+#include <cstdlib>
 #include <fstream>
+#include <future>
 #include <iostream>
+#include <memory>
+#include <thread>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -55,6 +61,8 @@ std::string read_file(const std::string& path) {
 }
 
 struct observed {
+  std::vector<std::string> named; ///< CAF's named actors of the pod that answered a lookup
+  bool lookup_pending = false;    ///< a lookup the pod never answered (the pod dropped it)
   std::vector<std::string> replies;
   int envelopes = 0;
   std::string acceptor_id;
@@ -105,6 +113,31 @@ void attack(caf::scoped_actor& self, const caf::actor& pod, const options& o, ob
   self->send_exit(pod, caf::exit_reason::user_shutdown);
   // 5. Hold the link open and see whether anything arrives.
   listen(self, seen, o.listen_ms);
+}
+
+/// Asks the pod for CAF's named actors. A pod that erased them drops the lookup unanswered, and
+/// CAF's lookup then blocks for good: each waits a second on a thread of its own, left behind.
+void look_up_named(caf::actor_system& system, const caf::actor& pod, observed& seen) {
+  const std::pair<caf::atom_value, const char*> names[] = {{caf::atom("ConfigServ"), "ConfigServ"},
+                                                          {caf::atom("SpawnServ"), "SpawnServ"}};
+  for (const auto& [atom, name] : names) {
+    auto found = std::make_shared<std::promise<caf::strong_actor_ptr>>();
+    auto answer = found->get_future();
+    std::thread([&system, found, node = pod.node(), atom = atom] {
+      found->set_value(system.middleman().remote_lookup(atom, node));
+    }).detach();
+    if (answer.wait_for(std::chrono::seconds(1)) != std::future_status::ready) {
+      seen.lookup_pending = true;
+      continue;
+    }
+    if (auto named = answer.get()) {
+      seen.named.push_back(name);
+      // ConfigServ keeps every key it is given: grow it.
+      for (int i = 0; i < 1000; ++i)
+        caf::anon_send(caf::actor_cast<caf::actor>(named), caf::put_atom::value,
+                       "intruder-" + std::to_string(i), caf::make_message(std::string(1024, 'x')));
+    }
+  }
 }
 
 bool parse(int argc, char** argv, options& o) {
@@ -159,9 +192,16 @@ int main(int argc, char** argv) {
   }
   observed seen;
   attack(self, *pod, o, seen);
-  std::cout << "{\"connected\":true,\"envelopes\":" << seen.envelopes << ",\"replies\":[";
+  look_up_named(system, *pod, seen);
+  std::cout << "{\"connected\":true,\"envelopes\":" << seen.envelopes << ",\"named\":[";
+  for (std::size_t i = 0; i < seen.named.size(); ++i)
+    std::cout << (i ? "," : "") << json_string(seen.named[i]);
+  std::cout << "],\"replies\":[";
   for (std::size_t i = 0; i < seen.replies.size(); ++i)
     std::cout << (i ? "," : "") << json_string(seen.replies[i]);
   std::cout << "]}" << std::endl;
+  // A lookup still blocked holds the actor system: it would never shut down.
+  if (seen.lookup_pending)
+    std::_Exit(0);
   return 0;
 }

@@ -65,6 +65,15 @@ TEST_CASE("room requests are read from their tags", "[room]") {
   CHECK_FALSE(parse_room_request(comb::test::sign_event(alice(), 9003, "", {{"h", "pizza"}})));
   CHECK_FALSE(parse_room_request(comb::test::sign_event(alice(), 9007, "", {{"h", "_"}})));
   CHECK(request_of(comb::test::sign_event(alice(), 9021, "", {{"h", "pizza"}, {"code", "xyz"}})).code == "xyz");
+  // A request is stored under every `h` it carries: a second room would go unchecked.
+  CHECK_FALSE(parse_room_request(comb::test::sign_event(alice(), 9021, "", {{"h", "lobby"}, {"h", "locked"}})));
+  CHECK(request_of(comb::test::sign_event(alice(), 9021, "", {{"h", "pizza"}, {"h", "pizza"}})).room == "pizza");
+}
+
+TEST_CASE("a join carrying an invite code is applied but not kept", "[room]") {
+  CHECK_FALSE(request_event_kept(request_of(comb::test::sign_event(alice(), 9021, "", {{"h", "pizza"}, {"code", "xyz"}}))));
+  CHECK(request_event_kept(request_of(comb::test::sign_event(alice(), 9021, "", {{"h", "pizza"}}))));
+  CHECK(request_event_kept(request_of(comb::test::sign_event(alice(), 9009, "", {{"h", "pizza"}, {"code", "xyz"}}))));
 }
 
 TEST_CASE("room kinds and ids", "[room]") {

@@ -573,6 +573,13 @@ constexpr const char* migration_30 = R"sql(
 ALTER TABLE vanished ADD COLUMN request TEXT NULL;
 )sql";
 
+// Joins that carried an invite code (`["code", …]` in `raw`, which comb renders compact, so
+// the pattern can only be a tag) are no longer stored: those stored before showed the code to
+// every reader of the room (protocol::request_event_kept). Their tags go by trigger.
+constexpr const char* migration_31 = R"sql(
+DELETE FROM events WHERE kind = 9021 AND raw LIKE '%["code",%';
+)sql";
+
 constexpr migration migrations[] = {
   {1, "communities, events, tags, deletions", migration_1},
   {2, "members, invites, allowlist", migration_2},
@@ -598,6 +605,7 @@ constexpr migration migrations[] = {
   {28, "reports borrow the rooms of what they report", migration_28},
   {29, "requests to vanish", migration_29},
   {30, "requests to vanish kept as signed", migration_30},
+  {31, "room joins that carried invite codes deleted", migration_31},
 };
 
 } // namespace

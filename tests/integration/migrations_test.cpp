@@ -339,3 +339,25 @@ TEST_CASE("migration 28: reports stored before borrow the rooms of what they rep
   scalar(c, "DELETE FROM events WHERE id = '\\x0b' RETURNING 1");
   CHECK(scalar(c, "SELECT count(*) FROM event_tags WHERE name = 'room'") == "0");
 }
+
+TEST_CASE("migration 31: room joins stored with invite codes are deleted, with their tags",
+          "[integration][migrations]") {
+  test::fresh_database db;
+  storage::pg_connection c(db.conninfo());
+  const storage::migration* codes_gone = nullptr;
+  for (const auto& m : storage::all_migrations())
+    if (m.version < 31)
+      REQUIRE(c.exec_script(m.sql).ok());
+    else if (m.version == 31)
+      codes_gone = &m;
+  REQUIRE(codes_gone);
+  auto community = scalar(c, "INSERT INTO communities (host) VALUES ('x.example') RETURNING id");
+  insert_tagged(c, community, "\\x0a", R"({"kind":9021,"tags":[["h","locked"],["code","abc"]],"content":""})",
+                {{"h", "locked"}});
+  insert_tagged(c, community, "\\x0b", R"({"kind":9021,"tags":[["h","lobby"]],"content":"[\"code\",\"x\"]"})",
+                {{"h", "lobby"}});
+  scalar(c, "UPDATE events SET kind = 9021 RETURNING 1");
+  REQUIRE(c.exec_script(codes_gone->sql).ok());
+  CHECK(scalar(c, "SELECT string_agg(encode(id, 'hex'), ',') FROM events") == "0b");
+  CHECK(scalar(c, "SELECT string_agg(value, ',') FROM event_tags") == "lobby");
+}

@@ -233,8 +233,19 @@ void on_req(self_ptr self, protocol::req_message& message) {
   open_subscription(self, message);
 }
 
+/// Drops the REQ of `id` still waiting to start: a closed, refused or replaced subscription's
+/// filters are not kept (a client repeating REQ and CLOSE with fresh ids while queries wait
+/// would otherwise pile them up behind the first still open).
+void forget_waiting(connection_state& st, const std::string& id) {
+  std::erase_if(st.waiting_queries, [&](const auto& waiting) {
+    const auto* req = std::get_if<live_request>(&waiting);
+    return req && req->subscription_id == id;
+  });
+}
+
 void refuse_subscription(self_ptr self, const std::string& id, const protocol::rejection& why) {
   auto& st = self->state;
+  forget_waiting(st, id);
   if (why.why == protocol::reason::rate_limited)
     bump(st.args.metrics->queries_refused);
   // A refused REQ ends the subscription of that id, if one was open: CLOSED means closed.
@@ -255,10 +266,7 @@ void open_subscription(self_ptr self, protocol::req_message& message) {
   st.req_started[message.subscription_id] = monotonic_seconds();
   // A REQ that replaces one still waiting takes its place, so waiting REQs are never more than
   // the open subscriptions, however often a client repeats an id.
-  std::erase_if(st.waiting_queries, [&](const auto& waiting) {
-    const auto* req = std::get_if<live_request>(&waiting);
-    return req && req->subscription_id == message.subscription_id;
-  });
+  forget_waiting(st, message.subscription_id);
   auto hidden = st.logic->hiding_for_borrowed(message.filters);
   st.waiting_queries.emplace_back(
     live_request{self, st.args.owner, st.args.policy.community_id, message.subscription_id,
@@ -272,6 +280,7 @@ void on_close(self_ptr self, const protocol::close_message& message) {
   auto& st = self->state;
   bump(st.args.metrics->messages_close);
   st.req_started.erase(message.subscription_id);
+  forget_waiting(st, message.subscription_id);
   if (st.logic->close_subscription(message.subscription_id))
     self->send(st.args.fanout, unsubscribe_atom_v, st.args.owner, st.args.policy.community_id,
                message.subscription_id);

@@ -86,6 +86,28 @@ TEST_CASE_METHOD(fixture, "REQs beyond the query places wait their turn; one clo
   CHECK(metrics->queries_waited.load() == 2);
 }
 
+TEST_CASE_METHOD(fixture, "a REQ closed or refused while it waits is not kept", "[actor][connection][bounds]") {
+  base_policy.max_queries_in_flight = 1;
+  base_policy.frame_burst = 10'000;
+  auto c = connect();
+  say(c, R"(["REQ","a",{"kinds":[1]}])");
+  REQUIRE(store->held_queries.size() == 1);
+  // Fresh ids each time, closed at once: before, each one's filters stayed queued behind "a".
+  for (int i = 0; i < 200; ++i) {
+    auto id = "x" + std::to_string(i);
+    say(c, R"(["REQ",")" + id + R"(",{"kinds":[1],"#t":["a","b","c"]}])");
+    say(c, R"(["CLOSE",")" + id + R"("])");
+  }
+  say(c, R"(["REQ","b",{"kinds":[1]}])");
+  auto* self = static_cast<caf::stateful_actor<actors::connection_state>*>(
+    caf::actor_cast<caf::abstract_actor*>(c.actor));
+  CHECK(self->state.waiting_queries.size() == 1);
+  release_history();
+  CHECK(c.sink->take() == std::vector<std::string>{protocol::render_eose("a")});
+  REQUIRE(store->held_queries.size() == 1);
+  CHECK(store->held_queries.front().subscription_id == "b");
+}
+
 TEST_CASE_METHOD(fixture, "a reply read before the reader was removed is not sent after it",
                  "[actor][connection][access]") {
   base_policy.members = std::make_shared<member_cache>();

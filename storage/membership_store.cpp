@@ -106,11 +106,23 @@ void membership_store::leave_rooms(std::int64_t community_id,
 }
 
 std::vector<member> membership_store::members_before(std::int64_t community_id,
-                                                     std::int64_t state_version) {
+                                                     std::int64_t state_version,
+                                                     const std::string& list_id) {
   auto it = snapshots_.find(community_id);
-  if (it != snapshots_.end() && it->second.state_version == state_version)
+  if (it != snapshots_.end() && it->second.state_version == state_version
+      && it->second.list_id == list_id)
     return it->second.members;
   return read_members(connection_, community_id);
+}
+
+std::string membership_store::live_list_id(std::int64_t community_id) {
+  auto reply = must(connection_.exec("SELECT encode(id, 'hex') FROM events WHERE community_id = $1::bigint"
+                                     " AND pubkey = $2::bytea AND kind = $3::int"
+                                     " ORDER BY created_at DESC LIMIT 1",
+                                     {std::to_string(community_id), bytea_param(relay_key_.public_key()),
+                                      std::to_string(member_list_kind)}),
+                    "read the live list");
+  return reply.rows() == 0 ? std::string() : std::string(reply.text(0, 0));
 }
 
 membership_write membership_store::must_wait(std::size_t commands, std::int64_t until) {
@@ -161,7 +173,9 @@ membership_write membership_store::apply_locked(std::int64_t community_id,
     rewritten = joins_in_closed_community(commands);
     commands = rewritten;
   }
-  roster members(members_before(community_id, state_version));
+  // Read after the row lock, in a statement of its own: it sees every list committed before.
+  std::string list_id = live_list_id(community_id);
+  roster members(members_before(community_id, state_version, list_id));
   auto invites = read_invites(connection_, community_id, commands);
   auto allowlist = read_allowlist(connection_, community_id, commands);
   auto banned = read_bans(connection_, community_id, commands);
@@ -201,7 +215,9 @@ membership_write membership_store::apply_locked(std::int64_t community_id,
       written.push_back(room_event.ev.id);
     out.state_version = noted_version(connection_, community_id, written);
   }
-  pending_snapshot_.emplace(community_id, members_snapshot{out.state_version, out.members});
+  if (out.list)
+    list_id = protocol::to_hex(out.list->id);
+  pending_snapshot_.emplace(community_id, members_snapshot{out.state_version, list_id, out.members});
   return out;
 }
 

@@ -131,10 +131,16 @@ private:
   /// not read every member again.
   struct members_snapshot {
     std::int64_t state_version = 0;
+    /// The live 13534's id (hex, "" for none) written with these members: a database that
+    /// went back (a failover to a standby that missed this write, a restore) can reach the
+    /// same version again through another pod's write, never with the same list.
+    std::string list_id;
     std::vector<member> members;
   };
   [[nodiscard]] std::vector<member> members_before(std::int64_t community_id,
-                                                   std::int64_t state_version);
+                                                   std::int64_t state_version,
+                                                   const std::string& list_id);
+  [[nodiscard]] std::string live_list_id(std::int64_t community_id);
   void keep_snapshot();
   /// Rolls back a write whose list must wait for the next second: nothing written, `retry_at`.
   [[nodiscard]] membership_write must_wait(std::size_t commands, std::int64_t until);

@@ -38,6 +38,10 @@ void require_nothing_written(membership_fixture& f, const storage::membership_wr
   CHECK(lists[0] == previous);
 }
 
+bool list_matches_members(membership_fixture& f, std::int64_t community) {
+  return f.members.verify(community).matches;
+}
+
 protocol::bytes32 key(std::uint8_t seed) {
   return author(seed).pubkey();
 }
@@ -229,6 +233,38 @@ TEST_CASE_METHOD(membership_fixture, "a store's remembered members follow other 
   auto after_role = apply(command(membership_change::add_member, key(7)));
   require_list_is_live(*this, after_role, community);
   CHECK(listed(*after_role.list).contains({protocol::to_hex(key(5)), "admin"}));
+}
+
+TEST_CASE_METHOD(membership_fixture, "a store's remembered members do not outlive a database that went back",
+                 "[integration][membership]") {
+  // A failover to a standby that missed this store's last write, and another pod's write there
+  // that reached the same state version: the version alone would pass the remembered members
+  // (with someone the database never added) into the next list.
+  auto first = apply(command(membership_change::add_member, key(2)));
+  REQUIRE(first.committed);
+  auto remembered = apply(command(membership_change::add_member, key(3)));
+  REQUIRE(remembered.committed);
+  const std::string id = std::to_string(community);
+  REQUIRE(connection.exec("BEGIN").ok());
+  REQUIRE(connection.exec("SET LOCAL session_replication_role = replica").ok()); // no version triggers
+  (void)scalar(connection, "DELETE FROM members WHERE community_id = $1::bigint AND pubkey = decode($2, 'hex')"
+                           " RETURNING 1", {id, protocol::to_hex(key(3))});
+  (void)scalar(connection, "DELETE FROM events WHERE community_id = $1::bigint AND kind = 13534 RETURNING 1", {id});
+  (void)scalar(connection, "INSERT INTO events (community_id, id, pubkey, created_at, kind, raw)"
+                           " VALUES ($1::bigint, decode($2, 'hex'), decode($3, 'hex'), $4::bigint, 13534, '{}')"
+                           " RETURNING 1",
+               {id, protocol::to_hex(first.list->id), protocol::to_hex(relay_key.public_key()),
+                std::to_string(first.list->created_at)});
+  REQUIRE(scalar(connection, "SELECT state_version FROM communities WHERE id = $1::bigint", {id})
+          == std::to_string(remembered.state_version));
+  REQUIRE(connection.exec("COMMIT").ok());
+
+  auto next = apply(command(membership_change::add_member, key(4)));
+  REQUIRE(next.committed);
+  REQUIRE(next.list);
+  CHECK_FALSE(listed(*next.list).contains({protocol::to_hex(key(3)), "member"}));
+  CHECK(listed(*next.list).contains({protocol::to_hex(key(2)), "member"}));
+  CHECK(list_matches_members(*this, community));
 }
 
 TEST_CASE_METHOD(membership_fixture, "a join without an invite is refused once the community row says closed",

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "protocol/gift_wraps.hpp"
+
 namespace comb::protocol {
 namespace {
 
@@ -24,6 +26,8 @@ bool tag_condition_holds(const tag_condition& condition, const event& ev) noexce
 } // namespace
 
 bool matches(const filter& f, const event& ev) noexcept {
+  if (f.gift_wraps_hidden && is_gift_wrap_kind(ev.kind))
+    return false;
   if (f.since && ev.created_at < *f.since)
     return false;
   if (f.until && ev.created_at > *f.until)

@@ -28,6 +28,9 @@ struct filter {
   std::optional<std::int64_t> since;
   std::optional<std::int64_t> until;
   std::optional<std::uint32_t> limit;
+  /// Never parsed, set by the relay (protocol/gift_wraps.hpp): the filter matches no gift wrap,
+  /// since its reader is not the one recipient it names.
+  bool gift_wraps_hidden = false;
 
   friend bool operator==(const filter&, const filter&) = default;
 };

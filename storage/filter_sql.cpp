@@ -180,6 +180,8 @@ std::string where_sql(const protocol::filter& f, param_list& params,
     sql += " AND e.created_at <= " + params.add(std::to_string(*f.until), "bigint");
   for (std::size_t i = keys == keys_from::first_tag ? 1 : 0; i < f.tags.size(); ++i)
     sql += tag_condition_sql(f.tags[i], params);
+  if (f.gift_wraps_hidden) // protocol::is_gift_wrap_kind
+    sql += " AND e.kind NOT IN (1059, 21059)";
   return sql + borrowed_rooms_sql(f, params);
 }
 

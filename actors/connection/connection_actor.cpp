@@ -11,6 +11,7 @@
 #include "actors/community/room_requests.hpp"
 #include "actors/connection/count_requests.hpp"
 #include "actors/connection/waiting_queries.hpp"
+#include "protocol/gift_wraps.hpp"
 #include "protocol/room.hpp"
 #include "protocol/canonical_json.hpp"
 #include "protocol/client_message.hpp"
@@ -223,6 +224,10 @@ void on_req(self_ptr self, protocol::req_message& message) {
     return;
   }
   if (auto refused = st.logic->check_room_filters(message.filters)) {
+    refuse_subscription(self, message.subscription_id, *refused);
+    return;
+  }
+  if (auto refused = protocol::guard_gift_wraps(message.filters, st.logic->authenticated())) {
     refuse_subscription(self, message.subscription_id, *refused);
     return;
   }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "actors/connection/count_requests.hpp"
 
+#include "protocol/gift_wraps.hpp"
 #include "protocol/relay_message.hpp"
 #include "storage/event_rows.hpp"
 
@@ -26,6 +27,8 @@ void on_count(connection_self self, protocol::count_message& message) {
   if (auto refused = st.logic->may_read())
     return refuse(self, sub, refused->text());
   if (auto refused = st.logic->check_room_filters(message.filters))
+    return refuse(self, sub, refused->text());
+  if (auto refused = protocol::guard_gift_wraps(message.filters, st.logic->authenticated()))
     return refuse(self, sub, refused->text());
   if (auto refused = st.logic->check_count(message.filters)) {
     bump(st.args.metrics->queries_refused);

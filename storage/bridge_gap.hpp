@@ -12,8 +12,8 @@ class pg_connection;
 
 /// Stored events a pod's subscribers may have missed while its bridge was cut: a community's
 /// events stored at or after `since` (Unix seconds; `events.stored_at`, whatever their
-/// created_at) and not expired at `now`, in the order stored, at most `limit`. Nothing on a
-/// database error.
+/// created_at) and not expired at `now`, in the order stored, the newest `limit` of them.
+/// Nothing on a database error.
 [[nodiscard]] std::optional<std::vector<std::string>>
 load_recent_events(pg_connection& connection, std::int64_t community_id, std::int64_t since,
                    std::int64_t now, int limit);

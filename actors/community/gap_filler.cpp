@@ -68,7 +68,7 @@ void fill_gap(self_ptr self, std::int64_t lost_at_ms) {
     }
   }
   spdlog::info("bridge gap: {} stored event(s) since {} handed to the fan-out{}", delivered, since,
-               cut_short ? " (1000 per community at most: a REQ finds the rest)" : "");
+               cut_short ? " (the newest 1000 per community: a REQ finds the rest)" : "");
 }
 
 } // namespace

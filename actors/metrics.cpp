@@ -86,6 +86,7 @@ std::string relay_metrics::render() const {
   write(out, "comb_bridge_refused_peers_total", "counter", "Cluster peers or messages refused for lack of the secret.", bridge_refused_peers);
   write(out, "comb_bridge_unauthenticated_total", "counter", "Envelopes dropped for a missing or wrong MAC (Redis or cluster links).", bridge_unauthenticated);
   write(out, "comb_bridge_stale_total", "counter", "Envelopes with a valid MAC dropped for a send time over a minute from this pod's clock (a replay, or clocks apart).", bridge_stale);
+  write(out, "comb_bridge_namesake_envelopes_total", "counter", "Envelopes from another pod running under this pod's node id (COMB_NODE_ID set alike on several pods); taken, and logged once a minute.", bridge_namesakes);
   write(out, "comb_bridge_replays_total", "counter", "Envelopes with a valid MAC dropped as replays: sent before this pod started, at or below the replay floor, or already received.", bridge_replays);
   write(out, "comb_bridge_replay_floor_raised_total", "counter", "Times the replay memory was full and forgot an envelope younger than the skew window, raising the floor of accepted send times.", bridge_floor_raised);
   write(out, "comb_bridge_held_total", "counter", "Bridged events held until this pod reached the community state version their origin had.", bridge_held);

@@ -77,6 +77,7 @@ struct relay_metrics {
   std::atomic<std::uint64_t> bridge_unauthenticated{0};
   std::atomic<std::uint64_t> bridge_stale{0};
   std::atomic<std::uint64_t> bridge_replays{0};
+  std::atomic<std::uint64_t> bridge_namesakes{0};
   std::atomic<std::uint64_t> bridge_floor_raised{0};
   std::atomic<std::uint64_t> bridge_held{0};
   std::atomic<std::uint64_t> bridge_hold_dropped{0};

@@ -194,6 +194,28 @@ void refuse_replay(self_ptr self, storage::replay_verdict verdict) {
     drop(self, {false, why, false}, false);
 }
 
+/// Whether an envelope carrying this pod's node id is this run's own echo. One numbered in
+/// another run is a second pod started with the same COMB_NODE_ID (a value copied into every
+/// replica): its events are taken as any other pod's, and the operator is told.
+bool own_echo(self_ptr self, const storage::bridge_envelope& e) {
+  auto& st = self->state;
+  if (e.origin != st.args.node_id)
+    return false;
+  if (e.number.boot_ms == 0 || e.number.boot_ms == st.started_ms)
+    return true;
+  bump(st.args.metrics->bridge_namesakes);
+  const auto now = std::chrono::duration_cast<std::chrono::seconds>(
+                     std::chrono::steady_clock::now().time_since_epoch())
+                     .count();
+  if (st.last_namesake_log == 0 || now - st.last_namesake_log >= 60) {
+    st.last_namesake_log = now;
+    spdlog::error("bridge: another pod runs under this pod's node id \"{}\" (its run began at {} ms,"
+                  " this one at {} ms): give each pod its own COMB_NODE_ID, or leave it unset",
+                  e.origin, e.number.boot_ms, st.started_ms);
+  }
+  return false;
+}
+
 void receive(self_ptr self, const std::string& payload) {
   auto& st = self->state;
   const auto now = storage::envelope_clock_ms();
@@ -201,8 +223,8 @@ void receive(self_ptr self, const std::string& payload) {
   if (!envelope)
     return drop(self, envelope.error());
   auto& e = envelope.value();
-  if (e.origin == st.args.node_id)
-    return; // our own echo
+  if (own_echo(self, e))
+    return;
   if (e.heartbeat)
     return note_number(self, e, now);
   const auto raises = st.replays.floor_raises();

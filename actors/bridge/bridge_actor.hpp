@@ -58,6 +58,8 @@ struct bridge_state {
   caf::actor gate;
   /// When a dropped envelope was last logged (seconds), so a flood gives one line a second.
   std::int64_t last_drop_log = 0;
+  /// When another run under this pod's node id was last logged (seconds): one line a minute.
+  std::int64_t last_namesake_log = 0;
   /// This pod's run: the start of its envelope numbering, and the last number it used.
   std::int64_t started_ms = storage::envelope_clock_ms();
   std::uint64_t last_seq = 0;

@@ -144,3 +144,23 @@ TEST_CASE_METHOD(fixture, "a pod delivers another pod's ephemeral events only fr
   CHECK(metrics->bridge_withheld == 1);
   CHECK(metrics->bridge_rejected == 0);
 }
+
+TEST_CASE_METHOD(fixture, "a pod sharing this pod's node id is heard, not taken for an echo",
+                 "[actor][bridge]") {
+  auto note = test::sign_event(member_key, 1, "from a namesake", {});
+  const auto json = protocol::render_event_json(note);
+  auto* self = static_cast<caf::stateful_actor<bridge_state>*>(caf::actor_cast<caf::abstract_actor*>(bridge));
+  const auto started = self->state.started_ms;
+  auto send = [&](const std::string& payload) {
+    REQUIRE(inbound->try_take(payload.size()));
+    caf::anon_send(bridge, redis_atom_v, payload);
+    scheduler->run();
+  };
+  // This run's own envelope, back from Redis: an echo, dropped.
+  send(storage::encode_numbered_envelope("secret", "node-a", {started, 1}, open_community, 1, json));
+  CHECK(delivered->empty());
+  // Another run under the same id (COMB_NODE_ID copied into every replica): another pod.
+  send(storage::encode_numbered_envelope("secret", "node-a", {started - 1000, 1}, open_community, 1, json));
+  CHECK(*delivered == std::vector<protocol::bytes32>{note.id});
+  CHECK(metrics->bridge_namesakes == 1);
+}

@@ -212,7 +212,13 @@ bool may_match_borrower(const filter& f) noexcept {
 }
 
 std::vector<bytes32> room_referents(const event& ev) {
-  if (!borrows_rooms(ev.kind) || room_of(ev))
+  if (room_of(ev))
+    return {};
+  return thread_referents(ev);
+}
+
+std::vector<bytes32> thread_referents(const event& ev) {
+  if (!borrows_rooms(ev.kind))
     return {};
   const std::string_view referent_tag = ev.kind == comment_kind ? "E" : "e";
   std::vector<bytes32> ids;

@@ -75,6 +75,10 @@ inline constexpr std::uint32_t report_kind = 1984;
 /// The ids of an event's referents (lowercase hex, as the database reads them:
 /// storage/filter_sql.cpp `borrowed_rooms_sql`); empty for an event that borrows no rooms.
 [[nodiscard]] std::vector<bytes32> room_referents(const event& ev);
+/// The ids of what a comment or a report refers to (its `E`, its `e` tags), whether or not it
+/// names rooms of its own: a comment in a thread of a restricted room is posted there, whatever
+/// `h` it carries (room_referents: the same, only for one that names none).
+[[nodiscard]] std::vector<bytes32> thread_referents(const event& ev);
 
 /// The rooms an event belongs to: the `d` of the relay's 39000-39005, else the value of every
 /// `h` tag (an event may name several rooms); empty for an event of no room.

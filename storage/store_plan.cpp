@@ -114,10 +114,12 @@ private:
       if (!state_.rooms.contains({w.community_id, room}))
         return outcome(store_outcome::status::refused, msg_room_deleted);
     std::optional<std::vector<std::string>> borrowed_rooms;
-    if (auto referents = protocol::room_referents(ev); !referents.empty()) {
-      borrowed_rooms = rooms_of_referents_here(w.community_id, referents);
-      if (posts_where_not_allowed(w, *borrowed_rooms))
+    if (auto referents = protocol::thread_referents(ev); !referents.empty()) {
+      auto thread_rooms = rooms_of_referents_here(w.community_id, referents);
+      if (posts_where_not_allowed(w, thread_rooms))
         return outcome(store_outcome::status::refused, msg_room_restricted);
+      if (!protocol::room_of(ev)) // one with rooms of its own is stored in those
+        borrowed_rooms = std::move(thread_rooms);
     }
     // NIP-09: deleting a deletion has no effect, so a kind 5 is never refused as deleted.
     if (ev.kind != deletion_kind && state_.tombstones.contains(tombstone{key, ev.pubkey}))
@@ -285,7 +287,7 @@ batch_keys keys_of(std::span<const event_write> writes) {
     keys.communities[w.community_id] |= deletes_ids;
     for (const auto& room : w.rooms)
       keys.rooms.emplace_back(w.community_id, room);
-    for (const auto& referent : protocol::room_referents(*w.ev))
+    for (const auto& referent : protocol::thread_referents(*w.ev))
       keys.room_referents.push_back({w.community_id, referent});
   }
   sort_unique(keys.room_referents);
@@ -330,7 +332,7 @@ std::vector<room_poster> comment_posters(std::span<const event_write> writes,
   for (const auto& w : writes) {
     if (!posting_checked(w))
       continue;
-    auto roots = protocol::room_referents(*w.ev);
+    auto roots = protocol::thread_referents(*w.ev);
     auto rooms = rooms_of_referents(w.community_id, roots, snapshot, [&](const event_key& key) {
       auto found = by_id.find(key);
       return found == by_id.end() ? nullptr : found->second;

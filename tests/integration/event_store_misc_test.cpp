@@ -275,6 +275,18 @@ TEST_CASE_METHOD(test::store_fixture, "a comment in a restricted room's thread i
   test::check_outcome(outcomes[6], status::stored, "");
   CHECK(outcomes[1].borrowed_rooms == std::vector<std::string>{"office"});
   CHECK(outcomes[3].borrowed_rooms == std::vector<std::string>{"lobby"});
+  // A room of its own (the general chat, a public room) does not take the comment out of the
+  // thread it is posted in; one allowed there keeps its own rooms and borrows none.
+  auto own_room = [&](author& who, const test::event_ptr& root, const char* room) {
+    return who.sign(1111, at++, {{"h", room}, {"K", "11"}, {"E", protocol::to_hex(root->id)}});
+  };
+  test::check_outcome(store_one(events, community, own_room(outsider, office_thread, "_")), status::refused,
+                      storage::msg_room_restricted);
+  test::check_outcome(store_one(events, community, own_room(outsider, office_thread, "lobby")), status::refused,
+                      storage::msg_room_restricted);
+  auto allowed = store_one(events, community, own_room(member, office_thread, "_"));
+  test::check_outcome(allowed, status::stored, "");
+  CHECK_FALSE(allowed.borrowed_rooms);
   // Leaving the room takes the right away; an import restores what the community held.
   (void)test::scalar(connection, "DELETE FROM room_members WHERE community_id = $1::bigint RETURNING 1", {id});
   test::check_outcome(store_one(events, community, comment(member, office_thread)), status::refused,

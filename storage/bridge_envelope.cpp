@@ -151,6 +151,12 @@ std::optional<std::vector<std::string>> rooms_of(const json::value& value) {
 
 } // namespace
 
+bool envelope_authentic(std::string_view secret, std::string_view payload) {
+  return payload.size() > envelope_mac_chars
+         && envelope_mac_matches(secret, payload.substr(envelope_mac_chars),
+                                 payload.substr(0, envelope_mac_chars));
+}
+
 protocol::result<bridge_envelope, envelope_refusal>
 decode_envelope(std::string_view payload, const protocol::protocol_limits& limits,
                 std::string_view secret, std::int64_t now_ms) {
@@ -160,9 +166,7 @@ decode_envelope(std::string_view payload, const protocol::protocol_limits& limit
     return malformed("envelope too large");
   // The MAC first, over the bytes: a stranger's payload is never parsed (a JSON document can
   // take many times its size in memory).
-  if (payload.size() <= envelope_mac_chars
-      || !envelope_mac_matches(secret, payload.substr(envelope_mac_chars),
-                               payload.substr(0, envelope_mac_chars)))
+  if (!envelope_authentic(secret, payload))
     return envelope_refusal{true, "envelope MAC does not match (none, another secret, or forged)",
                             false};
   json::parse_options options;

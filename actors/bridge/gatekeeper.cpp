@@ -275,6 +275,11 @@ void gatekeeper::on_envelope(std::string& payload) {
   auto key = sender_key();
   if (!handshake_.trusts(key) && !handshake_.linked(key))
     return refuse("envelope from a node that did not prove the secret");
+  // CAF takes a routed message's source from what the sending node wrote: a node without the
+  // secret can name a trusted peer as the sender. Only the MAC shows the envelope is the peer's,
+  // before it is heard from or takes a place on the way to the bridge.
+  if (!storage::envelope_authentic(args_.secret, payload))
+    return refuse("envelope without this cluster's MAC under a trusted peer's name (a forged sender?)");
   last_heard_[key] = storage::envelope_clock_ms();
   if (!args_.to_bridge->try_take(payload.size()))
     return bump(args_.metrics->bridge_inbound_dropped);

@@ -9,6 +9,7 @@
 #include "actors/bridge/gatekeeper.hpp"
 #include "actors/bridge/inbound_bound.hpp"
 #include "actors/messages.hpp"
+#include "storage/bridge_auth.hpp"
 #include "storage/bridge_envelope.hpp"
 
 using namespace comb::actors;
@@ -149,7 +150,10 @@ caf::behavior proving_dialer(caf::event_based_actor* self, caf::actor gate, std:
       if (answer)
         self->send(gate, prove_atom_v, answer.value().dialer_id, answer.value().value);
     },
-    [=](welcome_atom) { self->send(gate, envelope_atom_v, std::string("heard")); },
+    [=](welcome_atom) {
+      const std::string body = "heard";
+      self->send(gate, envelope_atom_v, comb::storage::envelope_mac(secret, body) + body);
+    },
     [](envelope_atom, const std::string&) {},
   };
 }
@@ -239,4 +243,43 @@ TEST_CASE_METHOD(fixture, "a dialer's loss reported after its next run linked is
   world.run_timers();
   world.check_one_fill(heard_after, heard_before);
   world.stop(new_run);
+}
+
+TEST_CASE_METHOD(fixture, "a proved peer's name on an envelope without the cluster's MAC gets it nowhere",
+                 "[actor][bridge][bounds]") {
+  auto got = std::make_shared<std::vector<std::string>>();
+  auto bridge = system->spawn([got]() -> caf::behavior {
+    return {[got](envelope_atom, const std::string& payload) { got->push_back(payload); }};
+  });
+  auto to_bridge = std::make_shared<inbound_bound>();
+  auto gate = system->spawn<gatekeeper>(gatekeeper_args{"node-a", "secret", bridge, metrics, {}, to_bridge});
+  // A peer that dials and proves the secret; what the test hands it, it sends under its name
+  // (as a node without the secret can, naming it as a routed message's source).
+  auto peer = system->spawn([gate](caf::event_based_actor* self) -> caf::behavior {
+    self->send(gate, hello_atom_v, std::string("node-x"), std::string(32, 'n'));
+    return {
+      [=](challenge_atom, const std::string& acceptor, const std::string& nonce, const std::string&) {
+        self->send(gate, prove_atom_v, std::string("node-x"),
+                   comb::storage::cluster_proof("secret", comb::storage::proof_role::dialer, nonce,
+                                                "node-x", acceptor));
+      },
+      [=](redis_atom, std::string& payload) { self->send(gate, envelope_atom_v, std::move(payload)); },
+    };
+  });
+  scheduler->run();
+  const auto refused_before = metrics->bridge_refused_peers.load();
+  caf::anon_send(peer, redis_atom_v, std::string(64, '0') + R"({"origin":"node-x"})");
+  scheduler->run();
+  CHECK(got->empty());
+  CHECK(to_bridge->messages() == 0);
+  CHECK(metrics->bridge_refused_peers == refused_before + 1);
+  // The peer's own envelope, with the MAC: passed on.
+  const std::string body = R"({"origin":"node-x"})";
+  caf::anon_send(peer, redis_atom_v, comb::storage::envelope_mac("secret", body) + body);
+  scheduler->run();
+  CHECK(got->size() == 1);
+  caf::anon_send(gate, gate_order{gate_order::kind::stop, {}, {}});
+  for (const auto& actor : {bridge, peer})
+    caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
+  scheduler->run();
 }

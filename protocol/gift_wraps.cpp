@@ -8,9 +8,6 @@
 namespace comb::protocol {
 namespace {
 
-constexpr std::uint32_t stored_wrap_kind = 1059;
-constexpr std::uint32_t ephemeral_wrap_kind = 21059;
-
 /// Its `#p` names the reader and no one else.
 bool addressed_to(const filter& f, const bytes32& reader) {
   std::string reader_hex = to_hex(reader);
@@ -29,7 +26,7 @@ bool names_gift_wraps(const filter& f) {
 } // namespace
 
 bool is_gift_wrap_kind(std::uint32_t kind) noexcept {
-  return kind == stored_wrap_kind || kind == ephemeral_wrap_kind;
+  return kind == gift_wrap_kind || kind == ephemeral_gift_wrap_kind;
 }
 
 std::optional<rejection> guard_gift_wraps(std::vector<filter>& filters,

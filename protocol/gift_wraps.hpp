@@ -10,8 +10,11 @@
 
 namespace comb::protocol {
 
-/// NIP-59's gift wraps, stored (1059) and ephemeral (21059). Their authors are one-time keys;
-/// who they are for is their `p` tag, which is all a reader could learn from them.
+/// NIP-59's gift wraps, stored and ephemeral. Their authors are one-time keys; who they are for
+/// is their `p` tag, which is all a reader could learn from them.
+inline constexpr std::uint32_t gift_wrap_kind = 1059;
+inline constexpr std::uint32_t ephemeral_gift_wrap_kind = 21059;
+
 [[nodiscard]] bool is_gift_wrap_kind(std::uint32_t kind) noexcept;
 
 /// THE rule for reading gift wraps (NIP-17: served only to the user they are addressed to, known

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "protocol/event.hpp"
+#include "protocol/gift_wraps.hpp" // gift_wrap_kind: a request to vanish deletes those addressed to its author
 #include "protocol/rejection.hpp"
 
 namespace comb::protocol {
@@ -16,8 +17,6 @@ namespace comb::protocol {
 /// its author up to its created_at, and to refuse them ever after.
 inline constexpr std::uint32_t vanish_kind = 62;
 
-/// NIP-59 gift wraps: a request to vanish deletes those addressed (`p`) to its author too.
-inline constexpr std::uint32_t gift_wrap_kind = 1059;
 
 /// The `relay` value of a request to vanish meant for every relay.
 inline constexpr std::string_view all_relays = "ALL_RELAYS";

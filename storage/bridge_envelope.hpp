@@ -81,14 +81,14 @@ inline constexpr std::size_t envelope_mac_chars = 64;
                                            envelope_number last,
                                            std::int64_t sent_ms = envelope_clock_ms());
 
-/// Decodes an envelope from the network, which is untrusted: bounded size, the MAC checked with
-/// `secret` before the JSON is parsed, then strict shape and depth, a send time within
-/// `envelope_max_skew_ms` of `now_ms`, then the event's id and signature verified. Takes the
-/// three shapes above (an envelope of an earlier version has no number). Never throws.
 /// Whether `payload` starts with a MAC made with `secret` over the rest (what decode_envelope
 /// checks first): the gatekeeper's test of a peer's envelope before it counts as the peer's.
 [[nodiscard]] bool envelope_authentic(std::string_view secret, std::string_view payload);
 
+/// Decodes an envelope from the network, which is untrusted: bounded size, the MAC checked with
+/// `secret` before the JSON is parsed, then strict shape and depth, a send time within
+/// `envelope_max_skew_ms` of `now_ms`, then the event's id and signature verified. Takes the
+/// three shapes above (an envelope of an earlier version has no number). Never throws.
 [[nodiscard]] protocol::result<bridge_envelope, envelope_refusal>
 decode_envelope(std::string_view payload, const protocol::protocol_limits& limits,
                 std::string_view secret, std::int64_t now_ms = envelope_clock_ms());

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstddef>
 
+#include "protocol/gift_wraps.hpp"
 #include "protocol/room.hpp"
 #include "storage/event_rows.hpp"
 #include "storage/pg_array.hpp"
@@ -180,6 +181,7 @@ std::string where_sql(const protocol::filter& f, param_list& params,
     sql += " AND e.created_at <= " + params.add(std::to_string(*f.until), "bigint");
   for (std::size_t i = keys == keys_from::first_tag ? 1 : 0; i < f.tags.size(); ++i)
     sql += tag_condition_sql(f.tags[i], params);
+  static_assert(protocol::gift_wrap_kind == 1059 && protocol::ephemeral_gift_wrap_kind == 21059);
   if (f.gift_wraps_hidden) // protocol::is_gift_wrap_kind
     sql += " AND e.kind NOT IN (1059, 21059)";
   return sql + borrowed_rooms_sql(f, params);

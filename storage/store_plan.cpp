@@ -72,6 +72,12 @@ bool posting_checked(const event_write& w) {
   return w.recheck_access && w.ev->kind == protocol::comment_kind;
 }
 
+/// The referents whose rooms a write needs: its whole thread when its posting is checked (a room
+/// of its own does not take it out of the thread), else only those it borrows rooms from.
+std::vector<protocol::bytes32> referents_read(const event_write& w) {
+  return posting_checked(w) ? protocol::thread_referents(*w.ev) : protocol::room_referents(*w.ev);
+}
+
 /// Replays the batch in order against the snapshot, so later writes see earlier ones (a
 /// deletion after its target, a newer version after an older one, the same event twice).
 class batch_replay {
@@ -114,7 +120,7 @@ private:
       if (!state_.rooms.contains({w.community_id, room}))
         return outcome(store_outcome::status::refused, msg_room_deleted);
     std::optional<std::vector<std::string>> borrowed_rooms;
-    if (auto referents = protocol::thread_referents(ev); !referents.empty()) {
+    if (auto referents = referents_read(w); !referents.empty()) {
       auto thread_rooms = rooms_of_referents_here(w.community_id, referents);
       if (posts_where_not_allowed(w, thread_rooms))
         return outcome(store_outcome::status::refused, msg_room_restricted);
@@ -287,7 +293,7 @@ batch_keys keys_of(std::span<const event_write> writes) {
     keys.communities[w.community_id] |= deletes_ids;
     for (const auto& room : w.rooms)
       keys.rooms.emplace_back(w.community_id, room);
-    for (const auto& referent : protocol::thread_referents(*w.ev))
+    for (const auto& referent : referents_read(w))
       keys.room_referents.push_back({w.community_id, referent});
   }
   sort_unique(keys.room_referents);
@@ -332,7 +338,7 @@ std::vector<room_poster> comment_posters(std::span<const event_write> writes,
   for (const auto& w : writes) {
     if (!posting_checked(w))
       continue;
-    auto roots = protocol::thread_referents(*w.ev);
+    auto roots = referents_read(w);
     auto rooms = rooms_of_referents(w.community_id, roots, snapshot, [&](const event_key& key) {
       auto found = by_id.find(key);
       return found == by_id.end() ? nullptr : found->second;

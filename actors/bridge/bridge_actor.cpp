@@ -101,6 +101,13 @@ std::string numbered_envelope(self_ptr self, const committed_event& committed) {
                                            committed.event.borrowed_rooms.get());
 }
 
+/// Seconds on the steady clock: the pacing of the bridge's log lines.
+std::int64_t steady_seconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+           std::chrono::steady_clock::now().time_since_epoch())
+    .count();
+}
+
 /// Counts a dropped envelope (unless the caller did); logs at most one line a second (a flood
 /// must not fill the disk).
 void drop(self_ptr self, const storage::envelope_refusal& refusal, bool count = true) {
@@ -109,9 +116,7 @@ void drop(self_ptr self, const storage::envelope_refusal& refusal, bool count = 
     bump(refusal.unauthenticated ? st.args.metrics->bridge_unauthenticated
          : refusal.stale         ? st.args.metrics->bridge_stale
                                  : st.args.metrics->bridge_rejected);
-  auto second = std::chrono::duration_cast<std::chrono::seconds>(
-                  std::chrono::steady_clock::now().time_since_epoch())
-                  .count();
+  const auto second = steady_seconds();
   if (st.last_drop_log == second)
     return;
   st.last_drop_log = second;
@@ -204,9 +209,7 @@ bool own_echo(self_ptr self, const storage::bridge_envelope& e) {
   if (e.number.boot_ms == 0 || e.number.boot_ms == st.started_ms)
     return true;
   bump(st.args.metrics->bridge_namesakes);
-  const auto now = std::chrono::duration_cast<std::chrono::seconds>(
-                     std::chrono::steady_clock::now().time_since_epoch())
-                     .count();
+  const auto now = steady_seconds();
   if (st.last_namesake_log == 0 || now - st.last_namesake_log >= 60) {
     st.last_namesake_log = now;
     spdlog::error("bridge: another pod runs under this pod's node id \"{}\" (its run began at {} ms,"

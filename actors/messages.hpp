@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
-// Every message between comb's actors: atoms and payload types. The message graph is drawn in
-// actors/handles.hpp.
+// Every message between comb's actors: atoms and payload types, grouped by the edges of the
+// message graph (each group's header names who sends to whom).
 
 #include <atomic>
 #include <boost/container/small_vector.hpp>
@@ -104,7 +104,7 @@ inline constexpr wake_atom wake_atom_v{};
 using access_atom = caf::atom_constant<caf::atom("access")>;       ///< (access_atom, community): access changed, re-check
 inline constexpr access_atom access_atom_v{};
 
-// -- bridge: transports and peers -> bridge actor -> fan-out / community actors ------------------
+// -- bridge: transports and peers -> bridge actor -> fan-out / community actors; bridge <-> gap filler
 using envelope_atom = caf::atom_constant<caf::atom("envelope")>;     ///< (envelope_atom, payload) from a CAF peer
 inline constexpr envelope_atom envelope_atom_v{};
 using redis_atom = caf::atom_constant<caf::atom("redis")>;           ///< (redis_atom, payload) from Redis
@@ -125,6 +125,8 @@ using fill_atom = caf::atom_constant<caf::atom("fill")>;             ///< the br
 inline constexpr fill_atom fill_atom_v{};
 using gap_atom = caf::atom_constant<caf::atom("gapevent")>;          ///< (gap_atom, committed_event, community state version): a stored event of a gap, from the gap filler
 inline constexpr gap_atom gap_atom_v{};
+using unfilled_atom = caf::atom_constant<caf::atom("unfilled")>;     ///< (unfilled_atom, lost_at_ms): the gap filler's Postgres did not answer
+inline constexpr unfilled_atom unfilled_atom_v{};
 
 // -- session -> community directory -------------------------------------------------------------
 using lookup_atom = caf::atom_constant<caf::atom("lookup")>;     ///< (lookup_atom, host, lookup_callback)

@@ -96,6 +96,7 @@ std::string relay_metrics::render() const {
   write(out, "comb_bridge_inbound_dropped_total", "counter", "Envelopes from Redis or cluster peers, and cluster handshake messages, dropped unread because 10,000 messages or 256 MiB already waited for the bridge or the cluster port (a flood).", bridge_inbound_dropped);
   write(out, "comb_bridge_sequence_gaps_total", "counter", "Times another pod's envelope numbers showed envelopes of it that never came (its Redis link was down, a publish was shed, a link dropped): each starts a fill from Postgres.", bridge_sequence_gaps);
   write(out, "comb_bridge_gap_fills_total", "counter", "Fills of missed events from Postgres to the local fan-out (after a Redis or cluster link loss, or a gap in another pod's numbers), coalesced to one a second.", bridge_gap_fills);
+  write(out, "comb_bridge_fill_retries_total", "counter", "Gap fills asked again because one did not bring what it should: Postgres did not answer it, or bridged events expired in the hold or did not fit. Each waits twice the last, from 1 s to 64 s.", bridge_fill_retries);
   write(out, "comb_list_writes_total", "counter", "NIP-43 member lists written.", list_writes);
   write(out, "comb_sockets_open", "gauge", "Sockets counted against the pod cap, from accept to close (refused sockets are not).", sockets_open);
   write(out, "comb_outbound_bytes", "gauge", "Bytes queued for all connections, not yet written.", outbound_bytes);

@@ -47,12 +47,20 @@ void send_heartbeat(self_ptr self) {
 }
 
 /// What other pods sent since `since_ms` may never have come: a fill from Postgres, joined
-/// with any other asked for within `fill_settle`.
-void ask_fill(self_ptr self, std::int64_t since_ms) {
-  auto& pending = self->state.fill_since;
-  if (!pending)
-    self->delayed_send(self, fill_settle, fill_atom_v);
-  pending = pending ? std::min(*pending, since_ms) : since_ms;
+/// with any other asked for before it is due. It is due after `fill_settle`, or when it is
+/// asked again because one did not bring what it should (`retry`), after the backoff's wait.
+void ask_fill(self_ptr self, std::int64_t since_ms, bool retry = false) {
+  auto& st = self->state;
+  if (retry)
+    bump(st.args.metrics->bridge_fill_retries);
+  if (st.fill_since) {
+    st.fill_since = std::min(*st.fill_since, since_ms);
+    return;
+  }
+  st.fill_since = since_ms;
+  const std::chrono::milliseconds wait = retry ? st.fill_retry.next(fill_backoff::clock::now())
+                                               : std::chrono::milliseconds(fill_settle);
+  self->delayed_send(self, wait, fill_atom_v);
 }
 
 void fill_now(self_ptr self) {
@@ -157,6 +165,9 @@ void release_held(self_ptr self) {
     bump(st.args.metrics->bridge_hold_dropped, out.expired);
     drop(self, {false, "this pod did not reach the community state version of the event's"
                        " origin in time (is Postgres reachable?)", false}, false);
+    // Stored by their origin: a fill brings them from Postgres once this pod catches up.
+    const auto held_since = storage::envelope_clock_ms() - st.args.hold.max_wait.count();
+    ask_fill(self, held_since, true);
   }
   st.args.metrics->bridge_holding.store(static_cast<std::int64_t>(st.held.size()));
   if (st.held.empty())
@@ -173,6 +184,7 @@ void hold(self_ptr self, committed_event committed, std::int64_t version) {
   const auto community = committed.community_id;
   if (!st.held.hold(std::move(committed), version, envelope_hold::clock::now())) {
     bump(st.args.metrics->bridge_hold_dropped);
+    ask_fill(self, storage::envelope_clock_ms(), true);
     return drop(self, {false, "too many bridged events wait for this pod to catch up with the"
                               " database", false}, false);
   }
@@ -254,6 +266,7 @@ void receive_counted(self_ptr self, const std::string& payload) {
 
 caf::behavior bridge_actor(caf::stateful_actor<bridge_state>* self, bridge_args args) {
   self->state.args = std::move(args);
+  self->state.held = envelope_hold(self->state.args.hold);
   self->delayed_send(self, heartbeat_interval, beat_atom_v);
   return {
     [=](publish_atom, const committed_event& committed) {
@@ -265,6 +278,7 @@ caf::behavior bridge_actor(caf::stateful_actor<bridge_state>* self, bridge_args 
     // (it drops what it delivered).
     [=](ready_atom, std::int64_t lost_at_ms) { ask_fill(self, lost_at_ms); },
     [=](fill_atom) { fill_now(self); },
+    [=](unfilled_atom, std::int64_t lost_at_ms) { ask_fill(self, lost_at_ms, true); },
     // From the gap filler: held like an envelope whose origin had `version`.
     [=](gap_atom, committed_event& committed, std::int64_t version) {
       if (version > held_version(self, committed.community_id))

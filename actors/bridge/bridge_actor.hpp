@@ -12,6 +12,7 @@
 #include "actors/bridge/bridge_transport.hpp"
 #include "actors/bridge/inbound_bound.hpp"
 #include "actors/bridge/envelope_hold.hpp"
+#include "actors/bridge/fill_backoff.hpp"
 #include "actors/community/community_registry.hpp"
 #include "actors/messages.hpp"
 #include "actors/metrics.hpp"
@@ -31,6 +32,7 @@ struct bridge_args {
   std::shared_ptr<relay_metrics> metrics;
   /// Envelopes from Redis and the gatekeeper on their way here, not yet checked.
   std::shared_ptr<inbound_bound> inbound = std::make_shared<inbound_bound>();
+  hold_bounds hold{}; ///< what may wait for this pod to catch up with the database
 };
 
 /// How often a bridge repeats its last envelope number to the other pods (a heartbeat), so they
@@ -69,6 +71,8 @@ struct bridge_state {
   storage::origin_sequences sequences{started_ms};
   /// Fills asked for since the last one (the earliest time they reach back to): one a second.
   std::optional<std::int64_t> fill_since;
+  /// How long a fill asked again after a failure waits.
+  fill_backoff fill_retry;
   /// Events whose origin held a newer state version of their community than this pod does.
   envelope_hold held;
   bool release_pending = false; ///< a release check is scheduled
@@ -91,7 +95,9 @@ struct bridge_state {
 /// all pods and sends a heartbeat every `heartbeat_interval`; a number it did not receive of
 /// another pod (storage/bridge_sequence.hpp), like a transport's loss, has the gap filler read
 /// what Postgres stored since (one fill a second at most), whose events it holds or delivers as
-/// it does envelopes. Member caches never follow what arrives here: the database is the
+/// it does envelopes. A fill that did not bring what it should (Postgres did not answer, or
+/// its events or an envelope's expired in the hold or did not fit) is asked again, each time
+/// later (fill_backoff.hpp). Member caches never follow what arrives here: the database is the
 /// authority (actors/community/access_watcher.hpp). Never reachable from the network: only the
 /// gatekeeper talks to remote nodes.
 caf::behavior bridge_actor(caf::stateful_actor<bridge_state>* self, bridge_args args);

@@ -19,9 +19,10 @@ using self_ptr = caf::stateful_actor<gap_filler_state>*;
 /// Events per community a gap brings back from Postgres at most.
 constexpr int gap_events_max = 1000;
 
-void unanswered() {
-  spdlog::warn("bridge gap: Postgres did not answer; the gap's events are not delivered live"
-               " (clients find them with a REQ)");
+/// The bridge asks for the fill again, later (actors/bridge/fill_backoff.hpp).
+void unanswered(self_ptr self, std::int64_t lost_at_ms) {
+  spdlog::warn("bridge gap: Postgres did not answer; the fill is asked again later");
+  self->send(self->state.args.bridge, unfilled_atom_v, lost_at_ms);
 }
 
 /// What other pods published from `lost_at_ms` until now may never have reached this pod's
@@ -41,7 +42,7 @@ void fill_gap(self_ptr self, std::int64_t lost_at_ms) {
   for (auto id : st.args.registry->community_ids()) {
     auto rows = storage::load_recent_events(*st.connection, id, since, now, gap_events_max);
     if (!rows)
-      return unanswered();
+      return unanswered(self, lost_at_ms);
     cut_short = cut_short || rows->size() == static_cast<std::size_t>(gap_events_max);
     if (!rows->empty())
       found.emplace_back(id, std::move(*rows));
@@ -53,7 +54,7 @@ void fill_gap(self_ptr self, std::int64_t lost_at_ms) {
   auto versions = ids.empty() ? std::optional<version_map>(version_map{})
                               : storage::load_versions(*st.connection, ids);
   if (!versions)
-    return unanswered();
+    return unanswered(self, lost_at_ms);
   std::size_t delivered = 0;
   for (auto& [id, rows] : found) {
     auto version = versions->find(id);

@@ -28,7 +28,8 @@ struct gap_filler_state {
 /// envelope numbers skipped), each served community's events stored since a minute before
 /// `lost_at_ms` go back to the bridge with the community's state version (gap_atom), at most
 /// 1,000 per community; the bridge holds what this pod may not show yet, as it holds envelopes,
-/// and the fan-out drops what it delivered already. An actor with a connection of its own: a
+/// and the fan-out drops what it delivered already. When Postgres does not answer it tells the
+/// bridge (unfilled_atom, lost_at_ms), which asks again later. An actor with a connection of its own: a
 /// fill reads every served community, and the access watcher must not wait behind it to apply a
 /// revocation.
 caf::behavior gap_filler(caf::stateful_actor<gap_filler_state>* self, gap_filler_args args);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // What a pod delivers of what another pod bridged: an ephemeral event never meets the database,
-// so its author's membership is asked of this pod's own member cache.
+// so its author's membership is asked of this pod's own member cache; a stored event the pod
+// could not deliver in time is filled from Postgres again, later each time.
 #include <caf/all.hpp>
 #include <catch2/catch.hpp>
 #include <memory>
@@ -52,7 +53,15 @@ struct fixture : test::test_system {
   fixture() {
     for (auto [id, closed] : {std::pair{closed_community, true}, std::pair{open_community, false}})
       REQUIRE(registry->ensure(id, [id, closed] { return std::optional(access_of(id, closed)); }));
+    start_bridge({});
+  }
+
+  /// (Re)starts the bridge with `hold`, and `filler` as its gap filler when given.
+  void start_bridge(hold_bounds hold, const caf::actor& filler = {}) {
+    if (bridge)
+      caf::anon_send_exit(bridge, caf::exit_reason::user_shutdown);
     bridge_args args;
+    args.hold = hold;
     args.node_id = "node-a";
     args.cluster_secret = "secret";
     args.metrics = metrics;
@@ -60,6 +69,8 @@ struct fixture : test::test_system {
     args.registry = registry;
     args.inbound = inbound;
     bridge = system->spawn(bridge_actor, std::move(args));
+    if (filler)
+      caf::anon_send(bridge, bridge_watcher{{}, filler});
     scheduler->run();
   }
 
@@ -71,9 +82,11 @@ struct fixture : test::test_system {
     scheduler->run();
   }
 
-  /// Another pod's envelope of `ev`, sent with the state version this pod holds.
-  void arrives(std::int64_t community, const protocol::event& ev) {
-    auto payload = storage::encode_envelope("secret", "node-b", community, 1, protocol::render_event_json(ev));
+  /// Another pod's envelope of `ev`, sent with the state version its origin held (this pod's
+  /// by default).
+  void arrives(std::int64_t community, const protocol::event& ev, std::int64_t origin_version = 1) {
+    auto payload = storage::encode_envelope("secret", "node-b", community, origin_version,
+                                            protocol::render_event_json(ev));
     REQUIRE(inbound->try_take(payload.size()));
     caf::anon_send(bridge, redis_atom_v, payload);
     scheduler->run();
@@ -163,4 +176,66 @@ TEST_CASE_METHOD(fixture, "a pod sharing this pod's node id is heard, not taken 
   send(storage::encode_numbered_envelope("secret", "node-a", {started - 1000, 1}, open_community, 1, json));
   CHECK(*delivered == std::vector<protocol::bytes32>{note.id});
   CHECK(metrics->bridge_namesakes == 1);
+}
+
+TEST_CASE_METHOD(fixture, "a held event that expired, and a fill Postgres did not answer, are filled again, later each time",
+                 "[actors][bridge][fill]") {
+  using namespace std::chrono_literals;
+  auto fills = std::make_shared<std::vector<std::int64_t>>();
+  auto filler = system->spawn([fills]() -> caf::behavior {
+    return {[fills](ready_atom, std::int64_t since) { fills->push_back(since); }};
+  });
+  hold_bounds no_wait;
+  no_wait.max_wait = 0ms; // Postgres is out of reach: nothing this pod holds catches up
+  start_bridge(no_wait, filler);
+  const auto before = storage::envelope_clock_ms();
+  arrives(closed_community, test::sign_event(member_key, 1, "stored by its origin"), 5);
+  CHECK(metrics->bridge_held == 1);
+  CHECK(delivered->empty());
+  scheduler->advance_time(20ms); // the hold's check: the event waited too long
+  scheduler->run();
+  CHECK(metrics->bridge_hold_dropped == 1);
+  CHECK(metrics->bridge_fill_retries == 1);
+  scheduler->advance_time(990ms);
+  scheduler->run();
+  CHECK(fills->empty());
+  scheduler->advance_time(20ms);
+  scheduler->run();
+  REQUIRE(fills->size() == 1);
+  CHECK(fills->front() <= before);
+  // The filler's Postgres did not answer either: asked again, twice as late.
+  caf::anon_send(bridge, unfilled_atom_v, fills->front());
+  scheduler->run();
+  CHECK(metrics->bridge_fill_retries == 2);
+  scheduler->advance_time(1900ms);
+  scheduler->run();
+  CHECK(fills->size() == 1);
+  scheduler->advance_time(200ms);
+  scheduler->run();
+  REQUIRE(fills->size() == 2);
+  CHECK(fills->back() == fills->front());
+  CHECK(delivered->empty());
+  caf::anon_send_exit(filler, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE_METHOD(fixture, "a bridged event the full hold could not take is filled again", "[actors][bridge][fill]") {
+  using namespace std::chrono_literals;
+  auto fills = std::make_shared<std::vector<std::int64_t>>();
+  auto filler = system->spawn([fills]() -> caf::behavior {
+    return {[fills](ready_atom, std::int64_t since) { fills->push_back(since); }};
+  });
+  hold_bounds one_only;
+  one_only.max_envelopes = 1;
+  start_bridge(one_only, filler);
+  arrives(closed_community, test::sign_event(member_key, 1, "waits"), 5);
+  const auto before = storage::envelope_clock_ms();
+  arrives(closed_community, test::sign_event(member_key, 1, "does not fit"), 5);
+  CHECK(metrics->bridge_held == 1);
+  CHECK(metrics->bridge_hold_dropped == 1);
+  CHECK(metrics->bridge_fill_retries == 1);
+  scheduler->advance_time(1s);
+  scheduler->run();
+  REQUIRE(fills->size() == 1);
+  CHECK(fills->front() >= before);
+  caf::anon_send_exit(filler, caf::exit_reason::user_shutdown);
 }

@@ -1,8 +1,13 @@
 // SPDX-License-Identifier: MIT
 // The stored events a pod hands its subscribers after its bridge was cut (bridge_gap.cpp): those
-// of one community created since a time, oldest first, bounded, never expired ones.
+// of one community created since a time, oldest first, bounded, never expired ones; and the gap
+// filler that reads them for the bridge, or tells it Postgres did not answer.
+#include <caf/all.hpp>
 #include <catch2/catch.hpp>
 
+#include "actors/community/community_registry.hpp"
+#include "actors/community/gap_filler.hpp"
+#include "storage/access_state.hpp"
 #include "storage/bridge_gap.hpp"
 #include "support/pg_test_database.hpp"
 #include "support/test_events.hpp"
@@ -74,4 +79,48 @@ TEST_CASE_METHOD(test::store_fixture, "the gap's events are found by the stored_
     text += std::string(plan.text(row, 0)) + "\n";
   INFO(text);
   CHECK(text.find("events_stored") != std::string::npos);
+}
+
+TEST_CASE_METHOD(test::store_fixture,
+                 "the gap filler hands the bridge what was stored, and says so when Postgres did not"
+                 " answer",
+                 "[integration][bridge]") {
+  author alice{22};
+  auto stored = alice.sign(1, now, {}, "stored while the link was down");
+  (void)store_one(events, community, stored);
+  const auto lost_at_ms = std::stoll(scalar(connection, "SELECT floor(extract(epoch FROM now()))")) * 1000;
+
+  caf::actor_system_config config;
+  config.set("logger.verbosity", caf::atom("quiet"));
+  caf::actor_system system{config};
+  auto metrics = std::make_shared<actors::relay_metrics>();
+  auto idle = system.spawn([]() -> caf::behavior { return {[](actors::tick_atom) {}}; });
+  auto registry = std::make_shared<actors::community_registry>(system, idle, idle, metrics);
+  REQUIRE(registry->ensure(community, [&] { return storage::load_access(connection, community); }));
+  caf::scoped_actor bridge{system};
+  auto fill_from = [&](const std::string& conninfo) {
+    auto filler = system.spawn<caf::detached>(actors::gap_filler,
+                                              actors::gap_filler_args{conninfo, registry, bridge});
+    caf::anon_send(filler, actors::ready_atom_v, lost_at_ms);
+    return filler;
+  };
+
+  auto answering = fill_from(database.conninfo());
+  std::vector<std::string> handed;
+  bridge->receive([&](actors::gap_atom, const actors::committed_event& committed, std::int64_t) {
+                    handed.push_back(committed.event.ev->content);
+                  },
+                  caf::after(std::chrono::seconds(10)) >> [] {});
+  CHECK(handed == std::vector<std::string>{"stored while the link was down"});
+
+  auto unreachable = fill_from("host=127.0.0.1 port=1 dbname=none user=none connect_timeout=2");
+  std::int64_t asked_again = 0;
+  bridge->receive([&](actors::unfilled_atom, std::int64_t since) { asked_again = since; },
+                  caf::after(std::chrono::seconds(10)) >> [] {});
+  CHECK(asked_again == lost_at_ms);
+
+  for (const auto& actor : registry->actors())
+    caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
+  for (const auto& actor : {answering, unreachable, idle})
+    caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
 }

@@ -97,6 +97,7 @@ std::string relay_metrics::render() const {
   write(out, "comb_bridge_sequence_gaps_total", "counter", "Times another pod's envelope numbers showed envelopes of it that never came (its Redis link was down, a publish was shed, a link dropped): each starts a fill from Postgres.", bridge_sequence_gaps);
   write(out, "comb_bridge_gap_fills_total", "counter", "Fills of missed events from Postgres to the local fan-out (after a Redis or cluster link loss, or a gap in another pod's numbers), coalesced to one a second.", bridge_gap_fills);
   write(out, "comb_bridge_fill_retries_total", "counter", "Gap fills asked again because one did not bring what it should: Postgres did not answer it, or bridged events expired in the hold or did not fit. Each waits twice the last, from 1 s to 64 s.", bridge_fill_retries);
+  write(out, "comb_bridge_quiet_fills_total", "counter", "Fills asked because another pod went silent (no heartbeat for 6 s, then at 20 s, 1 min, 3 min and 10 min of silence, when it is forgotten): a pod that died while cut off from the transports never shows its gap otherwise.", bridge_quiet_fills);
   write(out, "comb_list_writes_total", "counter", "NIP-43 member lists written.", list_writes);
   write(out, "comb_sockets_open", "gauge", "Sockets counted against the pod cap, from accept to close (refused sockets are not).", sockets_open);
   write(out, "comb_outbound_bytes", "gauge", "Bytes queued for all connections, not yet written.", outbound_bytes);

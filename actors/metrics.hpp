@@ -87,6 +87,7 @@ struct relay_metrics {
   std::atomic<std::uint64_t> bridge_sequence_gaps{0};
   std::atomic<std::uint64_t> bridge_gap_fills{0};
   std::atomic<std::uint64_t> bridge_fill_retries{0};
+  std::atomic<std::uint64_t> bridge_quiet_fills{0};
   std::atomic<std::uint64_t> list_writes{0};
   std::array<std::array<std::atomic<std::uint64_t>, membership_outcomes>, membership_paths>
     membership_writes{};

@@ -19,6 +19,7 @@ std::optional<std::int64_t> origin_sequences::heard(std::string_view origin, env
     const std::int64_t since = known.heard_ms;
     known.last_seq = std::max(known.last_seq, number.seq);
     known.heard_ms = now_ms;
+    known.quiet_marks_passed = 0;
     if (!skipped)
       return std::nullopt;
     return since;
@@ -43,6 +44,23 @@ std::optional<std::int64_t> origin_sequences::heard(std::string_view origin, env
   if (!skipped)
     return std::nullopt;
   return std::max(since, started_ms_);
+}
+
+std::optional<std::int64_t> origin_sequences::quiet(std::int64_t now_ms) {
+  std::optional<std::int64_t> since;
+  for (auto it = origins_.begin(); it != origins_.end();) {
+    run& known = it->second;
+    bool passed = false;
+    while (known.quiet_marks_passed < quiet_marks_ms.size()
+           && now_ms - known.heard_ms >= quiet_marks_ms[known.quiet_marks_passed]) {
+      ++known.quiet_marks_passed;
+      passed = true;
+    }
+    if (passed)
+      since = since ? std::min(*since, known.heard_ms) : known.heard_ms;
+    it = known.quiet_marks_passed == quiet_marks_ms.size() ? origins_.erase(it) : std::next(it);
+  }
+  return since;
 }
 
 void origin_sequences::forget_quietest() {

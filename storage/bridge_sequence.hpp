@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -40,6 +41,18 @@ public:
   [[nodiscard]] std::optional<std::int64_t> heard(std::string_view origin, envelope_number number,
                                                   bool heartbeat, std::int64_t now_ms);
 
+  /// How long an origin may be silent before what it stored may never come: its heartbeat is
+  /// due every 2 s, so three missed ones are the first mark; the later marks catch what a pod
+  /// cut off from the transports stored afterwards, should it die before it is heard again.
+  static constexpr std::array<std::int64_t, 5> quiet_marks_ms{6'000, 20'000, 60'000, 180'000, 600'000};
+
+  /// At `now_ms`, the earliest time since which a silent origin's envelopes may not have come,
+  /// when one's silence passed another of `quiet_marks_ms` since the last call: a pod that died
+  /// while its own Redis link was down (or cut off from every peer) never sends the heartbeat
+  /// that would show the gap. Heard again, an origin starts from the first mark; silent past
+  /// the last, it is forgotten (heard again then, it is a run not heard before).
+  [[nodiscard]] std::optional<std::int64_t> quiet(std::int64_t now_ms);
+
   [[nodiscard]] std::size_t size() const noexcept { return origins_.size(); }
 
 private:
@@ -47,6 +60,7 @@ private:
     std::int64_t boot_ms = 0;
     std::uint64_t last_seq = 0;
     std::int64_t heard_ms = 0;
+    std::size_t quiet_marks_passed = 0;
   };
 
   /// Looks origins up by a view of the envelope's text: no string made per envelope.

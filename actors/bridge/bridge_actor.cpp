@@ -37,15 +37,6 @@ void send_everywhere(self_ptr self, const std::string& envelope) {
   bump(self->state.args.metrics->bridge_published);
 }
 
-/// This pod's last envelope number, to every pod; nothing when there is nowhere to send it.
-void send_heartbeat(self_ptr self) {
-  auto& st = self->state;
-  if (st.args.redis || st.gate)
-    send_to_all_pods(self, storage::encode_heartbeat(st.args.cluster_secret, st.args.node_id,
-                                                     {st.started_ms, st.last_seq}));
-  self->delayed_send(self, heartbeat_interval, beat_atom_v);
-}
-
 /// What other pods sent since `since_ms` may never have come: a fill from Postgres, joined
 /// with any other asked for before it is due. It is due after `fill_settle`, or when it is
 /// asked again because one did not bring what it should (`retry`), after the backoff's wait.
@@ -61,6 +52,21 @@ void ask_fill(self_ptr self, std::int64_t since_ms, bool retry = false) {
   const std::chrono::milliseconds wait = retry ? st.fill_retry.next(fill_backoff::clock::now())
                                                : std::chrono::milliseconds(fill_settle);
   self->delayed_send(self, wait, fill_atom_v);
+}
+
+/// This pod's last envelope number, to every pod (nothing when there is nowhere to send it);
+/// and, on the same beat, a fill of what other pods gone silent may have stored
+/// (storage::origin_sequences::quiet).
+void send_heartbeat(self_ptr self) {
+  auto& st = self->state;
+  if (st.args.redis || st.gate)
+    send_to_all_pods(self, storage::encode_heartbeat(st.args.cluster_secret, st.args.node_id,
+                                                     {st.started_ms, st.last_seq}));
+  if (auto since = st.sequences.quiet(storage::envelope_clock_ms())) {
+    bump(st.args.metrics->bridge_quiet_fills);
+    ask_fill(self, *since);
+  }
+  self->delayed_send(self, heartbeat_interval, beat_atom_v);
 }
 
 void fill_now(self_ptr self) {

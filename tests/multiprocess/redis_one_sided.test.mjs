@@ -113,3 +113,43 @@ describe('a fill on a pod that lags behind a removal', () => {
     group = null
   })
 })
+
+// A pod that stops while its own Redis link is cut never sends the heartbeat that would show the
+// other pods its gap: they fill from Postgres once it has been silent for a few seconds (and
+// again at longer silences, in case it stored more before it stopped).
+describe('a pod that stops while its own Redis link is cut', () => {
+  let redis, relay, group, a, b
+
+  before(async () => {
+    redis = await privateRedis()
+    relay = await linkRelay(() => redis.port)
+    group = await startPods(2, (i) => ({
+      COMB_REDIS_URL: i === 0 ? redis.url : `redis://127.0.0.1:${relay.port}`,
+    }))
+    ;[a, b] = group.pods
+    for (const pod of group.pods) await eventually(async () => (await readiness(pod)) === 200, 'pod ready')
+  })
+  after(async () => { await group?.stop(); await relay?.close(); await redis?.dispose() })
+
+  it('has what it stored during the cut delivered live on the other pod, once', async () => {
+    const watcher = await RawClient.open(a)
+    assert.equal((await watcher.req('notes', { kinds: [1], since: now() - 5 })).end[0], 'EOSE')
+    const poster = await RawClient.open(b)
+    const before = sign(keys().sk, { content: 'before the cut' })
+    assert.equal((await poster.publish(before)).ok, true)
+    assert.equal((await watcher.live('notes', 10000)).id, before.id, 'pod a heard from pod b')
+    relay.cut()
+    await eventually(async () => (await readiness(b)) === 503, 'pod b degraded', 15000)
+    const stranded = sign(keys().sk, { content: 'stored on b just before it stopped, its link cut' })
+    assert.equal((await poster.publish(stranded)).ok, true)
+    await poster.close()
+    const stopped = await b.stop()
+    assert.deepEqual([stopped.code, stopped.signal], [0, null])
+
+    assert.equal((await watcher.live('notes', 30000)).id, stranded.id, 'the stranded event, live on pod a')
+    await pause(500)
+    assert.deepEqual(watcher.drain((f) => f[0] === 'EVENT' && f[1] === 'notes'), [], 'each once')
+    assert.ok(await a.metric('comb_bridge_quiet_fills_total') >= 1, 'a fill for a silent pod')
+    await watcher.close()
+  })
+})

@@ -99,6 +99,31 @@ TEST_CASE("origins are bounded: the one heard from longest ago is forgotten", "[
   CHECK(seen.size() == 2);
 }
 
+TEST_CASE("an origin gone silent is a gap since it was last heard, at each quiet mark, then forgotten",
+          "[bridge]") {
+  storage::origin_sequences seen(start);
+  const auto heard = start + 1'000;
+  CHECK_FALSE(seen.heard("pod-a", {boot, 0}, true, heard));
+  CHECK_FALSE(seen.heard("pod-b", {boot, 0}, true, heard + 3'000));
+  CHECK_FALSE(seen.quiet(heard + 5'999)); // heartbeats are due every 2 s: three may be late
+  CHECK(seen.quiet(heard + 6'000) == heard);
+  CHECK_FALSE(seen.quiet(heard + 7'000)); // once per mark
+  CHECK_FALSE(seen.heard("pod-b", {boot, 0}, true, heard + 8'000));
+  CHECK(seen.quiet(heard + 14'000) == heard + 8'000); // pod-b, heard again, starts from the first mark
+  CHECK(seen.quiet(heard + 20'000) == heard);         // pod-a's second mark
+  CHECK(seen.quiet(heard + 28'000) == heard + 8'000);
+  CHECK(seen.size() == 2);
+  // Marks passed between two calls (the pod was busy) are one answer, the earliest origin's.
+  CHECK(seen.quiet(heard + 600'000) == heard);
+  CHECK(seen.size() == 1); // pod-a, silent past the last mark, is forgotten
+  CHECK_FALSE(seen.quiet(heard + 600'001));
+  CHECK(seen.quiet(heard + 608'000) == heard + 8'000);
+  CHECK(seen.size() == 0);
+  CHECK_FALSE(seen.quiet(heard + 700'000));
+  // Heard again once forgotten: a run not heard before, a gap since it began (or this pod did).
+  CHECK(seen.heard("pod-a", {boot, 5}, true, heard + 700'000) == start);
+}
+
 TEST_CASE("numbered envelopes and heartbeats round-trip; old-shape envelopes still decode",
           "[bridge]") {
   const std::string secret = "cluster-secret-for-tests";

@@ -580,6 +580,40 @@ constexpr const char* migration_31 = R"sql(
 DELETE FROM events WHERE kind = 9021 AND raw LIKE '%["code",%';
 )sql";
 
+// A room's invite code lives as long as the 9009 that created it: deleting that event (a 9005,
+// a NIP-09 deletion, an event ban, the room's deletion) revokes the code, and its NIP-40
+// `expiration` ends it (storage/room_store.cpp). Codes stored before are tied to their 9009; a
+// code whose 9009 was deleted already was meant to be revoked, and is. A 9009 whose text holds
+// a NUL escape, which Postgres's JSON functions refuse, is left unread (the migration must not
+// fail on it): its code is revoked too, and an admin can issue it again.
+constexpr const char* migration_32 = R"sql(
+ALTER TABLE room_invites ADD COLUMN event_id BYTEA NULL, ADD COLUMN expires_at BIGINT NULL;
+
+WITH created AS MATERIALIZED (
+  SELECT community_id, id, expires_at, raw::json -> 'tags' AS tags FROM events
+   WHERE kind = 9009 AND strpos(raw, '\u0000') = 0)
+UPDATE room_invites i SET event_id = v.id, expires_at = v.expires_at
+  FROM created v
+  CROSS JOIN LATERAL (SELECT t->>1 AS code FROM json_array_elements(v.tags) t
+                       WHERE t->>0 = 'code' LIMIT 1) c
+  CROSS JOIN LATERAL (SELECT t->>1 AS room FROM json_array_elements(v.tags) t
+                       WHERE t->>0 = 'h' LIMIT 1) h
+ WHERE v.community_id = i.community_id AND h.room = i.room_id
+   AND i.code_hash = encode(sha256(convert_to(btrim(c.code, E' \t\r\n'), 'UTF8')), 'hex');
+
+DELETE FROM room_invites WHERE event_id IS NULL;
+CREATE INDEX room_invites_event ON room_invites (community_id, event_id);
+
+CREATE FUNCTION comb_room_invite_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  DELETE FROM room_invites WHERE community_id = OLD.community_id AND event_id = OLD.id;
+  RETURN NULL;
+END $$;
+
+CREATE TRIGGER room_invites_revoked AFTER DELETE ON events
+  FOR EACH ROW WHEN (OLD.kind = 9009) EXECUTE FUNCTION comb_room_invite_deleted();
+)sql";
+
 constexpr migration migrations[] = {
   {1, "communities, events, tags, deletions", migration_1},
   {2, "members, invites, allowlist", migration_2},
@@ -606,6 +640,7 @@ constexpr migration migrations[] = {
   {29, "requests to vanish", migration_29},
   {30, "requests to vanish kept as signed", migration_30},
   {31, "room joins that carried invite codes deleted", migration_31},
+  {32, "a room's invite code lives as long as its 9009", migration_32},
 };
 
 } // namespace

@@ -83,6 +83,12 @@ bool exists(pg_connection& c, const char* sql, std::vector<std::optional<std::st
   return must(c.exec(sql, params), step).rows() > 0;
 }
 
+/// NIP-40's expiration of `ev` as a statement parameter; SQL NULL when it has none.
+std::optional<std::string> expiry_param(const protocol::event& ev) {
+  auto expiry = protocol::expiration_of(ev);
+  return expiry ? std::optional(std::to_string(*expiry)) : std::nullopt;
+}
+
 std::int64_t count(pg_connection& c, const char* sql, std::vector<std::optional<std::string>> params,
                    const char* step) {
   return must(c.exec(sql, params), step).integer(0, 0);
@@ -299,8 +305,9 @@ room_write apply_locked(pg_connection& c, const protocol::key_pair& relay,
   context.code_valid =
     !request.code.empty() && request.action == protocol::room_action::join
     && exists(c, "SELECT 1 FROM room_invites WHERE community_id = $1::bigint AND room_id = $2"
-                 " AND code_hash = $3",
-              {community, request.room, invite_code_hash(request.code)}, "find invite");
+                 " AND code_hash = $3 AND (expires_at IS NULL OR expires_at > $4::bigint)",
+              {community, request.room, invite_code_hash(request.code), std::to_string(now)},
+              "find invite");
   auto plan = protocol::plan_room_change(before, request, context);
   out.outcome = plan.outcome;
   if (plan.outcome != room_outcome::changed)
@@ -329,11 +336,15 @@ room_write apply_locked(pg_connection& c, const protocol::key_pair& relay,
     out.outcome = room_outcome::nothing_to_do;
     return out;
   }
+  // The code lives as long as the 9009 stored below: its deletion revokes it (a trigger,
+  // migration 32), its NIP-40 expiration ends it.
   if (plan.store_invite
-      && must(c.exec("INSERT INTO room_invites (community_id, room_id, code_hash, created_by)"
-                     " VALUES ($1::bigint, $2, $3, $4::bytea) ON CONFLICT DO NOTHING",
+      && must(c.exec("INSERT INTO room_invites (community_id, room_id, code_hash, created_by,"
+                     " event_id, expires_at) VALUES ($1::bigint, $2, $3, $4::bytea, $5::bytea,"
+                     " $6::bigint) ON CONFLICT DO NOTHING",
                      {community, request.room, invite_code_hash(request.code),
-                      bytea_param(request.author)}),
+                      bytea_param(request.author), bytea_param(command.ev.id),
+                      expiry_param(command.ev)}),
               "store invite")
              .affected_rows()
            == 0) {

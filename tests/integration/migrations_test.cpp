@@ -361,3 +361,36 @@ TEST_CASE("migration 31: room joins stored with invite codes are deleted, with t
   CHECK(scalar(c, "SELECT string_agg(encode(id, 'hex'), ',') FROM events") == "0b");
   CHECK(scalar(c, "SELECT string_agg(value, ',') FROM event_tags") == "lobby");
 }
+
+TEST_CASE("migration 32: room invite codes are tied to their 9009; codes whose 9009 is gone are revoked",
+          "[integration][migrations]") {
+  test::fresh_database db;
+  storage::pg_connection c(db.conninfo());
+  const storage::migration* tied = nullptr;
+  for (const auto& m : storage::all_migrations())
+    if (m.version < 32)
+      REQUIRE(c.exec_script(m.sql).ok());
+    else if (m.version == 32)
+      tied = &m;
+  REQUIRE(tied);
+  auto community = scalar(c, "INSERT INTO communities (host) VALUES ('x.example') RETURNING id");
+  scalar(c, "INSERT INTO rooms (community_id, room_id) VALUES ($1::bigint, 'pizza') RETURNING 1", {community});
+  // A code as it was typed (blanks around it are not part of it), one that expires, one whose
+  // 9009 was deleted, one whose 9009 holds a NUL escape Postgres's JSON functions refuse.
+  insert_tagged(c, community, "\\x0a", R"({"kind":9009,"tags":[["h","pizza"],["code"," kept-code\n"]],"content":""})",
+                {{"h", "pizza"}});
+  insert_tagged(c, community, "\\x0b", R"({"kind":9009,"tags":[["h","pizza"],["code","expiring"]],"content":""})",
+                {{"h", "pizza"}});
+  insert_tagged(c, community, "\\x0c", R"({"kind":9009,"tags":[["h","pizza"],["code","nul"]],"content":"\u0000"})",
+                {{"h", "pizza"}});
+  scalar(c, "UPDATE events SET kind = 9009, expires_at = CASE WHEN id = '\\x0b' THEN 2000000000 END RETURNING 1");
+  for (const char* code : {"kept-code", "expiring", "deleted-before", "nul"})
+    scalar(c, "INSERT INTO room_invites (community_id, room_id, code_hash) VALUES ($1::bigint, 'pizza',"
+              " encode(sha256(convert_to($2, 'UTF8')), 'hex')) RETURNING 1", {community, std::string(code)});
+  REQUIRE(c.exec_script(tied->sql).ok());
+  CHECK(scalar(c, "SELECT string_agg(encode(event_id, 'hex') || ':' || coalesce(expires_at::text, '-'), ','"
+                  " ORDER BY event_id) FROM room_invites") == "0a:-,0b:2000000000");
+  // Its 9009 deleted, whatever deletes it, the code is revoked.
+  scalar(c, "DELETE FROM events WHERE id = '\\x0a' RETURNING 1");
+  CHECK(scalar(c, "SELECT string_agg(encode(event_id, 'hex'), ',') FROM room_invites") == "0b");
+}

@@ -99,6 +99,38 @@ TEST_CASE_METHOD(room_fixture, "a closed room admits with a 9009 code, stored ha
   CHECK(count("SELECT count(*) FROM events WHERE community_id = $1::bigint AND kind = 9009") == "1");
 }
 
+TEST_CASE_METHOD(room_fixture, "a room's invite code lives as long as its 9009: deleted, it is revoked;"
+                 " expired, it admits no one",
+                 "[integration][rooms]") {
+  REQUIRE(run(owner, 9007, {}).committed);
+  REQUIRE(run(owner, 9002, {{"name", "Pizza"}, {"closed"}}).committed);
+  auto leaked = run(owner, 9009, {{"code", "leaked-code"}});
+  REQUIRE(leaked.outcome == room_outcome::changed);
+  const auto leaked_id = hex(leaked.events.at(0).ev.id);
+  REQUIRE(run(owner, 9009, {{"code", "short-lived"}, {"expiration", std::to_string(now + 1)}}).committed);
+  auto alice_joins = [&](const std::string& code, const std::string& alt) {
+    std::int64_t later = now + 2;
+    return paced_room(rooms, community,
+                      room_command(alice, 9021, {{"h", "pizza"}, {"code", code}, {"alt", alt}}, later), later)
+      .outcome;
+  };
+  // The owner deletes the 9009 that carries the leaked code (a 9005 naming it): the code goes
+  // with it, and a new 9009 with the same code is a new invite, not a no-op.
+  CHECK(run(owner, 9005, {{"e", leaked_id}}).outcome == room_outcome::changed);
+  CHECK(count("SELECT count(*) FROM room_invites WHERE community_id = $1::bigint") == "1");
+  CHECK(alice_joins("leaked-code", "1") == room_outcome::invite_required);
+  // Past its NIP-40 expiration, a code admits no one, even before the purge deletes its 9009.
+  CHECK(alice_joins("short-lived", "2") == room_outcome::invite_required);
+  auto fresh = run(owner, 9009, {{"code", "leaked-code"}, {"alt", "fresh"}});
+  CHECK(fresh.outcome == room_outcome::changed);
+  CHECK(alice_joins("leaked-code", "3") == room_outcome::changed);
+  // Any deletion of a 9009 revokes its code: here the NIP-09 or ban paths' plain DELETE.
+  scalar(connection, "DELETE FROM events WHERE id = $1::bytea RETURNING 1",
+         {"\\x" + hex(fresh.events.at(0).ev.id)});
+  CHECK(count("SELECT count(*) FROM room_invites WHERE community_id = $1::bigint AND code_hash ="
+              " encode(sha256('leaked-code'), 'hex')") == "0");
+}
+
 TEST_CASE_METHOD(room_fixture, "roles: a moderator deletes events, only admins grant roles",
                  "[integration][rooms]") {
   REQUIRE(run(owner, 9007, {}).committed);

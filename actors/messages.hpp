@@ -121,9 +121,9 @@ using welcome_atom = caf::atom_constant<caf::atom("welcome")>;       ///< the pe
 inline constexpr welcome_atom welcome_atom_v{};
 using beat_atom = caf::atom_constant<caf::atom("beat")>;             ///< time for the bridge's heartbeat
 inline constexpr beat_atom beat_atom_v{};
-using fill_atom = caf::atom_constant<caf::atom("fill")>;             ///< the bridge's coalesced gap fill is due
+using fill_atom = caf::atom_constant<caf::atom("fill")>;             ///< (fill_atom, timer): the bridge's coalesced gap fill is due
 inline constexpr fill_atom fill_atom_v{};
-using gap_atom = caf::atom_constant<caf::atom("gapevent")>;          ///< (gap_atom, committed_event, community state version): a stored event of a gap, from the gap filler
+using gap_atom = caf::atom_constant<caf::atom("gapevent")>;          ///< (gap_atom, committed_event, community state version, lost_at_ms): a stored event of a gap, from the gap filler
 inline constexpr gap_atom gap_atom_v{};
 using unfilled_atom = caf::atom_constant<caf::atom("unfilled")>;     ///< (unfilled_atom, lost_at_ms): the gap filler's Postgres did not answer
 inline constexpr unfilled_atom unfilled_atom_v{};

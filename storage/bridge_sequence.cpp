@@ -48,17 +48,16 @@ std::optional<std::int64_t> origin_sequences::heard(std::string_view origin, env
 
 std::optional<std::int64_t> origin_sequences::quiet(std::int64_t now_ms) {
   std::optional<std::int64_t> since;
-  for (auto it = origins_.begin(); it != origins_.end();) {
-    run& known = it->second;
-    bool passed = false;
+  for (auto& [name, known] : origins_) {
+    const std::size_t passed_before = known.quiet_marks_passed;
     while (known.quiet_marks_passed < quiet_marks_ms.size()
-           && now_ms - known.heard_ms >= quiet_marks_ms[known.quiet_marks_passed]) {
+           && now_ms - known.heard_ms >= quiet_marks_ms[known.quiet_marks_passed])
       ++known.quiet_marks_passed;
-      passed = true;
-    }
-    if (passed)
-      since = since ? std::min(*since, known.heard_ms) : known.heard_ms;
-    it = known.quiet_marks_passed == quiet_marks_ms.size() ? origins_.erase(it) : std::next(it);
+    if (known.quiet_marks_passed == passed_before)
+      continue;
+    const std::int64_t from =
+      known.heard_ms + (passed_before == 0 ? 0 : quiet_marks_ms[passed_before - 1]);
+    since = since ? std::min(*since, from) : from;
   }
   return since;
 }

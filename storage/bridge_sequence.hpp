@@ -49,8 +49,11 @@ public:
   /// At `now_ms`, the earliest time since which a silent origin's envelopes may not have come,
   /// when one's silence passed another of `quiet_marks_ms` since the last call: a pod that died
   /// while its own Redis link was down (or cut off from every peer) never sends the heartbeat
-  /// that would show the gap. Heard again, an origin starts from the first mark; silent past
-  /// the last, it is forgotten (heard again then, it is a run not heard before).
+  /// that would show the gap. The first mark reaches back to when the origin was last heard,
+  /// each later one to the mark before it (whose fill read what was stored until then). Heard
+  /// again, an origin starts from the first mark; silent past the last, it is asked for no more
+  /// and stays known (heard again, a gap reaches back to when it was last heard, not to when
+  /// its run began), until the bound forgets it.
   [[nodiscard]] std::optional<std::int64_t> quiet(std::int64_t now_ms);
 
   [[nodiscard]] std::size_t size() const noexcept { return origins_.size(); }

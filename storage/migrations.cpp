@@ -582,24 +582,36 @@ DELETE FROM events WHERE kind = 9021 AND raw LIKE '%["code",%';
 
 // A room's invite code lives as long as the 9009 that created it: deleting that event (a 9005,
 // a NIP-09 deletion, an event ban, the room's deletion) revokes the code, and its NIP-40
-// `expiration` ends it (storage/room_store.cpp). Codes stored before are tied to their 9009; a
-// code whose 9009 was deleted already was meant to be revoked, and is. A 9009 whose text holds
-// a NUL escape, which Postgres's JSON functions refuse, is left unread (the migration must not
-// fail on it): its code is revoked too, and an admin can issue it again.
+// `expiration` ends it (storage/room_store.cpp). Codes stored before are tied to their 9009 (the
+// first `h` and `code` tags with a value, as the relay reads them; of several 9009s with one
+// code, stored before a repeated code became a no-op, the one that lives longest). A code whose
+// 9009 was deleted already was meant to be revoked, and is. A 9009 whose text holds a NUL
+// escape, which Postgres's JSON functions refuse, is left unread (the migration must not fail on
+// it): its code is revoked too, and an admin can issue it again.
 constexpr const char* migration_32 = R"sql(
 ALTER TABLE room_invites ADD COLUMN event_id BYTEA NULL, ADD COLUMN expires_at BIGINT NULL;
 
 WITH created AS MATERIALIZED (
   SELECT community_id, id, expires_at, raw::json -> 'tags' AS tags FROM events
-   WHERE kind = 9009 AND strpos(raw, '\u0000') = 0)
-UPDATE room_invites i SET event_id = v.id, expires_at = v.expires_at
-  FROM created v
-  CROSS JOIN LATERAL (SELECT t->>1 AS code FROM json_array_elements(v.tags) t
-                       WHERE t->>0 = 'code' LIMIT 1) c
-  CROSS JOIN LATERAL (SELECT t->>1 AS room FROM json_array_elements(v.tags) t
-                       WHERE t->>0 = 'h' LIMIT 1) h
- WHERE v.community_id = i.community_id AND h.room = i.room_id
-   AND i.code_hash = encode(sha256(convert_to(btrim(c.code, E' \t\r\n'), 'UTF8')), 'hex');
+   WHERE kind = 9009 AND strpos(raw, '\u0000') = 0),
+tied AS (
+  SELECT DISTINCT ON (v.community_id, h.room, k.code_hash)
+         v.community_id, h.room, k.code_hash, v.id, v.expires_at
+    FROM created v
+    CROSS JOIN LATERAL (SELECT t->>1 AS code FROM json_array_elements(v.tags) t
+                         WHERE t->>0 = 'code'
+                           AND CASE WHEN json_typeof(t) = 'array' THEN json_array_length(t) ELSE 0 END >= 2
+                         LIMIT 1) c
+    CROSS JOIN LATERAL (SELECT t->>1 AS room FROM json_array_elements(v.tags) t
+                         WHERE t->>0 = 'h'
+                           AND CASE WHEN json_typeof(t) = 'array' THEN json_array_length(t) ELSE 0 END >= 2
+                         LIMIT 1) h
+    CROSS JOIN LATERAL (SELECT encode(sha256(convert_to(btrim(c.code, E' \t\r\n'), 'UTF8')), 'hex')
+                               AS code_hash) k
+   ORDER BY v.community_id, h.room, k.code_hash, v.expires_at IS NULL DESC, v.expires_at DESC)
+UPDATE room_invites i SET event_id = t.id, expires_at = t.expires_at
+  FROM tied t
+ WHERE t.community_id = i.community_id AND t.room = i.room_id AND t.code_hash = i.code_hash;
 
 DELETE FROM room_invites WHERE event_id IS NULL;
 CREATE INDEX room_invites_event ON room_invites (community_id, event_id);

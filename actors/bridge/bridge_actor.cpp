@@ -37,21 +37,30 @@ void send_everywhere(self_ptr self, const std::string& envelope) {
   bump(self->state.args.metrics->bridge_published);
 }
 
+/// The pending fill is due after `wait`; a timer set for it before is ignored.
+void schedule_fill(self_ptr self, std::chrono::milliseconds wait) {
+  auto& st = self->state;
+  st.fill_due = fill_backoff::clock::now() + wait;
+  self->delayed_send(self, wait, fill_atom_v, ++st.fill_timer);
+}
+
 /// What other pods sent since `since_ms` may never have come: a fill from Postgres, joined
 /// with any other asked for before it is due. It is due after `fill_settle`, or when it is
-/// asked again because one did not bring what it should (`retry`), after the backoff's wait.
+/// asked again because one did not bring what it should (`retry`), after the backoff's wait;
+/// a fresh gap does not wait for a retry's backoff.
 void ask_fill(self_ptr self, std::int64_t since_ms, bool retry = false) {
   auto& st = self->state;
   if (retry)
     bump(st.args.metrics->bridge_fill_retries);
+  const auto now = fill_backoff::clock::now();
   if (st.fill_since) {
     st.fill_since = std::min(*st.fill_since, since_ms);
+    if (!retry && st.fill_due > now + fill_settle)
+      schedule_fill(self, fill_settle);
     return;
   }
   st.fill_since = since_ms;
-  const std::chrono::milliseconds wait = retry ? st.fill_retry.next(fill_backoff::clock::now())
-                                               : std::chrono::milliseconds(fill_settle);
-  self->delayed_send(self, wait, fill_atom_v);
+  schedule_fill(self, retry ? st.fill_retry.next(now) : std::chrono::milliseconds(fill_settle));
 }
 
 /// This pod's last envelope number, to every pod (nothing when there is nowhere to send it);
@@ -69,8 +78,10 @@ void send_heartbeat(self_ptr self) {
   self->delayed_send(self, heartbeat_interval, beat_atom_v);
 }
 
-void fill_now(self_ptr self) {
+void fill_now(self_ptr self, std::uint64_t timer) {
   auto& st = self->state;
+  if (timer != st.fill_timer)
+    return; // replaced by an earlier one
   auto since = std::exchange(st.fill_since, std::nullopt);
   if (!since || !st.filler)
     return;
@@ -172,8 +183,7 @@ void release_held(self_ptr self) {
     drop(self, {false, "this pod did not reach the community state version of the event's"
                        " origin in time (is Postgres reachable?)", false}, false);
     // Stored by their origin: a fill brings them from Postgres once this pod catches up.
-    const auto held_since = storage::envelope_clock_ms() - st.args.hold.max_wait.count();
-    ask_fill(self, held_since, true);
+    ask_fill(self, *out.expired_since, true);
   }
   st.args.metrics->bridge_holding.store(static_cast<std::int64_t>(st.held.size()));
   if (st.held.empty())
@@ -184,13 +194,13 @@ void release_held(self_ptr self) {
 
 /// The origin held a newer state of the community: it may have removed a reader this pod still
 /// admits. Hold the event (bounded, counted) and ask for the database's state now rather than
-/// waiting for the notification.
-void hold(self_ptr self, committed_event committed, std::int64_t version) {
+/// waiting for the notification. `missed_since_ms`: where a fill reaches back to if it is dropped.
+void hold(self_ptr self, committed_event committed, std::int64_t version, std::int64_t missed_since_ms) {
   auto& st = self->state;
   const auto community = committed.community_id;
-  if (!st.held.hold(std::move(committed), version, envelope_hold::clock::now())) {
+  if (!st.held.hold(std::move(committed), version, envelope_hold::clock::now(), missed_since_ms)) {
     bump(st.args.metrics->bridge_hold_dropped);
-    ask_fill(self, storage::envelope_clock_ms(), true);
+    ask_fill(self, missed_since_ms, true);
     return drop(self, {false, "too many bridged events wait for this pod to catch up with the"
                               " database", false}, false);
   }
@@ -257,7 +267,7 @@ void receive(self_ptr self, const std::string& payload) {
   bump(st.args.metrics->bridge_received);
   committed_event committed{e.community_id, live_event{e.ev, e.event_json, e.borrowed_rooms}};
   if (e.access_version > held_version(self, e.community_id))
-    return hold(self, std::move(committed), e.access_version);
+    return hold(self, std::move(committed), e.access_version, now);
   deliver(self, std::move(committed));
 }
 
@@ -283,12 +293,13 @@ caf::behavior bridge_actor(caf::stateful_actor<bridge_state>* self, bridge_args 
     // sent meanwhile never came. The gap filler hands the local fan-out what was stored since
     // (it drops what it delivered).
     [=](ready_atom, std::int64_t lost_at_ms) { ask_fill(self, lost_at_ms); },
-    [=](fill_atom) { fill_now(self); },
+    [=](fill_atom, std::uint64_t timer) { fill_now(self, timer); },
     [=](unfilled_atom, std::int64_t lost_at_ms) { ask_fill(self, lost_at_ms, true); },
-    // From the gap filler: held like an envelope whose origin had `version`.
-    [=](gap_atom, committed_event& committed, std::int64_t version) {
+    // From the gap filler: held like an envelope whose origin had `version`; dropped, it is
+    // filled again from where its gap began.
+    [=](gap_atom, committed_event& committed, std::int64_t version, std::int64_t lost_at_ms) {
       if (version > held_version(self, committed.community_id))
-        return hold(self, std::move(committed), version);
+        return hold(self, std::move(committed), version, lost_at_ms);
       deliver(self, std::move(committed));
     },
     [=](beat_atom) { send_heartbeat(self); },

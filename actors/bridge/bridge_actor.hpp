@@ -73,6 +73,10 @@ struct bridge_state {
   std::optional<std::int64_t> fill_since;
   /// How long a fill asked again after a failure waits.
   fill_backoff fill_retry;
+  /// When the pending fill is due, and the number of the timer that runs it (older ones are
+  /// ignored: a fresh gap moves a retry's fill earlier).
+  fill_backoff::clock::time_point fill_due{};
+  std::uint64_t fill_timer = 0;
   /// Events whose origin held a newer state version of their community than this pod does.
   envelope_hold held;
   bool release_pending = false; ///< a release check is scheduled

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "actors/bridge/envelope_hold.hpp"
 
+#include <algorithm>
+
 namespace comb::actors {
 
 namespace {
@@ -31,12 +33,13 @@ std::size_t held_bytes(const committed_event& event) {
   return bytes;
 }
 
-bool envelope_hold::hold(committed_event event, std::int64_t version, clock::time_point now) {
+bool envelope_hold::hold(committed_event event, std::int64_t version, clock::time_point now,
+                         std::int64_t missed_since_ms) {
   const std::size_t bytes = held_bytes(event);
   if (count_ + 1 > bounds_.max_envelopes || bytes_ + bytes > bounds_.max_bytes)
     return false;
   auto community = event.community_id;
-  communities_[community].push_back({std::move(event), version, bytes, now});
+  communities_[community].push_back({std::move(event), version, bytes, now, missed_since_ms});
   ++count_;
   bytes_ += bytes;
   return true;
@@ -60,6 +63,8 @@ envelope_hold::release(clock::time_point now,
         out.ready.push_back(std::move(queue.front().event));
       } else if (now - queue.front().since >= bounds_.max_wait) {
         ++out.expired;
+        const auto missed = queue.front().missed_since_ms;
+        out.expired_since = out.expired_since ? std::min(*out.expired_since, missed) : missed;
       } else {
         break; // later ones wait behind it: one origin's events keep their order
       }

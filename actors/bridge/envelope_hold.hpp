@@ -6,6 +6,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "actors/messages.hpp"
@@ -35,12 +36,15 @@ public:
   explicit envelope_hold(hold_bounds bounds = {}) : bounds_(bounds) {}
 
   /// Holds `event` until its community reaches `version`; false (nothing held) when it does
-  /// not fit the bounds.
-  bool hold(committed_event event, std::int64_t version, clock::time_point now);
+  /// not fit the bounds. `missed_since_ms`: where a fill must reach back to should it be
+  /// dropped (when its envelope came, or where the gap of the fill that brought it began).
+  bool hold(committed_event event, std::int64_t version, clock::time_point now,
+            std::int64_t missed_since_ms);
 
   struct released {
     std::vector<committed_event> ready; ///< their community reached their version, in order
     std::size_t expired = 0;            ///< dropped: waited longer than max_wait
+    std::optional<std::int64_t> expired_since; ///< the earliest `missed_since_ms` of those
   };
 
   /// Takes out what `version_of(community)` now covers and drops what waited too long.
@@ -56,6 +60,7 @@ private:
     std::int64_t version = 0;
     std::size_t bytes = 0;
     clock::time_point since;
+    std::int64_t missed_since_ms = 0;
   };
 
   void take_front(std::deque<waiting>& queue);

@@ -64,7 +64,8 @@ void fill_gap(self_ptr self, std::int64_t lost_at_ms) {
       auto live = live_from_stored(std::move(raw));
       if (!live)
         continue;
-      self->send(st.args.bridge, gap_atom_v, committed_event{id, std::move(*live)}, version->second);
+      self->send(st.args.bridge, gap_atom_v, committed_event{id, std::move(*live)}, version->second,
+                 lost_at_ms);
       ++delivered;
     }
   }

@@ -26,12 +26,12 @@ struct gap_filler_state {
 /// Reads what other pods sent that never came (run detached: libpq blocks). On (ready_atom,
 /// lost_at_ms) from the bridge (a transport or link was lost and is back, or another pod's
 /// envelope numbers skipped), each served community's events stored since a minute before
-/// `lost_at_ms` go back to the bridge with the community's state version (gap_atom), at most
-/// 1,000 per community; the bridge holds what this pod may not show yet, as it holds envelopes,
-/// and the fan-out drops what it delivered already. When Postgres does not answer it tells the
-/// bridge (unfilled_atom, lost_at_ms), which asks again later. An actor with a connection of its own: a
-/// fill reads every served community, and the access watcher must not wait behind it to apply a
-/// revocation.
+/// `lost_at_ms` go back to the bridge with the community's state version and `lost_at_ms`
+/// (gap_atom), at most 1,000 per community; the bridge holds what this pod may not show yet, as
+/// it holds envelopes, and the fan-out drops what it delivered already. When Postgres does not
+/// answer it tells the bridge (unfilled_atom, lost_at_ms), which asks again later. An actor
+/// with a connection of its own: a fill reads every served community, and the access watcher
+/// must not wait behind it to apply a revocation.
 caf::behavior gap_filler(caf::stateful_actor<gap_filler_state>* self, gap_filler_args args);
 
 } // namespace comb::actors

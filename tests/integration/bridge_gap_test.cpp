@@ -107,11 +107,15 @@ TEST_CASE_METHOD(test::store_fixture,
 
   auto answering = fill_from(database.conninfo());
   std::vector<std::string> handed;
-  bridge->receive([&](actors::gap_atom, const actors::committed_event& committed, std::int64_t) {
+  std::int64_t lost_at_handed = 0;
+  bridge->receive([&](actors::gap_atom, const actors::committed_event& committed, std::int64_t,
+                      std::int64_t lost_at) {
                     handed.push_back(committed.event.ev->content);
+                    lost_at_handed = lost_at;
                   },
                   caf::after(std::chrono::seconds(10)) >> [] {});
   CHECK(handed == std::vector<std::string>{"stored while the link was down"});
+  CHECK(lost_at_handed == lost_at_ms); // a fill of it again reaches as far back
 
   auto unreachable = fill_from("host=127.0.0.1 port=1 dbname=none user=none connect_timeout=2");
   std::int64_t asked_again = 0;

@@ -99,29 +99,29 @@ TEST_CASE("origins are bounded: the one heard from longest ago is forgotten", "[
   CHECK(seen.size() == 2);
 }
 
-TEST_CASE("an origin gone silent is a gap since it was last heard, at each quiet mark, then forgotten",
+TEST_CASE("an origin gone silent is a gap at each quiet mark, each from the mark before",
           "[bridge]") {
   storage::origin_sequences seen(start);
   const auto heard = start + 1'000;
-  CHECK_FALSE(seen.heard("pod-a", {boot, 0}, true, heard));
+  CHECK(seen.heard("pod-a", {boot, 3}, false, heard - 10) == start); // a run not heard before, at 3
+  CHECK_FALSE(seen.heard("pod-a", {boot, 3}, true, heard));
   CHECK_FALSE(seen.heard("pod-b", {boot, 0}, true, heard + 3'000));
   CHECK_FALSE(seen.quiet(heard + 5'999)); // heartbeats are due every 2 s: three may be late
   CHECK(seen.quiet(heard + 6'000) == heard);
   CHECK_FALSE(seen.quiet(heard + 7'000)); // once per mark
   CHECK_FALSE(seen.heard("pod-b", {boot, 0}, true, heard + 8'000));
   CHECK(seen.quiet(heard + 14'000) == heard + 8'000); // pod-b, heard again, starts from the first mark
-  CHECK(seen.quiet(heard + 20'000) == heard);         // pod-a's second mark
-  CHECK(seen.quiet(heard + 28'000) == heard + 8'000);
+  // pod-a's second mark reaches back to its first: that fill read what was stored until then.
+  CHECK(seen.quiet(heard + 20'000) == heard + 6'000);
+  CHECK(seen.quiet(heard + 28'000) == heard + 8'000 + 6'000);
+  // Marks passed between two calls (the pod was busy) are one answer, from the earliest of them.
+  CHECK(seen.quiet(heard + 600'000) == heard + 20'000);
+  CHECK_FALSE(seen.quiet(heard + 607'999)); // pod-a passed its last mark: asked for no more
+  CHECK(seen.quiet(heard + 608'000) == heard + 8'000 + 180'000);
+  CHECK_FALSE(seen.quiet(heard + 2'000'000));
   CHECK(seen.size() == 2);
-  // Marks passed between two calls (the pod was busy) are one answer, the earliest origin's.
-  CHECK(seen.quiet(heard + 600'000) == heard);
-  CHECK(seen.size() == 1); // pod-a, silent past the last mark, is forgotten
-  CHECK_FALSE(seen.quiet(heard + 600'001));
-  CHECK(seen.quiet(heard + 608'000) == heard + 8'000);
-  CHECK(seen.size() == 0);
-  CHECK_FALSE(seen.quiet(heard + 700'000));
-  // Heard again once forgotten: a run not heard before, a gap since it began (or this pod did).
-  CHECK(seen.heard("pod-a", {boot, 5}, true, heard + 700'000) == start);
+  // Heard again, still known: its gap reaches back to when it was last heard, not to its boot.
+  CHECK(seen.heard("pod-a", {boot, 5}, true, heard + 2'000'000) == heard);
 }
 
 TEST_CASE("numbered envelopes and heartbeats round-trip; old-shape envelopes still decode",

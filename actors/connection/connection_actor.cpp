@@ -31,6 +31,8 @@ void send_frame(self_ptr self, std::string frame) {
   self->state.args.sink->send(std::move(frame));
 }
 
+void refuse_subscription(self_ptr self, const std::string& id, const protocol::rejection& why);
+
 void reply_to_rejected_frame(self_ptr self, const protocol::frame_rejection& r) {
   bump(self->state.args.metrics->messages_invalid);
   switch (r.reply) {
@@ -39,11 +41,7 @@ void reply_to_rejected_frame(self_ptr self, const protocol::frame_rejection& r) 
       send_frame(self, protocol::render_ok(r.reference, false, r.why.text()));
       break;
     case protocol::reply_kind::closed:
-      // A refused REQ ends the subscription of that id, if one was open: CLOSED means closed.
-      if (self->state.logic->close_subscription(r.reference))
-        self->send(self->state.args.fanout, unsubscribe_atom_v, self->state.args.owner,
-                   self->state.args.policy.community_id, r.reference);
-      send_frame(self, protocol::render_closed(r.reference, r.why.text()));
+      refuse_subscription(self, r.reference, r.why);
       break;
     case protocol::reply_kind::notice:
       send_frame(self, protocol::render_notice(r.why.text()));

@@ -283,3 +283,27 @@ TEST_CASE("a connection that asks to wait after the readers emptied is woken at 
   CHECK(*r.woken == std::vector<int>{1});
   CHECK(waits.waiters() == 0);
 }
+
+TEST_CASE_METHOD(fixture, "a REQ ended by a malformed REQ of its id is not kept", "[actor][connection][bounds]") {
+  base_policy.max_queries_in_flight = 1;
+  base_policy.frame_burst = 10'000;
+  auto c = connect();
+  say(c, R"(["REQ","a",{"kinds":[1]}])");
+  REQUIRE(store->held_queries.size() == 1);
+  // Fresh ids each time, each ended by a REQ that does not parse: before, each one's start time
+  // stayed in the connection for good, and its filters in the queue.
+  for (int i = 0; i < 200; ++i) {
+    auto id = "x" + std::to_string(i);
+    say(c, R"(["REQ",")" + id + R"(",{"kinds":[1]}])");
+    say(c, R"(["REQ",")" + id + R"(",{"kinds":"not a list"}])");
+  }
+  auto* self = static_cast<caf::stateful_actor<actors::connection_state>*>(
+    caf::actor_cast<caf::abstract_actor*>(c.actor));
+  CHECK(self->state.req_started.size() == 1);
+  CHECK(self->state.waiting_queries.empty());
+  auto frames = c.sink->take();
+  REQUIRE(frames.size() == 200);
+  CHECK(frames.back().rfind(R"(["CLOSED","x199",)", 0) == 0);
+  release_history();
+  CHECK(c.sink->take() == std::vector<std::string>{protocol::render_eose("a")});
+}

@@ -208,7 +208,7 @@ std::optional<rendered_rooms> rooms_of_rendered(std::string_view json) {
 }
 
 bool may_match_borrower(const filter& f) noexcept {
-  return may_match_kind(f, comment_kind) || may_match_kind(f, report_kind);
+  return std::ranges::any_of(borrower_kinds, [&](std::uint32_t kind) { return may_match_kind(f, kind); });
 }
 
 std::vector<bytes32> room_referents(const event& ev) {

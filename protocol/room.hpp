@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -10,6 +12,7 @@
 #include "protocol/event.hpp"
 #include "protocol/filter.hpp"
 #include "protocol/result.hpp"
+#include "protocol/zap.hpp"
 
 namespace comb::protocol {
 
@@ -62,15 +65,19 @@ inline constexpr std::size_t max_roles_per_member = 8;
 [[nodiscard]] bool names_in_room_change(const event& ev, const bytes32& pubkey);
 
 /// Some events name the room of what they refer to only through it: Flotilla copies no `h`
-/// onto a NIP-22 comment (makeComment) nor onto a NIP-56 report (makeReport). Such an event
+/// onto a NIP-22 comment (makeComment) nor onto a NIP-56 report (makeReport), and a NIP-57 zap
+/// receipt comes from the payee's Lightning service, which knows no rooms. Such an event
 /// without an `h` of its own borrows the rooms of the events it refers to (its referents): a
-/// comment's `E` tags (its thread's root), a report's `e` tags (what it reports).
+/// comment's `E` tags (its thread's root), a report's and a receipt's `e` tags (what it
+/// reports, what was zapped), whether the referent names its rooms or borrows them too.
 inline constexpr std::uint32_t comment_kind = 1111;
 inline constexpr std::uint32_t report_kind = 1984;
+inline constexpr std::array<std::uint32_t, 3> borrower_kinds{comment_kind, report_kind,
+                                                             zap_receipt_kind};
 [[nodiscard]] constexpr bool borrows_rooms(std::uint32_t kind) noexcept {
-  return kind == comment_kind || kind == report_kind;
+  return std::ranges::find(borrower_kinds, kind) != borrower_kinds.end();
 }
-/// Whether `f` may match an event that borrows rooms (its kinds allow a comment or a report).
+/// Whether `f` may match an event that borrows rooms (its kinds allow one of `borrower_kinds`).
 [[nodiscard]] bool may_match_borrower(const filter& f) noexcept;
 /// The ids of an event's referents (lowercase hex, as the database reads them:
 /// storage/filter_sql.cpp `borrowed_rooms_sql`); empty for an event that borrows no rooms.

@@ -443,14 +443,17 @@ std::variant<batch_snapshot, pg_reply> begin_with_snapshot(pg_connection& connec
                              " AND r.room_id = k.room_id",
                              room_params);
   // The rooms of the writes' referents (protocol::room_referents: comments' roots, what reports
-  // report), read after the community lock too: stored with each, they decide who reads it,
-  // and a restricted one who may comment.
+  // report, what receipts zapped), read after the community lock too: stored with each, they
+  // decide who reads it, and a restricted one who may comment. A referent's rooms are its `h`,
+  // or those it borrowed itself (a report of a comment): one partial index each.
   const pg_params referent_params = id_columns(keys.room_referents);
   auto referents_reply = read_if(statements, !keys.room_referents.empty(),
                              "SELECT t.community_id, t.event_id, t.value, r.restricted"
                              " FROM unnest($1::bigint[], $2::bytea[]) AS k(community_id, id)"
-                             " JOIN event_tags t ON t.community_id = k.community_id"
-                             " AND t.event_id = k.id AND t.name = 'h'"
+                             " CROSS JOIN LATERAL (SELECT community_id, event_id, value FROM event_tags"
+                             " WHERE community_id = k.community_id AND event_id = k.id AND name = 'h'"
+                             " UNION ALL SELECT community_id, event_id, value FROM event_tags"
+                             " WHERE community_id = k.community_id AND event_id = k.id AND name = 'room') t"
                              " LEFT JOIN rooms r ON r.community_id = t.community_id AND r.room_id = t.value",
                              referent_params);
   if (with_transaction)

@@ -157,8 +157,10 @@ std::string borrowed_rooms_sql(const protocol::filter& f, param_list& params) {
   const std::string hidden = params.hidden_borrowed_rooms();
   if (hidden.empty())
     return {};
-  return " AND (e.kind NOT IN (" + std::to_string(protocol::comment_kind) + ", "
-         + std::to_string(protocol::report_kind) + ")"
+  std::string kinds;
+  for (auto kind : protocol::borrower_kinds)
+    kinds += (kinds.empty() ? "" : ", ") + std::to_string(kind);
+  return " AND (e.kind NOT IN (" + kinds + ")"
          + " OR NOT EXISTS (SELECT 1 FROM event_tags c WHERE c.community_id = e.community_id"
            " AND c.event_id = e.id AND c.name = '" + std::string(borrowed_room_tag) + "' AND c.value = ANY("
          + hidden + ")))";

@@ -184,8 +184,9 @@ std::vector<relay_signed_event> write_state(pg_connection& c, const protocol::ke
   return out;
 }
 
-/// 9005: the named events of this room go, and are remembered so a re-post is refused. Returns
-/// how many went.
+/// 9005: the named events of this room (posted in it, or borrowing it: a comment in one of its
+/// threads, a report or zap receipt of one of its events) go, and are remembered so a re-post
+/// is refused. Returns how many went.
 std::int64_t delete_room_events(pg_connection& c, std::int64_t community_id, const std::string& room,
                                 const std::vector<protocol::bytes32>& targets) {
   pg_array ids;
@@ -193,7 +194,7 @@ std::int64_t delete_room_events(pg_connection& c, std::int64_t community_id, con
     ids.add_bytea(id);
   return static_cast<std::int64_t>(must(c.exec("WITH gone AS (DELETE FROM events e WHERE e.community_id = $1::bigint"
               " AND e.id = ANY($3::bytea[]) AND EXISTS (SELECT 1 FROM event_tags t"
-              " WHERE t.community_id = $1::bigint AND t.event_id = e.id AND t.name = 'h'"
+              " WHERE t.community_id = $1::bigint AND t.event_id = e.id AND t.name IN ('h', 'room')"
               " AND t.created_at = e.created_at"
               " AND t.value = $2) RETURNING e.id, e.pubkey)"
               " INSERT INTO deleted_events (community_id, event_id, pubkey)"

@@ -339,3 +339,44 @@ TEST_CASE_METHOD(test::store_fixture, "a report borrows the rooms of what it rep
   CHECK(test::scalar(connection, "SELECT count(*) FROM event_tags WHERE community_id = $1::bigint AND name = 'room'",
                      {std::to_string(community)}) == "0");
 }
+
+TEST_CASE_METHOD(test::store_fixture,
+                 "a report of a comment borrows the rooms the comment borrowed; a zap receipt those of"
+                 " what was zapped",
+                 "[integration][event_store][rooms]") {
+  author member{17}, outsider{18}, lightning{19};
+  const std::string id = std::to_string(community);
+  (void)test::scalar(connection, "INSERT INTO rooms (community_id, room_id) VALUES ($1::bigint, 'office')"
+                                 " RETURNING 1", {id});
+  auto memo = member.sign(9, now - 10, {{"h", "office"}});
+  REQUIRE(store_one(events, community, memo).result == status::stored);
+  const auto memo_hex = protocol::to_hex(memo->id);
+  auto reply = member.sign(1111, now - 9, {{"K", "9"}, {"E", memo_hex}, {"e", memo_hex}});
+  auto stored_reply = store_one(events, community, reply);
+  REQUIRE(stored_reply.result == status::stored);
+  REQUIRE(stored_reply.borrowed_rooms == std::vector<std::string>{"office"});
+  // What Flotilla's makeReport sends of the comment (no h), and what a Lightning service
+  // publishes for a zap of the memo (no h: it knows no rooms).
+  auto report = outsider.sign(1984, now - 8, {{"p", protocol::to_hex(member.pubkey())},
+                                              {"e", protocol::to_hex(reply->id), "spam"}});
+  auto receipt = lightning.sign(9735, now - 7, {{"p", protocol::to_hex(member.pubkey())}, {"e", memo_hex},
+                                                {"bolt11", "lnbc1"}, {"description", "{}"}});
+  for (const auto& ev : {report, receipt}) {
+    auto stored = store_one(events, community, ev);
+    REQUIRE(stored.result == status::stored);
+    CHECK(stored.borrowed_rooms == std::vector<std::string>{"office"});
+  }
+  protocol::filter about_the_memo;
+  about_the_memo.kinds = std::vector<std::uint32_t>{1984, 9735};
+  protocol::room_hiding office_unseen;
+  office_unseen.unseen = {"office"};
+  for (const auto& hiding : {protocol::room_hiding{}, office_unseen}) {
+    auto result = events.query_chunks(community, {about_the_memo}, now, 100, 1 << 20,
+                                      [](storage::query_result) { return true; }, {}, hiding);
+    REQUIRE(result.ok);
+    CHECK(result.events.size() == (hiding.unseen.empty() ? 2U : 0U));
+    auto counted = events.count(community, {about_the_memo}, now, hiding);
+    REQUIRE(counted.ok);
+    CHECK(counted.count == result.events.size());
+  }
+}

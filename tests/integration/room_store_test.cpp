@@ -380,3 +380,19 @@ TEST_CASE_METHOD(room_fixture, "removing a community member removes them from ev
   CHECK(count("SELECT count(*) FROM room_members WHERE community_id = $1::bigint") == "2");
   CHECK(listed_members() == std::vector<std::string>{owner.pubkey_hex()});
 }
+
+TEST_CASE_METHOD(room_fixture, "a moderator's 9005 deletes a comment posted in one of the room's threads",
+                 "[integration][rooms]") {
+  REQUIRE(run(owner, 9007, {}).committed);
+  REQUIRE(run(owner, 9000, {{"p", alice.pubkey_hex(), "moderator"}}).committed);
+  auto thread = bob.sign(11, now, {{"h", "pizza"}}, "a thread");
+  REQUIRE(store_one(events, community, thread).result == storage::store_outcome::status::stored);
+  // What Flotilla's makeComment sends: no h of its own, the thread's rooms borrowed.
+  auto abuse = carol.sign(1111, now, {{"K", "11"}, {"E", hex(thread->id)}, {"e", hex(thread->id)}}, "abuse");
+  auto stored = store_one(events, community, abuse);
+  REQUIRE(stored.result == storage::store_outcome::status::stored);
+  REQUIRE(stored.borrowed_rooms == std::vector<std::string>{"pizza"});
+  CHECK(run(alice, 9005, {{"e", hex(abuse->id)}}).outcome == room_outcome::changed);
+  CHECK(count("SELECT count(*) FROM events WHERE community_id = $1::bigint AND kind = 1111") == "0");
+  CHECK(count("SELECT count(*) FROM events WHERE community_id = $1::bigint AND kind = 11") == "1");
+}

@@ -56,8 +56,26 @@ struct fixture : test::test_system {
     start_bridge({});
   }
 
-  /// (Re)starts the bridge with `hold`, and `filler` as its gap filler when given.
-  void start_bridge(hold_bounds hold, const caf::actor& filler = {}) {
+  /// The fills asked of the gap filler that start_bridge_recording_fills gives the bridge.
+  std::shared_ptr<std::vector<std::int64_t>> fills = std::make_shared<std::vector<std::int64_t>>();
+  caf::actor filler;
+
+  /// (Re)starts the bridge with `hold` and a gap filler that records the fills asked of it.
+  void start_bridge_recording_fills(hold_bounds hold = {}) {
+    filler = system->spawn([list = fills]() -> caf::behavior {
+      return {[list](ready_atom, std::int64_t since) { list->push_back(since); }};
+    });
+    start_bridge(hold, filler);
+  }
+
+  /// Lets `how_long` pass on the actors' clock.
+  void wait(std::chrono::milliseconds how_long) {
+    scheduler->advance_time(how_long);
+    scheduler->run();
+  }
+
+  /// (Re)starts the bridge with `hold`, and `gap_filler` as its gap filler when given.
+  void start_bridge(hold_bounds hold, const caf::actor& gap_filler = {}) {
     if (bridge)
       caf::anon_send_exit(bridge, caf::exit_reason::user_shutdown);
     bridge_args args;
@@ -69,16 +87,17 @@ struct fixture : test::test_system {
     args.registry = registry;
     args.inbound = inbound;
     bridge = system->spawn(bridge_actor, std::move(args));
-    if (filler)
-      caf::anon_send(bridge, bridge_watcher{{}, filler});
+    if (gap_filler)
+      caf::anon_send(bridge, bridge_watcher{{}, gap_filler});
     scheduler->run();
   }
 
   ~fixture() {
     for (const auto& actor : registry->actors())
       caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
-    for (const auto& actor : {bridge, fanout, writer})
-      caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
+    for (const auto& actor : {bridge, fanout, writer, filler})
+      if (actor)
+        caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
     scheduler->run();
   }
 
@@ -181,13 +200,9 @@ TEST_CASE_METHOD(fixture, "a pod sharing this pod's node id is heard, not taken 
 TEST_CASE_METHOD(fixture, "a held event that expired, and a fill Postgres did not answer, are filled again, later each time",
                  "[actors][bridge][fill]") {
   using namespace std::chrono_literals;
-  auto fills = std::make_shared<std::vector<std::int64_t>>();
-  auto filler = system->spawn([fills]() -> caf::behavior {
-    return {[fills](ready_atom, std::int64_t since) { fills->push_back(since); }};
-  });
   hold_bounds no_wait;
   no_wait.max_wait = 0ms; // Postgres is out of reach: nothing this pod holds catches up
-  start_bridge(no_wait, filler);
+  start_bridge_recording_fills(no_wait);
   const auto before = storage::envelope_clock_ms();
   arrives(closed_community, test::sign_event(member_key, 1, "stored by its origin"), 5);
   CHECK(metrics->bridge_held == 1);
@@ -196,11 +211,9 @@ TEST_CASE_METHOD(fixture, "a held event that expired, and a fill Postgres did no
   scheduler->run();
   CHECK(metrics->bridge_hold_dropped == 1);
   CHECK(metrics->bridge_fill_retries == 1);
-  scheduler->advance_time(990ms);
-  scheduler->run();
+  wait(990ms);
   CHECK(fills->empty());
-  scheduler->advance_time(20ms);
-  scheduler->run();
+  wait(20ms);
   REQUIRE(fills->size() == 1);
   // Back to when the event came (the gap filler reaches a minute further back).
   CHECK(fills->front() >= before - 1000);
@@ -209,53 +222,36 @@ TEST_CASE_METHOD(fixture, "a held event that expired, and a fill Postgres did no
   caf::anon_send(bridge, unfilled_atom_v, fills->front());
   scheduler->run();
   CHECK(metrics->bridge_fill_retries == 2);
-  scheduler->advance_time(1900ms);
-  scheduler->run();
+  wait(1900ms);
   CHECK(fills->size() == 1);
-  scheduler->advance_time(200ms);
-  scheduler->run();
+  wait(200ms);
   REQUIRE(fills->size() == 2);
   CHECK(fills->back() == fills->front());
   CHECK(delivered->empty());
-  caf::anon_send_exit(filler, caf::exit_reason::user_shutdown);
 }
 
 TEST_CASE_METHOD(fixture, "a bridged event the full hold could not take is filled again", "[actors][bridge][fill]") {
   using namespace std::chrono_literals;
-  auto fills = std::make_shared<std::vector<std::int64_t>>();
-  auto filler = system->spawn([fills]() -> caf::behavior {
-    return {[fills](ready_atom, std::int64_t since) { fills->push_back(since); }};
-  });
   hold_bounds one_only;
   one_only.max_envelopes = 1;
-  start_bridge(one_only, filler);
+  start_bridge_recording_fills(one_only);
   arrives(closed_community, test::sign_event(member_key, 1, "waits"), 5);
   const auto before = storage::envelope_clock_ms();
   arrives(closed_community, test::sign_event(member_key, 1, "does not fit"), 5);
   CHECK(metrics->bridge_held == 1);
   CHECK(metrics->bridge_hold_dropped == 1);
   CHECK(metrics->bridge_fill_retries == 1);
-  scheduler->advance_time(1s);
-  scheduler->run();
+  wait(1s);
   REQUIRE(fills->size() == 1);
   CHECK(fills->front() >= before);
-  caf::anon_send_exit(filler, caf::exit_reason::user_shutdown);
 }
 
 TEST_CASE_METHOD(fixture, "a fresh gap is filled after a second even while a retry waits out its backoff",
                  "[actors][bridge][fill]") {
   using namespace std::chrono_literals;
-  auto fills = std::make_shared<std::vector<std::int64_t>>();
-  auto filler = system->spawn([fills]() -> caf::behavior {
-    return {[fills](ready_atom, std::int64_t since) { fills->push_back(since); }};
-  });
-  start_bridge({}, filler);
+  start_bridge_recording_fills();
   auto unanswered = [&] {
     caf::anon_send(bridge, unfilled_atom_v, std::int64_t{1'000});
-    scheduler->run();
-  };
-  auto wait = [&](std::chrono::milliseconds how_long) {
-    scheduler->advance_time(how_long);
     scheduler->run();
   };
   unanswered();
@@ -273,31 +269,23 @@ TEST_CASE_METHOD(fixture, "a fresh gap is filled after a second even while a ret
   CHECK(fills->back() == 1'000); // one fill, from the earliest of both
   wait(3s); // the retry's own timer finds nothing left to fill
   CHECK(fills->size() == 3);
-  caf::anon_send_exit(filler, caf::exit_reason::user_shutdown);
 }
 
 TEST_CASE_METHOD(fixture, "a filled event dropped from the hold is filled again from where its gap began",
                  "[actors][bridge][fill]") {
   using namespace std::chrono_literals;
-  auto fills = std::make_shared<std::vector<std::int64_t>>();
-  auto filler = system->spawn([fills]() -> caf::behavior {
-    return {[fills](ready_atom, std::int64_t since) { fills->push_back(since); }};
-  });
   hold_bounds no_wait;
   no_wait.max_wait = 0ms;
-  start_bridge(no_wait, filler);
+  start_bridge_recording_fills(no_wait);
   const std::int64_t gap_began = storage::envelope_clock_ms() - 600'000; // a ten-minute cut
   auto ev = std::make_shared<const protocol::event>(test::sign_event(member_key, 1, "from the gap"));
   auto json = std::make_shared<const std::string>(protocol::render_event_json(*ev));
   caf::anon_send(bridge, gap_atom_v, committed_event{closed_community, {ev, json}}, std::int64_t{5}, gap_began);
   scheduler->run();
   CHECK(metrics->bridge_held == 1);
-  scheduler->advance_time(20ms);
-  scheduler->run();
+  wait(20ms);
   CHECK(metrics->bridge_hold_dropped == 1);
-  scheduler->advance_time(1s);
-  scheduler->run();
+  wait(1s);
   REQUIRE(fills->size() == 1);
   CHECK(fills->front() == gap_began);
-  caf::anon_send_exit(filler, caf::exit_reason::user_shutdown);
 }

@@ -86,12 +86,29 @@ TEST_CASE_METHOD(fixture, "REQs beyond the query places wait their turn; one clo
   CHECK(metrics->queries_waited.load() == 2);
 }
 
+namespace {
+
+/// A connection whose one query place REQ "a" holds (the store keeps it), with a frame budget
+/// that lets a burst through.
+fixture::client one_place_taken(fixture& f) {
+  f.base_policy.max_queries_in_flight = 1;
+  f.base_policy.frame_burst = 10'000;
+  auto c = f.connect();
+  f.say(c, R"(["REQ","a",{"kinds":[1]}])");
+  REQUIRE(f.store->held_queries.size() == 1);
+  return c;
+}
+
+connection_state& state_of(const fixture::client& c) {
+  return static_cast<caf::stateful_actor<actors::connection_state>*>(
+           caf::actor_cast<caf::abstract_actor*>(c.actor))
+    ->state;
+}
+
+} // namespace
+
 TEST_CASE_METHOD(fixture, "a REQ closed or refused while it waits is not kept", "[actor][connection][bounds]") {
-  base_policy.max_queries_in_flight = 1;
-  base_policy.frame_burst = 10'000;
-  auto c = connect();
-  say(c, R"(["REQ","a",{"kinds":[1]}])");
-  REQUIRE(store->held_queries.size() == 1);
+  auto c = one_place_taken(*this);
   // Fresh ids each time, closed at once: before, each one's filters stayed queued behind "a".
   for (int i = 0; i < 200; ++i) {
     auto id = "x" + std::to_string(i);
@@ -99,9 +116,7 @@ TEST_CASE_METHOD(fixture, "a REQ closed or refused while it waits is not kept", 
     say(c, R"(["CLOSE",")" + id + R"("])");
   }
   say(c, R"(["REQ","b",{"kinds":[1]}])");
-  auto* self = static_cast<caf::stateful_actor<actors::connection_state>*>(
-    caf::actor_cast<caf::abstract_actor*>(c.actor));
-  CHECK(self->state.waiting_queries.size() == 1);
+  CHECK(state_of(c).waiting_queries.size() == 1);
   release_history();
   CHECK(c.sink->take() == std::vector<std::string>{protocol::render_eose("a")});
   REQUIRE(store->held_queries.size() == 1);
@@ -285,11 +300,7 @@ TEST_CASE("a connection that asks to wait after the readers emptied is woken at 
 }
 
 TEST_CASE_METHOD(fixture, "a REQ ended by a malformed REQ of its id is not kept", "[actor][connection][bounds]") {
-  base_policy.max_queries_in_flight = 1;
-  base_policy.frame_burst = 10'000;
-  auto c = connect();
-  say(c, R"(["REQ","a",{"kinds":[1]}])");
-  REQUIRE(store->held_queries.size() == 1);
+  auto c = one_place_taken(*this);
   // Fresh ids each time, each ended by a REQ that does not parse: before, each one's start time
   // stayed in the connection for good, and its filters in the queue.
   for (int i = 0; i < 200; ++i) {
@@ -297,10 +308,8 @@ TEST_CASE_METHOD(fixture, "a REQ ended by a malformed REQ of its id is not kept"
     say(c, R"(["REQ",")" + id + R"(",{"kinds":[1]}])");
     say(c, R"(["REQ",")" + id + R"(",{"kinds":"not a list"}])");
   }
-  auto* self = static_cast<caf::stateful_actor<actors::connection_state>*>(
-    caf::actor_cast<caf::abstract_actor*>(c.actor));
-  CHECK(self->state.req_started.size() == 1);
-  CHECK(self->state.waiting_queries.empty());
+  CHECK(state_of(c).req_started.size() == 1);
+  CHECK(state_of(c).waiting_queries.empty());
   auto frames = c.sink->take();
   REQUIRE(frames.size() == 200);
   CHECK(frames.back().rfind(R"(["CLOSED","x199",)", 0) == 0);

@@ -12,18 +12,22 @@ import { authed, eventually, memberReading, privateRedis, readiness, stallReload
 
 const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
+/** Two pods on one Redis: pod a goes to it directly, pod b through a relay the test cuts. */
+async function podsWithCuttableLink(env = {}) {
+  const redis = await privateRedis()
+  const relay = await linkRelay(() => redis.port)
+  const group = await startPods(2, (i) => ({ ...env,
+    COMB_REDIS_URL: i === 0 ? redis.url : `redis://127.0.0.1:${relay.port}` }))
+  for (const pod of group.pods) await eventually(async () => (await readiness(pod)) === 200, 'pod ready')
+  return { redis, relay, group }
+}
+
 describe('a pod whose own Redis link is cut while the others stay linked', () => {
   let redis, relay, group, a, b
 
   before(async () => {
-    redis = await privateRedis()
-    relay = await linkRelay(() => redis.port)
-    // Pod a goes to Redis directly, pod b through the relay the test cuts.
-    group = await startPods(2, (i) => ({
-      COMB_REDIS_URL: i === 0 ? redis.url : `redis://127.0.0.1:${relay.port}`,
-    }))
+    ;({ redis, relay, group } = await podsWithCuttableLink())
     ;[a, b] = group.pods
-    for (const pod of group.pods) await eventually(async () => (await readiness(pod)) === 200, 'pod ready')
   })
   after(async () => { await group?.stop(); await relay?.close(); await redis?.dispose() })
 
@@ -68,12 +72,8 @@ describe('a fill on a pod that lags behind a removal', () => {
   const owner = keys()
 
   before(async () => {
-    redis = await privateRedis()
-    relay = await linkRelay(() => redis.port)
-    group = await startPods(2, (i) => ({ COMB_OWNER_PUBKEY: owner.pk, COMB_ACCESS: 'closed',
-      COMB_REDIS_URL: i === 0 ? redis.url : `redis://127.0.0.1:${relay.port}` }))
+    ;({ redis, relay, group } = await podsWithCuttableLink({ COMB_OWNER_PUBKEY: owner.pk, COMB_ACCESS: 'closed' }))
     ;[a, b] = group.pods
-    for (const pod of group.pods) await eventually(async () => (await readiness(pod)) === 200, 'pod ready')
   })
   after(async () => { await group?.stop(); await relay?.close(); await redis?.dispose() })
 
@@ -121,13 +121,8 @@ describe('a pod that stops while its own Redis link is cut', () => {
   let redis, relay, group, a, b
 
   before(async () => {
-    redis = await privateRedis()
-    relay = await linkRelay(() => redis.port)
-    group = await startPods(2, (i) => ({
-      COMB_REDIS_URL: i === 0 ? redis.url : `redis://127.0.0.1:${relay.port}`,
-    }))
+    ;({ redis, relay, group } = await podsWithCuttableLink())
     ;[a, b] = group.pods
-    for (const pod of group.pods) await eventually(async () => (await readiness(pod)) === 200, 'pod ready')
   })
   after(async () => { await group?.stop(); await relay?.close(); await redis?.dispose() })
 

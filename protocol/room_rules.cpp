@@ -43,6 +43,10 @@ room_plan create(const room_request& request) {
   room.exists = true;
   room.id = request.room;
   room.meta.name = request.room;
+  // A 9007 carries no flags; apps send the room's in a 9002 right after (Flotilla's RoomForm:
+  // create, then edit). Until then the room is locked, so that nobody watching for new 39000s
+  // joins, reads or posts in the moment before it becomes private or closed.
+  room.meta.flags = {true, true, true, true};
   room.members.push_back({request.author, {std::string(room_admin_role)}});
   auto plan = changed(std::move(room));
   plan.parts = {true, true, true, true};

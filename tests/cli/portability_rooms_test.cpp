@@ -27,6 +27,7 @@ TEST_CASE("export then import --rooms-from-state moves a community's rooms, memb
   auto pinned = sign_event(bob, 1, "pinned", {{"h", "pizza"}}, now);
   REQUIRE(room_request(rooms, from, owner, 9010, {{"h", "pizza"}, {"e", protocol::to_hex(pinned.id)}}, now) == o::changed);
   REQUIRE(room_request(rooms, from, owner, 9007, {{"h", "pasta"}}, now) == o::changed);
+  REQUIRE(room_request(rooms, from, owner, 9002, {{"h", "pasta"}, {"name", "Pasta"}}, now) == o::changed);
   REQUIRE(room_request(rooms, from, bob, 9021, {{"h", "pasta"}}, now) == o::changed);
 
   auto path = file_in(f, "rooms.jsonl");

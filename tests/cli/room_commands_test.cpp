@@ -68,6 +68,7 @@ TEST_CASE("community set-access closed takes non-members out of the rooms", "[cl
   std::int64_t now = std::time(nullptr) - 10; // the switch, at the wall clock, need not wait
   using o = protocol::room_outcome;
   REQUIRE(room_request(rooms, community, owner, 9007, {{"h", "pizza"}}, now) == o::changed);
+  REQUIRE(room_request(rooms, community, owner, 9002, {{"h", "pizza"}, {"name", "Pizza"}}, now) == o::changed);
   REQUIRE(room_request(rooms, community, bob, 9021, {{"h", "pizza"}}, now) == o::changed);
 
   auto closed = f.admin_ok({"community", "set-access", "c.example", "closed", "--json"}).json();

@@ -23,12 +23,11 @@ struct closing_fixture : room_fixture {
   /// community members.
   closing_fixture() {
     REQUIRE(apply(command(membership_change::add_member, alice.pubkey())).committed);
-    REQUIRE(run(owner, 9007, {}).committed);
-    REQUIRE(run(alice, 9021, {}).committed);
-    REQUIRE(run(bob, 9021, {}).committed);
+    open_room("pasta");
+    open_room();
+    REQUIRE(run(alice, 9021, {}).outcome == protocol::room_outcome::changed);
+    REQUIRE(run(bob, 9021, {}).outcome == protocol::room_outcome::changed);
     REQUIRE(run(owner, 9000, {{"p", carol.pubkey_hex(), "moderator"}}).committed);
-    REQUIRE(paced_room(rooms, community, room_command(owner, 9007, {{"h", "pasta"}}, now), now)
-              .committed);
   }
 
   storage::access_switch set_access(bool closed, std::int64_t at) {

@@ -49,6 +49,15 @@ TEST_CASE_METHOD(room_fixture, "creating a room writes its four state events and
   CHECK(again.outcome == room_outcome::room_exists);
   CHECK(again.events.empty());
   CHECK(count("SELECT count(*) FROM events WHERE community_id = $1::bigint AND kind = 9007") == "1");
+  // Locked until its first 9002, which apps send with the room's flags right after: nobody
+  // watching for new 39000s joins, reads or posts in it before it becomes private or closed.
+  CHECK(count("SELECT concat_ws(',', private, restricted, hidden, closed) FROM rooms WHERE community_id = $1::bigint")
+        == "t,t,t,t");
+  CHECK(run(alice, 9021, {}).outcome == room_outcome::invite_required);
+  REQUIRE(run(owner, 9002, {{"name", "Pizza"}}).outcome == room_outcome::changed);
+  CHECK(count("SELECT concat_ws(',', private, restricted, hidden, closed) FROM rooms WHERE community_id = $1::bigint")
+        == "f,f,f,f");
+  CHECK(run(alice, 9021, {{"alt", "once it is open"}}).outcome == room_outcome::changed);
   // Members of the community who are not admins do not create rooms.
   auto by_member = paced_room(rooms, community, room_command(alice, 9007, {{"h", "other"}}, now), now);
   CHECK(by_member.outcome == room_outcome::not_allowed);
@@ -57,7 +66,7 @@ TEST_CASE_METHOD(room_fixture, "creating a room writes its four state events and
 
 TEST_CASE_METHOD(room_fixture, "joins and leaves rewrite 39002 only, paced, and a leave issues 9001",
                  "[integration][rooms]") {
-  REQUIRE(run(owner, 9007, {}).committed);
+  open_room();
   std::int64_t created_second = now;
   auto joined = run(alice, 9021, {});
   CHECK(joined.outcome == room_outcome::changed);
@@ -77,7 +86,7 @@ TEST_CASE_METHOD(room_fixture, "joins and leaves rewrite 39002 only, paced, and 
 
 TEST_CASE_METHOD(room_fixture, "a closed room admits with a 9009 code, stored hashed",
                  "[integration][rooms]") {
-  REQUIRE(run(owner, 9007, {}).committed);
+  open_room();
   auto closing = run(owner, 9002, {{"name", "Pizza"}, {"closed"}});
   CHECK(kinds_of(closing) == std::vector<std::uint32_t>{9002, 39000});
   CHECK(run(alice, 9021, {}).outcome == room_outcome::invite_required);
@@ -102,7 +111,7 @@ TEST_CASE_METHOD(room_fixture, "a closed room admits with a 9009 code, stored ha
 TEST_CASE_METHOD(room_fixture, "a room's invite code lives as long as its 9009: deleted, it is revoked;"
                  " expired, it admits no one",
                  "[integration][rooms]") {
-  REQUIRE(run(owner, 9007, {}).committed);
+  open_room();
   REQUIRE(run(owner, 9002, {{"name", "Pizza"}, {"closed"}}).committed);
   auto leaked = run(owner, 9009, {{"code", "leaked-code"}});
   REQUIRE(leaked.outcome == room_outcome::changed);
@@ -133,7 +142,7 @@ TEST_CASE_METHOD(room_fixture, "a room's invite code lives as long as its 9009: 
 
 TEST_CASE_METHOD(room_fixture, "roles: a moderator deletes events, only admins grant roles",
                  "[integration][rooms]") {
-  REQUIRE(run(owner, 9007, {}).committed);
+  open_room();
   auto put = run(owner, 9000, {{"p", alice.pubkey_hex(), "moderator"}});
   CHECK(kinds_of(put) == std::vector<std::uint32_t>{9000, 39001, 39002});
   CHECK(run(alice, 9000, {{"p", bob.pubkey_hex(), "admin"}}).outcome == room_outcome::not_allowed);
@@ -153,7 +162,7 @@ TEST_CASE_METHOD(room_fixture, "roles: a moderator deletes events, only admins g
 
 TEST_CASE_METHOD(room_fixture, "a 9010 writes the room's 39005 in its transaction, replacing the last",
                  "[integration][rooms]") {
-  REQUIRE(run(owner, 9007, {}).committed);
+  open_room();
   REQUIRE(run(owner, 9000, {{"p", alice.pubkey_hex(), "moderator"}}).committed);
   REQUIRE(run(owner, 9000, {{"p", bob.pubkey_hex()}}).committed);
   const std::string first(64, 'a'), second(64, 'b');
@@ -175,7 +184,7 @@ TEST_CASE_METHOD(room_fixture, "a 9010 writes the room's 39005 in its transactio
 
 TEST_CASE_METHOD(room_fixture, "deleting a room removes it, its state and its events",
                  "[integration][rooms]") {
-  REQUIRE(run(owner, 9007, {}).committed);
+  open_room();
   auto joined = run(alice, 9021, {});
   REQUIRE(joined.committed);
   std::int64_t old_state_second = joined.events.at(1).ev.created_at;
@@ -195,7 +204,7 @@ TEST_CASE_METHOD(room_fixture, "deleting a room removes it, its state and its ev
 
 TEST_CASE_METHOD(room_fixture, "a post admitted into a room deleted before its batch is refused, not stored",
                  "[integration][rooms][race]") {
-  REQUIRE(run(owner, 9007, {}).committed);
+  open_room();
   auto post_to_room = [&](const std::string& text) {
     auto write = write_of(community, alice.sign(9, now, {{"h", "pizza"}}, text));
     write.rooms = {"pizza"}; // what the connection admitted it into, from its cache
@@ -233,7 +242,7 @@ TEST_CASE_METHOD(room_fixture, "a post admitted into a room deleted before its b
 
 TEST_CASE_METHOD(room_fixture, "a room bound reached is refused by name and writes nothing",
                  "[integration][rooms]") {
-  REQUIRE(run(owner, 9007, {}).committed);
+  open_room();
   auto fill = [&](const std::string& sql) {
     storage::pg_connection filler(database.conninfo());
     auto filled = filler.exec(sql, {std::to_string(community)});
@@ -263,7 +272,7 @@ TEST_CASE_METHOD(room_fixture, "a room bound reached is refused by name and writ
 }
 
 TEST_CASE_METHOD(room_fixture, "a failed room write rolls everything back", "[integration][rooms]") {
-  REQUIRE(run(owner, 9007, {}).committed);
+  open_room();
   storage::pg_connection holder(database.conninfo());
   REQUIRE(holder.exec("BEGIN").ok());
   REQUIRE(holder.exec("LOCK TABLE room_clocks IN ACCESS EXCLUSIVE MODE").ok());
@@ -286,7 +295,7 @@ TEST_CASE_METHOD(room_fixture, "a failed room write rolls everything back", "[in
 
 TEST_CASE_METHOD(room_fixture, "concurrent joins over separate connections all land in 39002",
                  "[integration][rooms][race]") {
-  REQUIRE(run(owner, 9007, {}).committed);
+  open_room();
   constexpr int joiners = 6;
   std::vector<std::unique_ptr<author>> people;
   std::vector<storage::room_write> writes(joiners);
@@ -324,7 +333,7 @@ TEST_CASE_METHOD(room_fixture, "concurrent joins over separate connections all l
 TEST_CASE_METHOD(room_fixture, "banning someone who is in a room but not a member removes them from it",
                  "[integration][rooms][nip86]") {
   // An open community: anyone may join a room without being a member; a ban must end that too.
-  REQUIRE(run(owner, 9007, {}).committed);
+  open_room();
   REQUIRE(run(alice, 9021, {}).committed);
   REQUIRE(listed_members() == std::vector<std::string>{owner.pubkey_hex(), alice.pubkey_hex()});
   auto ban = command(membership_change::ban_pubkey, alice.pubkey());
@@ -345,7 +354,7 @@ TEST_CASE_METHOD(room_fixture, "a banned user cannot join a room or be put back 
                  "[integration][rooms]") {
   // Decided under the community's lock: a pod whose cache has not yet seen the ban (or a request
   // queued before it) must not put the banned user back, and a moderator cannot either.
-  REQUIRE(run(owner, 9007, {}).committed);
+  open_room();
   auto ban = command(membership_change::ban_pubkey, alice.pubkey());
   ban.requested_by = owner.pubkey();
   REQUIRE(apply(ban).committed);
@@ -362,11 +371,11 @@ TEST_CASE_METHOD(room_fixture, "a banned user cannot join a room or be put back 
 TEST_CASE_METHOD(room_fixture, "removing a community member removes them from every room at once",
                  "[integration][rooms]") {
   REQUIRE(apply(command(membership_change::add_member, alice.pubkey())).committed);
-  REQUIRE(run(owner, 9007, {}).committed);
+  open_room();
   REQUIRE(run(owner, 9000, {{"p", alice.pubkey_hex(), "moderator"}}).committed);
-  auto second_room = paced_room(rooms, community, room_command(owner, 9007, {{"h", "pasta"}}, now), now);
-  REQUIRE(second_room.committed);
-  REQUIRE(paced_room(rooms, community, room_command(alice, 9021, {{"h", "pasta"}}, now), now).committed);
+  open_room("pasta");
+  REQUIRE(paced_room(rooms, community, room_command(alice, 9021, {{"h", "pasta"}}, now), now).outcome
+          == room_outcome::changed);
   auto removed = apply(command(membership_change::remove_member, alice.pubkey()));
   REQUIRE(removed.committed);
   REQUIRE(removed.list);
@@ -383,7 +392,7 @@ TEST_CASE_METHOD(room_fixture, "removing a community member removes them from ev
 
 TEST_CASE_METHOD(room_fixture, "a moderator's 9005 deletes a comment posted in one of the room's threads",
                  "[integration][rooms]") {
-  REQUIRE(run(owner, 9007, {}).committed);
+  open_room();
   REQUIRE(run(owner, 9000, {{"p", alice.pubkey_hex(), "moderator"}}).committed);
   auto thread = bob.sign(11, now, {{"h", "pizza"}}, "a thread");
   REQUIRE(store_one(events, community, thread).result == storage::store_outcome::status::stored);

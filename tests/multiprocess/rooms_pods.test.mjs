@@ -11,6 +11,13 @@ import { admin, authed, eventually, privateRedis, readiness, startPods } from '.
 
 const pTags = (ev) => new Set(ev.tags.filter((t) => t[0] === 'p').map((t) => t[1]))
 
+/** Creates room `h` as Flotilla does: a 9007, then a 9002 with its flags (none: open, public). */
+async function openRoom(ownerClient, owner, h) {
+  assert.equal((await ownerClient.publish(sign(owner.sk, { kind: 9007, tags: [['h', h]] }))).message, '')
+  const edit = await ownerClient.publish(sign(owner.sk, { kind: 9002, tags: [['h', h], ['name', h]] }))
+  assert.equal(edit.ok, true, edit.message)
+}
+
 describe('rooms across two pods', () => {
   let redis, group, a, b
   const owner = keys()
@@ -25,7 +32,7 @@ describe('rooms across two pods', () => {
 
   it('lands 8 concurrent joins through two processes in the final 39002', async () => {
     const ownerOnA = await authed(a, owner)
-    assert.equal((await ownerOnA.publish(sign(owner.sk, { kind: 9007, tags: [['h', 'lobby']] }))).message, '')
+    await openRoom(ownerOnA, owner, 'lobby')
     const joiners = Array.from({ length: 8 }, () => keys())
     const clients = await Promise.all(joiners.map((who, i) => authed(i % 2 ? b : a, who)))
     // Pod b learns of the room from the database's notification before its clients post.
@@ -52,7 +59,7 @@ describe('rooms across two pods', () => {
     const member = keys()
     const stranger = keys()
     const ownerOnA = await authed(a, owner)
-    assert.equal((await ownerOnA.publish(sign(owner.sk, { kind: 9007, tags: [['h', 'den']] }))).message, '')
+    await openRoom(ownerOnA, owner, 'den')
     const memberOnB = await authed(b, member)
     await eventually(async () => {
       const reply = await memberOnB.publish(sign(member.sk, { kind: 9021, tags: [['h', 'den']] }))
@@ -93,7 +100,7 @@ describe('rooms across two pods', () => {
   it('closing the community on comb-admin drops non-members from 39002, live and in REQ on pod b', async () => {
     const stranger = keys()
     const ownerOnA = await authed(a, owner)
-    assert.equal((await ownerOnA.publish(sign(owner.sk, { kind: 9007, tags: [['h', 'hall']] }))).message, '')
+    await openRoom(ownerOnA, owner, 'hall')
     const strangerOnB = await authed(b, stranger)
     await eventually(async () => {
       const reply = await strangerOnB.publish(sign(stranger.sk, { kind: 9021, tags: [['h', 'hall']] }))

@@ -49,6 +49,14 @@ struct room_fixture : membership_fixture {
     return paced_room(rooms, community, room_command(who, kind, std::move(tags), now), now);
   }
 
+  /// Creates `room` as Flotilla does, a 9007 and then a 9002 with its flags (none: an open,
+  /// public room); a room is locked until its first 9002.
+  void open_room(const std::string& room = "pizza") {
+    REQUIRE(paced_room(rooms, community, room_command(owner, 9007, {{"h", room}}, now), now).committed);
+    REQUIRE(paced_room(rooms, community, room_command(owner, 9002, {{"h", room}, {"name", room}}, now), now)
+              .outcome == protocol::room_outcome::changed);
+  }
+
   std::string count(const std::string& sql) {
     storage::pg_connection reader(database.conninfo());
     return scalar(reader, sql, {std::to_string(community)});

@@ -117,6 +117,13 @@ TEST_CASE("the room rules: who may do what", "[room]") {
     CHECK(plan.after.members[0].roles == std::vector<std::string>{"admin"});
     CHECK(plan_room_change(plan.after, create, {community_standing::owner}).outcome
           == room_outcome::room_exists);
+    // Locked (private, restricted, hidden, closed) until the 9002 that apps send with its flags.
+    CHECK(plan.after.meta.flags == room_flags{true, true, true, true});
+    auto opened = plan_room_change(
+      plan.after, request_of(comb::test::sign_event(alice(), 9002, "", {{"h", "pizza"}, {"name", "Pizza"}})),
+      {community_standing::admin});
+    REQUIRE(opened.outcome == room_outcome::changed);
+    CHECK(opened.after.meta.flags == room_flags{});
   }
   SECTION("moderators add and remove plain members, only admins grant roles") {
     auto room = room_with({{alice().public_key(), {"moderator"}}});

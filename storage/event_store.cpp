@@ -49,7 +49,7 @@ std::optional<pg_reply> plan_and_write(pg_connection& connection,
   auto& read = std::get<batch_snapshot>(snapshot);
   if (transaction)
     *transaction = read.transaction;
-  if (auto failed = read_room_posters(connection, comment_posters(writes, read), read))
+  if (auto failed = read_room_posters(connection, room_posters_to_read(writes, read), read))
     return failed;
   store_plan plan = plan_batch(writes, read);
   if (auto failed = write_plan(connection, writes, plan))

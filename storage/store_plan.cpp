@@ -72,6 +72,15 @@ bool posting_checked(const event_write& w) {
   return w.recheck_access && w.ev->kind == protocol::comment_kind;
 }
 
+/// The rooms a write names whose posting rule the batch checks again: the pod's cache admitted
+/// it, and may lag a removal from the room. A deletion is not posting (someone who left deletes
+/// what they posted there); an import restores what the community held.
+std::span<const std::string> own_rooms_checked(const event_write& w) {
+  if (!w.recheck_access || w.ev->kind == deletion_kind)
+    return {};
+  return w.rooms;
+}
+
 /// The referents whose rooms a write needs: its whole thread when its posting is checked (a room
 /// of its own does not take it out of the thread), else only those it borrows rooms from.
 std::vector<protocol::bytes32> referents_read(const event_write& w) {
@@ -119,10 +128,12 @@ private:
     for (const auto& room : w.rooms)
       if (!state_.rooms.contains({w.community_id, room}))
         return outcome(store_outcome::status::refused, msg_room_deleted);
+    if (posts_where_not_allowed(w, own_rooms_checked(w)))
+      return outcome(store_outcome::status::refused, msg_room_restricted);
     std::optional<std::vector<std::string>> borrowed_rooms;
     if (auto referents = referents_read(w); !referents.empty()) {
       auto thread_rooms = rooms_of_referents_here(w.community_id, referents);
-      if (posts_where_not_allowed(w, thread_rooms))
+      if (posting_checked(w) && posts_where_not_allowed(w, thread_rooms))
         return outcome(store_outcome::status::refused, msg_room_restricted);
       if (!protocol::room_of(ev)) // one with rooms of its own is stored in those
         borrowed_rooms = std::move(thread_rooms);
@@ -164,11 +175,9 @@ private:
     });
   }
 
-  /// A comment posted into a restricted room of its thread by someone who may not post there.
+  /// A write into one of `rooms` that is restricted by someone who may not post there.
   [[nodiscard]] bool posts_where_not_allowed(const event_write& w,
-                                             const std::vector<std::string>& rooms) const {
-    if (!posting_checked(w))
-      return false;
+                                             std::span<const std::string> rooms) const {
     for (const auto& room : rooms)
       if (state_.restricted_rooms.contains({w.community_id, room})
           && !state_.room_posters.contains(room_poster{w.community_id, room, w.ev->pubkey}))
@@ -325,8 +334,8 @@ std::vector<lock_request> locks_for(const batch_keys& keys) {
   return locks; // ascending by key, from the map
 }
 
-std::vector<room_poster> comment_posters(std::span<const event_write> writes,
-                                         const batch_snapshot& snapshot) {
+std::vector<room_poster> room_posters_to_read(std::span<const event_write> writes,
+                                              const batch_snapshot& snapshot) {
   if (snapshot.restricted_rooms.empty())
     return {};
   // Any write of the batch may be a thread's root here: a superset of what the replay will find
@@ -335,7 +344,13 @@ std::vector<room_poster> comment_posters(std::span<const event_write> writes,
   for (const auto& w : writes)
     by_id.emplace(event_key{w.community_id, w.ev->id}, &w);
   std::vector<room_poster> posters;
+  auto wanted = [&](const event_write& w, const std::string& room) {
+    if (snapshot.restricted_rooms.contains({w.community_id, room}))
+      posters.push_back(room_poster{w.community_id, room, w.ev->pubkey});
+  };
   for (const auto& w : writes) {
+    for (const auto& room : own_rooms_checked(w))
+      wanted(w, room);
     if (!posting_checked(w))
       continue;
     auto roots = referents_read(w);
@@ -343,9 +358,8 @@ std::vector<room_poster> comment_posters(std::span<const event_write> writes,
       auto found = by_id.find(key);
       return found == by_id.end() ? nullptr : found->second;
     });
-    for (auto& room : rooms)
-      if (snapshot.restricted_rooms.contains({w.community_id, room}))
-        posters.push_back(room_poster{w.community_id, std::move(room), w.ev->pubkey});
+    for (const auto& room : rooms)
+      wanted(w, room);
   }
   sort_unique(posters);
   return posters;

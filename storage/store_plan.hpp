@@ -74,7 +74,7 @@ struct batch_snapshot {
   std::map<event_key, std::vector<std::string>> referent_rooms;
   /// Of the rooms read (the writes' and the comment roots'), those only members may post in.
   std::set<std::pair<std::int64_t, std::string>> restricted_rooms;
-  /// Of the comment_posters, those who may post in the room: its members, the community's
+  /// Of the room_posters_to_read, those who may post in the room: its members, the community's
   /// owner and admins (protocol::room_write_allowed). Read after the rest, and only for them.
   std::set<room_poster> room_posters;
   /// The batch transaction's id modulo 2^32, the `xmin` of the rows it inserts; 0 when not read.
@@ -128,11 +128,12 @@ struct store_plan {
 
 [[nodiscard]] std::vector<lock_request> locks_for(const batch_keys& keys);
 
-/// The comments' authors in the restricted rooms of their threads, whose right to post there the
-/// batch reads before it plans (a comment has no `h` for the connection to check: its rooms are
-/// those of its roots, known only here). Empty for a batch of no such comment.
-[[nodiscard]] std::vector<room_poster> comment_posters(std::span<const event_write> writes,
-                                                       const batch_snapshot& snapshot);
+/// The authors whose right to post in a restricted room the batch reads before it plans: of
+/// each write, in the rooms it names (the connection checked them against its pod's cache,
+/// which may lag a removal made elsewhere) and, of a comment, in the rooms of its thread (no
+/// `h` for the connection to check: known only here). Empty when no such room is written to.
+[[nodiscard]] std::vector<room_poster> room_posters_to_read(std::span<const event_write> writes,
+                                                            const batch_snapshot& snapshot);
 
 [[nodiscard]] store_plan plan_batch(std::span<const event_write> writes,
                                     const batch_snapshot& snapshot);

@@ -380,3 +380,39 @@ TEST_CASE_METHOD(test::store_fixture,
     CHECK(counted.count == result.events.size());
   }
 }
+
+TEST_CASE_METHOD(test::store_fixture,
+                 "a post into a restricted room is checked against the database's room members, not"
+                 " only the pod's cache",
+                 "[integration][event_store][rooms]") {
+  author member{20}, removed{21}, admin{22};
+  const std::string id = std::to_string(community);
+  (void)test::scalar(connection, "INSERT INTO rooms (community_id, room_id, restricted) VALUES ($1::bigint, 'office', true)"
+                                 " RETURNING 1", {id});
+  (void)test::scalar(connection, "INSERT INTO room_members (community_id, room_id, pubkey)"
+                                 " VALUES ($1::bigint, 'office', decode($2, 'hex')) RETURNING 1",
+                     {id, protocol::to_hex(member.pubkey())});
+  (void)test::scalar(connection, "INSERT INTO members (community_id, pubkey, role)"
+                                 " VALUES ($1::bigint, decode($2, 'hex'), 'admin') RETURNING 1",
+                     {id, protocol::to_hex(admin.pubkey())});
+  // The pod admitted each into the room (write_of takes its h as admitted): the removed member's
+  // pod had not heard of the removal yet.
+  auto post = [&](author& who, std::uint32_t kind, std::vector<protocol::tag> tags) {
+    tags.push_back({"h", "office"});
+    auto write = test::write_of(community, who.sign(kind, now - 5, std::move(tags)));
+    write.rooms = {"office"};
+    auto outcomes = events.store_batch(std::vector{write});
+    REQUIRE(outcomes.size() == 1);
+    return outcomes[0];
+  };
+  test::check_outcome(post(member, 9, {}), status::stored, "");
+  test::check_outcome(post(admin, 9, {}), status::stored, "");
+  test::check_outcome(post(removed, 9, {}), status::refused, storage::msg_room_restricted);
+  // A deletion is not posting: someone who left deletes what they posted there.
+  test::check_outcome(post(removed, 5, {{"e", std::string(64, 'a')}}), status::stored, "");
+  // An import restores what the community held.
+  auto imported = test::write_of(community, removed.sign(9, now - 4, {{"h", "office"}}));
+  imported.rooms = {"office"};
+  imported.recheck_access = false;
+  test::check_outcome(events.store_batch(std::vector{imported}).at(0), status::stored, "");
+}

@@ -32,6 +32,18 @@ std::uint64_t count_all(test::store_fixture& f, std::int64_t at) {
   return result.count;
 }
 
+/// `member` is in the community's restricted room "office", and `admin` one of its admins (who
+/// may post in any room).
+void office_with(test::store_fixture& f, const author& member, const author& admin) {
+  const std::string id = std::to_string(f.community);
+  (void)test::scalar(f.connection, "INSERT INTO room_members (community_id, room_id, pubkey)"
+                                   " VALUES ($1::bigint, 'office', decode($2, 'hex')) RETURNING 1",
+                     {id, protocol::to_hex(member.pubkey())});
+  (void)test::scalar(f.connection, "INSERT INTO members (community_id, pubkey, role)"
+                                   " VALUES ($1::bigint, decode($2, 'hex'), 'admin') RETURNING 1",
+                     {id, protocol::to_hex(admin.pubkey())});
+}
+
 } // namespace
 
 TEST_CASE_METHOD(test::store_fixture, "expired events are hidden from query and count, then purged",
@@ -241,12 +253,7 @@ TEST_CASE_METHOD(test::store_fixture, "a comment in a restricted room's thread i
   (void)test::scalar(connection, "INSERT INTO rooms (community_id, room_id, restricted) VALUES"
                                  " ($1::bigint, 'office', true), ($1::bigint, 'lobby', false) RETURNING 1",
                      {id});
-  (void)test::scalar(connection, "INSERT INTO room_members (community_id, room_id, pubkey)"
-                                 " VALUES ($1::bigint, 'office', decode($2, 'hex')) RETURNING 1",
-                     {id, protocol::to_hex(member.pubkey())});
-  (void)test::scalar(connection, "INSERT INTO members (community_id, pubkey, role)"
-                                 " VALUES ($1::bigint, decode($2, 'hex'), 'admin') RETURNING 1",
-                     {id, protocol::to_hex(admin.pubkey())});
+  office_with(*this, member, admin);
   auto office_thread = member.sign(11, now - 20, {{"h", "office"}});
   auto lobby_thread = member.sign(11, now - 19, {{"h", "lobby"}});
   for (const auto& thread : {office_thread, lobby_thread})
@@ -389,12 +396,7 @@ TEST_CASE_METHOD(test::store_fixture,
   const std::string id = std::to_string(community);
   (void)test::scalar(connection, "INSERT INTO rooms (community_id, room_id, restricted) VALUES ($1::bigint, 'office', true)"
                                  " RETURNING 1", {id});
-  (void)test::scalar(connection, "INSERT INTO room_members (community_id, room_id, pubkey)"
-                                 " VALUES ($1::bigint, 'office', decode($2, 'hex')) RETURNING 1",
-                     {id, protocol::to_hex(member.pubkey())});
-  (void)test::scalar(connection, "INSERT INTO members (community_id, pubkey, role)"
-                                 " VALUES ($1::bigint, decode($2, 'hex'), 'admin') RETURNING 1",
-                     {id, protocol::to_hex(admin.pubkey())});
+  office_with(*this, member, admin);
   // The pod admitted each into the room (write_of takes its h as admitted): the removed member's
   // pod had not heard of the removal yet.
   auto post = [&](author& who, std::uint32_t kind, std::vector<protocol::tag> tags) {

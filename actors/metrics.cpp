@@ -101,7 +101,7 @@ std::string relay_metrics::render() const {
   write(out, "comb_list_writes_total", "counter", "NIP-43 member lists written.", list_writes);
   write(out, "comb_sockets_open", "gauge", "Sockets counted against the pod cap, from accept to close (refused sockets are not).", sockets_open);
   write(out, "comb_outbound_bytes", "gauge", "Bytes queued for all connections, not yet written.", outbound_bytes);
-  write(out, "comb_connections_refused_busy_total", "counter", "Sockets refused at the pod-wide cap (503).", connections_refused_busy);
+  write(out, "comb_connections_refused_busy_total", "counter", "Sockets and HTTP requests refused at a pod-wide cap (503): sockets, addresses, request bodies being read.", connections_refused_busy);
   write(out, "comb_pings_refused_total", "counter", "Connections cut for pinging past their own ping bucket.", pings_refused);
   write(out, "comb_refusals_unanswered_total", "counter", "Refused sockets closed without an HTTP status, past the number answered at once.", refusals_unanswered);
   write(out, "comb_connections_refused_address_total", "counter", "Sockets refused at the per-address cap (429).", connections_refused_address);

@@ -96,6 +96,9 @@ parse_result params_of(method m, std::string_view name, const json::array& given
       return bad_params(name, "a room id is required");
     if (text->size() > text_bound(m))
       return bad_params(name, "param is longer than " + std::to_string(text_bound(m)) + " bytes");
+    // Postgres takes text params as C strings: a NUL would cut the text short without a word.
+    if (text->find('\0') != std::string::npos)
+      return bad_params(name, "params may not hold a NUL character");
     if (m == method::change_relay_icon && !text->empty() && !text->starts_with("https://")
         && !text->starts_with("http://"))
       return bad_params(name, "the icon must be an http(s) URL");

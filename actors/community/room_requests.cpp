@@ -15,9 +15,12 @@ membership_reply room_reply_for(std::uint32_t kind, protocol::room_outcome outco
       return {true, kind == protocol::room_join_kind    ? "info: welcome to the room"
                     : kind == protocol::room_leave_kind ? "info: you have left the room"
                                                         : ""};
+    // NIP-29 refuses a join by a member; a put of a member is already done, and Flotilla's
+    // member dialog shows any refusal as an error although the other puts succeeded.
     case o::already_member:
-      return {false, kind == protocol::room_join_kind ? "duplicate: you are already a member of this room"
-                                                      : "duplicate: already a member with these roles"};
+      if (kind == protocol::room_join_kind)
+        return {false, "duplicate: you are already a member of this room"};
+      return {true, "duplicate: already a member with these roles"};
     case o::already_processed: return {true, "duplicate: this request was already processed"};
     case o::nothing_to_do: return {true, "duplicate: nothing to change"};
     case o::not_member: return {false, "invalid: not a member of this room"};

@@ -120,7 +120,9 @@ filter_cost cost_of(const std::vector<protocol::filter>& filters) {
 void drop_unindexed_tag_values(std::vector<protocol::filter>& filters, std::size_t max_bytes) {
   for (auto& f : filters)
     for (auto& tag : f.tags)
-      std::erase_if(tag.values, [max_bytes](const std::string& v) { return v.size() > max_bytes; });
+      std::erase_if(tag.values, [max_bytes](const std::string& v) {
+        return v.size() > max_bytes || v.find('\0') != std::string::npos;
+      });
 }
 
 std::optional<rejection> connection::charge_frame(double cost, double clock) {

@@ -91,8 +91,8 @@ struct filter_cost {
 
 [[nodiscard]] filter_cost cost_of(const std::vector<protocol::filter>& filters);
 
-/// Drops tag values longer than `max_bytes` from tag conditions: storage never indexes them, so
-/// they match no stored event, and the fan-out must not hold them (a REQ of 400 KB values).
+/// Drops tag values longer than `max_bytes` or holding a NUL from tag conditions: storage never
+/// indexes them (`storage::is_indexable_tag_value`), so they match no stored event, and the fan-out must not hold them (a REQ of 400 KB values).
 /// A condition left with no value matches nothing, as it would in storage.
 void drop_unindexed_tag_values(std::vector<protocol::filter>& filters, std::size_t max_bytes);
 

@@ -43,6 +43,8 @@ struct gateway_context {
   /// Bytes of messages begun and not finished, over every connection (settings'
   /// max_pod_partial_bytes bounds it).
   std::atomic<std::size_t> partial_message_bytes{0};
+  /// Bytes of HTTP request bodies being read, over every connection (server.cpp bounds it).
+  std::atomic<std::size_t> request_body_bytes{0};
   /// Host lookups sent to the directory actor and not answered yet.
   std::atomic<std::size_t> host_lookups_waiting{0};
   /// NIP-86 calls waiting on the management actor (answer_management).

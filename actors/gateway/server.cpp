@@ -271,6 +271,18 @@ namespace {
 
 constexpr std::size_t max_request_header_bytes = 16 * 1024;
 constexpr std::size_t max_request_body_bytes = 64 * 1024;
+/// Request bodies being read, over every connection: Beast reserves a declared Content-Length
+/// as soon as the headers are in, so ten thousand sockets that each declare 64 KiB and stop
+/// would hold 640 MiB. 256 bodies of the largest size read at once.
+constexpr std::size_t max_pod_request_body_bytes = 256 * max_request_body_bytes;
+
+/// What a request's body may hold once its headers are read: its Content-Length, or the bound
+/// for a chunked one.
+std::size_t declared_body_bytes(const http::request_parser<http::string_body>& parser) {
+  auto length = parser.content_length();
+  return length ? static_cast<std::size_t>(std::min<std::uint64_t>(*length, max_request_body_bytes))
+                : max_request_body_bytes;
+}
 
 struct websocket_session {
   std::string peer;
@@ -459,7 +471,19 @@ asio::awaitable<void> server::serve_requests(tcp_stream& stream, conf::ip_addres
     parser.header_limit(max_request_header_bytes);
     parser.body_limit(max_request_body_bytes);
     stream.expires_after(std::chrono::seconds(s.upgrade_timeout_seconds));
-    auto [ec, n] = co_await http::async_read(stream, buffer, parser, use_tuple);
+    auto [ec, n] = co_await http::async_read_header(stream, buffer, parser, use_tuple);
+    partial_message body_bytes(context_->request_body_bytes);
+    if (!ec && !parser.is_done()) {
+      if (!body_bytes.grew(declared_body_bytes(parser), max_pod_request_body_bytes)) {
+        bump(metrics.connections_refused_busy);
+        http_response busy = plain_response(parser.get(), http::status::service_unavailable,
+                                            "relay: too many requests in progress, retry shortly\n");
+        co_await http::async_write(stream, busy, use_tuple);
+        co_return;
+      }
+      auto [body_ec, body_n] = co_await http::async_read(stream, buffer, parser, use_tuple);
+      ec = body_ec;
+    }
     if (ec == http::error::body_limit || ec == http::error::header_limit
         || ec == http::error::buffer_overflow) {
       bump(metrics.http_too_large);
@@ -519,10 +543,18 @@ asio::awaitable<void> server::serve_requests(tcp_stream& stream, conf::ip_addres
           co_return;
         }
       }
+      // RFC 6455 has a client wait for the handshake's answer before it sends frames; bytes
+      // already here would be lost to the WebSocket and would pin the read buffer for its life.
+      if (buffer.size() != 0 || !request.body().empty()) {
+        http_response early = plain_response(request, http::status::bad_request,
+                                             "relay: data sent before the WebSocket handshake was answered\n");
+        co_await http::async_write(stream, early, use_tuple);
+        co_return;
+      }
       stream.expires_never();
       // This frame lives as long as the WebSocket does: let the HTTP read buffer go with it.
-      if (buffer.size() == 0)
-        buffer.shrink_to_fit();
+      buffer.shrink_to_fit();
+      body_bytes.finished();
       // NIP-42 binds AUTH to the host this connection was made to, which may be an alias.
       storage::community_row reached = *lookup.community;
       reached.host = *host;
@@ -535,6 +567,9 @@ asio::awaitable<void> server::serve_requests(tcp_stream& stream, conf::ip_addres
       response = co_await answer_management(*context_, request, lookup.community->id, *host);
     else
       response = community_route(request, *context_, *lookup.community);
+    // The read's deadline may have passed while a management call waited on Postgres; the
+    // answer gets a budget of its own, or a change made would go unanswered.
+    stream.expires_after(std::chrono::seconds(s.upgrade_timeout_seconds));
     co_await http::async_write(stream, response, use_tuple);
     if (!request.keep_alive())
       co_return;

@@ -243,3 +243,57 @@ describe('clients that begin messages and never finish them', () => {
 
   itStopsCleanly(ctx)
 })
+
+describe('clients that declare request bodies and never send them', () => {
+  const ctx = withRelay({ COMB_MAX_CONNECTIONS_PER_IP: '400' })
+  let relay
+  before(() => { relay = ctx.relay })
+
+  /** A socket that sent a POST's headers declaring `length` bytes of body, and a few of them. */
+  function stalledPost(length) {
+    return new Promise((resolve, reject) => {
+      const socket = net.connect(relay.port, '127.0.0.1')
+      let answer = ''
+      socket.on('data', (d) => { answer += d.toString('latin1') })
+      socket.on('error', () => {})
+      socket.once('connect', () => {
+        socket.write(`POST / HTTP/1.1\r\nHost: ${relay.host}\r\nContent-Type: application/nostr+json+rpc\r\n`
+          + `Content-Length: ${length}\r\n\r\n{"method"`)
+        resolve({ socket, answer: () => answer })
+      })
+      socket.once('error', reject)
+    })
+  }
+
+  it('answers 503 past the bodies the pod reads at once, and serves again once they go', async () => {
+    // Each declared body is reserved as its headers arrive: 256 of 64 KiB is the pod's bound.
+    const held = []
+    for (let i = 0; i < 256; i++) held.push(await stalledPost(65536))
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    for (const h of held) assert.equal(h.answer(), '', 'a body within the bound is waited for')
+    const refused = await rawHttp(relay.port, `POST / HTTP/1.1\r\nHost: ${relay.host}\r\n`
+      + 'Content-Length: 65536\r\n\r\n{"method"')
+    assert.match(refused, /^HTTP\/1\.1 503 /, `answer: ${refused.slice(0, 120)}`)
+    assert.match(refused, /too many requests in progress/)
+    for (const h of held) h.socket.destroy()
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    const body = '{"method":"supportedmethods","params":[]}'
+    const served = await rawHttp(relay.port, `POST / HTTP/1.1\r\nHost: ${relay.host}\r\nConnection: close\r\n`
+      + `Content-Type: application/nostr+json+rpc\r\nContent-Length: ${body.length}\r\n\r\n${body}`)
+    assert.match(served, /^HTTP\/1\.1 401 /, `answer: ${served.slice(0, 120)}`)
+  })
+
+  it('refuses a WebSocket upgrade that carries bytes before the handshake is answered', async () => {
+    const upgrade = `GET / HTTP/1.1\r\nHost: ${relay.host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n`
+      + 'Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n'
+    const early = await rawHttp(relay.port, Buffer.concat([Buffer.from(upgrade),
+      clientFrame(0x1, true, '["REQ","early",{"limit":1}]')]))
+    assert.match(early, /^HTTP\/1\.1 400 /, `answer: ${early.slice(0, 120)}`)
+    assert.match(early, /before the WebSocket handshake/)
+    const client = await RawClient.open(relay)
+    await stillUp(client)
+    await client.close()
+  })
+
+  itStopsCleanly(ctx)
+})

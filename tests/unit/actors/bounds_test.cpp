@@ -202,6 +202,10 @@ TEST_CASE("tag values longer than storage indexes are dropped from filters", "[a
   std::vector<protocol::filter> only_long{filter_of(R"({"#t":[")" + std::string(600, 'x') + R"("]})")};
   actors::drop_unindexed_tag_values(only_long, 512);
   CHECK(protocol::matches_nothing(only_long[0]));
+  // Live delivery must not match what history and COUNT never can.
+  std::vector<protocol::filter> with_nul{filter_of(R"({"#t":["a\u0000b"]})")};
+  actors::drop_unindexed_tag_values(with_nul, 512);
+  CHECK(protocol::matches_nothing(with_nul[0]));
 }
 
 TEST_CASE("queries beyond the places of a connection wait", "[actors][connection]") {

@@ -198,3 +198,14 @@ TEST_CASE("a room bound reached is refused naming the bound, not as a failure", 
   CHECK(comb::actors::room_reply_for(9021, room_outcome::too_many_members).message
         == "restricted: this room has the most members it may have (10000)");
 }
+
+TEST_CASE("a put of someone already in the room is accepted, a join by a member is not", "[room]") {
+  using comb::protocol::room_outcome;
+  // Flotilla's member dialog puts several people at once and shows any refusal as an error.
+  auto put = comb::actors::room_reply_for(9000, room_outcome::already_member);
+  CHECK(put.accepted);
+  CHECK(put.message.starts_with("duplicate: "));
+  auto join = comb::actors::room_reply_for(9021, room_outcome::already_member);
+  CHECK_FALSE(join.accepted);
+  CHECK(join.message.starts_with("duplicate: "));
+}

@@ -154,3 +154,11 @@ TEST_CASE("only supportedmethods and the lists are reads", "[unit][nip86]") {
                                                "listallowedpubkeys", "listbannedevents",
                                                "listrooms", "listroommembers"});
 }
+
+TEST_CASE("a text param holding a NUL is refused, not cut short", "[protocol][nip86]") {
+  auto name = parse_error(R"x({"method":"changerelayname","params":["Hive\u0000 (official)"]})x");
+  CHECK_FALSE(name.malformed);
+  CHECK(name.message.find("NUL") != std::string::npos);
+  auto reason = parse_error(R"({"method":"banpubkey","params":[")" + alice + R"(","spam\u0000"]})");
+  CHECK(reason.message.find("NUL") != std::string::npos);
+}

@@ -73,9 +73,9 @@ event sign_room_pins(const key_pair& relay, const room_state& room, std::int64_t
   return sign(relay, room_pins_kind, std::move(tags), created_at);
 }
 
-event sign_room_removal(const key_pair& relay, const std::string& room, const bytes32& subject,
-                        std::int64_t created_at) {
-  return sign(relay, room_remove_user_kind, {{"h", room}, {"p", to_hex(subject)}}, created_at);
+event sign_room_member_change(const key_pair& relay, std::uint32_t kind, const std::string& room,
+                              const bytes32& subject, std::int64_t created_at) {
+  return sign(relay, kind, {{"h", room}, {"p", to_hex(subject)}}, created_at);
 }
 
 } // namespace comb::protocol

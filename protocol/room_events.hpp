@@ -23,8 +23,9 @@ namespace comb::protocol {
 /// 39005: the pinned events, in the order the last 9010 gave them.
 [[nodiscard]] event sign_room_pins(const key_pair& relay, const room_state& room,
                                    std::int64_t created_at);
-/// The 9001 the relay issues for a 9022 leave request.
-[[nodiscard]] event sign_room_removal(const key_pair& relay, const std::string& room,
-                                      const bytes32& subject, std::int64_t created_at);
+/// The 9000 the relay issues for a 9021 join, or the 9001 for a 9022 leave: `kind` names which.
+[[nodiscard]] event sign_room_member_change(const key_pair& relay, std::uint32_t kind,
+                                            const std::string& room, const bytes32& subject,
+                                            std::int64_t created_at);
 
 } // namespace comb::protocol

@@ -53,6 +53,16 @@ room_plan create(const room_request& request) {
   return plan;
 }
 
+/// A newcomer sees none of the state signed before they came that their room hid from them: a
+/// hidden room's 39000, 39001 and 39003, a private room's 39001 (39002 is signed again for every
+/// change of members). Apps list rooms by their 39000 and load it with a `since`, so that state
+/// is signed again, newer, for them. (A 39005 is signed only from its 9010: pins are not kept.)
+void show_state_to_newcomer(room_plan& plan, const room_flags& flags) {
+  plan.parts.metadata = plan.parts.metadata || flags.hidden;
+  plan.parts.roles = plan.parts.roles || flags.hidden;
+  plan.parts.admins = plan.parts.admins || flags.hidden || flags.is_private;
+}
+
 room_plan put_user(const room_state& before, const room_request& request,
                    const room_context& context) {
   // Granting roles is for admins; moderators add plain members.
@@ -74,6 +84,7 @@ room_plan put_user(const room_state& before, const room_request& request,
   plan.after.members.push_back({request.subject, request.roles});
   plan.parts.members = true;
   plan.parts.admins = !request.roles.empty();
+  show_state_to_newcomer(plan, before.meta.flags);
   return plan;
 }
 
@@ -119,6 +130,10 @@ room_plan join(const room_state& before, const room_request& request, const room
   auto plan = changed(before);
   plan.after.members.push_back({request.subject, {}});
   plan.parts.members = true;
+  // NIP-29: a join is answered by the relay's 9000, as a leave by its 9001 (Flotilla shows
+  // "joined the room" from it, and watches for it to learn the user is in).
+  plan.relay_signs = room_put_user_kind;
+  show_state_to_newcomer(plan, before.meta.flags);
   return plan;
 }
 
@@ -129,7 +144,7 @@ room_plan leave(const room_state& before, const room_request& request) {
   auto plan = changed(before);
   plan.parts.members = true;
   plan.parts.admins = !existing->roles.empty();
-  plan.issue_removal = true;
+  plan.relay_signs = room_remove_user_kind;
   remove_member(plan.after, request.subject);
   return plan;
 }

@@ -91,7 +91,9 @@ struct room_plan {
   room_parts parts;
   bool deleted = false;        ///< delete_room: the room and its events go
   bool store_request = false;  ///< the accepted request event itself is stored
-  bool issue_removal = false;  ///< leave: the relay signs the 9001
+  /// The relay's own record of the change, naming the room and the subject: 9000 for a join,
+  /// 9001 for a leave; 0 for none.
+  std::uint32_t relay_signs = 0;
   bool store_invite = false;   ///< create_invite: its code is stored hashed
 };
 

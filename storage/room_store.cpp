@@ -318,7 +318,7 @@ room_write apply_locked(pg_connection& c, const protocol::key_pair& relay,
     return out;
   }
   std::int64_t newest = room_clock(c, community_id, request.room);
-  bool signs = plan.parts.any() || plan.issue_removal;
+  bool signs = plan.parts.any() || plan.relay_signs != 0;
   if (signs && newest >= now)
     throw room_must_wait{newest + 1};
   std::int64_t created_at = std::max(now, newest + 1);
@@ -366,11 +366,12 @@ room_write apply_locked(pg_connection& c, const protocol::key_pair& relay,
     auto state = write_state(c, relay, community_id, plan.after, plan.parts, created_at);
     out.events.insert(out.events.end(), state.begin(), state.end());
   }
-  if (plan.issue_removal) {
-    auto removal = rendered(protocol::sign_room_removal(relay, request.room, request.subject, created_at));
-    insert_event(c, community_id, removal);
+  if (plan.relay_signs != 0) {
+    auto record = rendered(protocol::sign_room_member_change(relay, plan.relay_signs, request.room,
+                                                             request.subject, created_at));
+    insert_event(c, community_id, record);
     set_room_clock(c, community_id, request.room, created_at);
-    out.events.push_back(std::move(removal));
+    out.events.push_back(std::move(record));
   }
   out.state_version = noted_change(c, community_id, out.events);
   return out;

@@ -69,6 +69,9 @@ describe('rooms in a community, as Flotilla uses them', () => {
     const join = await alice.publish(relay, makeRoomJoinEvent(room))
     accepted(join, /^info: /)
     assert.deepEqual(members(await roomState(bob, relay, ROOM_MEMBERS, room.h)), [owner.pk, alice.pk].sort())
+    // NIP-29: the relay answers a join with its own 9000; Flotilla shows "joined the room" from it.
+    const added = await bob.read(relay, [{ kinds: [9000], '#h': [room.h], '#p': [alice.pk] }])
+    assert.deepEqual(added.events.map((e) => e.pubkey), [relay.pubkey])
     // Another join of a member is refused as a duplicate; the same join event again was processed.
     refused(await alice.publish(relay, { ...makeRoomJoinEvent(room), created_at: join.event.created_at + 1 }), /^duplicate: /)
     accepted(await alice.publish(relay, { ...makeRoomJoinEvent(room), created_at: join.event.created_at }),

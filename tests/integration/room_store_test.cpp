@@ -64,13 +64,13 @@ TEST_CASE_METHOD(room_fixture, "creating a room writes its four state events and
   CHECK(count("SELECT count(*) FROM rooms WHERE community_id = $1::bigint") == "1");
 }
 
-TEST_CASE_METHOD(room_fixture, "joins and leaves rewrite 39002 only, paced, and a leave issues 9001",
+TEST_CASE_METHOD(room_fixture, "joins and leaves rewrite 39002 only, paced; the relay issues a 9000 for a join, a 9001 for a leave",
                  "[integration][rooms]") {
   open_room();
   std::int64_t created_second = now;
   auto joined = run(alice, 9021, {});
   CHECK(joined.outcome == room_outcome::changed);
-  CHECK(kinds_of(joined) == std::vector<std::uint32_t>{9021, 39002});
+  CHECK(kinds_of(joined) == std::vector<std::uint32_t>{9021, 39002, 9000});
   // The room's state of that second was written: the join moved to the next one.
   CHECK(joined.events.at(1).ev.created_at == created_second + 1);
   CHECK(listed_members() == std::vector<std::string>{owner.pubkey_hex(), alice.pubkey_hex()});
@@ -98,8 +98,11 @@ TEST_CASE_METHOD(room_fixture, "a closed room admits with a 9009 code, stored ha
               " AND code_hash <> 'secret-code'") == "1");
   auto joined = run(alice, 9021, {{"code", "secret-code"}});
   CHECK(joined.outcome == room_outcome::changed);
-  // The join is applied but not kept: every reader of the room would read the code in it.
-  CHECK(kinds_of(joined) == std::vector<std::uint32_t>{39002});
+  // The join is applied but not kept: every reader of the room would read the code in it. The
+  // relay's 9000 records it (NIP-29), naming the room and the newcomer only.
+  CHECK(kinds_of(joined) == std::vector<std::uint32_t>{39002, 9000});
+  CHECK(joined.events.back().ev.tags
+        == std::vector<comb::protocol::tag>{{"h", "pizza"}, {"p", alice.pubkey_hex()}});
   CHECK(count("SELECT count(*) FROM events WHERE community_id = $1::bigint AND kind = 9021") == "0");
   // The same code again is a no-op: no second invite, no second 9009 stored.
   auto again = run(owner, 9009, {{"code", "secret-code"}, {"alt", "again"}});
@@ -404,4 +407,16 @@ TEST_CASE_METHOD(room_fixture, "a moderator's 9005 deletes a comment posted in o
   CHECK(run(alice, 9005, {{"e", hex(abuse->id)}}).outcome == room_outcome::changed);
   CHECK(count("SELECT count(*) FROM events WHERE community_id = $1::bigint AND kind = 1111") == "0");
   CHECK(count("SELECT count(*) FROM events WHERE community_id = $1::bigint AND kind = 11") == "1");
+}
+
+TEST_CASE_METHOD(room_fixture, "a newcomer to a hidden room gets its state signed again, newer than before they came",
+                 "[integration][rooms]") {
+  open_room();
+  REQUIRE(run(owner, 9002, {{"name", "Pizza"}, {"hidden"}}).outcome == room_outcome::changed);
+  auto put = run(owner, 9000, {{"p", alice.pubkey_hex()}});
+  REQUIRE(put.outcome == room_outcome::changed);
+  // Flotilla lists rooms by their 39000, loaded with a `since` once it has some: one signed
+  // before alice could read it would never reach her.
+  CHECK(kinds_of(put) == std::vector<std::uint32_t>{9000, 39000, 39001, 39002, 39003});
+  CHECK(count("SELECT count(*) FROM events WHERE community_id = $1::bigint AND kind = 39000") == "1");
 }

@@ -202,6 +202,8 @@ TEST_CASE("joins and leaves", "[room]") {
   auto joined = plan_room_change(open, join, {community_standing::outsider});
   REQUIRE(joined.outcome == room_outcome::changed);
   CHECK(joined.parts.members);
+  CHECK(joined.relay_signs == 9000);
+  CHECK_FALSE(joined.parts.metadata); // an open room's 39000 was already theirs to read
   CHECK(plan_room_change(joined.after, join, {}).outcome == room_outcome::already_member);
   CHECK(plan_room_change(open, join, {community_standing::outsider, community_standing::outsider, true})
           .outcome == room_outcome::not_in_community);
@@ -211,9 +213,30 @@ TEST_CASE("joins and leaves", "[room]") {
           .outcome == room_outcome::changed);
   auto left = plan_room_change(joined.after, leave, {});
   CHECK(left.outcome == room_outcome::changed);
-  CHECK(left.issue_removal);
+  CHECK(left.relay_signs == 9001);
   CHECK(left.after.members.empty());
   CHECK(plan_room_change(open, leave, {}).outcome == room_outcome::not_member);
+}
+
+TEST_CASE("a newcomer to a hidden or private room gets the state it hid from them, signed again", "[room]") {
+  auto join = request_of(comb::test::sign_event(bob(), 9021, "", {{"h", "pizza"}}));
+  auto put = request_of(comb::test::sign_event(alice(), 9000, "",
+                                               {{"h", "pizza"}, {"p", to_hex(bob().public_key())}}));
+  room_context admin{community_standing::owner, community_standing::member};
+  auto hidden = room_with({}, {false, false, true, false});
+  for (const auto& plan : {plan_room_change(hidden, join, {community_standing::member}),
+                           plan_room_change(hidden, put, admin)}) {
+    REQUIRE(plan.outcome == room_outcome::changed);
+    CHECK(plan.parts.metadata); // Flotilla lists rooms by their 39000
+    CHECK(plan.parts.admins);
+    CHECK(plan.parts.roles);
+    CHECK(plan.parts.members);
+  }
+  auto priv = plan_room_change(room_with({}, {true, false, false, false}), put, admin);
+  REQUIRE(priv.outcome == room_outcome::changed);
+  CHECK_FALSE(priv.parts.metadata); // a private room's 39000 shows to all
+  CHECK(priv.parts.admins);
+  CHECK(priv.relay_signs == 0); // the put is stored: it is the record
 }
 
 TEST_CASE("who reads and writes a room", "[room]") {
@@ -318,7 +341,7 @@ TEST_CASE("relay-signed room state has the NIP-29 shape", "[room]") {
   CHECK(admins.tags[1] == tag{"p", to_hex(alice().public_key()), "admin"});
   auto members = sign_room_members(relay(), room, 100);
   CHECK(members.tags.size() == 3);
-  auto removal = sign_room_removal(relay(), "pizza", bob().public_key(), 100);
+  auto removal = sign_room_member_change(relay(), 9001, "pizza", bob().public_key(), 100);
   CHECK(removal.kind == 9001);
   CHECK(*room_of(removal) == "pizza");
   auto rendered = rooms_of_rendered(render_event_json(members));

@@ -137,6 +137,17 @@ management_result management_store::ban_event_locked(std::int64_t community_id,
   }
   if (own.rows() > 0)
     return management_result::refused;
+  auto full = connection_.exec("SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM banned_events"
+                               " WHERE community_id = $1::bigint AND event_id = $2::bytea)"
+                               " AND (SELECT count(*) FROM banned_events WHERE community_id = $1::bigint)"
+                               " >= $3::bigint",
+                               {community, bytea_param(event_id), std::to_string(max_banned_events)});
+  if (!full.ok()) {
+    last_error_ = full.error();
+    return management_result::failed;
+  }
+  if (full.rows() > 0)
+    return management_result::full;
   auto deleted = connection_.exec("DELETE FROM events WHERE community_id = $1::bigint"
                                   " AND id = $2::bytea",
                                   {community, bytea_param(event_id)});

@@ -33,10 +33,15 @@ struct community_bans {
                                                       std::int64_t community_id);
 
 /// What a NIP-86 write that is not a membership change came to.
+/// Event bans one community may hold: every pod reloads all of them on each change of access, so
+/// an admin banning random ids in a loop would make each ban cost every pod more.
+inline constexpr std::int64_t max_banned_events = 10000;
+
 enum class management_result {
   changed,
   unchanged, ///< already in the requested state
   refused,   ///< not allowed (e.g. banning one of the relay's own NIP-43 events)
+  full,      ///< the community holds `max_banned_events` event bans already
   forbidden, ///< the caller is no longer the community's owner or an admin
   failed,    ///< database error, see last_error()
 };

@@ -164,6 +164,10 @@ management_reply change_event_ban(self_ptr self, std::int64_t community_id,
   if (result == storage::management_result::refused)
     return management_refusal(200, management_outcome::error,
                               "the relay's own membership events cannot be banned");
+  if (result == storage::management_result::full)
+    return management_refusal(200, management_outcome::error,
+                              "this community has the most event bans it may hold ("
+                                + std::to_string(storage::max_banned_events) + "); lift some first");
   // Into this pod's ban list before the reply, not by a message to the community actor: a
   // client that sends the event again once it has the answer must meet the new state.
   if (auto handle = st.args.registry ? st.args.registry->find(community_id) : std::nullopt)

@@ -136,6 +136,16 @@ TEST_CASE_METHOD(fixture, "a ban known before delivery withholds the event: held
   auto fine = test::sign_event(alice, 1, "not banned");
   publish_live(fine);
   CHECK(reader.sink->take() == std::vector<std::string>{event_on("feed", fine)});
+
+  // A relay-signed delta's id is predictable: a ban of it made before it is written must not
+  // keep it from the subscribers following the member list.
+  say(reader, R"(["REQ","deltas",{"kinds":[8000]}])");
+  release_history();
+  CHECK(reader.sink->take() == std::vector<std::string>{R"(["EOSE","deltas"])"});
+  auto delta = test::sign_event(alice, 8000, "", {{"-"}, {"p", std::string(64, 'c')}});
+  base_policy.bans->set_event(delta.id, true);
+  publish_live(delta);
+  CHECK(reader.sink->take() == std::vector<std::string>{event_on("deltas", delta)});
 }
 
 TEST_CASE_METHOD(fixture, "CLOSE stops delivery and a reused id replaces the subscription",

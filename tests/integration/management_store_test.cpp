@@ -160,6 +160,17 @@ TEST_CASE_METHOD(banned_community, "a banned event is deleted and never stored a
   CHECK(store.ban_event(community, list.id, "", owner) == storage::management_result::refused);
   CHECK(live_lists(community).size() == 1);
 
+  // Bans are bounded: each one makes every pod reload them all.
+  REQUIRE(connection.exec("INSERT INTO banned_events (community_id, event_id, reason, banned_by)"
+                          " SELECT " + std::to_string(community) + ", sha256(i::text::bytea), '', '\\x"
+                          + hex(owner) + "' FROM generate_series(2, " + std::to_string(storage::max_banned_events)
+                          + ") i").ok());
+  auto late = author(5).sign(1, now_seconds(), {}, "one too many");
+  CHECK(store.ban_event(community, late->id, "", owner) == storage::management_result::full);
+  CHECK(store.ban_event(community, post->id, "again", owner) == storage::management_result::unchanged);
+  REQUIRE(connection.exec("DELETE FROM banned_events WHERE community_id = " + std::to_string(community)
+                          + " AND event_id <> '\\x" + hex(post->id) + "'").ok());
+
   CHECK(store.allow_event(community, post->id) == storage::management_result::changed);
   CHECK(store.allow_event(community, post->id) == storage::management_result::unchanged);
   check_outcome(store_one(events, community, post), storage::store_outcome::status::stored, "");

@@ -32,11 +32,11 @@ struct community_bans {
 [[nodiscard]] std::optional<community_bans> load_bans(pg_connection& connection,
                                                       std::int64_t community_id);
 
-/// What a NIP-86 write that is not a membership change came to.
 /// Event bans one community may hold: every pod reloads all of them on each change of access, so
 /// an admin banning random ids in a loop would make each ban cost every pod more.
 inline constexpr std::int64_t max_banned_events = 10000;
 
+/// What a NIP-86 write that is not a membership change came to.
 enum class management_result {
   changed,
   unchanged, ///< already in the requested state

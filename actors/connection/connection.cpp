@@ -13,6 +13,7 @@
 #include "protocol/relay_message.hpp"
 #include "protocol/room.hpp"
 #include "protocol/zap.hpp"
+#include "storage/event_rows.hpp"
 
 namespace comb::actors {
 namespace protocol = comb::protocol;
@@ -117,12 +118,10 @@ filter_cost cost_of(const std::vector<protocol::filter>& filters) {
   return cost;
 }
 
-void drop_unindexed_tag_values(std::vector<protocol::filter>& filters, std::size_t max_bytes) {
+void drop_unindexed_tag_values(std::vector<protocol::filter>& filters) {
   for (auto& f : filters)
     for (auto& tag : f.tags)
-      std::erase_if(tag.values, [max_bytes](const std::string& v) {
-        return v.size() > max_bytes || v.find('\0') != std::string::npos;
-      });
+      std::erase_if(tag.values, [](const std::string& v) { return !storage::is_indexable_tag_value(v); });
 }
 
 std::optional<rejection> connection::charge_frame(double cost, double clock) {

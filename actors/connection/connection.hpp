@@ -91,10 +91,11 @@ struct filter_cost {
 
 [[nodiscard]] filter_cost cost_of(const std::vector<protocol::filter>& filters);
 
-/// Drops tag values longer than `max_bytes` or holding a NUL from tag conditions: storage never
-/// indexes them (`storage::is_indexable_tag_value`), so they match no stored event, and the fan-out must not hold them (a REQ of 400 KB values).
-/// A condition left with no value matches nothing, as it would in storage.
-void drop_unindexed_tag_values(std::vector<protocol::filter>& filters, std::size_t max_bytes);
+/// Drops the tag values storage never indexes (`storage::is_indexable_tag_value`: too long, or
+/// holding a NUL) from tag conditions: they match no stored event, so live delivery must not
+/// match them either, and the fan-out must not hold them (a REQ of 400 KB values). A condition
+/// left with no value matches nothing, as it would in storage.
+void drop_unindexed_tag_values(std::vector<protocol::filter>& filters);
 
 /// A live event as the fan-out hands it out: the event and its JSON rendered once.
 struct live_event {

@@ -260,7 +260,7 @@ void refuse_subscription(self_ptr self, const std::string& id, const protocol::r
 
 void open_subscription(self_ptr self, protocol::req_message& message) {
   auto& st = self->state;
-  drop_unindexed_tag_values(message.filters, storage::max_indexed_tag_value_bytes);
+  drop_unindexed_tag_values(message.filters);
   auto generation = st.logic->open_subscription(message.subscription_id, message.filters);
   if (!generation) {
     refuse_subscription(self, message.subscription_id, generation.error());

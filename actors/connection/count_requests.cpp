@@ -38,7 +38,7 @@ void on_count(connection_self self, protocol::count_message& message) {
     bump(st.args.metrics->queries_refused);
     return refuse(self, sub, "rate-limited: too many queries at once, wait for answers");
   }
-  drop_unindexed_tag_values(message.filters, storage::max_indexed_tag_value_bytes);
+  drop_unindexed_tag_values(message.filters);
   ++st.waiting_counts;
   st.waiting_queries.emplace_back(history_request{self, st.args.policy.community_id, sub, 0,
                                                   std::move(message.filters), st.history, {}});

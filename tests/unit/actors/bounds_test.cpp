@@ -197,14 +197,14 @@ TEST_CASE("a connection's subscriptions hold at most the filter budget", "[actor
 
 TEST_CASE("tag values longer than storage indexes are dropped from filters", "[actors][connection]") {
   std::vector<protocol::filter> filters{filter_of(R"({"#t":["short",")" + std::string(600, 'x') + R"("]})")};
-  actors::drop_unindexed_tag_values(filters, 512);
+  actors::drop_unindexed_tag_values(filters);
   CHECK(filters[0].tags[0].values == std::vector<std::string>{"short"});
   std::vector<protocol::filter> only_long{filter_of(R"({"#t":[")" + std::string(600, 'x') + R"("]})")};
-  actors::drop_unindexed_tag_values(only_long, 512);
+  actors::drop_unindexed_tag_values(only_long);
   CHECK(protocol::matches_nothing(only_long[0]));
   // Live delivery must not match what history and COUNT never can.
   std::vector<protocol::filter> with_nul{filter_of(R"({"#t":["a\u0000b"]})")};
-  actors::drop_unindexed_tag_values(with_nul, 512);
+  actors::drop_unindexed_tag_values(with_nul);
   CHECK(protocol::matches_nothing(with_nul[0]));
 }
 

@@ -44,9 +44,11 @@ public:
 
   pg_params take() { return std::move(params_); }
 
-  /// Leaves out of every filter that may match a comment or a report those of `hiding`'s rooms
-  /// (borrowed_rooms_sql), when it hides any room's regular events.
-  void hide_borrowed(const protocol::room_hiding& hiding) {
+  /// Leaves out of every filter's rows what `hiding` hides of the rooms (hidden_rooms_sql), and
+  /// of the comments and reports those borrowing a room whose regular events it hides
+  /// (borrowed_rooms_sql).
+  void hide(const protocol::room_hiding& hiding) {
+    hiding_ = hiding;
     hidden_borrowed_rooms_ = hiding.regular_hidden();
   }
 
@@ -58,11 +60,45 @@ public:
     return borrowed_rooms_placeholder_;
   }
 
+  /// hidden_rooms_sql of the hiding, built when first asked for and shared by every filter;
+  /// empty when it hides nothing.
+  [[nodiscard]] std::string hidden_rooms_condition();
+
 private:
   pg_params params_;
+  protocol::room_hiding hiding_;
   std::vector<std::string> hidden_borrowed_rooms_;
   std::string borrowed_rooms_placeholder_;
+  std::string hidden_rooms_condition_;
 };
+
+/// Leaves out the rows a reader may not see of the rooms (protocol::room_hiding). A row's room
+/// is its `d` tag for room state (39000-39005), its `h` tag otherwise, as for a REQ; a row
+/// with several `h` tags is left out when any of them names a room it may not see, unless it
+/// is a 9000 or 9001 naming the reader in a `p` tag (protocol::shown_to_named).
+std::string hidden_rooms_sql(const protocol::room_hiding& hiding, param_list& params) {
+  std::string unseen = params.add(text_list(hiding.unseen), "text[]");
+  std::string state_only = params.add(text_list(hiding.state_only), "text[]");
+  std::string codes = params.add(text_list(hiding.codes_hidden), "text[]");
+  // `name IN ('d', 'h')` lets Postgres read the row's room tags from event_tags_room.
+  std::string hidden = "EXISTS (SELECT 1 FROM event_tags r WHERE r.community_id = e.community_id"
+         " AND r.event_id = e.id AND r.name IN ('d', 'h') AND r.name = CASE WHEN e.kind BETWEEN 39000 AND 39005"
+         " THEN 'd' ELSE 'h' END AND (r.value = ANY(" + unseen + ") OR (r.value = ANY("
+         + state_only + ") AND e.kind NOT IN (39000, 39003)) OR (r.value = ANY(" + codes
+         + ") AND e.kind = 9009)))";
+  if (hiding.reader.empty())
+    return " AND NOT " + hidden;
+  std::string reader = params.add(hiding.reader, "text");
+  return " AND (NOT " + hidden + " OR (e.kind IN (9000, 9001) AND EXISTS (SELECT 1 FROM event_tags n"
+         " WHERE n.community_id = e.community_id AND n.event_id = e.id AND n.name = 'p' AND n.value = "
+         + reader + ")))";
+}
+
+std::string param_list::hidden_rooms_condition() {
+  if (hidden_rooms_condition_.empty() && !hiding_.empty())
+    hidden_rooms_condition_ = hidden_rooms_sql(hiding_, *this);
+  return hidden_rooms_condition_;
+}
 
 bool tag_can_match(const protocol::tag_condition& condition) {
   return std::any_of(condition.values.begin(), condition.values.end(),
@@ -186,7 +222,7 @@ std::string where_sql(const protocol::filter& f, param_list& params,
   static_assert(protocol::gift_wrap_kind == 1059 && protocol::ephemeral_gift_wrap_kind == 21059);
   if (f.gift_wraps_hidden) // protocol::is_gift_wrap_kind
     sql += " AND e.kind NOT IN (1059, 21059)";
-  return sql + borrowed_rooms_sql(f, params);
+  return sql + params.hidden_rooms_condition() + borrowed_rooms_sql(f, params);
 }
 
 /// The row sorts after `after` in the reply's order (`at` DESC, `id`): stated on the columns the
@@ -256,28 +292,6 @@ std::string union_of(const std::vector<std::string>& selects) {
     sql += '(' + select + ')';
   }
   return sql;
-}
-
-/// Leaves out the rows a reader may not see of the rooms (protocol::room_hiding). A row's room
-/// is its `d` tag for room state (39000-39005), its `h` tag otherwise, as for a REQ; a row
-/// with several `h` tags is left out when any of them names a room it may not see, unless it
-/// is a 9000 or 9001 naming the reader in a `p` tag (protocol::shown_to_named).
-std::string hidden_rooms_sql(const protocol::room_hiding& hiding, param_list& params) {
-  std::string unseen = params.add(text_list(hiding.unseen), "text[]");
-  std::string state_only = params.add(text_list(hiding.state_only), "text[]");
-  std::string codes = params.add(text_list(hiding.codes_hidden), "text[]");
-  // `name IN ('d', 'h')` lets Postgres read the row's room tags from event_tags_room.
-  std::string hidden = "EXISTS (SELECT 1 FROM event_tags r WHERE r.community_id = e.community_id"
-         " AND r.event_id = e.id AND r.name IN ('d', 'h') AND r.name = CASE WHEN e.kind BETWEEN 39000 AND 39005"
-         " THEN 'd' ELSE 'h' END AND (r.value = ANY(" + unseen + ") OR (r.value = ANY("
-         + state_only + ") AND e.kind NOT IN (39000, 39003)) OR (r.value = ANY(" + codes
-         + ") AND e.kind = 9009)))";
-  if (hiding.reader.empty())
-    return " AND NOT " + hidden;
-  std::string reader = params.add(hiding.reader, "text");
-  return " AND (NOT " + hidden + " OR (e.kind IN (9000, 9001) AND EXISTS (SELECT 1 FROM event_tags n"
-         " WHERE n.community_id = e.community_id AND n.event_id = e.id AND n.name = 'p' AND n.value = "
-         + reader + ")))";
 }
 
 } // namespace
@@ -378,7 +392,7 @@ std::optional<sql_statement> bounded_select(std::int64_t community_id,
                                             std::size_t max_bytes, const history_page& page,
                                             bool keys_only, const protocol::room_hiding& hiding) {
   param_list params(community_id, now);
-  params.hide_borrowed(hiding);
+  params.hide(hiding);
   std::uint32_t rows_bound = 0;
   auto inner = history_select(filters, default_limit,
                               keys_only ? row_columns::with_version : row_columns::with_order,
@@ -460,18 +474,13 @@ std::optional<sql_statement> count_sql(std::int64_t community_id,
                                        std::int64_t now,
                                        const protocol::room_hiding& hiding) {
   param_list params(community_id, now);
-  params.hide_borrowed(hiding);
+  params.hide(hiding);
   std::vector<std::string> selects;
   for (const auto& f : filters)
     if (can_match(f))
       selects.push_back("SELECT e.id FROM events e WHERE " + where_sql(f, params));
   if (selects.empty())
     return std::nullopt;
-  if (!hiding.empty()) {
-    std::string hidden = hidden_rooms_sql(hiding, params);
-    for (auto& select : selects)
-      select += hidden;
-  }
   // Each branch of a union is cut too: Postgres removes duplicates by hashing or sorting, which
   // reads every row of its input before the outer LIMIT could stop it.
   std::string cap = params.add(std::to_string(max_counted_events + 1), "bigint");

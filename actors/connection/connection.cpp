@@ -279,13 +279,10 @@ bool connection::event_visible(const live_event& event) const {
   return rooms_visible(protocol::rooms_of_event(ev), ev.kind, names_reader);
 }
 
-protocol::room_hiding connection::hiding_for_borrowed(const std::vector<protocol::filter>& filters) const {
+protocol::room_hiding connection::history_hiding() const {
   if (!policy_.members || !policy_.members->rooms()->concerns_rows())
     return {};
-  for (const auto& f : filters)
-    if (protocol::may_match_borrower(f))
-      return hidden_rooms();
-  return {};
+  return hidden_rooms();
 }
 
 protocol::room_hiding connection::hidden_rooms() const {

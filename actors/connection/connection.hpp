@@ -195,9 +195,10 @@ public:
   /// database answers (the same rule as rooms_visible).
   [[nodiscard]] protocol::room_hiding hidden_rooms() const;
 
-  /// hidden_rooms for a REQ's history when one of `filters` may match a comment or a report, whose rooms
-  /// only the database knows (storage::bounded_history_sql); nothing hidden otherwise.
-  [[nodiscard]] protocol::room_hiding hiding_for_borrowed(const std::vector<protocol::filter>& filters) const;
+  /// hidden_rooms for a REQ's history, which the database leaves out before the filters'
+  /// limits count (storage::bounded_history_sql): hidden after them, a REQ for 50 posts could
+  /// get none, and its EOSE would tell the app there are no more. Nothing when no room hides rows.
+  [[nodiscard]] protocol::room_hiding history_hiding() const;
 
   /// NIP-29: a REQ naming (`#h`) a room whose events this connection may not read is refused.
   [[nodiscard]] std::optional<protocol::rejection>

@@ -270,7 +270,7 @@ void open_subscription(self_ptr self, protocol::req_message& message) {
   // A REQ that replaces one still waiting takes its place, so waiting REQs are never more than
   // the open subscriptions, however often a client repeats an id.
   forget_waiting(st, message.subscription_id);
-  auto hidden = st.logic->hiding_for_borrowed(message.filters);
+  auto hidden = st.logic->history_hiding();
   st.waiting_queries.emplace_back(
     live_request{self, st.args.owner, st.args.policy.community_id, message.subscription_id,
                  generation.value(), std::move(message.filters), st.history, {}, std::move(hidden)});

@@ -246,6 +246,64 @@ TEST_CASE_METHOD(test::store_fixture, "a comment is stored with its thread's roo
   CHECK(room_rows() == "1");
 }
 
+TEST_CASE_METHOD(test::store_fixture,
+                 "a limited read leaves out what the reader may not see of the rooms before the limit counts",
+                 "[integration][event_store][rooms]") {
+  author alice{23}, bob{24};
+  // Newer posts in the hidden room than the limit: hidden after the limit, they would fill the
+  // reply, and the reader would get nothing but an EOSE saying there is no more.
+  std::vector<test::event_ptr> lobby, office;
+  for (int i = 0; i < 3; ++i)
+    lobby.push_back(alice.sign(9, now - 100 + i, {{"h", "lobby"}, {"t", "news"}}));
+  for (int i = 0; i < 5; ++i)
+    office.push_back(bob.sign(9, now - 50 + i, {{"h", "office"}, {"t", "news"}}));
+  for (const auto& ev : lobby)
+    REQUIRE(store_one(events, community, ev).result == status::stored);
+  for (const auto& ev : office)
+    REQUIRE(store_one(events, community, ev).result == status::stored);
+  protocol::room_hiding office_unseen;
+  office_unseen.unseen = {"office"};
+  protocol::room_hiding office_state_only;
+  office_state_only.state_only = {"office"};
+
+  protocol::filter posts; // read by kind
+  posts.kinds = std::vector<std::uint32_t>{9};
+  posts.limit = 2;
+  protocol::filter tagged; // read by its tag
+  tagged.tags.push_back({'t', {"news"}});
+  tagged.limit = 2;
+  protocol::filter by_authors; // read per author and kind
+  by_authors.authors = {alice.pubkey(), bob.pubkey()};
+  by_authors.kinds = std::vector<std::uint32_t>{9};
+  by_authors.limit = 2;
+  const auto newest_lobby = jsons_of({lobby[2], lobby[1]});
+  for (const auto& hiding : {office_unseen, office_state_only})
+    for (bool share : {false, true}) {
+      for (const auto& f : {posts, tagged, by_authors}) {
+        auto result = events.query_chunks(community, {f}, now, 100, 1 << 20,
+                                          [](storage::query_result) { return true; }, share, hiding);
+        REQUIRE(result.ok);
+        std::vector<std::string> got = result.events;
+        for (const auto& json : result.shared)
+          got.push_back(*json);
+        CHECK(got == newest_lobby);
+      }
+      // Several filters, each with its own limit, in one union.
+      protocol::filter by_alice;
+      by_alice.authors = {alice.pubkey()};
+      by_alice.limit = 1;
+      auto result = events.query_chunks(community, {posts, by_alice}, now, 100, 1 << 20,
+                                        [](storage::query_result) { return true; }, share, hiding);
+      REQUIRE(result.ok);
+      CHECK(result.events.size() + result.shared.size() == 2);
+    }
+  // Nothing hidden: the office's newest fill the limit.
+  auto open = events.query_chunks(community, {posts}, now, 100, 1 << 20,
+                                  [](storage::query_result) { return true; });
+  REQUIRE(open.ok);
+  CHECK(open.events == jsons_of({office[4], office[3]}));
+}
+
 TEST_CASE_METHOD(test::store_fixture, "a comment in a restricted room's thread is stored only for those who may post there",
                  "[integration][event_store][rooms]") {
   author member{12}, outsider{13}, admin{14};

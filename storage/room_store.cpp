@@ -118,12 +118,12 @@ void insert_event(pg_connection& c, std::int64_t community_id, const relay_signe
   bool addressable = protocol::classify(ev.kind) == protocol::kind_class::addressable;
   auto inserted = must(
     c.exec("INSERT INTO events (community_id, id, pubkey, created_at, kind, d_tag, expires_at, raw)"
-           " VALUES ($1::bigint, $2::bytea, $3::bytea, $4::bigint, $5::int, $6, NULL, $7::text)"
+           " VALUES ($1::bigint, $2::bytea, $3::bytea, $4::bigint, $5::int, $6, $7::bigint, $8::text)"
            " ON CONFLICT (community_id, id) DO NOTHING RETURNING id",
            {community, bytea_param(ev.id), bytea_param(ev.pubkey), std::to_string(ev.created_at),
             std::to_string(ev.kind),
             addressable ? std::optional(address_key(protocol::d_tag(ev))) : std::nullopt,
-            stored.json}),
+            expiry_param(ev), stored.json}),
     "insert room event");
   if (inserted.rows() == 0)
     return;
@@ -285,6 +285,12 @@ room_write apply_locked(pg_connection& c, const protocol::key_pair& relay,
   if (exists(c, "SELECT 1 FROM events WHERE community_id = $1::bigint AND id = $2::bytea",
              {community, bytea_param(command.ev.id)}, "find request")) {
     out.outcome = room_outcome::already_processed;
+    return out;
+  }
+  // A stored request its author deleted would otherwise be applied again when sent again.
+  if (exists(c, "SELECT 1 FROM deleted_events WHERE community_id = $1::bigint AND event_id = $2::bytea",
+             {community, bytea_param(command.ev.id)}, "find deleted request")) {
+    out.outcome = room_outcome::deleted;
     return out;
   }
   // Decided here, under the lock, as membership writes decide theirs: the connection's look at

@@ -143,6 +143,22 @@ TEST_CASE_METHOD(room_fixture, "a room's invite code lives as long as its 9009: 
               " encode(sha256('leaked-code'), 'hex')") == "0");
 }
 
+TEST_CASE_METHOD(room_fixture, "a request keeps its NIP-40 expiration, and once deleted is not applied again",
+                 "[integration][rooms]") {
+  open_room();
+  const auto expires = std::to_string(now + 3600);
+  REQUIRE(run(alice, 9021, {{"expiration", expires}}).outcome == room_outcome::changed);
+  CHECK(count("SELECT expires_at FROM events WHERE community_id = $1::bigint AND kind = 9021") == expires);
+  // The owner puts bob in, deletes that 9000 (a 9005 naming it) and removes him: the same 9000
+  // sent again must not bring him back.
+  auto put_bob = room_command(owner, 9000, {{"h", "pizza"}, {"p", bob.pubkey_hex()}}, now);
+  REQUIRE(paced_room(rooms, community, put_bob, now).outcome == room_outcome::changed);
+  CHECK(run(owner, 9005, {{"e", hex(put_bob.ev.id)}}).outcome == room_outcome::changed);
+  REQUIRE(run(owner, 9001, {{"p", bob.pubkey_hex()}}).outcome == room_outcome::changed);
+  CHECK(paced_room(rooms, community, put_bob, now).outcome == room_outcome::deleted);
+  CHECK(listed_members() == std::vector<std::string>{owner.pubkey_hex(), alice.pubkey_hex()});
+}
+
 TEST_CASE_METHOD(room_fixture, "roles: a moderator deletes events, only admins grant roles",
                  "[integration][rooms]") {
   open_room();

@@ -63,7 +63,7 @@ enum class room_outcome {
   invite_required,  ///< join of a closed room without a valid code
   nothing_to_do,    ///< an edit that changes nothing, a delete of nothing
   already_processed,///< this request event was applied before
-  deleted,          ///< this request event was deleted by its author (NIP-09): not applied again
+  deleted,          ///< this request event was deleted (NIP-09, a 9005): not applied again
   too_many_rooms,   ///< create past the rooms a community may have
   too_many_members, ///< a join or put past the members a room may have
   too_many_invites, ///< a 9009 past the codes a room may have

@@ -287,7 +287,7 @@ room_write apply_locked(pg_connection& c, const protocol::key_pair& relay,
     out.outcome = room_outcome::already_processed;
     return out;
   }
-  // A stored request its author deleted would otherwise be applied again when sent again.
+  // A deleted request (NIP-09, a 9005) would otherwise be applied again when sent again.
   if (exists(c, "SELECT 1 FROM deleted_events WHERE community_id = $1::bigint AND event_id = $2::bytea",
              {community, bytea_param(command.ev.id)}, "find deleted request")) {
     out.outcome = room_outcome::deleted;

@@ -22,7 +22,7 @@ membership_reply room_reply_for(std::uint32_t kind, protocol::room_outcome outco
         return {false, "duplicate: you are already a member of this room"};
       return {true, "duplicate: already a member with these roles"};
     case o::already_processed: return {true, "duplicate: this request was already processed"};
-    case o::deleted: return {false, "blocked: this request was deleted by its author"};
+    case o::deleted: return {false, "blocked: this request was deleted"};
     case o::nothing_to_do: return {true, "duplicate: nothing to change"};
     case o::not_member: return {false, "invalid: not a member of this room"};
     case o::no_such_room: return {false, "invalid: there is no such room in this community"};

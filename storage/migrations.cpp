@@ -645,6 +645,25 @@ CREATE TRIGGER borrowed_rooms_deleted AFTER DELETE ON events
   FOR EACH ROW WHEN (OLD.kind IN (1111, 1984, 9735)) EXECUTE FUNCTION comb_borrowed_rooms_deleted();
 )sql";
 
+// Reactions and deletions borrow the rooms of what they react to or delete
+// (protocol::borrower_kinds): Flotilla's copy the `h` of their target, and a comment has none.
+// Reactions stored before get the `room` rows they would get now (a deletion's targets are gone,
+// so it gets none), and those rows go with them.
+constexpr const char* migration_34 = R"sql(
+INSERT INTO event_tags (community_id, event_id, name, value, created_at, kind)
+SELECT DISTINCT r.community_id, r.event_id, 'room', h.value, r.created_at, r.kind
+  FROM event_tags r
+  JOIN event_tags h ON h.community_id = r.community_id AND h.name IN ('h', 'room')
+   AND h.event_id = CASE WHEN r.value ~ '^[0-9a-f]{64}$' THEN decode(r.value, 'hex') END
+ WHERE r.kind = 7 AND r.name = 'e'
+   AND NOT EXISTS (SELECT 1 FROM event_tags o WHERE o.community_id = r.community_id
+                   AND o.event_id = r.event_id AND o.name IN ('h', 'room'));
+
+DROP TRIGGER borrowed_rooms_deleted ON events;
+CREATE TRIGGER borrowed_rooms_deleted AFTER DELETE ON events
+  FOR EACH ROW WHEN (OLD.kind IN (5, 7, 1111, 1984, 9735)) EXECUTE FUNCTION comb_borrowed_rooms_deleted();
+)sql";
+
 constexpr migration migrations[] = {
   {1, "communities, events, tags, deletions", migration_1},
   {2, "members, invites, allowlist", migration_2},
@@ -673,6 +692,7 @@ constexpr migration migrations[] = {
   {31, "room joins that carried invite codes deleted", migration_31},
   {32, "a room's invite code lives as long as its 9009", migration_32},
   {33, "zap receipts borrow rooms; rooms borrowed from borrowers", migration_33},
+  {34, "reactions and deletions borrow rooms", migration_34},
 };
 
 } // namespace

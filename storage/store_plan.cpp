@@ -10,7 +10,7 @@
 namespace comb::storage {
 namespace {
 
-constexpr std::uint32_t deletion_kind = 5;
+using protocol::deletion_kind;
 
 store_outcome outcome(store_outcome::status status, const char* message) {
   return store_outcome{status, message};

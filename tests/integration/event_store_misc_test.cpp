@@ -241,9 +241,30 @@ TEST_CASE_METHOD(test::store_fixture, "a comment is stored with its thread's roo
                         {std::to_string(community)});
   };
   CHECK(room_rows() == "2");
+  // The deletion borrows the kitchen from the comment it deletes (so it shows where the comment
+  // did), and the comment's own row goes with it.
   auto deletion = alice.sign(5, now - 1, {{"e", protocol::to_hex(on_kitchen->id)}});
-  REQUIRE(store_one(events, community, deletion).result == status::stored);
-  CHECK(room_rows() == "1");
+  auto deleted = store_one(events, community, deletion);
+  REQUIRE(deleted.result == status::stored);
+  CHECK(deleted.borrowed_rooms == std::vector<std::string>{"kitchen"});
+  CHECK(room_rows() == "2");
+  CHECK(test::scalar(connection, "SELECT count(*) FROM event_tags WHERE community_id = $1::bigint"
+                                 " AND name = 'room' AND event_id = $2::bytea",
+                     {std::to_string(community), "\\x" + protocol::to_hex(on_kitchen->id)}) == "0");
+  protocol::filter deletions;
+  deletions.kinds = std::vector<std::uint32_t>{5};
+  CHECK(read(deletions, kitchen_unseen).empty());
+  CHECK(read(deletions, {}) == jsons_of({deletion}));
+  // Flotilla's reaction to a comment copies the comment's h, which it has none of.
+  auto reaction = alice.sign(7, now - 1, {{"k", "1111"}, {"e", protocol::to_hex(on_pantry->id)},
+                                          {"p", protocol::to_hex(alice.pubkey())}}, "+");
+  auto reacted = store_one(events, community, reaction);
+  REQUIRE(reacted.result == status::stored);
+  CHECK(reacted.borrowed_rooms == std::vector<std::string>{"pantry"});
+  protocol::filter reactions;
+  reactions.kinds = std::vector<std::uint32_t>{7};
+  CHECK(read(reactions, pantry_private).empty());
+  CHECK(read(reactions, kitchen_unseen) == jsons_of({reaction}));
 }
 
 TEST_CASE_METHOD(test::store_fixture,
@@ -398,10 +419,11 @@ TEST_CASE_METHOD(test::store_fixture, "a report borrows the rooms of what it rep
   protocol::room_hiding office_unseen;
   office_unseen.unseen = {"office"};
   CHECK(read(office_unseen) == jsons_of({of_note}));
-  // Its room rows go with it.
+  // Its room rows go with it (the deletion borrows the office in turn).
   auto deletion = outsider.sign(5, now - 1, {{"e", protocol::to_hex(of_memo->id)}});
   REQUIRE(store_one(events, community, deletion).result == status::stored);
-  CHECK(test::scalar(connection, "SELECT count(*) FROM event_tags WHERE community_id = $1::bigint AND name = 'room'",
+  CHECK(test::scalar(connection, "SELECT count(*) FROM event_tags WHERE community_id = $1::bigint AND name = 'room'"
+                                 " AND kind <> 5",
                      {std::to_string(community)}) == "0");
 }
 

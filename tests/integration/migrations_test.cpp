@@ -432,3 +432,32 @@ TEST_CASE("migration 33: zap receipts, and reports of comments, get the rooms th
   CHECK(scalar(c, "SELECT string_agg(encode(event_id, 'hex'), ',') FROM event_tags WHERE name = 'room'"
                   " AND kind IN (1984, 9735)") == "0c");
 }
+
+TEST_CASE("migration 34: reactions to a comment get the rooms it borrows, and lose them with themselves",
+          "[integration][migrations]") {
+  test::fresh_database db;
+  storage::pg_connection c(db.conninfo());
+  const storage::migration* borrowing = nullptr;
+  for (const auto& m : storage::all_migrations())
+    if (m.version < 34)
+      REQUIRE(c.exec_script(m.sql).ok());
+    else if (m.version == 34)
+      borrowing = &m;
+  REQUIRE(borrowing);
+  auto community = scalar(c, "INSERT INTO communities (host) VALUES ('x.example') RETURNING id");
+  const std::string memo_hex(64, 'a'), comment_hex(64, 'b');
+  // A memo in the office, a comment on it (which borrowed the office), a reaction to the comment
+  // (which borrowed nothing before) and one with an h of its own.
+  insert_tagged(c, community, ("\\x" + memo_hex).c_str(), "{}", {{"h", "office"}});
+  insert_tagged(c, community, ("\\x" + comment_hex).c_str(), "{}", {{"E", memo_hex.c_str()}, {"room", "office"}});
+  insert_tagged(c, community, "\\x0c", "{}", {{"e", comment_hex.c_str()}});
+  insert_tagged(c, community, "\\x0d", "{}", {{"e", memo_hex.c_str()}, {"h", "lobby"}});
+  scalar(c, "UPDATE events SET kind = CASE WHEN id IN ('\\x0c', '\\x0d') THEN 7"
+            " WHEN substr(encode(id, 'hex'), 1, 1) = 'b' THEN 1111 ELSE 9 END RETURNING 1");
+  scalar(c, "UPDATE event_tags t SET kind = e.kind FROM events e WHERE e.id = t.event_id RETURNING 1");
+  REQUIRE(c.exec_script(borrowing->sql).ok());
+  CHECK(scalar(c, "SELECT string_agg(encode(event_id, 'hex') || ':' || value, ',' ORDER BY event_id)"
+                  " FROM event_tags WHERE name = 'room' AND kind = 7") == "0c:office");
+  scalar(c, "DELETE FROM events WHERE id = '\\x0c' RETURNING 1");
+  CHECK(scalar(c, "SELECT count(*) FROM event_tags WHERE name = 'room' AND kind = 7") == "0");
+}

@@ -6,6 +6,7 @@
 #include <iterator>
 #include <cstring>
 
+#include "protocol/gift_wraps.hpp"
 #include "protocol/hex.hpp"
 #include "protocol/kind_rules.hpp"
 #include "protocol/nip42.hpp"
@@ -172,7 +173,7 @@ std::optional<rejection> connection::admit_vanish(const protocol::event& ev, std
 
 std::optional<rejection> connection::admit_event(const protocol::event& ev, std::int64_t now,
                                                  double clock) {
-  zap_sender_.reset();
+  admitted_as_.reset();
   if (ev.kind == protocol::vanish_kind)
     return admit_vanish(ev, now, clock);
   if (closed_community() && !authenticated_ && !admits_zap(ev, now, clock))
@@ -204,7 +205,7 @@ std::optional<rejection> connection::admit_event(const protocol::event& ev, std:
     if (*authenticated_ != ev.pubkey)
       return rejection{reason::restricted, "this event may only be published by its author"};
   }
-  if (author_not_admitted(ev) && !admits_zap(ev, now, clock))
+  if (author_not_admitted(ev) && !admits_zap(ev, now, clock) && !admits_gift_wrap(ev))
     return rejection{reason::restricted, "the author of this event is not a member of this community"};
   if (auto refused = check_room_event(ev, now))
     return refused;
@@ -384,14 +385,22 @@ std::optional<rejection> connection::may_read() const {
 }
 
 bool connection::admits_zap(const protocol::event& ev, std::int64_t now, double clock) {
-  if (zap_sender_)
+  if (admitted_as_)
     return true;
   if (ev.kind != protocol::zap_receipt_kind || !policy_.members || !events_rate_.try_take(clock))
     return false;
   auto sender = protocol::zap_sender(ev, policy_.host, now);
   if (!sender || !policy_.members->is_member(*sender))
     return false;
-  zap_sender_ = sender;
+  admitted_as_ = sender;
+  return true;
+}
+
+bool connection::admits_gift_wrap(const protocol::event& ev) {
+  if (ev.kind != protocol::gift_wrap_kind || !authenticated_ || !policy_.members
+      || !policy_.members->is_member(*authenticated_))
+    return false;
+  admitted_as_ = authenticated_;
   return true;
 }
 

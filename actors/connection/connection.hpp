@@ -160,7 +160,8 @@ public:
   /// checks first, the signature last. `now` is unix seconds, `clock` a monotonic second count.
   /// Membership requests need a connection authenticated as their author; in a closed
   /// community every other event needs an author who is a member, but for a zap receipt (9735)
-  /// vouched for by a member's zap request in it (see admitted_zap_sender). A request to
+  /// vouched for by a member's zap request in it, and a gift wrap a member publishes (see
+  /// admitted_as). A request to
   /// vanish (NIP-62) goes by admit_vanish instead.
   [[nodiscard]] std::optional<protocol::rejection> admit_event(const protocol::event& ev,
                                                                std::int64_t now,
@@ -332,18 +333,26 @@ public:
   /// as rooms, check_room_event's): storage refuses it if one was deleted before it is stored.
   [[nodiscard]] std::vector<std::string> admitted_rooms(const protocol::event& ev) const;
 
-  /// The member whose zap request admitted the last event admit_event let in, a zap receipt
-  /// its Lightning service published without authenticating (NIP-57); nothing for any other
-  /// event. Storage checks that member again, not the receipt's author.
-  [[nodiscard]] const std::optional<protocol::bytes32>& admitted_zap_sender() const noexcept {
-    return zap_sender_;
+  /// The member who vouched for the last event admit_event let into a closed community in its
+  /// author's stead: the zap request's sender of a zap receipt its Lightning service published
+  /// without authenticating (NIP-57), the authenticated publisher of a gift wrap signed with a
+  /// throwaway key (NIP-59); nothing for any other event. Storage checks that member again,
+  /// not the event's author.
+  [[nodiscard]] const std::optional<protocol::bytes32>& admitted_as() const noexcept {
+    return admitted_as_;
   }
 
 private:
   /// A closed community admits a zap receipt from anyone when the zap request in it comes from
-  /// a member and names this relay; its sender is kept in zap_sender_. The request's signature
+  /// a member and names this relay; its sender is kept in admitted_as_. The request's signature
   /// is checked only after an event token is taken, as an AUTH's is paid for.
   [[nodiscard]] bool admits_zap(const protocol::event& ev, std::int64_t now, double clock);
+  /// A closed community admits a gift wrap (1059), whose author is a throwaway key by design
+  /// (NIP-59), from a connection authenticated as a member, kept in admitted_as_: a member may
+  /// use the community's relay as the inbox its DMs go to (NIP-17), and nobody else may store
+  /// anything in it. Not an ephemeral one (21059): other pods would withhold it for its author
+  /// (withholds_bridged), as no database vouched for its publisher.
+  [[nodiscard]] bool admits_gift_wrap(const protocol::event& ev);
   /// In a closed community only members' events are stored: the author, not the connection,
   /// must be a member (a member's connection may not carry a non-member's event).
   [[nodiscard]] bool author_not_admitted(const protocol::event& ev) const;
@@ -375,7 +384,7 @@ private:
   connection_policy policy_;
   std::string challenge_;
   std::optional<protocol::bytes32> authenticated_;
-  std::optional<protocol::bytes32> zap_sender_; ///< admitted_zap_sender
+  std::optional<protocol::bytes32> admitted_as_; ///< admitted_as
   rate_limiter events_rate_;
   rate_limiter frames_rate_;
   std::size_t events_in_flight_ = 0;

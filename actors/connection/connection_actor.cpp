@@ -156,7 +156,7 @@ void on_event(self_ptr self, protocol::event_message& message) {
   const bool vanishes = shared_event->kind == protocol::vanish_kind;
   self->send(st.args.writer, store_atom_v, std::move(route),
              storage::event_write{community, std::move(shared_event), std::move(json), std::move(rooms), true,
-                                  st.logic->admitted_zap_sender(), vanishes});
+                                  st.logic->admitted_as(), vanishes});
 }
 
 bool asks_for_invite(const protocol::req_message& message) {

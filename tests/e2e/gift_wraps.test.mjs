@@ -6,7 +6,7 @@ import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { PublishStatus } from '@welshman/net'
 import { Nip59 } from '@welshman/signer'
-import { DIRECT_MESSAGE, WRAP, makeEvent } from '@welshman/util'
+import { DIRECT_MESSAGE, WRAP, getPubkey, makeEvent, makeSecret } from '@welshman/util'
 import { appUser } from './app_user.mjs'
 import { RawClient, itStopsCleanly, withRelay } from './harness.mjs'
 
@@ -64,6 +64,39 @@ describe('gift wraps', () => {
     bobLive.stop()
     carolLive.stop()
     for (const user of [alice, bob, carol]) user.close()
+  })
+
+  itStopsCleanly(ctx)
+})
+
+describe('gift wraps in a closed community', () => {
+  const ownerSecret = makeSecret()
+  const ctx = withRelay({ COMB_ACCESS: 'closed', COMB_OWNER_PUBKEY: getPubkey(ownerSecret) })
+  const owner = appUser(ownerSecret)
+  const alice = appUser()
+  const bob = appUser()
+  const stranger = appUser()
+
+  const wrap = (from, recipient, content) =>
+    Nip59.fromSigner(from.signer).wrap(recipient.pk, makeEvent(DIRECT_MESSAGE, { content, tags: [['p', recipient.pk]] }))
+
+  it('are stored from a member, whose wrap is signed with a throwaway key, and from nobody else', async () => {
+    const { relay } = ctx
+    for (const member of [alice, bob])
+      assert.deepEqual(await owner.manage(relay, 'allowpubkey', [member.pk]), { result: true })
+    // The wrap's author is a key made for it alone, never a member: the authenticated member
+    // who publishes it vouches for it.
+    const fromAlice = await wrap(alice, bob, 'hello bob')
+    const sent = await alice.publishSigned(relay, fromAlice)
+    assert.equal(sent.status, PublishStatus.Success, sent.detail)
+    const fromStranger = await wrap(stranger, bob, 'let me in')
+    const refused = await stranger.publishSigned(relay, fromStranger)
+    assert.equal(refused.status, PublishStatus.Failure)
+    assert.match(refused.detail, /^restricted: /)
+    const mine = await bob.read(relay, [{ kinds: [WRAP], '#p': [bob.pk] }])
+    assert.deepEqual(mine.events.map((e) => e.id), [fromAlice.id])
+    assert.equal((await Nip59.fromSigner(bob.signer).unwrap(mine.events[0])).content, 'hello bob')
+    for (const user of [owner, alice, bob, stranger]) user.close()
   })
 
   itStopsCleanly(ctx)

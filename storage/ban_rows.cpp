@@ -27,8 +27,9 @@ bool reads_bans(membership_change change) {
 
 } // namespace
 
-std::set<protocol::bytes32> read_bans(pg_connection& c, std::int64_t community_id,
-                                      std::span<const membership_command> commands) {
+ban_reading read_bans(pg_connection& c, std::int64_t community_id,
+                      std::span<const membership_command> commands,
+                      const std::optional<protocol::bytes32>& owner) {
   pg_array subjects;
   bool any = false, bans = false;
   for (const auto& command : commands)
@@ -37,20 +38,25 @@ std::set<protocol::bytes32> read_bans(pg_connection& c, std::int64_t community_i
       any = true;
       bans = bans || command.change == membership_change::ban_pubkey;
     }
-  std::set<protocol::bytes32> banned;
+  ban_reading out;
   if (!any)
-    return banned;
+    return out;
   if (bans)
     must(c.exec("SELECT pg_advisory_xact_lock($1::bigint)",
                 {std::to_string(community_lock_key(community_id))}),
          "event lock");
-  auto reply = must(c.exec("SELECT encode(pubkey, 'hex') FROM banned_pubkeys"
-                           " WHERE community_id = $1::bigint AND pubkey = ANY($2::bytea[])",
-                           {std::to_string(community_id), subjects.str()}),
+  auto reply = must(c.exec("SELECT encode(pubkey, 'hex'), banned_by IS NULL OR banned_by = $3::bytea"
+                           " FROM banned_pubkeys WHERE community_id = $1::bigint AND pubkey = ANY($2::bytea[])",
+                           {std::to_string(community_id), subjects.str(),
+                            owner ? std::optional(bytea_param(*owner)) : std::nullopt}),
                     "read bans");
-  for (int row = 0; row < reply.rows(); ++row)
-    banned.insert(hex_field(reply, row, 0));
-  return banned;
+  for (int row = 0; row < reply.rows(); ++row) {
+    auto pubkey = hex_field(reply, row, 0);
+    out.banned.insert(pubkey);
+    if (reply.text(row, 1) == std::string_view("t"))
+      out.owner_held.insert(pubkey);
+  }
+  return out;
 }
 
 void write_bans(pg_connection& c, std::int64_t community_id, const std::vector<ban_change>& bans) {

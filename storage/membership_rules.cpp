@@ -155,8 +155,8 @@ step transfer(roster& r, const membership_command& c) {
 
 /// The role rules for requests signed by users: admins and the owner manage members, only the
 /// owner grants or revokes admin, nobody touches the owner, a user may only join or leave as
-/// themselves.
-bool authorized(const roster& r, const membership_command& c) {
+/// themselves; an admin lifts no ban the owner or the operator made (`owner_held`).
+bool authorized(const roster& r, const membership_command& c, const std::set<protocol::bytes32>& owner_held) {
   if (!c.requested_by)
     return true;
   const auto& requester = *c.requested_by;
@@ -180,7 +180,7 @@ bool authorized(const roster& r, const membership_command& c) {
     case membership_change::update_role: return owner && !is_self;
     case membership_change::ban_pubkey:
       return admin_or_owner && !is_self && (owner || r.role_of(c.subject) != member_role::admin);
-    case membership_change::unban_pubkey: return admin_or_owner;
+    case membership_change::unban_pubkey: return owner || (admin_or_owner && !owner_held.contains(c.subject));
     default: return false; // owner changes, backfill and repair are operator paths
   }
 }
@@ -189,8 +189,9 @@ step plan_one(roster& members, const membership_command& c,
               std::map<std::string, invite_state>& invites,
               const std::vector<protocol::bytes32>& allowlist, std::set<protocol::bytes32>& banned,
               std::int64_t now, membership_plan& plan,
-              const std::optional<protocol::bytes32>& relay_pubkey) {
-  if (!authorized(members, c)) {
+              const std::optional<protocol::bytes32>& relay_pubkey,
+              const std::set<protocol::bytes32>& owner_held) {
+  if (!authorized(members, c, owner_held)) {
     // The owner is reported as such even to someone who may not touch them.
     bool targets_owner = members.role_of(c.subject) == member_role::owner
                          && c.change != membership_change::claim_invite;
@@ -351,7 +352,8 @@ membership_plan plan_membership(roster& members, std::span<const membership_comm
                                 const std::vector<protocol::bytes32>& allowlist,
                                 std::set<protocol::bytes32>& banned, std::int64_t now,
                                 const std::vector<std::optional<membership_outcome>>& earlier,
-                                const std::optional<protocol::bytes32>& relay_pubkey) {
+                                const std::optional<protocol::bytes32>& relay_pubkey,
+                                const std::set<protocol::bytes32>& owner_held) {
   membership_plan plan;
   std::map<protocol::bytes32, membership_outcome> in_batch;
   for (std::size_t i = 0; i < commands.size(); ++i) {
@@ -361,7 +363,7 @@ membership_plan plan_membership(roster& members, std::span<const membership_comm
       if (auto seen = in_batch.find(*c.request_id); seen != in_batch.end())
         first = seen->second;
     step s = first ? step{repeated_outcome(members, c, *first)}
-                   : plan_one(members, c, invites, allowlist, banned, now, plan, relay_pubkey);
+                   : plan_one(members, c, invites, allowlist, banned, now, plan, relay_pubkey, owner_held);
     if (c.request_id && !first)
       in_batch.emplace(*c.request_id, s.result);
     plan.outcomes.push_back(s.result);

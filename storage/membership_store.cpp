@@ -178,10 +178,10 @@ membership_write membership_store::apply_locked(std::int64_t community_id,
   roster members(members_before(community_id, state_version, list_id));
   auto invites = read_invites(connection_, community_id, commands);
   auto allowlist = read_allowlist(connection_, community_id, commands);
-  auto banned = read_bans(connection_, community_id, commands);
+  auto bans = read_bans(connection_, community_id, commands, members.owner());
   auto claims = claim_requests(connection_, community_id, commands, now);
-  auto plan = plan_membership(members, commands, invites, allowlist, banned, now, claims.earlier,
-                              relay_key_.public_key());
+  auto plan = plan_membership(members, commands, invites, allowlist, bans.banned, now, claims.earlier,
+                              relay_key_.public_key(), bans.owner_held);
   // Lists keep pace with the clock, decided under the row lock so it holds for every pod: a
   // list never gets a created_at ahead of now; when this second already has one, wait.
   if (plan.list_changed && newest_list_at >= now)

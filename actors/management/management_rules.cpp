@@ -78,7 +78,7 @@ management_reply management_reply_for(storage::membership_outcome outcome) {
                                 "the owner cannot be removed or banned; ownership moves only by transfer");
     case o::not_allowed:
       return management_refusal(403, management_outcome::forbidden,
-                                "your role does not allow this (only the owner manages admins)");
+                                "your role does not allow this (only the owner manages admins and lifts the owner's bans)");
     case o::banned:
       return management_refusal(200, management_outcome::error,
                                 "this pubkey is banned from the community; unban it first");

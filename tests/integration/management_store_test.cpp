@@ -98,6 +98,24 @@ TEST_CASE_METHOD(banned_community, "a ban removes the member with its list and 8
                 storage::store_outcome::status::stored, "");
 }
 
+TEST_CASE_METHOD(banned_community, "an admin lifts an admin's ban, not the owner's nor the operator's",
+                 "[integration][nip86]") {
+  REQUIRE(apply(by(command(membership_change::ban_pubkey, bob), owner, "owner's call")).results[0].outcome
+          == outcome::changed);
+  REQUIRE(apply(command(membership_change::ban_pubkey, erin)).results[0].outcome == outcome::changed);
+  for (const auto& subject : {bob, erin})
+    CHECK(apply(by(command(membership_change::unban_pubkey, subject), admin)).results[0].outcome
+          == outcome::not_allowed);
+  CHECK(banned_pubkeys(*this).size() == 2);
+  // The owner lifts the operator's ban; an admin lifts another admin's.
+  CHECK(apply(by(command(membership_change::unban_pubkey, erin), owner)).results[0].outcome == outcome::changed);
+  REQUIRE(apply(by(command(membership_change::ban_pubkey, erin), admin2)).results[0].outcome == outcome::changed);
+  CHECK(apply(by(command(membership_change::unban_pubkey, erin), admin)).results[0].outcome == outcome::changed);
+  // The operator (the CLI: no requester) lifts any.
+  CHECK(apply(command(membership_change::unban_pubkey, bob)).results[0].outcome == outcome::changed);
+  CHECK(banned_pubkeys(*this).empty());
+}
+
 TEST_CASE_METHOD(banned_community, "nobody bans the owner and only the owner bans an admin",
                  "[integration][nip86]") {
   auto before = live_lists(community);

@@ -70,6 +70,18 @@ std::optional<bool> management_store::spend_http_auth(const protocol::bytes32& e
   return spent.affected_rows() == 1;
 }
 
+std::optional<bool> management_store::pubkey_bans_full(std::int64_t community_id) {
+  last_error_.clear();
+  auto reply = connection_.exec("SELECT count(*) >= $2::bigint FROM (SELECT 1 FROM banned_pubkeys"
+                                " WHERE community_id = $1::bigint LIMIT $2::bigint) AS b",
+                                {std::to_string(community_id), std::to_string(max_banned_pubkeys)});
+  if (!reply.ok()) {
+    last_error_ = reply.error();
+    return std::nullopt;
+  }
+  return reply.text(0, 0) == std::string_view("t");
+}
+
 management_result management_store::lock_for(std::int64_t community_id,
                                              const std::optional<protocol::bytes32>& manager) {
   // The community row first, as membership writers take it (their ban batches take the event

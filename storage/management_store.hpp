@@ -36,6 +36,12 @@ struct community_bans {
 /// an admin banning random ids in a loop would make each ban cost every pod more.
 inline constexpr std::int64_t max_banned_events = 10000;
 
+/// Pubkey bans a NIP-86 caller may bring a community to, for the same reason, and because every
+/// pod holds each one with its reason (up to 1 KiB) in its access state. Checked before the ban
+/// is queued, so calls in flight at once may pass it by as many; the operator's bans (the CLI)
+/// are not counted against it.
+inline constexpr std::int64_t max_banned_pubkeys = 10000;
+
 /// What a NIP-86 write that is not a membership change came to.
 enum class management_result {
   changed,
@@ -65,6 +71,10 @@ public:
   /// nothing on a database error.
   [[nodiscard]] std::optional<bool> spend_http_auth(const protocol::bytes32& event_id,
                                                     std::int64_t expires_at, std::int64_t now);
+
+  /// Whether the community holds max_banned_pubkeys pubkey bans already; nothing on a database
+  /// error.
+  [[nodiscard]] std::optional<bool> pubkey_bans_full(std::int64_t community_id);
 
   /// Deletes the event from the community and bans its id there, in one transaction that also
   /// takes the community's event lock exclusively, so no insert of it can slip between. With

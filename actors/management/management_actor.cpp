@@ -230,6 +230,17 @@ void run(self_ptr self, const management_call& call, admitted_call admitted,
            management_refusal(200, management_outcome::error, "the relay's own key cannot be banned"));
     return;
   }
+  if (method == management_method::ban_pubkey) {
+    auto full = self->state.store->pubkey_bans_full(community);
+    if (!full || *full) {
+      answer(self, method, reply,
+             !full ? database_trouble()
+                   : management_refusal(200, management_outcome::error,
+                                        "this community has the most pubkey bans it may hold ("
+                                          + std::to_string(storage::max_banned_pubkeys) + "); lift some first"));
+      return;
+    }
+  }
   if (auto command = membership_command_for(admitted.request, admitted.caller)) {
     auto before = command_before(*command, admitted.request);
     request_membership(self, community, std::move(*command), std::move(before), method,

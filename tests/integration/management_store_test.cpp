@@ -194,6 +194,20 @@ TEST_CASE_METHOD(banned_community, "a banned event is deleted and never stored a
   check_outcome(store_one(events, community, post), storage::store_outcome::status::stored, "");
 }
 
+TEST_CASE_METHOD(banned_community, "pubkey bans are bounded for NIP-86 callers", "[integration][nip86]") {
+  storage::management_store store(connection, relay_key.public_key());
+  CHECK(store.pubkey_bans_full(community) == false);
+  auto fill_to = [&](std::int64_t bans) {
+    REQUIRE(connection.exec("INSERT INTO banned_pubkeys (community_id, pubkey, reason)"
+                            " SELECT " + std::to_string(community) + ", sha256(i::text::bytea), ''"
+                            " FROM generate_series(1, " + std::to_string(bans) + ") i ON CONFLICT DO NOTHING").ok());
+  };
+  fill_to(storage::max_banned_pubkeys - 1);
+  CHECK(store.pubkey_bans_full(community) == false);
+  fill_to(storage::max_banned_pubkeys);
+  CHECK(store.pubkey_bans_full(community) == true);
+}
+
 TEST_CASE_METHOD(banned_community, "an admin demoted while its ban or edit waited on the row changes nothing",
                  "[integration][nip86][race]") {
   storage::management_store store(connection, relay_key.public_key());

@@ -23,6 +23,19 @@ std::string expected_versions() {
   return std::to_string(all.size()) + ':' + std::to_string(all.back().version);
 }
 
+/// Applies every migration before `version` and returns that one, not applied: a test stores
+/// rows as they were stored before it, then applies it.
+const storage::migration& migrated_up_to(storage::pg_connection& c, int version) {
+  const storage::migration* found = nullptr;
+  for (const auto& m : storage::all_migrations())
+    if (m.version < version)
+      REQUIRE(c.exec_script(m.sql).ok());
+    else if (m.version == version)
+      found = &m;
+  REQUIRE(found);
+  return *found;
+}
+
 } // namespace
 
 TEST_CASE("migrations create the schema and are idempotent", "[integration][migrations]") {
@@ -310,13 +323,7 @@ TEST_CASE("migration 28: reports stored before borrow the rooms of what they rep
           "[integration][migrations]") {
   test::fresh_database db;
   storage::pg_connection c(db.conninfo());
-  const storage::migration* reports_borrow = nullptr;
-  for (const auto& m : storage::all_migrations())
-    if (m.version < 28)
-      REQUIRE(c.exec_script(m.sql).ok());
-    else if (m.version == 28)
-      reports_borrow = &m;
-  REQUIRE(reports_borrow);
+  const auto* reports_borrow = &migrated_up_to(c, 28);
   auto community = scalar(c, "INSERT INTO communities (host) VALUES ('x.example') RETURNING id");
   const std::string memo_hex(64, 'a');
   insert_tagged(c, community, ("\\x" + memo_hex).c_str(), R"({"tags":[["h","office"]]})", {{"h", "office"}});
@@ -344,13 +351,7 @@ TEST_CASE("migration 31: room joins stored with invite codes are deleted, with t
           "[integration][migrations]") {
   test::fresh_database db;
   storage::pg_connection c(db.conninfo());
-  const storage::migration* codes_gone = nullptr;
-  for (const auto& m : storage::all_migrations())
-    if (m.version < 31)
-      REQUIRE(c.exec_script(m.sql).ok());
-    else if (m.version == 31)
-      codes_gone = &m;
-  REQUIRE(codes_gone);
+  const auto* codes_gone = &migrated_up_to(c, 31);
   auto community = scalar(c, "INSERT INTO communities (host) VALUES ('x.example') RETURNING id");
   insert_tagged(c, community, "\\x0a", R"({"kind":9021,"tags":[["h","locked"],["code","abc"]],"content":""})",
                 {{"h", "locked"}});
@@ -366,13 +367,7 @@ TEST_CASE("migration 32: room invite codes are tied to their 9009; codes whose 9
           "[integration][migrations]") {
   test::fresh_database db;
   storage::pg_connection c(db.conninfo());
-  const storage::migration* tied = nullptr;
-  for (const auto& m : storage::all_migrations())
-    if (m.version < 32)
-      REQUIRE(c.exec_script(m.sql).ok());
-    else if (m.version == 32)
-      tied = &m;
-  REQUIRE(tied);
+  const auto* tied = &migrated_up_to(c, 32);
   auto community = scalar(c, "INSERT INTO communities (host) VALUES ('x.example') RETURNING id");
   scalar(c, "INSERT INTO rooms (community_id, room_id) VALUES ($1::bigint, 'pizza') RETURNING 1", {community});
   // A code as it was typed (blanks around it are not part of it), one that expires, one whose
@@ -407,13 +402,7 @@ TEST_CASE("migration 33: zap receipts, and reports of comments, get the rooms th
           "[integration][migrations]") {
   test::fresh_database db;
   storage::pg_connection c(db.conninfo());
-  const storage::migration* borrowing = nullptr;
-  for (const auto& m : storage::all_migrations())
-    if (m.version < 33)
-      REQUIRE(c.exec_script(m.sql).ok());
-    else if (m.version == 33)
-      borrowing = &m;
-  REQUIRE(borrowing);
+  const auto* borrowing = &migrated_up_to(c, 33);
   auto community = scalar(c, "INSERT INTO communities (host) VALUES ('x.example') RETURNING id");
   const std::string memo_hex(64, 'a'), comment_hex(64, 'b');
   // A memo in the office, a comment on it (which borrowed the office), a report of the comment
@@ -437,13 +426,7 @@ TEST_CASE("migration 34: reactions to a comment get the rooms it borrows, and lo
           "[integration][migrations]") {
   test::fresh_database db;
   storage::pg_connection c(db.conninfo());
-  const storage::migration* borrowing = nullptr;
-  for (const auto& m : storage::all_migrations())
-    if (m.version < 34)
-      REQUIRE(c.exec_script(m.sql).ok());
-    else if (m.version == 34)
-      borrowing = &m;
-  REQUIRE(borrowing);
+  const auto* borrowing = &migrated_up_to(c, 34);
   auto community = scalar(c, "INSERT INTO communities (host) VALUES ('x.example') RETURNING id");
   const std::string memo_hex(64, 'a'), comment_hex(64, 'b');
   // A memo in the office, a comment on it (which borrowed the office), a reaction to the comment

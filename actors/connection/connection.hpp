@@ -161,8 +161,7 @@ public:
   /// Membership requests need a connection authenticated as their author; in a closed
   /// community every other event needs an author who is a member, but for a zap receipt (9735)
   /// vouched for by a member's zap request in it, and a gift wrap a member publishes (see
-  /// admitted_as). A request to
-  /// vanish (NIP-62) goes by admit_vanish instead.
+  /// admitted_as). A request to vanish (NIP-62) goes by admit_vanish instead.
   [[nodiscard]] std::optional<protocol::rejection> admit_event(const protocol::event& ev,
                                                                std::int64_t now,
                                                                double clock);

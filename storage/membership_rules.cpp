@@ -109,16 +109,22 @@ step update_role(roster& r, const membership_command& c) {
 }
 
 /// NIP-86 banpubkey: the ban is stored whether or not they are a member; a member is removed.
+/// One the owner or the operator makes joins `owner_held` at once, so an admin's unban later in
+/// the same batch cannot lift it.
 step ban(roster& r, const membership_command& c, std::set<protocol::bytes32>& banned,
-         membership_plan& plan, const std::optional<protocol::bytes32>& relay_pubkey) {
+         std::set<protocol::bytes32>& owner_held, membership_plan& plan,
+         const std::optional<protocol::bytes32>& relay_pubkey) {
   if (c.subject == relay_pubkey)
     return {outcome::not_allowed};
   auto role = r.role_of(c.subject);
   if (role == member_role::owner)
     return {outcome::is_owner};
   bool newly = banned.insert(c.subject).second;
-  if (newly)
+  if (newly) {
     plan.bans.push_back({c.subject, c.reason, false, c.requested_by});
+    if (!c.requested_by || r.role_of(*c.requested_by) == member_role::owner)
+      owner_held.insert(c.subject);
+  }
   if (!role)
     return {newly ? outcome::changed : outcome::nothing_to_do};
   r.remove(c.subject);
@@ -126,9 +132,10 @@ step ban(roster& r, const membership_command& c, std::set<protocol::bytes32>& ba
 }
 
 step unban(const membership_command& c, std::set<protocol::bytes32>& banned,
-           membership_plan& plan) {
+           std::set<protocol::bytes32>& owner_held, membership_plan& plan) {
   if (banned.erase(c.subject) == 0)
     return {outcome::nothing_to_do};
+  owner_held.erase(c.subject);
   plan.bans.push_back({c.subject, {}, true, c.requested_by});
   return {outcome::changed};
 }
@@ -190,7 +197,7 @@ step plan_one(roster& members, const membership_command& c,
               const std::vector<protocol::bytes32>& allowlist, std::set<protocol::bytes32>& banned,
               std::int64_t now, membership_plan& plan,
               const std::optional<protocol::bytes32>& relay_pubkey,
-              const std::set<protocol::bytes32>& owner_held) {
+              std::set<protocol::bytes32>& owner_held) {
   if (!authorized(members, c, owner_held)) {
     // The owner is reported as such even to someone who may not touch them.
     bool targets_owner = members.role_of(c.subject) == member_role::owner
@@ -214,8 +221,8 @@ step plan_one(roster& members, const membership_command& c,
       }
       return {};
     case membership_change::republish: return {outcome::changed, 0, true};
-    case membership_change::ban_pubkey: return ban(members, c, banned, plan, relay_pubkey);
-    case membership_change::unban_pubkey: return unban(c, banned, plan);
+    case membership_change::ban_pubkey: return ban(members, c, banned, owner_held, plan, relay_pubkey);
+    case membership_change::unban_pubkey: return unban(c, banned, owner_held, plan);
   }
   return {};
 }
@@ -355,6 +362,7 @@ membership_plan plan_membership(roster& members, std::span<const membership_comm
                                 const std::optional<protocol::bytes32>& relay_pubkey,
                                 const std::set<protocol::bytes32>& owner_held) {
   membership_plan plan;
+  std::set<protocol::bytes32> held = owner_held; // and the bans the batch's owner makes
   std::map<protocol::bytes32, membership_outcome> in_batch;
   for (std::size_t i = 0; i < commands.size(); ++i) {
     const auto& c = commands[i];
@@ -363,7 +371,7 @@ membership_plan plan_membership(roster& members, std::span<const membership_comm
       if (auto seen = in_batch.find(*c.request_id); seen != in_batch.end())
         first = seen->second;
     step s = first ? step{repeated_outcome(members, c, *first)}
-                   : plan_one(members, c, invites, allowlist, banned, now, plan, relay_pubkey, owner_held);
+                   : plan_one(members, c, invites, allowlist, banned, now, plan, relay_pubkey, held);
     if (c.request_id && !first)
       in_batch.emplace(*c.request_id, s.result);
     plan.outcomes.push_back(s.result);

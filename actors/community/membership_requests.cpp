@@ -43,6 +43,8 @@ protocol::result<storage::membership_command> user_command(const protocol::event
     if (closed && (!claim || claim->empty()) && !context.sender_is_member)
       return protocol::rejection{protocol::reason::restricted,
                                  "a join request needs a claim tag with an invite code"};
+    if (claim && claim->size() > max_claim_bytes)
+      return protocol::rejection{protocol::reason::restricted, "invalid invite code"};
     c.change = closed ? membership_change::claim_invite : membership_change::claim_membership;
     c.invite_code = claim ? *claim : "";
     c.added_by = closed ? "invite" : "join";

@@ -18,6 +18,10 @@ inline constexpr std::uint32_t add_member_kind = 9030;
 inline constexpr std::uint32_t remove_member_kind = 9031;
 inline constexpr std::uint32_t change_role_kind = 9032;
 
+/// The longest invite code a join may claim: the relay mints codes of 32 characters, and a
+/// longer claim, refused before it is queued, would weigh on the community's queue of requests.
+inline constexpr std::size_t max_claim_bytes = 256;
+
 /// Kinds that are requests to the community actor rather than events to store.
 [[nodiscard]] bool is_membership_request(std::uint32_t kind) noexcept;
 

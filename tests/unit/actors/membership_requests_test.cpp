@@ -98,6 +98,18 @@ TEST_CASE("an open community admits a join with no claim or any claim", "[unit][
   }
 }
 
+TEST_CASE("a join claiming a code longer than any the relay mints is refused before it is queued",
+          "[unit][actors][nip43]") {
+  auto now = test::unix_now();
+  const membership_context closed_hive{true, "hive.test"};
+  for (const auto& context : {open_hive, closed_hive}) {
+    auto longest = test::sign_event(carol, join_request_kind, "", {{"claim", std::string(max_claim_bytes, 'c')}});
+    CHECK(membership_command_for(longest, context, now));
+    auto longer = test::sign_event(carol, join_request_kind, "", {{"claim", std::string(max_claim_bytes + 1, 'c')}});
+    CHECK(message_of(membership_command_for(longer, context, now)) == "restricted: invalid invite code");
+  }
+}
+
 TEST_CASE("9030-9032 must name this community in a relay tag", "[unit][actors][nip43]") {
   auto now = test::unix_now();
   auto p = protocol::to_hex(carol.public_key());

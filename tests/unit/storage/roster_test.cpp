@@ -140,6 +140,31 @@ TEST_CASE("a ban in a batch removes the member and refuses their later join",
   CHECK(r.role_of(key(3)) == member_role::member);
 }
 
+TEST_CASE("an admin lifts no ban the owner or the operator made, stored or in the same batch",
+          "[unit][storage][roster]") {
+  auto r = three_members();
+  std::map<std::string, invite_state> invites;
+  std::set<bytes32> banned{key(6)};
+  const std::set<bytes32> owner_held{key(6)}; // stored, made by the owner
+  auto by = [](membership_change change, bytes32 subject, std::optional<bytes32> requester) {
+    membership_command c = request(change, subject, requester.value_or(bytes32{}));
+    c.requested_by = requester;
+    return c;
+  };
+  using mc = membership_change;
+  std::vector<membership_command> batch{
+    by(mc::ban_pubkey, key(3), key(1)),   by(mc::unban_pubkey, key(3), key(2)),   // the owner's
+    by(mc::ban_pubkey, key(5), std::nullopt), by(mc::unban_pubkey, key(5), key(2)), // the operator's
+    by(mc::unban_pubkey, key(6), key(2)),                                         // stored
+    by(mc::unban_pubkey, key(3), key(1)), by(mc::ban_pubkey, key(3), key(2)),     // lifted, banned again
+    by(mc::unban_pubkey, key(3), key(2))};                                        // by an admin: theirs
+  auto plan = plan_membership(r, batch, invites, {}, banned, 0, {}, std::nullopt, owner_held);
+  using o = membership_outcome;
+  CHECK(plan.outcomes == std::vector<o>{o::changed, o::not_allowed, o::changed, o::not_allowed,
+                                        o::not_allowed, o::changed, o::changed, o::changed});
+  CHECK(banned == std::set<bytes32>{key(5), key(6)});
+}
+
 TEST_CASE("nobody bans the relay's own key", "[unit][storage][roster]") {
   auto r = three_members();
   std::map<std::string, invite_state> invites;

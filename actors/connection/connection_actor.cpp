@@ -244,6 +244,9 @@ void forget_waiting(connection_state& st, const std::string& id) {
     const auto* req = std::get_if<live_request>(&waiting);
     return req && req->subscription_id == id;
   });
+  // An invite being minted for it is not sent (on_minted finds nothing): the client closed or
+  // replaced the subscription it asked on.
+  std::erase_if(st.awaiting_invite, [&](const auto& entry) { return entry.second.subscription_id == id; });
 }
 
 void refuse_subscription(self_ptr self, const std::string& id, const protocol::rejection& why) {

@@ -145,6 +145,22 @@ describe('NIP-43 in a closed community', () => {
     for (const c of [host, admin, member]) c.close()
   })
 
+  it('sends no invite on a subscription closed while it was minted', async () => {
+    const { relay } = ctx
+    const client = await RawClient.open(relay)
+    const challenge = await client.challenge()
+    const authed = await client.auth(sign(owner.sk, { kind: 22242, tags: [['relay', relay.url], ['challenge', challenge]] }))
+    assert.equal(authed.ok, true, authed.message)
+    // The CLOSE reaches the connection before the database has minted the code.
+    client.send(['REQ', 'gone', { kinds: [28935] }])
+    client.send(['CLOSE', 'gone'])
+    const kept = await client.req('kept', { kinds: [28935] })
+    assert.equal(kept.events.length, 1, 'a later invite REQ is still answered')
+    await pause(300)
+    assert.deepEqual(client.drain((f) => f[1] === 'gone'), [])
+    await client.close()
+  })
+
   itStopsCleanly(ctx)
 })
 

@@ -12,12 +12,11 @@ void dispatch(self_ptr self) {
   auto& st = self->state;
   if (!st.in_flight.empty() || st.queue.empty() || st.waiting_for_clock)
     return;
+  st.in_flight = st.queue.take(st.args.batch_max);
   std::vector<storage::membership_command> commands;
-  while (!st.queue.empty() && st.in_flight.size() < st.args.batch_max) {
-    commands.push_back(st.queue.front().command);
-    st.in_flight.push_back(std::move(st.queue.front()));
-    st.queue.pop_front();
-  }
+  commands.reserve(st.in_flight.size());
+  for (const auto& waiting : st.in_flight)
+    commands.push_back(waiting.command);
   st.batch_started = std::chrono::steady_clock::now();
   self->send(st.args.membership_writer, apply_atom_v, st.args.community_id, std::move(commands));
 }
@@ -168,8 +167,7 @@ void committed(self_ptr self, const storage::membership_write& write) {
 /// queue (with whatever arrives meanwhile) goes as one transaction once `retry_at` began.
 void wait_for_clock(self_ptr self, std::int64_t retry_at) {
   auto& st = self->state;
-  for (auto it = st.in_flight.rbegin(); it != st.in_flight.rend(); ++it)
-    st.queue.push_front(std::move(*it));
+  st.queue.put_back(std::move(st.in_flight));
   st.in_flight.clear();
   st.waiting_for_clock = true;
   auto due = std::chrono::system_clock::time_point(std::chrono::seconds(retry_at));
@@ -253,7 +251,7 @@ caf::behavior community_actor(caf::stateful_actor<community_state>* self, commun
   return {
     [=](member_atom, std::uint64_t ticket, const storage::membership_command& command) {
       auto sender = caf::actor_cast<caf::actor>(self->current_sender());
-      if (self->state.queue.size() >= max_queued_commands) {
+      if (!self->state.queue.push({sender, ticket, command})) {
         if (auto& metrics = self->state.args.metrics)
           bump(metrics->membership_writes[static_cast<std::size_t>(command.change)]
                                          [static_cast<std::size_t>(storage::membership_outcome::busy)]);
@@ -262,7 +260,6 @@ caf::behavior community_actor(caf::stateful_actor<community_state>* self, commun
                      storage::membership_result::of(storage::membership_outcome::busy));
         return;
       }
-      self->state.queue.push_back({std::move(sender), ticket, command});
       dispatch(self);
     },
     [=](refresh_atom, const storage::community_access& state) { refresh(self, state); },

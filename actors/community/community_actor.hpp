@@ -8,6 +8,7 @@
 #include "actors/community/ban_list.hpp"
 #include "actors/community/community_hooks.hpp"
 #include "actors/community/member_cache.hpp"
+#include "actors/community/membership_queue.hpp"
 #include "actors/messages.hpp"
 #include "actors/metrics.hpp"
 #include <chrono>
@@ -26,25 +27,12 @@ struct community_args {
   ban_list_ptr bans; ///< may be unset (tests)
 };
 
-/// A membership command waiting for its turn, and who to tell the outcome.
-struct queued_command {
-  caf::actor reply_to;
-  std::uint64_t ticket = 0;
-  storage::membership_command command;
-};
-
 /// A room request waiting for its turn (one room transaction of a community at a time).
 struct queued_room {
   caf::actor reply_to;
   std::uint64_t ticket = 0;
   storage::room_command command;
 };
-
-/// Membership commands (and, apart, room requests) one community holds waiting for its writer;
-/// past it they are answered `busy` at once (rate-limited:, NIP-86 503). Each connection waits
-/// for a bounded number, but many connections (a flood of joins from many addresses) could grow
-/// a queue without end.
-inline constexpr std::size_t max_queued_commands = 4096;
 
 /// Room requests carry their event (up to a client frame each): past these bytes waiting, more
 /// are answered `busy` too, whatever their count.
@@ -57,7 +45,7 @@ inline constexpr std::size_t max_queued_room_bytes = 32 * 1024 * 1024;
 
 struct community_state {
   community_args args;
-  std::deque<queued_command> queue;
+  membership_queue queue;
   std::vector<queued_command> in_flight;
   /// The database state version the cache holds; the cache never goes back to an older one.
   std::int64_t version = 0;
@@ -68,7 +56,8 @@ struct community_state {
   /// The newest list has this second: commands wait for the next one, then go together.
   bool waiting_for_clock = false;
   std::chrono::steady_clock::time_point batch_started;
-  std::deque<queued_room> room_queue; ///< bounded: max_queued_commands, max_queued_room_bytes
+  /// Bounded: max_queued_commands, max_queued_room_bytes.
+  std::deque<queued_room> room_queue;
   std::size_t room_queue_bytes = 0;
   bool room_in_flight = false;
   bool room_waiting_for_clock = false;

@@ -62,8 +62,12 @@ void request_membership_change(self_ptr self, const protocol::event& ev) {
     send_frame(self, protocol::render_ok(ev.id, false, why.text()));
     return;
   }
-  // Each waits on the community actor; as many as events may wait on storage, no more.
-  if (st.awaiting_membership.size() >= st.args.policy.max_events_in_flight) {
+  // Each waits on the community actor; as many as events may wait on storage, no more, and
+  // only a few joins and leaves, which a connection makes for its own key.
+  auto own = std::count_if(st.awaiting_membership.begin(), st.awaiting_membership.end(),
+                           [](const auto& waiting) { return is_self_request_kind(waiting.second.second); });
+  if (st.awaiting_membership.size() >= st.args.policy.max_events_in_flight
+      || (is_self_request_kind(ev.kind) && static_cast<std::size_t>(own) >= max_waiting_self_requests)) {
     bump(st.args.metrics->events_rejected);
     send_frame(self, protocol::render_ok(ev.id, false, "rate-limited: too many membership requests awaiting an answer"));
     return;

@@ -499,6 +499,39 @@ TEST_CASE_METHOD(fixture, "past its bound a community's queue answers busy at on
   CHECK(seen->room_replies.size() == 1);
 }
 
+TEST_CASE_METHOD(fixture, "joins and leaves fill only their lane of the queue, the rest is kept for admins",
+                 "[actor][community][bounds]") {
+  db->wait_batch = 0; // the writer's first batch waits for the next second: the queue fills
+  queue(1, cmd(membership_change::add_member, 2));
+  scheduler->run();
+  REQUIRE(seen->replies.empty());
+  auto self_request = [](std::uint64_t ticket) {
+    auto c = cmd(ticket % 2 == 0 ? membership_change::claim_membership : membership_change::remove_member,
+                 static_cast<std::uint8_t>(ticket % 200 + 3));
+    c.requested_by = c.subject;
+    return c;
+  };
+  const std::uint64_t last_in_lane = 1 + max_queued_self_requests;
+  for (std::uint64_t ticket = 2; ticket <= last_in_lane + 2; ++ticket)
+    queue(ticket, self_request(ticket));
+  scheduler->run();
+  using reply = std::pair<std::uint64_t, outcome>;
+  CHECK(seen->replies == std::vector<reply>{{last_in_lane + 1, outcome::busy}, {last_in_lane + 2, outcome::busy}});
+
+  // An admin's removal of a joiner, and the operator's add, still find a place.
+  auto removal = cmd(membership_change::remove_member, 5);
+  removal.requested_by = key(1);
+  queue(last_in_lane + 3, removal);
+  queue(last_in_lane + 4, cmd(membership_change::add_member, 250));
+  scheduler->run();
+  CHECK(seen->replies.size() == 2);
+  scheduler->trigger_timeouts();
+  scheduler->run();
+  REQUIRE(seen->replies.size() == last_in_lane + 4);
+  CHECK(seen->replies.back().first == last_in_lane + 4);
+  CHECK(seen->replies.back().second != outcome::busy);
+}
+
 TEST_CASE_METHOD(fixture, "room requests waiting are bounded in bytes as well as in count",
                  "[actor][community][bounds]") {
   db->room_wait = 0; // the first request waits for the next second: the queue fills

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "connection_fixture.hpp"
+#include "actors/community/membership_requests.hpp"
 
 using namespace comb;
 using namespace comb::actors;
@@ -347,4 +348,37 @@ TEST_CASE_METHOD(fixture, "a community closed since the connection opened is clo
   say(c, test::event_frame(open_join));
   REQUIRE(asked->size() == 1);
   CHECK(asked->front().change == storage::membership_change::claim_membership);
+}
+
+TEST_CASE_METHOD(fixture, "a connection has only a few joins and leaves waiting, other requests still go",
+                 "[actor][connection][bounds]") {
+  auto asked = std::make_shared<std::vector<storage::membership_command>>();
+  community = system->spawn(recording_community, asked); // never answers: every request waits
+  spawned.push_back(community);
+  base_policy.members = std::make_shared<member_cache>();
+  base_policy.members->set_closed(false);
+  auto c = connect(false);
+  auto auth = test::sign_event(bob, 22242, "", {{"relay", "wss://hive.test"}, {"challenge", c.challenge}});
+  say(c, "[\"AUTH\"," + protocol::render_event_json(auth) + "]");
+  REQUIRE(c.sink->take() == std::vector<std::string>{ok_frame(auth, true, "")});
+  for (std::size_t i = 0; i < max_waiting_self_requests; ++i) {
+    auto kind = i % 2 == 0 ? 28934 : 28936;
+    say(c, test::event_frame(test::sign_event(bob, kind, "turn " + std::to_string(i), {})));
+  }
+  CHECK(c.sink->take().empty());
+  CHECK(asked->size() == max_waiting_self_requests);
+
+  auto one_more = test::sign_event(bob, 28936, "one more", {});
+  say(c, test::event_frame(one_more));
+  CHECK(c.sink->take()
+        == std::vector<std::string>{
+          ok_frame(one_more, false, "rate-limited: too many membership requests awaiting an answer")});
+  CHECK(asked->size() == max_waiting_self_requests);
+
+  auto add = test::sign_event(bob, 9030, "", {{"p", protocol::to_hex(alice.public_key())},
+                                               {"relay", "wss://hive.test"}});
+  say(c, test::event_frame(add));
+  CHECK(c.sink->take().empty());
+  REQUIRE(asked->size() == max_waiting_self_requests + 1);
+  CHECK(asked->back().change == storage::membership_change::add_member);
 }

@@ -34,6 +34,9 @@ using second_waiter = std::function<std::int64_t(std::int64_t)>;
 /// admin whose app mints one each time its invite dialog opens. The operator is not bounded.
 inline constexpr std::int64_t max_open_invites_per_user = 100;
 
+/// Why a user's invite was not minted.
+enum class invite_refusal { none, not_allowed, too_many };
+
 /// A minted invite: the plain code (shown once, stored only hashed) and its bounds.
 struct minted_invite {
   std::string code;
@@ -94,8 +97,9 @@ public:
 
   /// Stores a new invite (hashed) and returns its code. With a `requester`, only if they may
   /// invite (owner, admin, or member where members may invite) and hold fewer than
-  /// `max_open_invites_per_user` open invites minted in the last day: otherwise nothing, and `last_error()` stays
-  /// empty. Without one (the operator), always. `max_uses` 0: unlimited.
+  /// `max_open_invites_per_user` open invites minted in the last day: otherwise nothing,
+  /// `last_error()` stays empty and `last_invite_refusal()` says which. Without one (the
+  /// operator), always. `max_uses` 0: unlimited.
   [[nodiscard]] std::optional<minted_invite> mint_invite(std::int64_t community_id,
                                                          const std::optional<protocol::bytes32>& requester,
                                                          std::int64_t max_uses,
@@ -109,6 +113,7 @@ public:
   [[nodiscard]] list_check verify(std::int64_t community_id);
 
   [[nodiscard]] const std::string& last_error() const noexcept { return last_error_; }
+  [[nodiscard]] invite_refusal last_invite_refusal() const noexcept { return last_invite_refusal_; }
 
 private:
   struct locked_state;
@@ -149,6 +154,7 @@ private:
   pg_connection& connection_;
   const protocol::key_pair& relay_key_;
   std::string last_error_;
+  invite_refusal last_invite_refusal_ = invite_refusal::none;
   std::unordered_map<std::int64_t, members_snapshot> snapshots_;
   std::optional<std::pair<std::int64_t, members_snapshot>> pending_snapshot_;
 };

@@ -306,7 +306,9 @@ TEST_CASE_METHOD(membership_fixture, "a user holds a bounded number of open invi
     REQUIRE((last = members.mint_invite(community, owner, 1, 3600, now)));
   CHECK_FALSE(members.mint_invite(community, owner, 1, 3600, now));
   CHECK(members.last_error().empty()); // refused, not failed
+  CHECK(members.last_invite_refusal() == storage::invite_refusal::too_many);
   CHECK_FALSE(members.mint_invite(community, stranger, 1, 3600, now));
+  CHECK(members.last_invite_refusal() == storage::invite_refusal::not_allowed);
   CHECK(members.mint_invite(community, std::nullopt, 1, 3600, now));
   // An invite used up is no longer open.
   auto join = command(membership_change::claim_invite, key(7));

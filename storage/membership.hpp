@@ -59,6 +59,10 @@ struct membership_command {
   std::optional<protocol::bytes32> request_id;
   /// Why (ban_pubkey: stored with the ban and listed by NIP-86 listbannedpubkeys).
   std::string reason;
+  /// add_member only (NIP-86 allowpubkey): lifts the subject's ban in the same step, as
+  /// Flotilla restores a banned member by allowing them and has no other way back. The ban
+  /// stays when the add is refused (the community is full), and only who may lift it may.
+  bool lifts_ban = false;
 };
 
 /// How far a membership request's created_at may be from now, either way (NIP-43 asks for

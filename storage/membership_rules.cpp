@@ -29,15 +29,23 @@ bool full_for(const roster& r, const membership_command& c) {
   return r.size() >= (joins_self ? max_self_joined_members : max_community_members);
 }
 
-step add(roster& r, const membership_command& c, const std::set<protocol::bytes32>& banned) {
+/// An add, or a join that needs no invite; an add that `lifts_ban` lifts the subject's ban
+/// only once it is sure to succeed.
+step add(roster& r, const membership_command& c, std::set<protocol::bytes32>& banned,
+         std::set<protocol::bytes32>& owner_held, membership_plan& plan) {
   if (c.role == member_role::owner)
     return {outcome::not_allowed};
   if (r.role_of(c.subject))
     return {outcome::already_member};
-  if (banned.contains(c.subject))
+  bool lift = c.lifts_ban && c.change == membership_change::add_member;
+  if (banned.contains(c.subject) && !lift)
     return {outcome::banned};
   if (full_for(r, c))
     return {outcome::community_full};
+  if (lift && banned.erase(c.subject) != 0) {
+    owner_held.erase(c.subject);
+    plan.bans.push_back({c.subject, {}, true, c.requested_by});
+  }
   r.add(c.subject, c.role);
   return changed(8000);
 }
@@ -175,7 +183,8 @@ bool authorized(const roster& r, const membership_command& c, const std::set<pro
     case membership_change::claim_membership:
     case membership_change::claim_invite: return is_self;
     case membership_change::add_member:
-      return admin_or_owner && (c.role != member_role::admin || owner);
+      return admin_or_owner && (c.role != member_role::admin || owner)
+             && (!c.lifts_ban || owner || !owner_held.contains(c.subject));
     case membership_change::remove_member:
       if (is_self)
         return true; // a leave request
@@ -206,7 +215,7 @@ step plan_one(roster& members, const membership_command& c,
   }
   switch (c.change) {
     case membership_change::add_member:
-    case membership_change::claim_membership: return add(members, c, banned);
+    case membership_change::claim_membership: return add(members, c, banned, owner_held, plan);
     case membership_change::claim_invite: return claim_invite(members, c, invites, banned, now);
     case membership_change::remove_member:
     case membership_change::remove_member_if_role: return remove(members, c);

@@ -136,7 +136,10 @@ void follow_bans(self_ptr self, const storage::membership_write& write) {
                        || outcome == storage::membership_outcome::nothing_to_do;
     if (took_effect && change == storage::membership_change::ban_pubkey)
       st.args.bans->set_pubkey(st.in_flight[i].command.subject, true);
-    if (took_effect && change == storage::membership_change::unban_pubkey)
+    bool lifted = change == storage::membership_change::unban_pubkey
+                  || (change == storage::membership_change::add_member
+                      && st.in_flight[i].command.lifts_ban);
+    if (took_effect && lifted)
       st.args.bans->set_pubkey(st.in_flight[i].command.subject, false);
   }
 }

@@ -199,11 +199,8 @@ management_reply change_info(self_ptr self, std::int64_t community_id,
 }
 
 /// Sends a member or pubkey-ban method to the community actor; the answer comes with its
-/// membership write (member_done_atom), or not at all (overdue_atom). `before` goes first, in
-/// the same queue (so it is applied first, in the same transaction when they are batched); its
-/// ticket waits for nothing, so its outcome is dropped on arrival.
+/// membership write (member_done_atom), or not at all (overdue_atom).
 void request_membership(self_ptr self, std::int64_t community_id, storage::membership_command command,
-                        std::optional<storage::membership_command> before,
                         management_method method, management_callback reply) {
   auto& st = self->state;
   auto handle = st.args.registry ? st.args.registry->find(community_id) : std::nullopt;
@@ -211,8 +208,6 @@ void request_membership(self_ptr self, std::int64_t community_id, storage::membe
     answer(self, method, reply, database_trouble());
     return;
   }
-  if (before)
-    self->send(handle->actor, member_atom_v, st.next_ticket++, std::move(*before));
   auto ticket = st.next_ticket++;
   st.pending.emplace(ticket, pending_call{std::move(reply), method});
   self->send(handle->actor, member_atom_v, ticket, std::move(command));
@@ -242,9 +237,7 @@ void run(self_ptr self, const management_call& call, admitted_call admitted,
     }
   }
   if (auto command = membership_command_for(admitted.request, admitted.caller)) {
-    auto before = command_before(*command, admitted.request);
-    request_membership(self, community, std::move(*command), std::move(before), method,
-                       std::move(reply));
+    request_membership(self, community, std::move(*command), method, std::move(reply));
     return;
   }
   management_reply result;

@@ -44,7 +44,10 @@ membership_command_for(const protocol::management_request& request,
   command.added_by = "nip86:" + protocol::to_hex(caller);
   command.role = storage::member_role::member;
   switch (request.method) {
-    case management_method::allow_pubkey: command.change = membership_change::add_member; break;
+    case management_method::allow_pubkey:
+      command.change = membership_change::add_member;
+      command.lifts_ban = true;
+      break;
     case management_method::unallow_pubkey: command.change = membership_change::remove_member; break;
     case management_method::ban_pubkey:
       command.change = membership_change::ban_pubkey;
@@ -54,16 +57,6 @@ membership_command_for(const protocol::management_request& request,
     default: return std::nullopt;
   }
   return command;
-}
-
-std::optional<storage::membership_command>
-command_before(const storage::membership_command& command,
-               const protocol::management_request& request) {
-  if (request.method != management_method::allow_pubkey)
-    return std::nullopt;
-  auto unban = command;
-  unban.change = membership_change::unban_pubkey;
-  return unban;
 }
 
 management_reply management_reply_for(storage::membership_outcome outcome) {

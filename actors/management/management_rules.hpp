@@ -47,13 +47,6 @@ using management_callback = std::function<void(management_reply)>;
 membership_command_for(const protocol::management_request& request,
                        const protocol::bytes32& caller);
 
-/// The command that must run before `command` (queued ahead of it, its outcome not awaited):
-/// an allowpubkey lifts a ban first, since Flotilla restores a banned member by allowing them
-/// and has no other way back (zooid, its relay, does the same). Nothing for other commands.
-[[nodiscard]] std::optional<storage::membership_command>
-command_before(const storage::membership_command& command,
-               const protocol::management_request& request);
-
 /// The answer to a membership method once its write is done. A change that leaves things as
 /// asked (already a member, not a member, already banned) succeeds; touching the owner, or an
 /// admin without being the owner, is 403.

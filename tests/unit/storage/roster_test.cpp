@@ -326,3 +326,36 @@ TEST_CASE("an invite code pasted with spaces or a newline around it is the code"
   CHECK(invite_code_hash("0a 1b") != invite_code_hash("0a1b"));
   CHECK(invite_code_hash("  ") == invite_code_hash(""));
 }
+
+TEST_CASE("an allowpubkey lifts the ban only with the add, and only where its caller may lift it",
+          "[unit][storage][roster]") {
+  auto r = three_members();
+  std::map<std::string, invite_state> invites;
+  std::set<bytes32> banned{key(5), key(6), key(7)};
+  const std::set<bytes32> owner_held{key(6)};
+  auto allow = [](bytes32 subject, bytes32 by) {
+    membership_command c = request(membership_change::add_member, subject, by);
+    c.lifts_ban = true;
+    return c;
+  };
+  membership_command plain_add = request(membership_change::add_member, key(7), key(2));
+  std::vector<membership_command> batch{plain_add, allow(key(5), key(2)), allow(key(6), key(2)),
+                                        allow(key(6), key(1))};
+  auto plan = plan_membership(r, batch, invites, {}, banned, 0, {}, std::nullopt, owner_held);
+  using o = membership_outcome;
+  CHECK(plan.outcomes == std::vector<o>{o::banned, o::changed, o::not_allowed, o::changed});
+  CHECK(banned == std::set<bytes32>{key(7)});
+  REQUIRE(plan.bans.size() == 2);
+  CHECK(plan.bans[0].lifted);
+  CHECK(r.role_of(key(5)) == member_role::member);
+  CHECK(r.role_of(key(6)) == member_role::member);
+
+  // A full community: the add is refused, and the ban stays.
+  auto full = roster_of_size(max_community_members);
+  std::set<bytes32> still{key(250)};
+  membership_command allowed = allow(key(250), key(1));
+  auto refused = plan_membership(full, std::span(&allowed, 1), invites, {}, still, 0);
+  CHECK(refused.outcomes == std::vector<o>{o::community_full});
+  CHECK(still == std::set<bytes32>{key(250)});
+  CHECK(refused.bans.empty());
+}

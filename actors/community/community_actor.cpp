@@ -107,6 +107,12 @@ void refresh(self_ptr self, const storage::community_access& state) {
   auto& hooks = st.args.hooks;
   if (state.exists)
     apply_rooms(self, state.version, state.rooms);
+  // A state older than the access last applied (a room write's, read before the watcher's
+  // newer reload arrived) does not archive or unarchive.
+  if (state.exists && state.version < st.access_version) {
+    apply_members(self, state.version, state.members);
+    return;
+  }
   if (!state.exists || state.archived) {
     // Archived or deleted: nobody may stay. Marked first, so that a connection registering
     // while the open ones are closed is closed as it registers. Unarchiving needs no action

@@ -269,15 +269,26 @@ bool connection::rooms_visible(const std::vector<std::string>& rooms, std::uint3
   });
 }
 
+bool connection::names_unknown_room(const std::vector<std::string>& rooms, std::uint32_t kind) const {
+  if (!policy_.members || kind == protocol::room_delete_kind)
+    return false;
+  auto cache = policy_.members->rooms();
+  return std::ranges::any_of(rooms, [&](const std::string& room) {
+    return room != general_room && !cache->find(room);
+  });
+}
+
 bool connection::event_visible(const live_event& event) const {
   const protocol::event& ev = *event.ev;
   if (protocol::borrows_rooms(ev.kind) && policy_.members && !protocol::room_referents(ev).empty()) {
     if (event.borrowed_rooms)
-      return rooms_visible(*event.borrowed_rooms, ev.kind);
+      return !names_unknown_room(*event.borrowed_rooms, ev.kind)
+             && rooms_visible(*event.borrowed_rooms, ev.kind);
     return hidden_rooms().regular_hidden().empty();
   }
+  auto rooms = protocol::rooms_of_event(ev);
   bool names_reader = authenticated_ && protocol::names_in_room_change(ev, *authenticated_);
-  return rooms_visible(protocol::rooms_of_event(ev), ev.kind, names_reader);
+  return !names_unknown_room(rooms, ev.kind) && rooms_visible(rooms, ev.kind, names_reader);
 }
 
 protocol::room_hiding connection::history_hiding() const {

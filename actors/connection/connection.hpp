@@ -188,7 +188,8 @@ public:
 
   /// rooms_visible for a live or held event; a comment's or report's rooms are those it carries
   /// (live_event::borrowed_rooms), and one that carries none shows only to a reader no room
-  /// hides anything from.
+  /// hides anything from. One naming a room the cache does not hold shows to nobody
+  /// (names_unknown_room).
   [[nodiscard]] bool event_visible(const live_event& event) const;
 
   /// NIP-29: what of this community's rooms this connection may not see, for a COUNT the
@@ -355,6 +356,13 @@ private:
   /// In a closed community only members' events are stored: the author, not the connection,
   /// must be a member (a member's connection may not carry a non-member's event).
   [[nodiscard]] bool author_not_admitted(const protocol::event& ev) const;
+  /// A live event naming a room the cache does not hold, but for a deletion (9008): the room
+  /// is gone. It was created before anything was posted to it, and the cache holds it before
+  /// its events reach the fan-out (the bridge holds another pod's until then), so what names a
+  /// room unknown here was on its way when the room was deleted, on another pod perhaps before
+  /// this one ever loaded it, or before a restart. Stored history needs no such rule: a room's
+  /// events are deleted with it.
+  [[nodiscard]] bool names_unknown_room(const std::vector<std::string>& rooms, std::uint32_t kind) const;
   /// A live event this pod's ban list now withholds (author or id banned).
   [[nodiscard]] bool banned_out(const protocol::event& ev) const;
 

@@ -578,6 +578,13 @@ TEST_CASE_METHOD(fixture, "an archive marks the community ended before its sessi
   caf::anon_send(watched, refresh_atom_v, state);
   scheduler->run();
   CHECK_FALSE(cache->ended());
+  // A room write's state, read before the unarchive, arrives after it: it archives nothing.
+  state.archived = true;
+  state.version = 3;
+  caf::anon_send(watched, refresh_atom_v, state);
+  scheduler->run();
+  CHECK_FALSE(cache->ended());
+  CHECK(ended_at_close.size() == 1);
   caf::anon_send_exit(watched, caf::exit_reason::user_shutdown);
   scheduler->run();
 }

@@ -204,6 +204,32 @@ TEST_CASE("a deleted room's events still on their way show to nobody", "[actors]
   CHECK(stranger.rooms_visible({"locked"}, 9));
 }
 
+TEST_CASE("a live event naming a room this pod never held shows to nobody but its deletion",
+          "[actors][rooms]") {
+  // Created, posted to and deleted on another pod before this one loaded its rooms: the cache
+  // never held "fleeting", and remembers no deletion of it either.
+  auto policy = policy_with_rooms();
+  policy.host = "relay.test";
+  auto stranger = authed_as(outsider, policy);
+  auto inside = authed_as(member, policy);
+  auto community_admin = authed_as(admin, policy);
+  auto live = [](const protocol::event& ev) {
+    return actors::live_event{std::make_shared<const protocol::event>(ev),
+                              std::make_shared<const std::string>(protocol::render_event_json(ev))};
+  };
+  auto fleeting = chat(member, "fleeting");
+  auto deletion = test::sign_event(admin, protocol::room_delete_kind, "", {{"h", "fleeting"}});
+  auto general = chat(member, std::string(protocol::general_room));
+  for (auto* reader : {&stranger, &inside, &community_admin}) {
+    REQUIRE(reader->open_subscription("s").ok());
+    (void)reader->history_arrived("s", 1, {});
+    CHECK_FALSE(reader->live_arrived("s", 1, live(fleeting)));
+    CHECK(reader->live_arrived("s", 1, live(deletion)));
+    CHECK(reader->live_arrived("s", 1, live(general)));
+    CHECK(reader->live_arrived("s", 1, live(chat(member, "open"))));
+  }
+}
+
 TEST_CASE("an event naming several rooms shows only where every one of them shows it",
           "[actors][rooms]") {
   auto policy = policy_with_rooms();

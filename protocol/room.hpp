@@ -31,6 +31,14 @@ inline constexpr std::uint32_t room_metadata_kind = 39000;
 inline constexpr std::uint32_t room_admins_kind = 39001;
 inline constexpr std::uint32_t room_members_kind = 39002;
 inline constexpr std::uint32_t room_roles_kind = 39003;
+
+/// NIP-29's group metadata events (metadata, admins, members, roles): what a private room shows
+/// to a reader who is not its member. Flotilla tells who is in a room from its newest 39002,
+/// so one who left or was removed must read the list that drops them. Pins (39005) name
+/// messages, and stay with them.
+[[nodiscard]] constexpr bool is_group_metadata_kind(std::uint32_t kind) noexcept {
+  return kind >= room_metadata_kind && kind <= room_roles_kind;
+}
 inline constexpr std::uint32_t room_pins_kind = 39005;
 
 /// A 9010 pins at most this many events (NIP-29 lets the relay limit them).
@@ -105,7 +113,9 @@ struct rendered_rooms {
 [[nodiscard]] std::optional<rendered_rooms> rooms_of_rendered(std::string_view json);
 
 struct room_flags {
-  bool is_private = false; ///< only members read its events and its member list
+  /// Only members read its messages; its group metadata (is_group_metadata_kind) shows to
+  /// every reader, as NIP-29 has it unless the room is also hidden.
+  bool is_private = false;
   bool restricted = false; ///< only members write
   bool hidden = false;     ///< metadata only for members
   bool closed = false;     ///< joins need an invite code

@@ -256,7 +256,7 @@ bool room_event_visible(const room_flags& flags, std::uint32_t kind, const room_
   if (flags.hidden)
     return false;
   if (flags.is_private)
-    return kind == room_metadata_kind || kind == room_roles_kind;
+    return is_group_metadata_kind(kind);
   return true;
 }
 

@@ -146,7 +146,7 @@ template <class ViewOf>
 /// without rendering each event (COUNT): the same rule as room_event_visible, as room lists.
 struct room_hiding {
   std::vector<std::string> unseen;       ///< no event of these rooms
-  std::vector<std::string> state_only;   ///< only their 39000 and 39003
+  std::vector<std::string> state_only;   ///< only their group metadata (is_group_metadata_kind)
   std::vector<std::string> codes_hidden; ///< everything but their 9009
   /// The reader's hex pubkey, empty when anonymous: a 9000 or 9001 naming them shows to them
   /// whatever its room hides (shown_to_named).

@@ -84,7 +84,7 @@ std::string hidden_rooms_sql(const protocol::room_hiding& hiding, param_list& pa
   std::string hidden = "EXISTS (SELECT 1 FROM event_tags r WHERE r.community_id = e.community_id"
          " AND r.event_id = e.id AND r.name IN ('d', 'h') AND r.name = CASE WHEN e.kind BETWEEN 39000 AND 39005"
          " THEN 'd' ELSE 'h' END AND (r.value = ANY(" + unseen + ") OR (r.value = ANY("
-         + state_only + ") AND e.kind NOT IN (39000, 39003)) OR (r.value = ANY(" + codes
+         + state_only + ") AND e.kind NOT IN (39000, 39001, 39002, 39003)) OR (r.value = ANY(" + codes
          + ") AND e.kind = 9009)))";
   if (hiding.reader.empty())
     return " AND NOT " + hidden;

@@ -24,7 +24,12 @@ membership_reply room_reply_for(std::uint32_t kind, protocol::room_outcome outco
     case o::already_processed: return {true, "duplicate: this request was already processed"};
     case o::deleted: return {false, "blocked: this request was deleted"};
     case o::nothing_to_do: return {true, "duplicate: nothing to change"};
-    case o::not_member: return {false, "invalid: not a member of this room"};
+    // A leave by someone not in the room leaves things as asked: Flotilla's "Access Pending"
+    // sends one, shows any refusal but `duplicate:` as an error and keeps its state.
+    case o::not_member:
+      if (kind == protocol::room_leave_kind)
+        return {true, "duplicate: you are not a member of this room"};
+      return {false, "invalid: not a member of this room"};
     case o::no_such_room: return {false, "invalid: there is no such room in this community"};
     // Flotilla's room form sends a create before every edit and goes on only when the refusal
     // says "already".

@@ -92,7 +92,7 @@ inline caf::behavior fake_storage(caf::event_based_actor* self, std::shared_ptr<
     [=](count_atom, const history_request& request) {
       // As the reader's SQL does: the rooms hidden from the reader are left out.
       auto unseen = [&](const protocol::event& ev) {
-        auto state = ev.kind == 39000 || ev.kind == 39003;
+        auto state = protocol::is_group_metadata_kind(ev.kind);
         auto names = [&](const std::vector<std::string>& rooms) {
           for (const auto& tag : ev.tags)
             if (tag.size() > 1 && tag[0] == "h"

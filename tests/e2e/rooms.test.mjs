@@ -100,15 +100,16 @@ describe('rooms in a community, as Flotilla uses them', () => {
     accepted(await bob.publish(relay, withCode))
     const note = await bob.publish(relay, makeEvent(9, { content: 'members only', tags: [['h', secret.h]] }))
     accepted(note)
-    // Carol is not in the room: she may not post in it, nor read it, nor see its member list.
+    // Carol is not in the room: she may not post in it, nor read it. Its group metadata she
+    // reads (NIP-29: only hidden rooms hide it), its member list included.
     refused(await carol.publish(relay, makeEvent(9, { content: 'let me in', tags: [['h', secret.h]] })), /^restricted: /)
     const denied = await carol.read(relay, [{ kinds: [9], '#h': [secret.h] }])
     assert.equal(denied.closed, null, 'an authenticated reader is not CLOSED: each event is withheld')
     assert.equal(denied.events.length, 0)
     const broad = await carol.read(relay, [{ kinds: [9, ROOM_MEMBERS] }])
     assert.ok(!broad.events.some((e) => e.id === note.event.id), 'a private room event leaked')
-    assert.ok(!broad.events.some((e) => e.kind === ROOM_MEMBERS && getTagValue('d', e.tags) === secret.h),
-      'a private room member list leaked')
+    const list = broad.events.find((e) => e.kind === ROOM_MEMBERS && getTagValue('d', e.tags) === secret.h)
+    assert.ok(list && members(list).includes(bob.pk) && !members(list).includes(carol.pk))
     assert.equal((await carol.read(relay, [{ kinds: [ROOM_META], '#d': [secret.h] }])).events.length, 1)
     assert.deepEqual((await bob.read(relay, [{ kinds: [9], '#h': [secret.h] }])).events.map((e) => e.id), [note.event.id])
     // The invite code shows to the room's admins only.
@@ -300,6 +301,19 @@ describe('rooms in a community, as Flotilla uses them', () => {
     accepted(ownerNote)
     await bob.publish(relay, makeEvent(5, { tags: [['k', '9'], ['e', ownerNote.event.id], ['h', secret.h]] }))
     assert.equal((await owner.read(relay, [{ ids: [ownerNote.event.id] }])).events.length, 1)
+  })
+
+  it('shows one who left a private room the member list without them, and takes a second leave', async () => {
+    const { relay } = ctx
+    // Flotilla tells who is in a room from its newest 39002: bob, out of the private room, must
+    // read the list that dropped him, or his other devices show him in it still.
+    const list = await roomState(bob, relay, ROOM_MEMBERS, secret.h)
+    assert.ok(!members(list).includes(bob.pk))
+    assert.ok(members(list).includes(owner.pk))
+    // Its messages stay hidden from him.
+    assert.equal((await bob.read(relay, [{ kinds: [9], '#h': [secret.h] }])).events.length, 0)
+    // "Access Pending" sends a leave; only duplicate: is not shown as an error.
+    accepted(await bob.publish(relay, makeRoomLeaveEvent(secret)), /^duplicate: /)
   })
 
   it("lists rooms and a room's members over NIP-86, for the owner only", async () => {

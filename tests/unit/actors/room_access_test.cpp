@@ -111,7 +111,8 @@ TEST_CASE("reads of rooms follow their flags", "[actors][rooms]") {
   CHECK(anonymous.rooms_visible({"open"}, 9));
   CHECK_FALSE(anonymous.rooms_visible({"locked"}, 9));
   CHECK(stranger.rooms_visible({"locked"}, 39000));
-  CHECK_FALSE(stranger.rooms_visible({"locked"}, 39002));
+  CHECK(stranger.rooms_visible({"locked"}, 39002)); // who is in it: one who left reads it too
+  CHECK_FALSE(stranger.rooms_visible({"locked"}, protocol::room_pins_kind));
   CHECK_FALSE(stranger.rooms_visible({"ghost"}, 39000));
   CHECK(inside.rooms_visible({"ghost"}, 9));
   CHECK_FALSE(inside.rooms_visible({"open"}, 9009));

@@ -248,8 +248,12 @@ TEST_CASE("who reads and writes a room", "[room]") {
   room_reader admin{false, false, true};
   CHECK(room_event_visible({}, 9, outsider));
   CHECK_FALSE(room_event_visible(priv, 9, outsider));
-  CHECK_FALSE(room_event_visible(priv, 39002, outsider));
+  // NIP-29: private hides the messages, not the group metadata (39000-39003); pins name messages.
+  CHECK(room_event_visible(priv, 39002, outsider));
+  CHECK(room_event_visible(priv, 39001, outsider));
   CHECK(room_event_visible(priv, 39000, outsider));
+  CHECK_FALSE(room_event_visible(priv, room_pins_kind, outsider));
+  CHECK_FALSE(room_event_visible(hidden, 39002, outsider));
   CHECK_FALSE(room_event_visible(hidden, 39000, outsider));
   CHECK(room_event_visible(hidden, 9, member));
   CHECK_FALSE(room_event_visible({}, 9009, member));
@@ -270,7 +274,7 @@ bool passes(const room_hiding& hiding, const std::vector<std::string>& rooms, st
   for (const auto& room : rooms) {
     if (names(hiding.unseen, room))
       return false;
-    if (names(hiding.state_only, room) && kind != room_metadata_kind && kind != room_roles_kind)
+    if (names(hiding.state_only, room) && !is_group_metadata_kind(kind))
       return false;
     if (names(hiding.codes_hidden, room) && kind == room_create_invite_kind)
       return false;

@@ -112,6 +112,7 @@ std::string relay_metrics::render() const {
   write(out, "comb_frames_rate_limited_total", "counter", "Frames refused by the connection or address token bucket.", frames_rate_limited);
   write(out, "comb_queries_refused_total", "counter", "REQ and COUNT refused by subscription, filter or queue bounds.", queries_refused);
   write(out, "comb_queries_waited_total", "counter", "REQ and COUNT that waited for a query place in their connection or room at the storage readers.", queries_waited);
+  write(out, "comb_queries_awaited_auth_total", "counter", "REQs that needed AUTH, sent before it, that waited for it rather than being refused at once.", queries_awaited_auth);
   write(out, "comb_addresses_tracked", "gauge", "Client addresses held in the per-address table.", addresses_tracked);
   write(out, "comb_history_chunks_total", "counter", "History chunks sent before the last one of their reply (replies over a chunk).", history_chunks);
   write(out, "comb_history_waits_total", "counter", "Times a storage reader waited for a client to read history held at the byte budget.", history_waits);

@@ -172,6 +172,7 @@ bool asks_for_invite(const protocol::req_message& message) {
 
 void open_subscription(self_ptr self, protocol::req_message& message);
 void refuse_subscription(self_ptr self, const std::string& id, const protocol::rejection& why);
+void end_subscription(self_ptr self, const std::string& id);
 
 /// NIP-43: a REQ for kind 28935 mints an invite for an authenticated member allowed to invite;
 /// the invite is sent first, then the REQ proceeds as usual (28935 is never stored).
@@ -218,19 +219,37 @@ void on_minted(self_ptr self, std::uint64_t ticket, const invite_reply& reply) {
   open_subscription(self, message);
 }
 
-void on_req(self_ptr self, protocol::req_message& message) {
+/// A REQ refused for want of AUTH, from a connection that has not authenticated, waits for it
+/// (reqs_awaiting_auth) unless `may_wait` is false (its wait is over) or a bound is reached:
+/// true when it waits. An open subscription of its id ends, as the REQ replaces it.
+bool wait_for_auth(self_ptr self, protocol::req_message& message, const protocol::rejection& why,
+                   bool may_wait) {
   auto& st = self->state;
-  bump(st.args.metrics->messages_req);
+  if (!may_wait || why.why != protocol::reason::auth_required || st.logic->authenticated())
+    return false;
+  drop_unindexed_tag_values(message.filters);
+  if (!st.awaiting_auth.hold(message, st.args.policy))
+    return false;
+  bump(st.args.metrics->queries_awaited_auth);
+  end_subscription(self, message.subscription_id);
+  if (st.awaiting_auth.size() == 1)
+    self->delayed_send(self, auth_grace, auth_wait_atom_v, ++st.auth_wait);
+  return true;
+}
+
+void answer_req(self_ptr self, protocol::req_message& message, bool may_wait) {
+  auto& st = self->state;
   if (auto refused = st.logic->may_read()) {
-    send_frame(self, protocol::render_closed(message.subscription_id, refused->text()));
+    if (!wait_for_auth(self, message, *refused, may_wait))
+      send_frame(self, protocol::render_closed(message.subscription_id, refused->text()));
     return;
   }
-  if (auto refused = st.logic->check_room_filters(message.filters)) {
-    refuse_subscription(self, message.subscription_id, *refused);
-    return;
-  }
-  if (auto refused = protocol::guard_gift_wraps(message.filters, st.logic->authenticated())) {
-    refuse_subscription(self, message.subscription_id, *refused);
+  auto refused = st.logic->check_room_filters(message.filters);
+  if (!refused)
+    refused = protocol::guard_gift_wraps(message.filters, st.logic->authenticated());
+  if (refused) {
+    if (!wait_for_auth(self, message, *refused, may_wait))
+      refuse_subscription(self, message.subscription_id, *refused);
     return;
   }
   if (asks_for_invite(message) && st.args.membership_writer) {
@@ -238,6 +257,29 @@ void on_req(self_ptr self, protocol::req_message& message) {
     return;
   }
   open_subscription(self, message);
+}
+
+void on_req(self_ptr self, protocol::req_message& message) {
+  bump(self->state.args.metrics->messages_req);
+  answer_req(self, message, true);
+}
+
+/// The REQs that waited for AUTH are answered once their wait is over: the AUTH came and the
+/// client's retries had auth_retry_window to take their places, or it did not come (they are
+/// then refused as they would have been at once).
+void release_awaiting_auth(self_ptr self) {
+  auto& st = self->state;
+  ++st.auth_wait; // a timer still running finds nothing of its own
+  for (auto& message : st.awaiting_auth.take())
+    answer_req(self, message, false);
+}
+
+/// AUTH came: the REQs that waited for it are answered after the retries' window.
+void await_retries(self_ptr self) {
+  auto& st = self->state;
+  if (st.awaiting_auth.empty())
+    return;
+  self->delayed_send(self, auth_retry_window, auth_wait_atom_v, ++st.auth_wait);
 }
 
 /// Drops the REQ of `id` still waiting to start: a closed, refused or replaced subscription's
@@ -251,6 +293,14 @@ void forget_waiting(connection_state& st, const std::string& id) {
   // An invite being minted for it is not sent (on_minted finds nothing): the client closed or
   // replaced the subscription it asked on.
   std::erase_if(st.awaiting_invite, [&](const auto& entry) { return entry.second.subscription_id == id; });
+  st.awaiting_auth.forget(id);
+}
+
+void end_subscription(self_ptr self, const std::string& id) {
+  auto& st = self->state;
+  if (st.logic->close_subscription(id))
+    self->send(st.args.fanout, unsubscribe_atom_v, st.args.owner, st.args.policy.community_id, id);
+  st.req_started.erase(id);
 }
 
 void refuse_subscription(self_ptr self, const std::string& id, const protocol::rejection& why) {
@@ -259,9 +309,7 @@ void refuse_subscription(self_ptr self, const std::string& id, const protocol::r
   if (why.why == protocol::reason::rate_limited)
     bump(st.args.metrics->queries_refused);
   // A refused REQ ends the subscription of that id, if one was open: CLOSED means closed.
-  if (st.logic->close_subscription(id))
-    self->send(st.args.fanout, unsubscribe_atom_v, st.args.owner, st.args.policy.community_id, id);
-  st.req_started.erase(id);
+  end_subscription(self, id);
   send_frame(self, protocol::render_closed(id, why.text()));
 }
 
@@ -289,17 +337,16 @@ void open_subscription(self_ptr self, protocol::req_message& message) {
 void on_close(self_ptr self, const protocol::close_message& message) {
   auto& st = self->state;
   bump(st.args.metrics->messages_close);
-  st.req_started.erase(message.subscription_id);
   forget_waiting(st, message.subscription_id);
-  if (st.logic->close_subscription(message.subscription_id))
-    self->send(st.args.fanout, unsubscribe_atom_v, st.args.owner, st.args.policy.community_id,
-               message.subscription_id);
+  end_subscription(self, message.subscription_id);
 }
 
 void on_auth(self_ptr self, const protocol::auth_message& message) {
   bump(self->state.args.metrics->messages_auth);
   auto refused = self->state.logic->authenticate(message.ev, unix_now());
   send_frame(self, protocol::render_ok(message.ev.id, !refused, refused ? refused->text() : ""));
+  if (!refused)
+    await_retries(self);
 }
 
 frame_type type_of(const protocol::client_message& message) {
@@ -569,6 +616,10 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, conn
         schedule_echo_expiry(self);
     },
     [=](resume_atom) { on_resume(self); },
+    [=](auth_wait_atom, std::uint64_t round) {
+      if (round == self->state.auth_wait)
+        release_awaiting_auth(self);
+    },
     [=](deliver_atom, const live_batch& batch) { on_deliver(self, batch); },
     [=](member_done_atom, std::uint64_t ticket, const storage::membership_result& result) {
       on_member_done(self, ticket, result);

@@ -10,6 +10,7 @@
 #include <variant>
 
 #include "actors/connection/connection.hpp"
+#include "actors/connection/reqs_awaiting_auth.hpp"
 #include "actors/messages.hpp"
 #include "actors/metrics.hpp"
 #include "actors/storage/reader_waits.hpp"
@@ -45,6 +46,10 @@ struct connection_state {
   std::shared_ptr<std::atomic<std::size_t>> events_answered = std::make_shared<std::atomic<std::size_t>>(0);
   /// Membership requests waiting for their outcome, by ticket: event id (hex) and kind.
   std::unordered_map<std::uint64_t, std::pair<std::string, std::uint32_t>> awaiting_membership;
+  /// REQs sent before AUTH that need it, waiting for it (auth_grace); `auth_wait` numbers the
+  /// grace's timer, so one of an earlier wait is ignored.
+  reqs_awaiting_auth awaiting_auth;
+  std::uint64_t auth_wait = 0;
   /// REQs that asked for an invite (28935), held until it is minted, by ticket.
   std::unordered_map<std::uint64_t, protocol::req_message> awaiting_invite;
   /// When each subscription's REQ arrived, for the REQ-to-EOSE histogram.

@@ -199,6 +199,9 @@ TEST_CASE_METHOD(fixture, "a closed community wants AUTH first, for the right re
                  "[actor][connection][auth]") {
   auto c = connect(true);
   say(c, R"(["REQ","s",{}])");
+  CHECK(c.sink->take().empty()); // it waits for AUTH a while (auth_grace)
+  scheduler->trigger_timeouts();
+  run();
   CHECK(c.sink->take()
         == std::vector<std::string>{R"(["CLOSED","s","auth-required: this community requires authentication"])"});
   auto note = test::sign_event(alice, 1);
@@ -381,4 +384,45 @@ TEST_CASE_METHOD(fixture, "a connection has only a few joins and leaves waiting,
   CHECK(c.sink->take().empty());
   REQUIRE(asked->size() == max_waiting_self_requests + 1);
   CHECK(asked->back().change == storage::membership_change::add_member);
+}
+
+TEST_CASE_METHOD(fixture, "REQs sent before AUTH wait for it and are answered once it comes",
+                 "[actor][connection][auth]") {
+  // welshman sends the REQs of every room as the socket opens, authenticates as the challenge
+  // arrives, and sends again only the last 50 refused for want of AUTH.
+  auto c = connect(true);
+  say(c, R"(["REQ","kept",{"kinds":[1]}])");
+  say(c, R"(["REQ","closed-meanwhile",{"kinds":[1]}])");
+  say(c, R"(["CLOSE","closed-meanwhile"])");
+  CHECK(c.sink->take().empty());
+  auto auth = test::sign_event(alice, 22242, "", {{"relay", "wss://hive.test"}, {"challenge", c.challenge}});
+  say(c, R"(["REQ","resent",{"kinds":[7]}])");
+  say(c, "[\"AUTH\"," + protocol::render_event_json(auth) + "]");
+  CHECK(c.sink->take() == std::vector<std::string>{ok_frame(auth, true, "")});
+  // welshman sends again the last REQs it saw refused: a retry is answered at once, in the
+  // place of the one that waited, so nothing is answered twice.
+  say(c, R"(["REQ","resent",{"kinds":[7]}])");
+  release_history(); // the fake storage answers queries when told
+  CHECK(c.sink->take() == std::vector<std::string>{protocol::render_eose("resent")});
+  // What it does not send again is answered once the retries' window is over.
+  scheduler->trigger_timeouts();
+  run();
+  release_history();
+  CHECK(c.sink->take() == std::vector<std::string>{protocol::render_eose("kept")});
+  scheduler->trigger_timeouts();
+  run();
+  CHECK(c.sink->take().empty());
+}
+
+TEST_CASE_METHOD(fixture, "REQs waiting for AUTH are bounded as open subscriptions are",
+                 "[actor][connection][auth][bounds]") {
+  protocol::protocol_limits limits;
+  limits.max_subscriptions_per_connection = 2;
+  auto c = connect(true, limits);
+  say(c, R"(["REQ","a",{}])");
+  say(c, R"(["REQ","b",{}])");
+  say(c, R"(["REQ","a",{"kinds":[1]}])"); // replaces the one waiting
+  say(c, R"(["REQ","c",{}])");
+  CHECK(c.sink->take()
+        == std::vector<std::string>{R"(["CLOSED","c","auth-required: this community requires authentication"])"});
 }

@@ -188,6 +188,33 @@ describe('Flotilla joining a closed space', () => {
     }
   })
 
+  it('keeps every subscription a member opens before AUTH is done, however many rooms they follow', async () => {
+    const { relay } = ctx
+    const owner = appUser(ownerSecret)
+    const member = appUser()
+    const live = []
+    try {
+      assert.deepEqual(await owner.manage(relay, 'allowpubkey', [member.pk]), { result: true })
+      // Flotilla opens the space's feeds and each followed room's as the socket opens, before
+      // its AUTH is done; welshman sends again only the last 50 of those refused for want of it.
+      const tag = makeSecret().slice(0, 16)
+      for (let i = 0; i < 60; i++)
+        live.push(member.listen(relay, [{ kinds: [MESSAGE], '#t': [tag, `room-${i}`], limit: 0 }]))
+      await member.authenticated(relay)
+      await pause(1500)
+      const note = await owner.publish(relay, makeEvent(MESSAGE, { content: 'to every room', tags: [['t', tag]] }))
+      assert.equal(thunkError(note), '')
+      for (let i = 0; i < 50 && live.some((l) => l.events.length === 0); i++) await pause(100)
+      const missed = live.map((l, i) => (l.events.length === 0 ? i : -1)).filter((i) => i >= 0)
+      assert.deepEqual(missed, [], 'subscriptions that heard nothing')
+      assert.ok(live.every((l) => l.closed.length === 0))
+    } finally {
+      for (const l of live) l.stop()
+      owner.close()
+      member.close()
+    }
+  })
+
   it('stores a zap receipt its Lightning service publishes without AUTH, for a member\'s zap only', async () => {
     const { relay } = ctx
     const owner = appUser(ownerSecret)

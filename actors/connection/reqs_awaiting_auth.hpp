@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "actors/connection/connection.hpp"
+#include "protocol/client_message.hpp"
+
+namespace comb::actors {
+
+/// How long a REQ that needs AUTH, sent by a connection that has not authenticated yet, waits
+/// for it before it is answered `CLOSED auth-required:`. welshman (Flotilla) authenticates as
+/// the challenge arrives, and meanwhile sends the REQs of every room and feed of the space; it
+/// sends again only the last 50 of those refused for want of AUTH, so a user with many rooms
+/// lost the first ones (their live subscriptions) for the whole session. A client that waits
+/// for the refusal to authenticate (nostr-tools' onauth) gets it this much later, once.
+inline constexpr std::chrono::seconds auth_grace{3};
+
+/// How long after a successful AUTH the REQs that waited for it wait for the client's retries.
+inline constexpr std::chrono::milliseconds auth_retry_window{500};
+
+/// The REQs an anonymous connection sent that wait for its AUTH (auth_grace), in arrival order,
+/// one per subscription id (a later REQ of the id replaces it), bounded as open subscriptions
+/// are: their count and their filters' cost (connection_policy). Past a bound a REQ does not
+/// wait: it is refused at once, as before. Once the AUTH came, welshman sends the last 50
+/// again: a REQ of an id that waits takes its place and is answered at once; those it does not
+/// send again are answered after auth_retry_window. Answering them at the AUTH, before the
+/// retries, answered those twice (and an invite REQ minted two invites), and welshman drops an
+/// EOSE that arrives before it has seen the AUTH's OK.
+class reqs_awaiting_auth {
+public:
+  /// Keeps `message` (its filters already stripped of unindexed values); false when a bound
+  /// is reached.
+  [[nodiscard]] bool hold(protocol::req_message message, const connection_policy& policy);
+  /// Drops the REQ of `id`, if one waits.
+  void forget(const std::string& id);
+  /// Every REQ waiting, in arrival order; none wait afterwards.
+  [[nodiscard]] std::vector<protocol::req_message> take();
+
+  [[nodiscard]] bool empty() const noexcept { return waiting_.empty(); }
+  [[nodiscard]] std::size_t size() const noexcept { return waiting_.size(); }
+
+private:
+  std::vector<protocol::req_message> waiting_;
+  filter_cost cost_;
+};
+
+} // namespace comb::actors

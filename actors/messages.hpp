@@ -89,7 +89,7 @@ using overdue_atom = caf::atom_constant<caf::atom("overdue")>;       ///< (overd
 inline constexpr overdue_atom overdue_atom_v{};
 
 // -- authority: Postgres notifications -> access watcher -> community actors -> connections ----
-using notice_atom = caf::atom_constant<caf::atom("pgnotice")>;     ///< (notice_atom, payload): a LISTEN notification
+using notice_atom = caf::atom_constant<caf::atom("pgnotice")>;     ///< (notice_atom): notifications wait in the watcher's notice_inbox
 inline constexpr notice_atom notice_atom_v{};
 using reload_atom = caf::atom_constant<caf::atom("reloadall")>;    ///< LISTEN (re)connected: reload every community
 inline constexpr reload_atom reload_atom_v{};

@@ -179,6 +179,8 @@ struct pod_actors {
   caf::actor membership_writer;
   caf::actor directory;
   caf::actor access_watcher;
+  /// Notifications from the LISTEN connection to the access watcher.
+  std::shared_ptr<notice_inbox> notices = std::make_shared<notice_inbox>();
   caf::actor gap_filler;
   caf::actor management;
   std::shared_ptr<community_registry> registry;
@@ -262,7 +264,8 @@ bool spawn_actors(caf::actor_system& system, asio::io_context& io, const conf::r
     directory_args{s.database_url, communities, pod.registry, pod.close_community});
   pod.access_watcher = system.spawn<caf::detached>(
     access_watcher, access_watcher_args{s.database_url, pod.registry, pod.fanout,
-                                        key.public_key(), metrics});
+                                        key.public_key(), metrics, std::chrono::milliseconds(1000),
+                                        pod.notices});
   pod.gap_filler = system.spawn<caf::detached>(
     gap_filler, gap_filler_args{s.database_url, pod.registry, pod.bridge->actor});
   caf::anon_send(pod.bridge->actor, bridge_watcher{pod.access_watcher, pod.gap_filler});
@@ -275,7 +278,8 @@ bool spawn_actors(caf::actor_system& system, asio::io_context& io, const conf::r
 /// The pod's LISTEN connection: notifications and every (re)connect go to the access watcher.
 std::shared_ptr<storage::pg_listener> start_listener(asio::io_context& io,
                                                      const conf::relay_settings& s,
-                                                     const caf::actor& watcher) {
+                                                     const caf::actor& watcher,
+                                                     std::shared_ptr<notice_inbox> notices) {
   auto listener = std::make_shared<storage::pg_listener>(
     io, s.database_url, std::string(storage::access_channel),
     storage::pg_listener_events{
@@ -283,7 +287,10 @@ std::shared_ptr<storage::pg_listener> start_listener(asio::io_context& io,
         spdlog::info("postgres: listening for access changes");
         caf::anon_send(watcher, reload_atom_v);
       },
-      [watcher](std::string payload) { caf::anon_send(watcher, notice_atom_v, std::move(payload)); }});
+      [watcher, notices](std::string payload) {
+        if (notices->add(payload))
+          caf::anon_send(watcher, notice_atom_v);
+      }});
   listener->start();
   return listener;
 }
@@ -450,7 +457,7 @@ int run_relay(const conf::relay_settings& configured) {
   context->metrics = metrics;
   context->communities = communities;
   context->bridge = pod.bridge->publisher();
-  auto listener = start_listener(io, s, pod.access_watcher);
+  auto listener = start_listener(io, s, pod.access_watcher, pod.notices);
   // Not ready while Postgres is away: the LISTEN connection is the pod's probe of it.
   context->readiness = [&pod, metrics, listener](bool detailed) {
     auto problem = listener->problem();

@@ -110,20 +110,29 @@ bool catch_up(self_ptr self, std::int64_t community_id, std::int64_t version,
   return deliver(self, community_id, cache, version, community->actor);
 }
 
-void on_notice(self_ptr self, const std::string& payload) {
+void on_notice(self_ptr self, const storage::access_notice& notice) {
   auto& st = self->state;
-  bump(st.args.metrics->access_notifications);
-  auto notice = storage::parse_access_notice(payload);
-  if (!notice)
-    return;
-  auto community = st.args.registry->find(notice->community_id);
+  auto community = st.args.registry->find(notice.community_id);
   if (!community)
     return; // not served here
   // A change that wrote no events is one of access, archive or hosts: cached host lookups go.
-  if (!notice->wrote_events && notice->version > community->members->whole_version())
+  if (!notice.wrote_events && notice.version > community->members->whole_version())
     if (const auto& hooks = st.args.registry->hooks())
       hooks->forget_hosts();
-  (void)catch_up(self, notice->community_id, notice->version);
+  (void)catch_up(self, notice.community_id, notice.version);
+}
+
+void check_versions(self_ptr self);
+
+/// What the LISTEN connection left in the inbox since the last wake-up, each community once.
+void on_notices(self_ptr self) {
+  auto& st = self->state;
+  auto batch = st.args.notices->take();
+  st.args.metrics->access_notifications.fetch_add(batch.received, std::memory_order_relaxed);
+  for (const auto& notice : batch.notices)
+    on_notice(self, notice);
+  if (batch.overflowed)
+    check_versions(self);
 }
 
 /// The database holds an older state version of the community than this pod took from it:
@@ -208,7 +217,7 @@ caf::behavior access_watcher(caf::stateful_actor<access_watcher_state>* self,
   follow_registry(self, st.args.registry->community_ids());
   self->delayed_send(self, st.args.check_interval, tick_atom_v);
   return {
-    [=](notice_atom, const std::string& payload) { on_notice(self, payload); },
+    [=](notice_atom) { on_notices(self); },
     [=](reload_atom) { reload_all(self); },
     // The bridge holds an event whose origin had `version`: read the database now, not at the
     // notification (which may lag) or the next check.

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "actors/community/community_registry.hpp"
+#include "actors/community/notice_inbox.hpp"
 #include "actors/messages.hpp"
 #include "actors/metrics.hpp"
 #include "storage/pg_connection.hpp"
@@ -23,6 +24,8 @@ struct access_watcher_args {
   /// How often every served community's state version is compared with the database: the
   /// backup for a notification missed while the LISTEN connection was down.
   std::chrono::milliseconds check_interval{1000};
+  /// Where the LISTEN connection leaves notifications (notice_atom wakes the watcher).
+  std::shared_ptr<notice_inbox> notices = std::make_shared<notice_inbox>();
 };
 
 struct access_watcher_state {

@@ -169,10 +169,24 @@ struct fixture : comb::test::test_system {
   protocol::key_pair author = protocol::key_pair::generate();
 
   /// Queues a command as if `watcher` had sent it, without running anything yet.
-  void queue(std::uint64_t ticket, storage::membership_command c) {
-    caf::send_as(watcher, community, member_atom_v, ticket, std::move(c));
-  }
+  void queue(std::uint64_t ticket, storage::membership_command c);
+
+  /// The writer's first batch (ticket 1) waits for the next second: what follows fills the queue.
+  void hold_the_writer();
 };
+
+void fixture::queue(std::uint64_t ticket, storage::membership_command c) {
+  caf::send_as(watcher, community, member_atom_v, ticket, std::move(c));
+}
+
+storage::membership_command cmd(membership_change change, std::uint8_t who);
+
+void fixture::hold_the_writer() {
+  db->wait_batch = 0;
+  queue(1, cmd(membership_change::add_member, 2));
+  scheduler->run();
+  REQUIRE(seen->replies.empty());
+}
 
 storage::membership_command cmd(membership_change change, std::uint8_t who) {
   storage::membership_command c;
@@ -483,10 +497,7 @@ TEST_CASE_METHOD(fixture, "another writer's events reach the fan-out after the s
 
 TEST_CASE_METHOD(fixture, "past its bound a community's queue answers busy at once",
                  "[actor][community][bounds]") {
-  db->wait_batch = 0; // the writer's first batch waits for the next second: the queue fills
-  queue(1, cmd(membership_change::add_member, 2));
-  scheduler->run();
-  REQUIRE(seen->replies.empty());
+  hold_the_writer();
   for (std::uint64_t ticket = 2; ticket <= max_queued_commands + 1; ++ticket)
     queue(ticket, cmd(membership_change::add_member, static_cast<std::uint8_t>(ticket % 200 + 3)));
   scheduler->run();
@@ -501,10 +512,7 @@ TEST_CASE_METHOD(fixture, "past its bound a community's queue answers busy at on
 
 TEST_CASE_METHOD(fixture, "joins and leaves fill only their lane of the queue, the rest is kept for admins",
                  "[actor][community][bounds]") {
-  db->wait_batch = 0; // the writer's first batch waits for the next second: the queue fills
-  queue(1, cmd(membership_change::add_member, 2));
-  scheduler->run();
-  REQUIRE(seen->replies.empty());
+  hold_the_writer();
   auto self_request = [](std::uint64_t ticket) {
     auto c = cmd(ticket % 2 == 0 ? membership_change::claim_membership : membership_change::remove_member,
                  static_cast<std::uint8_t>(ticket % 200 + 3));

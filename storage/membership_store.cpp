@@ -365,6 +365,8 @@ std::optional<minted_invite> membership_store::mint_invite(
   }
   if (reply.affected_rows() != 0)
     return invite;
+  if (!requester)
+    return std::nullopt; // the operator is never refused: nothing to tell
   // Refused: a user who may invite but is at the cap (and may retry tomorrow) is told so.
   auto at_cap = connection_.exec(
     "SELECT " + may_invite_sql("$1", "$2") + " AND " + open_invites_sql("$1", "$2", "$3")

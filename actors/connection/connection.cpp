@@ -251,15 +251,22 @@ std::optional<rejection> connection::check_room_event(const protocol::event& ev,
 
 bool connection::rooms_visible(const std::vector<std::string>& rooms, std::uint32_t kind,
                                bool names_reader) const {
+  return rooms_shown(rooms, kind, names_reader, gone_rooms::deleted);
+}
+
+bool connection::rooms_shown(const std::vector<std::string>& rooms, std::uint32_t kind,
+                             bool names_reader, gone_rooms gone) const {
   if (!policy_.members || rooms.empty())
     return true;
   auto cache = policy_.members->rooms();
   // Its events went with it: what was on its way shows to nobody. The deletion request itself
   // (9008, kept) names the room, and must show: it is how clients learn the room is gone.
-  if (kind != protocol::room_delete_kind)
-    for (const auto& room : rooms)
-      if (cache->was_deleted(room))
-        return false;
+  auto is_gone = [&](const std::string& room) {
+    return cache->was_deleted(room)
+           || (gone == gone_rooms::deleted_or_unknown && room != general_room && !cache->find(room));
+  };
+  if (kind != protocol::room_delete_kind && std::ranges::any_of(rooms, is_gone))
+    return false;
   if (names_reader && protocol::shown_to_named(kind))
     return true;
   return protocol::event_visible(rooms, kind, [&](const std::string& room) {
@@ -269,26 +276,16 @@ bool connection::rooms_visible(const std::vector<std::string>& rooms, std::uint3
   });
 }
 
-bool connection::names_unknown_room(const std::vector<std::string>& rooms, std::uint32_t kind) const {
-  if (!policy_.members || kind == protocol::room_delete_kind)
-    return false;
-  auto cache = policy_.members->rooms();
-  return std::ranges::any_of(rooms, [&](const std::string& room) {
-    return room != general_room && !cache->find(room);
-  });
-}
-
 bool connection::event_visible(const live_event& event) const {
   const protocol::event& ev = *event.ev;
   if (protocol::borrows_rooms(ev.kind) && policy_.members && !protocol::room_referents(ev).empty()) {
     if (event.borrowed_rooms)
-      return !names_unknown_room(*event.borrowed_rooms, ev.kind)
-             && rooms_visible(*event.borrowed_rooms, ev.kind);
+      return rooms_shown(*event.borrowed_rooms, ev.kind, false, gone_rooms::deleted_or_unknown);
     return hidden_rooms().regular_hidden().empty();
   }
-  auto rooms = protocol::rooms_of_event(ev);
   bool names_reader = authenticated_ && protocol::names_in_room_change(ev, *authenticated_);
-  return !names_unknown_room(rooms, ev.kind) && rooms_visible(rooms, ev.kind, names_reader);
+  return rooms_shown(protocol::rooms_of_event(ev), ev.kind, names_reader,
+                     gone_rooms::deleted_or_unknown);
 }
 
 protocol::room_hiding connection::history_hiding() const {
@@ -428,25 +425,25 @@ bool connection::lost_access() const {
          && !policy_.members->is_member(*authenticated_);
 }
 
-std::optional<rejection> connection::over_budget(const filter_cost& total,
-                                                std::string_view where) const {
+std::optional<rejection> over_budget(const filter_cost& total, const connection_policy& policy,
+                                     std::string_view where) {
   auto at_most = [](std::size_t bound) { return " (at most " + std::to_string(bound) + ")"; };
-  if (total.filters > policy_.max_filters)
+  if (total.filters > policy.max_filters)
     return rejection{reason::rate_limited,
-                     "too many filters " + std::string(where) + at_most(policy_.max_filters)};
-  if (total.values > policy_.max_filter_values)
+                     "too many filters " + std::string(where) + at_most(policy.max_filters)};
+  if (total.values > policy.max_filter_values)
     return rejection{reason::rate_limited, "too many filter values " + std::string(where)
-                                             + at_most(policy_.max_filter_values)};
-  if (total.broad > policy_.max_broad_filters)
+                                             + at_most(policy.max_filter_values)};
+  if (total.broad > policy.max_broad_filters)
     return rejection{reason::rate_limited, "too many filters without ids, authors, kinds or tags"
-                                             + at_most(policy_.max_broad_filters)};
+                                             + at_most(policy.max_broad_filters)};
   return std::nullopt;
 }
 
 std::optional<rejection> connection::check_count(const std::vector<protocol::filter>& filters) const {
   // A COUNT holds nothing in the fan-out, but its statement is as costly as a REQ's history: one
   // may ask no more than a REQ could on a connection holding nothing.
-  return over_budget(cost_of(filters), "in one COUNT");
+  return over_budget(cost_of(filters), policy_, "in one COUNT");
 }
 
 protocol::result<std::uint64_t>
@@ -458,15 +455,11 @@ connection::open_subscription(const std::string& id, const std::vector<protocol:
                      "too many open subscriptions (at most "
                        + std::to_string(policy_.limits.max_subscriptions_per_connection) + ")"};
   filter_cost wanted = cost_of(filters);
-  filter_cost kept = held_;
-  if (existing != subscriptions_.end()) {
-    kept.filters -= existing->second.cost.filters;
-    kept.values -= existing->second.cost.values;
-    kept.broad -= existing->second.cost.broad;
-  }
-  filter_cost total{kept.filters + wanted.filters, kept.values + wanted.values,
-                    kept.broad + wanted.broad};
-  if (auto over = over_budget(total, "open on this connection"))
+  filter_cost total = held_;
+  if (existing != subscriptions_.end())
+    total -= existing->second.cost;
+  total += wanted;
+  if (auto over = over_budget(total, policy_, "open on this connection"))
     return *over;
   held_ = total;
   subscription& sub = subscriptions_[id];
@@ -482,17 +475,11 @@ bool connection::is_open(const std::string& id, std::uint64_t generation) const 
   return it != subscriptions_.end() && it->second.generation == generation;
 }
 
-void connection::forget_cost(const filter_cost& cost) noexcept {
-  held_.filters -= cost.filters;
-  held_.values -= cost.values;
-  held_.broad -= cost.broad;
-}
-
 bool connection::close_subscription(const std::string& id) {
   auto it = subscriptions_.find(id);
   if (it == subscriptions_.end())
     return false;
-  forget_cost(it->second.cost);
+  held_ -= it->second.cost;
   subscriptions_.erase(it);
   return true;
 }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string_view>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -87,9 +88,29 @@ struct filter_cost {
   std::size_t filters = 0;
   std::size_t values = 0;
   std::size_t broad = 0;
+
+  filter_cost& operator+=(const filter_cost& other) noexcept {
+    filters += other.filters;
+    values += other.values;
+    broad += other.broad;
+    return *this;
+  }
+  /// Takes away a cost that was added before.
+  filter_cost& operator-=(const filter_cost& other) noexcept {
+    filters -= other.filters;
+    values -= other.values;
+    broad -= other.broad;
+    return *this;
+  }
 };
 
 [[nodiscard]] filter_cost cost_of(const std::vector<protocol::filter>& filters);
+
+/// Why filters costing `total` in all are more than `policy` lets one connection hold
+/// (`where` says which: "open on this connection", "in one COUNT"); nothing when they fit.
+[[nodiscard]] std::optional<protocol::rejection> over_budget(const filter_cost& total,
+                                                             const connection_policy& policy,
+                                                             std::string_view where);
 
 /// Drops the tag values storage never indexes (`storage::is_indexable_tag_value`: too long, or
 /// holding a NUL) from tag conditions: they match no stored event, so live delivery must not
@@ -189,7 +210,7 @@ public:
   /// rooms_visible for a live or held event; a comment's or report's rooms are those it carries
   /// (live_event::borrowed_rooms), and one that carries none shows only to a reader no room
   /// hides anything from. One naming a room the cache does not hold shows to nobody
-  /// (names_unknown_room).
+  /// (gone_rooms::deleted_or_unknown).
   [[nodiscard]] bool event_visible(const live_event& event) const;
 
   /// NIP-29: what of this community's rooms this connection may not see, for a COUNT the
@@ -356,13 +377,17 @@ private:
   /// In a closed community only members' events are stored: the author, not the connection,
   /// must be a member (a member's connection may not carry a non-member's event).
   [[nodiscard]] bool author_not_admitted(const protocol::event& ev) const;
-  /// A live event naming a room the cache does not hold, but for a deletion (9008): the room
-  /// is gone. It was created before anything was posted to it, and the cache holds it before
-  /// its events reach the fan-out (the bridge holds another pod's until then), so what names a
-  /// room unknown here was on its way when the room was deleted, on another pod perhaps before
-  /// this one ever loaded it, or before a restart. Stored history needs no such rule: a room's
-  /// events are deleted with it.
-  [[nodiscard]] bool names_unknown_room(const std::vector<std::string>& rooms, std::uint32_t kind) const;
+  /// The rooms whose events show to nobody but their deletion (9008): those deleted that the
+  /// cache remembers, and for a live event also any room it does not hold. A room is created
+  /// before anything is posted to it, and the cache holds it before its events reach the
+  /// fan-out (the bridge holds another pod's until then), so a live event naming a room unknown
+  /// here was on its way when the room was deleted, on another pod perhaps before this one ever
+  /// loaded it, or before a restart. Stored history needs no such rule: a room's events are
+  /// deleted with it.
+  enum class gone_rooms { deleted, deleted_or_unknown };
+  /// rooms_visible, with `gone` deciding which rooms hide everything.
+  [[nodiscard]] bool rooms_shown(const std::vector<std::string>& rooms, std::uint32_t kind,
+                                 bool names_reader, gone_rooms gone) const;
   /// A live event this pod's ban list now withholds (author or id banned).
   [[nodiscard]] bool banned_out(const protocol::event& ev) const;
 
@@ -379,9 +404,6 @@ private:
     std::shared_ptr<const std::string> frame_head;
   };
 
-  void forget_cost(const filter_cost& cost) noexcept;
-  [[nodiscard]] std::optional<protocol::rejection> over_budget(const filter_cost& total,
-                                                               std::string_view where) const;
 
   [[nodiscard]] protocol::room_reader reader_of(const cached_room& room,
                                                 const std::optional<protocol::bytes32>& who) const;

@@ -10,8 +10,8 @@
 #include "actors/community/membership_requests.hpp"
 #include "actors/community/room_requests.hpp"
 #include "actors/connection/count_requests.hpp"
+#include "actors/connection/subscription_requests.hpp"
 #include "actors/connection/waiting_queries.hpp"
-#include "protocol/gift_wraps.hpp"
 #include "protocol/room.hpp"
 #include "protocol/canonical_json.hpp"
 #include "protocol/client_message.hpp"
@@ -24,14 +24,11 @@ namespace protocol = comb::protocol;
 
 namespace {
 
-using self_ptr = caf::stateful_actor<connection_state>*;
-
+using self_ptr = connection_self;
 
 void send_frame(self_ptr self, std::string frame) {
   self->state.args.sink->send(std::move(frame));
 }
-
-void refuse_subscription(self_ptr self, const std::string& id, const protocol::rejection& why);
 
 void reply_to_rejected_frame(self_ptr self, const protocol::frame_rejection& r) {
   bump(self->state.args.metrics->messages_invalid);
@@ -163,183 +160,6 @@ void on_event(self_ptr self, protocol::event_message& message) {
                                   st.logic->admitted_as(), vanishes});
 }
 
-bool asks_for_invite(const protocol::req_message& message) {
-  for (const auto& f : message.filters)
-    if (f.kinds && std::binary_search(f.kinds->begin(), f.kinds->end(), invite_kind))
-      return true;
-  return false;
-}
-
-void open_subscription(self_ptr self, protocol::req_message& message);
-void refuse_subscription(self_ptr self, const std::string& id, const protocol::rejection& why);
-void end_subscription(self_ptr self, const std::string& id);
-
-/// NIP-43: a REQ for kind 28935 mints an invite for an authenticated member allowed to invite;
-/// the invite is sent first, then the REQ proceeds as usual (28935 is never stored).
-void request_invite(self_ptr self, protocol::req_message& message) {
-  auto& st = self->state;
-  if (!st.logic->authenticated()) {
-    send_frame(self, protocol::render_closed(message.subscription_id,
-                                             "auth-required: authenticate to request an invite"));
-    return;
-  }
-  // Only members may ever invite (the writer checks the stored role): anyone else is refused
-  // here, without a statement on the one membership writer.
-  if (!st.logic->known_member(*st.logic->authenticated())) {
-    bump(st.args.metrics->queries_refused);
-    send_frame(self, protocol::render_closed(message.subscription_id,
-                                             "restricted: you may not create invites in this community"));
-    return;
-  }
-  // Each waits on the one membership writer: as many as queries may run, no more.
-  if (st.awaiting_invite.size() >= st.args.policy.max_queries_in_flight) {
-    bump(st.args.metrics->queries_refused);
-    send_frame(self, protocol::render_closed(message.subscription_id,
-                                             "rate-limited: too many invite requests awaiting an answer"));
-    return;
-  }
-  std::uint64_t ticket = st.next_ticket++;
-  self->send(st.args.membership_writer, mint_atom_v, ticket, st.args.policy.community_id,
-             *st.logic->authenticated());
-  st.awaiting_invite.emplace(ticket, std::move(message));
-}
-
-void on_minted(self_ptr self, std::uint64_t ticket, const invite_reply& reply) {
-  auto& st = self->state;
-  auto it = st.awaiting_invite.find(ticket);
-  if (it == st.awaiting_invite.end())
-    return;
-  auto message = std::move(it->second);
-  st.awaiting_invite.erase(it);
-  if (!reply.event_json) {
-    send_frame(self, protocol::render_closed(message.subscription_id, reply.refusal));
-    return;
-  }
-  send_frame(self, protocol::render_event_frame(message.subscription_id, *reply.event_json));
-  open_subscription(self, message);
-}
-
-/// A REQ refused for want of AUTH, from a connection that has not authenticated, waits for it
-/// (reqs_awaiting_auth) unless `may_wait` is false (its wait is over) or a bound is reached:
-/// true when it waits. An open subscription of its id ends, as the REQ replaces it.
-bool wait_for_auth(self_ptr self, protocol::req_message& message, const protocol::rejection& why,
-                   bool may_wait) {
-  auto& st = self->state;
-  if (!may_wait || why.why != protocol::reason::auth_required || st.logic->authenticated())
-    return false;
-  drop_unindexed_tag_values(message.filters);
-  if (!st.awaiting_auth.hold(message, st.args.policy))
-    return false;
-  bump(st.args.metrics->queries_awaited_auth);
-  end_subscription(self, message.subscription_id);
-  if (st.awaiting_auth.size() == 1)
-    self->delayed_send(self, auth_grace, auth_wait_atom_v, ++st.auth_wait);
-  return true;
-}
-
-void answer_req(self_ptr self, protocol::req_message& message, bool may_wait) {
-  auto& st = self->state;
-  if (auto refused = st.logic->may_read()) {
-    if (!wait_for_auth(self, message, *refused, may_wait))
-      send_frame(self, protocol::render_closed(message.subscription_id, refused->text()));
-    return;
-  }
-  auto refused = st.logic->check_room_filters(message.filters);
-  if (!refused)
-    refused = protocol::guard_gift_wraps(message.filters, st.logic->authenticated());
-  if (refused) {
-    if (!wait_for_auth(self, message, *refused, may_wait))
-      refuse_subscription(self, message.subscription_id, *refused);
-    return;
-  }
-  if (asks_for_invite(message) && st.args.membership_writer) {
-    request_invite(self, message);
-    return;
-  }
-  open_subscription(self, message);
-}
-
-void on_req(self_ptr self, protocol::req_message& message) {
-  bump(self->state.args.metrics->messages_req);
-  answer_req(self, message, true);
-}
-
-/// The REQs that waited for AUTH are answered once their wait is over: the AUTH came and the
-/// client's retries had auth_retry_window to take their places, or it did not come (they are
-/// then refused as they would have been at once).
-void release_awaiting_auth(self_ptr self) {
-  auto& st = self->state;
-  ++st.auth_wait; // a timer still running finds nothing of its own
-  for (auto& message : st.awaiting_auth.take())
-    answer_req(self, message, false);
-}
-
-/// AUTH came: the REQs that waited for it are answered after the retries' window.
-void await_retries(self_ptr self) {
-  auto& st = self->state;
-  if (st.awaiting_auth.empty())
-    return;
-  self->delayed_send(self, auth_retry_window, auth_wait_atom_v, ++st.auth_wait);
-}
-
-/// Drops the REQ of `id` still waiting to start: a closed, refused or replaced subscription's
-/// filters are not kept (a client repeating REQ and CLOSE with fresh ids while queries wait
-/// would otherwise pile them up behind the first still open).
-void forget_waiting(connection_state& st, const std::string& id) {
-  std::erase_if(st.waiting_queries, [&](const auto& waiting) {
-    const auto* req = std::get_if<live_request>(&waiting);
-    return req && req->subscription_id == id;
-  });
-  // An invite being minted for it is not sent (on_minted finds nothing): the client closed or
-  // replaced the subscription it asked on.
-  std::erase_if(st.awaiting_invite, [&](const auto& entry) { return entry.second.subscription_id == id; });
-  st.awaiting_auth.forget(id);
-}
-
-void end_subscription(self_ptr self, const std::string& id) {
-  auto& st = self->state;
-  if (st.logic->close_subscription(id))
-    self->send(st.args.fanout, unsubscribe_atom_v, st.args.owner, st.args.policy.community_id, id);
-  st.req_started.erase(id);
-}
-
-void refuse_subscription(self_ptr self, const std::string& id, const protocol::rejection& why) {
-  auto& st = self->state;
-  forget_waiting(st, id);
-  if (why.why == protocol::reason::rate_limited)
-    bump(st.args.metrics->queries_refused);
-  // A refused REQ ends the subscription of that id, if one was open: CLOSED means closed.
-  end_subscription(self, id);
-  send_frame(self, protocol::render_closed(id, why.text()));
-}
-
-void open_subscription(self_ptr self, protocol::req_message& message) {
-  auto& st = self->state;
-  drop_unindexed_tag_values(message.filters);
-  auto generation = st.logic->open_subscription(message.subscription_id, message.filters);
-  if (!generation) {
-    refuse_subscription(self, message.subscription_id, generation.error());
-    return;
-  }
-  st.req_started[message.subscription_id] = monotonic_seconds();
-  // A REQ that replaces one still waiting takes its place, so waiting REQs are never more than
-  // the open subscriptions, however often a client repeats an id.
-  forget_waiting(st, message.subscription_id);
-  auto hidden = st.logic->history_hiding();
-  st.waiting_queries.emplace_back(
-    live_request{self, st.args.owner, st.args.policy.community_id, message.subscription_id,
-                 generation.value(), std::move(message.filters), st.history, {}, std::move(hidden)});
-  if (!st.logic->query_may_start())
-    bump(st.args.metrics->queries_waited);
-  start_waiting_queries(self);
-}
-
-void on_close(self_ptr self, const protocol::close_message& message) {
-  auto& st = self->state;
-  bump(st.args.metrics->messages_close);
-  forget_waiting(st, message.subscription_id);
-  end_subscription(self, message.subscription_id);
-}
 
 void on_auth(self_ptr self, const protocol::auth_message& message) {
   bump(self->state.args.metrics->messages_auth);

@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include "actors/connection/connection_actor.hpp"
+
+namespace comb::actors {
+
+/// A REQ: answered at once, refused with one CLOSED, held until AUTH (reqs_awaiting_auth), or
+/// held until the invite it asks for (28935) is minted.
+void on_req(connection_self self, protocol::req_message& message);
+
+/// A CLOSE: the subscription ends, and nothing of it still waiting to start is kept.
+void on_close(connection_self self, const protocol::close_message& message);
+
+/// The one CLOSED for subscription `id`, which ends it if it was open.
+void refuse_subscription(connection_self self, const std::string& id, const protocol::rejection& why);
+
+/// True when the REQ asks for an invite (kind 28935), which costs a database write.
+[[nodiscard]] bool asks_for_invite(const protocol::req_message& message);
+
+/// (minted_atom): the invite a waiting REQ asked for, or why none was minted.
+void on_minted(connection_self self, std::uint64_t ticket, const invite_reply& reply);
+
+/// AUTH succeeded: the REQs that waited for it are answered after auth_retry_window, so the
+/// client's own retries take their places first.
+void await_retries(connection_self self);
+
+/// The wait for AUTH is over (it came and the retries' window passed, or auth_grace ran out):
+/// every REQ still waiting is answered as it would be now, without waiting again.
+void release_awaiting_auth(connection_self self);
+
+} // namespace comb::actors

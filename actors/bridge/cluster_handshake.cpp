@@ -39,17 +39,34 @@ cluster_handshake::on_hello(const std::string& key, const hello& h, time_point n
     return std::string("hello names this pod as the dialer (reflected)");
   (void)expire(now);
   if (!pending_.contains(key) && pending_.size() >= limits_.max_pending)
-    return std::string("too many handshakes in progress");
+    abandon_oldest();
   challenge c{self_id_, handshake_nonce(),
               storage::cluster_proof(secret_, storage::proof_role::acceptor, h.nonce, self_id_,
                                      h.dialer_id)};
   auto [it, fresh] = pending_.try_emplace(key, pending_challenge{h.dialer_id, c.nonce, now});
   if (!fresh) {
-    if (abandoned_.size() < limits_.max_pending)
-      abandoned_.push_back(it->second.dialer_id);
+    note_abandoned(it->second.dialer_id);
     it->second = pending_challenge{h.dialer_id, c.nonce, now};
   }
   return c;
+}
+
+// Refusing hellos once the challenges are full would let anyone who reaches the port keep every
+// real dialer out with a few forged hellos every ttl; the oldest challenge makes room instead, so
+// a flood must outpace a real dialer's round trip to displace it.
+void cluster_handshake::abandon_oldest() {
+  auto oldest = std::min_element(pending_.begin(), pending_.end(), [](const auto& a, const auto& b) {
+    return a.second.at < b.second.at;
+  });
+  if (oldest == pending_.end())
+    return;
+  note_abandoned(oldest->second.dialer_id);
+  pending_.erase(oldest);
+}
+
+void cluster_handshake::note_abandoned(const std::string& dialer_id) {
+  if (abandoned_.size() < limits_.max_pending)
+    abandoned_.push_back(dialer_id);
 }
 
 std::optional<std::string> cluster_handshake::on_prove(const std::string& key, const proof& p,

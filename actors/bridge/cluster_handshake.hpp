@@ -15,7 +15,7 @@ namespace comb::actors {
 
 /// The limits of the handshake's memory: what an unauthenticated remote can make a pod hold.
 struct handshake_limits {
-  std::size_t max_pending = 64;            ///< challenges awaiting a proof (new hellos refused beyond)
+  std::size_t max_pending = 64;            ///< challenges awaiting a proof (the oldest void beyond)
   std::size_t max_trusted = 256;           ///< authenticated dialers remembered (oldest forgotten)
   std::chrono::seconds ttl{10};            ///< a challenge or a hello unanswered this long is void
   std::chrono::seconds retry{4};           ///< a dialed peer not linked by then is greeted again
@@ -99,7 +99,7 @@ public:
 
   /// Drops challenges older than the ttl; returns the dialer ids whose handshake never finished
   /// (a wrong secret: the dialer refused our proof; or someone probing the port), those replaced
-  /// by a new hello from the same connection included.
+  /// by a new hello from the same connection or voided to make room for a newer one included.
   std::vector<std::string> expire(time_point now);
 
   [[nodiscard]] std::size_t pending() const { return pending_.size(); }
@@ -118,12 +118,15 @@ private:
     time_point at;
   };
 
+  void abandon_oldest();
+  void note_abandoned(const std::string& dialer_id);
+
   std::string self_id_;
   std::string secret_;
   handshake_limits limits_;
   std::map<std::string, pending_challenge> pending_;
   std::deque<std::string> trusted_; ///< oldest first
-  std::vector<std::string> abandoned_; ///< dialer ids whose challenge a new hello replaced
+  std::vector<std::string> abandoned_; ///< dialer ids whose challenge a newer hello replaced or voided
   std::map<std::string, dialed_peer> dialed_;
 };
 

@@ -122,17 +122,35 @@ TEST_CASE("pending challenges are bounded and expire", "[bridge]") {
   limits.ttl = 10s;
   cluster_handshake pod("pod-a", secret, limits);
   for (int i = 0; i < 4; ++i)
-    REQUIRE(pod.on_hello("k" + std::to_string(i), {"x", std::string(32, 'a')}, t0));
-  auto full = pod.on_hello("k4", {"x", std::string(32, 'a')}, t0);
-  REQUIRE_FALSE(full);
-  CHECK_THAT(full.error(), Catch::Contains("too many"));
+    REQUIRE(pod.on_hello("k" + std::to_string(i), {"x" + std::to_string(i), std::string(32, 'a')},
+                         t0 + std::chrono::seconds(i)));
+  // Full: a fifth hello voids the oldest challenge, reported as abandoned.
+  REQUIRE(pod.on_hello("k4", {"x4", std::string(32, 'a')}, t0 + 4s));
   CHECK(pod.pending() == 4);
-  // Ten seconds later they are void: room again, and an old challenge cannot be answered.
-  CHECK(pod.expire(t0 + 9s).empty());
-  CHECK(pod.expire(t0 + 10s) == std::vector<std::string>(4, "x"));
-  CHECK(pod.on_hello("k5", {"x", std::string(32, 'a')}, t0 + 10s));
-  CHECK(pod.pending() == 1);
-  CHECK(pod.on_prove("k0", {"x", std::string(64, '0')}, t0 + 10s));
+  CHECK(pod.expire(t0 + 4s) == std::vector<std::string>{"x0"});
+  CHECK_THAT(*pod.on_prove("k0", {"x0", std::string(64, '0')}, t0 + 4s), Catch::Contains("without a pending"));
+  // Ten seconds after each hello its challenge is void, and cannot be answered.
+  CHECK(pod.expire(t0 + 10s).empty());
+  CHECK(pod.expire(t0 + 12s) == std::vector<std::string>{"x1", "x2"});
+  CHECK(pod.pending() == 2);
+  CHECK_THAT(*pod.on_prove("k1", {"x1", std::string(64, '0')}, t0 + 12s), Catch::Contains("without a pending"));
+}
+
+TEST_CASE("hellos flooding the port do not keep a real dialer out", "[bridge]") {
+  actors::handshake_limits limits;
+  limits.max_pending = 8;
+  cluster_handshake acceptor("pod-a", secret, limits);
+  for (int i = 0; i < 100; ++i)
+    CHECK(acceptor.on_hello("forged" + std::to_string(i), {"x", std::string(32, 'f')}, t0 + 2s));
+  CHECK(acceptor.pending() == 8);
+  cluster_handshake late("pod-c", secret);
+  auto late_hello = late.dial("to-a", t0 + 2s);
+  auto late_challenge = acceptor.on_hello("late", late_hello, t0 + 2s);
+  REQUIRE(late_challenge);
+  auto proof = late.on_challenge("to-a", late_challenge.value(), t0 + 2s);
+  REQUIRE(proof);
+  CHECK_FALSE(acceptor.on_prove("late", proof.value(), t0 + 2s));
+  CHECK(acceptor.trusts("late"));
 }
 
 TEST_CASE("authenticated dialers are remembered up to a bound, oldest forgotten", "[bridge]") {

@@ -16,6 +16,7 @@ enum class close_reason : std::uint16_t {
   going_away = 1001,     ///< shutdown
   policy = 1008,         ///< e.g. the community was archived
   too_big = 1009,        ///< a frame over the size limit
+  internal_error = 1011, ///< the connection's actor failed
   slow_reader = 4000,    ///< pending outbound bytes passed the bound
 };
 

@@ -322,11 +322,20 @@ void stop_actors(caf::actor_system& system, pod_actors& pod) {
       self->send_exit(community, caf::exit_reason::user_shutdown);
 }
 
-/// A storage reader or writer, the fan-out or the membership writer that ends while the pod
-/// runs (an uncaught exception) would leave every query, write or delivery sent to it unanswered
-/// while /readyz says ready: the pod stops instead, exit code 1, for its supervisor to restart.
+/// A storage reader or writer, the fan-out, the membership writer, the access watcher (access
+/// would stop following the database), the bridge or its gatekeeper (other pods' events would
+/// stop arriving), the gap filler, the directory or the management actor that ends while the
+/// pod runs (an uncaught exception) would leave what was sent to it unanswered while /readyz
+/// says ready: the pod stops instead, exit code 1, for its supervisor to restart.
 void watch_vital(caf::actor_system& system, pod_actors& pod) {
-  vital_actors vital{{"the fan-out", pod.fanout}, {"the membership writer", pod.membership_writer}};
+  vital_actors vital{{"the fan-out", pod.fanout},
+                     {"the membership writer", pod.membership_writer},
+                     {"the access watcher", pod.access_watcher},
+                     {"the gap filler", pod.gap_filler},
+                     {"the community directory", pod.directory},
+                     {"the management actor", pod.management},
+                     {"the bridge", pod.bridge->actor},
+                     {"the cluster gatekeeper", pod.bridge->gate}};
   for (std::size_t i = 0; i < pod.readers.size(); ++i)
     vital.emplace_back("storage reader " + std::to_string(i), pod.readers[i]);
   for (std::size_t i = 0; i < pod.writers.size(); ++i)

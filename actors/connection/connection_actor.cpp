@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <boost/container/small_vector.hpp>
+#include <spdlog/spdlog.h>
 
 #include "actors/community/membership_requests.hpp"
 #include "actors/community/room_requests.hpp"
@@ -403,6 +404,24 @@ void on_deliver(self_ptr self, const live_batch& batch) {
   count_withheld(self);
 }
 
+/// A connection whose actor fails (an exception escaped a handler: a bug) must not stay open
+/// unanswered, nor its subscriptions in the fan-out: the socket closes with 1011 and the fan-out
+/// forgets it, as at a hangup.
+void leave_cleanly_on_failure(self_ptr self) {
+  const auto& args = self->state.args;
+  self->attach_functor([sink = args.sink, fanout = args.fanout, owner = args.owner,
+                        community = args.policy.community_id, metrics = args.metrics,
+                        system = &self->system()](const caf::error& reason) {
+    if (!reason || reason == caf::exit_reason::user_shutdown)
+      return; // a hangup, or the pod stopping
+    spdlog::error("connection {} of community {}: its actor failed: {}", owner, community,
+                  system->render(reason));
+    bump(metrics->connection_failures);
+    sink->close(close_reason::internal_error);
+    caf::anon_send(fanout, forget_atom_v, owner, community);
+  });
+}
+
 } // namespace
 
 caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, connection_args args) {
@@ -412,6 +431,7 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, conn
   st.history = std::make_shared<history_flow>();
   st.history->sink = st.args.sink;
   send_frame(self, protocol::render_auth_challenge(st.args.challenge));
+  leave_cleanly_on_failure(self);
   if (st.args.readers_waiting)
     self->attach_functor([waits = st.args.readers_waiting, waiting = st.waiting_for_room,
                           me = self->address()] {

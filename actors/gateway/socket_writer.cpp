@@ -128,6 +128,7 @@ const char* describe(std::optional<close_reason> why) {
     case close_reason::policy: return "community archived or deleted";
     case close_reason::too_big: return "frame over the size limit";
     case close_reason::slow_reader: return "slow reader: outbound bound reached";
+    case close_reason::internal_error: return "internal error (the connection's actor failed)";
   }
   return "unknown";
 }

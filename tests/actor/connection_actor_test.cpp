@@ -66,6 +66,33 @@ TEST_CASE_METHOD(fixture, "malformed frames get one NOTICE and the connection st
   CHECK(c.sink->take() == std::vector<std::string>{ok_frame(ev, true, "")});
 }
 
+TEST_CASE_METHOD(fixture, "a connection whose actor fails closes with 1011 and leaves the fan-out",
+                 "[actor][connection]") {
+  auto forgotten = std::make_shared<std::vector<std::uint64_t>>();
+  fanout = system->spawn([forgotten](caf::event_based_actor* self) -> caf::behavior {
+    self->set_default_handler(caf::drop);
+    return {[=](forget_atom, std::uint64_t owner, std::int64_t) { forgotten->push_back(owner); }};
+  });
+  spawned.push_back(fanout);
+  auto c = connect();
+  const auto owner = next_owner - 1;
+  c.sink->fail_next_send(); // the NOTICE for the malformed frame throws
+  say(c, "not json");
+  run();
+  CHECK(c.sink->closed() == close_reason::internal_error);
+  CHECK(*forgotten == std::vector<std::uint64_t>{owner});
+  CHECK(metrics->connection_failures.load() == 1);
+}
+
+TEST_CASE_METHOD(fixture, "a connection's hangup closes nothing and is not counted as a failure",
+                 "[actor][connection]") {
+  auto c = connect();
+  caf::anon_send(c.actor, hangup_atom_v);
+  run();
+  CHECK_FALSE(c.sink->closed());
+  CHECK(metrics->connection_failures.load() == 0);
+}
+
 TEST_CASE_METHOD(fixture, "REQ: live registered first, history, EOSE, then live, nothing twice",
                  "[actor][connection][req]") {
   auto stored_before = test::sign_event(alice, 1, "old");

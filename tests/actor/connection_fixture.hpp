@@ -29,9 +29,16 @@ class recording_sink final : public frame_sink {
 public:
   void send(std::string frame) override {
     std::lock_guard lock(mutex_);
+    if (std::exchange(fail_next_send_, false))
+      throw std::runtime_error("a sink that fails (a stand-in for a bug)");
     frames_.push_back(std::move(frame));
   }
   void close(close_reason why) override { closed_ = why; }
+  [[nodiscard]] std::optional<close_reason> closed() const { return closed_; }
+  void fail_next_send() {
+    std::lock_guard lock(mutex_);
+    fail_next_send_ = true;
+  }
 
   std::vector<std::string> take() {
     std::lock_guard lock(mutex_);
@@ -42,6 +49,7 @@ private:
   std::mutex mutex_;
   std::vector<std::string> frames_;
   std::optional<close_reason> closed_;
+  bool fail_next_send_ = false;
 };
 
 /// What the fake storage holds and has been asked.

@@ -9,12 +9,17 @@ origin_sequences::origin_sequences(std::int64_t started_ms, std::size_t capacity
   : started_ms_(started_ms), capacity_(std::max<std::size_t>(capacity, 1)) {}
 
 std::optional<std::int64_t> origin_sequences::heard(std::string_view origin, envelope_number number,
-                                                    bool heartbeat, std::int64_t now_ms) {
+                                                    bool heartbeat, std::int64_t now_ms,
+                                                    std::optional<std::int64_t> sent_ms) {
   if (number.seq == 0 && !heartbeat)
     return std::nullopt; // not numbered: says nothing of what came before it
+  const std::int64_t sent = sent_ms.value_or(now_ms);
   auto it = origins_.find(origin);
   if (it != origins_.end() && it->second.boot_ms == number.boot_ms) {
     run& known = it->second;
+    if (heartbeat && sent <= known.newest_sent_ms)
+      return std::nullopt; // a replay, or late behind newer news: it tells nothing new
+    known.newest_sent_ms = std::max(known.newest_sent_ms, sent);
     const bool skipped = heartbeat ? number.seq > known.last_seq : number.seq > known.last_seq + 1;
     const std::int64_t since = known.heard_ms;
     known.last_seq = std::max(known.last_seq, number.seq);
@@ -38,9 +43,9 @@ std::optional<std::int64_t> origin_sequences::heard(std::string_view origin, env
     it = origins_.end();
   }
   if (it != origins_.end())
-    it->second = run{number.boot_ms, number.seq, now_ms};
+    it->second = run{number.boot_ms, number.seq, now_ms, 0, sent};
   else
-    origins_.emplace(std::string(origin), run{number.boot_ms, number.seq, now_ms});
+    origins_.emplace(std::string(origin), run{number.boot_ms, number.seq, now_ms, 0, sent});
   if (!skipped)
     return std::nullopt;
   return std::max(since, started_ms_);

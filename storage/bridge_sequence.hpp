@@ -37,9 +37,13 @@ public:
   /// number) or a heartbeat (`heartbeat`: the last number the origin used). The time since
   /// which this pod may have missed some of the origin's envelopes, when it may have: since it
   /// last heard from the origin's run, or since the run began (not before this pod started,
-  /// which had no subscribers then).
+  /// which had no subscribers then). A heartbeat sent (`sent_ms`, the origin's clock; `now_ms`
+  /// when not given) no later than the newest thing heard from the run is ignored: a replayed
+  /// one (anyone who may PUBLISH on the channel can send one again within the bridge's minute)
+  /// would otherwise push back the marks of a pod gone quiet.
   [[nodiscard]] std::optional<std::int64_t> heard(std::string_view origin, envelope_number number,
-                                                  bool heartbeat, std::int64_t now_ms);
+                                                  bool heartbeat, std::int64_t now_ms,
+                                                  std::optional<std::int64_t> sent_ms = std::nullopt);
 
   /// How long an origin may be silent before what it stored may never come: its heartbeat is
   /// due every 2 s, so three missed ones are the first mark; the later marks catch what a pod
@@ -64,6 +68,7 @@ private:
     std::uint64_t last_seq = 0;
     std::int64_t heard_ms = 0;
     std::size_t quiet_marks_passed = 0;
+    std::int64_t newest_sent_ms = 0; ///< the origin's clock
   };
 
   /// Looks origins up by a view of the envelope's text: no string made per envelope.

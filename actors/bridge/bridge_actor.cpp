@@ -92,7 +92,7 @@ void fill_now(self_ptr self, std::uint64_t timer) {
 /// A number (or heartbeat) of another pod came: a gap in them is a fill.
 void note_number(self_ptr self, const storage::bridge_envelope& e, std::int64_t now) {
   auto& st = self->state;
-  if (auto since = st.sequences.heard(e.origin, e.number, e.heartbeat, now)) {
+  if (auto since = st.sequences.heard(e.origin, e.number, e.heartbeat, now, e.sent_ms)) {
     bump(st.args.metrics->bridge_sequence_gaps);
     ask_fill(self, *since);
   }

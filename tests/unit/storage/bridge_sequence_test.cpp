@@ -124,6 +124,20 @@ TEST_CASE("an origin gone silent is a gap at each quiet mark, each from the mark
   CHECK(seen.heard("pod-a", {boot, 5}, true, heard + 2'000'000) == heard);
 }
 
+TEST_CASE("a replayed heartbeat does not push back the quiet marks of a silent origin", "[bridge]") {
+  storage::origin_sequences seen(start);
+  const auto heard = start + 1'000;
+  CHECK(seen.heard("pod-a", {boot, 3}, false, heard - 10, heard - 10) == start);
+  CHECK_FALSE(seen.heard("pod-a", {boot, 3}, true, heard, heard));
+  // pod-a goes silent; its last heartbeat, captured, is published again 5 s later.
+  CHECK_FALSE(seen.heard("pod-a", {boot, 3}, true, heard + 5'000, heard));
+  CHECK(seen.quiet(heard + 6'000) == heard); // the first mark still falls when it was due
+  // A genuinely newer heartbeat is heard as before.
+  CHECK_FALSE(seen.heard("pod-a", {boot, 3}, true, heard + 7'000, heard + 7'000));
+  CHECK_FALSE(seen.quiet(heard + 12'999));
+  CHECK(seen.quiet(heard + 13'000) == heard + 7'000);
+}
+
 TEST_CASE("numbered envelopes and heartbeats round-trip; old-shape envelopes still decode",
           "[bridge]") {
   const std::string secret = "cluster-secret-for-tests";

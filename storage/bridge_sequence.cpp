@@ -17,7 +17,7 @@ std::optional<std::int64_t> origin_sequences::heard(std::string_view origin, env
   auto it = origins_.find(origin);
   if (it != origins_.end() && it->second.boot_ms == number.boot_ms) {
     run& known = it->second;
-    if (heartbeat && sent <= known.newest_sent_ms)
+    if (heartbeat && sent <= known.newest_sent_ms && number.seq <= known.last_seq)
       return std::nullopt; // a replay, or late behind newer news: it tells nothing new
     known.newest_sent_ms = std::max(known.newest_sent_ms, sent);
     const bool skipped = heartbeat ? number.seq > known.last_seq : number.seq > known.last_seq + 1;

@@ -38,7 +38,8 @@ public:
   /// which this pod may have missed some of the origin's envelopes, when it may have: since it
   /// last heard from the origin's run, or since the run began (not before this pod started,
   /// which had no subscribers then). A heartbeat sent (`sent_ms`, the origin's clock; `now_ms`
-  /// when not given) no later than the newest thing heard from the run is ignored: a replayed
+  /// when not given) no later than the newest thing heard from the run, and numbering nothing
+  /// newer, is ignored: a replayed
   /// one (anyone who may PUBLISH on the channel can send one again within the bridge's minute)
   /// would otherwise push back the marks of a pod gone quiet.
   [[nodiscard]] std::optional<std::int64_t> heard(std::string_view origin, envelope_number number,

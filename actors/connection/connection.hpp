@@ -347,6 +347,8 @@ public:
   [[nodiscard]] std::size_t remembered_history_ids() const;
 
   [[nodiscard]] std::size_t subscription_count() const noexcept { return subscriptions_.size(); }
+  /// What the open subscriptions' filters cost together (the budget over_budget checks).
+  [[nodiscard]] const filter_cost& held_cost() const noexcept { return held_; }
 
   [[nodiscard]] std::vector<std::string> subscription_ids() const;
 

@@ -6,14 +6,17 @@
 
 namespace comb::actors {
 
-bool reqs_awaiting_auth::hold(protocol::req_message message, const connection_policy& policy) {
+bool reqs_awaiting_auth::hold(protocol::req_message message, const connection_policy& policy,
+                              std::size_t open, const filter_cost& open_cost) {
   forget(message.subscription_id);
+  const filter_cost mine = cost_of(message.filters);
   filter_cost total = cost_;
-  total += cost_of(message.filters);
-  if (waiting_.size() >= policy.limits.max_subscriptions_per_connection
+  total += open_cost;
+  total += mine;
+  if (waiting_.size() + open >= policy.limits.max_subscriptions_per_connection
       || over_budget(total, policy, "waiting for AUTH"))
     return false;
-  cost_ = total;
+  cost_ += mine;
   waiting_.push_back(std::move(message));
   return true;
 }

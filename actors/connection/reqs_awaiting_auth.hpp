@@ -32,8 +32,10 @@ inline constexpr std::chrono::milliseconds auth_retry_window{500};
 class reqs_awaiting_auth {
 public:
   /// Keeps `message` (its filters already stripped of unindexed values); false when a bound
-  /// is reached.
-  [[nodiscard]] bool hold(protocol::req_message message, const connection_policy& policy);
+  /// is reached. The bounds are shared with the `open` subscriptions, costing `open_cost`: a
+  /// connection may not hold the policy's subscriptions open and as many again waiting.
+  [[nodiscard]] bool hold(protocol::req_message message, const connection_policy& policy,
+                          std::size_t open, const filter_cost& open_cost);
   /// Drops the REQ of `id`, if one waits.
   void forget(const std::string& id);
   /// Every REQ waiting, in arrival order; none wait afterwards.

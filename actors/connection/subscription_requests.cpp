@@ -115,17 +115,19 @@ void request_invite(connection_self self, protocol::req_message& message) {
 
 /// A REQ refused for want of AUTH, from a connection that has not authenticated, waits for it
 /// (reqs_awaiting_auth) unless `may_wait` is false (its wait is over) or a bound is reached:
-/// true when it waits. An open subscription of its id ends, as the REQ replaces it.
+/// true when it waits. An open subscription of its id ends either way, as the REQ replaces it.
 bool wait_for_auth(connection_self self, protocol::req_message& message, const protocol::rejection& why,
                    bool may_wait) {
   auto& st = self->state;
   if (!may_wait || why.why != protocol::reason::auth_required || st.logic->authenticated())
     return false;
   drop_unindexed_tag_values(message.filters);
-  if (!st.awaiting_auth.hold(message, st.args.policy))
+  // The REQ replaces an open subscription of its id: that one is not counted against it.
+  end_subscription(self, message.subscription_id);
+  if (!st.awaiting_auth.hold(message, st.args.policy, st.logic->subscription_count(),
+                             st.logic->held_cost()))
     return false;
   bump(st.args.metrics->queries_awaited_auth);
-  end_subscription(self, message.subscription_id);
   if (st.awaiting_auth.size() == 1)
     self->delayed_send(self, auth_grace, auth_wait_atom_v, ++st.auth_wait);
   return true;

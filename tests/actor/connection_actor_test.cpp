@@ -453,3 +453,21 @@ TEST_CASE_METHOD(fixture, "REQs waiting for AUTH are bounded as open subscriptio
   CHECK(c.sink->take()
         == std::vector<std::string>{R"(["CLOSED","c","auth-required: this community requires authentication"])"});
 }
+
+TEST_CASE_METHOD(fixture, "REQs waiting for AUTH share the bounds of the open subscriptions",
+                 "[actor][connection][auth][bounds]") {
+  protocol::protocol_limits limits;
+  limits.max_subscriptions_per_connection = 2;
+  auto c = connect(false, limits); // an open community: anonymous readers read, gift wraps wait
+  say(c, R"(["REQ","a",{"kinds":[1]}])");
+  release_history();
+  CHECK(c.sink->take() == std::vector<std::string>{protocol::render_eose("a")});
+  say(c, R"(["REQ","wraps",{"kinds":[1059]}])");
+  CHECK(c.sink->take().empty()); // waits: one open, one waiting
+  say(c, R"(["REQ","more wraps",{"kinds":[1059]}])");
+  CHECK(c.sink->take()
+        == std::vector<std::string>{R"(["CLOSED","more wraps","auth-required: gift wraps are served to their recipient only; authenticate"])"});
+  // A REQ replacing the open subscription of its id does not count that one.
+  say(c, R"(["REQ","a",{"kinds":[1059]}])");
+  CHECK(c.sink->take().empty());
+}

@@ -3,6 +3,7 @@
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
+#include <atomic>
 #include <boost/asio/ip/tcp.hpp>
 #include <memory>
 #include <string>
@@ -34,6 +35,8 @@ private:
   std::shared_ptr<gateway_context> context_;
   std::vector<boost::asio::ip::tcp::acceptor> acceptors_; ///< one per resolved address
   unsigned short port_ = 0;
+  /// Connections being served (max_open_connections in the .cpp).
+  std::shared_ptr<std::atomic<std::size_t>> open_ = std::make_shared<std::atomic<std::size_t>>(0);
 };
 
 } // namespace comb::actors

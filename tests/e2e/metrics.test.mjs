@@ -1,6 +1,7 @@
 // /metrics after known traffic: each counter moves by exactly what the traffic caused.
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
+import net from 'node:net'
 import { RawClient, finalizeEvent, httpGet, itStopsCleanly, keys, now, sign, withRelay } from './harness.mjs'
 
 async function scrape(relay) {
@@ -89,6 +90,32 @@ describe('metrics', () => {
     assert.equal(onListener.status, 200)
     assert.match(onListener.body, /comb_sockets_open /)
     assert.equal((await httpGet(relay.metricsPort, '/healthz')).status, 200)
+  })
+
+  it('serve 64 connections at once on their listener; past it one is closed unread and counted', async () => {
+    const { relay } = ctx
+    const open = () => new Promise((resolve, reject) => {
+      const socket = net.connect(relay.metricsPort, '127.0.0.1', () => resolve(socket))
+      socket.on('error', reject)
+    })
+    const closedWithin = (socket, ms) => new Promise((resolve) => {
+      const timer = setTimeout(() => resolve(false), ms)
+      socket.on('close', () => { clearTimeout(timer); resolve(true) })
+    })
+    const held = []
+    for (let i = 0; i < 64; i++) held.push(await open())
+    const extra = await open()
+    assert.equal(await closedWithin(extra, 2000), true, 'the 65th connection is closed')
+    assert.equal(await closedWithin(held[0], 200), false, 'the ones served stay open')
+    for (const socket of held) socket.destroy()
+    const deadline = Date.now() + 3000
+    let refused
+    for (;;) {
+      refused = await scrape(relay).then((v) => v.get('comb_metrics_connections_refused_total')).catch(() => undefined)
+      if (refused !== undefined || Date.now() > deadline) break
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+    assert.equal(refused, 1)
   })
 
   itStopsCleanly(ctx)

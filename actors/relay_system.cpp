@@ -196,6 +196,16 @@ struct pod_actors {
   caf::actor vital_watch;
 };
 
+/// What the pod does when an actor it cannot serve without ends while it runs: it stops, once.
+std::function<void(const std::string&)> vital_loss(const pod_actors& pod) {
+  return [stopping = pod.stopping, lost = pod.lost_vital](const std::string& what) {
+    if (stopping->load() || lost->exchange(true))
+      return;
+    spdlog::critical("{}; the pod stops so that it is restarted", what);
+    std::raise(SIGTERM);
+  };
+}
+
 std::string node_id_of(const conf::relay_settings& s) {
   if (!s.node_id.empty())
     return s.node_id;
@@ -244,7 +254,8 @@ bool spawn_actors(caf::actor_system& system, asio::io_context& io, const conf::r
   pod.membership_writer = system.spawn<caf::detached>(
     membership_writer, membership_writer_args{s.database_url, key, s.invite_uses, s.invite_ttl_seconds});
   pod.registry =
-    std::make_shared<community_registry>(system, pod.membership_writer, pod.fanout, metrics);
+    std::make_shared<community_registry>(system, pod.membership_writer, pod.fanout, metrics,
+                                         vital_loss(pod));
   std::string error;
   pod.bridge = start_bridge(system, io, s,
                             bridge_args{node_id_of(s), pod.fanout, pod.registry, key.public_key(),
@@ -340,14 +351,7 @@ void watch_vital(caf::actor_system& system, pod_actors& pod) {
     vital.emplace_back("storage reader " + std::to_string(i), pod.readers[i]);
   for (std::size_t i = 0; i < pod.writers.size(); ++i)
     vital.emplace_back("storage writer " + std::to_string(i), pod.writers[i]);
-  pod.vital_watch = watch_vital_actors(
-    system, std::move(vital), [stopping = pod.stopping, lost = pod.lost_vital](const std::string& what) {
-      if (stopping->load())
-        return;
-      lost->store(true);
-      spdlog::critical("{}; the pod stops so that it is restarted", what);
-      std::raise(SIGTERM);
-    });
+  pod.vital_watch = watch_vital_actors(system, std::move(vital), vital_loss(pod));
 }
 
 void wait_for_sessions(const server& gateway, std::chrono::seconds grace) {

@@ -5,12 +5,35 @@
 
 namespace comb::actors {
 
+namespace {
+
+/// Tells `on_lost` when `actor` ends other than at the pod's shutdown.
+void report_loss(const caf::actor& actor, std::int64_t community_id,
+                 const std::function<void(const std::string&)>& on_lost) {
+  if (!on_lost)
+    return;
+  auto* system = &actor->home_system();
+  caf::actor_cast<caf::abstract_actor*>(actor)->attach_functor(
+    [on_lost, community_id, system](const caf::error& reason) {
+      // user_shutdown: the pod stops; unreachable: a deleted community, forgotten here, whose
+      // last connection closed.
+      if (reason && reason != caf::exit_reason::user_shutdown
+          && reason != caf::exit_reason::unreachable)
+        on_lost("the actor of community " + std::to_string(community_id) + " ended ("
+                + system->render(reason) + ")");
+    });
+}
+
+} // namespace
+
 community_registry::community_registry(caf::actor_system& system, caf::actor membership_writer,
-                                       caf::actor fanout, std::shared_ptr<relay_metrics> metrics)
+                                       caf::actor fanout, std::shared_ptr<relay_metrics> metrics,
+                                       std::function<void(const std::string&)> on_lost)
   : system_(system),
     membership_writer_(std::move(membership_writer)),
     fanout_(std::move(fanout)),
-    metrics_(std::move(metrics)) {}
+    metrics_(std::move(metrics)),
+    on_lost_(std::move(on_lost)) {}
 
 std::optional<community_handle> community_registry::ensure(
   std::int64_t community_id,
@@ -37,6 +60,7 @@ std::optional<community_handle> community_registry::ensure(
   auto actor = system_.spawn(community_actor,
                              community_args{community_id, cache, membership_writer_, fanout_, bridge_,
                                             512, metrics_, hooks_, ban_cache});
+  report_loss(actor, community_id, on_lost_);
   return communities_.emplace(community_id, community_handle{actor, cache, ban_cache}).first->second;
 }
 

@@ -26,8 +26,12 @@ struct community_handle {
 /// The community actors of this pod, spawned on first use. Thread-safe.
 class community_registry {
 public:
+  /// `on_lost` is told (by name) of a community actor that ends other than at the pod's
+  /// shutdown (an uncaught exception): its queued membership and room requests would never be
+  /// answered, so the pod stops, as for its other vital actors (watch_vital_actors).
   community_registry(caf::actor_system& system, caf::actor membership_writer, caf::actor fanout,
-                     std::shared_ptr<relay_metrics> metrics = nullptr);
+                     std::shared_ptr<relay_metrics> metrics = nullptr,
+                     std::function<void(const std::string&)> on_lost = {});
 
   /// The handle of `community_id`; on first use spawns its actor with the state `load`
   /// returns. Nothing when `load` fails (the caller answers 503 and tries again later).
@@ -59,6 +63,7 @@ private:
   caf::actor fanout_;
   caf::actor bridge_;
   std::shared_ptr<relay_metrics> metrics_;
+  std::function<void(const std::string&)> on_lost_;
   std::shared_ptr<community_hooks> hooks_ = std::make_shared<community_hooks>();
   mutable std::mutex mutex_;
   std::unordered_map<std::int64_t, community_handle> communities_;

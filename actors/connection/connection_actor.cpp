@@ -412,8 +412,9 @@ void leave_cleanly_on_failure(self_ptr self) {
   self->attach_functor([sink = args.sink, fanout = args.fanout, owner = args.owner,
                         community = args.policy.community_id, metrics = args.metrics,
                         system = &self->system()](const caf::error& reason) {
-    if (!reason || reason == caf::exit_reason::user_shutdown)
-      return; // a hangup, or the pod stopping
+    if (!reason || reason == caf::exit_reason::user_shutdown
+        || reason == caf::exit_reason::unreachable)
+      return; // a hangup, the pod stopping, or nothing holds it (nor its subscriptions)
     spdlog::error("connection {} of community {}: its actor failed: {}", owner, community,
                   system->render(reason));
     bump(metrics->connection_failures);

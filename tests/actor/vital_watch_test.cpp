@@ -2,6 +2,7 @@
 // The watch over the actors a pod cannot serve without, on CAF's deterministic scheduler.
 #include <catch2/catch.hpp>
 
+#include "actors/community/community_registry.hpp"
 #include "actors/vital_watch.hpp"
 #include "test_system.hpp"
 
@@ -49,4 +50,39 @@ TEST_CASE("once the watch is told to exit, the pod's own shutdown is not a loss"
   caf::anon_send_exit(w.writer, caf::exit_reason::user_shutdown);
   w.scheduler->run();
   CHECK(w.losses.empty());
+}
+
+TEST_CASE("a community actor that ends while the pod runs is reported; one told to exit is not",
+          "[actor][vital]") {
+  comb::test::test_system t;
+  std::vector<std::string> losses;
+  community_registry registry(*t.system, {}, {}, nullptr,
+                              [&](const std::string& what) { losses.push_back(what); });
+  auto load = [](std::int64_t id) {
+    return [id] {
+      comb::storage::community_access state;
+      state.community_id = id;
+      state.exists = true;
+      return std::optional{state};
+    };
+  };
+  auto failing = registry.ensure(7, load(7));
+  auto stopped = registry.ensure(8, load(8));
+  REQUIRE(failing);
+  REQUIRE(stopped);
+  {
+    // A deleted community is forgotten, and its actor ends once nothing holds it.
+    auto deleted = registry.ensure(9, load(9));
+    REQUIRE(deleted);
+    t.scheduler->run();
+    registry.forget(9);
+  }
+  t.scheduler->run();
+  caf::anon_send_exit(stopped->actor, caf::exit_reason::user_shutdown);
+  t.scheduler->run();
+  CHECK(losses.empty());
+  caf::anon_send_exit(failing->actor, caf::exit_reason::unhandled_exception);
+  t.scheduler->run();
+  REQUIRE(losses.size() == 1);
+  CHECK(losses.front().find("the actor of community 7 ended") == 0);
 }

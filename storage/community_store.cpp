@@ -20,7 +20,8 @@ namespace {
 constexpr const char* find_sql =
   "SELECT c.id, c.host, c.access, c.archived_at IS NOT NULL, coalesce(c.name, ''),"
   " coalesce(c.description, ''), coalesce(c.icon, ''), coalesce((SELECT encode(m.pubkey, 'hex')"
-  " FROM members m WHERE m.community_id = c.id AND m.role = 'owner'), '') FROM communities c"
+  " FROM members m WHERE m.community_id = c.id AND m.role = 'owner'), ''), c.description IS NOT NULL"
+  " FROM communities c"
   " WHERE c.host = $1::text OR c.id = (SELECT h.community_id FROM community_hosts h"
   " WHERE h.host = $1::text) ORDER BY c.host = $1::text DESC LIMIT 1";
 
@@ -185,7 +186,8 @@ std::optional<community_row> community_store::find_by_host(const std::string& ho
       return std::nullopt;
     auto row = row_of(reply);
     row.info = community_info{std::string(reply.text(0, 4)), std::string(reply.text(0, 5)),
-                              std::string(reply.text(0, 6)), std::string(reply.text(0, 7))};
+                              std::string(reply.text(0, 6)), std::string(reply.text(0, 7)),
+                              reply.text(0, 8) == "t"};
     return row;
   } catch (const std::exception& e) {
     last_error_ = e.what();
@@ -313,15 +315,16 @@ access_switch community_store::set_access(std::int64_t id, bool closed,
 
 lifecycle_result community_store::set_info(std::int64_t id, const community_info_update& update) {
   last_error_.clear();
-  // An unset field keeps its value; "" stores NULL, which NIP-11 then leaves out or defaults.
+  // An unset field keeps its value; "" stores NULL for the name and the icon, which NIP-11
+  // then defaults or leaves out, and an empty description, shown as it is.
   return update_result(
     connection_, last_error_,
     "UPDATE communities SET"
     " name = CASE WHEN $2::text IS NULL THEN name ELSE nullif($2::text, '') END,"
-    " description = CASE WHEN $3::text IS NULL THEN description ELSE nullif($3::text, '') END,"
+    " description = CASE WHEN $3::text IS NULL THEN description ELSE $3::text END,"
     " icon = CASE WHEN $4::text IS NULL THEN icon ELSE nullif($4::text, '') END"
     " WHERE id = $1::bigint AND (($2::text IS NOT NULL AND name IS DISTINCT FROM nullif($2::text, ''))"
-    " OR ($3::text IS NOT NULL AND description IS DISTINCT FROM nullif($3::text, ''))"
+    " OR ($3::text IS NOT NULL AND description IS DISTINCT FROM $3::text)"
     " OR ($4::text IS NOT NULL AND icon IS DISTINCT FROM nullif($4::text, '')))",
     {std::to_string(id), update.name, update.description, update.icon}, id, update.requested_by);
 }

@@ -20,6 +20,9 @@ struct community_info {
   std::string description;
   std::string icon;
   std::string owner_hex; ///< the owner's pubkey, "" when there is none
+  /// The description was set, if only to "" (an admin who empties it in Flotilla's space form
+  /// means no description, not the deployment's); unset, NIP-11 shows the deployment's.
+  bool description_set = false;
 };
 
 /// A community as the relay needs it to route a connection.

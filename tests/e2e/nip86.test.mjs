@@ -263,6 +263,8 @@ describe('NIP-86 management of a community', () => {
 
   it('renames the community in its NIP-11 document', async () => {
     const { relay } = ctx
+    const info = async () => JSON.parse((await httpGet(relay.port, '/', { Accept: 'application/nostr+json' })).body)
+    assert.equal((await info()).description, 'A community relay', 'unset: the deployment\'s')
     for (const [method, value] of [[ManagementMethod.ChangeRelayName, 'The Hive'],
       [ManagementMethod.ChangeRelayDescription, 'bees only'],
       [ManagementMethod.ChangeRelayIcon, 'https://img.example/hive.png']]) {
@@ -279,6 +281,10 @@ describe('NIP-86 management of a community', () => {
     assert.equal(doc.self, relay.pubkey, 'self is the relay key')
     assert.ok(doc.supported_nips.includes(86))
     await assertListIsMembers(relay)
+    // Flotilla's space form sends "" for a description the admin emptied: none, not the default.
+    const { reply } = await manage(relay, admin, ManagementMethod.ChangeRelayDescription, [''])
+    assert.deepEqual(reply, { result: true })
+    assert.equal((await info()).description, '')
   })
 
   it('answers 503 at once past the calls that may wait on the management actor', async () => {

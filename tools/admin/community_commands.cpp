@@ -232,7 +232,7 @@ void add_community_commands(CLI::App& app, admin_cli& cli) {
   auto* info = with_host(group->add_subcommand("set-info", "set the NIP-11 name, description, icon"),
                          *args);
   info_option(info, "name", args->info.name, "the community's name (\"\" clears it)");
-  info_option(info, "description", args->info.description, "its description (\"\" clears it)");
+  info_option(info, "description", args->info.description, "its description (\"\": none, not the deployment's)");
   info_option(info, "icon", args->info.icon, "an http(s) URL of its icon (\"\" clears it)");
   on_run(info, cli, args, run_set_info);
 }

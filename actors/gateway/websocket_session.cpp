@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: MIT
+// A WebSocket connection once upgraded: its socket settings, outbox and connection actor, and
+// the loop that hands each message to the actor, bounded by what the actor has not handled yet.
+#include "actors/gateway/websocket_session.hpp"
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/websocket.hpp>
+
+#include "actors/clock.hpp"
+#include "actors/connection/connection_actor.hpp"
+#include "actors/connection/rate_limiter.hpp"
+#include "actors/gateway/partial_message.hpp"
+#include "actors/messages.hpp"
+#include "protocol/nip42.hpp"
+
+namespace comb::actors {
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace websocket = beast::websocket;
+using tcp_stream = beast::tcp_stream;
+
+namespace {
+
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+connection_policy policy_for(const gateway_context& context, const storage::community_row& c,
+                             const community_handle& handle) {
+  const auto& s = context.settings;
+  connection_policy policy;
+  policy.community_id = c.id;
+  policy.host = c.host;
+  policy.closed_community = c.closed;
+  policy.members = handle.members;
+  policy.bans = handle.bans;
+  policy.vanish_requests = context.vanish_requests;
+  policy.relay_url = (s.effective_public_url().starts_with("wss://") ? "wss://" : "ws://") + c.host;
+  policy.limits = s.limits;
+  policy.created_at = s.created_at;
+  policy.event_rate = s.event_rate;
+  policy.event_burst = s.event_burst;
+  policy.max_events_in_flight = s.max_events_in_flight;
+  policy.frame_rate = s.frame_rate;
+  policy.frame_burst = s.frame_burst;
+  policy.auth_cost = s.auth_cost;
+  policy.max_filters = s.max_open_filters;
+  policy.max_filter_values = s.max_open_filter_values;
+  policy.max_broad_filters = s.max_broad_filters;
+  policy.max_queries_in_flight = s.max_queries_in_flight;
+  policy.max_deletion_targets = s.max_deletion_targets;
+  policy.room_late_seconds = s.room_late_seconds;
+  return policy;
+}
+
+void configure(ws_stream& ws, const conf::relay_settings& s) {
+  websocket::stream_base::timeout timeouts{};
+  timeouts.handshake_timeout = std::chrono::seconds(s.upgrade_timeout_seconds);
+  timeouts.idle_timeout = std::chrono::seconds(s.idle_timeout_seconds);
+  timeouts.keep_alive_pings = true;
+  ws.set_option(timeouts);
+  ws.set_option(websocket::stream_base::decorator(
+    [](websocket::response_type& response) { response.set(http::field::server, "comb"); }));
+  ws.read_message_max(s.limits.max_message_bytes);
+  websocket::permessage_deflate deflate;
+  deflate.server_enable = s.deflate;
+  deflate.server_max_window_bits = s.deflate_window_bits;
+  deflate.client_max_window_bits = s.deflate_window_bits;
+  deflate.memLevel = s.deflate_mem_level;
+  ws.set_option(deflate);
+}
+
+/// Waits while the bytes handed to the actor and not yet handled are at `max_bytes` or more: the
+/// socket stops reading, so a flood queues in the client's TCP window, not in our memory.
+asio::awaitable<void> wait_for_actor(std::atomic<std::size_t>& pending, std::size_t max_bytes) {
+  asio::steady_timer pause(co_await asio::this_coro::executor);
+  while (pending.load(std::memory_order_acquire) >= max_bytes) {
+    pause.expires_after(std::chrono::milliseconds(2));
+    co_await pause.async_wait(use_tuple);
+  }
+}
+
+
+
+/// Pings one connection may send at once, and per second after that: a client's keep-alive
+/// sends one every few seconds.
+constexpr double ping_burst = 200;
+constexpr double ping_rate = 20;
+
+/// Beast answers every ping with a write of its own, before the relay sees any frame: a
+/// connection pinging past its own ping bucket is cut. Each ping also takes a frame token of its
+/// client address when there is one, so a flood over many connections slows that address's
+/// other frames, but never cuts a connection that did not flood (its neighbours behind the same
+/// NAT may have spent the address's tokens).
+void limit_pings(ws_stream& ws, std::shared_ptr<ip_budget> budget, std::shared_ptr<relay_metrics> metrics) {
+  auto* socket = &beast::get_lowest_layer(ws).socket();
+  ws.control_callback([budget = std::move(budget), metrics = std::move(metrics), socket,
+                       pings = rate_limiter(ping_rate, ping_burst)](websocket::frame_type kind,
+                                                                     beast::string_view) mutable {
+    if (kind != websocket::frame_type::ping)
+      return;
+    double now = monotonic_seconds();
+    if (budget)
+      (void)budget->try_take_frames(now, 1);
+    if (pings.try_take(now))
+      return;
+    bump(metrics->pings_refused);
+    // On the strand, inside the read that parsed the ping: the read and every write fail now.
+    boost::system::error_code ignored;
+    socket->close(ignored);
+  });
+}
+
+} // namespace
+
+websocket_session open_session(tcp_stream stream, gateway_context& context,
+                               const storage::community_row& community,
+                               const community_handle& handle, std::shared_ptr<ip_budget> budget) {
+  websocket_session session;
+  boost::system::error_code peer_gone; // the peer may already have left; the log says 0.0.0.0
+  auto remote = stream.socket().remote_endpoint(peer_gone);
+  session.peer = remote.address().to_string() + ":" + std::to_string(remote.port());
+  auto executor = stream.get_executor();
+  session.ws = std::make_shared<ws_stream>(std::move(stream));
+  configure(*session.ws, context.settings);
+  session.outbox = std::make_shared<websocket_outbox>(executor, context.settings.max_outbound_bytes,
+                                                      context.metrics,
+                                                      context.settings.max_pod_outbound_bytes);
+  // A reader past the bound is cut at once: closing the socket aborts the write that its full
+  // buffer holds up, and with it the session.
+  std::weak_ptr<ws_stream> weak_ws = session.ws;
+  session.outbox->on_overflow([weak_ws] {
+    if (auto ws = weak_ws.lock()) {
+      boost::system::error_code ignored;
+      beast::get_lowest_layer(*ws).socket().close(ignored);
+    }
+  });
+  limit_pings(*session.ws, budget, context.metrics);
+  session.frames_pending = std::make_shared<std::atomic<std::size_t>>(0);
+  connection_args args;
+  args.policy = policy_for(context, community, handle);
+  args.policy.ip = std::move(budget);
+  args.community = handle.actor;
+  args.membership_writer = context.membership_writer;
+  args.bridge = context.bridge;
+  args.challenge = protocol::make_auth_challenge();
+  args.sink = session.outbox;
+  args.owner = context.next_owner.fetch_add(1);
+  args.fanout = context.fanout;
+  args.writer = context.writers[args.owner % context.writers.size()];
+  args.readers = context.readers;
+  args.readers_waiting = context.readers_waiting;
+  args.metrics = context.metrics;
+  args.frames_pending = session.frames_pending;
+  session.actor = context.system->spawn(connection_actor, std::move(args));
+  return session;
+}
+
+asio::awaitable<void> read_loop(websocket_session& session, relay_metrics& metrics,
+                                std::size_t max_inbound_bytes, std::atomic<std::size_t>& pod_partial,
+                                std::size_t max_pod_partial) {
+  partial_message partial(pod_partial);
+  for (;;) {
+    co_await wait_for_actor(*session.frames_pending, max_inbound_bytes);
+    // Each message is read into a string of its own that moves into the actor's message: no
+    // copy of the frame, and an idle connection holds no read buffer. A message that arrives
+    // whole costs one read; one left unfinished is counted pod-wide.
+    std::string text;
+    auto buffer = asio::dynamic_buffer(text);
+    for (bool done = false; !done;) {
+      auto [ec, n] = co_await session.ws->async_read_some(buffer, 0, use_tuple);
+      if (ec) {
+        if (ec == websocket::error::message_too_big) {
+          bump(metrics.oversize_disconnects);
+          session.outbox->close(close_reason::too_big);
+        }
+        co_return;
+      }
+      done = session.ws->is_message_done();
+      if (!done && !partial.grew(n, max_pod_partial)) {
+        bump(metrics.partial_message_disconnects);
+        session.outbox->close(close_reason::too_big);
+        co_return;
+      }
+    }
+    partial.finished();
+    session.frames_pending->fetch_add(text.size(), std::memory_order_relaxed);
+    caf::anon_send(session.actor, frame_atom_v, std::move(text));
+  }
+}
+
+} // namespace comb::actors

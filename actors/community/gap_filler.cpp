@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "actors/community/gap_filler.hpp"
 
+#include <algorithm>
 #include <spdlog/spdlog.h>
 #include <unordered_map>
 #include <utility>
@@ -81,7 +82,18 @@ caf::behavior gap_filler(caf::stateful_actor<gap_filler_state>* self, gap_filler
   st.connection = std::make_unique<storage::pg_connection>(
     st.args.database_url, storage::pg_reconnect_policy{1, std::chrono::milliseconds(50)});
   return {
-    [=](ready_atom, std::int64_t lost_at_ms) { fill_gap(self, lost_at_ms); },
+    [=](ready_atom, std::int64_t lost_at_ms) {
+      auto& s = self->state;
+      s.pending_since = std::min(s.pending_since.value_or(lost_at_ms), lost_at_ms);
+      if (!std::exchange(s.fill_scheduled, true))
+        self->send(self, tick_atom_v);
+    },
+    [=](tick_atom) {
+      auto& s = self->state;
+      s.fill_scheduled = false;
+      if (auto since = std::exchange(s.pending_since, std::nullopt))
+        fill_gap(self, *since);
+    },
   };
 }
 

@@ -3,6 +3,7 @@
 
 #include <caf/all.hpp>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "actors/community/community_registry.hpp"
@@ -20,6 +21,10 @@ struct gap_filler_args {
 struct gap_filler_state {
   gap_filler_args args;
   std::unique_ptr<storage::pg_connection> connection;
+  /// The earliest loss asked for and not yet filled, and whether its fill is on its way
+  /// (tick_atom): asks that come while a fill runs make one fill after it, not one each.
+  std::optional<std::int64_t> pending_since;
+  bool fill_scheduled = false;
   static inline const char* name = "gap-filler";
 };
 
@@ -29,7 +34,9 @@ struct gap_filler_state {
 /// `lost_at_ms` go back to the bridge with the community's state version and `lost_at_ms`
 /// (gap_atom), at most 1,000 per community; the bridge holds what this pod may not show yet, as
 /// it holds envelopes, and the fan-out drops what it delivered already. When Postgres does not
-/// answer it tells the bridge (unfilled_atom, lost_at_ms), which asks again later. An actor
+/// answer it tells the bridge (unfilled_atom, lost_at_ms), which asks again later. Asks that
+/// arrive while a fill runs (Redis dropping and coming back faster than a fill reads every
+/// community) are joined into one fill from the earliest of them. An actor
 /// with a connection of its own: a fill reads every served community, and the access watcher
 /// must not wait behind it to apply a revocation.
 caf::behavior gap_filler(caf::stateful_actor<gap_filler_state>* self, gap_filler_args args);

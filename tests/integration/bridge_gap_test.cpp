@@ -4,6 +4,7 @@
 // filler that reads them for the bridge, or tells it Postgres did not answer.
 #include <caf/all.hpp>
 #include <catch2/catch.hpp>
+#include <thread>
 
 #include "actors/community/community_registry.hpp"
 #include "actors/community/gap_filler.hpp"
@@ -126,5 +127,49 @@ TEST_CASE_METHOD(test::store_fixture,
   for (const auto& actor : registry->actors())
     caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
   for (const auto& actor : {answering, unreachable, idle})
+    caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE_METHOD(test::store_fixture,
+                 "asks for fills that come while one runs make one fill after it, from the earliest",
+                 "[integration][bridge]") {
+  author alice{23};
+  (void)store_one(events, community, alice.sign(1, now, {}, "stored while the link was down"));
+  const auto lost_at_ms = std::stoll(scalar(connection, "SELECT floor(extract(epoch FROM now()))")) * 1000;
+
+  caf::actor_system_config config;
+  config.set("logger.verbosity", caf::atom("quiet"));
+  caf::actor_system system{config};
+  auto metrics = std::make_shared<actors::relay_metrics>();
+  auto idle = system.spawn([]() -> caf::behavior { return {[](actors::tick_atom) {}}; });
+  auto registry = std::make_shared<actors::community_registry>(system, idle, idle, metrics);
+  REQUIRE(registry->ensure(community, [&] { return storage::load_access(connection, community); }));
+  caf::scoped_actor bridge{system};
+  auto filler = system.spawn<caf::detached>(
+    actors::gap_filler, actors::gap_filler_args{database.conninfo(), registry, bridge});
+
+  // The first fill blocks on the events table while four more asks arrive (Redis dropping the
+  // pod's subscription again and again).
+  storage::pg_connection holder(database.conninfo());
+  REQUIRE(holder.exec("BEGIN").ok());
+  REQUIRE(holder.exec("LOCK TABLE events IN ACCESS EXCLUSIVE MODE").ok());
+  caf::anon_send(filler, actors::ready_atom_v, lost_at_ms);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  for (std::int64_t later : {4000, 1000, 3000, 2000})
+    caf::anon_send(filler, actors::ready_atom_v, lost_at_ms + later);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  REQUIRE(holder.exec("COMMIT").ok());
+
+  std::vector<std::int64_t> fills_from;
+  bool more = true;
+  while (more)
+    bridge->receive([&](actors::gap_atom, const actors::committed_event&, std::int64_t,
+                        std::int64_t lost_at) { fills_from.push_back(lost_at); },
+                    caf::after(std::chrono::seconds(2)) >> [&] { more = false; });
+  CHECK(fills_from == std::vector<std::int64_t>{lost_at_ms, lost_at_ms + 1000});
+
+  for (const auto& actor : registry->actors())
+    caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
+  for (const auto& actor : {filler, idle})
     caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
 }

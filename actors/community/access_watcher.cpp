@@ -168,9 +168,11 @@ void follow_registry(self_ptr self, const std::vector<std::int64_t>& ids) {
 
 /// The LISTEN connection came (back) up: notifications may have been lost meanwhile.
 void reload_all(self_ptr self) {
+  self->state.reload_owed = true;
   for (auto id : self->state.args.registry->community_ids())
     if (!catch_up(self, id, 0, true))
-      return; // the database is away: the next check tries again
+      return; // the database is away: the next check reloads again
+  self->state.reload_owed = false;
 }
 
 /// The backup: communities whose version moved (or that are gone) without a notification.
@@ -225,7 +227,10 @@ caf::behavior access_watcher(caf::stateful_actor<access_watcher_state>* self,
       (void)catch_up(self, community_id, version);
     },
     [=](tick_atom) {
-      check_versions(self);
+      if (self->state.reload_owed)
+        reload_all(self);
+      else
+        check_versions(self);
       self->delayed_send(self, self->state.args.check_interval, tick_atom_v);
     },
   };

@@ -34,6 +34,10 @@ struct access_watcher_state {
   /// Per served community: the state version through which the events its changes wrote were
   /// given to the local fan-out (one entry per community the registry serves).
   std::unordered_map<std::int64_t, std::int64_t> delivered;
+  /// A reload of every community was asked for (the LISTEN connection came up: the database
+  /// may be another, after a failover or a restore) and not finished: the next checks reload
+  /// rather than compare versions, which a database gone back can repeat with other content.
+  bool reload_owed = false;
   static inline const char* name = "access-watcher";
 };
 

@@ -33,7 +33,6 @@ constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 namespace {
 
-
 ip_limits address_limits(const conf::relay_settings& s) {
   ip_limits limits;
   limits.frame_rate = s.ip_frame_rate;

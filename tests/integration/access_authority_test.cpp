@@ -10,12 +10,10 @@
 #include <chrono>
 #include <csignal>
 #include <cstring>
-#include <functional>
 #include <mutex>
 #include <thread>
 
 #include "actors/community/access_watcher.hpp"
-#include "actors/community/community_registry.hpp"
 #include "protocol/hex.hpp"
 #include "storage/access_change.hpp"
 #include "storage/access_state.hpp"
@@ -23,6 +21,7 @@
 #include "storage/member_list.hpp"
 #include "storage/pg_listener.hpp"
 #include "storage/store_plan.hpp"
+#include "support/actor_world.hpp"
 #include "support/membership_fixture.hpp"
 #include "support/test_events.hpp"
 
@@ -402,28 +401,13 @@ TEST_CASE_METHOD(membership_fixture,
   // After a failover that lost commits, the new primary may hold the version a pod holds, with
   // other content: the LISTEN connection coming back reloads everything, and a reload the
   // database cut short must be finished, since comparing versions cannot see the difference.
-  caf::actor_system_config config;
-  config.set("logger.verbosity", caf::atom("quiet"));
-  caf::actor_system system{config};
-  auto metrics = std::make_shared<actors::relay_metrics>();
-  auto idle = system.spawn([]() -> caf::behavior { return {[](actors::tick_atom) {}}; });
-  auto registry = std::make_shared<actors::community_registry>(system, idle, idle, metrics);
-  auto handle = registry->ensure(community, [&] { return storage::load_access(connection, community); });
+  actor_world world;
+  auto handle = world.registry->ensure(community, [&] { return storage::load_access(connection, community); });
   REQUIRE(handle);
-  auto watcher = system.spawn<caf::detached>(
+  auto watcher = world.spawn_detached(
     actors::access_watcher,
-    actors::access_watcher_args{database.conninfo(), registry, idle, relay_key.public_key(), metrics,
-                                std::chrono::milliseconds(50)});
-  // The system waits for its actors when it ends: they are told to, however the test ends.
-  struct stop_actors {
-    std::function<void()> stop;
-    ~stop_actors() { stop(); }
-  } stopping{[&] {
-    for (const auto& actor : registry->actors())
-      caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
-    for (const auto& actor : {watcher, idle})
-      caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
-  }};
+    actors::access_watcher_args{database.conninfo(), world.registry, world.idle,
+                                relay_key.public_key(), world.metrics, std::chrono::milliseconds(50)});
   const std::string id = std::to_string(community);
   const auto newcomer = key_of(77);
   // The same version, another content: a member row written with the triggers quiet, as a

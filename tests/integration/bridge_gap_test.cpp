@@ -10,6 +10,7 @@
 #include "actors/community/gap_filler.hpp"
 #include "storage/access_state.hpp"
 #include "storage/bridge_gap.hpp"
+#include "support/actor_world.hpp"
 #include "support/pg_test_database.hpp"
 #include "support/test_events.hpp"
 
@@ -91,22 +92,17 @@ TEST_CASE_METHOD(test::store_fixture,
   (void)store_one(events, community, stored);
   const auto lost_at_ms = std::stoll(scalar(connection, "SELECT floor(extract(epoch FROM now()))")) * 1000;
 
-  caf::actor_system_config config;
-  config.set("logger.verbosity", caf::atom("quiet"));
-  caf::actor_system system{config};
-  auto metrics = std::make_shared<actors::relay_metrics>();
-  auto idle = system.spawn([]() -> caf::behavior { return {[](actors::tick_atom) {}}; });
-  auto registry = std::make_shared<actors::community_registry>(system, idle, idle, metrics);
-  REQUIRE(registry->ensure(community, [&] { return storage::load_access(connection, community); }));
-  caf::scoped_actor bridge{system};
+  test::actor_world world;
+  REQUIRE(world.registry->ensure(community, [&] { return storage::load_access(connection, community); }));
+  caf::scoped_actor bridge{*world.system};
   auto fill_from = [&](const std::string& conninfo) {
-    auto filler = system.spawn<caf::detached>(actors::gap_filler,
-                                              actors::gap_filler_args{conninfo, registry, bridge});
+    auto filler = world.spawn_detached(actors::gap_filler,
+                                       actors::gap_filler_args{conninfo, world.registry, bridge});
     caf::anon_send(filler, actors::ready_atom_v, lost_at_ms);
     return filler;
   };
 
-  auto answering = fill_from(database.conninfo());
+  (void)fill_from(database.conninfo());
   std::vector<std::string> handed;
   std::int64_t lost_at_handed = 0;
   bridge->receive([&](actors::gap_atom, const actors::committed_event& committed, std::int64_t,
@@ -118,16 +114,11 @@ TEST_CASE_METHOD(test::store_fixture,
   CHECK(handed == std::vector<std::string>{"stored while the link was down"});
   CHECK(lost_at_handed == lost_at_ms); // a fill of it again reaches as far back
 
-  auto unreachable = fill_from("host=127.0.0.1 port=1 dbname=none user=none connect_timeout=2");
+  (void)fill_from("host=127.0.0.1 port=1 dbname=none user=none connect_timeout=2");
   std::int64_t asked_again = 0;
   bridge->receive([&](actors::unfilled_atom, std::int64_t since) { asked_again = since; },
                   caf::after(std::chrono::seconds(10)) >> [] {});
   CHECK(asked_again == lost_at_ms);
-
-  for (const auto& actor : registry->actors())
-    caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
-  for (const auto& actor : {answering, unreachable, idle})
-    caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
 }
 
 TEST_CASE_METHOD(test::store_fixture,
@@ -137,16 +128,11 @@ TEST_CASE_METHOD(test::store_fixture,
   (void)store_one(events, community, alice.sign(1, now, {}, "stored while the link was down"));
   const auto lost_at_ms = std::stoll(scalar(connection, "SELECT floor(extract(epoch FROM now()))")) * 1000;
 
-  caf::actor_system_config config;
-  config.set("logger.verbosity", caf::atom("quiet"));
-  caf::actor_system system{config};
-  auto metrics = std::make_shared<actors::relay_metrics>();
-  auto idle = system.spawn([]() -> caf::behavior { return {[](actors::tick_atom) {}}; });
-  auto registry = std::make_shared<actors::community_registry>(system, idle, idle, metrics);
-  REQUIRE(registry->ensure(community, [&] { return storage::load_access(connection, community); }));
-  caf::scoped_actor bridge{system};
-  auto filler = system.spawn<caf::detached>(
-    actors::gap_filler, actors::gap_filler_args{database.conninfo(), registry, bridge});
+  test::actor_world world;
+  REQUIRE(world.registry->ensure(community, [&] { return storage::load_access(connection, community); }));
+  caf::scoped_actor bridge{*world.system};
+  auto filler = world.spawn_detached(actors::gap_filler,
+                                     actors::gap_filler_args{database.conninfo(), world.registry, bridge});
 
   // The first fill blocks on the events table while four more asks arrive (Redis dropping the
   // pod's subscription again and again).
@@ -167,9 +153,4 @@ TEST_CASE_METHOD(test::store_fixture,
                         std::int64_t lost_at) { fills_from.push_back(lost_at); },
                     caf::after(std::chrono::seconds(2)) >> [&] { more = false; });
   CHECK(fills_from == std::vector<std::int64_t>{lost_at_ms, lost_at_ms + 1000});
-
-  for (const auto& actor : registry->actors())
-    caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
-  for (const auto& actor : {filler, idle})
-    caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
 }

@@ -71,16 +71,6 @@ void configure(ws_stream& ws, const conf::relay_settings& s) {
   ws.set_option(deflate);
 }
 
-/// Waits while the bytes handed to the actor and not yet handled are at `max_bytes` or more: the
-/// socket stops reading, so a flood queues in the client's TCP window, not in our memory.
-asio::awaitable<void> wait_for_actor(std::atomic<std::size_t>& pending, std::size_t max_bytes) {
-  asio::steady_timer pause(co_await asio::this_coro::executor);
-  while (pending.load(std::memory_order_acquire) >= max_bytes) {
-    pause.expires_after(std::chrono::milliseconds(2));
-    co_await pause.async_wait(use_tuple);
-  }
-}
-
 
 
 /// Pings one connection may send at once, and per second after that: a client's keep-alive
@@ -113,6 +103,18 @@ void limit_pings(ws_stream& ws, std::shared_ptr<ip_budget> budget, std::shared_p
 }
 
 } // namespace
+
+asio::awaitable<bool> wait_for_actor(std::atomic<std::size_t>& pending, std::size_t max_bytes,
+                                     const websocket_outbox& outbox) {
+  asio::steady_timer pause(co_await asio::this_coro::executor);
+  while (pending.load(std::memory_order_acquire) >= max_bytes) {
+    if (outbox.closing())
+      co_return false;
+    pause.expires_after(std::chrono::milliseconds(2));
+    co_await pause.async_wait(use_tuple);
+  }
+  co_return true;
+}
 
 websocket_session open_session(tcp_stream stream, gateway_context& context,
                                const storage::community_row& community,
@@ -162,7 +164,8 @@ asio::awaitable<void> read_loop(websocket_session& session, relay_metrics& metri
                                 std::size_t max_pod_partial) {
   partial_message partial(pod_partial);
   for (;;) {
-    co_await wait_for_actor(*session.frames_pending, max_inbound_bytes);
+    if (!co_await wait_for_actor(*session.frames_pending, max_inbound_bytes, *session.outbox))
+      co_return;
     // Each message is read into a string of its own that moves into the actor's message: no
     // copy of the frame, and an idle connection holds no read buffer. A message that arrives
     // whole costs one read; one left unfinished is counted pod-wide.

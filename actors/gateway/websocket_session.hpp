@@ -36,6 +36,12 @@ struct websocket_session {
                                              const community_handle& handle,
                                              std::shared_ptr<ip_budget> budget);
 
+/// Waits while the bytes handed to the actor and not yet handled are at `max_bytes` or more: the
+/// socket stops reading, so a flood queues in the client's TCP window, not in our memory. False
+/// once the connection is closing (its actor failed with bytes unhandled: they never will be).
+boost::asio::awaitable<bool> wait_for_actor(std::atomic<std::size_t>& pending, std::size_t max_bytes,
+                                            const websocket_outbox& outbox);
+
 /// Reads messages and hands each to the session's actor until the socket ends. It stops
 /// reading while the actor holds `max_inbound_bytes` unhandled, and a message left unfinished
 /// counts in `pod_partial`, bounded by `max_pod_partial` over every connection.

@@ -16,6 +16,7 @@
 #include <boost/asio/detached.hpp>
 #include "actors/gateway/session_table.hpp"
 #include "actors/gateway/websocket_outbox.hpp"
+#include "actors/gateway/websocket_session.hpp"
 #include "actors/storage/reader_waits.hpp"
 
 #include <boost/asio/io_context.hpp>
@@ -466,4 +467,31 @@ TEST_CASE("queries go to the least-queued reader that is not waiting", "[actors]
   waits.end_wait(0);
   waits.answered(0); // more answers than queries never wrap below zero
   CHECK(waits.pick(2) == 0);
+}
+
+TEST_CASE("a socket waiting for its actor to catch up stops waiting once the connection closes",
+          "[actors][sessions]") {
+  boost::asio::io_context io;
+  auto metrics = std::make_shared<actors::relay_metrics>();
+  auto outbox = std::make_shared<actors::websocket_outbox>(boost::asio::make_strand(io), 1024, metrics);
+  std::atomic<std::size_t> pending{4096}; // the actor holds its bound and will never handle it
+  std::optional<bool> waited;
+  boost::asio::co_spawn(io, actors::wait_for_actor(pending, 4096, *outbox),
+                        [&](std::exception_ptr, bool read_on) { waited = read_on; });
+  io.run_for(std::chrono::milliseconds(30));
+  CHECK_FALSE(waited);
+  outbox->close(actors::close_reason::internal_error);
+  io.run_for(std::chrono::milliseconds(30));
+  REQUIRE(waited);
+  CHECK_FALSE(*waited);
+  // Caught up, it reads on.
+  auto open = std::make_shared<actors::websocket_outbox>(boost::asio::make_strand(io), 1024, metrics);
+  pending = 0;
+  waited.reset();
+  boost::asio::co_spawn(io, actors::wait_for_actor(pending, 4096, *open),
+                        [&](std::exception_ptr, bool read_on) { waited = read_on; });
+  io.restart();
+  io.run_for(std::chrono::milliseconds(30));
+  REQUIRE(waited);
+  CHECK(*waited);
 }

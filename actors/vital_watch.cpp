@@ -5,6 +5,11 @@
 
 namespace comb::actors {
 
+bool ended_by_failure(const caf::error& reason) {
+  return reason && reason != caf::exit_reason::user_shutdown
+         && reason != caf::exit_reason::unreachable;
+}
+
 caf::actor watch_vital_actors(caf::actor_system& system, vital_actors actors,
                               std::function<void(const std::string&)> on_loss) {
   return system.spawn([actors = std::move(actors),

@@ -2,6 +2,7 @@
 #include "actors/community/community_registry.hpp"
 
 #include "actors/community/community_actor.hpp"
+#include "actors/vital_watch.hpp"
 
 namespace comb::actors {
 
@@ -15,10 +16,7 @@ void report_loss(const caf::actor& actor, std::int64_t community_id,
   auto* system = &actor->home_system();
   caf::actor_cast<caf::abstract_actor*>(actor)->attach_functor(
     [on_lost, community_id, system](const caf::error& reason) {
-      // user_shutdown: the pod stops; unreachable: a deleted community, forgotten here, whose
-      // last connection closed.
-      if (reason && reason != caf::exit_reason::user_shutdown
-          && reason != caf::exit_reason::unreachable)
+      if (ended_by_failure(reason))
         on_lost("the actor of community " + std::to_string(community_id) + " ended ("
                 + system->render(reason) + ")");
     });

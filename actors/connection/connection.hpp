@@ -406,7 +406,6 @@ private:
     std::shared_ptr<const std::string> frame_head;
   };
 
-
   [[nodiscard]] protocol::room_reader reader_of(const cached_room& room,
                                                 const std::optional<protocol::bytes32>& who) const;
   /// A stored or live event's JSON, when its room's flags let this connection see it.

@@ -13,6 +13,7 @@
 #include "actors/connection/count_requests.hpp"
 #include "actors/connection/subscription_requests.hpp"
 #include "actors/connection/waiting_queries.hpp"
+#include "actors/vital_watch.hpp"
 #include "protocol/room.hpp"
 #include "protocol/canonical_json.hpp"
 #include "protocol/client_message.hpp"
@@ -26,10 +27,6 @@ namespace protocol = comb::protocol;
 namespace {
 
 using self_ptr = connection_self;
-
-void send_frame(self_ptr self, std::string frame) {
-  self->state.args.sink->send(std::move(frame));
-}
 
 void reply_to_rejected_frame(self_ptr self, const protocol::frame_rejection& r) {
   bump(self->state.args.metrics->messages_invalid);
@@ -160,7 +157,6 @@ void on_event(self_ptr self, protocol::event_message& message) {
              storage::event_write{community, std::move(shared_event), std::move(json), std::move(rooms), true,
                                   st.logic->admitted_as(), vanishes});
 }
-
 
 void on_auth(self_ptr self, const protocol::auth_message& message) {
   bump(self->state.args.metrics->messages_auth);
@@ -412,8 +408,7 @@ void leave_cleanly_on_failure(self_ptr self) {
   self->attach_functor([sink = args.sink, fanout = args.fanout, owner = args.owner,
                         community = args.policy.community_id, metrics = args.metrics,
                         system = &self->system()](const caf::error& reason) {
-    if (!reason || reason == caf::exit_reason::user_shutdown
-        || reason == caf::exit_reason::unreachable)
+    if (!ended_by_failure(reason))
       return; // a hangup, the pod stopping, or nothing holds it (nor its subscriptions)
     spdlog::error("connection {} of community {}: its actor failed: {}", owner, community,
                   system->render(reason));

@@ -77,6 +77,11 @@ struct connection_state {
 
 using connection_self = caf::stateful_actor<connection_state>*;
 
+/// Shared by the actor's files: a frame for this connection's socket.
+inline void send_frame(connection_self self, std::string frame) {
+  self->state.args.sink->send(std::move(frame));
+}
+
 /// Shared by the actor's files: starts the REQs and COUNTs that wait while there are places.
 /// Returns how many started.
 std::size_t start_waiting_queries(connection_self self);

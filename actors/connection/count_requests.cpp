@@ -9,7 +9,7 @@ namespace comb::actors {
 namespace {
 
 void refuse(connection_self self, const std::string& sub, const std::string& why) {
-  self->state.args.sink->send(protocol::render_closed(sub, why));
+  send_frame(self, protocol::render_closed(sub, why));
 }
 
 /// The count's place is free again: the next waiting query may start.
@@ -77,7 +77,7 @@ void on_counted(connection_self self, std::uint64_t ticket, const storage::count
     }
     refuse(self, sub, "error: the rooms changed while counting; ask again");
   } else {
-    self->state.args.sink->send(protocol::render_count(sub, result.count, result.approximate));
+    send_frame(self, protocol::render_count(sub, result.count, result.approximate));
   }
   st.counts_in_flight.erase(it);
   finish(self);

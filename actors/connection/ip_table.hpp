@@ -133,4 +133,16 @@ private:
   std::atomic<std::size_t> count_{0};
 };
 
+/// A place taken from a socket_gate (try_enter), given back when this ends.
+class gate_place {
+public:
+  explicit gate_place(socket_gate& gate) : gate_(gate) {}
+  ~gate_place() { gate_.leave(); }
+  gate_place(const gate_place&) = delete;
+  gate_place& operator=(const gate_place&) = delete;
+
+private:
+  socket_gate& gate_;
+};
+
 } // namespace comb::actors

@@ -16,10 +16,6 @@ namespace protocol = comb::protocol;
 
 namespace {
 
-void send_frame(connection_self self, std::string frame) {
-  self->state.args.sink->send(std::move(frame));
-}
-
 /// Drops the REQ of `id` still waiting to start: a closed, refused or replaced subscription's
 /// filters are not kept (a client repeating REQ and CLOSE with fresh ids while queries wait
 /// would otherwise pile them up behind the first still open).

@@ -21,22 +21,6 @@ constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 /// Scrapers are few and local: one request at a time each, a short deadline, small requests.
 constexpr auto request_deadline = std::chrono::seconds(10);
 
-/// Connections served at once; past it a new one is closed unread (an address off loopback
-/// may be reached by anyone).
-constexpr std::size_t max_open_connections = 64;
-
-/// Holds one of the listener's places for as long as a connection is served.
-class connection_place {
-public:
-  explicit connection_place(std::shared_ptr<std::atomic<std::size_t>> open) : open_(std::move(open)) {}
-  ~connection_place() { open_->fetch_sub(1, std::memory_order_relaxed); }
-  connection_place(const connection_place&) = delete;
-  connection_place& operator=(const connection_place&) = delete;
-
-private:
-  std::shared_ptr<std::atomic<std::size_t>> open_;
-};
-
 } // namespace
 
 metrics_listener::metrics_listener(asio::io_context& io, std::shared_ptr<gateway_context> context)
@@ -68,8 +52,7 @@ asio::awaitable<void> metrics_listener::accept_loop(tcp::acceptor& acceptor) {
       co_await backoff.async_wait(use_tuple);
       continue;
     }
-    if (open_->fetch_add(1, std::memory_order_relaxed) >= max_open_connections) {
-      open_->fetch_sub(1, std::memory_order_relaxed);
+    if (!open_.try_enter()) {
       bump(context_->metrics->metrics_connections_refused);
       boost::system::error_code ignored;
       socket.close(ignored);
@@ -81,7 +64,7 @@ asio::awaitable<void> metrics_listener::accept_loop(tcp::acceptor& acceptor) {
 }
 
 asio::awaitable<void> metrics_listener::serve(tcp::socket socket) {
-  connection_place place(open_);
+  gate_place place(open_);
   beast::tcp_stream stream(std::move(socket));
   beast::flat_buffer buffer(8 * 1024 + 1024); // headers only: a chunk line or trailer gets no room
   for (;;) {

@@ -3,12 +3,12 @@
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
-#include <atomic>
 #include <boost/asio/ip/tcp.hpp>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "actors/connection/ip_table.hpp"
 #include "actors/gateway/gateway_context.hpp"
 
 namespace comb::actors {
@@ -17,6 +17,10 @@ namespace comb::actors {
 /// default: never on a community's host, where anyone could read per-community counts.
 class metrics_listener {
 public:
+  /// Connections served at once; past it a new one is closed unread (an address off loopback
+  /// may be reached by anyone).
+  static constexpr std::size_t max_open_connections = 64;
+
   metrics_listener(boost::asio::io_context& io, std::shared_ptr<gateway_context> context);
 
   /// Binds every address `listen` (host:port) names and starts serving; throws
@@ -35,8 +39,8 @@ private:
   std::shared_ptr<gateway_context> context_;
   std::vector<boost::asio::ip::tcp::acceptor> acceptors_; ///< one per resolved address
   unsigned short port_ = 0;
-  /// Connections being served (max_open_connections in the .cpp).
-  std::shared_ptr<std::atomic<std::size_t>> open_ = std::make_shared<std::atomic<std::size_t>>(0);
+  /// Connections being served, at most max_open_connections.
+  socket_gate open_{max_open_connections};
 };
 
 } // namespace comb::actors

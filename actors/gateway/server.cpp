@@ -234,18 +234,15 @@ std::size_t declared_body_bytes(const http::request_parser<http::string_body>& p
 /// Counts a socket from accept to close.
 class socket_pass {
 public:
-  socket_pass(socket_gate& gate, relay_metrics& metrics) : gate_(gate), metrics_(metrics) {
+  socket_pass(socket_gate& gate, relay_metrics& metrics) : place_(gate), metrics_(metrics) {
     metrics_.sockets_open.fetch_add(1, std::memory_order_relaxed);
   }
-  ~socket_pass() {
-    gate_.leave();
-    metrics_.sockets_open.fetch_sub(1, std::memory_order_relaxed);
-  }
+  ~socket_pass() { metrics_.sockets_open.fetch_sub(1, std::memory_order_relaxed); }
   socket_pass(const socket_pass&) = delete;
   socket_pass& operator=(const socket_pass&) = delete;
 
 private:
-  socket_gate& gate_;
+  gate_place place_;
   relay_metrics& metrics_;
 };
 

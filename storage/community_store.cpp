@@ -19,9 +19,8 @@ namespace {
 // A host may be a community's primary host or one of its aliases in community_hosts.
 constexpr const char* find_sql =
   "SELECT c.id, c.host, c.access, c.archived_at IS NOT NULL, coalesce(c.name, ''),"
-  " coalesce(c.description, ''), coalesce(c.icon, ''), coalesce((SELECT encode(m.pubkey, 'hex')"
-  " FROM members m WHERE m.community_id = c.id AND m.role = 'owner'), ''), c.description IS NOT NULL"
-  " FROM communities c"
+  " c.description, coalesce(c.icon, ''), coalesce((SELECT encode(m.pubkey, 'hex')"
+  " FROM members m WHERE m.community_id = c.id AND m.role = 'owner'), '') FROM communities c"
   " WHERE c.host = $1::text OR c.id = (SELECT h.community_id FROM community_hosts h"
   " WHERE h.host = $1::text) ORDER BY c.host = $1::text DESC LIMIT 1";
 
@@ -185,9 +184,11 @@ std::optional<community_row> community_store::find_by_host(const std::string& ho
     if (reply.rows() == 0)
       return std::nullopt;
     auto row = row_of(reply);
-    row.info = community_info{std::string(reply.text(0, 4)), std::string(reply.text(0, 5)),
-                              std::string(reply.text(0, 6)), std::string(reply.text(0, 7)),
-                              reply.text(0, 8) == "t"};
+    std::optional<std::string> description;
+    if (!reply.is_null(0, 5))
+      description = std::string(reply.text(0, 5));
+    row.info = community_info{std::string(reply.text(0, 4)), std::move(description),
+                              std::string(reply.text(0, 6)), std::string(reply.text(0, 7))};
     return row;
   } catch (const std::exception& e) {
     last_error_ = e.what();

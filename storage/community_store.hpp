@@ -17,12 +17,11 @@ class pg_connection;
 /// set-info`); "" for what was never set.
 struct community_info {
   std::string name;
-  std::string description;
+  /// Nothing when never set (NIP-11 shows the deployment's); "" when emptied: an admin who
+  /// empties it in Flotilla's space form means no description, not the deployment's.
+  std::optional<std::string> description;
   std::string icon;
   std::string owner_hex; ///< the owner's pubkey, "" when there is none
-  /// The description was set, if only to "" (an admin who empties it in Flotilla's space form
-  /// means no description, not the deployment's); unset, NIP-11 shows the deployment's.
-  bool description_set = false;
 };
 
 /// A community as the relay needs it to route a connection.

@@ -32,7 +32,7 @@ std::string relay_info_document(const gateway_context& context,
   protocol::relay_info info;
   const auto& about = community.info;
   info.name = about.name.empty() ? s.name : about.name;
-  info.description = about.description_set ? about.description : s.description;
+  info.description = about.description.value_or(s.description);
   info.icon = about.icon;
   info.owner_pubkey = about.owner_hex;
   info.contact = s.contact;
@@ -57,7 +57,7 @@ std::string page_of(const gateway_context& context, const storage::community_row
   const auto& about = community.info;
   community_page page;
   page.name = about.name.empty() ? s.name : about.name;
-  page.description = about.description_set ? about.description : s.description;
+  page.description = about.description.value_or(s.description);
   page.icon = about.icon;
   // Every community of a deployment is reached the same way as its public URL (wss:// behind
   // a TLS proxy); the host is the community's own.

@@ -83,15 +83,13 @@ caf::behavior gap_filler(caf::stateful_actor<gap_filler_state>* self, gap_filler
     st.args.database_url, storage::pg_reconnect_policy{1, std::chrono::milliseconds(50)});
   return {
     [=](ready_atom, std::int64_t lost_at_ms) {
-      auto& s = self->state;
-      s.pending_since = std::min(s.pending_since.value_or(lost_at_ms), lost_at_ms);
-      if (!std::exchange(s.fill_scheduled, true))
+      auto& pending = self->state.pending_since;
+      if (!pending)
         self->send(self, tick_atom_v);
+      pending = std::min(pending.value_or(lost_at_ms), lost_at_ms);
     },
     [=](tick_atom) {
-      auto& s = self->state;
-      s.fill_scheduled = false;
-      if (auto since = std::exchange(s.pending_since, std::nullopt))
+      if (auto since = std::exchange(self->state.pending_since, std::nullopt))
         fill_gap(self, *since);
     },
   };

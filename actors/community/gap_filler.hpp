@@ -21,10 +21,9 @@ struct gap_filler_args {
 struct gap_filler_state {
   gap_filler_args args;
   std::unique_ptr<storage::pg_connection> connection;
-  /// The earliest loss asked for and not yet filled, and whether its fill is on its way
+  /// The earliest loss asked for and not yet filled; while it holds one, its fill is on its way
   /// (tick_atom): asks that come while a fill runs make one fill after it, not one each.
   std::optional<std::int64_t> pending_since;
-  bool fill_scheduled = false;
   static inline const char* name = "gap-filler";
 };
 

@@ -109,6 +109,7 @@ management_result management_store::ban_event(std::int64_t community_id,
                                               const protocol::bytes32& banned_by,
                                               std::optional<protocol::bytes32> manager) {
   last_error_.clear();
+  last_version_ = 0;
   auto begin = connection_.exec("BEGIN");
   if (!begin.ok()) {
     last_error_ = begin.error();
@@ -181,8 +182,10 @@ management_result management_store::ban_event_locked(std::int64_t community_id,
 
 bool management_store::noted(std::int64_t community_id) {
   // Every pod reloads the community's bans when it hears of the new version.
-  if (note_access_change(connection_, community_id, {}, last_error_))
+  if (auto version = note_access_change(connection_, community_id, {}, last_error_)) {
+    last_version_ = *version;
     return true;
+  }
   if (last_error_.empty())
     last_error_ = "the community no longer exists";
   return false;
@@ -192,6 +195,7 @@ management_result management_store::allow_event(std::int64_t community_id,
                                                 const protocol::bytes32& event_id,
                                                 std::optional<protocol::bytes32> manager) {
   last_error_.clear();
+  last_version_ = 0;
   if (auto begin = connection_.exec("BEGIN"); !begin.ok()) {
     last_error_ = begin.error();
     return management_result::failed;

@@ -93,6 +93,10 @@ public:
 
   [[nodiscard]] const std::string& last_error() const noexcept { return last_error_; }
 
+  /// The community's state version the last change that took effect committed at; 0 when the
+  /// last call changed nothing.
+  [[nodiscard]] std::int64_t last_version() const noexcept { return last_version_; }
+
 private:
   /// note_access_change in the open transaction; false (with last_error) when it failed.
   [[nodiscard]] bool noted(std::int64_t community_id);
@@ -109,6 +113,7 @@ private:
   pg_connection& connection_;
   protocol::bytes32 relay_pubkey_;
   std::string last_error_;
+  std::int64_t last_version_ = 0;
 };
 
 } // namespace comb::storage

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
 #include <unordered_set>
+#include <vector>
 
 #include "protocol/hex.hpp"
 #include "storage/management_store.hpp"
@@ -38,32 +40,70 @@ public:
     return pubkeys_.contains(ev.pubkey) || events_.contains(ev.id);
   }
 
-  /// Replaces everything with the stored bans (`storage::load_bans`).
-  void replace(const storage::community_bans& bans) {
+  /// Replaces everything with the bans stored as of state version `as_of`
+  /// (`storage::load_bans`), then replays this pod's own changes committed after it: a reload
+  /// read before this pod's newer ban must neither roll that ban back nor be ignored (it may
+  /// hold another pod's ban that this pod's writes keep overtaking).
+  void replace(const storage::community_bans& bans, std::int64_t as_of) {
     set pubkeys, events;
     for (const auto& entry : bans.pubkeys)
       pubkeys.insert(entry.key);
     for (const auto& entry : bans.events)
       events.insert(entry.key);
     std::unique_lock lock(mutex_);
+    std::erase_if(own_changes_, [&](const own_change& change) { return change.version <= as_of; });
+    std::stable_sort(own_changes_.begin(), own_changes_.end(),
+                     [](const own_change& a, const own_change& b) { return a.version < b.version; });
+    for (const auto& change : own_changes_)
+      apply(change.of_event ? events : pubkeys, change.key, change.banned);
     pubkeys_ = std::move(pubkeys);
     events_ = std::move(events);
     note_any();
   }
 
-  void set_pubkey(const protocol::bytes32& pubkey, bool banned) { change(pubkeys_, pubkey, banned); }
+  /// This pod's own committed change, at state version `version` (0: unknown, not replayed).
+  void set_pubkey(const protocol::bytes32& pubkey, bool banned, std::int64_t version) {
+    record({version, false, pubkey, banned});
+  }
 
-  void set_event(const protocol::bytes32& id, bool banned) { change(events_, id, banned); }
+  void set_event(const protocol::bytes32& id, bool banned, std::int64_t version) {
+    record({version, true, id, banned});
+  }
+
+  /// The database went back to an older state: own changes it may have lost are not replayed.
+  void forget_own_changes() {
+    std::unique_lock lock(mutex_);
+    own_changes_.clear();
+  }
+
+  /// Own changes kept for replay (bounded: each is pruned by the first reload as new as it).
+  [[nodiscard]] std::size_t own_changes_kept() const {
+    std::shared_lock lock(mutex_);
+    return own_changes_.size();
+  }
 
 private:
   using set = std::unordered_set<protocol::bytes32, protocol::bytes32_hash>;
 
-  void change(set& target, const protocol::bytes32& key, bool banned) {
-    std::unique_lock lock(mutex_);
+  struct own_change {
+    std::int64_t version = 0;
+    bool of_event = false;
+    protocol::bytes32 key;
+    bool banned = false;
+  };
+
+  static void apply(set& target, const protocol::bytes32& key, bool banned) {
     if (banned)
       target.insert(key);
     else
       target.erase(key);
+  }
+
+  void record(const own_change& change) {
+    std::unique_lock lock(mutex_);
+    apply(change.of_event ? events_ : pubkeys_, change.key, change.banned);
+    if (change.version > 0)
+      own_changes_.push_back(change);
     note_any();
   }
 
@@ -74,6 +114,7 @@ private:
   std::atomic<bool> any_{false};
   set pubkeys_;
   set events_;
+  std::vector<own_change> own_changes_;
 };
 
 using ban_list_ptr = std::shared_ptr<ban_list>;

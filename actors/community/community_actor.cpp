@@ -75,9 +75,9 @@ void apply_rooms(self_ptr self, std::int64_t version, const std::vector<protocol
 /// Access and archive from a reloaded state newer than the last one applied, then bans. Their
 /// versions are their own: this pod's membership writes move the members' version past a
 /// change it has not loaded yet (an access switch by comb-admin, another pod's ban), and that
-/// change must still be applied when its reload arrives. Bans are not taken from a state older
-/// than the members: it may lack this pod's own newer ban; the cache's whole version then stays
-/// below the database's, so the watcher reloads again.
+/// change must still be applied when its reload arrives. A state older than the members still
+/// brings its bans, with this pod's own newer ban changes replayed on them; the cache's whole
+/// version then stays below the database's, so the watcher reloads again.
 void apply_access(self_ptr self, const storage::community_access& state) {
   auto& st = self->state;
   auto& cache = *st.args.cache;
@@ -94,9 +94,9 @@ void apply_access(self_ptr self, const storage::community_access& state) {
     if (state.closed && !was_closed && hooks)
       hooks->recheck_all(st.args.community_id);
   }
-  if (state.version > cache.access_version() && state.version >= st.version) {
+  if (state.version > cache.access_version()) {
     if (st.args.bans)
-      st.args.bans->replace(state.bans);
+      st.args.bans->replace(state.bans, state.version);
     cache.set_access_version(state.version);
   }
 }
@@ -141,12 +141,12 @@ void follow_bans(self_ptr self, const storage::membership_write& write) {
     bool took_effect = outcome == storage::membership_outcome::changed
                        || outcome == storage::membership_outcome::nothing_to_do;
     if (took_effect && change == storage::membership_change::ban_pubkey)
-      st.args.bans->set_pubkey(st.in_flight[i].command.subject, true);
+      st.args.bans->set_pubkey(st.in_flight[i].command.subject, true, write.state_version);
     bool lifted = change == storage::membership_change::unban_pubkey
                   || (change == storage::membership_change::add_member
                       && st.in_flight[i].command.lifts_ban);
     if (took_effect && lifted)
-      st.args.bans->set_pubkey(st.in_flight[i].command.subject, false);
+      st.args.bans->set_pubkey(st.in_flight[i].command.subject, false, write.state_version);
   }
 }
 
@@ -277,6 +277,8 @@ caf::behavior community_actor(caf::stateful_actor<community_state>* self, commun
       st.version = member_cache::rewound_version;
       st.access_version = member_cache::rewound_version;
       st.args.cache->rewind_versions();
+      if (st.args.bans)
+        st.args.bans->forget_own_changes();
       refresh(self, state);
     },
     [=](wake_atom) {

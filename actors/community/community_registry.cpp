@@ -54,7 +54,7 @@ std::optional<community_handle> community_registry::ensure(
   cache->set_version(state->version);
   cache->set_rooms(std::make_shared<const room_index>(state->rooms), state->version);
   auto ban_cache = std::make_shared<ban_list>();
-  ban_cache->replace(state->bans);
+  ban_cache->replace(state->bans, state->version);
   auto actor = system_.spawn(community_actor,
                              community_args{community_id, cache, membership_writer_, fanout_, bridge_,
                                             512, metrics_, hooks_, ban_cache});

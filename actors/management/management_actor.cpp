@@ -172,7 +172,7 @@ management_reply change_event_ban(self_ptr self, std::int64_t community_id,
   // client that sends the event again once it has the answer must meet the new state.
   if (auto handle = st.args.registry ? st.args.registry->find(community_id) : std::nullopt)
     if (handle->bans)
-      handle->bans->set_event(*call.request.target, ban);
+      handle->bans->set_event(*call.request.target, ban, st.store->last_version());
   return management_success("true");
 }
 

@@ -475,6 +475,26 @@ TEST_CASE_METHOD(fixture, "a reload older than this pod's own ban takes its acce
   CHECK(cache->whole_version() < 3); // so the watcher reloads the bans as of now
 }
 
+TEST_CASE_METHOD(fixture, "a reload this pod's own writes overtook still brings another writer's ban",
+                 "[actor][community][access]") {
+  queue(1, cmd(membership_change::add_member, 2));
+  scheduler->run();
+  ++db->version; // another pod bans 9 (version 2)
+  queue(2, cmd(membership_change::ban_pubkey, 2)); // this pod bans 2 (version 3)
+  scheduler->run();
+  storage::community_access late; // read at version 2, delivered after this pod's version 3
+  late.community_id = 1;
+  late.exists = true;
+  late.version = 2;
+  late.members = {{key(2), storage::member_role::member}};
+  late.bans.pubkeys = {{key(9), ""}};
+  caf::anon_send(community, refresh_atom_v, late);
+  scheduler->run();
+  CHECK(bans->is_banned_pubkey(key(9))); // another pod's ban is enforced without waiting
+  CHECK(bans->is_banned_pubkey(key(2))); // this pod's newer ban stays
+  CHECK(cache->whole_version() == 2);    // still behind: the watcher reloads again
+}
+
 TEST_CASE_METHOD(fixture, "another writer's events reach the fan-out after the state reloaded for them",
                  "[actor][community][access]") {
   queue(1, cmd(membership_change::add_member, 2));

@@ -154,11 +154,11 @@ TEST_CASE_METHOD(fixture, "a ban known before delivery withholds the event: held
   say(reader, R"(["REQ","feed",{"kinds":[1]}])");
   auto held = test::sign_event(bob, 1, "held while history is read, banned meanwhile");
   publish_live(held);
-  base_policy.bans->set_event(held.id, true);
+  base_policy.bans->set_event(held.id, true, 0);
   release_history();
   CHECK(reader.sink->take() == std::vector<std::string>{R"(["EOSE","feed"])"});
 
-  base_policy.bans->set_pubkey(bob.public_key(), true);
+  base_policy.bans->set_pubkey(bob.public_key(), true, 0);
   publish_live(test::sign_event(bob, 1, "by an author banned before it arrived"));
   CHECK(reader.sink->take().empty());
   auto fine = test::sign_event(alice, 1, "not banned");
@@ -171,7 +171,7 @@ TEST_CASE_METHOD(fixture, "a ban known before delivery withholds the event: held
   release_history();
   CHECK(reader.sink->take() == std::vector<std::string>{R"(["EOSE","deltas"])"});
   auto delta = test::sign_event(alice, 8000, "", {{"-"}, {"p", std::string(64, 'c')}});
-  base_policy.bans->set_event(delta.id, true);
+  base_policy.bans->set_event(delta.id, true, 0);
   publish_live(delta);
   CHECK(reader.sink->take() == std::vector<std::string>{event_on("deltas", delta)});
 }

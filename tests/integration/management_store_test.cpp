@@ -161,6 +161,9 @@ TEST_CASE_METHOD(banned_community, "a banned event is deleted and never stored a
   check_outcome(store_one(events, other, post), storage::store_outcome::status::stored, "");
 
   CHECK(store.ban_event(community, post->id, "off topic", owner) == storage::management_result::changed);
+  // The pod's ban list replays its own ban at this version over reloads read before it.
+  CHECK(std::to_string(store.last_version())
+        == count_of(*this, "SELECT state_version FROM communities WHERE id = " + std::to_string(community)));
   CHECK(count_of(*this, "SELECT count(*) FROM events WHERE id = '\\x" + hex(post->id) + "'") == "1");
   CHECK(count_of(*this, "SELECT count(*) FROM event_tags WHERE community_id = "
                           + std::to_string(community) + " AND event_id = '\\x" + hex(post->id) + "'")
@@ -168,6 +171,7 @@ TEST_CASE_METHOD(banned_community, "a banned event is deleted and never stored a
   check_outcome(store_one(events, community, post), storage::store_outcome::status::refused,
                 storage::msg_banned_event);
   CHECK(store.ban_event(community, post->id, "", owner) == storage::management_result::unchanged);
+  CHECK(store.last_version() == 0); // nothing committed: nothing to replay
   storage::pg_connection reader(database.conninfo());
   auto bans = storage::load_bans(reader, community);
   REQUIRE(bans);

@@ -190,12 +190,12 @@ TEST_CASE("a banned author, sender or event id is refused with blocked", "[actor
   auto post = test::sign_event(author, 1, "post");
   CHECK_FALSE(c.admit_event(post, now, 1));
 
-  policy.bans->set_event(post.id, true);
+  policy.bans->set_event(post.id, true, 0);
   CHECK(c.admit_event(post, now, 1)->text() == "blocked: this event is banned from this community");
-  policy.bans->set_event(post.id, false);
+  policy.bans->set_event(post.id, false, 0);
   CHECK_FALSE(c.admit_event(post, now, 1));
 
-  policy.bans->set_pubkey(author.public_key(), true);
+  policy.bans->set_pubkey(author.public_key(), true, 0);
   CHECK(c.admit_event(post, now, 1)->text() == "blocked: you are banned from this community");
   auto join = test::sign_event(author, 28934, "", {{"-"}});
   CHECK(c.admit_event(join, now, 1)->text() == "blocked: you are banned from this community");
@@ -203,7 +203,7 @@ TEST_CASE("a banned author, sender or event id is refused with blocked", "[actor
   // Loading the stored bans replaces what was there.
   storage::community_bans stored;
   stored.events.push_back({post.id, "spam"});
-  policy.bans->replace(stored);
+  policy.bans->replace(stored, 0);
   CHECK(c.admit_event(post, now, 1)->text() == "blocked: this event is banned from this community");
   CHECK_FALSE(policy.bans->is_banned_pubkey(author.public_key()));
 }
@@ -218,7 +218,7 @@ TEST_CASE("a request to vanish naming this relay is admitted whatever its author
   policy.closed_community = true;
   policy.members = members;
   policy.bans = std::make_shared<actors::ban_list>();
-  policy.bans->set_pubkey(author.public_key(), true);
+  policy.bans->set_pubkey(author.public_key(), true, 0);
   policy.event_rate = 1;
   policy.event_burst = 2;
   connection c(policy, "challenge"); // not authenticated, not a member, banned

@@ -329,15 +329,21 @@ std::optional<rejection> connection::check_room_filters(const std::vector<protoc
   if (authenticated_)
     return std::nullopt;
   // A deleted room holds nothing to refuse: asking for it finds nothing (rooms_visible hides
-  // what was on its way).
-  const auto cache = policy_.members ? policy_.members->rooms() : nullptr;
-  auto deleted = [&](const std::string& room) { return cache && cache->was_deleted(room); };
+  // what was on its way), and its deletion is public (9008). A room this pod does not know is
+  // refused like a hidden one, so that the answer does not tell who may guess a hidden room's
+  // id that it exists.
+  if (!policy_.members)
+    return std::nullopt;
+  const auto cache = policy_.members->rooms();
+  auto readable = [&](const std::string& room) {
+    if (cache->was_deleted(room))
+      return true;
+    return (room == general_room || cache->find(room)) && rooms_visible({room}, 9);
+  };
   for (const auto& f : filters)
     for (const auto& tag : f.tags)
-      if (tag.name == 'h')
-        for (const auto& room : tag.values)
-          if (!deleted(room) && !rooms_visible({room}, 9))
-            return rejection{reason::auth_required, "this room is private; authenticate to read it"};
+      if (tag.name == 'h' && !std::ranges::all_of(tag.values, readable))
+        return rejection{reason::auth_required, "this room is not public; authenticate to read it"};
   return std::nullopt;
 }
 

@@ -122,6 +122,16 @@ TEST_CASE("reads of rooms follow their flags", "[actors][rooms]") {
   protocol::filter wants_locked;
   wants_locked.tags.push_back({'h', {"locked"}});
   CHECK(anonymous.check_room_filters({wants_locked})->text().starts_with("auth-required: "));
+  // A room that does not exist gets the same answer: it tells nobody a hidden room's id exists.
+  protocol::filter wants_ghost, wants_nothing, wants_open;
+  wants_ghost.tags.push_back({'h', {"ghost"}});
+  wants_nothing.tags.push_back({'h', {"no-such-room"}});
+  wants_open.tags.push_back({'h', {"open", "_"}});
+  auto nothing_answer = anonymous.check_room_filters({wants_nothing});
+  REQUIRE(nothing_answer);
+  CHECK(nothing_answer->text() == anonymous.check_room_filters({wants_ghost})->text());
+  CHECK_FALSE(anonymous.check_room_filters({wants_open}));
+  CHECK_FALSE(stranger.check_room_filters({wants_nothing}));
   // An authenticated stranger's subscription opens (its events are withheld one by one, below):
   // it is how Flotilla hears that it was let in.
   CHECK_FALSE(stranger.check_room_filters({wants_locked}));

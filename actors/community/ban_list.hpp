@@ -58,6 +58,7 @@ public:
       apply(change.of_event ? events : pubkeys, change.key, change.banned);
     pubkeys_ = std::move(pubkeys);
     events_ = std::move(events);
+    loaded_as_of_ = std::max(loaded_as_of_, as_of);
     note_any();
   }
 
@@ -74,6 +75,7 @@ public:
   void forget_own_changes() {
     std::unique_lock lock(mutex_);
     own_changes_.clear();
+    loaded_as_of_ = 0;
   }
 
   /// Own changes kept for replay (bounded: each is pruned by the first reload as new as it).
@@ -99,8 +101,12 @@ private:
       target.erase(key);
   }
 
+  /// A change committed at or before the state last loaded is in it, or was overtaken by
+  /// something newer there (the writer's reply can arrive after the watcher's reload).
   void record(const own_change& change) {
     std::unique_lock lock(mutex_);
+    if (change.version != 0 && change.version <= loaded_as_of_)
+      return;
     apply(change.of_event ? events_ : pubkeys_, change.key, change.banned);
     if (change.version > 0)
       own_changes_.push_back(change);
@@ -115,6 +121,7 @@ private:
   set pubkeys_;
   set events_;
   std::vector<own_change> own_changes_;
+  std::int64_t loaded_as_of_ = 0;
 };
 
 using ban_list_ptr = std::shared_ptr<ban_list>;

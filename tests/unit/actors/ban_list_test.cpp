@@ -79,3 +79,18 @@ TEST_CASE("after a rewind own changes are not replayed, and unknown versions nev
   CHECK_FALSE(bans.is_banned_pubkey(key(5)));
   CHECK_FALSE(bans.is_banned_pubkey(key(6)));
 }
+
+TEST_CASE("an own change heard after a reload as new as it is already in that reload",
+          "[unit][bans]") {
+  ban_list bans;
+  // This pod lifted 8's ban at version 5, another pod banned 8 again at 6, and the watcher's
+  // reload of 6 arrived before this pod's writer reported its commit of 5.
+  bans.replace(stored({8}, {1}), 6);
+  bans.set_pubkey(key(8), false, 5);
+  bans.set_event(key(1), false, 6);
+  CHECK(bans.is_banned_pubkey(key(8)));
+  CHECK(bans.is_banned_event(key(1)));
+  CHECK(bans.own_changes_kept() == 0);
+  bans.set_pubkey(key(8), false, 7); // a newer one still counts
+  CHECK_FALSE(bans.is_banned_pubkey(key(8)));
+}

@@ -115,6 +115,7 @@ std::string relay_metrics::render() const {
   write(out, "comb_queries_refused_total", "counter", "REQ and COUNT refused by subscription, filter or queue bounds.", queries_refused);
   write(out, "comb_queries_waited_total", "counter", "REQ and COUNT that waited for a query place in their connection or room at the storage readers.", queries_waited);
   write(out, "comb_queries_awaited_auth_total", "counter", "REQs that needed AUTH, sent before it, that waited for it rather than being refused at once.", queries_awaited_auth);
+  write(out, "comb_joins_awaited_auth_total", "counter", "Join requests (28934) sent before AUTH that waited for it rather than being refused at once.", joins_awaited_auth);
   write(out, "comb_addresses_tracked", "gauge", "Client addresses held in the per-address table.", addresses_tracked);
   write(out, "comb_history_chunks_total", "counter", "History chunks sent before the last one of their reply (replies over a chunk).", history_chunks);
   write(out, "comb_history_waits_total", "counter", "Times a storage reader waited for a client to read history held at the byte budget.", history_waits);

@@ -115,14 +115,30 @@ void on_room_done(self_ptr self, std::uint64_t ticket, protocol::room_outcome ou
   st.awaiting_membership.erase(it);
 }
 
-void on_event(self_ptr self, protocol::event_message& message) {
+/// Keeps a join request that needs the AUTH the client has not sent yet (auth_grace); false
+/// when it may not wait.
+bool hold_join_for_auth(self_ptr self, const protocol::event& ev, const protocol::rejection& why) {
+  auto& st = self->state;
+  if (ev.kind != join_request_kind || why.why != protocol::reason::auth_required
+      || st.logic->authenticated() || st.joins_awaiting_auth.size() >= max_joins_awaiting_auth)
+    return false;
+  // One grace timer serves the REQs and joins waiting: a running one covers this join too.
+  if (st.joins_awaiting_auth.empty() && st.awaiting_auth.empty())
+    self->delayed_send(self, auth_grace, auth_wait_atom_v, ++st.auth_wait);
+  st.joins_awaiting_auth.push_back(ev);
+  bump(st.args.metrics->joins_awaited_auth);
+  return true;
+}
+
+void answer_event(self_ptr self, protocol::event_message& message, bool may_wait) {
   auto& st = self->state;
   auto& metrics = *st.args.metrics;
-  bump(metrics.messages_event);
   const protocol::event& ev = message.ev;
   // The writer's OKs since the last event free their places in the bound on events in flight.
   st.logic->events_answered(st.events_answered->exchange(0, std::memory_order_acquire));
   if (auto refused = st.logic->admit_event(ev, unix_now(), monotonic_seconds())) {
+    if (may_wait && hold_join_for_auth(self, ev, *refused))
+      return;
     bump(metrics.events_rejected);
     if (ev.kind == 5 && deletion_targets(ev) > st.args.policy.max_deletion_targets)
       bump(metrics.deletions_refused);
@@ -158,12 +174,27 @@ void on_event(self_ptr self, protocol::event_message& message) {
                                   st.logic->admitted_as(), vanishes});
 }
 
+void on_event(self_ptr self, protocol::event_message& message) {
+  bump(self->state.args.metrics->messages_event);
+  answer_event(self, message, true);
+}
+
+/// The AUTH came (answered as their author would be now) or the grace ended (refused).
+void release_joins(self_ptr self) {
+  for (auto& ev : std::exchange(self->state.joins_awaiting_auth, {})) {
+    protocol::event_message message{std::move(ev)};
+    answer_event(self, message, false);
+  }
+}
+
 void on_auth(self_ptr self, const protocol::auth_message& message) {
   bump(self->state.args.metrics->messages_auth);
   auto refused = self->state.logic->authenticate(message.ev, unix_now());
   send_frame(self, protocol::render_ok(message.ev.id, !refused, refused ? refused->text() : ""));
-  if (!refused)
+  if (!refused) {
+    release_joins(self);
     await_retries(self);
+  }
 }
 
 frame_type type_of(const protocol::client_message& message) {
@@ -453,8 +484,10 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, conn
     },
     [=](resume_atom) { on_resume(self); },
     [=](auth_wait_atom, std::uint64_t round) {
-      if (round == self->state.auth_wait)
+      if (round == self->state.auth_wait) {
+        release_joins(self);
         release_awaiting_auth(self);
+      }
     },
     [=](deliver_atom, const live_batch& batch) { on_deliver(self, batch); },
     [=](member_done_atom, std::uint64_t ticket, const storage::membership_result& result) {

@@ -37,6 +37,9 @@ struct connection_args {
   std::shared_ptr<std::atomic<std::size_t>> frames_pending;
 };
 
+/// Join requests one connection may have waiting for its AUTH; more are refused at once.
+inline constexpr std::size_t max_joins_awaiting_auth = 4;
+
 struct connection_state {
   connection_args args;
   std::optional<connection> logic;
@@ -50,6 +53,10 @@ struct connection_state {
   /// grace's timer, so one of an earlier wait is ignored.
   reqs_awaiting_auth awaiting_auth;
   std::uint64_t auth_wait = 0;
+  /// Join requests (28934) sent before AUTH, waiting for it as REQs do (auth_grace, the same
+  /// timer): welshman sends a join at once and never again, and hides the `auth-required:`
+  /// refusal, so Flotilla's visitor was never added. At most max_joins_awaiting_auth.
+  std::vector<protocol::event> joins_awaiting_auth;
   /// REQs that asked for an invite (28935), held until it is minted, by ticket.
   std::unordered_map<std::uint64_t, protocol::req_message> awaiting_invite;
   /// When each subscription's REQ arrived, for the REQ-to-EOSE histogram.

@@ -413,6 +413,55 @@ TEST_CASE_METHOD(fixture, "a connection has only a few joins and leaves waiting,
   CHECK(asked->back().change == storage::membership_change::add_member);
 }
 
+TEST_CASE_METHOD(fixture, "join requests sent before AUTH wait for it, a few of them, for its author only",
+                 "[actor][connection][auth]") {
+  // Flotilla publishes a visitor's 28934 as the space opens, while welshman authenticates; it
+  // never sends a join again and hides an auth-required refusal.
+  auto asked = std::make_shared<std::vector<storage::membership_command>>();
+  community = system->spawn(recording_community, asked);
+  spawned.push_back(community);
+  base_policy.members = std::make_shared<member_cache>();
+  base_policy.members->set_closed(false);
+  auto c = connect(false);
+  auto join = test::sign_event(bob, 28934, "", {});
+  say(c, test::event_frame(join));
+  std::vector<protocol::event> others;
+  for (std::size_t i = 1; i <= max_joins_awaiting_auth; ++i) {
+    others.push_back(test::sign_event(alice, 28934, "join " + std::to_string(i), {}));
+    say(c, test::event_frame(others.back()));
+  }
+  // Past the bound one is refused at once; the others wait.
+  CHECK(c.sink->take()
+        == std::vector<std::string>{
+          ok_frame(others.back(), false, "auth-required: authenticate as the author to send this request")});
+  CHECK(asked->empty());
+  auto auth = test::sign_event(bob, 22242, "", {{"relay", "wss://hive.test"}, {"challenge", c.challenge}});
+  say(c, "[\"AUTH\"," + protocol::render_event_json(auth) + "]");
+  // Bob's join goes to the community as if sent now; alice's are not bob's to send.
+  REQUIRE(asked->size() == 1);
+  CHECK(asked->front().change == storage::membership_change::claim_membership);
+  std::vector<std::string> expected{ok_frame(auth, true, "")};
+  for (std::size_t i = 0; i + 1 < others.size(); ++i)
+    expected.push_back(ok_frame(others[i], false, "restricted: this request may only be sent by its author"));
+  CHECK(c.sink->take() == expected);
+}
+
+TEST_CASE_METHOD(fixture, "a join request that waited for an AUTH that never came is refused once",
+                 "[actor][connection][auth]") {
+  auto c = connect(false);
+  auto join = test::sign_event(bob, 28934, "", {});
+  say(c, test::event_frame(join));
+  CHECK(c.sink->take().empty());
+  scheduler->trigger_timeouts();
+  run();
+  CHECK(c.sink->take()
+        == std::vector<std::string>{
+          ok_frame(join, false, "auth-required: authenticate as the author to send this request")});
+  scheduler->trigger_timeouts();
+  run();
+  CHECK(c.sink->take().empty());
+}
+
 TEST_CASE_METHOD(fixture, "REQs sent before AUTH wait for it and are answered once it comes",
                  "[actor][connection][auth]") {
   // welshman sends the REQs of every room as the socket opens, authenticates as the challenge

@@ -251,6 +251,20 @@ describe('a Flotilla-style client in an open community', () => {
     }
   })
 
+  it('adds a visitor whose join goes out as the space opens, before AUTH', async () => {
+    // Flotilla's space layout publishes the 28934 as it mounts (deriveRelayAuthError); welshman
+    // sends a join without waiting for AUTH, never again, and hides an auth-required refusal.
+    const { relay } = ctx
+    const self = await relaySelf(relay)
+    const visitor = appUser()
+    try {
+      accepted(await visitor.publish(relay, makeEvent(RELAY_JOIN)), `info: welcome to ${relay.url}!`)
+      assert.ok(visitor.pk in rolesOf(await memberList(visitor, relay, self)))
+    } finally {
+      visitor.close()
+    }
+  })
+
   it('takes joins and leaves only from their authenticated author', async () => {
     const { relay } = ctx
     const someone = appUser()

@@ -78,8 +78,13 @@ public:
     send_events(events);
     send_frames(std::move(closing));
   }
-  /// Ends the connection after what is already queued.
+  /// Ends the connection after what is already queued (`policy`: its events excepted, as
+  /// drop_events).
   virtual void close(close_reason why) = 0;
+
+  /// Drops the event frames queued and not yet being written (control frames stay): the reader
+  /// lost the right to read them, and a client that reads slowly must not go on receiving them.
+  virtual void drop_events() {}
 
   /// Bytes queued and not yet written to the socket (0 where nothing is queued).
   [[nodiscard]] virtual std::size_t queued_bytes() const { return 0; }

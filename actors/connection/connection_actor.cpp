@@ -391,6 +391,7 @@ void on_revoke(self_ptr self, const pubkey_list& pubkeys) {
   if (!me || std::find(pubkeys.begin(), pubkeys.end(), *me) == pubkeys.end()
       || !st.logic->lost_access())
     return;
+  st.args.sink->drop_events();
   for (const auto& sub : st.logic->subscription_ids()) {
     st.logic->close_subscription(sub);
     send_frame(self, protocol::render_closed(sub, "restricted: you are no longer a member of this community"));
@@ -410,7 +411,7 @@ void on_access_changed(self_ptr self) {
   }
   st.req_started.clear();
   self->send(st.args.fanout, forget_atom_v, st.args.owner, st.args.policy.community_id);
-  st.args.sink->close(close_reason::policy);
+  st.args.sink->close(close_reason::policy); // the events still queued are dropped
 }
 
 /// A fan-out turn's live events for this connection: each (event, subscription) goes through

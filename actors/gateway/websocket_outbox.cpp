@@ -239,8 +239,28 @@ void websocket_outbox::close(close_reason why) {
     if (closing_)
       return;
     closing_ = why;
+    // Archived, deleted or closed to this reader: what it was sent before is not its to read.
+    if (why == close_reason::policy)
+      drop_queued_events();
   }
   wake();
+}
+
+void websocket_outbox::drop_events() {
+  std::lock_guard lock(mutex_);
+  drop_queued_events();
+}
+
+void websocket_outbox::drop_queued_events() {
+  std::size_t dropped = 0;
+  std::erase_if(queue_, [&](const outbound_frame& frame) {
+    if (!frame.json)
+      return false;
+    dropped += frame.size();
+    return true;
+  });
+  pending_bytes_ -= std::min(dropped, pending_bytes_);
+  count(-static_cast<std::int64_t>(dropped));
 }
 
 void websocket_outbox::wake() {

@@ -67,6 +67,8 @@ public:
 
   void close(close_reason why) override;
 
+  void drop_events() override;
+
   /// On the strand: waits for frames, then moves the oldest into `batch` (empty on entry), at
   /// most `max_frames` and, past the first, `max_bytes`. Returns false, with nothing moved, once
   /// the connection is closing (then `closing()` says why). Frames queued before a graceful
@@ -109,6 +111,7 @@ public:
 
 private:
   void enqueue(outbound_frame frame);
+  void drop_queued_events(); // under mutex_
   /// Under mutex_: queues `frame` or, past the bound, starts the slow-reader close; true then.
   [[nodiscard]] bool push(outbound_frame frame);
   /// Runs `push_frames` (which queues frames and returns whether one overflowed) under one

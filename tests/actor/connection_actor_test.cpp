@@ -380,6 +380,29 @@ TEST_CASE_METHOD(fixture, "a community closed since the connection opened is clo
   CHECK(asked->front().change == storage::membership_change::claim_membership);
 }
 
+TEST_CASE_METHOD(fixture, "a member removed from a closed community is sent none of what waited in its queue",
+                 "[actor][connection][access]") {
+  base_policy.members = std::make_shared<member_cache>();
+  (void)base_policy.members->replace({{alice.public_key(), storage::member_role::member}});
+  base_policy.members->set_closed(true);
+  auto c = connect(true);
+  auto auth = test::sign_event(alice, 22242, "", {{"relay", "wss://hive.test"}, {"challenge", c.challenge}});
+  say(c, "[\"AUTH\"," + protocol::render_event_json(auth) + "]");
+  say(c, R"(["REQ","feed",{"kinds":[1]}])");
+  release_history();
+  REQUIRE(c.sink->take() == std::vector<std::string>{ok_frame(auth, true, ""), protocol::render_eose("feed")});
+  // The client stops reading: its own posts come back to it live and wait in its queue.
+  auto post = test::sign_event(alice, 1, "queued");
+  say(c, test::event_frame(post));
+  run();
+  (void)base_policy.members->replace({}); // removed, on this pod or another
+  caf::anon_send(c.actor, revoke_atom_v, std::int64_t{1}, pubkey_list{alice.public_key()});
+  run();
+  CHECK(c.sink->take()
+        == std::vector<std::string>{ok_frame(post, true, ""),
+                                    protocol::render_closed("feed", "restricted: you are no longer a member of this community")});
+}
+
 TEST_CASE_METHOD(fixture, "a connection has only a few joins and leaves waiting, other requests still go",
                  "[actor][connection][bounds]") {
   auto asked = std::make_shared<std::vector<storage::membership_command>>();

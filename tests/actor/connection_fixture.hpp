@@ -33,7 +33,16 @@ public:
       throw std::runtime_error("a sink that fails (a stand-in for a bug)");
     frames_.push_back(std::move(frame));
   }
-  void close(close_reason why) override { closed_ = why; }
+  void close(close_reason why) override {
+    if (why == close_reason::policy)
+      drop_events();
+    closed_ = why;
+  }
+  /// As the outbox does: the event frames not yet taken go, the rest stays.
+  void drop_events() override {
+    std::lock_guard lock(mutex_);
+    std::erase_if(frames_, [](const std::string& frame) { return frame.starts_with("[\"EVENT\""); });
+  }
   [[nodiscard]] std::optional<close_reason> closed() const { return closed_; }
   void fail_next_send() {
     std::lock_guard lock(mutex_);

@@ -411,6 +411,28 @@ TEST_CASE("a live event frame that shares its JSON counts its whole length again
   io.poll();
 }
 
+TEST_CASE("a reader that lost access, or a policy close, drops the queued events and keeps the rest",
+          "[actors][outbox]") {
+  boost::asio::io_context io;
+  auto metrics = std::make_shared<actors::relay_metrics>();
+  {
+    auto json = std::make_shared<const std::string>(100, 'j');
+    actors::shared_event_frame frame{std::make_shared<const std::string>(protocol::event_frame_prefix("sub")), json};
+    auto outbox = std::make_shared<actors::websocket_outbox>(boost::asio::make_strand(io), 1 << 20, metrics);
+    outbox->send_event(frame);
+    outbox->send(R"(["OK","x",true,""])");
+    outbox->send_event(frame);
+    outbox->drop_events();
+    CHECK(outbox->pending_bytes() == std::string(R"(["OK","x",true,""])").size());
+    CHECK(metrics->outbound_bytes.load() == static_cast<std::int64_t>(outbox->pending_bytes()));
+    outbox->send_event(frame);
+    outbox->close(actors::close_reason::policy);
+    CHECK(outbox->pending_bytes() == std::string(R"(["OK","x",true,""])").size());
+  }
+  io.restart();
+  io.poll();
+}
+
 TEST_CASE("all readers but one may wait for a slow client, and queries avoid a waiting reader",
           "[actors][readers]") {
   comb::actors::reader_waits waits(2);

@@ -146,6 +146,8 @@ std::optional<std::string> rendered_value(std::string_view json, std::size_t sta
   return std::string(value);
 }
 
+} // namespace
+
 std::optional<std::uint32_t> rendered_kind(std::string_view json) {
   constexpr std::string_view marker = "\"kind\":";
   auto at = json.find(marker);
@@ -158,8 +160,6 @@ std::optional<std::uint32_t> rendered_kind(std::string_view json) {
     return std::nullopt;
   return kind;
 }
-
-} // namespace
 
 bool is_room_request_kind(std::uint32_t kind) noexcept {
   return (kind >= 9000 && kind <= 9020) || kind == room_join_kind || kind == room_leave_kind;

@@ -111,6 +111,8 @@ struct rendered_rooms {
   std::vector<std::string> named; ///< the `p` values of a 9000 or 9001 (shown_to_named)
 };
 [[nodiscard]] std::optional<rendered_rooms> rooms_of_rendered(std::string_view json);
+/// The kind of an event as comb renders it (`"kind":` follows the id, pubkey and created_at).
+[[nodiscard]] std::optional<std::uint32_t> rendered_kind(std::string_view json);
 
 struct room_flags {
   /// Only members read its messages; its group metadata (is_group_metadata_kind) shows to

@@ -294,6 +294,18 @@ protocol::room_hiding connection::history_hiding() const {
   return hidden_rooms();
 }
 
+protocol::room_hiding connection::history_hiding_for(const std::string& id, std::uint64_t generation) {
+  auto hiding = history_hiding();
+  if (auto it = subscriptions_.find(id); it != subscriptions_.end() && it->second.generation == generation)
+    it->second.read_with = hiding;
+  return hiding;
+}
+
+bool connection::borrows_unnamed_rooms(std::string_view json) {
+  auto kind = protocol::rendered_kind(json);
+  return kind && protocol::borrows_rooms(*kind) && !protocol::rooms_of_rendered(json);
+}
+
 protocol::room_hiding connection::hidden_rooms() const {
   protocol::room_hiding hiding;
   if (!policy_.members)
@@ -503,9 +515,15 @@ history_frames connection::history_reply(const std::string& id, std::uint64_t ge
   sub.history_sent_at = clock;
   // A room hides only its own events, so without rooms no row needs its tags read.
   const bool any_room = policy_.members && policy_.members->rooms()->concerns_rows();
+  // A room hidden since the query started: its SQL kept what borrows that room's access.
+  const bool lost_room = any_room && !events.empty() && history_hiding().hides_more_than(sub.read_with);
   for (auto& json : events) {
     if (!json || (any_room && !rendered_visible(*json)))
       continue;
+    if (lost_room && borrows_unnamed_rooms(*json)) {
+      ++withheld_;
+      continue;
+    }
     (void)sent.add(*json);
     out.events.push_back(shared_event_frame{sub.frame_head, std::move(json)});
   }

@@ -221,6 +221,9 @@ public:
   /// limits count (storage::bounded_history_sql): hidden after them, a REQ for 50 posts could
   /// get none, and its EOSE would tell the app there are no more. Nothing when no room hides rows.
   [[nodiscard]] protocol::room_hiding history_hiding() const;
+  /// history_hiding as subscription `id`'s query starts, kept: a room the reader loses while
+  /// the reply is read hides the rows the query's SQL kept for it (history_reply).
+  [[nodiscard]] protocol::room_hiding history_hiding_for(const std::string& id, std::uint64_t generation);
 
   /// NIP-29: a REQ naming (`#h`) a room whose events this connection may not read is refused.
   [[nodiscard]] std::optional<protocol::rejection>
@@ -404,12 +407,17 @@ private:
     filter_cost cost;
     /// `["EVENT","<id>",`, rendered once: every live event frame starts with it (shared).
     std::shared_ptr<const std::string> frame_head;
+    /// The rooms its history query leaves out (history_hiding_for).
+    protocol::room_hiding read_with;
   };
 
   [[nodiscard]] protocol::room_reader reader_of(const cached_room& room,
                                                 const std::optional<protocol::bytes32>& who) const;
   /// A stored or live event's JSON, when its room's flags let this connection see it.
   [[nodiscard]] bool rendered_visible(std::string_view json);
+  /// A stored comment, reaction, report, deletion or zap receipt with no room of its own: the
+  /// rooms it borrows are not in its JSON, so only the query's SQL decided them.
+  [[nodiscard]] static bool borrows_unnamed_rooms(std::string_view json);
 
   connection_policy policy_;
   std::string challenge_;

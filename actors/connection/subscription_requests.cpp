@@ -70,10 +70,10 @@ void open_subscription(connection_self self, protocol::req_message& message) {
   // A REQ that replaces one still waiting takes its place, so waiting REQs are never more than
   // the open subscriptions, however often a client repeats an id.
   forget_waiting(st, message.subscription_id);
-  auto hidden = st.logic->history_hiding();
+  // What the query hides is decided as it starts (start_waiting_queries), not now.
   st.waiting_queries.emplace_back(
     live_request{self, st.args.owner, st.args.policy.community_id, message.subscription_id,
-                 generation.value(), std::move(message.filters), st.history, {}, std::move(hidden)});
+                 generation.value(), std::move(message.filters), st.history, {}, {}});
   if (!st.logic->query_may_start())
     bump(st.args.metrics->queries_waited);
   start_waiting_queries(self);

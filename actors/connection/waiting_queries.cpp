@@ -55,6 +55,7 @@ std::size_t start_waiting_queries(connection_self self) {
     st.logic->query_started();
     ++started;
     if (auto* live = std::get_if<live_request>(&next)) {
+      live->hidden = st.logic->history_hiding_for(live->subscription_id, live->generation);
       if (!st.args.readers.empty()) // counted queued now, not when the fan-out gets to it
         live->reader = reader_for(self);
       self->send(st.args.fanout, subscribe_atom_v, std::move(*live));

@@ -268,3 +268,30 @@ TEST_CASE("an event naming several rooms shows only where every one of them show
   auto hiding = stranger.hidden_rooms();
   CHECK(std::find(hiding.state_only.begin(), hiding.state_only.end(), "locked") != hiding.state_only.end());
 }
+
+TEST_CASE("a room the reader loses while its history is read hides the rows that borrowed it",
+          "[actors][rooms]") {
+  auto policy = policy_with_rooms();
+  policy.host = "relay.test";
+  auto inside = authed_as(member, policy);
+  protocol::filter comments;
+  comments.kinds = {1111};
+  auto sub = inside.open_subscription("s", {comments});
+  REQUIRE(sub.ok());
+  // The query starts while the member is in the private room: its SQL keeps that room's comments.
+  CHECK(inside.history_hiding_for("s", sub.value()).regular_hidden().empty());
+  auto post = chat(member, "locked");
+  auto comment = test::sign_event(member, 1111, "re", {{"E", protocol::to_hex(post.id)}, {"K", "9"}});
+  auto first = inside.history_arrived("s", sub.value(), {protocol::render_event_json(comment)}, 0, false);
+  CHECK(first.size() == 1);
+
+  // Removed from the room before the next page arrives.
+  auto without = room("locked", {true, true, false, false});
+  without.members.clear();
+  policy.members->set_rooms(std::make_shared<const actors::room_index>(
+                              std::vector{room("open", {}), without, room("ghost", {true, false, true, false})}),
+                            2);
+  auto later = inside.history_arrived("s", sub.value(), {protocol::render_event_json(comment)}, 0, true);
+  CHECK(later == std::vector<std::string>{protocol::render_eose("s")});
+  CHECK(inside.take_withheld() == 1);
+}

@@ -75,7 +75,7 @@ using room_atom = caf::atom_constant<caf::atom("room")>;             ///< (room_
 inline constexpr room_atom room_atom_v{};
 using room_done_atom = caf::atom_constant<caf::atom("roomdone")>;    ///< (room_done_atom, ticket, room_outcome)
 inline constexpr room_done_atom room_done_atom_v{};
-using room_apply_atom = caf::atom_constant<caf::atom("roomapply")>;  ///< (room_apply_atom, community, room_command)
+using room_apply_atom = caf::atom_constant<caf::atom("roomapply")>;  ///< (room_apply_atom, community, vector<room_command>)
 inline constexpr room_apply_atom room_apply_atom_v{};
 using room_applied_atom = caf::atom_constant<caf::atom("roomaplied")>; ///< (room_applied_atom, room_applied)
 inline constexpr room_applied_atom room_applied_atom_v{};
@@ -236,10 +236,10 @@ struct live_batch {
   boost::container::small_vector<match, 1> matches;
 };
 
-/// A room request's transaction, and the community's state read right after it committed (the
-/// rooms a connection checks come from there), when it changed anything.
+/// A batch of room requests' transaction, and the community's state read right after it
+/// committed (the rooms a connection checks come from there), when it changed anything.
 struct room_applied {
-  storage::room_write write;
+  storage::room_batch_write batch;
   std::optional<storage::community_access> access;
 };
 
@@ -266,5 +266,6 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::pubkey_list)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::subscription_matches)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::live_batch)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::storage::room_command)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<comb::storage::room_command>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::room_applied)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::protocol::room_outcome)

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <set>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "protocol/canonical_json.hpp"
 #include "protocol/room_events.hpp"
@@ -269,9 +270,15 @@ bool banned_from_rooms(pg_connection& c, const std::string& community, const pro
                 {community, bytea_param(request.author), bytea_param(added)}, "find bans");
 }
 
-/// One request, inside its transaction. Throws statement_failed or room_must_wait.
+/// The second each room's state was signed at by this transaction: the requests after the
+/// first of a batch sign at that second too (only the last state of the batch stays stored).
+using signed_seconds = std::unordered_map<std::string, std::int64_t>;
+
+/// One request, inside its transaction (the batch notes the access change). Throws
+/// statement_failed or room_must_wait.
 room_write apply_locked(pg_connection& c, const protocol::key_pair& relay,
-                        std::int64_t community_id, const room_command& command, std::int64_t now) {
+                        std::int64_t community_id, const room_command& command, std::int64_t now,
+                        signed_seconds& signed_at) {
   const std::string community = std::to_string(community_id);
   const auto& request = command.request;
   auto locked = must(c.exec("SELECT access, archived_at IS NOT NULL FROM communities"
@@ -325,9 +332,13 @@ room_write apply_locked(pg_connection& c, const protocol::key_pair& relay,
   }
   std::int64_t newest = room_clock(c, community_id, request.room);
   bool signs = plan.parts.any() || plan.relay_signs != 0;
-  if (signs && newest >= now)
+  auto earlier = signed_at.find(request.room);
+  bool same_batch = earlier != signed_at.end() && earlier->second == newest;
+  if (signs && newest >= now && !same_batch)
     throw room_must_wait{newest + 1};
-  std::int64_t created_at = std::max(now, newest + 1);
+  std::int64_t created_at = same_batch ? newest : std::max(now, newest + 1);
+  if (signs)
+    signed_at[request.room] = created_at;
 
   if (request.action == protocol::room_action::create_room)
     must(c.exec("INSERT INTO rooms (community_id, room_id, name, created_by)"
@@ -379,18 +390,61 @@ room_write apply_locked(pg_connection& c, const protocol::key_pair& relay,
     set_room_clock(c, community_id, request.room, created_at);
     out.events.push_back(std::move(record));
   }
-  out.state_version = noted_change(c, community_id, out.events);
   return out;
+}
+
+/// A room's state signed again later in the batch (same kind, same room, same second) was
+/// retired by it: only the last one is delivered, or readers would hold two of one second.
+void keep_last_state(std::vector<room_write>& writes) {
+  std::set<std::pair<std::uint32_t, std::string>> seen;
+  for (auto write = writes.rbegin(); write != writes.rend(); ++write)
+    std::erase_if(write->events, [&](const relay_signed_event& stored) {
+      const auto& ev = stored.ev;
+      if (!protocol::is_room_state_kind(ev.kind))
+        return false;
+      return !seen.insert({ev.kind, std::string(protocol::d_tag(ev))}).second;
+    });
 }
 
 } // namespace
 
+room_batch_write room_store::apply_batch(std::int64_t community_id,
+                                         const std::vector<room_command>& commands,
+                                         std::int64_t now) {
+  last_error_.clear();
+  return in_transaction<room_batch_write>(
+    connection_, "the room's state of this second is written; waiting",
+    [&] {
+      room_batch_write out;
+      signed_seconds signed_at;
+      for (const auto& command : commands)
+        out.writes.push_back(apply_locked(connection_, relay_key_, community_id, command, now, signed_at));
+      keep_last_state(out.writes);
+      auto changed = [](const room_write& w) { return w.outcome == room_outcome::changed; };
+      if (std::ranges::any_of(out.writes, changed)) {
+        std::vector<relay_signed_event> written;
+        for (const auto& write : out.writes)
+          written.insert(written.end(), write.events.begin(), write.events.end());
+        auto version = noted_change(connection_, community_id, written);
+        for (auto& write : out.writes)
+          if (changed(write))
+            write.state_version = version;
+      }
+      return out;
+    },
+    &last_error_);
+}
+
 room_write room_store::apply(std::int64_t community_id, const room_command& command,
                              std::int64_t now) {
-  last_error_.clear();
-  return in_transaction<room_write>(
-    connection_, "the room's state of this second is written; waiting",
-    [&] { return apply_locked(connection_, relay_key_, community_id, command, now); }, &last_error_);
+  auto batch = apply_batch(community_id, {command}, now);
+  if (batch.writes.empty()) {
+    room_write out;
+    out.error = std::move(batch.error);
+    out.retry_at = batch.retry_at;
+    return out;
+  }
+  return std::move(batch.writes.front());
 }
 
 namespace {

@@ -34,6 +34,14 @@ struct room_write {
   std::int64_t retry_at = 0;
 };
 
+/// Room requests applied in one transaction (room_store::apply_batch).
+struct room_batch_write {
+  std::vector<room_write> writes; ///< each request's, in order; empty when nothing committed
+  std::string error;              ///< why nothing was written
+  /// Not committed because a room's newest state already has this second: try again then.
+  std::int64_t retry_at = 0;
+};
+
 /// A room request to apply: the verified 9000-9022 event, read, with its JSON as stored.
 struct room_command {
   protocol::event ev;
@@ -41,18 +49,27 @@ struct room_command {
   protocol::room_request request;
 };
 
-/// NIP-29 rooms in Postgres. Each request runs in one transaction under the community row lock
-/// (FOR NO KEY UPDATE, as membership writes take it, so the two never interleave): plan by the
-/// room rules, write the rows, store the request, rewrite exactly the relay-signed events the
-/// change affects with created_at = max(now, newest room state + 1), never ahead of now (else
-/// nothing is written and `retry_at` says when), and note the access change. A no-op writes
-/// nothing; a failure rolls everything back. No function throws.
+/// NIP-29 rooms in Postgres. Each request, or batch of them (apply_batch), runs in one
+/// transaction under the community row lock (FOR NO KEY UPDATE, as membership writes take it, so
+/// the two never interleave): plan by the room rules, write the rows, store the request, rewrite
+/// exactly the relay-signed events the change affects with created_at = max(now, newest room
+/// state + 1), never ahead of now (else nothing is written and `retry_at` says when), and note
+/// the access change. A no-op writes nothing; a failure rolls everything back. No function throws.
 class room_store {
 public:
   room_store(pg_connection& connection, const protocol::key_pair& relay_key);
 
   [[nodiscard]] room_write apply(std::int64_t community_id, const room_command& command,
                                  std::int64_t now);
+
+  /// `commands` one after another in one transaction, as apply would each: what one writes the
+  /// next one reads. Those after the first that signs a room's state sign at its second
+  /// (so a burst of joins to one room is answered at once, not one a second); each room's
+  /// state is stored and delivered once, as the last of them left it. A failure or a wait
+  /// applies none.
+  [[nodiscard]] room_batch_write apply_batch(std::int64_t community_id,
+                                             const std::vector<room_command>& commands,
+                                             std::int64_t now);
 
   [[nodiscard]] const std::string& last_error() const noexcept { return last_error_; }
 

@@ -205,13 +205,24 @@ void on_applied(self_ptr self, const storage::membership_write& write) {
   dispatch(self);
 }
 
+/// The next room's requests, in arrival order, go together (max_room_batch); the other rooms'
+/// keep their places.
 void dispatch_room(self_ptr self) {
   auto& st = self->state;
-  if (st.room_in_flight || st.room_waiting_for_clock || st.room_queue.empty())
+  if (!st.room_batch.empty() || st.room_waiting_for_clock || st.room_queue.empty())
     return;
-  st.room_in_flight = true;
-  self->send(st.args.membership_writer, room_apply_atom_v, st.args.community_id,
-             st.room_queue.front().command);
+  const std::string room = st.room_queue.front().command.request.room;
+  std::vector<storage::room_command> commands;
+  for (auto it = st.room_queue.begin(); it != st.room_queue.end() && st.room_batch.size() < max_room_batch;) {
+    if (it->command.request.room != room) {
+      ++it;
+      continue;
+    }
+    commands.push_back(it->command);
+    st.room_batch.push_back(std::move(*it));
+    it = st.room_queue.erase(it);
+  }
+  self->send(st.args.membership_writer, room_apply_atom_v, st.args.community_id, std::move(commands));
 }
 
 /// The room's state already has this second: the request goes again once `retry_at` began.
@@ -224,28 +235,32 @@ void wait_for_room_clock(self_ptr self, std::int64_t retry_at) {
   self->delayed_send(self, std::max(delay, std::chrono::milliseconds(1)), room_wake_atom_v);
 }
 
-/// After a room transaction: its events go live (the request, the new state, an issued 9001),
-/// the cache takes the state read after the commit, and the requester hears the outcome.
+/// After a room transaction: its events go live (each request, the new state, an issued 9001),
+/// the cache takes the state read after the commit, and each requester hears its outcome.
 void on_room_applied(self_ptr self, const room_applied& applied) {
   auto& st = self->state;
-  st.room_in_flight = false;
-  if (applied.write.retry_at != 0) {
-    wait_for_room_clock(self, applied.write.retry_at);
+  auto batch = std::exchange(st.room_batch, {});
+  if (applied.batch.retry_at != 0) {
+    // Back at the front, in their order, for the next second.
+    st.room_queue.insert(st.room_queue.begin(), std::make_move_iterator(batch.begin()),
+                         std::make_move_iterator(batch.end()));
+    wait_for_room_clock(self, applied.batch.retry_at);
     return;
   }
-  auto outcome = applied.write.committed ? applied.write.outcome : protocol::room_outcome::failed;
-  if (st.args.metrics)
-    bump(st.args.metrics->room_writes[static_cast<std::size_t>(outcome)]);
   if (applied.access)
     refresh(self, *applied.access);
-  for (const auto& ev : applied.write.events)
-    publish(self, ev.ev, ev.json);
-  if (!st.room_queue.empty()) {
-    auto done = std::move(st.room_queue.front());
-    st.room_queue.pop_front();
-    st.room_queue_bytes -= queued_bytes(done.command);
-    if (done.reply_to)
-      self->send(done.reply_to, room_done_atom_v, done.ticket, outcome);
+  const auto& writes = applied.batch.writes;
+  for (const auto& write : writes)
+    for (const auto& ev : write.events)
+      publish(self, ev.ev, ev.json);
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    auto outcome = i < writes.size() && writes[i].committed ? writes[i].outcome
+                                                            : protocol::room_outcome::failed;
+    if (st.args.metrics)
+      bump(st.args.metrics->room_writes[static_cast<std::size_t>(outcome)]);
+    st.room_queue_bytes -= queued_bytes(batch[i].command);
+    if (batch[i].reply_to)
+      self->send(batch[i].reply_to, room_done_atom_v, batch[i].ticket, outcome);
   }
   dispatch_room(self);
 }
@@ -289,7 +304,7 @@ caf::behavior community_actor(caf::stateful_actor<community_state>* self, commun
     [=](room_atom, std::uint64_t ticket, const storage::room_command& command) {
       auto sender = caf::actor_cast<caf::actor>(self->current_sender());
       auto& st = self->state;
-      if (st.room_queue.size() >= max_queued_commands
+      if (st.room_queue.size() + st.room_batch.size() >= max_queued_commands
           || st.room_queue_bytes + queued_bytes(command) > max_queued_room_bytes) {
         if (auto& metrics = self->state.args.metrics)
           bump(metrics->room_writes[static_cast<std::size_t>(protocol::room_outcome::busy)]);

@@ -3,6 +3,7 @@
 
 #include "actors/clock.hpp"
 
+#include <algorithm>
 #include <chrono>
 
 #include "protocol/canonical_json.hpp"
@@ -39,11 +40,12 @@ caf::behavior membership_writer(caf::stateful_actor<membership_writer_state>* se
       self->send(caf::actor_cast<caf::actor>(self->current_sender()), applied_atom_v,
                  std::move(write));
     },
-    [=](room_apply_atom, std::int64_t community, const storage::room_command& command) {
-      room_applied applied{self->state.rooms->apply(community, command, unix_now()), std::nullopt};
+    [=](room_apply_atom, std::int64_t community, const std::vector<storage::room_command>& commands) {
+      room_applied applied{self->state.rooms->apply_batch(community, commands, unix_now()), std::nullopt};
       // Read after the commit, so the community actor's rooms match what was just written (a
       // failed read leaves them to the notification's reload).
-      if (applied.write.committed && !applied.write.events.empty())
+      auto wrote = [](const storage::room_write& write) { return !write.events.empty(); };
+      if (std::ranges::any_of(applied.batch.writes, wrote))
         if (auto access = storage::load_access(*self->state.connection, community))
           applied.access = std::move(*access);
       self->send(caf::actor_cast<caf::actor>(self->current_sender()), room_applied_atom_v,

@@ -28,17 +28,24 @@ struct fake_membership_db {
   std::int64_t version = 0;
   std::vector<std::string> room_requests; ///< rooms named by room requests, in arrival order
   std::optional<std::size_t> room_wait;   ///< index of a room request told to wait a second
+  std::vector<std::size_t> room_batches;  ///< the size of each room batch the writer was sent
   bool remove_from_rooms = false;         ///< membership writes say they rewrote the rooms
 };
 
-/// A committed room write: the request stored, and the community's state read afterwards, with
-/// every room named so far, private.
-room_applied room_write_of(fake_membership_db& db, const storage::room_command& command) {
+/// A committed room batch: each request stored, and the community's state read afterwards,
+/// with every room named so far, private.
+room_applied room_write_of(fake_membership_db& db, const std::vector<storage::room_command>& commands) {
   room_applied applied;
-  applied.write.committed = true;
-  applied.write.outcome = protocol::room_outcome::changed;
-  applied.write.events.push_back({command.ev, command.json});
-  applied.write.state_version = ++db.version;
+  ++db.version;
+  for (const auto& command : commands) {
+    db.room_requests.push_back(command.request.room);
+    storage::room_write write;
+    write.committed = true;
+    write.outcome = protocol::room_outcome::changed;
+    write.events.push_back({command.ev, command.json});
+    write.state_version = db.version;
+    applied.batch.writes.push_back(std::move(write));
+  }
   storage::community_access access;
   access.community_id = 1;
   access.exists = true;
@@ -91,14 +98,14 @@ caf::behavior fake_membership_writer(caf::event_based_actor* self,
       }
       self->send(caf::actor_cast<caf::actor>(self->current_sender()), applied_atom_v, write);
     },
-    [=](room_apply_atom, std::int64_t, const storage::room_command& command) {
+    [=](room_apply_atom, std::int64_t, const std::vector<storage::room_command>& commands) {
       room_applied applied;
+      db->room_batches.push_back(commands.size());
       if (db->room_wait == db->room_requests.size()) {
         db->room_wait.reset();
-        applied.write.retry_at = test::unix_now() + 1;
+        applied.batch.retry_at = test::unix_now() + 1;
       } else {
-        db->room_requests.push_back(command.request.room);
-        applied = room_write_of(*db, command);
+        applied = room_write_of(*db, commands);
       }
       self->send(caf::actor_cast<caf::actor>(self->current_sender()), room_applied_atom_v, applied);
     },
@@ -382,6 +389,22 @@ TEST_CASE_METHOD(fixture, "room requests go one at a time and the cache has the 
   REQUIRE(cache->rooms()->find("pasta"));
   CHECK(cache->rooms()->find("pasta")->flags.is_private);
   CHECK(cache->rooms_version() == cache->version());
+}
+
+TEST_CASE_METHOD(fixture, "one room's requests waiting go together in one transaction, in order",
+                 "[actor][community][rooms]") {
+  queue_room(1, "pizza");
+  scheduler->run_once(); // under way alone
+  queue_room(2, "pizza");
+  queue_room(3, "pasta");
+  queue_room(4, "pizza");
+  scheduler->run();
+  CHECK(db->room_batches == std::vector<std::size_t>{1, 2, 1});
+  CHECK(db->room_requests == std::vector<std::string>{"pizza", "pizza", "pizza", "pasta"});
+  using room_reply = std::pair<std::uint64_t, protocol::room_outcome>;
+  const auto changed = protocol::room_outcome::changed;
+  CHECK(seen->room_replies == std::vector<room_reply>{{1, changed}, {2, changed}, {4, changed}, {3, changed}});
+  CHECK(seen->published == 4);
 }
 
 TEST_CASE_METHOD(fixture, "a room request that must wait is sent again in the next second",

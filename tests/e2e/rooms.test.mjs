@@ -332,6 +332,23 @@ describe('rooms in a community, as Flotilla uses them', () => {
     assert.ok(stranger.error, 'a non-admin is refused')
   })
 
+  it("answers a burst of joins to one room within the app's publish timeout, the room's 39002 naming all", async () => {
+    // Flotilla's "add members" publishes one 9000 per person at once, and people follow one link
+    // together; welshman gives up on a publish after 10 s (app_user: 8 s). Paced one a second,
+    // the later joins of a burst timed out.
+    const { relay } = ctx
+    const crowd = makeRoomMeta({ name: 'Crowd' })
+    accepted(await owner.publish(relay, makeRoomCreateEvent(crowd)))
+    accepted(await owner.publish(relay, makeRoomEditEvent(crowd)))
+    const people = Array.from({ length: 12 }, () => appUser())
+    await Promise.all(people.map((person) => person.authenticated(relay)))
+    const joins = await Promise.all(people.map((person) => person.publish(relay, makeRoomJoinEvent(crowd))))
+    for (const join of joins) accepted(join, /^info: /)
+    const listed = members(await roomState(owner, relay, ROOM_MEMBERS, crowd.h))
+    for (const person of people) assert.ok(listed.includes(person.pk), 'every joiner is in the one live 39002')
+    for (const person of people) person.close()
+  })
+
   it('deletes a room with its events', async () => {
     const { relay } = ctx
     refused(await bob.publish(relay, makeRoomDeleteEvent(room)), /^restricted: /)

@@ -84,6 +84,43 @@ TEST_CASE_METHOD(room_fixture, "joins and leaves rewrite 39002 only, paced; the 
   CHECK(run(alice, 9022, {}).outcome == room_outcome::not_member);
 }
 
+TEST_CASE_METHOD(room_fixture, "a batch of one room's joins is applied in one second, its 39002 written and delivered once",
+                 "[integration][rooms]") {
+  open_room();
+  std::int64_t opened = now;
+  // Flotilla's "add members" sends one 9000 per person at once; people join by one link.
+  std::vector<storage::room_command> burst{
+    room_command(alice, 9021, {{"h", "pizza"}}, now), room_command(bob, 9021, {{"h", "pizza"}}, now),
+    room_command(owner, 9000, {{"h", "pizza"}, {"p", carol.pubkey_hex()}}, now),
+    room_command(alice, 9021, {{"h", "pizza"}, {"alt", "again"}}, now)};
+  auto batch = rooms.apply_batch(community, burst, now);
+  // The room's state of `opened` is written: the whole batch waits, once.
+  REQUIRE(batch.retry_at == opened + 1);
+  CHECK(batch.writes.empty());
+  now = batch.retry_at;
+  batch = rooms.apply_batch(community, burst, now);
+  REQUIRE(batch.retry_at == 0);
+  REQUIRE(batch.writes.size() == 4);
+  CHECK(now == opened + 1);
+  CHECK(batch.writes[0].outcome == room_outcome::changed);
+  CHECK(batch.writes[1].outcome == room_outcome::changed);
+  CHECK(batch.writes[2].outcome == room_outcome::changed);
+  CHECK(batch.writes[3].outcome == room_outcome::already_member); // read what the first wrote
+  // One 39002, the last, goes out and stays stored; each join has its relay 9000 (the owner's
+  // put is its own 9000).
+  std::vector<std::uint32_t> kinds;
+  for (const auto& write : batch.writes)
+    for (auto kind : kinds_of(write))
+      kinds.push_back(kind);
+  CHECK(kinds == std::vector<std::uint32_t>{9021, 9000, 9021, 9000, 9000, 39002});
+  CHECK(batch.writes[2].events.at(1).ev.created_at == now);
+  auto listed = listed_members();
+  CHECK(std::set<std::string>(listed.begin(), listed.end())
+        == std::set<std::string>{owner.pubkey_hex(), alice.pubkey_hex(), bob.pubkey_hex(), carol.pubkey_hex()});
+  CHECK(batch.writes[0].state_version == batch.writes[2].state_version);
+  CHECK(batch.writes[0].state_version > 0);
+}
+
 TEST_CASE_METHOD(room_fixture, "a closed room admits with a 9009 code, stored hashed",
                  "[integration][rooms]") {
   open_room();

@@ -18,8 +18,12 @@ namespace {
 using self_ptr = caf::stateful_actor<management_state>*;
 using protocol::management_method;
 
-/// NIP-98 suggests 60 s; an auth event is remembered as used for as long as it could pass.
-constexpr std::int64_t auth_window_seconds = 60;
+/// NIP-98 suggests 60 s; comb takes NIP-42's 10 minutes. Flotilla decides who is an admin
+/// from one supportedmethods call and keeps the answer for the session: a device clock a few
+/// minutes off (which AUTH accepts) or a remote signer approved late hid the admin tools
+/// without a word. Each auth event is single use (spend_http_auth: remembered as used for as
+/// long as it could pass) and names its URL, method and payload.
+constexpr std::int64_t auth_window_seconds = 600;
 
 /// A call that passed every check and may run.
 struct admitted_call {

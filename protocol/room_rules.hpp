@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -162,14 +161,6 @@ struct room_hiding {
     std::vector<std::string> rooms = unseen;
     rooms.insert(rooms.end(), state_only.begin(), state_only.end());
     return rooms;
-  }
-
-  /// Whether this hides a room's regular events that `before` showed (the reader lost a room).
-  [[nodiscard]] bool hides_more_than(const room_hiding& before) const {
-    auto was_hidden = before.regular_hidden();
-    return std::ranges::any_of(regular_hidden(), [&](const std::string& room) {
-      return std::ranges::find(was_hidden, room) == was_hidden.end();
-    });
   }
 
   friend bool operator==(const room_hiding&, const room_hiding&) = default;

@@ -87,12 +87,16 @@ management_result management_store::lock_for(std::int64_t community_id,
   // The community row first, as membership writers take it (their ban batches take the event
   // lock after it): the same order everywhere, so the two never deadlock; and a change of roles
   // holds it, so the role read after it is the one that stands.
-  auto row = connection_.exec("SELECT 1 FROM communities WHERE id = $1::bigint FOR NO KEY UPDATE",
+  auto row = connection_.exec("SELECT state_version FROM communities WHERE id = $1::bigint"
+                              " FOR NO KEY UPDATE",
                               {std::to_string(community_id)});
   if (!row.ok()) {
     last_error_ = row.error();
     return management_result::failed;
   }
+  // What an unchanged result holds at: every change bumps the version under this lock.
+  if (row.rows() > 0)
+    last_version_ = row.integer(0, 0);
   if (!manager)
     return management_result::changed;
   auto manages = is_manager(connection_, community_id, *manager);

@@ -93,8 +93,8 @@ public:
 
   [[nodiscard]] const std::string& last_error() const noexcept { return last_error_; }
 
-  /// The community's state version the last change that took effect committed at; 0 when the
-  /// last call changed nothing.
+  /// The community's state version the last ban_event or allow_event committed at, or (when
+  /// it changed nothing) found its result at; 0 when it failed before reading it.
   [[nodiscard]] std::int64_t last_version() const noexcept { return last_version_; }
 
 private:

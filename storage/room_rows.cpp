@@ -3,6 +3,7 @@
 
 #include <map>
 #include <string_view>
+#include <unordered_map>
 
 #include "storage/pg_array.hpp"
 #include "storage/pg_connection.hpp"
@@ -108,9 +109,16 @@ std::optional<std::vector<room_state>> load_rooms(pg_connection& connection,
 void write_members(pg_connection& c, std::int64_t community_id, const room_state& before,
                    const room_state& after) {
   const std::string community = std::to_string(community_id);
+  // By pubkey, not by find_member: a room holds up to 10,000 members and a batch of requests
+  // writes once per request.
+  std::unordered_map<protocol::bytes32, const protocol::room_member*, protocol::bytes32_hash> was, is;
+  for (const auto& m : before.members)
+    was.emplace(m.pubkey, &m);
+  for (const auto& m : after.members)
+    is.emplace(m.pubkey, &m);
   pg_array gone;
   for (const auto& m : before.members)
-    if (!protocol::find_member(after, m.pubkey))
+    if (!is.contains(m.pubkey))
       gone.add_bytea(m.pubkey);
   if (!gone.empty())
     must(c.exec("DELETE FROM room_members WHERE community_id = $1::bigint AND room_id = $2"
@@ -118,8 +126,8 @@ void write_members(pg_connection& c, std::int64_t community_id, const room_state
                 {community, after.id, gone.str()}),
          "remove room members");
   for (const auto& m : after.members) {
-    const auto* old = protocol::find_member(before, m.pubkey);
-    if (old && old->roles == m.roles)
+    auto old = was.find(m.pubkey);
+    if (old != was.end() && old->second->roles == m.roles)
       continue;
     must(c.exec("INSERT INTO room_members (community_id, room_id, pubkey, roles)"
                 " VALUES ($1::bigint, $2, $3::bytea, string_to_array($4, ','))"

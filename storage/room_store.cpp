@@ -270,15 +270,43 @@ bool banned_from_rooms(pg_connection& c, const std::string& community, const pro
                 {community, bytea_param(request.author), bytea_param(added)}, "find bans");
 }
 
-/// The second each room's state was signed at by this transaction: the requests after the
-/// first of a batch sign at that second too (only the last state of the batch stays stored).
-using signed_seconds = std::unordered_map<std::string, std::int64_t>;
+/// A room's relay-signed state as the batch's requests leave it, signed once at its end: a
+/// burst of joins to a big room must not sign (and store, and retire) its 39002 per join.
+struct pending_state {
+  room_state after;
+  protocol::room_parts parts;
+  std::int64_t created_at = 0;
+  std::size_t write = 0;    ///< the request whose events it joins
+  std::size_t position = 0; ///< where in them: after the request, before a relay 9000/9001
+};
 
-/// One request, inside its transaction (the batch notes the access change). Throws
-/// statement_failed or room_must_wait.
+/// What the requests of one transaction share.
+struct batch_context {
+  /// The second each room was signed at by this transaction: later requests sign at it too.
+  std::unordered_map<std::string, std::int64_t> signed_at;
+  std::unordered_map<std::string, pending_state> pending;
+  std::size_t current = 0; ///< the index of the request being applied
+};
+
+/// Collects what `plan` rewrites of its room's state, for write_pending.
+void defer_state(batch_context& batch, const protocol::room_plan& plan, const std::string& room,
+                 std::int64_t created_at, std::size_t position) {
+  auto& pending = batch.pending[room];
+  const auto& parts = plan.parts;
+  pending.parts = {pending.parts.metadata || parts.metadata, pending.parts.admins || parts.admins,
+                   pending.parts.members || parts.members, pending.parts.roles || parts.roles,
+                   pending.parts.pins || parts.pins};
+  pending.after = plan.after;
+  pending.created_at = created_at;
+  pending.write = batch.current;
+  pending.position = position;
+}
+
+/// One request, inside its transaction (the batch signs the rooms' state and notes the access
+/// change). Throws statement_failed or room_must_wait.
 room_write apply_locked(pg_connection& c, const protocol::key_pair& relay,
                         std::int64_t community_id, const room_command& command, std::int64_t now,
-                        signed_seconds& signed_at) {
+                        batch_context& batch) {
   const std::string community = std::to_string(community_id);
   const auto& request = command.request;
   auto locked = must(c.exec("SELECT access, archived_at IS NOT NULL FROM communities"
@@ -332,21 +360,25 @@ room_write apply_locked(pg_connection& c, const protocol::key_pair& relay,
   }
   std::int64_t newest = room_clock(c, community_id, request.room);
   bool signs = plan.parts.any() || plan.relay_signs != 0;
-  auto earlier = signed_at.find(request.room);
-  bool same_batch = earlier != signed_at.end() && earlier->second == newest;
+  auto earlier = batch.signed_at.find(request.room);
+  bool same_batch = earlier != batch.signed_at.end() && earlier->second == newest;
   if (signs && newest >= now && !same_batch)
     throw room_must_wait{newest + 1};
   std::int64_t created_at = same_batch ? newest : std::max(now, newest + 1);
-  if (signs)
-    signed_at[request.room] = created_at;
+  if (signs) {
+    batch.signed_at[request.room] = created_at;
+    set_room_clock(c, community_id, request.room, created_at);
+  }
 
   if (request.action == protocol::room_action::create_room)
     must(c.exec("INSERT INTO rooms (community_id, room_id, name, created_by)"
                 " VALUES ($1::bigint, $2, $3, $4::bytea)",
                 {community, request.room, plan.after.meta.name, bytea_param(request.author)}),
          "create room");
-  if (plan.deleted)
+  if (plan.deleted) {
     delete_room(c, relay, community_id, request.room);
+    batch.pending.erase(request.room); // what earlier requests changed went with it
+  }
   // A deletion of nothing and a code that exists already are no-ops: nothing is written (nothing
   // was before these statements).
   if (request.action == protocol::room_action::delete_event
@@ -379,31 +411,26 @@ room_write apply_locked(pg_connection& c, const protocol::key_pair& relay,
     insert_event(c, community_id, stored_request);
     out.events.push_back(std::move(stored_request));
   }
-  if (plan.parts.any()) {
-    auto state = write_state(c, relay, community_id, plan.after, plan.parts, created_at);
-    out.events.insert(out.events.end(), state.begin(), state.end());
-  }
+  if (plan.parts.any())
+    defer_state(batch, plan, request.room, created_at, out.events.size());
   if (plan.relay_signs != 0) {
     auto record = rendered(protocol::sign_room_member_change(relay, plan.relay_signs, request.room,
                                                              request.subject, created_at));
     insert_event(c, community_id, record);
-    set_room_clock(c, community_id, request.room, created_at);
     out.events.push_back(std::move(record));
   }
   return out;
 }
 
-/// A room's state signed again later in the batch (same kind, same room, same second) was
-/// retired by it: only the last one is delivered, or readers would hold two of one second.
-void keep_last_state(std::vector<room_write>& writes) {
-  std::set<std::pair<std::uint32_t, std::string>> seen;
-  for (auto write = writes.rbegin(); write != writes.rend(); ++write)
-    std::erase_if(write->events, [&](const relay_signed_event& stored) {
-      const auto& ev = stored.ev;
-      if (!protocol::is_room_state_kind(ev.kind))
-        return false;
-      return !seen.insert({ev.kind, std::string(protocol::d_tag(ev))}).second;
-    });
+/// Signs and stores each room's state as the batch left it, once, among the events of the last
+/// request that changed it.
+void write_pending(pg_connection& c, const protocol::key_pair& relay, std::int64_t community_id,
+                   batch_context& batch, std::vector<room_write>& writes) {
+  for (auto& [room, pending] : batch.pending) {
+    auto state = write_state(c, relay, community_id, pending.after, pending.parts, pending.created_at);
+    auto& events = writes.at(pending.write).events;
+    events.insert(events.begin() + static_cast<std::ptrdiff_t>(pending.position), state.begin(), state.end());
+  }
 }
 
 } // namespace
@@ -416,10 +443,12 @@ room_batch_write room_store::apply_batch(std::int64_t community_id,
     connection_, "the room's state of this second is written; waiting",
     [&] {
       room_batch_write out;
-      signed_seconds signed_at;
-      for (const auto& command : commands)
-        out.writes.push_back(apply_locked(connection_, relay_key_, community_id, command, now, signed_at));
-      keep_last_state(out.writes);
+      batch_context batch;
+      for (const auto& command : commands) {
+        batch.current = out.writes.size();
+        out.writes.push_back(apply_locked(connection_, relay_key_, community_id, command, now, batch));
+      }
+      write_pending(connection_, relay_key_, community_id, batch, out.writes);
       auto changed = [](const room_write& w) { return w.outcome == room_outcome::changed; };
       if (std::ranges::any_of(out.writes, changed)) {
         std::vector<relay_signed_event> written;

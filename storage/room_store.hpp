@@ -53,20 +53,21 @@ struct room_command {
 /// transaction under the community row lock (FOR NO KEY UPDATE, as membership writes take it, so
 /// the two never interleave): plan by the room rules, write the rows, store the request, rewrite
 /// exactly the relay-signed events the change affects with created_at = max(now, newest room
-/// state + 1), never ahead of now (else nothing is written and `retry_at` says when), and note
-/// the access change. A no-op writes nothing; a failure rolls everything back. No function throws.
+/// state + 1) (in a batch, the second the first request signed at), never ahead of now (else
+/// nothing is written and `retry_at` says when), and note the access change. A no-op writes nothing; a failure rolls everything back. No function throws.
 class room_store {
 public:
   room_store(pg_connection& connection, const protocol::key_pair& relay_key);
 
+  /// One request alone: apply_batch of one.
   [[nodiscard]] room_write apply(std::int64_t community_id, const room_command& command,
                                  std::int64_t now);
 
   /// `commands` one after another in one transaction, as apply would each: what one writes the
   /// next one reads. Those after the first that signs a room's state sign at its second
   /// (so a burst of joins to one room is answered at once, not one a second); each room's
-  /// state is stored and delivered once, as the last of them left it. A failure or a wait
-  /// applies none.
+  /// state is signed, stored and delivered once, as the last of them left it. A failure or a
+  /// wait applies none.
   [[nodiscard]] room_batch_write apply_batch(std::int64_t community_id,
                                              const std::vector<room_command>& commands,
                                              std::int64_t now);

@@ -78,7 +78,16 @@ public:
     loaded_as_of_ = 0;
   }
 
-  /// Own changes kept for replay (bounded: each is pruned by the first reload as new as it).
+  /// The list holds the database's bans as of `version` (this pod's own write there was
+  /// confirmed on the state it had loaded): no reload older than it will replace it, so the own
+  /// changes up to it need no replay.
+  void settled(std::int64_t version) {
+    std::unique_lock lock(mutex_);
+    std::erase_if(own_changes_, [&](const own_change& change) { return change.version <= version; });
+  }
+
+  /// Own changes kept for replay: each goes with the first reload as new as it, or when a later
+  /// own write of this pod is confirmed (settled).
   [[nodiscard]] std::size_t own_changes_kept() const {
     std::shared_lock lock(mutex_);
     return own_changes_.size();

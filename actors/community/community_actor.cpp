@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "actors/community/community_actor.hpp"
 
+#include <set>
+
 #include "actors/clock.hpp"
 
 namespace comb::actors {
@@ -161,6 +163,8 @@ void committed(self_ptr self, const storage::membership_write& write) {
     self->state.args.cache->confirm_rooms(write.previous_version, write.state_version);
   // follow_bans applied this write's bans; access is not a membership write's to change.
   self->state.args.cache->confirm_access(write.previous_version, write.state_version);
+  if (self->state.args.bans && self->state.args.cache->access_version() == write.state_version)
+    self->state.args.bans->settled(write.state_version);
   for (const auto& room_event : write.room_events)
     publish(self, room_event.ev, room_event.json);
   for (const auto& definition : write.role_definitions)
@@ -205,19 +209,24 @@ void on_applied(self_ptr self, const storage::membership_write& write) {
   dispatch(self);
 }
 
-/// The next room's requests, in arrival order, go together (max_room_batch); the other rooms'
-/// keep their places.
+/// The next room's requests, in arrival order, go together (max_room_batch), up to one that
+/// concerns someone the batch already does: a join and a leave of one person would get a relay
+/// 9000 and 9001 of one second, and apps tell which is newer by created_at. The other rooms'
+/// requests keep their places.
 void dispatch_room(self_ptr self) {
   auto& st = self->state;
   if (!st.room_batch.empty() || st.room_waiting_for_clock || st.room_queue.empty())
     return;
   const std::string room = st.room_queue.front().command.request.room;
   std::vector<storage::room_command> commands;
+  std::set<protocol::bytes32> subjects;
   for (auto it = st.room_queue.begin(); it != st.room_queue.end() && st.room_batch.size() < max_room_batch;) {
     if (it->command.request.room != room) {
       ++it;
       continue;
     }
+    if (!subjects.insert(it->command.request.subject).second)
+      break;
     commands.push_back(it->command);
     st.room_batch.push_back(std::move(*it));
     it = st.room_queue.erase(it);
@@ -225,7 +234,7 @@ void dispatch_room(self_ptr self) {
   self->send(st.args.membership_writer, room_apply_atom_v, st.args.community_id, std::move(commands));
 }
 
-/// The room's state already has this second: the request goes again once `retry_at` began.
+/// The room's state already has this second: the batch goes again once `retry_at` began.
 void wait_for_room_clock(self_ptr self, std::int64_t retry_at) {
   auto& st = self->state;
   st.room_waiting_for_clock = true;
@@ -235,7 +244,8 @@ void wait_for_room_clock(self_ptr self, std::int64_t retry_at) {
   self->delayed_send(self, std::max(delay, std::chrono::milliseconds(1)), room_wake_atom_v);
 }
 
-/// After a room transaction: its events go live (each request, the new state, an issued 9001),
+/// After a room transaction: its events go live (each request, the new state, an issued 9000 or
+/// 9001),
 /// the cache takes the state read after the commit, and each requester hears its outcome.
 void on_room_applied(self_ptr self, const room_applied& applied) {
   auto& st = self->state;

@@ -354,7 +354,7 @@ history_frames connection::history_reply(const std::string& id, std::uint64_t ge
   // A room hides only its own events, so without rooms no row needs its tags read.
   const bool any_room = policy_.members && policy_.members->rooms()->concerns_rows();
   // A room hidden since the query started: its SQL kept what borrows that room's access.
-  const bool lost_room = any_room && !events.empty() && history_hiding().hides_more_than(sub.read_with);
+  const bool lost_room = any_room && !events.empty() && lost_a_room(sub);
   for (auto& json : events) {
     if (!json || (any_room && !rendered_visible(*json)))
       continue;
@@ -376,6 +376,7 @@ history_frames connection::history_reply(const std::string& id, std::uint64_t ge
       out.closing.push_back(protocol::render_event_frame(id, *held.json));
   sub.held.clear();
   sub.held.shrink_to_fit();
+  sub.rooms_at_start.reset();
   sub.live = true;
   return out;
 }

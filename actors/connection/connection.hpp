@@ -407,8 +407,10 @@ private:
     filter_cost cost;
     /// `["EVENT","<id>",`, rendered once: every live event frame starts with it (shared).
     std::shared_ptr<const std::string> frame_head;
-    /// The rooms its history query leaves out (history_hiding_for).
+    /// The rooms its history query leaves out, and the rooms there were, as it started
+    /// (history_hiding_for); held until EOSE.
     protocol::room_hiding read_with;
+    room_index_ptr rooms_at_start;
   };
 
   [[nodiscard]] protocol::room_reader reader_of(const cached_room& room,
@@ -418,6 +420,9 @@ private:
   /// A stored comment, reaction, report, deletion or zap receipt with no room of its own: the
   /// rooms it borrows are not in its JSON, so only the query's SQL decided them.
   [[nodiscard]] static bool borrows_unnamed_rooms(std::string_view json);
+  /// Whether a room that existed when `sub`'s query started hides its regular events from this
+  /// reader now, and did not then (a room created since is not one the query could have read).
+  [[nodiscard]] bool lost_a_room(const subscription& sub) const;
 
   connection_policy policy_;
   std::string challenge_;

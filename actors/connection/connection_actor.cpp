@@ -82,8 +82,9 @@ void on_member_done(self_ptr self, std::uint64_t ticket, const storage::membersh
   st.awaiting_membership.erase(it);
 }
 
-/// NIP-29: a room request goes to the community actor, which applies it in its own transaction
-/// (the room rules decide there, on the database's roles) and answers with the outcome.
+/// NIP-29: a room request goes to the community actor, which applies it in a transaction with
+/// the other requests of its room then waiting (the room rules decide there, on the database's
+/// roles) and answers with the outcome.
 void request_room_change(self_ptr self, const protocol::event& ev) {
   auto& st = self->state;
   auto request = protocol::parse_room_request(ev);

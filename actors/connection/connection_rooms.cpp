@@ -98,9 +98,20 @@ protocol::room_hiding connection::history_hiding() const {
 
 protocol::room_hiding connection::history_hiding_for(const std::string& id, std::uint64_t generation) {
   auto hiding = history_hiding();
-  if (auto it = subscriptions_.find(id); it != subscriptions_.end() && it->second.generation == generation)
+  if (auto it = subscriptions_.find(id); it != subscriptions_.end() && it->second.generation == generation) {
     it->second.read_with = hiding;
+    it->second.rooms_at_start = policy_.members ? policy_.members->rooms() : nullptr;
+  }
   return hiding;
+}
+
+bool connection::lost_a_room(const subscription& sub) const {
+  if (!sub.rooms_at_start)
+    return false;
+  auto was_hidden = sub.read_with.regular_hidden();
+  return std::ranges::any_of(history_hiding().regular_hidden(), [&](const std::string& room) {
+    return sub.rooms_at_start->find(room) && std::ranges::find(was_hidden, room) == was_hidden.end();
+  });
 }
 
 bool connection::borrows_unnamed_rooms(std::string_view json) {

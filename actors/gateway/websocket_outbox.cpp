@@ -254,7 +254,9 @@ void websocket_outbox::drop_events() {
 void websocket_outbox::drop_queued_events() {
   std::size_t dropped = 0;
   std::erase_if(queue_, [&](const outbound_frame& frame) {
-    if (!frame.json)
+    // Events held for EOSE follow it as whole frames; what a write left of a frame stays.
+    bool event = frame.json || (!frame.framed && frame.text.starts_with(R"(["EVENT",)"));
+    if (!event)
       return false;
     dropped += frame.size();
     return true;

@@ -165,8 +165,9 @@ struct fixture : comb::test::test_system {
   }
 
   /// Queues a room request for `room` as if `watcher` had sent it.
-  void queue_room(std::uint64_t ticket, const std::string& room, const std::string& content = "") {
-    auto ev = test::sign_event(author, 9021, content, {{"h", room}});
+  void queue_room(std::uint64_t ticket, const std::string& room, const std::string& content = "",
+                  const protocol::key_pair* who = nullptr) {
+    auto ev = test::sign_event(who ? *who : author, 9021, content, {{"h", room}});
     auto request = protocol::parse_room_request(ev);
     REQUIRE(request);
     caf::send_as(watcher, community, room_atom_v, ticket,
@@ -374,7 +375,7 @@ TEST_CASE_METHOD(fixture, "committed bans reach the ban cache with the member re
   // list before it answers (e2e nip86 "bans an event").
 }
 
-TEST_CASE_METHOD(fixture, "room requests go one at a time and the cache has the room before the reply",
+TEST_CASE_METHOD(fixture, "room requests of different rooms go one transaction at a time, the cache has the room before the reply",
                  "[actor][community][rooms]") {
   queue_room(1, "pizza");
   scheduler->run_once();
@@ -393,18 +394,23 @@ TEST_CASE_METHOD(fixture, "room requests go one at a time and the cache has the 
 
 TEST_CASE_METHOD(fixture, "one room's requests waiting go together in one transaction, in order",
                  "[actor][community][rooms]") {
+  auto bob = protocol::key_pair::generate();
+  auto carol = protocol::key_pair::generate();
   queue_room(1, "pizza");
   scheduler->run_once(); // under way alone
-  queue_room(2, "pizza");
+  queue_room(2, "pizza", "", &bob);
   queue_room(3, "pasta");
-  queue_room(4, "pizza");
+  queue_room(4, "pizza", "", &carol);
+  queue_room(5, "pizza", "bob again", &bob); // bob is in the batch already: it ends there
+  queue_room(6, "pizza");
   scheduler->run();
-  CHECK(db->room_batches == std::vector<std::size_t>{1, 2, 1});
-  CHECK(db->room_requests == std::vector<std::string>{"pizza", "pizza", "pizza", "pasta"});
+  CHECK(db->room_batches == std::vector<std::size_t>{1, 2, 1, 2});
+  CHECK(db->room_requests == std::vector<std::string>{"pizza", "pizza", "pizza", "pasta", "pizza", "pizza"});
   using room_reply = std::pair<std::uint64_t, protocol::room_outcome>;
   const auto changed = protocol::room_outcome::changed;
-  CHECK(seen->room_replies == std::vector<room_reply>{{1, changed}, {2, changed}, {4, changed}, {3, changed}});
-  CHECK(seen->published == 4);
+  CHECK(seen->room_replies
+        == std::vector<room_reply>{{1, changed}, {2, changed}, {4, changed}, {3, changed}, {5, changed}, {6, changed}});
+  CHECK(seen->published == 6);
 }
 
 TEST_CASE_METHOD(fixture, "a room request that must wait is sent again in the next second",
@@ -516,6 +522,20 @@ TEST_CASE_METHOD(fixture, "a reload this pod's own writes overtook still brings 
   CHECK(bans->is_banned_pubkey(key(9))); // another pod's ban is enforced without waiting
   CHECK(bans->is_banned_pubkey(key(2))); // this pod's newer ban stays
   CHECK(cache->whole_version() == 2);    // still behind: the watcher reloads again
+  CHECK(bans->own_changes_kept() == 1);  // this pod's ban, replayed on reloads older than it
+
+  // The next reload is as new as the database; own writes after it confirm on what it loaded,
+  // and keep nothing for replay.
+  late.version = 3;
+  late.bans.pubkeys = {{key(9), ""}, {key(2), ""}};
+  caf::anon_send(community, refresh_atom_v, late);
+  scheduler->run();
+  CHECK(bans->own_changes_kept() == 0);
+  queue(3, cmd(membership_change::ban_pubkey, 3));
+  scheduler->run();
+  CHECK(cache->whole_version() == 4);
+  CHECK(bans->is_banned_pubkey(key(3)));
+  CHECK(bans->own_changes_kept() == 0);
 }
 
 TEST_CASE_METHOD(fixture, "another writer's events reach the fan-out after the state reloaded for them",

@@ -41,7 +41,7 @@ public:
   /// As the outbox does: the event frames not yet taken go, the rest stays.
   void drop_events() override {
     std::lock_guard lock(mutex_);
-    std::erase_if(frames_, [](const std::string& frame) { return frame.starts_with("[\"EVENT\""); });
+    std::erase_if(frames_, [](const std::string& frame) { return frame.starts_with(R"(["EVENT",)"); });
   }
   [[nodiscard]] std::optional<close_reason> closed() const { return closed_; }
   void fail_next_send() {

@@ -171,7 +171,9 @@ TEST_CASE_METHOD(banned_community, "a banned event is deleted and never stored a
   check_outcome(store_one(events, community, post), storage::store_outcome::status::refused,
                 storage::msg_banned_event);
   CHECK(store.ban_event(community, post->id, "", owner) == storage::management_result::unchanged);
-  CHECK(store.last_version() == 0); // nothing committed: nothing to replay
+  // Nothing changed: the ban held at the version read under the community's lock.
+  CHECK(std::to_string(store.last_version())
+        == count_of(*this, "SELECT state_version FROM communities WHERE id = " + std::to_string(community)));
   storage::pg_connection reader(database.conninfo());
   auto bans = storage::load_bans(reader, community);
   REQUIRE(bans);

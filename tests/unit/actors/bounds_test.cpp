@@ -422,6 +422,7 @@ TEST_CASE("a reader that lost access, or a policy close, drops the queued events
     outbox->send_event(frame);
     outbox->send(R"(["OK","x",true,""])");
     outbox->send_event(frame);
+    outbox->send(protocol::render_event_frame("sub", *json)); // held for EOSE, sent after it whole
     outbox->drop_events();
     CHECK(outbox->pending_bytes() == std::string(R"(["OK","x",true,""])").size());
     CHECK(metrics->outbound_bytes.load() == static_cast<std::int64_t>(outbox->pending_bytes()));

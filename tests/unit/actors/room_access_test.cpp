@@ -285,12 +285,23 @@ TEST_CASE("a room the reader loses while its history is read hides the rows that
   auto first = inside.history_arrived("s", sub.value(), {protocol::render_event_json(comment)}, 0, false);
   CHECK(first.size() == 1);
 
+  // A room created meanwhile (hidden from all but its creator until its first edit) is not one
+  // the query could have read: it withholds nothing.
+  auto created = room("fresh", {true, true, true, true});
+  created.members.clear();
+  policy.members->set_rooms(std::make_shared<const actors::room_index>(std::vector{
+                              room("open", {}), room("locked", {true, true, false, false}),
+                              room("ghost", {true, false, true, false}), created}),
+                            2);
+  auto second = inside.history_arrived("s", sub.value(), {protocol::render_event_json(comment)}, 0, false);
+  CHECK(second.size() == 1);
+
   // Removed from the room before the next page arrives.
   auto without = room("locked", {true, true, false, false});
   without.members.clear();
   policy.members->set_rooms(std::make_shared<const actors::room_index>(
-                              std::vector{room("open", {}), without, room("ghost", {true, false, true, false})}),
-                            2);
+                              std::vector{room("open", {}), without, room("ghost", {true, false, true, false}), created}),
+                            3);
   auto later = inside.history_arrived("s", sub.value(), {protocol::render_event_json(comment)}, 0, true);
   CHECK(later == std::vector<std::string>{protocol::render_eose("s")});
   CHECK(inside.take_withheld() == 1);

@@ -84,6 +84,15 @@ struct room_parts {
   bool pins = false;     ///< 39005
 
   [[nodiscard]] bool any() const noexcept { return metadata || admins || members || roles || pins; }
+
+  room_parts& operator|=(const room_parts& other) noexcept {
+    metadata = metadata || other.metadata;
+    admins = admins || other.admins;
+    members = members || other.members;
+    roles = roles || other.roles;
+    pins = pins || other.pins;
+    return *this;
+  }
 };
 
 struct room_plan {

@@ -292,10 +292,7 @@ struct batch_context {
 void defer_state(batch_context& batch, const protocol::room_plan& plan, const std::string& room,
                  std::int64_t created_at, std::size_t position) {
   auto& pending = batch.pending[room];
-  const auto& parts = plan.parts;
-  pending.parts = {pending.parts.metadata || parts.metadata, pending.parts.admins || parts.admins,
-                   pending.parts.members || parts.members, pending.parts.roles || parts.roles,
-                   pending.parts.pins || parts.pins};
+  pending.parts |= plan.parts;
   pending.after = plan.after;
   pending.created_at = created_at;
   pending.write = batch.current;

@@ -51,7 +51,7 @@ public:
     for (const auto& entry : bans.events)
       events.insert(entry.key);
     std::unique_lock lock(mutex_);
-    std::erase_if(own_changes_, [&](const own_change& change) { return change.version <= as_of; });
+    forget_through(as_of);
     std::stable_sort(own_changes_.begin(), own_changes_.end(),
                      [](const own_change& a, const own_change& b) { return a.version < b.version; });
     for (const auto& change : own_changes_)
@@ -83,7 +83,7 @@ public:
   /// changes up to it need no replay.
   void settled(std::int64_t version) {
     std::unique_lock lock(mutex_);
-    std::erase_if(own_changes_, [&](const own_change& change) { return change.version <= version; });
+    forget_through(version);
   }
 
   /// Own changes kept for replay: each goes with the first reload as new as it, or when a later
@@ -120,6 +120,11 @@ private:
     if (change.version > 0)
       own_changes_.push_back(change);
     note_any();
+  }
+
+  /// Under the unique lock: own changes up to `version` need no replay.
+  void forget_through(std::int64_t version) {
+    std::erase_if(own_changes_, [&](const own_change& change) { return change.version <= version; });
   }
 
   /// Under the unique lock.

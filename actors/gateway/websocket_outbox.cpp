@@ -204,12 +204,7 @@ bool websocket_outbox::push(outbound_frame frame) {
     // A reader this far behind is cut, not buffered: its queue is dropped at once (what is
     // being written now is counted until `written`).
     closing_ = close_reason::slow_reader;
-    std::size_t dropped = 0;
-    for (const auto& queued : queue_)
-      dropped += queued.size();
-    queue_.clear();
-    pending_bytes_ -= std::min(dropped, pending_bytes_);
-    count(-static_cast<std::int64_t>(dropped));
+    drop_queued_if([](const outbound_frame&) { return true; });
     bump(metrics_->slow_reader_disconnects);
     return true;
   }
@@ -252,11 +247,17 @@ void websocket_outbox::drop_events() {
 }
 
 void websocket_outbox::drop_queued_events() {
+  drop_queued_if([](const outbound_frame& frame) {
+    // Events held for EOSE follow it as whole frames; what a write left of a frame stays.
+    return frame.json || (!frame.framed && frame.text.starts_with(R"(["EVENT",)"));
+  });
+}
+
+template <class Drop>
+void websocket_outbox::drop_queued_if(Drop drop) {
   std::size_t dropped = 0;
   std::erase_if(queue_, [&](const outbound_frame& frame) {
-    // Events held for EOSE follow it as whole frames; what a write left of a frame stays.
-    bool event = frame.json || (!frame.framed && frame.text.starts_with(R"(["EVENT",)"));
-    if (!event)
+    if (!drop(frame))
       return false;
     dropped += frame.size();
     return true;

@@ -112,6 +112,9 @@ public:
 private:
   void enqueue(outbound_frame frame);
   void drop_queued_events(); // under mutex_
+  /// Under mutex_: removes the queued frames `drop` picks, no longer counted as pending.
+  template <class Drop>
+  void drop_queued_if(Drop drop);
   /// Under mutex_: queues `frame` or, past the bound, starts the slow-reader close; true then.
   [[nodiscard]] bool push(outbound_frame frame);
   /// Runs `push_frames` (which queues frames and returns whether one overflowed) under one

@@ -2,7 +2,6 @@
 #include "storage/room_store.hpp"
 
 #include <algorithm>
-#include <set>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -14,56 +13,13 @@
 #include "storage/pg_array.hpp"
 #include "storage/pg_connection.hpp"
 #include "storage/room_rows.hpp"
+#include "storage/room_transaction.hpp"
 
 namespace comb::storage {
 namespace {
 
 using protocol::room_outcome;
 using protocol::room_state;
-
-/// The room's newest state already has this second.
-struct room_must_wait {
-  std::int64_t until = 0;
-};
-
-/// Runs `locked` in one transaction. A room_must_wait becomes `waiting` with its retry time; any
-/// other failure rolls back and becomes the outcome's error (also in `failure` when given).
-template <typename Outcome, typename Locked>
-Outcome in_transaction(pg_connection& connection, const char* waiting, Locked&& locked,
-                       std::string* failure = nullptr) {
-  try {
-    must(connection.exec("BEGIN"), "begin");
-    Outcome out = locked();
-    must(connection.exec("COMMIT"), "commit");
-    return out;
-  } catch (const room_must_wait& wait) {
-    (void)connection.exec("ROLLBACK");
-    Outcome out;
-    out.error = waiting;
-    out.retry_at = wait.until;
-    return out;
-  } catch (const std::exception& e) {
-    (void)connection.exec("ROLLBACK");
-    Outcome out;
-    out.error = e.what();
-    if (failure)
-      *failure = out.error;
-    return out;
-  }
-}
-
-/// Notes the access change of the transaction that wrote `events`; its new state version.
-std::int64_t noted_change(pg_connection& c, std::int64_t community_id,
-                          const std::vector<relay_signed_event>& events) {
-  std::vector<protocol::bytes32> written;
-  for (const auto& ev : events)
-    written.push_back(ev.ev.id);
-  std::string error;
-  auto version = note_access_change(c, community_id, written, error);
-  if (!version)
-    throw statement_failed(error.empty() ? "community vanished" : error);
-  return *version;
-}
 
 protocol::community_standing standing_of(pg_connection& c, std::int64_t community_id,
                                          const protocol::bytes32& pubkey) {
@@ -79,28 +35,10 @@ protocol::community_standing standing_of(pg_connection& c, std::int64_t communit
                                       : protocol::community_standing::member;
 }
 
-bool exists(pg_connection& c, const char* sql, std::vector<std::optional<std::string>> params,
-            const char* step) {
-  return must(c.exec(sql, params), step).rows() > 0;
-}
-
 /// NIP-40's expiration of `ev` as a statement parameter; SQL NULL when it has none.
 std::optional<std::string> expiry_param(const protocol::event& ev) {
   auto expiry = protocol::expiration_of(ev);
   return expiry ? std::optional(std::to_string(*expiry)) : std::nullopt;
-}
-
-std::int64_t count(pg_connection& c, const char* sql, std::vector<std::optional<std::string>> params,
-                   const char* step) {
-  return must(c.exec(sql, params), step).integer(0, 0);
-}
-
-std::int64_t room_clock(pg_connection& c, std::int64_t community_id, const std::string& room) {
-  auto reply = must(c.exec("SELECT newest_state_at FROM room_clocks"
-                           " WHERE community_id = $1::bigint AND room_id = $2",
-                           {std::to_string(community_id), room}),
-                    "read room clock");
-  return reply.rows() == 0 ? 0 : reply.integer(0, 0);
 }
 
 void set_room_clock(pg_connection& c, std::int64_t community_id, const std::string& room,
@@ -159,32 +97,6 @@ void retire_state(pg_connection& c, std::int64_t community_id, const protocol::b
        "retire room state");
 }
 
-/// Signs, retires and stores the relay-signed events of `parts`, at one paced second.
-std::vector<relay_signed_event> write_state(pg_connection& c, const protocol::key_pair& relay,
-                                            std::int64_t community_id, const room_state& room,
-                                            const protocol::room_parts& parts,
-                                            std::int64_t created_at) {
-  std::vector<relay_signed_event> out;
-  if (parts.metadata)
-    out.push_back(rendered(protocol::sign_room_metadata(relay, room, created_at)));
-  if (parts.admins)
-    out.push_back(rendered(protocol::sign_room_admins(relay, room, created_at)));
-  if (parts.members)
-    out.push_back(rendered(protocol::sign_room_members(relay, room, created_at)));
-  if (parts.roles)
-    out.push_back(rendered(protocol::sign_room_roles(relay, room, created_at)));
-  if (parts.pins)
-    out.push_back(rendered(protocol::sign_room_pins(relay, room, created_at)));
-  std::vector<std::uint32_t> kinds;
-  for (const auto& ev : out)
-    kinds.push_back(ev.ev.kind);
-  retire_state(c, community_id, relay.public_key(), room.id, kinds);
-  for (const auto& ev : out)
-    insert_event(c, community_id, ev);
-  set_room_clock(c, community_id, room.id, created_at);
-  return out;
-}
-
 /// 9005: the named events of this room (posted in it, or borrowing it: a comment in one of its
 /// threads, a report or zap receipt of one of its events) go, and are remembered so a re-post
 /// is refused. Returns how many went.
@@ -235,7 +147,7 @@ std::optional<room_outcome> check_bounds(pg_connection& c, std::int64_t communit
                                          const std::string& room) {
   const std::string community = std::to_string(community_id);
   if (!before.exists
-      && count(c, "SELECT count(*) FROM rooms WHERE community_id = $1::bigint", {community},
+      && row_count(c, "SELECT count(*) FROM rooms WHERE community_id = $1::bigint", {community},
                "count rooms")
            >= max_rooms_per_community)
     return room_outcome::too_many_rooms;
@@ -243,7 +155,7 @@ std::optional<room_outcome> check_bounds(pg_connection& c, std::int64_t communit
       && static_cast<std::int64_t>(plan.after.members.size()) > max_members_per_room)
     return room_outcome::too_many_members;
   if (plan.store_invite
-      && count(c, "SELECT count(*) FROM room_invites WHERE community_id = $1::bigint AND room_id = $2",
+      && row_count(c, "SELECT count(*) FROM room_invites WHERE community_id = $1::bigint AND room_id = $2",
                {community, room}, "count invites")
            >= max_invites_per_room)
     return room_outcome::too_many_invites;
@@ -251,6 +163,54 @@ std::optional<room_outcome> check_bounds(pg_connection& c, std::int64_t communit
 }
 
 } // namespace
+
+/// Notes the access change of the transaction that wrote `events`; its new state version.
+std::int64_t noted_change(pg_connection& c, std::int64_t community_id,
+                          const std::vector<relay_signed_event>& events) {
+  std::vector<protocol::bytes32> written;
+  for (const auto& ev : events)
+    written.push_back(ev.ev.id);
+  std::string error;
+  auto version = note_access_change(c, community_id, written, error);
+  if (!version)
+    throw statement_failed(error.empty() ? "community vanished" : error);
+  return *version;
+}
+
+std::int64_t room_clock(pg_connection& c, std::int64_t community_id, const std::string& room) {
+  auto reply = must(c.exec("SELECT newest_state_at FROM room_clocks"
+                           " WHERE community_id = $1::bigint AND room_id = $2",
+                           {std::to_string(community_id), room}),
+                    "read room clock");
+  return reply.rows() == 0 ? 0 : reply.integer(0, 0);
+}
+
+
+/// Signs, retires and stores the relay-signed events of `parts`, at one paced second.
+std::vector<relay_signed_event> write_state(pg_connection& c, const protocol::key_pair& relay,
+                                            std::int64_t community_id, const room_state& room,
+                                            const protocol::room_parts& parts,
+                                            std::int64_t created_at) {
+  std::vector<relay_signed_event> out;
+  if (parts.metadata)
+    out.push_back(rendered(protocol::sign_room_metadata(relay, room, created_at)));
+  if (parts.admins)
+    out.push_back(rendered(protocol::sign_room_admins(relay, room, created_at)));
+  if (parts.members)
+    out.push_back(rendered(protocol::sign_room_members(relay, room, created_at)));
+  if (parts.roles)
+    out.push_back(rendered(protocol::sign_room_roles(relay, room, created_at)));
+  if (parts.pins)
+    out.push_back(rendered(protocol::sign_room_pins(relay, room, created_at)));
+  std::vector<std::uint32_t> kinds;
+  for (const auto& ev : out)
+    kinds.push_back(ev.ev.kind);
+  retire_state(c, community_id, relay.public_key(), room.id, kinds);
+  for (const auto& ev : out)
+    insert_event(c, community_id, ev);
+  set_room_clock(c, community_id, room.id, created_at);
+  return out;
+}
 
 room_store::room_store(pg_connection& connection, const protocol::key_pair& relay_key)
   : connection_(connection), relay_key_(relay_key) {}
@@ -265,7 +225,7 @@ bool banned_from_rooms(pg_connection& c, const std::string& community, const pro
     return false;
   bool adds = request.action == room_action::join || request.action == room_action::put_user;
   const auto& added = adds ? request.subject : request.author;
-  return exists(c, "SELECT 1 FROM banned_pubkeys WHERE community_id = $1::bigint"
+  return row_exists(c, "SELECT 1 FROM banned_pubkeys WHERE community_id = $1::bigint"
                    " AND pubkey IN ($2::bytea, $3::bytea)",
                 {community, bytea_param(request.author), bytea_param(added)}, "find bans");
 }
@@ -314,13 +274,13 @@ room_write apply_locked(pg_connection& c, const protocol::key_pair& relay,
     throw statement_failed("community " + community + " does not exist");
   room_write out;
   out.committed = true;
-  if (exists(c, "SELECT 1 FROM events WHERE community_id = $1::bigint AND id = $2::bytea",
+  if (row_exists(c, "SELECT 1 FROM events WHERE community_id = $1::bigint AND id = $2::bytea",
              {community, bytea_param(command.ev.id)}, "find request")) {
     out.outcome = room_outcome::already_processed;
     return out;
   }
   // A deleted request (NIP-09, a 9005) would otherwise be applied again when sent again.
-  if (exists(c, "SELECT 1 FROM deleted_events WHERE community_id = $1::bigint AND event_id = $2::bytea",
+  if (row_exists(c, "SELECT 1 FROM deleted_events WHERE community_id = $1::bigint AND event_id = $2::bytea",
              {community, bytea_param(command.ev.id)}, "find deleted request")) {
     out.outcome = room_outcome::deleted;
     return out;
@@ -343,7 +303,7 @@ room_write apply_locked(pg_connection& c, const protocol::key_pair& relay,
   context.closed_community = locked.text(0, 0) == "closed";
   context.code_valid =
     !request.code.empty() && request.action == protocol::room_action::join
-    && exists(c, "SELECT 1 FROM room_invites WHERE community_id = $1::bigint AND room_id = $2"
+    && row_exists(c, "SELECT 1 FROM room_invites WHERE community_id = $1::bigint AND room_id = $2"
                  " AND code_hash = $3 AND (expires_at IS NULL OR expires_at > $4::bigint)",
               {community, request.room, invite_code_hash(request.code), std::to_string(now)},
               "find invite");
@@ -471,146 +431,6 @@ room_write room_store::apply(std::int64_t community_id, const room_command& comm
     return out;
   }
   return std::move(batch.writes.front());
-}
-
-namespace {
-
-/// The pubkeys a statement of one community returns (hex in its first column).
-std::set<protocol::bytes32> pubkeys_of(pg_connection& c, const char* sql, std::int64_t community_id,
-                                       const char* what) {
-  auto reply = must(c.exec(sql, {std::to_string(community_id)}), what);
-  std::set<protocol::bytes32> out;
-  for (int row = 0; row < reply.rows(); ++row)
-    if (auto pubkey = protocol::array_from_hex<32>(reply.text(row, 0)))
-      out.insert(*pubkey);
-  return out;
-}
-
-std::set<protocol::bytes32> community_members(pg_connection& c, std::int64_t community_id) {
-  return pubkeys_of(c, "SELECT encode(pubkey, 'hex') FROM members WHERE community_id = $1::bigint",
-                    community_id, "read members");
-}
-
-std::set<protocol::bytes32> community_bans(pg_connection& c, std::int64_t community_id) {
-  return pubkeys_of(c, "SELECT encode(pubkey, 'hex') FROM banned_pubkeys WHERE community_id = $1::bigint",
-                    community_id, "read bans");
-}
-
-/// The room as it may be created here: only members of a closed community, nobody banned from
-/// it, within the bound.
-room_state admissible(const room_state& room, bool closed, const std::set<protocol::bytes32>& members,
-                      const std::set<protocol::bytes32>& banned, std::size_t& left_out) {
-  room_state kept = room;
-  kept.exists = true;
-  kept.members.clear();
-  for (const auto& member : room.members) {
-    if ((closed && !members.contains(member.pubkey)) || banned.contains(member.pubkey)
-        || static_cast<std::int64_t>(kept.members.size()) >= max_members_per_room
-        || protocol::find_member(kept, member.pubkey)) {
-      ++left_out;
-      continue;
-    }
-    kept.members.push_back(member);
-  }
-  return kept;
-}
-
-/// restore_rooms inside its transaction. Throws statement_failed or room_must_wait.
-rooms_restore restore_locked(pg_connection& c, const protocol::key_pair& relay,
-                             std::int64_t community_id, const std::vector<room_state>& rooms,
-                             std::int64_t now) {
-  const std::string community = std::to_string(community_id);
-  auto locked = must(c.exec("SELECT access FROM communities WHERE id = $1::bigint FOR NO KEY UPDATE",
-                            {community}),
-                     "lock community");
-  if (locked.rows() == 0)
-    throw statement_failed("community " + community + " does not exist");
-  const bool closed = locked.text(0, 0) == "closed";
-  const auto members = closed ? community_members(c, community_id) : std::set<protocol::bytes32>{};
-  const auto banned = community_bans(c, community_id);
-  auto held = count(c, "SELECT count(*) FROM rooms WHERE community_id = $1::bigint", {community},
-                    "count rooms");
-  rooms_restore out;
-  out.committed = true;
-  for (const auto& room : rooms) {
-    if (exists(c, "SELECT 1 FROM rooms WHERE community_id = $1::bigint AND room_id = $2",
-               {community, room.id}, "find room")) {
-      ++out.existing;
-      continue;
-    }
-    if (held >= max_rooms_per_community) {
-      ++out.rooms_left_out;
-      continue;
-    }
-    if (auto newest = room_clock(c, community_id, room.id); newest >= now)
-      throw room_must_wait{newest + 1};
-    auto kept = admissible(room, closed, members, banned, out.members_left_out);
-    must(c.exec("INSERT INTO rooms (community_id, room_id, name) VALUES ($1::bigint, $2, $3)",
-                {community, kept.id, kept.meta.name}),
-         "create room");
-    write_metadata(c, community_id, kept);
-    write_members(c, community_id, room_state{false, kept.id, {}, {}, {}}, kept);
-    protocol::room_parts parts;
-    parts.metadata = parts.admins = parts.members = parts.roles = true;
-    parts.pins = !kept.pins.empty();
-    auto state = write_state(c, relay, community_id, kept, parts, now);
-    out.events.insert(out.events.end(), state.begin(), state.end());
-    ++out.restored;
-    ++held;
-  }
-  if (out.events.empty())
-    return out;
-  out.state_version = noted_change(c, community_id, out.events);
-  return out;
-}
-
-} // namespace
-
-rooms_restore restore_rooms(pg_connection& connection, const protocol::key_pair& relay_key,
-                            std::int64_t community_id, const std::vector<room_state>& rooms,
-                            std::int64_t now) {
-  return in_transaction<rooms_restore>(
-    connection, "a room's state of this second is written; waiting",
-    [&] { return restore_locked(connection, relay_key, community_id, rooms, now); });
-}
-
-std::vector<relay_signed_event>
-remove_from_rooms(pg_connection& tx, const protocol::key_pair& relay_key, std::int64_t community_id,
-                  const std::vector<protocol::bytes32>& pubkeys, std::int64_t now,
-                  std::int64_t& wait_until) {
-  wait_until = 0;
-  if (pubkeys.empty())
-    return {};
-  const std::string community = std::to_string(community_id);
-  pg_array keys;
-  for (const auto& pubkey : pubkeys)
-    keys.add_bytea(pubkey);
-  auto affected = must(tx.exec("SELECT m.room_id, bool_or(cardinality(m.roles) > 0),"
-                               " coalesce(max(c.newest_state_at), 0)"
-                               " FROM room_members m LEFT JOIN room_clocks c"
-                               " ON c.community_id = m.community_id AND c.room_id = m.room_id"
-                               " WHERE m.community_id = $1::bigint AND m.pubkey = ANY($2::bytea[])"
-                               " GROUP BY m.room_id ORDER BY m.room_id",
-                               {community, keys.str()}),
-                       "find rooms of removed members");
-  for (int row = 0; row < affected.rows(); ++row)
-    if (affected.integer(row, 2) >= now)
-      wait_until = std::max(wait_until, affected.integer(row, 2) + 1);
-  if (wait_until != 0 || affected.rows() == 0)
-    return {};
-  must(tx.exec("DELETE FROM room_members WHERE community_id = $1::bigint AND pubkey = ANY($2::bytea[])",
-               {community, keys.str()}),
-       "remove from rooms");
-  std::vector<relay_signed_event> written;
-  for (int row = 0; row < affected.rows(); ++row) {
-    auto room = read_room(tx, community_id, std::string(affected.text(row, 0)));
-    protocol::room_parts parts;
-    parts.members = true;
-    parts.admins = affected.text(row, 1) == "t";
-    auto state = write_state(tx, relay_key, community_id, room, parts, now);
-    written.insert(written.end(), state.begin(), state.end());
-  }
-  return written;
 }
 
 } // namespace comb::storage

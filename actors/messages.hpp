@@ -79,7 +79,7 @@ using room_apply_atom = caf::atom_constant<caf::atom("roomapply")>;  ///< (room_
 inline constexpr room_apply_atom room_apply_atom_v{};
 using room_applied_atom = caf::atom_constant<caf::atom("roomaplied")>; ///< (room_applied_atom, room_applied)
 inline constexpr room_applied_atom room_applied_atom_v{};
-using room_wake_atom = caf::atom_constant<caf::atom("roomwake")>;    ///< the second a room's state needed has begun
+using room_wake_atom = caf::atom_constant<caf::atom("roomwake")>;    ///< (room, second): the second a room's state needed has begun
 inline constexpr room_wake_atom room_wake_atom_v{};
 
 // -- NIP-86: HTTP session -> management actor -> community actor ---------------------------------

@@ -209,54 +209,35 @@ void on_applied(self_ptr self, const storage::membership_write& write) {
   dispatch(self);
 }
 
-/// The next room's requests, in arrival order, go together (max_room_batch), up to one that
-/// concerns someone the batch already does: a join and a leave of one person would get a relay
-/// 9000 and 9001 of one second, and apps tell which is newer by created_at. The other rooms'
-/// requests keep their places.
+/// The next room batch that may go (room_queue::start_batch) goes to the writer.
 void dispatch_room(self_ptr self) {
-  auto& st = self->state;
-  if (!st.room_batch.empty() || st.room_waiting_for_clock || st.room_queue.empty())
-    return;
-  const std::string room = st.room_queue.front().command.request.room;
-  std::vector<storage::room_command> commands;
-  std::set<protocol::bytes32> subjects;
-  for (auto it = st.room_queue.begin(); it != st.room_queue.end() && st.room_batch.size() < max_room_batch;) {
-    if (it->command.request.room != room) {
-      ++it;
-      continue;
-    }
-    if (!subjects.insert(it->command.request.subject).second)
-      break;
-    commands.push_back(it->command);
-    st.room_batch.push_back(std::move(*it));
-    it = st.room_queue.erase(it);
-  }
-  self->send(st.args.membership_writer, room_apply_atom_v, st.args.community_id, std::move(commands));
+  auto commands = self->state.rooms.start_batch();
+  if (!commands.empty())
+    self->send(self->state.args.membership_writer, room_apply_atom_v, self->state.args.community_id,
+               std::move(commands));
 }
 
-/// The room's state already has this second: the batch goes again once `retry_at` began.
+/// The room's state already has this second: its batch goes again once `retry_at` began, and
+/// the other rooms' requests go on meanwhile.
 void wait_for_room_clock(self_ptr self, std::int64_t retry_at) {
-  auto& st = self->state;
-  st.room_waiting_for_clock = true;
+  auto room = self->state.rooms.retry_batch(retry_at);
   auto due = std::chrono::system_clock::time_point(std::chrono::seconds(retry_at));
   auto delay = std::chrono::duration_cast<std::chrono::milliseconds>(
     due - std::chrono::system_clock::now());
-  self->delayed_send(self, std::max(delay, std::chrono::milliseconds(1)), room_wake_atom_v);
+  self->delayed_send(self, std::max(delay, std::chrono::milliseconds(1)), room_wake_atom_v,
+                     std::move(room), retry_at);
 }
 
 /// After a room transaction: its events go live (each request, the new state, an issued 9000 or
-/// 9001),
-/// the cache takes the state read after the commit, and each requester hears its outcome.
+/// 9001), the cache takes the state read after the commit, and each requester hears its outcome.
 void on_room_applied(self_ptr self, const room_applied& applied) {
   auto& st = self->state;
-  auto batch = std::exchange(st.room_batch, {});
   if (applied.batch.retry_at != 0) {
-    // Back at the front, in their order, for the next second.
-    st.room_queue.insert(st.room_queue.begin(), std::make_move_iterator(batch.begin()),
-                         std::make_move_iterator(batch.end()));
     wait_for_room_clock(self, applied.batch.retry_at);
+    dispatch_room(self);
     return;
   }
+  auto batch = st.rooms.finish_batch();
   if (applied.access)
     refresh(self, *applied.access);
   const auto& writes = applied.batch.writes;
@@ -268,7 +249,6 @@ void on_room_applied(self_ptr self, const room_applied& applied) {
                                                             : protocol::room_outcome::failed;
     if (st.args.metrics)
       bump(st.args.metrics->room_writes[static_cast<std::size_t>(outcome)]);
-    st.room_queue_bytes -= queued_bytes(batch[i].command);
     if (batch[i].reply_to)
       self->send(batch[i].reply_to, room_done_atom_v, batch[i].ticket, outcome);
   }
@@ -313,17 +293,13 @@ caf::behavior community_actor(caf::stateful_actor<community_state>* self, commun
     [=](applied_atom, const storage::membership_write& write) { on_applied(self, write); },
     [=](room_atom, std::uint64_t ticket, const storage::room_command& command) {
       auto sender = caf::actor_cast<caf::actor>(self->current_sender());
-      auto& st = self->state;
-      if (st.room_queue.size() + st.room_batch.size() >= max_queued_commands
-          || st.room_queue_bytes + queued_bytes(command) > max_queued_room_bytes) {
+      if (!self->state.rooms.push({sender, ticket, command})) {
         if (auto& metrics = self->state.args.metrics)
           bump(metrics->room_writes[static_cast<std::size_t>(protocol::room_outcome::busy)]);
         if (sender)
           self->send(sender, room_done_atom_v, ticket, protocol::room_outcome::busy);
         return;
       }
-      st.room_queue_bytes += queued_bytes(command);
-      st.room_queue.push_back({std::move(sender), ticket, command});
       dispatch_room(self);
     },
     [=](room_applied_atom, const room_applied& applied) { on_room_applied(self, applied); },
@@ -332,8 +308,8 @@ caf::behavior community_actor(caf::stateful_actor<community_state>* self, commun
     [=](publish_atom, committed_event& committed) {
       self->send(self->state.args.fanout, publish_atom_v, std::move(committed));
     },
-    [=](room_wake_atom) {
-      self->state.room_waiting_for_clock = false;
+    [=](room_wake_atom, const std::string& room, std::int64_t retry_at) {
+      self->state.rooms.release(room, retry_at);
       dispatch_room(self);
     },
   };

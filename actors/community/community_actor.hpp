@@ -9,6 +9,7 @@
 #include "actors/community/community_hooks.hpp"
 #include "actors/community/member_cache.hpp"
 #include "actors/community/membership_queue.hpp"
+#include "actors/community/room_queue.hpp"
 #include "actors/messages.hpp"
 #include "actors/metrics.hpp"
 #include <chrono>
@@ -27,27 +28,6 @@ struct community_args {
   ban_list_ptr bans; ///< may be unset (tests)
 };
 
-/// A room request waiting for its turn (one room transaction of a community at a time).
-struct queued_room {
-  caf::actor reply_to;
-  std::uint64_t ticket = 0;
-  storage::room_command command;
-};
-
-/// Room requests of one room that go in one transaction, their state signed once: a burst of
-/// joins (or an admin adding many people at once, one 9000 each) is answered together instead
-/// of one a second, past welshman's 10 s publish timeout.
-inline constexpr std::size_t max_room_batch = 64;
-
-/// Room requests carry their event (up to a client frame each): past these bytes waiting, more
-/// are answered `busy` too, whatever their count.
-inline constexpr std::size_t max_queued_room_bytes = 32 * 1024 * 1024;
-
-/// What a waiting room request holds: its event parsed and as sent.
-[[nodiscard]] inline std::size_t queued_bytes(const storage::room_command& command) noexcept {
-  return 2 * command.json.size() + sizeof command;
-}
-
 struct community_state {
   community_args args;
   membership_queue queue;
@@ -61,13 +41,8 @@ struct community_state {
   /// The newest list has this second: commands wait for the next one, then go together.
   bool waiting_for_clock = false;
   std::chrono::steady_clock::time_point batch_started;
-  /// Bounded: max_queued_commands, max_queued_room_bytes.
-  std::deque<queued_room> room_queue;
-  /// The requests of one room in the transaction under way (at most max_room_batch); with the
-  /// queue, bounded by max_queued_commands and, in bytes, by max_queued_room_bytes.
-  std::vector<queued_room> room_batch;
-  std::size_t room_queue_bytes = 0;
-  bool room_waiting_for_clock = false;
+  /// Room requests waiting and the one room batch under way.
+  actors::room_queue rooms;
   static inline const char* name = "community";
 };
 

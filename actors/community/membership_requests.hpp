@@ -7,6 +7,7 @@
 
 #include "protocol/event.hpp"
 #include "protocol/result.hpp"
+#include "protocol/room.hpp"
 #include "storage/membership.hpp"
 
 namespace comb::actors {
@@ -22,8 +23,9 @@ inline constexpr std::uint32_t change_role_kind = 9032;
 /// longer claim, refused before it is queued, would weigh on the community's queue of requests.
 inline constexpr std::size_t max_claim_bytes = 256;
 
-/// Joins and leaves one connection may have waiting for their outcome: it makes them for its
-/// own key, which needs one at a time, and each takes a place in the community's queue.
+/// Joins and leaves one connection may have waiting for their outcome, of the community and of
+/// its rooms each: it makes them for its own key, which needs one at a time, and each takes a
+/// place in the community's queue.
 inline constexpr std::size_t max_waiting_self_requests = 4;
 
 /// Kinds that are requests to the community actor rather than events to store.
@@ -32,6 +34,11 @@ inline constexpr std::size_t max_waiting_self_requests = 4;
 /// A join (28934) or a leave (28936).
 [[nodiscard]] constexpr bool is_self_request_kind(std::uint32_t kind) noexcept {
   return kind == join_request_kind || kind == leave_request_kind;
+}
+
+/// A room join (9021) or leave (9022): a connection makes them for its own key too.
+[[nodiscard]] constexpr bool is_own_room_request_kind(std::uint32_t kind) noexcept {
+  return kind == protocol::room_join_kind || kind == protocol::room_leave_kind;
 }
 
 /// Where a membership request arrived.

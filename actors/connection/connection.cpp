@@ -376,6 +376,7 @@ history_frames connection::history_reply(const std::string& id, std::uint64_t ge
       out.closing.push_back(protocol::render_event_frame(id, *held.json));
   sub.held.clear();
   sub.held.shrink_to_fit();
+  sub.held_bytes = 0;
   sub.rooms_at_start.reset();
   sub.live = true;
   return out;
@@ -425,10 +426,13 @@ std::optional<shared_event_frame> connection::live_arrived(const std::string& id
   }
   // Held until EOSE; past the bound the oldest would be lost, so the newest are dropped instead
   // and the client still gets every event up to the bound in order.
-  if (sub.held.size() < policy_.max_buffered_live)
+  if (sub.held.size() < policy_.max_buffered_live
+      && sub.held_bytes + event.json->size() <= policy_.max_buffered_live_bytes) {
+    sub.held_bytes += event.json->size();
     sub.held.push_back(event);
-  else
+  } else {
     ++dropped_live_;
+  }
   return std::nullopt;
 }
 

@@ -53,8 +53,11 @@ struct connection_policy {
   double event_rate = 50;
   double event_burst = 200;
   std::size_t max_events_in_flight = 256;
-  /// Live events held for a subscription while its history is still being read.
+  /// Live events held for a subscription while its history is still being read, and their
+  /// bytes: events of up to a frame each, published while a long history is read, would
+  /// otherwise pin gigabytes (the bytes bound the held events' share of memory).
   std::size_t max_buffered_live = 10000;
+  std::size_t max_buffered_live_bytes = 16 * 1024 * 1024;
   /// Every frame takes tokens from this bucket (see frame_cost); AUTH takes `auth_cost` more.
   double frame_rate = 100;
   double frame_burst = 400;
@@ -207,9 +210,9 @@ public:
   [[nodiscard]] bool rooms_visible(const std::vector<std::string>& rooms, std::uint32_t kind,
                                    bool names_reader = false) const;
 
-  /// rooms_visible for a live or held event; a comment's or report's rooms are those it carries
-  /// (live_event::borrowed_rooms), and one that carries none shows only to a reader no room
-  /// hides anything from. One naming a room the cache does not hold shows to nobody
+  /// rooms_visible for a live or held event; one stored with borrowed rooms shows as those
+  /// (live_event::borrowed_rooms), and a comment or report that carries none shows only to a
+  /// reader no room hides anything from. One naming a room the cache does not hold shows to nobody
   /// (gone_rooms::deleted_or_unknown).
   [[nodiscard]] bool event_visible(const live_event& event) const;
 
@@ -232,7 +235,7 @@ public:
   /// Room events withheld from this connection since the last call (for /metrics).
   [[nodiscard]] std::size_t take_withheld() noexcept { return std::exchange(withheld_, 0); }
 
-  /// Live events dropped since the last call: past `max_buffered_live` held for one
+  /// Live events dropped since the last call: past `max_buffered_live` (or its bytes) held for one
   /// subscription still reading its history (for /metrics).
   [[nodiscard]] std::size_t take_dropped_live() noexcept { return std::exchange(dropped_live_, 0); }
 
@@ -400,6 +403,7 @@ private:
     std::uint64_t generation = 0;
     bool live = false;
     std::vector<live_event> held;
+    std::size_t held_bytes = 0; ///< of `held`'s JSON
     /// Ids sent as history, kept for a short while after EOSE: an event committed just before
     /// the query can reach the fan-out after the history reply reached us.
     history_ids sent_in_history;
@@ -417,8 +421,9 @@ private:
                                                 const std::optional<protocol::bytes32>& who) const;
   /// A stored or live event's JSON, when its room's flags let this connection see it.
   [[nodiscard]] bool rendered_visible(std::string_view json);
-  /// A stored comment, reaction, report, deletion or zap receipt with no room of its own: the
-  /// rooms it borrows are not in its JSON, so only the query's SQL decided them.
+  /// A stored comment, reaction, report, deletion, zap receipt or replaceable event with no room
+  /// of its own (protocol::may_carry_borrowed_rooms): the rooms it borrows are not in its JSON,
+  /// so only the query's SQL decided them.
   [[nodiscard]] static bool borrows_unnamed_rooms(std::string_view json);
   /// Whether a room that existed when `sub`'s query started hides its regular events from this
   /// reader now, and did not then (a room created since is not one the query could have read).

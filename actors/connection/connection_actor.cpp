@@ -44,6 +44,21 @@ void reply_to_rejected_frame(self_ptr self, const protocol::frame_rejection& r) 
   }
 }
 
+/// Membership and room requests wait on the community actor: as many as events may wait on
+/// storage, no more, and only a few joins and leaves of each kind, which a connection makes for
+/// its own key. Past that, the request is refused (true).
+bool too_many_awaiting(self_ptr self, const protocol::event& ev, bool (*own_kind)(std::uint32_t)) {
+  auto& st = self->state;
+  auto own = std::count_if(st.awaiting_membership.begin(), st.awaiting_membership.end(),
+                           [&](const auto& waiting) { return own_kind(waiting.second.second); });
+  if (st.awaiting_membership.size() < st.args.policy.max_events_in_flight
+      && (!own_kind(ev.kind) || static_cast<std::size_t>(own) < max_waiting_self_requests))
+    return false;
+  bump(st.args.metrics->events_rejected);
+  send_frame(self, protocol::render_ok(ev.id, false, "rate-limited: too many membership requests awaiting an answer"));
+  return true;
+}
+
 void request_membership_change(self_ptr self, const protocol::event& ev) {
   auto& st = self->state;
   // The community's access now (the database's word, in the member cache), not at connect: a
@@ -57,16 +72,8 @@ void request_membership_change(self_ptr self, const protocol::event& ev) {
     send_frame(self, protocol::render_ok(ev.id, false, why.text()));
     return;
   }
-  // Each waits on the community actor; as many as events may wait on storage, no more, and
-  // only a few joins and leaves, which a connection makes for its own key.
-  auto own = std::count_if(st.awaiting_membership.begin(), st.awaiting_membership.end(),
-                           [](const auto& waiting) { return is_self_request_kind(waiting.second.second); });
-  if (st.awaiting_membership.size() >= st.args.policy.max_events_in_flight
-      || (is_self_request_kind(ev.kind) && static_cast<std::size_t>(own) >= max_waiting_self_requests)) {
-    bump(st.args.metrics->events_rejected);
-    send_frame(self, protocol::render_ok(ev.id, false, "rate-limited: too many membership requests awaiting an answer"));
+  if (too_many_awaiting(self, ev, is_self_request_kind))
     return;
-  }
   std::uint64_t ticket = st.next_ticket++;
   st.awaiting_membership.emplace(ticket, std::pair{protocol::to_hex(ev.id), ev.kind});
   self->send(st.args.community, member_atom_v, ticket, std::move(command).value());
@@ -95,11 +102,8 @@ void request_room_change(self_ptr self, const protocol::event& ev) {
     return;
   }
   // They wait on the community actor with membership requests, bounded together.
-  if (st.awaiting_membership.size() >= st.args.policy.max_events_in_flight) {
-    bump(st.args.metrics->events_rejected);
-    send_frame(self, protocol::render_ok(ev.id, false, "rate-limited: too many requests awaiting an answer"));
+  if (too_many_awaiting(self, ev, is_own_room_request_kind))
     return;
-  }
   std::uint64_t ticket = st.next_ticket++;
   st.awaiting_membership.emplace(ticket, std::pair{protocol::to_hex(ev.id), ev.kind});
   storage::room_command command{ev, protocol::render_event_json(ev), std::move(request).value()};

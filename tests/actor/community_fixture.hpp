@@ -168,8 +168,8 @@ struct fixture : comb::test::test_system {
 
   /// Queues a room request for `room` as if `watcher` had sent it.
   void queue_room(std::uint64_t ticket, const std::string& room, const std::string& content = "",
-                  const protocol::key_pair* who = nullptr) {
-    auto ev = test::sign_event(who ? *who : author, 9021, content, {{"h", room}});
+                  const protocol::key_pair* who = nullptr, std::uint32_t kind = protocol::room_join_kind) {
+    auto ev = test::sign_event(who ? *who : author, kind, content, {{"h", room}});
     auto request = protocol::parse_room_request(ev);
     REQUIRE(request);
     caf::send_as(watcher, community, room_atom_v, ticket,

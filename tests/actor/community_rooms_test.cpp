@@ -86,8 +86,10 @@ TEST_CASE_METHOD(fixture, "room requests waiting are bounded in bytes as well as
   db->room_wait = 0; // the first request waits for the next second: the queue fills
   const std::string large(1024 * 1024, 'x');
   const std::size_t fit = max_queued_room_bytes / (2 * large.size() + 1024);
-  for (std::uint64_t ticket = 1; ticket <= fit + 3; ++ticket)
-    queue_room(ticket, "pizza", large);
+  for (std::uint64_t ticket = 1; ticket <= fit + 3; ++ticket) {
+    auto someone = protocol::key_pair::generate(); // one person's own requests have a bound of their own
+    queue_room(ticket, "pizza", large, &someone);
+  }
   scheduler->run();
   using room_reply = std::pair<std::uint64_t, protocol::room_outcome>;
   const auto busy = protocol::room_outcome::busy;
@@ -99,4 +101,53 @@ TEST_CASE_METHOD(fixture, "room requests waiting are bounded in bytes as well as
   CHECK(std::count_if(seen->room_replies.begin(), seen->room_replies.end(), [](const auto& reply) {
           return reply.second == protocol::room_outcome::busy;
         }) == static_cast<std::ptrdiff_t>(refused));
+}
+
+TEST_CASE_METHOD(fixture, "a room waiting for the next second holds only its own requests",
+                 "[actor][community][rooms]") {
+  db->room_wait = 0;
+  queue_room(1, "pizza");
+  queue_room(2, "pasta");
+  queue_room(3, "pizza", "after the first");
+  scheduler->run();
+  using room_reply = std::pair<std::uint64_t, protocol::room_outcome>;
+  const auto changed = protocol::room_outcome::changed;
+  CHECK(seen->room_replies == std::vector<room_reply>{{2, changed}});
+  scheduler->trigger_timeouts();
+  scheduler->run();
+  CHECK(seen->room_replies == std::vector<room_reply>{{2, changed}, {1, changed}, {3, changed}});
+  CHECK(db->room_requests == std::vector<std::string>{"pasta", "pizza", "pizza"});
+}
+
+TEST_CASE_METHOD(fixture, "one person's own room joins and leaves waiting are bounded, not an admin's",
+                 "[actor][community][rooms][bounds]") {
+  db->room_wait = 0; // the first waits for the next second: the rest stay queued
+  std::uint64_t ticket = 1;
+  for (; ticket <= max_queued_per_member; ++ticket)
+    queue_room(ticket, "pizza", std::to_string(ticket), nullptr,
+               ticket % 2 == 1 ? protocol::room_join_kind : protocol::room_leave_kind);
+  queue_room(ticket, "pasta", "another room, the same person");
+  for (std::uint64_t edit = 1; edit <= max_queued_per_member + 1; ++edit)
+    queue_room(ticket + edit, "pizza", std::to_string(edit), nullptr, protocol::room_edit_metadata_kind);
+  scheduler->run();
+  using room_reply = std::pair<std::uint64_t, protocol::room_outcome>;
+  CHECK(seen->room_replies == std::vector<room_reply>{{ticket, protocol::room_outcome::busy}});
+}
+
+TEST_CASE_METHOD(fixture, "joins and leaves fill only their lane of the room queue: an admin's request still waits its turn",
+                 "[actor][community][rooms][bounds]") {
+  db->room_wait = 0;
+  std::uint64_t ticket = 1;
+  for (; ticket <= max_queued_self_requests + 1; ++ticket) {
+    auto someone = protocol::key_pair::generate();
+    queue_room(ticket, "pizza", "", &someone);
+  }
+  queue_room(ticket, "pizza", "", nullptr, protocol::room_edit_metadata_kind);
+  scheduler->run();
+  using room_reply = std::pair<std::uint64_t, protocol::room_outcome>;
+  CHECK(seen->room_replies == std::vector<room_reply>{{max_queued_self_requests + 1, protocol::room_outcome::busy}});
+  scheduler->trigger_timeouts();
+  scheduler->run();
+  REQUIRE(seen->room_replies.size() == max_queued_self_requests + 2);
+  CHECK(seen->room_replies.back() == room_reply{ticket, protocol::room_outcome::changed});
 }

@@ -436,6 +436,58 @@ TEST_CASE_METHOD(fixture, "a connection has only a few joins and leaves waiting,
   CHECK(asked->back().change == storage::membership_change::add_member);
 }
 
+namespace {
+
+/// Stands in for the community actor: counts the room requests it is asked for, answers none.
+caf::behavior recording_rooms(caf::event_based_actor*, std::shared_ptr<std::size_t> asked) {
+  return {
+    [=](room_atom, std::uint64_t, const storage::room_command&) { ++*asked; },
+    [=](member_atom, std::uint64_t, const storage::membership_command&) { ++*asked; },
+  };
+}
+
+} // namespace
+
+TEST_CASE_METHOD(fixture, "a connection has only a few room joins and leaves waiting, beside its community ones",
+                 "[actor][connection][bounds]") {
+  // Each of one person's joins and leaves of a room takes a second of the room's own: a key
+  // alternating them from many sockets would hold the room's other requests behind it.
+  auto asked = std::make_shared<std::size_t>(0);
+  community = system->spawn(recording_rooms, asked);
+  spawned.push_back(community);
+  base_policy.members = std::make_shared<member_cache>();
+  base_policy.members->set_closed(false);
+  std::vector<protocol::room_state> rooms;
+  for (const char* id : {"pizza", "pasta"}) {
+    protocol::room_state room;
+    room.exists = true;
+    room.id = id;
+    rooms.push_back(room);
+  }
+  base_policy.members->set_rooms(std::make_shared<const room_index>(rooms), 1);
+  auto c = connect(false);
+  auto auth = test::sign_event(bob, 22242, "", {{"relay", "wss://hive.test"}, {"challenge", c.challenge}});
+  say(c, "[\"AUTH\"," + protocol::render_event_json(auth) + "]");
+  REQUIRE(c.sink->take() == std::vector<std::string>{ok_frame(auth, true, "")});
+  for (std::size_t i = 0; i < max_waiting_self_requests; ++i) {
+    auto kind = i % 2 == 0 ? protocol::room_join_kind : protocol::room_leave_kind;
+    say(c, test::event_frame(test::sign_event(bob, kind, "turn " + std::to_string(i), {{"h", "pizza"}})));
+  }
+  CHECK(c.sink->take().empty());
+  CHECK(*asked == max_waiting_self_requests);
+
+  auto one_more = test::sign_event(bob, protocol::room_join_kind, "one more", {{"h", "pasta"}});
+  say(c, test::event_frame(one_more));
+  CHECK(c.sink->take()
+        == std::vector<std::string>{
+          ok_frame(one_more, false, "rate-limited: too many membership requests awaiting an answer")});
+  CHECK(*asked == max_waiting_self_requests);
+
+  say(c, test::event_frame(test::sign_event(bob, 28934, "", {})));
+  CHECK(c.sink->take().empty());
+  CHECK(*asked == max_waiting_self_requests + 1);
+}
+
 TEST_CASE_METHOD(fixture, "join requests sent before AUTH wait for it, a few of them, for its author only",
                  "[actor][connection][auth]") {
   // Flotilla publishes a visitor's 28934 as the space opens, while welshman authenticates; it

@@ -101,6 +101,23 @@ TEST_CASE("live events past the held bound before EOSE are dropped and counted",
                                     protocol::render_event_frame("s", protocol::render_event_json(arrived[1]))});
 }
 
+TEST_CASE("live events held before EOSE are bounded in bytes too, per subscription", "[actors][connection][bounds]") {
+  connection_policy policy;
+  const std::string large(64 * 1024, 'x');
+  auto big = test::sign_event(author, 1, large);
+  const auto size = protocol::render_event_json(big).size();
+  policy.max_buffered_live_bytes = 2 * size + 16; // two of these, a digit longer each
+  connection c(policy, "challenge");
+  auto generation = c.open_subscription("s").value();
+  auto other = c.open_subscription("t").value();
+  for (int i = 0; i < 3; ++i)
+    CHECK_FALSE(c.live_arrived("s", generation, live(test::sign_event(author, 1, large + std::to_string(i)))));
+  CHECK(c.take_dropped_live() == 1);
+  CHECK_FALSE(c.live_arrived("t", other, live(big))); // its own bytes
+  CHECK(c.take_dropped_live() == 0);
+  CHECK(c.history_arrived("s", generation, {}).size() == 3); // EOSE and the two held
+}
+
 TEST_CASE("history in chunks: events of each, EOSE and held live events after the last only",
           "[actors][connection]") {
   connection c(connection_policy{}, "challenge");

@@ -207,8 +207,20 @@ std::optional<rendered_rooms> rooms_of_rendered(std::string_view json) {
   return out;
 }
 
+bool keeps_rooms_of_replaced(std::uint32_t kind) noexcept {
+  auto stored_as = classify(kind);
+  return (stored_as == kind_class::replaceable || stored_as == kind_class::addressable)
+         && !is_room_state_kind(kind);
+}
+
+bool may_carry_borrowed_rooms(std::uint32_t kind) noexcept {
+  return borrows_rooms(kind) || keeps_rooms_of_replaced(kind);
+}
+
 bool may_match_borrower(const filter& f) noexcept {
-  return std::ranges::any_of(borrower_kinds, [&](std::uint32_t kind) { return may_match_kind(f, kind); });
+  if (!f.kinds)
+    return true;
+  return std::ranges::any_of(*f.kinds, may_carry_borrowed_rooms);
 }
 
 std::vector<bytes32> room_referents(const event& ev) {

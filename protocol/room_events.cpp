@@ -78,4 +78,8 @@ event sign_room_member_change(const key_pair& relay, std::uint32_t kind, const s
   return sign(relay, kind, {{"h", room}, {"p", to_hex(subject)}}, created_at);
 }
 
+event sign_room_deletion(const key_pair& relay, const std::string& room, std::int64_t created_at) {
+  return sign(relay, room_delete_kind, {{"h", room}}, created_at);
+}
+
 } // namespace comb::protocol

@@ -27,5 +27,10 @@ namespace comb::protocol {
 [[nodiscard]] event sign_room_member_change(const key_pair& relay, std::uint32_t kind,
                                             const std::string& room, const bytes32& subject,
                                             std::int64_t created_at);
+/// A 9008 of the relay's own for a room deleted by a 9008 no newer than the room's newest state:
+/// Flotilla hides a room only when a deletion is newer than its 39000 (an admin's device clock a
+/// little behind the relay's would leave the room listed everywhere).
+[[nodiscard]] event sign_room_deletion(const key_pair& relay, const std::string& room,
+                                       std::int64_t created_at);
 
 } // namespace comb::protocol

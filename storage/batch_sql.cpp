@@ -129,7 +129,17 @@ constexpr const char* snapshot_by_address =
   " FROM unnest($6::bigint[], $7::bytea[], $8::int[], $9::text[])"
   " AS a(community_id, pubkey, kind, d_tag) CROSS JOIN LATERAL (SELECT * FROM deleted_addresses d"
   " WHERE d.community_id = a.community_id AND d.pubkey = a.pubkey AND d.kind = a.kind"
-  " AND d.d_tag = a.d_tag OFFSET 0) d";
+  " AND d.d_tag = a.d_tag OFFSET 0) d"
+  // The rooms of each address's live version, its `h` or those it borrowed: a replacement
+  // without an `h` keeps them (protocol::keeps_rooms_of_replaced). One partial index each.
+  " UNION ALL SELECT 'r', t.community_id, t.event_id, NULL, NULL, NULL, t.value"
+  " FROM unnest($6::bigint[], $7::bytea[], $8::int[], $9::text[])"
+  " AS a(community_id, pubkey, kind, d_tag) CROSS JOIN LATERAL (SELECT e.id FROM events e"
+  " WHERE e.community_id = a.community_id AND e.pubkey = a.pubkey AND e.kind = a.kind"
+  " AND e.d_tag = a.d_tag OFFSET 0) e CROSS JOIN LATERAL (SELECT community_id, event_id, value"
+  " FROM event_tags WHERE community_id = a.community_id AND event_id = e.id AND name = 'h'"
+  " UNION ALL SELECT community_id, event_id, value FROM event_tags"
+  " WHERE community_id = a.community_id AND event_id = e.id AND name = 'room') t";
 
 const std::string& snapshot_sql(bool with_addresses) {
   static const std::string by_id = snapshot_by_id;
@@ -199,6 +209,9 @@ void add_snapshot_row(const pg_reply& reply, int row, batch_snapshot& snapshot) 
     case 'm': snapshot.member_authors.emplace(community, bytes32_field(reply, row, 3)); break;
     case 'v': snapshot.vanished_until[{community, bytes32_field(reply, row, 3)}] = reply.integer(row, 5); break;
     case 'c': add_community_row(reply, row, snapshot); break;
+    case 'r':
+      snapshot.version_rooms[event_key{community, bytes32_field(reply, row, 2)}].emplace_back(reply.text(row, 6));
+      break;
     default: break;
   }
 }

@@ -1,18 +1,24 @@
 // SPDX-License-Identifier: MIT
 #include "storage/bridge_gap.hpp"
 
+#include <ranges>
+
 #include "storage/pg_connection.hpp"
 
 namespace comb::storage {
 
-std::optional<std::vector<std::string>>
+std::optional<std::vector<recent_event>>
 load_recent_events(pg_connection& connection, std::int64_t community_id, std::int64_t since,
                    std::int64_t now, int limit) {
   // events_stored (BRIN on stored_at) finds the recent rows at the table's end. The newest
   // rows are taken: `since` reaches back before the loss, and in a busy community the oldest
   // `limit` rows would all be from then (delivered already, dropped as repeats) and none from
-  // the gap itself. They are handed on in the order stored.
-  auto reply = connection.exec("SELECT raw FROM (SELECT raw, stored_at, created_at FROM events"
+  // the gap itself. They are handed on in the order stored. A room id has no comma
+  // (protocol::valid_room_id): one that had would name no room, and hide the event.
+  auto reply = connection.exec("SELECT raw, (SELECT string_agg(t.value, ',' ORDER BY t.value) FROM event_tags t"
+                               " WHERE t.community_id = newest.community_id AND t.event_id = newest.id"
+                               " AND t.name = 'room') FROM (SELECT community_id, id, raw, stored_at,"
+                               " created_at FROM events"
                                " WHERE community_id = $1::bigint AND stored_at >= $2::bigint"
                                " AND (expires_at IS NULL OR expires_at > $3::bigint)"
                                " ORDER BY stored_at DESC, created_at DESC LIMIT $4::int) AS newest"
@@ -21,10 +27,15 @@ load_recent_events(pg_connection& connection, std::int64_t community_id, std::in
                                 std::to_string(now), std::to_string(limit)});
   if (!reply.ok())
     return std::nullopt;
-  std::vector<std::string> out;
+  std::vector<recent_event> out;
   out.reserve(static_cast<std::size_t>(reply.rows()));
-  for (int row = 0; row < reply.rows(); ++row)
-    out.emplace_back(reply.text(row, 0));
+  for (int row = 0; row < reply.rows(); ++row) {
+    recent_event stored{std::string(reply.text(row, 0)), {}};
+    if (!reply.is_null(row, 1))
+      for (auto room : std::views::split(reply.text(row, 1), ','))
+        stored.borrowed_rooms.emplace_back(room.begin(), room.end());
+    out.push_back(std::move(stored));
+  }
   return out;
 }
 

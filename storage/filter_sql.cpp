@@ -183,20 +183,25 @@ bool reads_by_tag(const protocol::filter& f) {
 /// `k.kind`), or with the first tag condition already met by the row's tag `t`.
 enum class keys_from { filter, ranges, first_tag };
 
-/// An event that borrows rooms (protocol::room_referents: a comment, a report) shows where the
-/// rooms it was stored with (event_tags rows named storage::borrowed_room_tag) all show a regular
-/// event: as the rooms a live one carries (actors/connection/connection.cpp
-/// `connection::event_visible`).
+/// An event stored with borrowed rooms (protocol::may_carry_borrowed_rooms: a comment, a report,
+/// the edit of a room's calendar event that left its `h` out) shows where the rooms it was stored
+/// with (event_tags rows named storage::borrowed_room_tag) all show a regular event: as the rooms
+/// a live one carries (actors/connection/connection_rooms.cpp `connection::event_visible`).
 std::string borrowed_rooms_sql(const protocol::filter& f, param_list& params) {
   if (!protocol::may_match_borrower(f))
     return {};
   const std::string hidden = params.hidden_borrowed_rooms();
   if (hidden.empty())
     return {};
-  std::string kinds;
-  for (auto kind : protocol::borrower_kinds)
-    kinds += (kinds.empty() ? "" : ", ") + std::to_string(kind);
-  return " AND (e.kind NOT IN (" + kinds + ")"
+  static const std::string may_carry = [] {
+    std::string kinds;
+    for (auto kind : protocol::borrower_kinds)
+      kinds += (kinds.empty() ? "" : ", ") + std::to_string(kind);
+    return "(e.kind IN (" + kinds + ") OR e.kind IN (0, 3) OR e.kind BETWEEN 10000 AND 19999"
+           " OR (e.kind BETWEEN 30000 AND 39999 AND e.kind NOT BETWEEN 39000 AND 39005))";
+  }();
+  static_assert(protocol::room_metadata_kind == 39000 && protocol::room_pins_kind == 39005);
+  return " AND (NOT " + may_carry
          + " OR NOT EXISTS (SELECT 1 FROM event_tags c WHERE c.community_id = e.community_id"
            " AND c.event_id = e.id AND c.name = '" + std::string(borrowed_room_tag) + "' AND c.value = ANY("
          + hidden + ")))";

@@ -316,7 +316,9 @@ room_write apply_locked(pg_connection& c, const protocol::key_pair& relay,
     return out;
   }
   std::int64_t newest = room_clock(c, community_id, request.room);
-  bool signs = plan.parts.any() || plan.relay_signs != 0;
+  // protocol::sign_room_deletion: a deletion no newer than the room's state gets the relay's own.
+  const bool relay_deletes = plan.deleted && command.ev.created_at <= newest;
+  bool signs = plan.parts.any() || plan.relay_signs != 0 || relay_deletes;
   auto earlier = batch.signed_at.find(request.room);
   bool same_batch = earlier != batch.signed_at.end() && earlier->second == newest;
   if (signs && newest >= now && !same_batch)
@@ -367,6 +369,11 @@ room_write apply_locked(pg_connection& c, const protocol::key_pair& relay,
     relay_signed_event stored_request{command.ev, command.json};
     insert_event(c, community_id, stored_request);
     out.events.push_back(std::move(stored_request));
+  }
+  if (relay_deletes) {
+    auto record = rendered(protocol::sign_room_deletion(relay, request.room, created_at));
+    insert_event(c, community_id, record);
+    out.events.push_back(std::move(record));
   }
   if (plan.parts.any())
     defer_state(batch, plan, request.room, created_at, out.events.size());

@@ -151,6 +151,8 @@ private:
         auto old = state_.events.find(current->second);
         if (old != state_.events.end() && stored_version_wins(old->second, current->second.id, ev))
           return outcome(store_outcome::status::duplicate, msg_have_newer);
+        if (protocol::keeps_rooms_of_replaced(ev.kind) && !protocol::room_of(ev))
+          borrowed_rooms = with_rooms_of_version(std::move(borrowed_rooms), current->second);
         remove(current->second);
         replaced = true;
       }
@@ -164,6 +166,26 @@ private:
     stored.replaced = replaced;
     stored.borrowed_rooms = std::move(borrowed_rooms);
     return stored;
+  }
+
+  /// `rooms` with the rooms of the live version `key` of an address: as stored (its `h`, or
+  /// those it borrowed), or as written earlier in this batch. Nothing when neither has any.
+  [[nodiscard]] std::optional<std::vector<std::string>> with_rooms_of_version(
+    std::optional<std::vector<std::string>> rooms, const event_key& key) const {
+    std::vector<std::string> kept;
+    if (auto stored = state_.version_rooms.find(key); stored != state_.version_rooms.end())
+      kept = stored->second;
+    if (auto pending = pending_.find(key); pending != pending_.end()) {
+      append_h_values(*writes_[pending->second].ev, kept);
+      if (const auto& borrowed = plan_.outcomes[pending->second].borrowed_rooms)
+        kept.insert(kept.end(), borrowed->begin(), borrowed->end());
+    }
+    if (kept.empty())
+      return rooms;
+    if (rooms)
+      kept.insert(kept.end(), rooms->begin(), rooms->end());
+    sort_unique(kept);
+    return kept;
   }
 
   /// The rooms of an event's referents: as stored, or as written earlier in this batch.

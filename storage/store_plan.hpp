@@ -72,6 +72,8 @@ struct batch_snapshot {
   std::set<std::pair<std::int64_t, std::string>> rooms;
   /// The rooms (`h`) of each stored referent of the batch (batch_keys::room_referents).
   std::map<event_key, std::vector<std::string>> referent_rooms;
+  /// The rooms (`h`, or borrowed) of the live version of each address of the batch.
+  std::map<event_key, std::vector<std::string>> version_rooms;
   /// Of the rooms read (the writes' and the comment roots'), those only members may post in.
   std::set<std::pair<std::int64_t, std::string>> restricted_rooms;
   /// Of the room_posters_to_read, those who may post in the room: its members, the community's

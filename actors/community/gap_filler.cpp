@@ -9,6 +9,7 @@
 
 #include "actors/clock.hpp"
 #include "actors/community/stored_events.hpp"
+#include "protocol/room.hpp"
 #include "storage/access_state.hpp"
 #include "storage/bridge_gap.hpp"
 
@@ -38,7 +39,7 @@ void fill_gap(self_ptr self, std::int64_t lost_at_ms) {
   auto& st = self->state;
   const auto now = unix_now();
   const std::int64_t since = lost_at_ms / 1000 - 60;
-  std::vector<std::pair<std::int64_t, std::vector<std::string>>> found;
+  std::vector<std::pair<std::int64_t, std::vector<storage::recent_event>>> found;
   bool cut_short = false;
   for (auto id : st.args.registry->community_ids()) {
     auto rows = storage::load_recent_events(*st.connection, id, since, now, gap_events_max);
@@ -61,10 +62,13 @@ void fill_gap(self_ptr self, std::int64_t lost_at_ms) {
     auto version = versions->find(id);
     if (version == versions->end())
       continue; // deleted since
-    for (auto& raw : rows) {
-      auto live = live_from_stored(std::move(raw));
+    for (auto& stored : rows) {
+      auto live = live_from_stored(std::move(stored.raw));
       if (!live)
         continue;
+      // The rooms it borrows decide who sees it, as they do for one the writer hands on.
+      if (protocol::may_carry_borrowed_rooms(live->ev->kind) && !protocol::room_of(*live->ev))
+        live->borrowed_rooms = std::make_shared<const std::vector<std::string>>(std::move(stored.borrowed_rooms));
       self->send(st.args.bridge, gap_atom_v, committed_event{id, std::move(*live)}, version->second,
                  lost_at_ms);
       ++delivered;

@@ -80,11 +80,13 @@ bool connection::rooms_shown(const std::vector<std::string>& rooms, std::uint32_
 
 bool connection::event_visible(const live_event& event) const {
   const protocol::event& ev = *event.ev;
-  if (protocol::borrows_rooms(ev.kind) && policy_.members && !protocol::room_referents(ev).empty()) {
-    if (event.borrowed_rooms)
-      return rooms_shown(*event.borrowed_rooms, ev.kind, false, gone_rooms::deleted_or_unknown);
+  // Stored with the rooms it borrows: those decide (a comment's thread's, an edit's that left
+  // the `h` out). A borrower the writer did not say the rooms of shows only to a reader no room
+  // hides anything from.
+  if (event.borrowed_rooms && policy_.members)
+    return rooms_shown(*event.borrowed_rooms, ev.kind, false, gone_rooms::deleted_or_unknown);
+  if (protocol::borrows_rooms(ev.kind) && policy_.members && !protocol::room_referents(ev).empty())
     return hidden_rooms().regular_hidden().empty();
-  }
   bool names_reader = authenticated_ && protocol::names_in_room_change(ev, *authenticated_);
   return rooms_shown(protocol::rooms_of_event(ev), ev.kind, names_reader,
                      gone_rooms::deleted_or_unknown);
@@ -116,7 +118,7 @@ bool connection::lost_a_room(const subscription& sub) const {
 
 bool connection::borrows_unnamed_rooms(std::string_view json) {
   auto kind = protocol::rendered_kind(json);
-  return kind && protocol::borrows_rooms(*kind) && !protocol::rooms_of_rendered(json);
+  return kind && protocol::may_carry_borrowed_rooms(*kind) && !protocol::rooms_of_rendered(json);
 }
 
 protocol::room_hiding connection::hidden_rooms() const {

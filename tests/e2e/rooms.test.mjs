@@ -128,6 +128,31 @@ describe('rooms in a community, as Flotilla uses them', () => {
     await anonymous.close()
   })
 
+  it("keeps a private room's calendar event in the room when Flotilla's edit leaves its h out", async () => {
+    const { relay } = ctx
+    // CalendarEventForm: d, title, location, start, end, D; the h only when created in a room
+    // (CalendarEventEdit passes none).
+    const start = now() + 86400
+    const calendar = (title, h) => makeEvent(31923, {
+      content: 'bring plates',
+      tags: [['d', 'picnic'], ['title', title], ['location', 'park'], ['start', String(start)],
+        ['end', String(start + 3600)], ['D', String(Math.floor(start / 86400))], ...(h ? [['h', h]] : [])],
+    })
+    accepted(await bob.publish(relay, calendar('Picnic', secret.h)))
+    const watching = carol.listen(relay, [{ kinds: [31923] }])
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    const edit = await bob.publish(relay, { ...calendar('Picnic at noon'), created_at: now() + 1 })
+    accepted(edit)
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    watching.stop()
+    assert.deepEqual(watching.events, [], 'the edit went live to someone outside the room')
+    assert.equal((await carol.read(relay, [{ kinds: [31923] }])).events.length, 0)
+    const anonymous = await RawClient.open(relay)
+    assert.ok(!(await anonymous.req('r', { kinds: [31923] })).events.some((e) => e.id === edit.event.id))
+    await anonymous.close()
+    assert.deepEqual((await bob.read(relay, [{ kinds: [31923] }])).events.map((e) => e.id), [edit.event.id])
+  })
+
   it("tells someone let into a private room so, on the subscription Flotilla keeps open for it", async () => {
     const { relay } = ctx
     // syncUserRoomMembership: kept open on every room of the user's list, member or not yet.

@@ -24,6 +24,13 @@ namespace {
 
 constexpr std::int64_t now = 1'700'000'000;
 
+std::vector<std::string> raws_of(const std::vector<storage::recent_event>& events) {
+  std::vector<std::string> out;
+  for (const auto& stored : events)
+    out.push_back(stored.raw);
+  return out;
+}
+
 } // namespace
 
 TEST_CASE_METHOD(test::store_fixture,
@@ -54,14 +61,34 @@ TEST_CASE_METHOD(test::store_fixture,
 
   auto gap = storage::load_recent_events(connection, community, now - 30, clock, 10);
   REQUIRE(gap);
-  CHECK(*gap == std::vector<std::string>{json_of(first), json_of(old), json_of(second),
-                                         json_of(third)});
+  CHECK(raws_of(*gap) == std::vector<std::string>{json_of(first), json_of(old), json_of(second),
+                                                  json_of(third)});
 
   // Bounded, the newest are kept: the window reaches back before the loss, and what the gap
   // itself held is stored last.
   auto bounded = storage::load_recent_events(connection, community, now - 30, clock, 2);
   REQUIRE(bounded);
-  CHECK(*bounded == std::vector<std::string>{json_of(second), json_of(third)});
+  CHECK(raws_of(*bounded) == std::vector<std::string>{json_of(second), json_of(third)});
+}
+
+TEST_CASE_METHOD(test::store_fixture, "the gap's events come with the rooms they were stored as borrowing",
+                 "[integration][bridge][rooms]") {
+  author alice{21};
+  const auto clock = std::stoll(scalar(connection, "SELECT floor(extract(epoch FROM now()))"));
+  auto edit = alice.sign(31923, clock, {{"d", "picnic"}}, "an edit that left its h out");
+  auto plain = alice.sign(1, clock);
+  for (const auto& ev : {edit, plain})
+    (void)store_one(events, community, ev);
+  for (const char* room : {"pizza", "pasta"})
+    scalar(connection, "INSERT INTO event_tags (community_id, event_id, name, value, created_at, kind)"
+                       " VALUES ($1::bigint, decode($2, 'hex'), 'room', $3, $4::bigint, 31923) RETURNING 1",
+           {std::to_string(community), test::hex(edit->id), room, std::to_string(clock)});
+  auto gap = storage::load_recent_events(connection, community, clock - 60, clock + 1, 10);
+  REQUIRE(gap);
+  REQUIRE(gap->size() == 2);
+  for (const auto& stored : *gap)
+    CHECK(stored.borrowed_rooms
+          == (stored.raw == json_of(edit) ? std::vector<std::string>{"pasta", "pizza"} : std::vector<std::string>{}));
 }
 
 TEST_CASE_METHOD(test::store_fixture, "the gap's events are found by the stored_at index",

@@ -498,3 +498,48 @@ TEST_CASE_METHOD(test::store_fixture,
   imported.recheck_access = false;
   test::check_outcome(events.store_batch(std::vector{imported}).at(0), status::stored, "");
 }
+
+TEST_CASE_METHOD(test::store_fixture, "an edit that leaves out the h of a room's calendar event keeps its rooms",
+                 "[integration][event_store][rooms]") {
+  // Flotilla's calendar edit republishes the 31923 with its d and without its h.
+  author alice{12};
+  auto posted = alice.sign(31923, now - 10, {{"d", "picnic"}, {"h", "kitchen"}});
+  REQUIRE(store_one(events, community, posted).result == status::stored);
+  auto edited = alice.sign(31923, now - 5, {{"d", "picnic"}}, "moved to noon");
+  auto again = alice.sign(31923, now - 3, {{"d", "picnic"}}, "and to one");
+  auto profile = alice.sign(0, now - 3);
+  std::vector writes{test::write_of(community, edited), test::write_of(community, again),
+                     test::write_of(community, profile)};
+  auto outcomes = events.store_batch(writes);
+  REQUIRE(outcomes.size() == 3);
+  CHECK(outcomes[0].borrowed_rooms == std::vector<std::string>{"kitchen"});
+  CHECK(outcomes[1].borrowed_rooms == std::vector<std::string>{"kitchen"}); // from the one before, in the batch
+  CHECK_FALSE(outcomes[2].borrowed_rooms);
+
+  protocol::filter calendar;
+  calendar.kinds = std::vector<std::uint32_t>{31923};
+  protocol::room_hiding kitchen_unseen;
+  kitchen_unseen.unseen = {"kitchen"};
+  auto read = [&](const protocol::room_hiding& hiding) {
+    std::vector<std::string> got;
+    auto keep = [&](storage::query_result chunk) {
+      got.insert(got.end(), chunk.events.begin(), chunk.events.end());
+      return true;
+    };
+    auto rest = events.query_chunks(community, {calendar}, now, 10, 1 << 20, keep, false, hiding);
+    REQUIRE(rest.ok);
+    got.insert(got.end(), rest.events.begin(), rest.events.end());
+    auto counted = events.count(community, {calendar}, now, hiding);
+    REQUIRE(counted.ok);
+    CHECK(counted.count == got.size());
+    return got;
+  };
+  CHECK(read({}) == jsons_of({again}));
+  CHECK(read(kitchen_unseen).empty());
+  // Stored anew it borrows from what it replaced; one with an h of its own is in that room.
+  auto moved = alice.sign(31923, now - 1, {{"d", "picnic"}, {"h", "pantry"}});
+  auto stored = store_one(events, community, moved);
+  REQUIRE(stored.result == status::stored);
+  CHECK_FALSE(stored.borrowed_rooms);
+  CHECK(read(kitchen_unseen) == jsons_of({moved}));
+}

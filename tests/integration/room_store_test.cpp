@@ -248,14 +248,25 @@ TEST_CASE_METHOD(room_fixture, "deleting a room removes it, its state and its ev
           == storage::store_outcome::status::stored);
   auto gone = run(owner, 9008, {});
   CHECK(gone.outcome == room_outcome::changed);
+  // The 9008 is no newer than the room's state (the join's, signed a second later): Flotilla
+  // would keep listing the room, so the relay signs a 9008 of its own after that state.
+  CHECK(kinds_of(gone) == std::vector<std::uint32_t>{9008, 9008});
+  REQUIRE(gone.events.size() == 2);
+  CHECK(gone.events.at(1).ev.pubkey == relay_key.public_key());
+  CHECK(gone.events.at(1).ev.tags == std::vector<protocol::tag>{{"h", "pizza"}});
+  CHECK(gone.events.at(1).ev.created_at > old_state_second);
+  CHECK(count("SELECT count(*) FROM events WHERE community_id = $1::bigint AND kind = 9008") == "2");
   CHECK(count("SELECT count(*) FROM rooms WHERE community_id = $1::bigint") == "0");
   CHECK(count("SELECT count(*) FROM room_members WHERE community_id = $1::bigint") == "0");
   CHECK(count("SELECT count(*) FROM events WHERE community_id = $1::bigint"
               " AND (kind = 9 OR kind BETWEEN 39000 AND 39005)") == "0");
   // Created again, its state never reuses a second of the old room's.
   auto again = run(owner, 9007, {{"alt", "again"}});
-  CHECK(again.events.at(1).ev.created_at > old_state_second);
+  CHECK(again.events.at(1).ev.created_at > gone.events.at(1).ev.created_at);
   CHECK(again.outcome == room_outcome::changed);
+  // A deletion newer than the room's state is the one Flotilla goes by: the relay adds none.
+  auto later = paced_room(rooms, community, room_command(owner, 9008, {{"h", "pizza"}}, now + 60), now);
+  CHECK(kinds_of(later) == std::vector<std::uint32_t>{9008});
 }
 
 TEST_CASE_METHOD(room_fixture, "a post admitted into a room deleted before its batch is refused, not stored",

@@ -241,6 +241,30 @@ TEST_CASE("a live event naming a room this pod never held shows to nobody but it
   }
 }
 
+TEST_CASE("a live edit stored with the rooms of what it replaced shows only where they show",
+          "[actors][rooms]") {
+  // Flotilla edits a room's calendar event without its h; the writer stores the edit borrowing
+  // the rooms of the version it replaced, and says so with the live event.
+  auto policy = policy_with_rooms();
+  policy.host = "relay.test";
+  auto stranger = authed_as(outsider, policy);
+  auto inside = authed_as(member, policy);
+  auto edit = test::sign_event(member, 31923, "moved to noon", {{"d", "picnic"}});
+  actors::live_event live{std::make_shared<const protocol::event>(edit),
+                          std::make_shared<const std::string>(protocol::render_event_json(edit)),
+                          std::make_shared<const std::vector<std::string>>(std::vector<std::string>{"locked"})};
+  auto metadata = test::sign_event(member, 0, "{}", {});
+  actors::live_event profile{std::make_shared<const protocol::event>(metadata),
+                             std::make_shared<const std::string>(protocol::render_event_json(metadata))};
+  for (auto* reader : {&stranger, &inside}) {
+    REQUIRE(reader->open_subscription("s").ok());
+    (void)reader->history_arrived("s", 1, {});
+    CHECK(reader->live_arrived("s", 1, profile));
+  }
+  CHECK_FALSE(stranger.live_arrived("s", 1, live));
+  CHECK(inside.live_arrived("s", 1, live));
+}
+
 TEST_CASE("an event naming several rooms shows only where every one of them shows it",
           "[actors][rooms]") {
   auto policy = policy_with_rooms();

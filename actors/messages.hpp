@@ -165,7 +165,20 @@ struct ok_route {
   frame_sink_ptr sink;
   std::shared_ptr<std::atomic<std::size_t>> answered;
   std::string event_id_hex;
+  /// What the event weighs in the pod's bound on events waiting for the writers
+  /// (storage_waiting_weight); the writer gives it back once the OK is queued.
+  std::int64_t weight = 0;
 };
+
+/// Events sent to the pod's writers and not answered yet, by storage_waiting_weight: each
+/// connection has at most COMB_MAX_EVENTS_IN_FLIGHT waiting, but many connections sending large
+/// events that are slow to store (thousands of tags each) would fill memory in front of a writer.
+inline constexpr std::int64_t max_storage_waiting_bytes = 256 * 1024 * 1024;
+
+/// An event on its way to a writer: its JSON, and about as much again parsed.
+[[nodiscard]] inline std::int64_t storage_waiting_weight(const std::string& json) noexcept {
+  return 2 * static_cast<std::int64_t>(json.size()) + 512;
+}
 
 /// What one connection's history replies hold on their way to its client: chunks a storage
 /// reader has sent and the connection actor has not yet handed to its socket (`in_mailbox`,

@@ -103,6 +103,8 @@ std::string relay_metrics::render() const {
   write(out, "comb_list_writes_total", "counter", "NIP-43 member lists written.", list_writes);
   write(out, "comb_sockets_open", "gauge", "Sockets counted against the pod cap, from accept to close (refused sockets are not).", sockets_open);
   write(out, "comb_outbound_bytes", "gauge", "Bytes queued for all connections, not yet written.", outbound_bytes);
+  write(out, "comb_storage_waiting_bytes", "gauge", "Events sent to the pod's writers and not yet answered, weighed as twice their JSON.", storage_waiting_bytes);
+  write(out, "comb_events_refused_storage_busy_total", "counter", "Events refused rate-limited: because 256 MiB of events already waited for the pod's writers.", events_refused_storage_busy);
   write(out, "comb_connections_refused_busy_total", "counter", "Sockets and HTTP requests refused at a pod-wide cap (503): sockets, addresses, request bodies being read.", connections_refused_busy);
   write(out, "comb_pings_refused_total", "counter", "Connections cut for pinging past their own ping bucket.", pings_refused);
   write(out, "comb_refusals_unanswered_total", "counter", "Refused sockets closed without an HTTP status, past the number answered at once.", refusals_unanswered);

@@ -208,9 +208,7 @@ std::optional<rendered_rooms> rooms_of_rendered(std::string_view json) {
 }
 
 bool keeps_rooms_of_replaced(std::uint32_t kind) noexcept {
-  auto stored_as = classify(kind);
-  return (stored_as == kind_class::replaceable || stored_as == kind_class::addressable)
-         && !is_room_state_kind(kind);
+  return classify(kind) == kind_class::addressable && !is_room_state_kind(kind);
 }
 
 bool may_carry_borrowed_rooms(std::uint32_t kind) noexcept {

@@ -88,10 +88,11 @@ inline constexpr std::array<std::uint32_t, 5> borrower_kinds{deletion_kind, reac
 [[nodiscard]] constexpr bool borrows_rooms(std::uint32_t kind) noexcept {
   return std::ranges::find(borrower_kinds, kind) != borrower_kinds.end();
 }
-/// A replaceable or addressable event without an `h` keeps the rooms of the version it replaces,
-/// borrowed as a comment borrows its thread's: Flotilla edits a room's calendar event (31923)
-/// without the `h` it was posted with, and the edit must not take it out of a private room to
-/// every reader. Room state (39000-39005) names its room in its `d`.
+/// An addressable event without an `h` keeps the rooms of the version it replaces, borrowed as a
+/// comment borrows its thread's: Flotilla edits a room's calendar event (31923) without the `h`
+/// it was posted with, and the edit must not take it out of a private room to every reader.
+/// Room state (39000-39005) names its room in its `d`. Replaceable kinds (profiles, follow and
+/// relay lists) are never posted in a room, and are too common to probe for one.
 [[nodiscard]] bool keeps_rooms_of_replaced(std::uint32_t kind) noexcept;
 /// Events that may be stored with borrowed rooms: borrows_rooms, keeps_rooms_of_replaced.
 [[nodiscard]] bool may_carry_borrowed_rooms(std::uint32_t kind) noexcept;

@@ -129,17 +129,7 @@ constexpr const char* snapshot_by_address =
   " FROM unnest($6::bigint[], $7::bytea[], $8::int[], $9::text[])"
   " AS a(community_id, pubkey, kind, d_tag) CROSS JOIN LATERAL (SELECT * FROM deleted_addresses d"
   " WHERE d.community_id = a.community_id AND d.pubkey = a.pubkey AND d.kind = a.kind"
-  " AND d.d_tag = a.d_tag OFFSET 0) d"
-  // The rooms of each address's live version, its `h` or those it borrowed: a replacement
-  // without an `h` keeps them (protocol::keeps_rooms_of_replaced). One partial index each.
-  " UNION ALL SELECT 'r', t.community_id, t.event_id, NULL, NULL, NULL, t.value"
-  " FROM unnest($6::bigint[], $7::bytea[], $8::int[], $9::text[])"
-  " AS a(community_id, pubkey, kind, d_tag) CROSS JOIN LATERAL (SELECT e.id FROM events e"
-  " WHERE e.community_id = a.community_id AND e.pubkey = a.pubkey AND e.kind = a.kind"
-  " AND e.d_tag = a.d_tag OFFSET 0) e CROSS JOIN LATERAL (SELECT community_id, event_id, value"
-  " FROM event_tags WHERE community_id = a.community_id AND event_id = e.id AND name = 'h'"
-  " UNION ALL SELECT community_id, event_id, value FROM event_tags"
-  " WHERE community_id = a.community_id AND event_id = e.id AND name = 'room') t";
+  " AND d.d_tag = a.d_tag OFFSET 0) d";
 
 const std::string& snapshot_sql(bool with_addresses) {
   static const std::string by_id = snapshot_by_id;
@@ -209,9 +199,6 @@ void add_snapshot_row(const pg_reply& reply, int row, batch_snapshot& snapshot) 
     case 'm': snapshot.member_authors.emplace(community, bytes32_field(reply, row, 3)); break;
     case 'v': snapshot.vanished_until[{community, bytes32_field(reply, row, 3)}] = reply.integer(row, 5); break;
     case 'c': add_community_row(reply, row, snapshot); break;
-    case 'r':
-      snapshot.version_rooms[event_key{community, bytes32_field(reply, row, 2)}].emplace_back(reply.text(row, 6));
-      break;
     default: break;
   }
 }
@@ -306,8 +293,9 @@ void add_tag_row(pg_copy_rows& rows, const event_write& w, std::string_view name
   rows.add_int4(static_cast<std::int32_t>(w.ev->kind));
 }
 
-/// Each event's indexed tags, and the rooms a comment or report borrows (store_outcome::borrowed_rooms) as rows
-/// named `room`, which no filter can name (a filter's tags are one letter).
+/// Each event's indexed tags, and the rooms it borrows (store_outcome::borrowed_rooms: a comment,
+/// a report, an addressable edit without its `h`) as rows named `room`, which no filter can name
+/// (a filter's tags are one letter).
 std::optional<pg_reply> insert_tags(pg_connection& connection,
                                     std::span<const event_write> writes,
                                     const store_plan& plan) {
@@ -414,6 +402,20 @@ void add_room_row(const pg_reply& reply, int row, int id_column, int restricted_
   snapshot.rooms.insert(std::move(room));
 }
 
+/// Rows of (community, event id, room, restricted) into `rooms` by event, and each room that
+/// exists into the snapshot's rooms; nothing when the statement was not sent.
+void add_rooms_of_events(const std::vector<pg_reply>& replies, std::optional<std::size_t> at,
+                         std::map<event_key, std::vector<std::string>>& rooms, batch_snapshot& snapshot) {
+  if (!at)
+    return;
+  const pg_reply& reply = replies[*at];
+  for (int row = 0; row < reply.rows(); ++row) {
+    rooms[event_key{reply.integer(row, 0), bytes32_field(reply, row, 1)}].emplace_back(reply.text(row, 2));
+    if (!reply.is_null(row, 3))
+      add_room_row(reply, row, 2, 3, snapshot);
+  }
+}
+
 /// Adds `sql` to `statements` when `wanted`, its array `params` sent in binary; its reply's
 /// place, or nothing.
 std::optional<std::size_t> read_if(std::vector<pg_connection::pipelined>& statements, bool wanted,
@@ -469,6 +471,22 @@ std::variant<batch_snapshot, pg_reply> begin_with_snapshot(pg_connection& connec
                              " WHERE community_id = k.community_id AND event_id = k.id AND name = 'room') t"
                              " LEFT JOIN rooms r ON r.community_id = t.community_id AND r.room_id = t.value",
                              referent_params);
+  // The rooms of the live version of each address a write may borrow them from
+  // (protocol::keeps_rooms_of_replaced: an edit without its `h`), its `h` or those it borrowed,
+  // read after the community lock too, and whether each is restricted: the edit posts there.
+  const pg_params version_params = address_columns(keys.borrowing_addresses);
+  auto versions_reply = read_if(statements, !keys.borrowing_addresses.empty(),
+                             "SELECT t.community_id, t.event_id, t.value, r.restricted"
+                             " FROM unnest($1::bigint[], $2::bytea[], $3::int[], $4::text[])"
+                             " AS a(community_id, pubkey, kind, d_tag) CROSS JOIN LATERAL (SELECT e.id FROM events e"
+                             " WHERE e.community_id = a.community_id AND e.pubkey = a.pubkey AND e.kind = a.kind"
+                             " AND e.d_tag = a.d_tag OFFSET 0) e CROSS JOIN LATERAL"
+                             " (SELECT community_id, event_id, value FROM event_tags"
+                             " WHERE community_id = a.community_id AND event_id = e.id AND name = 'h'"
+                             " UNION ALL SELECT community_id, event_id, value FROM event_tags"
+                             " WHERE community_id = a.community_id AND event_id = e.id AND name = 'room') t"
+                             " LEFT JOIN rooms r ON r.community_id = t.community_id AND r.room_id = t.value",
+                             version_params);
   if (with_transaction)
     statements.push_back({"SELECT txid_current() % 4294967296", nullptr, {}});
   statements.push_back({snapshot_sql(!keys.addresses.empty()), &read_params,
@@ -490,14 +508,8 @@ std::variant<batch_snapshot, pg_reply> begin_with_snapshot(pg_connection& connec
   if (rooms_reply)
     for (int row = 0; row < replies[*rooms_reply].rows(); ++row)
       add_room_row(replies[*rooms_reply], row, 1, 2, snapshot);
-  if (referents_reply)
-    for (int row = 0; row < replies[*referents_reply].rows(); ++row) {
-      const pg_reply& referents = replies[*referents_reply];
-      const event_key referent{referents.integer(row, 0), bytes32_field(referents, row, 1)};
-      snapshot.referent_rooms[referent].emplace_back(referents.text(row, 2));
-      if (!referents.is_null(row, 3))
-        add_room_row(referents, row, 2, 3, snapshot);
-    }
+  add_rooms_of_events(replies, referents_reply, snapshot.referent_rooms, snapshot);
+  add_rooms_of_events(replies, versions_reply, snapshot.version_rooms, snapshot);
   if (with_transaction)
     snapshot.transaction = static_cast<std::uint32_t>(replies[replies.size() - 2].integer(0, 0));
   return snapshot;

@@ -193,14 +193,15 @@ std::string borrowed_rooms_sql(const protocol::filter& f, param_list& params) {
   const std::string hidden = params.hidden_borrowed_rooms();
   if (hidden.empty())
     return {};
+  // protocol::may_carry_borrowed_rooms: the borrowers, and addressable kinds but room state.
   static const std::string may_carry = [] {
     std::string kinds;
     for (auto kind : protocol::borrower_kinds)
       kinds += (kinds.empty() ? "" : ", ") + std::to_string(kind);
-    return "(e.kind IN (" + kinds + ") OR e.kind IN (0, 3) OR e.kind BETWEEN 10000 AND 19999"
-           " OR (e.kind BETWEEN 30000 AND 39999 AND e.kind NOT BETWEEN 39000 AND 39005))";
+    return "(e.kind IN (" + kinds + ") OR (e.kind BETWEEN 30000 AND 39999 AND e.kind NOT BETWEEN "
+           + std::to_string(protocol::room_metadata_kind) + " AND " + std::to_string(protocol::room_pins_kind)
+           + "))";
   }();
-  static_assert(protocol::room_metadata_kind == 39000 && protocol::room_pins_kind == 39005);
   return " AND (NOT " + may_carry
          + " OR NOT EXISTS (SELECT 1 FROM event_tags c WHERE c.community_id = e.community_id"
            " AND c.event_id = e.id AND c.name = '" + std::string(borrowed_room_tag) + "' AND c.value = ANY("

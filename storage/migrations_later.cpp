@@ -313,6 +313,17 @@ CREATE TRIGGER borrowed_rooms_deleted AFTER DELETE ON events
   FOR EACH ROW WHEN (OLD.kind IN (5, 7, 1111, 1984, 9735)) EXECUTE FUNCTION comb_borrowed_rooms_deleted();
 )sql";
 
+// An addressable event with no `h` that replaces one in rooms borrows them
+// (protocol::keeps_rooms_of_replaced: Flotilla's calendar edit leaves the `h` out); its `room`
+// rows go with it too. Nothing stored before borrowed this way.
+constexpr const char* migration_35 = R"sql(
+DROP TRIGGER borrowed_rooms_deleted ON events;
+CREATE TRIGGER borrowed_rooms_deleted AFTER DELETE ON events
+  FOR EACH ROW WHEN (OLD.kind IN (5, 7, 1111, 1984, 9735)
+                     OR (OLD.kind BETWEEN 30000 AND 39999 AND OLD.kind NOT BETWEEN 39000 AND 39005))
+  EXECUTE FUNCTION comb_borrowed_rooms_deleted();
+)sql";
+
 constexpr migration migrations[] = {
   {22, "events' store time for the gap fill; a community's events skip their tag probes when it"
        " is deleted", migration_22},
@@ -329,6 +340,7 @@ constexpr migration migrations[] = {
   {32, "a room's invite code lives as long as its 9009", migration_32},
   {33, "zap receipts borrow rooms; rooms borrowed from borrowers", migration_33},
   {34, "reactions and deletions borrow rooms", migration_34},
+  {35, "edits of addressable events borrow the rooms of what they replace", migration_35},
 };
 
 } // namespace

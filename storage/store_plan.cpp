@@ -72,6 +72,11 @@ bool posting_checked(const event_write& w) {
   return w.recheck_access && w.ev->kind == protocol::comment_kind;
 }
 
+/// An edit that keeps the rooms of the version it replaces (protocol::keeps_rooms_of_replaced).
+bool keeps_rooms_of_replaced(const protocol::event& ev) {
+  return protocol::keeps_rooms_of_replaced(ev.kind) && !protocol::room_of(ev);
+}
+
 /// The rooms a write names whose posting rule the batch checks again: the pod's cache admitted
 /// it, and may lag a removal from the room. A deletion is not posting (someone who left deletes
 /// what they posted there); an import restores what the community held.
@@ -151,8 +156,12 @@ private:
         auto old = state_.events.find(current->second);
         if (old != state_.events.end() && stored_version_wins(old->second, current->second.id, ev))
           return outcome(store_outcome::status::duplicate, msg_have_newer);
-        if (protocol::keeps_rooms_of_replaced(ev.kind) && !protocol::room_of(ev))
+        if (keeps_rooms_of_replaced(ev)) {
           borrowed_rooms = with_rooms_of_version(std::move(borrowed_rooms), current->second);
+          // It posts there again: someone removed from a restricted room does not edit into it.
+          if (w.recheck_access && borrowed_rooms && posts_where_not_allowed(w, *borrowed_rooms))
+            return outcome(store_outcome::status::refused, msg_room_restricted);
+        }
         remove(current->second);
         replaced = true;
       }
@@ -310,8 +319,11 @@ batch_keys keys_of(std::span<const event_write> writes) {
     keys.authors.emplace_back(w.community_id, w.ev->pubkey);
     if (w.admitted_as)
       keys.authors.emplace_back(w.community_id, *w.admitted_as);
-    if (auto addr = address_of_event(w.community_id, *w.ev))
+    if (auto addr = address_of_event(w.community_id, *w.ev)) {
+      if (keeps_rooms_of_replaced(*w.ev))
+        keys.borrowing_addresses.push_back(*addr);
       keys.addresses.push_back(std::move(*addr));
+    }
     bool deletes_ids = w.ev->kind == protocol::vanish_kind;
     if (w.ev->kind == deletion_kind) {
       for (const auto& id : e_tag_ids(*w.ev)) {
@@ -340,6 +352,7 @@ batch_keys keys_of(std::span<const event_write> writes) {
   sort_unique(keys.rooms);
   sort_unique(keys.ids);
   sort_unique(keys.addresses);
+  sort_unique(keys.borrowing_addresses);
   sort_unique(keys.authors);
   return keys;
 }
@@ -355,6 +368,28 @@ std::vector<lock_request> locks_for(const batch_keys& keys) {
     locks.push_back({key, exclusive});
   return locks; // ascending by key, from the map
 }
+
+namespace {
+
+/// The rooms an edit may keep (protocol::keeps_rooms_of_replaced): those of its address's stored
+/// version, and the `h` of every write of the batch at that address (a superset of the version
+/// the replay will find before it).
+std::vector<std::string> rooms_of_versions(const event_write& edit, std::span<const event_write> writes,
+                                           const batch_snapshot& snapshot) {
+  std::vector<std::string> rooms;
+  auto addr = address_of_event(edit.community_id, *edit.ev);
+  if (!addr)
+    return rooms;
+  if (auto current = snapshot.current.find(*addr); current != snapshot.current.end())
+    if (auto stored = snapshot.version_rooms.find(current->second); stored != snapshot.version_rooms.end())
+      rooms = stored->second;
+  for (const auto& w : writes)
+    if (&w != &edit && address_of_event(w.community_id, *w.ev) == addr)
+      append_h_values(*w.ev, rooms);
+  return rooms;
+}
+
+} // namespace
 
 std::vector<room_poster> room_posters_to_read(std::span<const event_write> writes,
                                               const batch_snapshot& snapshot) {
@@ -373,6 +408,9 @@ std::vector<room_poster> room_posters_to_read(std::span<const event_write> write
   for (const auto& w : writes) {
     for (const auto& room : own_rooms_checked(w))
       wanted(w, room);
+    if (w.recheck_access && keeps_rooms_of_replaced(*w.ev))
+      for (const auto& room : rooms_of_versions(w, writes, snapshot))
+        wanted(w, room);
     if (!posting_checked(w))
       continue;
     auto roots = referents_read(w);

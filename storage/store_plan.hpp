@@ -72,7 +72,7 @@ struct batch_snapshot {
   std::set<std::pair<std::int64_t, std::string>> rooms;
   /// The rooms (`h`) of each stored referent of the batch (batch_keys::room_referents).
   std::map<event_key, std::vector<std::string>> referent_rooms;
-  /// The rooms (`h`, or borrowed) of the live version of each address of the batch.
+  /// The rooms (`h`, or borrowed) of the live version of each of batch_keys::borrowing_addresses.
   std::map<event_key, std::vector<std::string>> version_rooms;
   /// Of the rooms read (the writes' and the comment roots'), those only members may post in.
   std::set<std::pair<std::int64_t, std::string>> restricted_rooms;
@@ -92,6 +92,9 @@ struct batch_keys {
   /// (community, room) of event_write::rooms, and the `h` of the comment roots written in the batch
   std::vector<std::pair<std::int64_t, std::string>> rooms;
   std::vector<event_key> room_referents; ///< protocol::room_referents of the writes
+  /// Addresses of the writes that keep the rooms of the version they replace
+  /// (protocol::keeps_rooms_of_replaced, no `h` of their own).
+  std::vector<address> borrowing_addresses;
 };
 
 /// One advisory lock to take: sorted by key, every transaction takes them in the same order.

@@ -425,12 +425,14 @@ std::optional<shared_event_frame> connection::live_arrived(const std::string& id
     return shared_event_frame{sub.frame_head, event.json};
   }
   // Held until EOSE; past the bound the oldest would be lost, so the newest are dropped instead
-  // and the client still gets every event up to the bound in order.
-  if (sub.held.size() < policy_.max_buffered_live
+  // and the client still gets every event up to the bound in order (after one dropped for its
+  // size, a smaller one that would fit is dropped too: no gap).
+  if (!sub.dropping_held && sub.held.size() < policy_.max_buffered_live
       && sub.held_bytes + event.json->size() <= policy_.max_buffered_live_bytes) {
     sub.held_bytes += event.json->size();
     sub.held.push_back(event);
   } else {
+    sub.dropping_held = true;
     ++dropped_live_;
   }
   return std::nullopt;

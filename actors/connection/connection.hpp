@@ -404,6 +404,7 @@ private:
     bool live = false;
     std::vector<live_event> held;
     std::size_t held_bytes = 0; ///< of `held`'s JSON
+    bool dropping_held = false; ///< past a bound: every later live event is dropped until EOSE
     /// Ids sent as history, kept for a short while after EOSE: an event committed just before
     /// the query can reach the fan-out after the history reply reached us.
     history_ids sent_in_history;

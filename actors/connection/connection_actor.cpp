@@ -135,6 +135,30 @@ bool hold_join_for_auth(self_ptr self, const protocol::event& ev, const protocol
   return true;
 }
 
+/// An admitted event goes to this connection's writer, which answers on the socket, unless the
+/// pod's writers already have max_storage_waiting_bytes of events waiting.
+void store_event(self_ptr self, std::shared_ptr<const protocol::event> ev,
+                 std::shared_ptr<const std::string> json) {
+  auto& st = self->state;
+  auto& metrics = *st.args.metrics;
+  const std::int64_t weight = storage_waiting_weight(*json);
+  if (metrics.storage_waiting_bytes.load(std::memory_order_relaxed) + weight > max_storage_waiting_bytes) {
+    bump(metrics.events_rejected);
+    bump(metrics.events_refused_storage_busy);
+    send_frame(self, protocol::render_ok(ev->id, false, "rate-limited: the relay is busy storing events; try again shortly"));
+    return;
+  }
+  bump(metrics.events_accepted);
+  metrics.storage_waiting_bytes.fetch_add(weight, std::memory_order_relaxed);
+  st.logic->event_sent();
+  ok_route route{st.args.sink, st.events_answered, protocol::to_hex(ev->id), weight};
+  auto rooms = st.logic->admitted_rooms(*ev);
+  const bool vanishes = ev->kind == protocol::vanish_kind;
+  self->send(st.args.writer, store_atom_v, std::move(route),
+             storage::event_write{st.args.policy.community_id, std::move(ev), std::move(json), std::move(rooms),
+                                  true, st.logic->admitted_as(), vanishes});
+}
+
 void answer_event(self_ptr self, protocol::event_message& message, bool may_wait) {
   auto& st = self->state;
   auto& metrics = *st.args.metrics;
@@ -150,12 +174,13 @@ void answer_event(self_ptr self, protocol::event_message& message, bool may_wait
     send_frame(self, protocol::render_ok(ev.id, false, refused->text()));
     return;
   }
-  bump(metrics.events_accepted);
   if (is_membership_request(ev.kind)) {
+    bump(metrics.events_accepted);
     request_membership_change(self, ev);
     return;
   }
   if (protocol::is_room_request_kind(ev.kind)) {
+    bump(metrics.events_accepted);
     request_room_change(self, ev);
     return;
   }
@@ -163,6 +188,7 @@ void answer_event(self_ptr self, protocol::event_message& message, bool may_wait
   auto json = std::make_shared<const std::string>(protocol::render_event_json(*shared_event));
   std::int64_t community = st.args.policy.community_id;
   if (protocol::classify(shared_event->kind) == protocol::kind_class::ephemeral) {
+    bump(metrics.events_accepted);
     committed_event accepted{community, {shared_event, json}};
     self->send(st.args.fanout, publish_atom_v, accepted);
     if (st.args.bridge)
@@ -170,13 +196,7 @@ void answer_event(self_ptr self, protocol::event_message& message, bool may_wait
     send_frame(self, protocol::render_ok(shared_event->id, true, ""));
     return;
   }
-  st.logic->event_sent();
-  ok_route route{st.args.sink, st.events_answered, protocol::to_hex(shared_event->id)};
-  auto rooms = st.logic->admitted_rooms(*shared_event);
-  const bool vanishes = shared_event->kind == protocol::vanish_kind;
-  self->send(st.args.writer, store_atom_v, std::move(route),
-             storage::event_write{community, std::move(shared_event), std::move(json), std::move(rooms), true,
-                                  st.logic->admitted_as(), vanishes});
+  store_event(self, std::move(shared_event), std::move(json));
 }
 
 void on_event(self_ptr self, protocol::event_message& message) {

@@ -104,6 +104,10 @@ void flush(caf::stateful_actor<writer_state>* self) {
   if (!committed_batch.empty())
     self->send(st.args.fanout, publish_atom_v, std::move(committed_batch));
   send_oks(batch, outcomes);
+  std::int64_t answered_weight = 0;
+  for (const auto& p : batch)
+    answered_weight += p.route.weight;
+  st.args.metrics->storage_waiting_bytes.fetch_sub(answered_weight, std::memory_order_relaxed);
   if (!st.pending.empty()) {
     st.flush_queued = true;
     self->send(self, flush_atom_v);

@@ -151,3 +151,24 @@ TEST_CASE_METHOD(fixture, "joins and leaves fill only their lane of the room que
   REQUIRE(seen->room_replies.size() == max_queued_self_requests + 2);
   CHECK(seen->room_replies.back() == room_reply{ticket, protocol::room_outcome::changed});
 }
+
+TEST_CASE_METHOD(fixture, "one person's answered room requests, retried or not, free their places",
+                 "[actor][community][rooms][bounds]") {
+  db->room_wait = 0; // the first batch waits for the next second, then goes
+  std::uint64_t ticket = 1;
+  auto send_own = [&] {
+    for (std::size_t i = 0; i < max_queued_per_member; ++i, ++ticket)
+      queue_room(ticket, "pizza", std::to_string(ticket), nullptr,
+                 ticket % 2 == 1 ? protocol::room_join_kind : protocol::room_leave_kind);
+  };
+  send_own();
+  scheduler->run();
+  scheduler->trigger_timeouts();
+  scheduler->run();
+  send_own();
+  scheduler->run();
+  REQUIRE(seen->room_replies.size() == 2 * max_queued_per_member);
+  CHECK(std::ranges::none_of(seen->room_replies, [](const auto& reply) {
+    return reply.second == protocol::room_outcome::busy;
+  }));
+}

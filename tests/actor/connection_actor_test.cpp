@@ -46,6 +46,28 @@ TEST_CASE_METHOD(fixture, "the writer's OKs on the socket free places in the bou
   CHECK(c.sink->take() == std::vector<std::string>{ok_frame(first, true, "")});
 }
 
+TEST_CASE_METHOD(fixture, "events waiting for the pod's writers are bounded in bytes over every connection",
+                 "[actor][connection][bounds]") {
+  store->hold_writes = true;
+  auto first = test::sign_event(alice, 1, "first");
+  auto second = test::sign_event(alice, 1, "second");
+  const auto weight = storage_waiting_weight(protocol::render_event_json(first));
+  metrics->storage_waiting_bytes = max_storage_waiting_bytes - weight; // other connections' events
+  auto a = connect();
+  auto b = connect();
+  say(a, test::event_frame(first));
+  say(b, test::event_frame(second));
+  CHECK(store->store_calls == 1);
+  CHECK(a.sink->take().empty());
+  CHECK(b.sink->take()
+        == std::vector<std::string>{
+          ok_frame(second, false, "rate-limited: the relay is busy storing events; try again shortly")});
+  CHECK(metrics->events_refused_storage_busy == 1);
+  CHECK(metrics->storage_waiting_bytes == max_storage_waiting_bytes);
+  REQUIRE(store->held_writes.size() == 1);
+  CHECK(store->held_writes.front().weight == weight); // what the writer gives back with the OK
+}
+
 TEST_CASE_METHOD(fixture, "a forged EVENT is refused without touching storage", "[actor][connection]") {
   auto c = connect();
   auto ev = test::sign_event(alice, 1);

@@ -77,6 +77,7 @@ describe('metrics', () => {
     }
     for (const [name, value] of Object.entries(expect)) assert.equal(delta(before, after, name), value, name)
     assert.equal(after.get('comb_connections'), 0)
+    assert.equal(after.get('comb_storage_waiting_bytes'), 0, 'each event the writer answered is given back')
     assert.ok(delta(before, after, 'comb_commit_seconds_count') >= 1)
     assert.ok([...after.keys()].some((k) => k.startsWith('comb_community_members{')))
   })

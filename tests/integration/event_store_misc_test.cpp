@@ -543,3 +543,34 @@ TEST_CASE_METHOD(test::store_fixture, "an edit that leaves out the h of a room's
   CHECK_FALSE(stored.borrowed_rooms);
   CHECK(read(kitchen_unseen) == jsons_of({moved}));
 }
+
+TEST_CASE_METHOD(test::store_fixture, "an edit that keeps a restricted room is refused to someone no longer allowed to post there",
+                 "[integration][event_store][rooms]") {
+  author member{15}, admin{16};
+  const std::string id = std::to_string(community);
+  (void)test::scalar(connection, "INSERT INTO rooms (community_id, room_id, restricted) VALUES"
+                                 " ($1::bigint, 'office', true) RETURNING 1", {id});
+  office_with(*this, member, admin);
+  auto posted = member.sign(31923, now - 10, {{"d", "standup"}, {"h", "office"}});
+  REQUIRE(store_one(events, community, posted).result == status::stored);
+  auto edit = member.sign(31923, now - 8, {{"d", "standup"}}, "at ten");
+  auto kept = store_one(events, community, edit);
+  test::check_outcome(kept, status::stored, "");
+  CHECK(kept.borrowed_rooms == std::vector<std::string>{"office"});
+  auto room_rows = [&](const test::event_ptr& ev) {
+    return test::scalar(connection, "SELECT count(*) FROM event_tags WHERE community_id = $1::bigint"
+                                    " AND name = 'room' AND event_id = decode($2, 'hex')",
+                        {id, protocol::to_hex(ev->id)});
+  };
+  CHECK(room_rows(edit) == "1");
+  (void)test::scalar(connection, "DELETE FROM room_members WHERE community_id = $1::bigint RETURNING 1", {id});
+  test::check_outcome(store_one(events, community, member.sign(31923, now - 6, {{"d", "standup"}}, "at eleven")),
+                      status::refused, storage::msg_room_restricted);
+  // Replaced, the version's room rows go with it (migration 35).
+  auto by_admin_edit = member.sign(31923, now - 4, {{"d", "standup"}, {"h", "_"}});
+  auto imported = test::write_of(community, by_admin_edit);
+  imported.recheck_access = false; // an import restores what the community held
+  std::vector writes{imported};
+  REQUIRE(events.store_batch(writes).at(0).result == status::stored);
+  CHECK(room_rows(edit) == "0");
+}

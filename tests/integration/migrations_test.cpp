@@ -444,3 +444,18 @@ TEST_CASE("migration 34: reactions to a comment get the rooms it borrows, and lo
   scalar(c, "DELETE FROM events WHERE id = '\\x0c' RETURNING 1");
   CHECK(scalar(c, "SELECT count(*) FROM event_tags WHERE name = 'room' AND kind = 7") == "0");
 }
+
+TEST_CASE("migration 35: an addressable event's borrowed rooms go with it", "[integration][migrations]") {
+  test::fresh_database db;
+  storage::pg_connection c(db.conninfo());
+  const auto* widened = &migrated_up_to(c, 35);
+  auto community = scalar(c, "INSERT INTO communities (host) VALUES ('x.example') RETURNING id");
+  insert_tagged(c, community, "\\x0e", "{}", {{"d", "picnic"}, {"room", "office"}});
+  insert_tagged(c, community, "\\x0f", "{}", {{"d", "state"}, {"room", "office"}});
+  scalar(c, "UPDATE events SET kind = CASE WHEN id = '\\x0e' THEN 31923 ELSE 39000 END RETURNING 1");
+  scalar(c, "UPDATE event_tags t SET kind = e.kind FROM events e WHERE e.id = t.event_id RETURNING 1");
+  REQUIRE(c.exec_script(widened->sql).ok());
+  scalar(c, "DELETE FROM events RETURNING 1");
+  // Room state (39000-39005) names its room in its d and never borrows: no probe for it.
+  CHECK(scalar(c, "SELECT string_agg(encode(event_id, 'hex'), ',') FROM event_tags WHERE name = 'room'") == "0f");
+}

@@ -106,12 +106,15 @@ TEST_CASE("live events held before EOSE are bounded in bytes too, per subscripti
   const std::string large(64 * 1024, 'x');
   auto big = test::sign_event(author, 1, large);
   const auto size = protocol::render_event_json(big).size();
-  policy.max_buffered_live_bytes = 2 * size + 16; // two of these, a digit longer each
+  policy.max_buffered_live_bytes = 2 * size + 512; // two of these, a digit longer each, and room for a small one
   connection c(policy, "challenge");
   auto generation = c.open_subscription("s").value();
   auto other = c.open_subscription("t").value();
   for (int i = 0; i < 3; ++i)
     CHECK_FALSE(c.live_arrived("s", generation, live(test::sign_event(author, 1, large + std::to_string(i)))));
+  CHECK(c.take_dropped_live() == 1);
+  // A small one that would fit is dropped too: the client gets a prefix, not a gap.
+  CHECK_FALSE(c.live_arrived("s", generation, live(test::sign_event(author, 1, "small"))));
   CHECK(c.take_dropped_live() == 1);
   CHECK_FALSE(c.live_arrived("t", other, live(big))); // its own bytes
   CHECK(c.take_dropped_live() == 0);

@@ -196,6 +196,9 @@ struct history_flow {
 using history_flow_ptr = std::shared_ptr<history_flow>;
 
 /// A REQ's or COUNT's history part, addressed to a storage reader.
+/// Set when a query's subscription ends before its history reply did (history_request::ended).
+using query_end_ptr = std::shared_ptr<std::atomic<bool>>;
+
 struct history_request {
   caf::actor reply_to;
   std::int64_t community_id = 0;
@@ -206,6 +209,8 @@ struct history_request {
   /// What of the rooms the reader may not see: a COUNT's, or a REQ's that may match comments
   /// (storage::bounded_history_sql).
   protocol::room_hiding hidden;
+  /// Set once its subscription is closed, replaced or refused: the reader stops reading for it.
+  query_end_ptr ended = nullptr;
 };
 
 /// A REQ's live part, addressed to the fan-out.
@@ -222,6 +227,7 @@ struct live_request {
   caf::actor reader;
   /// Handed on to the history request (history_request::hidden).
   protocol::room_hiding hidden = {};
+  query_end_ptr ended = nullptr; ///< handed on to the history request
 };
 
 /// A minted invite as the connection sends it: the relay-signed 28935, or why there is none.

@@ -61,6 +61,9 @@ struct connection_state {
   std::unordered_map<std::uint64_t, protocol::req_message> awaiting_invite;
   /// When each subscription's REQ arrived, for the REQ-to-EOSE histogram.
   std::unordered_map<std::string, double> req_started;
+  /// Of each subscription whose history query may still be read: what tells the reader to stop
+  /// (set and dropped when the subscription ends; bounded as subscriptions are).
+  std::unordered_map<std::string, query_end_ptr> query_ends;
   /// REQs (their live part, which starts their query) and COUNTs waiting for one of the
   /// policy's `max_queries_in_flight` places; bounded by the subscription cap and
   /// `max_waiting_counts`.

@@ -30,11 +30,20 @@ void forget_waiting(connection_state& st, const std::string& id) {
   st.awaiting_auth.forget(id);
 }
 
+/// The history query of subscription `id`, if one is under way, is read no further.
+void end_query(connection_state& st, const std::string& id) {
+  if (auto it = st.query_ends.find(id); it != st.query_ends.end()) {
+    it->second->store(true, std::memory_order_release);
+    st.query_ends.erase(it);
+  }
+}
+
 void end_subscription(connection_self self, const std::string& id) {
   auto& st = self->state;
   if (st.logic->close_subscription(id))
     self->send(st.args.fanout, unsubscribe_atom_v, st.args.owner, st.args.policy.community_id, id);
   st.req_started.erase(id);
+  end_query(st, id);
 }
 
 } // namespace
@@ -70,10 +79,15 @@ void open_subscription(connection_self self, protocol::req_message& message) {
   // A REQ that replaces one still waiting takes its place, so waiting REQs are never more than
   // the open subscriptions, however often a client repeats an id.
   forget_waiting(st, message.subscription_id);
+  // The query of the subscription this REQ replaces, if still read, stops: a client repeating
+  // REQ and CLOSE would otherwise keep readers busy for replies nobody takes.
+  end_query(st, message.subscription_id);
+  auto ended = std::make_shared<std::atomic<bool>>(false);
+  st.query_ends.emplace(message.subscription_id, ended);
   // What the query hides is decided as it starts (start_waiting_queries), not now.
   st.waiting_queries.emplace_back(
     live_request{self, st.args.owner, st.args.policy.community_id, message.subscription_id,
-                 generation.value(), std::move(message.filters), st.history, {}, {}});
+                 generation.value(), std::move(message.filters), st.history, {}, {}, std::move(ended)});
   if (!st.logic->query_may_start())
     bump(st.args.metrics->queries_waited);
   start_waiting_queries(self);

@@ -183,7 +183,7 @@ caf::behavior fanout_actor(caf::stateful_actor<fanout_state>* self, fanout_args 
         return;
       history_request history{request.connection, request.community_id, request.subscription_id,
                               request.generation, std::move(request.filters), std::move(request.flow),
-                              std::move(request.hidden)};
+                              std::move(request.hidden), std::move(request.ended)};
       self->send(request.reader ? request.reader
                                 : pick_reader(readers, st.args.readers_waiting.get(), request.owner),
                  query_atom_v, std::move(history));

@@ -237,6 +237,8 @@ void answer_history(caf::stateful_actor<reader_state>* self, const history_reque
   room outcome = room::made;
   reply_pacing pacing{reply_wait_slot(s.args.waits.get(), s.args.index)};
   auto deliver = [&](storage::query_result chunk) {
+    if (request.ended && request.ended->load(std::memory_order_acquire))
+      return false; // its subscription ended: nobody takes the rest
     std::size_t bytes = storage::bytes_of(chunk);
     if (request.flow) {
       outcome = make_room(*request.flow, bytes, budget, patience, pacing, metrics);
@@ -265,10 +267,11 @@ void answer_history(caf::stateful_actor<reader_state>* self, const history_reque
              std::move(rest));
 }
 
-/// The query's connection has closed: reading for it would only cost Postgres (a client may
-/// open queries and leave, again and again).
+/// The query's connection has closed, or its subscription ended: reading for it would only cost
+/// Postgres (a client may open queries and leave, or close them, again and again).
 bool client_gone(const reader_args& args, const history_request& request) {
-  if (!request.flow || !request.flow->sink || !request.flow->sink->ending())
+  const bool ended = request.ended && request.ended->load(std::memory_order_acquire);
+  if (!ended && (!request.flow || !request.flow->sink || !request.flow->sink->ending()))
     return false;
   if (args.metrics)
     bump(args.metrics->queries_skipped);

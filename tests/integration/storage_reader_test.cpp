@@ -160,3 +160,36 @@ TEST_CASE_METHOD(test::store_fixture,
   CHECK(took < std::chrono::seconds(15)); // three 1 s timeouts and the reads; all of it took 35 s
   CHECK(r.metrics->history_abandoned.load() == 1);
 }
+
+TEST_CASE_METHOD(test::store_fixture, "a reader stops reading for a subscription that ended",
+                 "[integration][reader]") {
+  paced_reader r(*this, 40); // 160 KB in chunks of one 4 KB event: past the 64 KB budget
+  caf::scoped_actor self{*r.system};
+  protocol::filter notes;
+  notes.kinds = {1};
+  // Closed before its query started: dropped unread.
+  auto closed = std::make_shared<std::atomic<bool>>(true);
+  self->send(r.reader, query_atom_v, history_request{self, community, "closed", 1, {notes}, nullptr, {}, closed});
+  // Closed while its reply waits for the client to read: the reader stops there.
+  auto flow = std::make_shared<history_flow>();
+  auto ended = std::make_shared<std::atomic<bool>>(false);
+  self->send(r.reader, query_atom_v, history_request{self, community, "open", 2, {notes}, flow, {}, ended});
+  std::vector<std::string> parts;
+  bool waiting = true;
+  while (waiting)
+    self->receive(
+      [&](history_atom, const std::string& sub, std::uint64_t, const storage::query_result& part) {
+        parts.push_back(sub);
+        if (part.last)
+          waiting = false;
+        else if (parts.size() == 3) { // the client closes it and reads what came
+          ended->store(true);
+          flow->in_mailbox = 0;
+        }
+      },
+      caf::after(std::chrono::seconds(10)) >> [&] { waiting = false; });
+  CHECK(std::ranges::count(parts, "closed") == 0);
+  CHECK(r.metrics->queries_skipped.load() == 1);
+  REQUIRE_FALSE(parts.empty());
+  CHECK(parts.size() < 20); // of 40 chunks; the budget lets about 16 go before the close
+}

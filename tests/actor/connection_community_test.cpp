@@ -1,0 +1,283 @@
+// SPDX-License-Identifier: MIT
+// The connection actor with its community: access that changes while a connection is open, the
+// membership and room requests it may have waiting, and what waits for AUTH (joins and REQs)
+// (fixture: connection_fixture.hpp).
+#include <catch2/catch.hpp>
+
+#include "connection_fixture.hpp"
+#include "actors/community/membership_requests.hpp"
+
+using namespace comb;
+using namespace comb::actors;
+using namespace comb::test_connection;
+
+namespace {
+
+/// Stands in for the community actor: records the membership commands it is asked for.
+caf::behavior recording_community(caf::event_based_actor*,
+                                  std::shared_ptr<std::vector<storage::membership_command>> asked) {
+  return {
+    [=](member_atom, std::uint64_t, const storage::membership_command& command) {
+      asked->push_back(command);
+    },
+  };
+}
+
+} // namespace
+
+TEST_CASE_METHOD(fixture, "a community closed since the connection opened is closed to its writes too",
+                 "[actor][connection][access]") {
+  auto asked = std::make_shared<std::vector<storage::membership_command>>();
+  community = system->spawn(recording_community, asked);
+  spawned.push_back(community);
+  base_policy.members = std::make_shared<member_cache>();
+  (void)base_policy.members->replace({{alice.public_key(), storage::member_role::member}});
+  base_policy.members->set_closed(false);
+  auto c = connect(false); // open when it connected
+  auto auth = test::sign_event(alice, 22242, "", {{"relay", "wss://hive.test"}, {"challenge", c.challenge}});
+  say(c, "[\"AUTH\"," + protocol::render_event_json(auth) + "]");
+  REQUIRE(c.sink->take() == std::vector<std::string>{ok_frame(auth, true, "")});
+  base_policy.members->set_closed(true); // comb-admin closed it; the member's socket stays
+
+  // A member's socket carries no non-member's event in.
+  auto from_bob = test::sign_event(bob, 1, "not a member");
+  say(c, test::event_frame(from_bob));
+  CHECK(c.sink->take()
+        == std::vector<std::string>{
+          ok_frame(from_bob, false, "restricted: the author of this event is not a member of this community")});
+  CHECK(store->store_calls == 0);
+
+  // Nor does a join without an invite code, sent after authenticating as someone else.
+  auto bob_auth = test::sign_event(bob, 22242, "", {{"relay", "wss://hive.test"}, {"challenge", c.challenge}});
+  say(c, "[\"AUTH\"," + protocol::render_event_json(bob_auth) + "]");
+  REQUIRE(c.sink->take() == std::vector<std::string>{ok_frame(bob_auth, true, "")});
+  auto join = test::sign_event(bob, 28934, "", {});
+  say(c, test::event_frame(join));
+  CHECK(c.sink->take()
+        == std::vector<std::string>{
+          ok_frame(join, false, "restricted: a join request needs a claim tag with an invite code")});
+  CHECK(asked->empty());
+
+  // Reopened: a join needs no code again.
+  base_policy.members->set_closed(false);
+  auto open_join = test::sign_event(bob, 28934, "again", {});
+  say(c, test::event_frame(open_join));
+  REQUIRE(asked->size() == 1);
+  CHECK(asked->front().change == storage::membership_change::claim_membership);
+}
+
+TEST_CASE_METHOD(fixture, "a member removed from a closed community is sent none of what waited in its queue",
+                 "[actor][connection][access]") {
+  base_policy.members = std::make_shared<member_cache>();
+  (void)base_policy.members->replace({{alice.public_key(), storage::member_role::member}});
+  base_policy.members->set_closed(true);
+  auto c = connect(true);
+  auto auth = test::sign_event(alice, 22242, "", {{"relay", "wss://hive.test"}, {"challenge", c.challenge}});
+  say(c, "[\"AUTH\"," + protocol::render_event_json(auth) + "]");
+  say(c, R"(["REQ","feed",{"kinds":[1]}])");
+  release_history();
+  REQUIRE(c.sink->take() == std::vector<std::string>{ok_frame(auth, true, ""), protocol::render_eose("feed")});
+  // The client stops reading: its own posts come back to it live and wait in its queue.
+  auto post = test::sign_event(alice, 1, "queued");
+  say(c, test::event_frame(post));
+  run();
+  (void)base_policy.members->replace({}); // removed, on this pod or another
+  caf::anon_send(c.actor, revoke_atom_v, std::int64_t{1}, pubkey_list{alice.public_key()});
+  run();
+  CHECK(c.sink->take()
+        == std::vector<std::string>{ok_frame(post, true, ""),
+                                    protocol::render_closed("feed", "restricted: you are no longer a member of this community")});
+}
+
+TEST_CASE_METHOD(fixture, "a connection has only a few joins and leaves waiting, other requests still go",
+                 "[actor][connection][bounds]") {
+  auto asked = std::make_shared<std::vector<storage::membership_command>>();
+  community = system->spawn(recording_community, asked); // never answers: every request waits
+  spawned.push_back(community);
+  base_policy.members = std::make_shared<member_cache>();
+  base_policy.members->set_closed(false);
+  auto c = connect(false);
+  auto auth = test::sign_event(bob, 22242, "", {{"relay", "wss://hive.test"}, {"challenge", c.challenge}});
+  say(c, "[\"AUTH\"," + protocol::render_event_json(auth) + "]");
+  REQUIRE(c.sink->take() == std::vector<std::string>{ok_frame(auth, true, "")});
+  for (std::size_t i = 0; i < max_waiting_self_requests; ++i) {
+    auto kind = i % 2 == 0 ? 28934 : 28936;
+    say(c, test::event_frame(test::sign_event(bob, kind, "turn " + std::to_string(i), {})));
+  }
+  CHECK(c.sink->take().empty());
+  CHECK(asked->size() == max_waiting_self_requests);
+
+  auto one_more = test::sign_event(bob, 28936, "one more", {});
+  say(c, test::event_frame(one_more));
+  CHECK(c.sink->take()
+        == std::vector<std::string>{
+          ok_frame(one_more, false, "rate-limited: too many membership requests awaiting an answer")});
+  CHECK(asked->size() == max_waiting_self_requests);
+
+  auto add = test::sign_event(bob, 9030, "", {{"p", protocol::to_hex(alice.public_key())},
+                                               {"relay", "wss://hive.test"}});
+  say(c, test::event_frame(add));
+  CHECK(c.sink->take().empty());
+  REQUIRE(asked->size() == max_waiting_self_requests + 1);
+  CHECK(asked->back().change == storage::membership_change::add_member);
+}
+
+namespace {
+
+/// Stands in for the community actor: counts the room requests it is asked for, answers none.
+caf::behavior recording_rooms(caf::event_based_actor*, std::shared_ptr<std::size_t> asked) {
+  return {
+    [=](room_atom, std::uint64_t, const storage::room_command&) { ++*asked; },
+    [=](member_atom, std::uint64_t, const storage::membership_command&) { ++*asked; },
+  };
+}
+
+} // namespace
+
+TEST_CASE_METHOD(fixture, "a connection has only a few room joins and leaves waiting, beside its community ones",
+                 "[actor][connection][bounds]") {
+  // Each of one person's joins and leaves of a room takes a second of the room's own: a key
+  // alternating them from many sockets would hold the room's other requests behind it.
+  auto asked = std::make_shared<std::size_t>(0);
+  community = system->spawn(recording_rooms, asked);
+  spawned.push_back(community);
+  base_policy.members = std::make_shared<member_cache>();
+  base_policy.members->set_closed(false);
+  std::vector<protocol::room_state> rooms;
+  for (const char* id : {"pizza", "pasta"}) {
+    protocol::room_state room;
+    room.exists = true;
+    room.id = id;
+    rooms.push_back(room);
+  }
+  base_policy.members->set_rooms(std::make_shared<const room_index>(rooms), 1);
+  auto c = connect(false);
+  auto auth = test::sign_event(bob, 22242, "", {{"relay", "wss://hive.test"}, {"challenge", c.challenge}});
+  say(c, "[\"AUTH\"," + protocol::render_event_json(auth) + "]");
+  REQUIRE(c.sink->take() == std::vector<std::string>{ok_frame(auth, true, "")});
+  for (std::size_t i = 0; i < max_waiting_self_requests; ++i) {
+    auto kind = i % 2 == 0 ? protocol::room_join_kind : protocol::room_leave_kind;
+    say(c, test::event_frame(test::sign_event(bob, kind, "turn " + std::to_string(i), {{"h", "pizza"}})));
+  }
+  CHECK(c.sink->take().empty());
+  CHECK(*asked == max_waiting_self_requests);
+
+  auto one_more = test::sign_event(bob, protocol::room_join_kind, "one more", {{"h", "pasta"}});
+  say(c, test::event_frame(one_more));
+  CHECK(c.sink->take()
+        == std::vector<std::string>{
+          ok_frame(one_more, false, "rate-limited: too many membership requests awaiting an answer")});
+  CHECK(*asked == max_waiting_self_requests);
+
+  say(c, test::event_frame(test::sign_event(bob, 28934, "", {})));
+  CHECK(c.sink->take().empty());
+  CHECK(*asked == max_waiting_self_requests + 1);
+}
+
+TEST_CASE_METHOD(fixture, "join requests sent before AUTH wait for it, a few of them, for its author only",
+                 "[actor][connection][auth]") {
+  // Flotilla publishes a visitor's 28934 as the space opens, while welshman authenticates; it
+  // never sends a join again and hides an auth-required refusal.
+  auto asked = std::make_shared<std::vector<storage::membership_command>>();
+  community = system->spawn(recording_community, asked);
+  spawned.push_back(community);
+  base_policy.members = std::make_shared<member_cache>();
+  base_policy.members->set_closed(false);
+  auto c = connect(false);
+  auto join = test::sign_event(bob, 28934, "", {});
+  say(c, test::event_frame(join));
+  std::vector<protocol::event> others;
+  for (std::size_t i = 1; i <= max_joins_awaiting_auth; ++i) {
+    others.push_back(test::sign_event(alice, 28934, "join " + std::to_string(i), {}));
+    say(c, test::event_frame(others.back()));
+  }
+  // Past the bound one is refused at once; the others wait.
+  CHECK(c.sink->take()
+        == std::vector<std::string>{
+          ok_frame(others.back(), false, "auth-required: authenticate as the author to send this request")});
+  CHECK(asked->empty());
+  auto auth = test::sign_event(bob, 22242, "", {{"relay", "wss://hive.test"}, {"challenge", c.challenge}});
+  say(c, "[\"AUTH\"," + protocol::render_event_json(auth) + "]");
+  // Bob's join goes to the community as if sent now; alice's are not bob's to send.
+  REQUIRE(asked->size() == 1);
+  CHECK(asked->front().change == storage::membership_change::claim_membership);
+  std::vector<std::string> expected{ok_frame(auth, true, "")};
+  for (std::size_t i = 0; i + 1 < others.size(); ++i)
+    expected.push_back(ok_frame(others[i], false, "restricted: this request may only be sent by its author"));
+  CHECK(c.sink->take() == expected);
+}
+
+TEST_CASE_METHOD(fixture, "a join request that waited for an AUTH that never came is refused once",
+                 "[actor][connection][auth]") {
+  auto c = connect(false);
+  auto join = test::sign_event(bob, 28934, "", {});
+  say(c, test::event_frame(join));
+  CHECK(c.sink->take().empty());
+  scheduler->trigger_timeouts();
+  run();
+  CHECK(c.sink->take()
+        == std::vector<std::string>{
+          ok_frame(join, false, "auth-required: authenticate as the author to send this request")});
+  scheduler->trigger_timeouts();
+  run();
+  CHECK(c.sink->take().empty());
+}
+
+TEST_CASE_METHOD(fixture, "REQs sent before AUTH wait for it and are answered once it comes",
+                 "[actor][connection][auth]") {
+  // welshman sends the REQs of every room as the socket opens, authenticates as the challenge
+  // arrives, and sends again only the last 50 refused for want of AUTH.
+  auto c = connect(true);
+  say(c, R"(["REQ","kept",{"kinds":[1]}])");
+  say(c, R"(["REQ","closed-meanwhile",{"kinds":[1]}])");
+  say(c, R"(["CLOSE","closed-meanwhile"])");
+  CHECK(c.sink->take().empty());
+  auto auth = test::sign_event(alice, 22242, "", {{"relay", "wss://hive.test"}, {"challenge", c.challenge}});
+  say(c, R"(["REQ","resent",{"kinds":[7]}])");
+  say(c, "[\"AUTH\"," + protocol::render_event_json(auth) + "]");
+  CHECK(c.sink->take() == std::vector<std::string>{ok_frame(auth, true, "")});
+  // welshman sends again the last REQs it saw refused: a retry is answered at once, in the
+  // place of the one that waited, so nothing is answered twice.
+  say(c, R"(["REQ","resent",{"kinds":[7]}])");
+  release_history(); // the fake storage answers queries when told
+  CHECK(c.sink->take() == std::vector<std::string>{protocol::render_eose("resent")});
+  // What it does not send again is answered once the retries' window is over.
+  scheduler->trigger_timeouts();
+  run();
+  release_history();
+  CHECK(c.sink->take() == std::vector<std::string>{protocol::render_eose("kept")});
+  scheduler->trigger_timeouts();
+  run();
+  CHECK(c.sink->take().empty());
+}
+
+TEST_CASE_METHOD(fixture, "REQs waiting for AUTH are bounded as open subscriptions are",
+                 "[actor][connection][auth][bounds]") {
+  protocol::protocol_limits limits;
+  limits.max_subscriptions_per_connection = 2;
+  auto c = connect(true, limits);
+  say(c, R"(["REQ","a",{}])");
+  say(c, R"(["REQ","b",{}])");
+  say(c, R"(["REQ","a",{"kinds":[1]}])"); // replaces the one waiting
+  say(c, R"(["REQ","c",{}])");
+  CHECK(c.sink->take()
+        == std::vector<std::string>{R"(["CLOSED","c","auth-required: this community requires authentication"])"});
+}
+
+TEST_CASE_METHOD(fixture, "REQs waiting for AUTH share the bounds of the open subscriptions",
+                 "[actor][connection][auth][bounds]") {
+  protocol::protocol_limits limits;
+  limits.max_subscriptions_per_connection = 2;
+  auto c = connect(false, limits); // an open community: anonymous readers read, gift wraps wait
+  say(c, R"(["REQ","a",{"kinds":[1]}])");
+  release_history();
+  CHECK(c.sink->take() == std::vector<std::string>{protocol::render_eose("a")});
+  say(c, R"(["REQ","wraps",{"kinds":[1059]}])");
+  CHECK(c.sink->take().empty()); // waits: one open, one waiting
+  say(c, R"(["REQ","more wraps",{"kinds":[1059]}])");
+  CHECK(c.sink->take()
+        == std::vector<std::string>{R"(["CLOSED","more wraps","auth-required: gift wraps are served to their recipient only; authenticate"])"});
+  // A REQ replacing the open subscription of its id does not count that one.
+  say(c, R"(["REQ","a",{"kinds":[1059]}])");
+  CHECK(c.sink->take().empty());
+}

@@ -416,6 +416,15 @@ void add_rooms_of_events(const std::vector<pg_reply>& replies, std::optional<std
   }
 }
 
+/// Each room of the events `k(community_id, id)`: their `h`, or those they borrowed (one partial
+/// index each), and whether the room, if it exists, is restricted.
+constexpr const char* rooms_of_keyed_events =
+  " CROSS JOIN LATERAL (SELECT community_id, event_id, value FROM event_tags"
+  " WHERE community_id = k.community_id AND event_id = k.id AND name = 'h'"
+  " UNION ALL SELECT community_id, event_id, value FROM event_tags"
+  " WHERE community_id = k.community_id AND event_id = k.id AND name = 'room') t"
+  " LEFT JOIN rooms r ON r.community_id = t.community_id AND r.room_id = t.value";
+
 /// Adds `sql` to `statements` when `wanted`, its array `params` sent in binary; its reply's
 /// place, or nothing.
 std::optional<std::size_t> read_if(std::vector<pg_connection::pipelined>& statements, bool wanted,
@@ -462,31 +471,21 @@ std::variant<batch_snapshot, pg_reply> begin_with_snapshot(pg_connection& connec
   // decide who reads it, and a restricted one who may comment. A referent's rooms are its `h`,
   // or those it borrowed itself (a report of a comment): one partial index each.
   const pg_params referent_params = id_columns(keys.room_referents);
-  auto referents_reply = read_if(statements, !keys.room_referents.empty(),
-                             "SELECT t.community_id, t.event_id, t.value, r.restricted"
-                             " FROM unnest($1::bigint[], $2::bytea[]) AS k(community_id, id)"
-                             " CROSS JOIN LATERAL (SELECT community_id, event_id, value FROM event_tags"
-                             " WHERE community_id = k.community_id AND event_id = k.id AND name = 'h'"
-                             " UNION ALL SELECT community_id, event_id, value FROM event_tags"
-                             " WHERE community_id = k.community_id AND event_id = k.id AND name = 'room') t"
-                             " LEFT JOIN rooms r ON r.community_id = t.community_id AND r.room_id = t.value",
-                             referent_params);
+  static const std::string referents_sql =
+    std::string("SELECT t.community_id, t.event_id, t.value, r.restricted"
+                " FROM unnest($1::bigint[], $2::bytea[]) AS k(community_id, id)") + rooms_of_keyed_events;
+  auto referents_reply = read_if(statements, !keys.room_referents.empty(), referents_sql, referent_params);
   // The rooms of the live version of each address a write may borrow them from
   // (protocol::keeps_rooms_of_replaced: an edit without its `h`), its `h` or those it borrowed,
   // read after the community lock too, and whether each is restricted: the edit posts there.
   const pg_params version_params = address_columns(keys.borrowing_addresses);
-  auto versions_reply = read_if(statements, !keys.borrowing_addresses.empty(),
-                             "SELECT t.community_id, t.event_id, t.value, r.restricted"
-                             " FROM unnest($1::bigint[], $2::bytea[], $3::int[], $4::text[])"
-                             " AS a(community_id, pubkey, kind, d_tag) CROSS JOIN LATERAL (SELECT e.id FROM events e"
-                             " WHERE e.community_id = a.community_id AND e.pubkey = a.pubkey AND e.kind = a.kind"
-                             " AND e.d_tag = a.d_tag OFFSET 0) e CROSS JOIN LATERAL"
-                             " (SELECT community_id, event_id, value FROM event_tags"
-                             " WHERE community_id = a.community_id AND event_id = e.id AND name = 'h'"
-                             " UNION ALL SELECT community_id, event_id, value FROM event_tags"
-                             " WHERE community_id = a.community_id AND event_id = e.id AND name = 'room') t"
-                             " LEFT JOIN rooms r ON r.community_id = t.community_id AND r.room_id = t.value",
-                             version_params);
+  static const std::string versions_sql =
+    std::string("SELECT t.community_id, t.event_id, t.value, r.restricted"
+                " FROM unnest($1::bigint[], $2::bytea[], $3::int[], $4::text[])"
+                " AS a(community_id, pubkey, kind, d_tag) CROSS JOIN LATERAL (SELECT e.community_id, e.id"
+                " FROM events e WHERE e.community_id = a.community_id AND e.pubkey = a.pubkey"
+                " AND e.kind = a.kind AND e.d_tag = a.d_tag OFFSET 0) k") + rooms_of_keyed_events;
+  auto versions_reply = read_if(statements, !keys.borrowing_addresses.empty(), versions_sql, version_params);
   if (with_transaction)
     statements.push_back({"SELECT txid_current() % 4294967296", nullptr, {}});
   statements.push_back({snapshot_sql(!keys.addresses.empty()), &read_params,

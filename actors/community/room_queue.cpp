@@ -13,16 +13,21 @@ bool is_own_room_request(const protocol::room_request& request) noexcept {
          && request.subject == request.author;
 }
 
-void room_queue::count(const queued_room& request, int sign) {
-  auto size = queued_bytes(request.command);
-  bytes_ = sign > 0 ? bytes_ + size : bytes_ - size;
+void room_queue::take_place(const queued_room& request) {
+  bytes_ += queued_bytes(request.command);
   if (!is_own_room_request(request.command.request))
     return;
-  auto& own = own_requests_[request.command.request.author];
-  own = sign > 0 ? own + 1 : own - 1;
-  self_requests_ = sign > 0 ? self_requests_ + 1 : self_requests_ - 1;
-  if (own == 0)
+  ++own_requests_[request.command.request.author];
+  ++self_requests_;
+}
+
+void room_queue::free_place(const queued_room& request) {
+  bytes_ -= queued_bytes(request.command);
+  if (!is_own_room_request(request.command.request))
+    return;
+  if (--own_requests_[request.command.request.author] == 0)
     own_requests_.erase(request.command.request.author);
+  --self_requests_;
 }
 
 bool room_queue::push(queued_room waiting) {
@@ -35,7 +40,7 @@ bool room_queue::push(queued_room waiting) {
         || (own != own_requests_.end() && own->second >= max_queued_per_member))
       return false;
   }
-  count(waiting, +1);
+  take_place(waiting);
   waiting_.push_back(std::move(waiting));
   return true;
 }
@@ -68,7 +73,7 @@ std::vector<storage::room_command> room_queue::start_batch() {
 std::vector<queued_room> room_queue::finish_batch() {
   auto batch = std::exchange(under_way_, {});
   for (const auto& request : batch)
-    count(request, -1);
+    free_place(request);
   return batch;
 }
 

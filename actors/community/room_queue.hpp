@@ -70,7 +70,9 @@ public:
   [[nodiscard]] std::size_t bytes() const noexcept { return bytes_; }
 
 private:
-  void count(const queued_room& request, int sign);
+  /// A request's share of the bounds, from push until finish_batch.
+  void take_place(const queued_room& request);
+  void free_place(const queued_room& request);
 
   std::deque<queued_room> waiting_;
   std::vector<queued_room> under_way_;

@@ -390,7 +390,7 @@ void on_history(self_ptr self, const std::string& sub, std::uint64_t generation,
     // Only the subscription this reply was for: the id may name a newer REQ by now.
     if (st.logic->is_open(sub, generation) && st.logic->close_subscription(sub)) {
       self->send(st.args.fanout, unsubscribe_atom_v, st.args.owner, st.args.policy.community_id, sub);
-      st.req_started.erase(sub);
+      end_query(st, sub);
       send_frame(self, protocol::render_closed(sub, result.error));
     }
     return;
@@ -403,9 +403,9 @@ void on_history(self_ptr self, const std::string& sub, std::uint64_t generation,
   st.history->in_mailbox.fetch_sub(bytes, std::memory_order_release);
   if (!answered)
     return;
-  if (auto started = st.req_started.find(sub); started != st.req_started.end()) {
-    st.args.metrics->req_latency.observe(now - started->second);
-    st.req_started.erase(started);
+  if (auto query = st.queries_under_way.find(sub); query != st.queries_under_way.end()) {
+    st.args.metrics->req_latency.observe(now - query->second.started);
+    st.queries_under_way.erase(query);
   }
 }
 
@@ -421,7 +421,7 @@ void on_revoke(self_ptr self, const pubkey_list& pubkeys) {
     st.logic->close_subscription(sub);
     send_frame(self, protocol::render_closed(sub, "restricted: you are no longer a member of this community"));
   }
-  st.req_started.clear();
+  end_queries(st);
   self->send(st.args.fanout, forget_atom_v, st.args.owner, st.args.policy.community_id);
 }
 
@@ -434,7 +434,7 @@ void on_access_changed(self_ptr self) {
     st.logic->close_subscription(sub);
     send_frame(self, protocol::render_closed(sub, "restricted: this community is now closed to non-members"));
   }
-  st.req_started.clear();
+  end_queries(st);
   self->send(st.args.fanout, forget_atom_v, st.args.owner, st.args.policy.community_id);
   st.args.sink->close(close_reason::policy); // the events still queued are dropped
 }

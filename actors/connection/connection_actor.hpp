@@ -59,11 +59,14 @@ struct connection_state {
   std::vector<protocol::event> joins_awaiting_auth;
   /// REQs that asked for an invite (28935), held until it is minted, by ticket.
   std::unordered_map<std::uint64_t, protocol::req_message> awaiting_invite;
-  /// When each subscription's REQ arrived, for the REQ-to-EOSE histogram.
-  std::unordered_map<std::string, double> req_started;
-  /// Of each subscription whose history query may still be read: what tells the reader to stop
-  /// (set and dropped when the subscription ends; bounded as subscriptions are).
-  std::unordered_map<std::string, query_end_ptr> query_ends;
+  /// A subscription's history query not yet answered: when its REQ arrived (for the REQ-to-EOSE
+  /// histogram), and what tells its reader to stop if the subscription ends first.
+  struct query_under_way {
+    double started = 0;
+    query_end_ptr ended;
+  };
+  /// By subscription id; bounded as subscriptions are.
+  std::unordered_map<std::string, query_under_way> queries_under_way;
   /// REQs (their live part, which starts their query) and COUNTs waiting for one of the
   /// policy's `max_queries_in_flight` places; bounded by the subscription cap and
   /// `max_waiting_counts`.

@@ -30,23 +30,27 @@ void forget_waiting(connection_state& st, const std::string& id) {
   st.awaiting_auth.forget(id);
 }
 
-/// The history query of subscription `id`, if one is under way, is read no further.
-void end_query(connection_state& st, const std::string& id) {
-  if (auto it = st.query_ends.find(id); it != st.query_ends.end()) {
-    it->second->store(true, std::memory_order_release);
-    st.query_ends.erase(it);
-  }
-}
-
 void end_subscription(connection_self self, const std::string& id) {
   auto& st = self->state;
   if (st.logic->close_subscription(id))
     self->send(st.args.fanout, unsubscribe_atom_v, st.args.owner, st.args.policy.community_id, id);
-  st.req_started.erase(id);
   end_query(st, id);
 }
 
 } // namespace
+
+void end_query(connection_state& st, const std::string& id) {
+  if (auto it = st.queries_under_way.find(id); it != st.queries_under_way.end()) {
+    it->second.ended->store(true, std::memory_order_release);
+    st.queries_under_way.erase(it);
+  }
+}
+
+void end_queries(connection_state& st) {
+  for (auto& [id, query] : st.queries_under_way)
+    query.ended->store(true, std::memory_order_release);
+  st.queries_under_way.clear();
+}
 
 void refuse_subscription(connection_self self, const std::string& id, const protocol::rejection& why) {
   auto& st = self->state;
@@ -75,7 +79,6 @@ void open_subscription(connection_self self, protocol::req_message& message) {
     refuse_subscription(self, message.subscription_id, generation.error());
     return;
   }
-  st.req_started[message.subscription_id] = monotonic_seconds();
   // A REQ that replaces one still waiting takes its place, so waiting REQs are never more than
   // the open subscriptions, however often a client repeats an id.
   forget_waiting(st, message.subscription_id);
@@ -83,7 +86,7 @@ void open_subscription(connection_self self, protocol::req_message& message) {
   // REQ and CLOSE would otherwise keep readers busy for replies nobody takes.
   end_query(st, message.subscription_id);
   auto ended = std::make_shared<std::atomic<bool>>(false);
-  st.query_ends.emplace(message.subscription_id, ended);
+  st.queries_under_way.emplace(message.subscription_id, connection_state::query_under_way{monotonic_seconds(), ended});
   // What the query hides is decided as it starts (start_waiting_queries), not now.
   st.waiting_queries.emplace_back(
     live_request{self, st.args.owner, st.args.policy.community_id, message.subscription_id,

@@ -15,6 +15,12 @@ void on_close(connection_self self, const protocol::close_message& message);
 /// The one CLOSED for subscription `id`, which ends it if it was open.
 void refuse_subscription(connection_self self, const std::string& id, const protocol::rejection& why);
 
+/// The history query of subscription `id`, if not yet answered, is read no further and leaves
+/// the REQ-to-EOSE histogram.
+void end_query(connection_state& st, const std::string& id);
+/// end_query for every subscription (they all ended at once).
+void end_queries(connection_state& st);
+
 /// True when the REQ asks for an invite (kind 28935), which costs a database write.
 [[nodiscard]] bool asks_for_invite(const protocol::req_message& message);
 

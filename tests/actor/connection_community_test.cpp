@@ -89,6 +89,25 @@ TEST_CASE_METHOD(fixture, "a member removed from a closed community is sent none
                                     protocol::render_closed("feed", "restricted: you are no longer a member of this community")});
 }
 
+TEST_CASE_METHOD(fixture, "a member removed from a closed community stops the readers of its history replies",
+                 "[actor][connection][access]") {
+  base_policy.members = std::make_shared<member_cache>();
+  (void)base_policy.members->replace({{alice.public_key(), storage::member_role::member}});
+  base_policy.members->set_closed(true);
+  auto c = connect(true);
+  auto auth = test::sign_event(alice, 22242, "", {{"relay", "wss://hive.test"}, {"challenge", c.challenge}});
+  say(c, "[\"AUTH\"," + protocol::render_event_json(auth) + "]");
+  say(c, R"(["REQ","feed",{"kinds":[1]}])");
+  REQUIRE(store->held_queries.size() == 1);
+  auto ended = store->held_queries.front().ended;
+  REQUIRE(ended);
+  CHECK_FALSE(ended->load());
+  (void)base_policy.members->replace({});
+  caf::anon_send(c.actor, revoke_atom_v, std::int64_t{1}, pubkey_list{alice.public_key()});
+  run();
+  CHECK(ended->load());
+}
+
 TEST_CASE_METHOD(fixture, "a connection has only a few joins and leaves waiting, other requests still go",
                  "[actor][connection][bounds]") {
   auto asked = std::make_shared<std::vector<storage::membership_command>>();

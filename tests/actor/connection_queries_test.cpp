@@ -308,7 +308,7 @@ TEST_CASE_METHOD(fixture, "a REQ ended by a malformed REQ of its id is not kept"
     say(c, R"(["REQ",")" + id + R"(",{"kinds":[1]}])");
     say(c, R"(["REQ",")" + id + R"(",{"kinds":"not a list"}])");
   }
-  CHECK(state_of(c).req_started.size() == 1);
+  CHECK(state_of(c).queries_under_way.size() == 1);
   CHECK(state_of(c).waiting_queries.empty());
   auto frames = c.sink->take();
   REQUIRE(frames.size() == 200);

@@ -43,6 +43,14 @@ protocol::event chat(const protocol::key_pair& who, const std::string& h, std::i
   return test::sign_event(who, 9, "hi", {{"h", h}}, at);
 }
 
+/// A live event as the fan-out hands it out, with the rooms the writer said it borrows.
+actors::live_event live_of(const protocol::event& ev,
+                           std::shared_ptr<const std::vector<std::string>> borrowed_rooms = nullptr) {
+  return actors::live_event{std::make_shared<const protocol::event>(ev),
+                            std::make_shared<const std::string>(protocol::render_event_json(ev)),
+                            std::move(borrowed_rooms)};
+}
+
 connection authed_as(const protocol::key_pair& who, const connection_policy& policy) {
   connection c(policy, "challenge");
   auto auth = test::sign_event(who, 22242, "", {{"relay", "ws://" + policy.host}, {"challenge", "challenge"}});
@@ -145,8 +153,7 @@ TEST_CASE("reads of rooms follow their flags", "[actors][rooms]") {
                                                   protocol::render_event_json(open_chat)});
   CHECK(frames.size() == 2); // the open chat and EOSE
   CHECK(frames[0].find(protocol::to_hex(open_chat.id)) != std::string::npos);
-  actors::live_event live{std::make_shared<const protocol::event>(locked_chat),
-                          std::make_shared<const std::string>(protocol::render_event_json(locked_chat))};
+  auto live = live_of(locked_chat);
   CHECK_FALSE(stranger.live_arrived("s", 1, live));
   CHECK(stranger.take_withheld() == 2);
   REQUIRE(inside.open_subscription("s").ok());
@@ -177,8 +184,7 @@ TEST_CASE("a deleted room's events still on their way show to nobody", "[actors]
   // Held for EOSE while "open" still stands.
   auto held = inside.open_subscription("h");
   REQUIRE(held.ok());
-  actors::live_event open_live{std::make_shared<const protocol::event>(open_chat),
-                               std::make_shared<const std::string>(protocol::render_event_json(open_chat))};
+  auto open_live = live_of(open_chat);
   CHECK_FALSE(inside.live_arrived("h", held.value(), open_live));
   // "locked" and "open" are deleted (their events with them); a page read before, a bridged
   // copy and an event held for EOSE are late.
@@ -191,8 +197,7 @@ TEST_CASE("a deleted room's events still on their way show to nobody", "[actors]
   CHECK(stranger.rooms_visible({"locked"}, protocol::room_delete_kind));
   auto frames = stranger.history_arrived("s", 1, {protocol::render_event_json(locked_chat)});
   CHECK(frames == std::vector<std::string>{protocol::render_eose("s")});
-  actors::live_event live{std::make_shared<const protocol::event>(locked_chat),
-                          std::make_shared<const std::string>(protocol::render_event_json(locked_chat))};
+  auto live = live_of(locked_chat);
   CHECK_FALSE(stranger.live_arrived("s", 1, live));
   (void)inside.history_arrived("s", 1, {});
   CHECK_FALSE(inside.live_arrived("s", 1, live)); // nobody: the room's events are gone
@@ -224,20 +229,16 @@ TEST_CASE("a live event naming a room this pod never held shows to nobody but it
   auto stranger = authed_as(outsider, policy);
   auto inside = authed_as(member, policy);
   auto community_admin = authed_as(admin, policy);
-  auto live = [](const protocol::event& ev) {
-    return actors::live_event{std::make_shared<const protocol::event>(ev),
-                              std::make_shared<const std::string>(protocol::render_event_json(ev))};
-  };
   auto fleeting = chat(member, "fleeting");
   auto deletion = test::sign_event(admin, protocol::room_delete_kind, "", {{"h", "fleeting"}});
   auto general = chat(member, std::string(protocol::general_room));
   for (auto* reader : {&stranger, &inside, &community_admin}) {
     REQUIRE(reader->open_subscription("s").ok());
     (void)reader->history_arrived("s", 1, {});
-    CHECK_FALSE(reader->live_arrived("s", 1, live(fleeting)));
-    CHECK(reader->live_arrived("s", 1, live(deletion)));
-    CHECK(reader->live_arrived("s", 1, live(general)));
-    CHECK(reader->live_arrived("s", 1, live(chat(member, "open"))));
+    CHECK_FALSE(reader->live_arrived("s", 1, live_of(fleeting)));
+    CHECK(reader->live_arrived("s", 1, live_of(deletion)));
+    CHECK(reader->live_arrived("s", 1, live_of(general)));
+    CHECK(reader->live_arrived("s", 1, live_of(chat(member, "open"))));
   }
 }
 
@@ -250,12 +251,9 @@ TEST_CASE("a live edit stored with the rooms of what it replaced shows only wher
   auto stranger = authed_as(outsider, policy);
   auto inside = authed_as(member, policy);
   auto edit = test::sign_event(member, 31923, "moved to noon", {{"d", "picnic"}});
-  actors::live_event live{std::make_shared<const protocol::event>(edit),
-                          std::make_shared<const std::string>(protocol::render_event_json(edit)),
-                          std::make_shared<const std::vector<std::string>>(std::vector<std::string>{"locked"})};
+  auto live = live_of(edit, std::make_shared<const std::vector<std::string>>(std::vector<std::string>{"locked"}));
   auto metadata = test::sign_event(member, 0, "{}", {});
-  actors::live_event profile{std::make_shared<const protocol::event>(metadata),
-                             std::make_shared<const std::string>(protocol::render_event_json(metadata))};
+  auto profile = live_of(metadata);
   for (auto* reader : {&stranger, &inside}) {
     REQUIRE(reader->open_subscription("s").ok());
     (void)reader->history_arrived("s", 1, {});
@@ -281,8 +279,7 @@ TEST_CASE("an event naming several rooms shows only where every one of them show
                                                   protocol::render_event_json(open_twice)});
   REQUIRE(frames.size() == 2); // open_twice and EOSE
   CHECK(frames[0].find(protocol::to_hex(open_twice.id)) != std::string::npos);
-  actors::live_event live{std::make_shared<const protocol::event>(both),
-                          std::make_shared<const std::string>(protocol::render_event_json(both))};
+  auto live = live_of(both);
   CHECK_FALSE(stranger.live_arrived("s", 1, live));
   CHECK(stranger.take_withheld() == 2);
   REQUIRE(inside.open_subscription("s").ok());

@@ -279,8 +279,7 @@ TEST_CASE_METHOD(fixture, "a closed community wants AUTH first, for the right re
   CHECK(c.sink->take()
         == std::vector<std::string>{ok_frame(wrong_relay, false, "invalid: relay tag names another relay")});
 
-  auto auth = test::sign_event(alice, 22242, "", {{"relay", "wss://hive.test"}, {"challenge", c.challenge}});
-  say(c, "[\"AUTH\"," + protocol::render_event_json(auth) + "]");
+  auto auth = authenticate(c, alice);
   CHECK(c.sink->take() == std::vector<std::string>{ok_frame(auth, true, "")});
   say(c, test::event_frame(note));
   CHECK(c.sink->take() == std::vector<std::string>{ok_frame(note, true, "")});

@@ -30,12 +30,9 @@ TEST_CASE_METHOD(fixture, "a community closed since the connection opened is clo
   auto asked = std::make_shared<std::vector<storage::membership_command>>();
   community = system->spawn(recording_community, asked);
   spawned.push_back(community);
-  base_policy.members = std::make_shared<member_cache>();
-  (void)base_policy.members->replace({{alice.public_key(), storage::member_role::member}});
-  base_policy.members->set_closed(false);
+  alice_the_only_member(false);
   auto c = connect(false); // open when it connected
-  auto auth = test::sign_event(alice, 22242, "", {{"relay", "wss://hive.test"}, {"challenge", c.challenge}});
-  say(c, "[\"AUTH\"," + protocol::render_event_json(auth) + "]");
+  auto auth = authenticate(c, alice);
   REQUIRE(c.sink->take() == std::vector<std::string>{ok_frame(auth, true, "")});
   base_policy.members->set_closed(true); // comb-admin closed it; the member's socket stays
 
@@ -48,8 +45,7 @@ TEST_CASE_METHOD(fixture, "a community closed since the connection opened is clo
   CHECK(store->store_calls == 0);
 
   // Nor does a join without an invite code, sent after authenticating as someone else.
-  auto bob_auth = test::sign_event(bob, 22242, "", {{"relay", "wss://hive.test"}, {"challenge", c.challenge}});
-  say(c, "[\"AUTH\"," + protocol::render_event_json(bob_auth) + "]");
+  auto bob_auth = authenticate(c, bob);
   REQUIRE(c.sink->take() == std::vector<std::string>{ok_frame(bob_auth, true, "")});
   auto join = test::sign_event(bob, 28934, "", {});
   say(c, test::event_frame(join));
@@ -68,12 +64,9 @@ TEST_CASE_METHOD(fixture, "a community closed since the connection opened is clo
 
 TEST_CASE_METHOD(fixture, "a member removed from a closed community is sent none of what waited in its queue",
                  "[actor][connection][access]") {
-  base_policy.members = std::make_shared<member_cache>();
-  (void)base_policy.members->replace({{alice.public_key(), storage::member_role::member}});
-  base_policy.members->set_closed(true);
+  alice_the_only_member(true);
   auto c = connect(true);
-  auto auth = test::sign_event(alice, 22242, "", {{"relay", "wss://hive.test"}, {"challenge", c.challenge}});
-  say(c, "[\"AUTH\"," + protocol::render_event_json(auth) + "]");
+  auto auth = authenticate(c, alice);
   say(c, R"(["REQ","feed",{"kinds":[1]}])");
   release_history();
   REQUIRE(c.sink->take() == std::vector<std::string>{ok_frame(auth, true, ""), protocol::render_eose("feed")});
@@ -91,12 +84,9 @@ TEST_CASE_METHOD(fixture, "a member removed from a closed community is sent none
 
 TEST_CASE_METHOD(fixture, "a member removed from a closed community stops the readers of its history replies",
                  "[actor][connection][access]") {
-  base_policy.members = std::make_shared<member_cache>();
-  (void)base_policy.members->replace({{alice.public_key(), storage::member_role::member}});
-  base_policy.members->set_closed(true);
+  alice_the_only_member(true);
   auto c = connect(true);
-  auto auth = test::sign_event(alice, 22242, "", {{"relay", "wss://hive.test"}, {"challenge", c.challenge}});
-  say(c, "[\"AUTH\"," + protocol::render_event_json(auth) + "]");
+  auto auth = authenticate(c, alice);
   say(c, R"(["REQ","feed",{"kinds":[1]}])");
   REQUIRE(store->held_queries.size() == 1);
   auto ended = store->held_queries.front().ended;
@@ -116,8 +106,7 @@ TEST_CASE_METHOD(fixture, "a connection has only a few joins and leaves waiting,
   base_policy.members = std::make_shared<member_cache>();
   base_policy.members->set_closed(false);
   auto c = connect(false);
-  auto auth = test::sign_event(bob, 22242, "", {{"relay", "wss://hive.test"}, {"challenge", c.challenge}});
-  say(c, "[\"AUTH\"," + protocol::render_event_json(auth) + "]");
+  auto auth = authenticate(c, bob);
   REQUIRE(c.sink->take() == std::vector<std::string>{ok_frame(auth, true, "")});
   for (std::size_t i = 0; i < max_waiting_self_requests; ++i) {
     auto kind = i % 2 == 0 ? 28934 : 28936;
@@ -171,8 +160,7 @@ TEST_CASE_METHOD(fixture, "a connection has only a few room joins and leaves wai
   }
   base_policy.members->set_rooms(std::make_shared<const room_index>(rooms), 1);
   auto c = connect(false);
-  auto auth = test::sign_event(bob, 22242, "", {{"relay", "wss://hive.test"}, {"challenge", c.challenge}});
-  say(c, "[\"AUTH\"," + protocol::render_event_json(auth) + "]");
+  auto auth = authenticate(c, bob);
   REQUIRE(c.sink->take() == std::vector<std::string>{ok_frame(auth, true, "")});
   for (std::size_t i = 0; i < max_waiting_self_requests; ++i) {
     auto kind = i % 2 == 0 ? protocol::room_join_kind : protocol::room_leave_kind;
@@ -215,8 +203,7 @@ TEST_CASE_METHOD(fixture, "join requests sent before AUTH wait for it, a few of 
         == std::vector<std::string>{
           ok_frame(others.back(), false, "auth-required: authenticate as the author to send this request")});
   CHECK(asked->empty());
-  auto auth = test::sign_event(bob, 22242, "", {{"relay", "wss://hive.test"}, {"challenge", c.challenge}});
-  say(c, "[\"AUTH\"," + protocol::render_event_json(auth) + "]");
+  auto auth = authenticate(c, bob);
   // Bob's join goes to the community as if sent now; alice's are not bob's to send.
   REQUIRE(asked->size() == 1);
   CHECK(asked->front().change == storage::membership_change::claim_membership);

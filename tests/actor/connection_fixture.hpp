@@ -129,6 +129,9 @@ inline caf::behavior fake_storage(caf::event_based_actor* self, std::shared_ptr<
   };
 }
 
+inline const auto alice = protocol::key_pair::generate();
+inline const auto bob = protocol::key_pair::generate();
+
 struct fixture : comb::test::test_system {
   std::shared_ptr<fake_store> store = std::make_shared<fake_store>();
   std::shared_ptr<relay_metrics> metrics = std::make_shared<relay_metrics>();
@@ -197,6 +200,21 @@ struct fixture : comb::test::test_system {
     run();
   }
 
+  /// The community the connections `connect` opens has alice as its one member.
+  void alice_the_only_member(bool closed) {
+    base_policy.members = std::make_shared<member_cache>();
+    (void)base_policy.members->replace({{alice.public_key(), storage::member_role::member}});
+    base_policy.members->set_closed(closed);
+  }
+
+  /// Sends the AUTH a client would send for `who` to the challenge `c` was given; returns it so
+  /// the test can check its OK.
+  protocol::event authenticate(const client& c, const protocol::key_pair& who) {
+    auto auth = test::sign_event(who, 22242, "", {{"relay", "wss://hive.test"}, {"challenge", c.challenge}});
+    say(c, "[\"AUTH\"," + protocol::render_event_json(auth) + "]");
+    return auth;
+  }
+
   void release_history() {
     caf::anon_send(storage_actor, release_atom::value);
     run();
@@ -213,7 +231,5 @@ inline std::string event_on(const std::string& sub, const protocol::event& ev) {
   return protocol::render_event_frame(sub, protocol::render_event_json(ev));
 }
 
-inline const auto alice = protocol::key_pair::generate();
-inline const auto bob = protocol::key_pair::generate();
 
 } // namespace comb::test_connection

@@ -125,13 +125,10 @@ TEST_CASE_METHOD(fixture, "a REQ closed or refused while it waits is not kept", 
 
 TEST_CASE_METHOD(fixture, "a reply read before the reader was removed is not sent after it",
                  "[actor][connection][access]") {
-  base_policy.members = std::make_shared<member_cache>();
-  (void)base_policy.members->replace({{alice.public_key(), storage::member_role::member}});
-  base_policy.members->set_closed(true);
+  alice_the_only_member(true);
   store->events.push_back(test::sign_event(alice, 1, "history"));
   auto c = connect(true);
-  auto auth = test::sign_event(alice, 22242, "", {{"relay", "wss://hive.test"}, {"challenge", c.challenge}});
-  say(c, "[\"AUTH\"," + protocol::render_event_json(auth) + "]");
+  auto auth = authenticate(c, alice);
   REQUIRE(c.sink->take() == std::vector<std::string>{ok_frame(auth, true, "")});
   say(c, R"(["REQ","s",{"kinds":[1]}])");
   REQUIRE(store->held_queries.size() == 1);

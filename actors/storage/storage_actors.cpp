@@ -226,6 +226,10 @@ std::string_view abandoned_because(room why) {
   }
 }
 
+bool subscription_ended(const history_request& request) {
+  return request.ended && request.ended->load(std::memory_order_acquire);
+}
+
 /// Streams one REQ's history to its connection in chunks of a sixteenth of the budget, each
 /// sent only when what the connection still holds of its history leaves room for it.
 void answer_history(caf::stateful_actor<reader_state>* self, const history_request& request) {
@@ -237,8 +241,8 @@ void answer_history(caf::stateful_actor<reader_state>* self, const history_reque
   room outcome = room::made;
   reply_pacing pacing{reply_wait_slot(s.args.waits.get(), s.args.index)};
   auto deliver = [&](storage::query_result chunk) {
-    if (request.ended && request.ended->load(std::memory_order_acquire))
-      return false; // its subscription ended: nobody takes the rest
+    if (subscription_ended(request))
+      return false; // nobody takes the rest
     std::size_t bytes = storage::bytes_of(chunk);
     if (request.flow) {
       outcome = make_room(*request.flow, bytes, budget, patience, pacing, metrics);
@@ -270,8 +274,7 @@ void answer_history(caf::stateful_actor<reader_state>* self, const history_reque
 /// The query's connection has closed, or its subscription ended: reading for it would only cost
 /// Postgres (a client may open queries and leave, or close them, again and again).
 bool client_gone(const reader_args& args, const history_request& request) {
-  const bool ended = request.ended && request.ended->load(std::memory_order_acquire);
-  if (!ended && (!request.flow || !request.flow->sink || !request.flow->sink->ending()))
+  if (!subscription_ended(request) && (!request.flow || !request.flow->sink || !request.flow->sink->ending()))
     return false;
   if (args.metrics)
     bump(args.metrics->queries_skipped);
@@ -296,6 +299,9 @@ caf::behavior storage_reader(caf::stateful_actor<reader_state>* self, reader_arg
     [=](query_atom, const history_request& request) {
       if (!client_gone(self->state.args, request))
         answer_history(self, request);
+      else if (subscription_ended(request)) // its connection frees the query's place on a reply
+        self->send(request.reply_to, history_atom_v, request.subscription_id, request.generation,
+                   storage::query_result{false, {}, "error: the subscription ended before its query started"});
       note_answered(self->state.args);
     },
     [=](count_atom, const history_request& request) {

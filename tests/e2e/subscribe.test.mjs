@@ -89,6 +89,23 @@ describe('subscribe', () => {
     await reader.close()
   })
 
+  it('keeps answering REQs after many were closed as soon as they were sent', async () => {
+    // welshman closes a request it no longer needs (a timeout, a view that went away), often
+    // before the relay has started reading for it. Each query's place must come back.
+    const { sk, pk } = keys()
+    const note = sign(sk, { content: 'still readable' })
+    await publishAll([note])
+    const reader = await RawClient.open(relay)
+    for (let i = 0; i < 40; i++) {
+      reader.send(['REQ', `gone-${i}`, { authors: [pk] }])
+      reader.send(['CLOSE', `gone-${i}`])
+    }
+    const { events, end } = await reader.req('after', { authors: [pk] })
+    assert.deepEqual(end, ['EOSE', 'after'])
+    assert.deepEqual(idsOf(events), [note.id])
+    await reader.close()
+  })
+
   it('replaces the filters when a subscription id is reused', async () => {
     const { sk, pk } = keys()
     const old = sign(sk, { kind: 1, created_at: now() - 10, content: 'stored note' })

@@ -167,7 +167,8 @@ TEST_CASE_METHOD(test::store_fixture, "a reader stops reading for a subscription
   caf::scoped_actor self{*r.system};
   protocol::filter notes;
   notes.kinds = {1};
-  // Closed before its query started: dropped unread.
+  // Closed before its query started: read not at all, answered only so its connection frees
+  // the query's place (a connection has 8).
   auto closed = std::make_shared<std::atomic<bool>>(true);
   self->send(r.reader, query_atom_v, history_request{self, community, "closed", 1, {notes}, nullptr, {}, closed});
   // Closed while its reply waits for the client to read: the reader stops there.
@@ -175,12 +176,15 @@ TEST_CASE_METHOD(test::store_fixture, "a reader stops reading for a subscription
   auto ended = std::make_shared<std::atomic<bool>>(false);
   self->send(r.reader, query_atom_v, history_request{self, community, "open", 2, {notes}, flow, {}, ended});
   std::vector<std::string> parts;
+  storage::query_result closed_answer{true, {}, {}, false};
   bool waiting = true;
   while (waiting)
     self->receive(
       [&](history_atom, const std::string& sub, std::uint64_t, const storage::query_result& part) {
         parts.push_back(sub);
-        if (part.last)
+        if (sub == "closed")
+          closed_answer = part;
+        else if (part.last)
           waiting = false;
         else if (parts.size() == 3) { // the client closes it and reads what came
           ended->store(true);
@@ -188,7 +192,11 @@ TEST_CASE_METHOD(test::store_fixture, "a reader stops reading for a subscription
         }
       },
       caf::after(std::chrono::seconds(10)) >> [&] { waiting = false; });
-  CHECK(std::ranges::count(parts, "closed") == 0);
+  CHECK(std::ranges::count(parts, "closed") == 1);
+  CHECK(closed_answer.last);
+  CHECK_FALSE(closed_answer.ok);
+  CHECK(closed_answer.events.empty());
+  CHECK(closed_answer.shared.empty());
   CHECK(r.metrics->queries_skipped.load() == 1);
   REQUIRE_FALSE(parts.empty());
   CHECK(parts.size() < 20); // of 40 chunks; the budget lets about 16 go before the close

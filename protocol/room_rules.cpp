@@ -19,11 +19,6 @@ bool room_admin(const room_state& room, const bytes32& pubkey, community_standin
   return community_manager(standing) || has_role(find_member(room, pubkey), room_admin_role);
 }
 
-bool room_moderator(const room_state& room, const bytes32& pubkey, community_standing standing) {
-  return room_admin(room, pubkey, standing)
-         || has_role(find_member(room, pubkey), room_moderator_role);
-}
-
 room_plan outcome_only(room_outcome outcome) {
   room_plan plan;
   plan.outcome = outcome;
@@ -185,25 +180,37 @@ std::string_view room_outcome_name(room_outcome outcome) noexcept {
   return "failed";
 }
 
-bool room_action_allowed(const room_state& room, const room_request& request,
-                         community_standing actor) {
-  switch (request.action) {
-    case room_action::join:
-    case room_action::leave:
-      return true;
-    case room_action::create_room:
-      return community_manager(actor);
+room_rank rank_in(const room_member* member) {
+  if (!member)
+    return room_rank::none;
+  if (has_role(member, room_admin_role))
+    return room_rank::admin;
+  return has_role(member, room_moderator_role) ? room_rank::moderator : room_rank::member;
+}
+
+bool room_action_allowed(room_action action, room_rank rank, community_standing actor) {
+  if (action == room_action::join || action == room_action::leave)
+    return true;
+  if (community_manager(actor))
+    return true;
+  switch (action) {
     case room_action::put_user:
     case room_action::remove_user:
     case room_action::delete_event:
     case room_action::update_pins:
-      return room_moderator(room, request.author, actor);
+      return rank >= room_rank::moderator;
     case room_action::edit_metadata:
     case room_action::delete_room:
     case room_action::create_invite:
-      return room_admin(room, request.author, actor);
+      return rank == room_rank::admin;
+    default: // create_room: the community's owner and admins only
+      return false;
   }
-  return false;
+}
+
+bool room_action_allowed(const room_state& room, const room_request& request,
+                         community_standing actor) {
+  return room_action_allowed(request.action, rank_in(find_member(room, request.author)), actor);
 }
 
 room_plan plan_room_change(const room_state& before, const room_request& request,

@@ -107,6 +107,16 @@ struct room_plan {
   bool store_invite = false;   ///< create_invite: its code is stored hashed
 };
 
+/// Someone's place in a room as far as its rules care (room_admin_role, room_moderator_role).
+enum class room_rank : std::uint8_t { none, member, moderator, admin };
+
+[[nodiscard]] room_rank rank_in(const room_member* member);
+
+/// THE rule of who may take which room action (before looking at the subject): anyone joins and
+/// leaves; community owner and admins do everything; room admins edit, delete and invite;
+/// moderators also add and remove members, delete events and pin.
+[[nodiscard]] bool room_action_allowed(room_action action, room_rank rank, community_standing actor);
+
 /// Whether `actor` may take `request.action` in `room` (before looking at the subject).
 [[nodiscard]] bool room_action_allowed(const room_state& room, const room_request& request,
                                        community_standing actor);

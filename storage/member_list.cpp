@@ -132,6 +132,17 @@ std::optional<member_role> parse_role(std::string_view name) noexcept {
   return std::nullopt;
 }
 
+protocol::community_standing standing_of(std::optional<member_role> role) noexcept {
+  if (!role)
+    return protocol::community_standing::outsider;
+  switch (*role) {
+    case member_role::owner: return protocol::community_standing::owner;
+    case member_role::admin: return protocol::community_standing::admin;
+    case member_role::member: return protocol::community_standing::member;
+  }
+  return protocol::community_standing::member;
+}
+
 std::string_view change_name(membership_change change) noexcept {
   switch (change) {
     case membership_change::add_member: return "add_member";

@@ -20,6 +20,9 @@ enum class member_role { owner, admin, member };
 
 [[nodiscard]] std::optional<member_role> parse_role(std::string_view name) noexcept;
 
+/// Where a holder of `role` stands in the community for the room rules (none: an outsider).
+[[nodiscard]] protocol::community_standing standing_of(std::optional<member_role> role) noexcept;
+
 struct member {
   protocol::bytes32 pubkey{};
   member_role role = member_role::member;

@@ -29,10 +29,7 @@ protocol::community_standing standing_of(pg_connection& c, std::int64_t communit
                     "read standing");
   if (reply.rows() == 0)
     return protocol::community_standing::outsider;
-  auto role = parse_role(reply.text(0, 0)).value_or(member_role::member);
-  return role == member_role::owner   ? protocol::community_standing::owner
-         : role == member_role::admin ? protocol::community_standing::admin
-                                      : protocol::community_standing::member;
+  return storage::standing_of(parse_role(reply.text(0, 0)).value_or(member_role::member));
 }
 
 /// NIP-40's expiration of `ev` as a statement parameter; SQL NULL when it has none.

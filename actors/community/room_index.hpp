@@ -15,7 +15,7 @@ namespace comb::actors {
 /// One room as access checks need it: its flags and who is in it.
 struct cached_room {
   protocol::room_flags flags;
-  std::unordered_map<protocol::bytes32, bool, protocol::bytes32_hash> members; ///< pubkey -> room admin
+  std::unordered_map<protocol::bytes32, protocol::room_rank, protocol::bytes32_hash> members;
 };
 
 /// A community's rooms as this pod last loaded them from the database (immutable once built;
@@ -36,11 +36,8 @@ public:
     for (const auto& room : rooms) {
       cached_room& cached = rooms_[room.id];
       cached.flags = room.meta.flags;
-      for (const auto& member : room.members) {
-        bool admin = std::find(member.roles.begin(), member.roles.end(), protocol::room_admin_role)
-                     != member.roles.end();
-        cached.members.emplace(member.pubkey, admin);
-      }
+      for (const auto& member : room.members)
+        cached.members.emplace(member.pubkey, protocol::rank_in(&member));
     }
     if (before)
       remember_deletions(*before);

@@ -30,6 +30,10 @@ inline constexpr std::size_t max_room_batch = 64;
 /// are answered `busy` too, whatever their count.
 inline constexpr std::size_t max_queued_room_bytes = 32 * 1024 * 1024;
 
+/// The largest room request (its event's JSON) taken: a 9002's about text or a 9010's pins fit
+/// many times over, and the queue's bytes hold hundreds of the largest.
+inline constexpr std::size_t max_room_request_bytes = 64 * 1024;
+
 /// One person's own joins and leaves waiting in a community. Each of them needs a second of its
 /// own (a join and a leave of one person never share one), and everything of its room queued
 /// behind waits for it: a key alternating joins and leaves must not hold a room for minutes.

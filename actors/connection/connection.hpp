@@ -203,6 +203,12 @@ public:
   [[nodiscard]] std::optional<protocol::rejection> check_room_event(const protocol::event& ev,
                                                                     std::int64_t now) const;
 
+  /// A room request its author may not make as this pod's cache knows the roles: the outcome its
+  /// transaction would give (the transaction still decides what it lets through), so a request
+  /// bound to fail costs no place in the room queue and no transaction. Flotilla's room form
+  /// sends a create before every edit: one for a room that exists is answered room_exists.
+  [[nodiscard]] std::optional<protocol::room_outcome> refuse_room_request(const protocol::room_request& request) const;
+
   /// NIP-29: whether this connection may see an event of `kind` naming `rooms` (private and
   /// hidden rooms, invite codes): protocol::event_visible, every room must show it; rooms this
   /// community does not have are not concerned. `names_reader`: the event names this

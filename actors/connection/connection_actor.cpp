@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/community/membership_requests.hpp"
+#include "actors/community/room_queue.hpp"
 #include "actors/community/room_requests.hpp"
 #include "actors/connection/count_requests.hpp"
 #include "actors/connection/subscription_requests.hpp"
@@ -101,12 +102,24 @@ void request_room_change(self_ptr self, const protocol::event& ev) {
     send_frame(self, protocol::render_ok(ev.id, false, why.text()));
     return;
   }
+  auto json = protocol::render_event_json(ev);
+  if (json.size() > max_room_request_bytes) {
+    send_frame(self, protocol::render_ok(ev.id, false, "invalid: a room request may be at most "
+                                                         + std::to_string(max_room_request_bytes / 1024) + " KiB"));
+    return;
+  }
+  if (auto refused = st.logic->refuse_room_request(request.value())) {
+    bump(st.args.metrics->room_requests_refused_early);
+    auto reply = room_reply_for(ev.kind, *refused);
+    send_frame(self, protocol::render_ok(ev.id, reply.accepted, reply.message));
+    return;
+  }
   // They wait on the community actor with membership requests, bounded together.
   if (too_many_awaiting(self, ev, is_own_room_request_kind))
     return;
   std::uint64_t ticket = st.next_ticket++;
   st.awaiting_membership.emplace(ticket, std::pair{protocol::to_hex(ev.id), ev.kind});
-  storage::room_command command{ev, protocol::render_event_json(ev), std::move(request).value()};
+  storage::room_command command{ev, std::move(json), std::move(request).value()};
   self->send(st.args.community, room_atom_v, ticket, std::move(command));
 }
 

@@ -6,6 +6,7 @@
 
 #include "connection_fixture.hpp"
 #include "actors/community/membership_requests.hpp"
+#include "actors/community/room_queue.hpp"
 
 using namespace comb;
 using namespace comb::actors;
@@ -286,4 +287,65 @@ TEST_CASE_METHOD(fixture, "REQs waiting for AUTH share the bounds of the open su
   // A REQ replacing the open subscription of its id does not count that one.
   say(c, R"(["REQ","a",{"kinds":[1059]}])");
   CHECK(c.sink->take().empty());
+}
+
+TEST_CASE_METHOD(fixture, "a room request its author's roles do not allow is refused before it takes a place",
+                 "[actor][connection][bounds]") {
+  // Each request the community's room queue takes costs a transaction, refusals too: one key
+  // sending creates and puts it may not make would crowd out everyone's joins.
+  auto asked = std::make_shared<std::size_t>(0);
+  community = system->spawn(recording_rooms, asked);
+  spawned.push_back(community);
+  const auto carol = protocol::key_pair::generate(); // the room's moderator
+  const auto dave = protocol::key_pair::generate();  // in the room, no role
+  base_policy.members = std::make_shared<member_cache>();
+  (void)base_policy.members->replace({{alice.public_key(), storage::member_role::admin},
+                                      {bob.public_key(), storage::member_role::member},
+                                      {carol.public_key(), storage::member_role::member},
+                                      {dave.public_key(), storage::member_role::member}});
+  base_policy.members->set_closed(false);
+  protocol::room_state pizza;
+  pizza.exists = true;
+  pizza.id = "pizza";
+  pizza.members = {{carol.public_key(), {"moderator"}}, {dave.public_key(), {}}};
+  base_policy.members->set_rooms(std::make_shared<const room_index>(std::vector{pizza}), 1);
+  auto as = [&](const protocol::key_pair& who) {
+    auto c = connect(false);
+    auto auth = authenticate(c, who);
+    REQUIRE(c.sink->take() == std::vector<std::string>{ok_frame(auth, true, "")});
+    return c;
+  };
+  auto refused = [&](const fixture::client& c, const protocol::event& request, const std::string& why) {
+    say(c, test::event_frame(request));
+    CHECK(c.sink->take() == std::vector<std::string>{ok_frame(request, false, why)});
+  };
+  const std::string not_allowed = "restricted: your role does not allow this in this room";
+  const std::string newcomer = protocol::to_hex(protocol::key_pair::generate().public_key());
+
+  auto member = as(bob);
+  refused(member, test::sign_event(bob, protocol::room_create_kind, "", {{"h", "salad"}}), not_allowed);
+  // Flotilla's room form creates before it edits, and goes on only when told "already".
+  refused(member, test::sign_event(bob, protocol::room_create_kind, "", {{"h", "pizza"}}),
+          "duplicate: a room with this id already exists");
+  refused(member, test::sign_event(bob, protocol::room_put_user_kind, "", {{"h", "pizza"}, {"p", newcomer}}),
+          not_allowed);
+  auto plain = as(dave);
+  refused(plain, test::sign_event(dave, protocol::room_put_user_kind, "", {{"h", "pizza"}, {"p", newcomer}}),
+          not_allowed);
+  auto moderator = as(carol);
+  refused(moderator, test::sign_event(carol, protocol::room_edit_metadata_kind, "", {{"h", "pizza"}, {"name", "Pie"}}),
+          not_allowed);
+  // Anyone may join, but not with a padded request that would fill the queue's bytes.
+  refused(member, test::sign_event(bob, protocol::room_join_kind, std::string(max_room_request_bytes, 'x'), {{"h", "pizza"}}),
+          "invalid: a room request may be at most 64 KiB");
+  CHECK(*asked == 0);
+  CHECK(metrics->room_requests_refused_early == 5);
+
+  // Those the cache says may go to the community, whose transaction decides.
+  say(moderator, test::event_frame(test::sign_event(carol, protocol::room_put_user_kind, "", {{"h", "pizza"}, {"p", newcomer}})));
+  auto admin = as(alice);
+  say(admin, test::event_frame(test::sign_event(alice, protocol::room_create_kind, "", {{"h", "salad"}})));
+  say(member, test::event_frame(test::sign_event(bob, protocol::room_join_kind, "", {{"h", "pizza"}})));
+  CHECK(*asked == 3);
+  CHECK(metrics->room_requests_refused_early == 5);
 }

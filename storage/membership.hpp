@@ -70,8 +70,10 @@ struct membership_command {
 
 /// How far a membership request's created_at may be from now, either way (NIP-43 asks for
 /// requests made "now"). A request older than that is refused by time, so its id need only be
-/// remembered for twice this long.
-inline constexpr std::int64_t request_window_seconds = 300;
+/// remembered for twice this long. As wide as NIP-42's AUTH allows: Flotilla sends a join each
+/// time a space opens and shows any refusal as an error, so a member whose device clock AUTH
+/// accepts must not be refused the join.
+inline constexpr std::int64_t request_window_seconds = 600;
 
 /// Members a user's request (a join, a NIP-43 or NIP-86 add) may take a community to: every
 /// change writes the whole list, signed, stored, sent to every subscriber and pod, and in an

@@ -104,7 +104,8 @@ membership_command_for(const protocol::event& ev, const membership_context& cont
                        std::int64_t now) {
   constexpr std::int64_t window = storage::request_window_seconds;
   if (ev.created_at > now + window || ev.created_at < now - window)
-    return protocol::invalid("membership requests must be created within 5 minutes of now");
+    return protocol::invalid("membership requests must be created within "
+                             + std::to_string(window / 60) + " minutes of now");
   // The `-` tag (NIP-70) is optional: the apps people use do not send it for joins and leaves.
   // The protection it stands for, author == authenticated key, is checked for every request by
   // connection::admit_event.

@@ -6,6 +6,7 @@
 #include "actors/community/membership_requests.hpp"
 #include "actors/community/room_requests.hpp"
 #include "actors/connection/connection.hpp"
+#include "protocol/nip42.hpp"
 #include "support/signed_events.hpp"
 
 using namespace comb;
@@ -138,7 +139,14 @@ TEST_CASE("membership requests outside the request window are refused", "[unit][
   auto now = test::unix_now();
   auto stale = test::sign_event(carol, leave_request_kind, "", {}, now - storage::request_window_seconds - 1);
   CHECK(message_of(membership_command_for(stale, closed_hive, now))
-        == "invalid: membership requests must be created within 5 minutes of now");
+        == "invalid: membership requests must be created within 10 minutes of now");
+  // A device clock AUTH accepts (NIP-42's 10 minutes) is accepted for a join too: Flotilla joins
+  // each time a space opens and shows a refusal as an access error.
+  for (std::int64_t skew : {-8 * 60, 8 * 60}) {
+    auto skewed = test::sign_event(carol, join_request_kind, "", {}, now + skew);
+    CHECK(membership_command_for(skewed, open_hive, now));
+  }
+  static_assert(storage::request_window_seconds == protocol::auth_expectation{}.max_skew_seconds);
 }
 
 TEST_CASE("a processed request is answered as a duplicate", "[unit][actors][nip43]") {

@@ -89,19 +89,18 @@ bool deliver(self_ptr self, std::int64_t community_id, const member_cache& cache
   return true;
 }
 
-/// Reloads the community when this pod does not hold `version` yet (or `reload_anyway`), then
+/// Reloads the community when this pod does not hold `version` yet, then
 /// delivers what the changes up to the version it holds or reloaded wrote: never further than
 /// the database says, so a notification naming a version that does not exist (anyone connected
 /// to the database may NOTIFY) cannot move the delivered version past real ones. False on a
 /// database error.
-bool catch_up(self_ptr self, std::int64_t community_id, std::int64_t version,
-              bool reload_anyway = false) {
+bool catch_up(self_ptr self, std::int64_t community_id, std::int64_t version) {
   auto community = self->state.args.registry->find(community_id);
   if (!community)
     return true;
   const auto& cache = *community->members;
   (void)delivered_through(self, community_id, cache); // before the reload moves what it holds
-  if (reload_anyway || version > cache.whole_version()) {
+  if (version > cache.whole_version()) {
     auto loaded = reload(self, community_id);
     if (!loaded)
       return false;
@@ -166,11 +165,31 @@ void follow_registry(self_ptr self, const std::vector<std::int64_t>& ids) {
       (void)delivered_through(self, id, *community->members);
 }
 
-/// The LISTEN connection came (back) up: notifications may have been lost meanwhile.
+/// Takes the community's state whatever its version, then delivers what changes past the
+/// delivered version wrote; a state no newer than that is where delivery goes on from. False
+/// on a database error.
+bool take_again(self_ptr self, std::int64_t community_id) {
+  auto community = self->state.args.registry->find(community_id);
+  if (!community)
+    return true;
+  auto& delivered = delivered_through(self, community_id, *community->members);
+  auto loaded = reload(self, community_id, true);
+  if (!loaded)
+    return false;
+  if (*loaded <= delivered) {
+    delivered = *loaded;
+    return true;
+  }
+  return deliver(self, community_id, *community->members, *loaded, community->actor);
+}
+
+/// The LISTEN connection came (back) up: notifications may have been lost meanwhile, and a
+/// failover's new primary may hold the very version this pod holds with other content, which
+/// no comparison of versions sees: every community's state is taken again, as a rewind takes it.
 void reload_all(self_ptr self) {
   self->state.reload_owed = true;
   for (auto id : self->state.args.registry->community_ids())
-    if (!catch_up(self, id, 0, true))
+    if (!take_again(self, id))
       return; // the database is away: the next check reloads again
   self->state.reload_owed = false;
 }

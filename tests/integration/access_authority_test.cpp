@@ -402,13 +402,17 @@ TEST_CASE_METHOD(membership_fixture,
   // other content: the LISTEN connection coming back reloads everything, and a reload the
   // database cut short must be finished, since comparing versions cannot see the difference.
   actor_world world;
+  const std::string id = std::to_string(community);
+  // A change the triggers number: the pod holds a version above 0, where versions decide.
+  (void)scalar(connection, "INSERT INTO members (community_id, pubkey, role) VALUES ($1::bigint, '\\x"
+                             + protocol::to_hex(key_of(76)) + "'::bytea, 'member')", {id});
   auto handle = world.registry->ensure(community, [&] { return storage::load_access(connection, community); });
   REQUIRE(handle);
+  REQUIRE(handle->members->version() > 0);
   auto watcher = world.spawn_detached(
     actors::access_watcher,
     actors::access_watcher_args{database.conninfo(), world.registry, world.idle,
                                 relay_key.public_key(), world.metrics, std::chrono::milliseconds(50)});
-  const std::string id = std::to_string(community);
   const auto newcomer = key_of(77);
   // The same version, another content: a member row written with the triggers quiet, as a
   // promoted standby that missed a change and then took another may hold.

@@ -28,6 +28,11 @@ enum class close_reason : std::uint16_t {
 struct shared_event_frame {
   std::shared_ptr<const std::string> head;
   std::shared_ptr<const std::string> json;
+  /// A relay-signed list or room state (13534, 33534, 39000-39005): its NIP-01 address. A newer
+  /// one for the same subscription replaces this frame while it still waits in a socket's queue
+  /// (DESIGN, cross-pod delivery: membership churn rewrites a list of 750 KB each second).
+  std::shared_ptr<const std::string> replaceable_address = nullptr;
+  std::int64_t created_at = 0;
 
   static constexpr std::string_view tail = "]";
 

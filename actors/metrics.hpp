@@ -100,6 +100,8 @@ struct relay_metrics {
   std::atomic<std::int64_t> outbound_bytes{0}; ///< queued for every connection, not yet written
   std::atomic<std::int64_t> storage_waiting_bytes{0}; ///< events sent to the writers, not yet answered (storage_waiting_weight)
   std::atomic<std::uint64_t> events_refused_storage_busy{0}; ///< past max_storage_waiting_bytes
+  /// Relay-signed lists and room states dropped from a socket's queue for a newer one.
+  std::atomic<std::uint64_t> superseded_frames_dropped{0};
   /// Room requests the pod's cache of roles refused before they took a place in the room queue.
   std::atomic<std::uint64_t> room_requests_refused_early{0};
   std::atomic<std::uint64_t> connections_refused_busy{0};    ///< pod-wide socket cap (503)

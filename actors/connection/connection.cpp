@@ -67,6 +67,17 @@ std::uint64_t leading_chars(const std::array<char, 64>& hex) noexcept {
   return value;
 }
 
+/// A live event's frame; a relay-signed list or room state carries its address, so that a newer
+/// one replaces it in the socket's queue while it waits there.
+shared_event_frame live_frame(const std::shared_ptr<const std::string>& head, const live_event& event) {
+  const auto& ev = *event.ev;
+  if (!protocol::relay_signed_kind(ev.kind) || protocol::classify(ev.kind) == protocol::kind_class::regular
+      || protocol::classify(ev.kind) == protocol::kind_class::ephemeral)
+    return shared_event_frame{head, event.json};
+  return shared_event_frame{head, event.json, std::make_shared<const std::string>(protocol::address_of(ev)),
+                            ev.created_at};
+}
+
 } // namespace
 
 void history_ids::seal() {
@@ -422,7 +433,7 @@ std::optional<shared_event_frame> connection::live_arrived(const std::string& id
       else if (sub.sent_in_history.contains(event.ev->id))
         return std::nullopt;
     }
-    return shared_event_frame{sub.frame_head, event.json};
+    return live_frame(sub.frame_head, event);
   }
   // Held until EOSE; past the bound the oldest would be lost, so the newest are dropped instead
   // and the client still gets every event up to the bound in order (after one dropped for its

@@ -147,7 +147,8 @@ bool websocket_outbox::push_each(std::span<Frame> frames, ToOutbound to_outbound
 namespace {
 
 outbound_frame shared_outbound(shared_event_frame&& frame) {
-  return outbound_frame{{}, std::move(frame.head), std::move(frame.json)};
+  return outbound_frame{{}, std::move(frame.head), std::move(frame.json), false,
+                        std::move(frame.replaceable_address), frame.created_at};
 }
 
 outbound_frame whole_outbound(std::string&& frame) {
@@ -200,6 +201,8 @@ void websocket_outbox::enqueue(outbound_frame frame) {
 }
 
 bool websocket_outbox::push(outbound_frame frame) {
+  if (frame.replaceable_address)
+    drop_superseded(frame);
   if (over_bound(frame.size())) {
     // A reader this far behind is cut, not buffered: its queue is dropped at once (what is
     // being written now is counted until `written`).
@@ -239,6 +242,17 @@ void websocket_outbox::close(close_reason why) {
       drop_queued_events();
   }
   wake();
+}
+
+void websocket_outbox::drop_superseded(const outbound_frame& newer) {
+  std::size_t before = queue_.size();
+  drop_queued_if([&](const outbound_frame& queued) {
+    return queued.replaceable_address && !queued.framed && queued.head == newer.head
+           && queued.created_at <= newer.created_at
+           && *queued.replaceable_address == *newer.replaceable_address;
+  });
+  if (auto dropped = before - queue_.size())
+    metrics_->superseded_frames_dropped.fetch_add(dropped, std::memory_order_relaxed);
 }
 
 void websocket_outbox::drop_events() {

@@ -29,6 +29,9 @@ struct outbound_frame {
   std::shared_ptr<const std::string> json; ///< null for a whole frame
   /// `text` is already WebSocket framing and payload: what a write left of its batch.
   bool framed = false;
+  /// shared_event_frame's: a newer frame of the same address and subscription replaces it.
+  std::shared_ptr<const std::string> replaceable_address = nullptr;
+  std::int64_t created_at = 0;
 
   /// The frame's payload length on the wire: what the outbox counts as pending.
   [[nodiscard]] std::size_t size() const noexcept {
@@ -112,6 +115,8 @@ public:
 private:
   void enqueue(outbound_frame frame);
   void drop_queued_events(); // under mutex_
+  /// Drops what `newer` replaces: older frames of its address for its subscription (under mutex_).
+  void drop_superseded(const outbound_frame& newer);
   /// Under mutex_: removes the queued frames `drop` picks, no longer counted as pending.
   template <class Drop>
   void drop_queued_if(Drop drop);

@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: MIT
+// A socket's outbound queue: a relay-signed list or room state that waits there unwritten is
+// replaced by a newer one for the same subscription (DESIGN, cross-pod delivery).
+#include <catch2/catch.hpp>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/strand.hpp>
+
+#include "actors/connection/connection.hpp"
+#include "actors/gateway/websocket_outbox.hpp"
+#include "protocol/relay_message.hpp"
+#include "support/signed_events.hpp"
+
+using namespace comb;
+
+namespace {
+
+const auto relay = protocol::key_pair::generate();
+const auto someone = protocol::key_pair::generate();
+
+actors::live_event live_of(const protocol::event& ev) {
+  return actors::live_event{std::make_shared<const protocol::event>(ev),
+                            std::make_shared<const std::string>(protocol::render_event_json(ev))};
+}
+
+/// The frame `reader` makes of `ev` for its subscription "s" (open, past EOSE).
+actors::shared_event_frame frame_for(actors::connection& reader, const protocol::event& ev) {
+  auto frame = reader.live_arrived("s", 1, live_of(ev), 0);
+  REQUIRE(frame);
+  return *frame;
+}
+
+actors::connection live_reader() {
+  actors::connection reader(actors::connection_policy{}, "challenge");
+  REQUIRE(reader.open_subscription("s").ok());
+  (void)reader.history_arrived("s", 1, {});
+  return reader;
+}
+
+} // namespace
+
+TEST_CASE("a member list waiting in a socket's queue is replaced by a newer one, nothing else is",
+          "[actors][outbox]") {
+  boost::asio::io_context io;
+  auto metrics = std::make_shared<actors::relay_metrics>();
+  auto reader = live_reader();
+  auto other = live_reader(); // another subscription of the same socket
+  const auto now = test::unix_now();
+  const std::string members(20'000, 'm'); // a list of a few hundred members
+  auto list_at = [&](std::int64_t at) {
+    return test::sign_event(relay, 13534, members, {{"-"}}, at);
+  };
+  auto note = test::sign_event(someone, 1, "between");
+  {
+    // Room for three lists: without the replacing, the fourth would cut the reader.
+    auto outbox = std::make_shared<actors::websocket_outbox>(boost::asio::make_strand(io), 65'000, metrics);
+    std::vector<actors::shared_event_frame> frames{frame_for(reader, list_at(now - 3)), frame_for(reader, note),
+                                                   frame_for(other, list_at(now - 3))};
+    for (std::int64_t at = now - 2; at <= now; ++at)
+      frames.push_back(frame_for(reader, list_at(at)));
+    // One that arrives late with an older list replaces nothing.
+    frames.push_back(frame_for(reader, list_at(now - 5)));
+    for (auto& frame : frames)
+      outbox->send_events(std::span(&frame, 1));
+    CHECK_FALSE(outbox->closing());
+    CHECK(metrics->superseded_frames_dropped.load() == 3);
+    // Left: the note, the other subscription's list, the newest list, the late older one.
+    const auto list_frame = frame_for(reader, list_at(now)).size();
+    CHECK(outbox->pending_bytes() == frame_for(reader, note).size() + 3 * list_frame);
+  }
+  io.restart();
+  io.poll();
+}
+
+TEST_CASE("only relay-signed replaceable and addressable kinds carry an address to be replaced by",
+          "[actors][outbox]") {
+  auto reader = live_reader();
+  CHECK(*frame_for(reader, test::sign_event(relay, 13534, "", {{"-"}})).replaceable_address
+        == "13534:" + protocol::to_hex(relay.public_key()) + ":");
+  CHECK(*frame_for(reader, test::sign_event(relay, 39002, "", {{"d", "pizza"}})).replaceable_address
+        == "39002:" + protocol::to_hex(relay.public_key()) + ":pizza");
+  CHECK_FALSE(frame_for(reader, test::sign_event(relay, 8000, "", {{"-"}})).replaceable_address);
+  CHECK_FALSE(frame_for(reader, test::sign_event(someone, 0, "{}")).replaceable_address);
+  CHECK_FALSE(frame_for(reader, test::sign_event(someone, 30023, "", {{"d", "post"}})).replaceable_address);
+}

@@ -89,7 +89,7 @@ void membership_store::write_role_definitions(std::int64_t community_id, std::in
 }
 
 /// A member removed from the community leaves every room of it in the same transaction; when a
-/// room's state already has this second, the whole change waits like the list does.
+/// room's state is already ahead of this second, the whole change waits like the list does.
 void membership_store::leave_rooms(std::int64_t community_id,
                                    const std::vector<protocol::bytes32>& removed, std::int64_t now,
                                    membership_write& out) {

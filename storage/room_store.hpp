@@ -109,8 +109,9 @@ struct rooms_restore {
 
 /// Inside an open membership transaction that removed `pubkeys` from the community: removes
 /// them from every room of it and rewrites each affected room's 39002 (and 39001 when one had
-/// a role). Returns the events written, or, when an affected room's newest state already has
-/// second `now`, nothing written and the second to wait for in `wait_until`. Throws
+/// a role), at `now`, or a second later in a room whose newest state has second `now` already.
+/// Returns the events written, or, when an affected room's newest state is ahead of `now` (a
+/// removal went ahead this second), nothing written and the second to wait for in `wait_until`. Throws
 /// std::runtime_error on a database error (the caller rolls back).
 [[nodiscard]] std::vector<relay_signed_event>
 remove_from_rooms(pg_connection& tx, const protocol::key_pair& relay_key, std::int64_t community_id,

@@ -417,6 +417,39 @@ TEST_CASE_METHOD(room_fixture, "banning someone who is in a room but not a membe
   CHECK(listed_members() == std::vector<std::string>{owner.pubkey_hex()});
 }
 
+TEST_CASE_METHOD(room_fixture, "a removal from a busy room goes one second ahead of its clock rather than wait, never two",
+                 "[integration][rooms][nip86]") {
+  // A room busy with requests takes each second's state as it begins: a ban that waited for a
+  // second the room had not taken could wait as long as the room stays busy.
+  open_room();
+  REQUIRE(run(alice, 9021, {}).committed);
+  REQUIRE(run(bob, 9021, {}).committed);
+  const auto at = now; // the room's newest state has this second
+  REQUIRE(count("SELECT newest_state_at FROM room_clocks WHERE community_id = $1::bigint"
+                " AND room_id = 'pizza'") == std::to_string(at));
+  auto ban_of = [&](const author& who) {
+    auto ban = command(membership_change::ban_pubkey, who.pubkey());
+    ban.requested_by = owner.pubkey();
+    return ban;
+  };
+  auto ban_alice = ban_of(alice);
+  auto first = members.apply(community, std::span(&ban_alice, 1), at);
+  REQUIRE(first.committed);
+  REQUIRE(first.room_events.size() == 1);
+  CHECK(first.room_events[0].ev.created_at == at + 1);
+  // Another in the same second would be two ahead: it waits for the room's next second.
+  auto ban_bob = ban_of(bob);
+  auto second = members.apply(community, std::span(&ban_bob, 1), at);
+  CHECK_FALSE(second.committed);
+  CHECK(second.retry_at == at + 1);
+  CHECK(listed_members() == std::vector<std::string>{owner.pubkey_hex(), bob.pubkey_hex()});
+  auto then = members.apply(community, std::span(&ban_bob, 1), at + 1);
+  REQUIRE(then.committed);
+  REQUIRE(then.room_events.size() == 1);
+  CHECK(then.room_events[0].ev.created_at == at + 2);
+  CHECK(listed_members() == std::vector<std::string>{owner.pubkey_hex()});
+}
+
 TEST_CASE_METHOD(room_fixture, "a banned user cannot join a room or be put back in one, and an archived community's rooms take no request",
                  "[integration][rooms]") {
   // Decided under the community's lock: a pod whose cache has not yet seen the ban (or a request

@@ -99,6 +99,11 @@ inline constexpr refresh_atom refresh_atom_v{};
 /// pod holds (a restore, a failover): taken whatever its version
 using rewind_atom = caf::atom_constant<caf::atom("rewind")>;
 inline constexpr rewind_atom rewind_atom_v{};
+/// (retake_atom, community_access): the database's state read as the LISTEN connection came
+/// back: taken at the version the pod holds too (a failover may have put other content there),
+/// unless the pod's own writes reached a newer one since it was read
+using retake_atom = caf::atom_constant<caf::atom("retake")>;
+inline constexpr retake_atom retake_atom_v{};
 using wake_atom = caf::atom_constant<caf::atom("wake")>;           ///< the second a waiting list needed has begun
 inline constexpr wake_atom wake_atom_v{};
 using access_atom = caf::atom_constant<caf::atom("access")>;       ///< (access_atom, community): access changed, re-check

@@ -17,10 +17,15 @@ namespace {
 
 using self_ptr = caf::stateful_actor<access_watcher_state>*;
 
-/// Reloads one community and hands its state to its actor (`rewinding`: to be taken whatever
-/// its version). The version loaded (0 when the community is not served here or is gone);
-/// nothing on a database error.
-std::optional<std::int64_t> reload(self_ptr self, std::int64_t community_id, bool rewinding = false) {
+/// How a reloaded state is to be taken: when newer than what the pod holds; also at the version
+/// it holds, unless the pod's own writes passed it (a LISTEN reconnect); whatever its version (a
+/// database that went back).
+enum class taking { newer, retake, rewind };
+
+/// Reloads one community and hands its state to its actor, to be taken as `how` says. The
+/// version loaded (0 when the community is not served here or is gone); nothing on a database
+/// error.
+std::optional<std::int64_t> reload(self_ptr self, std::int64_t community_id, taking how = taking::newer) {
   auto& st = self->state;
   auto community = st.args.registry->find(community_id);
   if (!community)
@@ -31,10 +36,11 @@ std::optional<std::int64_t> reload(self_ptr self, std::int64_t community_id, boo
   bump(st.args.metrics->access_reloads);
   auto version = state->version;
   bool deleted = !state->exists;
-  if (rewinding)
-    self->send(community->actor, rewind_atom_v, std::move(*state));
-  else
-    self->send(community->actor, refresh_atom_v, std::move(*state));
+  switch (how) {
+    case taking::newer: self->send(community->actor, refresh_atom_v, std::move(*state)); break;
+    case taking::retake: self->send(community->actor, retake_atom_v, std::move(*state)); break;
+    case taking::rewind: self->send(community->actor, rewind_atom_v, std::move(*state)); break;
+  }
   // Ids are never reused: once its actor has closed what was open, a deleted community is
   // dropped, not reloaded on every check.
   if (deleted)
@@ -147,7 +153,7 @@ bool rewind(self_ptr self, std::int64_t community_id, std::int64_t database_vers
                "took from it (restored or failed over?): taking its state again",
                community_id, database_version, held_version);
   bump(st.args.metrics->access_rewinds);
-  auto loaded = reload(self, community_id, true);
+  auto loaded = reload(self, community_id, taking::rewind);
   if (!loaded)
     return false;
   st.delivered[community_id] = *loaded;
@@ -165,15 +171,16 @@ void follow_registry(self_ptr self, const std::vector<std::int64_t>& ids) {
       (void)delivered_through(self, id, *community->members);
 }
 
-/// Takes the community's state whatever its version, then delivers what changes past the
-/// delivered version wrote; a state no newer than that is where delivery goes on from. False
-/// on a database error.
+/// Takes the community's state again (taking::retake), then delivers what changes past the
+/// delivered version wrote; a state no newer than that is where delivery goes on from (after a
+/// failover that put other content at the delivered version, its events are not delivered
+/// live: subscribers read them from the store). False on a database error.
 bool take_again(self_ptr self, std::int64_t community_id) {
   auto community = self->state.args.registry->find(community_id);
   if (!community)
     return true;
   auto& delivered = delivered_through(self, community_id, *community->members);
-  auto loaded = reload(self, community_id, true);
+  auto loaded = reload(self, community_id, taking::retake);
   if (!loaded)
     return false;
   if (*loaded <= delivered) {
@@ -185,7 +192,7 @@ bool take_again(self_ptr self, std::int64_t community_id) {
 
 /// The LISTEN connection came (back) up: notifications may have been lost meanwhile, and a
 /// failover's new primary may hold the very version this pod holds with other content, which
-/// no comparison of versions sees: every community's state is taken again, as a rewind takes it.
+/// no comparison of versions sees: every community's state is taken again at that version too.
 void reload_all(self_ptr self) {
   self->state.reload_owed = true;
   for (auto id : self->state.args.registry->community_ids())

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "actors/community/community_actor.hpp"
 
+#include <algorithm>
 #include <set>
 
 #include "actors/clock.hpp"
@@ -101,6 +102,15 @@ void apply_access(self_ptr self, const storage::community_access& state) {
       st.args.bans->replace(state.bans, state.version);
     cache.set_access_version(state.version);
   }
+}
+
+/// The next state applied is taken whatever its version: the database went back (a restore, a
+/// failover), or a failover put other content at the version the pod holds.
+void take_whatever_version(self_ptr self) {
+  auto& st = self->state;
+  st.version = member_cache::rewound_version;
+  st.access_version = member_cache::rewound_version;
+  st.args.cache->rewind_versions();
 }
 
 /// The database's state, reloaded after a notification or a version check.
@@ -278,12 +288,17 @@ caf::behavior community_actor(caf::stateful_actor<community_state>* self, commun
     },
     [=](refresh_atom, const storage::community_access& state) { refresh(self, state); },
     [=](rewind_atom, const storage::community_access& state) {
+      take_whatever_version(self);
+      if (self->state.args.bans)
+        self->state.args.bans->forget_own_changes();
+      refresh(self, state);
+    },
+    [=](retake_atom, const storage::community_access& state) {
+      // Read before a write of this pod's own committed: that write's notification reloads.
       auto& st = self->state;
-      st.version = member_cache::rewound_version;
-      st.access_version = member_cache::rewound_version;
-      st.args.cache->rewind_versions();
-      if (st.args.bans)
-        st.args.bans->forget_own_changes();
+      if (std::max({st.version, st.access_version, st.args.cache->rooms_version()}) > state.version)
+        return;
+      take_whatever_version(self);
       refresh(self, state);
     },
     [=](wake_atom) {

@@ -151,6 +151,40 @@ TEST_CASE_METHOD(fixture, "a rewound database's state replaces the cache whateve
   CHECK(cache->whole_version() == 3);
 }
 
+TEST_CASE_METHOD(fixture, "a state retaken as LISTEN came back counts at the pod's version, not below it",
+                 "[actor][community][access]") {
+  storage::community_access state;
+  state.community_id = 1;
+  state.exists = true;
+  state.closed = true;
+  state.version = 5;
+  state.members = {{key(2), storage::member_role::member}, {key(3), storage::member_role::member}};
+  caf::anon_send(community, refresh_atom_v, state);
+  scheduler->run();
+  REQUIRE(cache->whole_version() == 5);
+  // A failover's new primary holds version 5 too, where another pod removed 3.
+  auto other_timeline = state;
+  other_timeline.members = {{key(2), storage::member_role::member}};
+  caf::anon_send(community, refresh_atom_v, other_timeline);
+  scheduler->run();
+  CHECK(cache->is_member(key(3))); // a refresh sees nothing new at version 5...
+  caf::anon_send(community, retake_atom_v, other_timeline);
+  scheduler->run();
+  CHECK_FALSE(cache->is_member(key(3))); // ...a retake takes it
+  CHECK(cache->whole_version() == 5);
+
+  // Read before this pod's own write committed: the pod keeps what it wrote.
+  db->version = 5;
+  db->members = other_timeline.members;
+  queue(1, cmd(membership_change::add_member, 4));
+  scheduler->run();
+  REQUIRE(cache->is_member(key(4)));
+  REQUIRE(cache->version() > 5);
+  caf::anon_send(community, retake_atom_v, other_timeline);
+  scheduler->run();
+  CHECK(cache->is_member(key(4)));
+}
+
 TEST_CASE_METHOD(fixture, "committed bans reach the ban cache with the member removed",
                  "[actor][community]") {
   queue(1, cmd(membership_change::add_member, 2));

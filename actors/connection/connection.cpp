@@ -67,15 +67,36 @@ std::uint64_t leading_chars(const std::array<char, 64>& hex) noexcept {
   return value;
 }
 
+/// A relay-signed list or room state (13534, 33534, 39000-39005): a newer one replaces it
+/// wherever it still waits for its reader.
+bool superseded_by_newer(const protocol::event& ev) {
+  auto kinds = protocol::classify(ev.kind);
+  return protocol::relay_signed_kind(ev.kind)
+         && (kinds == protocol::kind_class::replaceable || kinds == protocol::kind_class::addressable);
+}
+
 /// A live event's frame; a relay-signed list or room state carries its address, so that a newer
 /// one replaces it in the socket's queue while it waits there.
 shared_event_frame live_frame(const std::shared_ptr<const std::string>& head, const live_event& event) {
   const auto& ev = *event.ev;
-  if (!protocol::relay_signed_kind(ev.kind) || protocol::classify(ev.kind) == protocol::kind_class::regular
-      || protocol::classify(ev.kind) == protocol::kind_class::ephemeral)
+  if (!superseded_by_newer(ev))
     return shared_event_frame{head, event.json};
   return shared_event_frame{head, event.json, std::make_shared<const std::string>(protocol::address_of(ev)),
                             ev.created_at};
+}
+
+/// Drops the held events `newer` replaces (its address, no newer than it); the bytes they held.
+std::size_t drop_superseded_held(std::vector<live_event>& held, const protocol::event& newer) {
+  const auto address = protocol::address_of(newer);
+  std::size_t freed = 0;
+  std::erase_if(held, [&](const live_event& waiting) {
+    const auto& ev = *waiting.ev;
+    if (ev.kind != newer.kind || ev.created_at > newer.created_at || protocol::address_of(ev) != address)
+      return false;
+    freed += waiting.json->size();
+    return true;
+  });
+  return freed;
 }
 
 } // namespace
@@ -437,7 +458,10 @@ std::optional<shared_event_frame> connection::live_arrived(const std::string& id
   }
   // Held until EOSE; past the bound the oldest would be lost, so the newest are dropped instead
   // and the client still gets every event up to the bound in order (after one dropped for its
-  // size, a smaller one that would fit is dropped too: no gap).
+  // size, a smaller one that would fit is dropped too: no gap). A list that churn rewrote each
+  // second while the history was read holds only its newest.
+  if (superseded_by_newer(*event.ev) && !sub.dropping_held)
+    sub.held_bytes -= drop_superseded_held(sub.held, *event.ev);
   if (!sub.dropping_held && sub.held.size() < policy_.max_buffered_live
       && sub.held_bytes + event.json->size() <= policy_.max_buffered_live_bytes) {
     sub.held_bytes += event.json->size();

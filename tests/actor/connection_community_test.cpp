@@ -298,16 +298,18 @@ TEST_CASE_METHOD(fixture, "a room request its author's roles do not allow is ref
   spawned.push_back(community);
   const auto carol = protocol::key_pair::generate(); // the room's moderator
   const auto dave = protocol::key_pair::generate();  // in the room, no role
+  const auto erin = protocol::key_pair::generate();  // the room's admin, a plain community member
   base_policy.members = std::make_shared<member_cache>();
   (void)base_policy.members->replace({{alice.public_key(), storage::member_role::admin},
                                       {bob.public_key(), storage::member_role::member},
                                       {carol.public_key(), storage::member_role::member},
-                                      {dave.public_key(), storage::member_role::member}});
+                                      {dave.public_key(), storage::member_role::member},
+                                      {erin.public_key(), storage::member_role::member}});
   base_policy.members->set_closed(false);
   protocol::room_state pizza;
   pizza.exists = true;
   pizza.id = "pizza";
-  pizza.members = {{carol.public_key(), {"moderator"}}, {dave.public_key(), {}}};
+  pizza.members = {{carol.public_key(), {"moderator"}}, {dave.public_key(), {}}, {erin.public_key(), {"admin"}}};
   base_policy.members->set_rooms(std::make_shared<const room_index>(std::vector{pizza}), 1);
   auto as = [&](const protocol::key_pair& who) {
     auto c = connect(false);
@@ -341,11 +343,19 @@ TEST_CASE_METHOD(fixture, "a room request its author's roles do not allow is ref
   CHECK(*asked == 0);
   CHECK(metrics->room_requests_refused_early == 5);
 
+  // Flotilla's room form, from the room's admin: the create is told "already", the edit goes on.
+  auto room_admin = as(erin);
+  refused(room_admin, test::sign_event(erin, protocol::room_create_kind, "", {{"h", "pizza"}}),
+          "duplicate: a room with this id already exists");
+  CHECK(metrics->room_requests_refused_early == 6);
+
   // Those the cache says may go to the community, whose transaction decides.
+  say(room_admin, test::event_frame(test::sign_event(erin, protocol::room_edit_metadata_kind, "", {{"h", "pizza"}, {"name", "Pie"}})));
   say(moderator, test::event_frame(test::sign_event(carol, protocol::room_put_user_kind, "", {{"h", "pizza"}, {"p", newcomer}})));
+  say(moderator, test::event_frame(test::sign_event(carol, protocol::room_delete_event_kind, "", {{"h", "pizza"}, {"e", std::string(64, 'a')}})));
   auto admin = as(alice);
   say(admin, test::event_frame(test::sign_event(alice, protocol::room_create_kind, "", {{"h", "salad"}})));
   say(member, test::event_frame(test::sign_event(bob, protocol::room_join_kind, "", {{"h", "pizza"}})));
-  CHECK(*asked == 3);
-  CHECK(metrics->room_requests_refused_early == 5);
+  CHECK(*asked == 5);
+  CHECK(metrics->room_requests_refused_early == 6);
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// A socket's outbound queue: a relay-signed list or room state that waits there unwritten is
-// replaced by a newer one for the same subscription (DESIGN, cross-pod delivery).
+// A relay-signed list or room state that waits unwritten in a socket's queue, or held for a
+// subscription still reading its history, is replaced by a newer one for the same subscription
+// (DESIGN, cross-pod delivery: membership churn must not flood connections).
 #include <catch2/catch.hpp>
 
 #include <boost/asio/io_context.hpp>
@@ -82,4 +83,25 @@ TEST_CASE("only relay-signed replaceable and addressable kinds carry an address 
   CHECK_FALSE(frame_for(reader, test::sign_event(relay, 8000, "", {{"-"}})).replaceable_address);
   CHECK_FALSE(frame_for(reader, test::sign_event(someone, 0, "{}")).replaceable_address);
   CHECK_FALSE(frame_for(reader, test::sign_event(someone, 30023, "", {{"d", "post"}})).replaceable_address);
+}
+
+TEST_CASE("a subscription still reading its history holds only the newest of a churned list",
+          "[actors][outbox]") {
+  actors::connection reader(actors::connection_policy{}, "challenge");
+  REQUIRE(reader.open_subscription("s").ok());
+  const auto now = test::unix_now();
+  std::vector<protocol::event> lists;
+  for (std::int64_t at = now - 3; at <= now; ++at)
+    lists.push_back(test::sign_event(relay, 13534, "members", {{"-"}}, at));
+  auto delta = test::sign_event(relay, 8000, "", {{"-"}, {"p", protocol::to_hex(someone.public_key())}});
+  for (const auto& ev : {lists[0], lists[2], delta, lists[3], lists[1]}) // the last one late
+    CHECK_FALSE(reader.live_arrived("s", 1, live_of(ev), 0));
+  auto frames = reader.history_arrived("s", 1, {});
+  // EOSE, then what was held: the delta, the newest list and the late older one (it replaces
+  // nothing newer), in arrival order.
+  REQUIRE(frames.size() == 4);
+  CHECK(frames[0] == protocol::render_eose("s"));
+  CHECK(frames[1].find(protocol::to_hex(delta.id)) != std::string::npos);
+  CHECK(frames[2].find(protocol::to_hex(lists[3].id)) != std::string::npos);
+  CHECK(frames[3].find(protocol::to_hex(lists[1].id)) != std::string::npos);
 }

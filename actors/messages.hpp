@@ -101,7 +101,8 @@ using rewind_atom = caf::atom_constant<caf::atom("rewind")>;
 inline constexpr rewind_atom rewind_atom_v{};
 /// (retake_atom, community_access): the database's state read as the LISTEN connection came
 /// back: taken at the version the pod holds too (a failover may have put other content there),
-/// unless the pod's own writes reached a newer one since it was read
+/// unless the pod's own writes reached a newer one since it was read; then the community actor
+/// answers (retake_atom, community id) and the watcher reads it again
 using retake_atom = caf::atom_constant<caf::atom("retake")>;
 inline constexpr retake_atom retake_atom_v{};
 using wake_atom = caf::atom_constant<caf::atom("wake")>;           ///< the second a waiting list needed has begun

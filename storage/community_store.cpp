@@ -152,7 +152,7 @@ access_switch switch_access_locked(pg_connection& tx, std::int64_t id, bool clos
     return access_switch{lifecycle_result::unchanged, {}, 0};
   if (closed) {
     out.room_events = remove_from_rooms(tx, relay_key, id, room_outsiders(tx, id), now, out.retry_at);
-    if (out.retry_at != 0) // a room's state already has this second: nothing is written
+    if (out.retry_at != 0) // a room's state is already ahead of this second: nothing is written
       return access_switch{lifecycle_result::unchanged, {}, out.retry_at};
   }
   std::vector<protocol::bytes32> written;

@@ -247,6 +247,8 @@ caf::behavior access_watcher(caf::stateful_actor<access_watcher_state>* self,
   return {
     [=](notice_atom) { on_notices(self); },
     [=](reload_atom) { reload_all(self); },
+    // A retaken state was read before a write of the pod's own: read it again.
+    [=](retake_atom, std::int64_t community_id) { (void)take_again(self, community_id); },
     // The bridge holds an event whose origin had `version`: read the database now, not at the
     // notification (which may lag) or the next check.
     [=](access_atom, std::int64_t community_id, std::int64_t version) {

@@ -294,10 +294,15 @@ caf::behavior community_actor(caf::stateful_actor<community_state>* self, commun
       refresh(self, state);
     },
     [=](retake_atom, const storage::community_access& state) {
-      // Read before a write of this pod's own committed: that write's notification reloads.
+      // Read before a write of this pod's own committed: taking it would undo that write, and
+      // skipping it could keep what a failover lost. The watcher reads again, after the write.
+      // A deleted community is closed whatever its version says.
       auto& st = self->state;
-      if (std::max({st.version, st.access_version, st.args.cache->rooms_version()}) > state.version)
+      if (state.exists && std::max({st.version, st.access_version, st.args.cache->rooms_version()}) > state.version) {
+        if (auto watcher = caf::actor_cast<caf::actor>(self->current_sender()))
+          self->send(watcher, retake_atom_v, state.community_id);
         return;
+      }
       take_whatever_version(self);
       refresh(self, state);
     },

@@ -85,18 +85,10 @@ shared_event_frame live_frame(const std::shared_ptr<const std::string>& head, co
                             ev.created_at};
 }
 
-/// Drops the held events `newer` replaces (its address, no newer than it); the bytes they held.
-std::size_t drop_superseded_held(std::vector<live_event>& held, const protocol::event& newer) {
-  const auto address = protocol::address_of(newer);
-  std::size_t freed = 0;
-  std::erase_if(held, [&](const live_event& waiting) {
-    const auto& ev = *waiting.ev;
-    if (ev.kind != newer.kind || ev.created_at > newer.created_at || protocol::address_of(ev) != address)
-      return false;
-    freed += waiting.json->size();
-    return true;
-  });
-  return freed;
+/// Whether `held` waits for EOSE with what `newer` replaces (its address, no newer than it).
+bool replaced_by(const live_event& held, const protocol::event& newer, const std::string& address) {
+  const auto& ev = *held.ev;
+  return ev.kind == newer.kind && ev.created_at <= newer.created_at && protocol::address_of(ev) == address;
 }
 
 } // namespace
@@ -461,7 +453,7 @@ std::optional<shared_event_frame> connection::live_arrived(const std::string& id
   // size, a smaller one that would fit is dropped too: no gap). A list that churn rewrote each
   // second while the history was read holds only its newest.
   if (superseded_by_newer(*event.ev) && !sub.dropping_held)
-    sub.held_bytes -= drop_superseded_held(sub.held, *event.ev);
+    drop_replaced_held(sub, event);
   if (!sub.dropping_held && sub.held.size() < policy_.max_buffered_live
       && sub.held_bytes + event.json->size() <= policy_.max_buffered_live_bytes) {
     sub.held_bytes += event.json->size();
@@ -471,6 +463,24 @@ std::optional<shared_event_frame> connection::live_arrived(const std::string& id
     ++dropped_live_;
   }
   return std::nullopt;
+}
+
+void connection::drop_replaced_held(subscription& sub, const live_event& newer) {
+  const auto address = protocol::address_of(*newer.ev);
+  std::size_t count = 0;
+  std::size_t freed = 0;
+  for (const auto& held : sub.held)
+    if (replaced_by(held, *newer.ev, address)) {
+      ++count;
+      freed += held.json->size();
+    }
+  // Only when the newer one is then held: a list dropped for one that does not fit would leave
+  // the client the events after it without either.
+  if (count == 0 || sub.held.size() - count >= policy_.max_buffered_live
+      || sub.held_bytes - freed + newer.json->size() > policy_.max_buffered_live_bytes)
+    return;
+  std::erase_if(sub.held, [&](const live_event& held) { return replaced_by(held, *newer.ev, address); });
+  sub.held_bytes -= freed;
 }
 
 void connection::expire_history_echoes(double clock) {

@@ -424,6 +424,9 @@ private:
     room_index_ptr rooms_at_start;
   };
 
+  /// Drops the events `sub` holds for EOSE that `newer` (a relay-signed list or room state)
+  /// replaces, when `newer` is then held in their place.
+  void drop_replaced_held(subscription& sub, const live_event& newer);
   [[nodiscard]] protocol::room_reader reader_of(const cached_room& room,
                                                 const std::optional<protocol::bytes32>& who) const;
   /// A stored or live event's JSON, when its room's flags let this connection see it.

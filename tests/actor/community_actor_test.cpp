@@ -7,6 +7,21 @@ using namespace comb;
 using namespace comb::actors;
 using namespace comb::test_community;
 
+namespace {
+
+/// The database's state of the closed community 1 at `version`, with `members`.
+storage::community_access closed_state(std::int64_t version, std::vector<storage::member> members) {
+  storage::community_access state;
+  state.community_id = 1;
+  state.exists = true;
+  state.closed = true;
+  state.version = version;
+  state.members = std::move(members);
+  return state;
+}
+
+} // namespace
+
 TEST_CASE_METHOD(fixture, "queued commands are applied in arrival order, each with its outcome",
                  "[actor][community]") {
   queue(1, cmd(membership_change::add_member, 2));
@@ -83,12 +98,7 @@ TEST_CASE_METHOD(fixture, "the database's state replaces the cache only when it 
   queue(1, cmd(membership_change::add_member, 2));
   scheduler->run();
   REQUIRE(cache->version() == 1);
-  storage::community_access state;
-  state.community_id = 1;
-  state.exists = true;
-  state.closed = true;
-  state.version = 5;
-  state.members = {{key(3), storage::member_role::member}};
+  auto state = closed_state(5, {{key(3), storage::member_role::member}});
   caf::anon_send(community, refresh_atom_v, state);
   scheduler->run();
   CHECK(cache->version() == 5);
@@ -110,12 +120,7 @@ TEST_CASE_METHOD(fixture, "the database's state replaces the cache only when it 
 
 TEST_CASE_METHOD(fixture, "a rewound database's state replaces the cache whatever its version",
                  "[actor][community][access]") {
-  storage::community_access state;
-  state.community_id = 1;
-  state.exists = true;
-  state.closed = true;
-  state.version = 5;
-  state.members = {{key(2), storage::member_role::member}, {key(3), storage::member_role::admin}};
+  auto state = closed_state(5, {{key(2), storage::member_role::member}, {key(3), storage::member_role::admin}});
   state.bans.pubkeys = {{key(9), ""}};
   caf::anon_send(community, refresh_atom_v, state);
   scheduler->run();
@@ -153,12 +158,7 @@ TEST_CASE_METHOD(fixture, "a rewound database's state replaces the cache whateve
 
 TEST_CASE_METHOD(fixture, "a state retaken as LISTEN came back counts at the pod's version, not below it",
                  "[actor][community][access]") {
-  storage::community_access state;
-  state.community_id = 1;
-  state.exists = true;
-  state.closed = true;
-  state.version = 5;
-  state.members = {{key(2), storage::member_role::member}, {key(3), storage::member_role::member}};
+  auto state = closed_state(5, {{key(2), storage::member_role::member}, {key(3), storage::member_role::member}});
   caf::anon_send(community, refresh_atom_v, state);
   scheduler->run();
   REQUIRE(cache->whole_version() == 5);
@@ -180,9 +180,28 @@ TEST_CASE_METHOD(fixture, "a state retaken as LISTEN came back counts at the pod
   scheduler->run();
   REQUIRE(cache->is_member(key(4)));
   REQUIRE(cache->version() > 5);
-  caf::anon_send(community, retake_atom_v, other_timeline);
+  // Read before this pod's own write: kept as it is, and the watcher is asked to read again.
+  auto asked_again = std::make_shared<std::vector<std::int64_t>>();
+  auto stale_reader = system->spawn([=, target = community](caf::event_based_actor* me) -> caf::behavior {
+    return {
+      [=](retake_atom, std::int64_t id) { asked_again->push_back(id); },
+      [=](const storage::community_access& read) { me->send(target, retake_atom_v, read); },
+    };
+  });
+  caf::anon_send(stale_reader, other_timeline);
   scheduler->run();
   CHECK(cache->is_member(key(4)));
+  CHECK(*asked_again == std::vector<std::int64_t>{1});
+  // Deleted while LISTEN was down: closed, whatever the version.
+  storage::community_access gone;
+  gone.community_id = 1;
+  gone.exists = false;
+  caf::anon_send(stale_reader, gone);
+  scheduler->run();
+  CHECK(cache->ended());
+  CHECK(asked_again->size() == 1);
+  caf::anon_send_exit(stale_reader, caf::exit_reason::user_shutdown);
+  scheduler->run();
 }
 
 TEST_CASE_METHOD(fixture, "committed bans reach the ban cache with the member removed",

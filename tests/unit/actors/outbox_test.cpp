@@ -105,3 +105,22 @@ TEST_CASE("a subscription still reading its history holds only the newest of a c
   CHECK(frames[2].find(protocol::to_hex(lists[3].id)) != std::string::npos);
   CHECK(frames[3].find(protocol::to_hex(lists[1].id)) != std::string::npos);
 }
+
+TEST_CASE("a held list is replaced only by one that is then held in its place", "[actors][outbox]") {
+  actors::connection_policy policy;
+  policy.max_buffered_live_bytes = 4000;
+  actors::connection reader(policy, "challenge");
+  REQUIRE(reader.open_subscription("s").ok());
+  const auto now = test::unix_now();
+  auto small_list = test::sign_event(relay, 13534, std::string(1000, 'm'), {{"-"}}, now - 1);
+  auto post = test::sign_event(someone, 1, "held after the list");
+  auto large_list = test::sign_event(relay, 13534, std::string(4000, 'm'), {{"-"}}, now);
+  for (const auto& ev : {small_list, post, large_list})
+    CHECK_FALSE(reader.live_arrived("s", 1, live_of(ev), 0));
+  // The larger list does not fit even in the older one's place: the client gets the older
+  // list and what followed it, then nothing more until EOSE, as for any event past the bound.
+  auto frames = reader.history_arrived("s", 1, {});
+  REQUIRE(frames.size() == 3);
+  CHECK(frames[1].find(protocol::to_hex(small_list.id)) != std::string::npos);
+  CHECK(frames[2].find(protocol::to_hex(post.id)) != std::string::npos);
+}

@@ -201,6 +201,14 @@ void reload_all(self_ptr self) {
   self->state.reload_owed = false;
 }
 
+/// The retakes the community actors asked for again (retakes_owed); any the database cut short
+/// stay owed.
+void retake_owed(self_ptr self) {
+  auto& owed = self->state.retakes_owed;
+  for (auto it = owed.begin(); it != owed.end();)
+    it = take_again(self, *it) ? owed.erase(it) : std::next(it);
+}
+
 /// The backup: communities whose version moved (or that are gone) without a notification.
 void check_versions(self_ptr self) {
   auto& st = self->state;
@@ -247,8 +255,9 @@ caf::behavior access_watcher(caf::stateful_actor<access_watcher_state>* self,
   return {
     [=](notice_atom) { on_notices(self); },
     [=](reload_atom) { reload_all(self); },
-    // A retaken state was read before a write of the pod's own: read it again.
-    [=](retake_atom, std::int64_t community_id) { (void)take_again(self, community_id); },
+    // A retaken state was read before a write of the pod's own: read it again at the next
+    // check, not at once (a write a failover lost keeps the pod ahead until the check rewinds).
+    [=](retake_atom, std::int64_t community_id) { self->state.retakes_owed.insert(community_id); },
     // The bridge holds an event whose origin had `version`: read the database now, not at the
     // notification (which may lag) or the next check.
     [=](access_atom, std::int64_t community_id, std::int64_t version) {
@@ -259,6 +268,7 @@ caf::behavior access_watcher(caf::stateful_actor<access_watcher_state>* self,
         reload_all(self);
       else
         check_versions(self);
+      retake_owed(self);
       self->delayed_send(self, self->state.args.check_interval, tick_atom_v);
     },
   };

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "actors/community/community_registry.hpp"
 #include "actors/community/notice_inbox.hpp"
@@ -38,6 +39,9 @@ struct access_watcher_state {
   /// may be another, after a failover or a restore) and not finished: the next checks reload
   /// rather than compare versions, which a database gone back can repeat with other content.
   bool reload_owed = false;
+  /// Communities whose retaken state was read before a write of the pod's own: read again at
+  /// the next check, after the version check (which rewinds a pod whose write a failover lost).
+  std::unordered_set<std::int64_t> retakes_owed;
   static inline const char* name = "access-watcher";
 };
 

@@ -53,23 +53,20 @@ std::optional<rejection> connection::check_room_event(const protocol::event& ev,
 
 std::optional<protocol::room_outcome> connection::refuse_room_request(const protocol::room_request& request) const {
   using protocol::room_action;
-  if (!policy_.members || request.action == room_action::join || request.action == room_action::leave)
+  if (!policy_.members)
     return std::nullopt;
   auto standing = storage::standing_of(policy_.members->role_of(request.author));
   auto rooms = policy_.members->rooms();
   const cached_room* room = rooms->find(request.room);
-  if (request.action == room_action::create_room && room
-      && !protocol::room_action_allowed(request.action, protocol::room_rank::none, standing))
-    return protocol::room_outcome::room_exists;
-  if (request.action != room_action::create_room && !room)
-    return std::nullopt; // check_room_event answered for a room the cache lacks
+  const bool create = request.action == room_action::create_room;
   auto rank = protocol::room_rank::none;
   if (room)
     if (auto it = room->members.find(request.author); it != room->members.end())
       rank = it->second;
-  if (!protocol::room_action_allowed(request.action, rank, standing))
-    return protocol::room_outcome::not_allowed;
-  return std::nullopt;
+  // A room the cache lacks: a create of a new one, or a request check_room_event answered.
+  if (protocol::room_action_allowed(request.action, rank, standing) || (!room && !create))
+    return std::nullopt;
+  return create && room ? protocol::room_outcome::room_exists : protocol::room_outcome::not_allowed;
 }
 
 bool connection::rooms_visible(const std::vector<std::string>& rooms, std::uint32_t kind,

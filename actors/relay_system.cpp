@@ -30,9 +30,11 @@
 #include "actors/vital_watch.hpp"
 #include "storage/membership_store.hpp"
 #include "conf/relay_key.hpp"
+#include "protocol/community_key.hpp"
 #include "protocol/address.hpp"
 #include "protocol/host.hpp"
 #include "protocol/nip19.hpp"
+#include "storage/community_rekey.hpp"
 #include "storage/community_store.hpp"
 #include "storage/migrations.hpp"
 #include "storage/access_change.hpp"
@@ -76,10 +78,22 @@ void print_addresses(const conf::relay_settings& s, const metrics_listener& metr
     std::cout << "cluster links on " << with_port(s.cluster_listen, bridge.cluster_port) << "\n";
 }
 
+/// The relay key and the key the configured community signs with (its NIP-11 `self`), which
+/// test harnesses read back: "signing key of <host>: <hex> (<npub>)".
+void print_keys(const protocol::key_pair& relay_key, const std::string& primary_host) {
+  auto signer = protocol::derive_community_key(relay_key, primary_host);
+  std::cout << "relay key: " << protocol::to_hex(relay_key.public_key()) << " ("
+            << protocol::encode_nip19("npub", relay_key.public_key())
+            << "); each community signs with a key derived from it\n"
+            << "signing key of " << primary_host << ": " << protocol::to_hex(signer.public_key())
+            << " (" << protocol::encode_nip19("npub", signer.public_key()) << ")" << std::endl;
+}
+
 /// Lists written at start-up, for this pod's fan-out.
 struct startup_lists {
   bool ok = false;
   std::vector<committed_event> lists;
+  std::string primary_host; ///< the configured community's
 };
 
 /// The events a start-up write stored (role definitions first, then the list), for the pods.
@@ -95,8 +109,9 @@ void collect(std::int64_t community_id, const storage::membership_write& write,
     add(*write.list, write.list_json);
 }
 
-/// Lists written by an older comb (`["member", <hex>, "member"]`, no 33534 role definitions)
-/// are rewritten once in the current NIP-43 shape, each under its community's lock.
+/// Events an older comb signed with the relay key move to their community's own key; lists
+/// written by an older comb (`["member", <hex>, "member"]`, no 33534 role definitions) are
+/// rewritten once in the current NIP-43 shape. Each under its community's lock.
 bool upgrade_lists(storage::pg_connection& connection, const protocol::key_pair& key,
                    startup_lists& out) {
   storage::community_store communities(connection);
@@ -107,6 +122,18 @@ bool upgrade_lists(storage::pg_connection& connection, const protocol::key_pair&
   }
   storage::membership_store members(connection, key);
   for (const auto& c : *all) {
+    auto moved = storage::move_to_community_key(connection, key, c.row.id);
+    if (!moved.committed) {
+      spdlog::critical("cannot move the events of {} to its own key: {}", c.row.host, moved.error);
+      return false;
+    }
+    if (moved.signed_again + moved.dropped > 0)
+      spdlog::info("{}: events moved from the relay key to the community's own key: {} signed"
+                   " again, {} already replaced and dropped", c.row.host, moved.signed_again,
+                   moved.dropped);
+    if (moved.unreadable > 0)
+      spdlog::warn("{}: {} stored events signed with the relay key cannot be read and stay as they"
+                   " are", c.row.host, moved.unreadable);
     auto write = members.upgrade_list(c.row.id, unix_now());
     while (write.retry_at != 0) // lists keep pace with the clock
       write = members.upgrade_list(c.row.id, storage::sleep_until_second(write.retry_at));
@@ -161,6 +188,7 @@ startup_lists prepare_database(const conf::relay_settings& s, const protocol::ke
     spdlog::critical("cannot create the community for {}: {}", *host, communities.last_error());
     return out;
   }
+  out.primary_host = community->host;
   spdlog::info("community {} (id {}) is {}", community->host, community->id,
                community->closed ? "closed" : "open");
   if (community->closed != (s.access == "closed"))
@@ -258,8 +286,7 @@ bool spawn_actors(caf::actor_system& system, asio::io_context& io, const conf::r
                                          vital_loss(pod));
   std::string error;
   pod.bridge = start_bridge(system, io, s,
-                            bridge_args{node_id_of(s), pod.fanout, pod.registry, key.public_key(),
-                                        nullptr, {}, metrics},
+                            bridge_args{node_id_of(s), pod.fanout, pod.registry, nullptr, {}, metrics},
                             error);
   if (!pod.bridge) {
     spdlog::critical("{}", error);
@@ -274,14 +301,13 @@ bool spawn_actors(caf::actor_system& system, asio::io_context& io, const conf::r
     directory_actor,
     directory_args{s.database_url, communities, pod.registry, pod.close_community});
   pod.access_watcher = system.spawn<caf::detached>(
-    access_watcher, access_watcher_args{s.database_url, pod.registry, pod.fanout,
-                                        key.public_key(), metrics, std::chrono::milliseconds(1000),
-                                        pod.notices});
+    access_watcher, access_watcher_args{s.database_url, pod.registry, pod.fanout, metrics,
+                                        std::chrono::milliseconds(1000), pod.notices});
   pod.gap_filler = system.spawn<caf::detached>(
     gap_filler, gap_filler_args{s.database_url, pod.registry, pod.bridge->actor});
   caf::anon_send(pod.bridge->actor, bridge_watcher{pod.access_watcher, pod.gap_filler});
   pod.management = system.spawn<caf::detached>(
-    management_actor, management_args{s.database_url, key.public_key(), pod.registry, communities,
+    management_actor, management_args{s.database_url, key, pod.registry, communities,
                                       metrics, std::chrono::seconds(10)});
   return true;
 }
@@ -458,7 +484,7 @@ int run_relay(const conf::relay_settings& configured) {
   auto context = std::make_shared<gateway_context>();
   context->system = &system;
   context->settings = s;
-  context->relay_pubkey_hex = protocol::to_hex(key->public_key());
+  context->signers = std::make_shared<community_pubkeys>(*key);
   context->fanout = pod.fanout;
   context->writers = pod.writers;
   context->directory = pod.directory;
@@ -520,8 +546,7 @@ int run_relay(const conf::relay_settings& configured) {
     }
   }
   print_addresses(s, metrics_port, *pod.bridge);
-  std::cout << "relay public key: " << context->relay_pubkey_hex << " ("
-            << protocol::encode_nip19("npub", key->public_key()) << ")" << std::endl;
+  print_keys(*key, startup.primary_host);
 
   asio::signal_set signals(io, SIGINT, SIGTERM);
   watch_vital(system, pod);

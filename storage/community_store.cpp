@@ -8,6 +8,7 @@
 #include "protocol/hex.hpp"
 #include "protocol/host.hpp"
 #include "storage/access_change.hpp"
+#include "storage/community_keys.hpp"
 #include "storage/management_store.hpp"
 #include "storage/pg_array.hpp"
 #include "storage/pg_connection.hpp"
@@ -151,7 +152,8 @@ access_switch switch_access_locked(pg_connection& tx, std::int64_t id, bool clos
       == 0)
     return access_switch{lifecycle_result::unchanged, {}, 0};
   if (closed) {
-    out.room_events = remove_from_rooms(tx, relay_key, id, room_outsiders(tx, id), now, out.retry_at);
+    out.room_events = remove_from_rooms(tx, read_community_key(tx, relay_key, id), id,
+                                        room_outsiders(tx, id), now, out.retry_at);
     if (out.retry_at != 0) // a room's state is already ahead of this second: nothing is written
       return access_switch{lifecycle_result::unchanged, {}, out.retry_at};
   }

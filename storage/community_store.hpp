@@ -104,7 +104,7 @@ public:
 
   /// Switches the community to closed (`closed`) or open access. Closing removes everyone who
   /// is not a community member from its rooms in the same transaction and rewrites the affected
-  /// rooms' state relay-signed with `relay_key` at `now` (remove_from_rooms: paced per room, at
+  /// rooms' state signed with the community's key (derived from `relay_key`) at `now` (remove_from_rooms: paced per room, at
   /// most a second ahead of `now`; else nothing is written and `retry_at` says when to try again).
   [[nodiscard]] access_switch set_access(std::int64_t id, bool closed,
                                          const protocol::key_pair& relay_key, std::int64_t now);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "storage/management_store.hpp"
 
+#include "protocol/kind_rules.hpp"
 #include "storage/access_change.hpp"
 #include "storage/event_rows.hpp"
 #include "storage/pg_array.hpp"
@@ -48,8 +49,8 @@ std::optional<bool> is_manager(pg_connection& connection, std::int64_t community
   return reply.rows() > 0;
 }
 
-management_store::management_store(pg_connection& connection, const protocol::bytes32& relay_pubkey)
-  : connection_(connection), relay_pubkey_(relay_pubkey) {}
+management_store::management_store(pg_connection& connection, const protocol::key_pair& relay_key)
+  : connection_(connection), keys_(relay_key) {}
 
 std::optional<bool> management_store::spend_http_auth(const protocol::bytes32& event_id,
                                                       std::int64_t expires_at, std::int64_t now) {
@@ -107,6 +108,24 @@ management_result management_store::lock_for(std::int64_t community_id,
   return *manages ? management_result::changed : management_result::forbidden;
 }
 
+/// The relay's own events (the live list, its deltas, room state, the 9000/9001/9008 it issues
+/// for rooms) are never banned: deleting the list would break "the newest list names exactly the
+/// members", and a room's deletion must stay newer than its state. Only the relay stores the
+/// relay-signed kinds, whichever key signed them; the others are its own by their key.
+/// Nothing on a database error (last_error).
+std::optional<bool> management_store::relays_own(std::int64_t community_id, const pg_reply& stored) {
+  if (protocol::relay_signed_kind(static_cast<std::uint32_t>(stored.integer(0, 0))))
+    return true;
+  auto pubkey = stored.text(0, 1);
+  try {
+    return pubkey == protocol::to_hex(keys_.of(connection_, community_id).public_key())
+           || pubkey == protocol::to_hex(keys_.relay_key().public_key());
+  } catch (const statement_failed& e) {
+    last_error_ = e.what();
+    return std::nullopt;
+  }
+}
+
 management_result management_store::ban_event(std::int64_t community_id,
                                               const protocol::bytes32& event_id,
                                               const std::string& reason,
@@ -141,18 +160,19 @@ management_result management_store::ban_event_locked(std::int64_t community_id,
   // either committed before (and is deleted here) or reads the ban after.
   auto locked = connection_.exec("SELECT pg_advisory_xact_lock($1::bigint)",
                                  {std::to_string(community_lock_key(community_id))});
-  // The relay's own NIP-43 events (the live list, its deltas) are never banned: deleting the
-  // list would break "the newest list names exactly the members".
-  auto own = locked.ok() ? connection_.exec("SELECT 1 FROM events WHERE community_id = $1::bigint"
-                                            " AND id = $2::bytea AND pubkey = $3::bytea",
-                                            {community, bytea_param(event_id),
-                                             bytea_param(relay_pubkey_)})
-                         : std::move(locked);
-  if (!own.ok()) {
-    last_error_ = own.error();
+  auto stored = locked.ok() ? connection_.exec("SELECT kind, encode(pubkey, 'hex') FROM events"
+                                               " WHERE community_id = $1::bigint"
+                                               " AND id = $2::bytea",
+                                               {community, bytea_param(event_id)})
+                            : std::move(locked);
+  if (!stored.ok()) {
+    last_error_ = stored.error();
     return management_result::failed;
   }
-  if (own.rows() > 0)
+  auto own = stored.rows() > 0 ? relays_own(community_id, stored) : std::optional(false);
+  if (!own)
+    return management_result::failed;
+  if (*own)
     return management_result::refused;
   auto full = connection_.exec("SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM banned_events"
                                " WHERE community_id = $1::bigint AND event_id = $2::bytea)"

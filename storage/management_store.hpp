@@ -7,11 +7,13 @@
 #include <vector>
 
 #include "protocol/hex.hpp"
+#include "storage/community_keys.hpp"
 #include "storage/membership.hpp"
 
 namespace comb::storage {
 
 class pg_connection;
+class pg_reply;
 
 /// One banned pubkey or event id with the reason given for it.
 struct ban_entry {
@@ -64,7 +66,9 @@ enum class management_result {
 /// as the new list. No function throws.
 class management_store {
 public:
-  management_store(pg_connection& connection, const protocol::bytes32& relay_pubkey);
+  /// `relay_key`: each community's key is derived from it (community_keys); the events either
+  /// signed are the relay's own, which nobody bans.
+  management_store(pg_connection& connection, const protocol::key_pair& relay_key);
 
   /// Records a NIP-98 event id as used until `expires_at` (after which it fails the time check
   /// anyway, so it is purged). True when it was fresh; false when any pod used it already;
@@ -110,8 +114,10 @@ private:
   [[nodiscard]] management_result lock_for(std::int64_t community_id,
                                            const std::optional<protocol::bytes32>& manager);
 
+  [[nodiscard]] std::optional<bool> relays_own(std::int64_t community_id, const pg_reply& stored);
+
   pg_connection& connection_;
-  protocol::bytes32 relay_pubkey_;
+  community_keys keys_;
   std::string last_error_;
   std::int64_t last_version_ = 0;
 };

@@ -121,8 +121,8 @@ step update_role(roster& r, const membership_command& c) {
 /// the same batch cannot lift it.
 step ban(roster& r, const membership_command& c, std::set<protocol::bytes32>& banned,
          std::set<protocol::bytes32>& owner_held, membership_plan& plan,
-         const std::optional<protocol::bytes32>& relay_pubkey) {
-  if (c.subject == relay_pubkey)
+         const std::set<protocol::bytes32>& relay_keys) {
+  if (relay_keys.contains(c.subject))
     return {outcome::not_allowed};
   auto role = r.role_of(c.subject);
   if (role == member_role::owner)
@@ -205,7 +205,7 @@ step plan_one(roster& members, const membership_command& c,
               std::map<std::string, invite_state>& invites,
               const std::vector<protocol::bytes32>& allowlist, std::set<protocol::bytes32>& banned,
               std::int64_t now, membership_plan& plan,
-              const std::optional<protocol::bytes32>& relay_pubkey,
+              const std::set<protocol::bytes32>& relay_keys,
               std::set<protocol::bytes32>& owner_held) {
   if (!authorized(members, c, owner_held)) {
     // The owner is reported as such even to someone who may not touch them.
@@ -230,7 +230,7 @@ step plan_one(roster& members, const membership_command& c,
       }
       return {};
     case membership_change::republish: return {outcome::changed, 0, true};
-    case membership_change::ban_pubkey: return ban(members, c, banned, owner_held, plan, relay_pubkey);
+    case membership_change::ban_pubkey: return ban(members, c, banned, owner_held, plan, relay_keys);
     case membership_change::unban_pubkey: return unban(c, banned, owner_held, plan);
   }
   return {};
@@ -368,7 +368,7 @@ membership_plan plan_membership(roster& members, std::span<const membership_comm
                                 const std::vector<protocol::bytes32>& allowlist,
                                 std::set<protocol::bytes32>& banned, std::int64_t now,
                                 const std::vector<std::optional<membership_outcome>>& earlier,
-                                const std::optional<protocol::bytes32>& relay_pubkey,
+                                const std::set<protocol::bytes32>& relay_keys,
                                 const std::set<protocol::bytes32>& owner_held) {
   membership_plan plan;
   std::set<protocol::bytes32> held = owner_held; // and the bans the batch's owner makes
@@ -380,7 +380,7 @@ membership_plan plan_membership(roster& members, std::span<const membership_comm
       if (auto seen = in_batch.find(*c.request_id); seen != in_batch.end())
         first = seen->second;
     step s = first ? step{repeated_outcome(members, c, *first)}
-                   : plan_one(members, c, invites, allowlist, banned, now, plan, relay_pubkey, held);
+                   : plan_one(members, c, invites, allowlist, banned, now, plan, relay_keys, held);
     if (c.request_id && !first)
       in_batch.emplace(*c.request_id, s.result);
     plan.outcomes.push_back(s.result);

@@ -106,7 +106,8 @@ struct membership_plan {
 /// A request is applied once. `earlier[i]` is what command i's request came to when it was
 /// processed before (empty vector or nullopt: never); a request id repeated within the batch
 /// counts as processed by its first command. A repeated request changes nothing and reports
-/// `repeated_outcome`. Nobody bans `relay_pubkey`: its lists and room state must stay readable.
+/// `repeated_outcome`. Nobody bans `relay_keys` (the community's key and the relay key it is
+/// derived from): the lists and room state they sign must stay readable.
 /// `owner_held`: of the banned subjects, those whose ban only the owner (or the operator) may
 /// lift, as the owner or the operator made it (read_bans).
 [[nodiscard]] membership_plan plan_membership(
@@ -114,7 +115,7 @@ struct membership_plan {
   std::map<std::string, invite_state>& invites, const std::vector<protocol::bytes32>& allowlist,
   std::set<protocol::bytes32>& banned, std::int64_t now,
   const std::vector<std::optional<membership_outcome>>& earlier = {},
-  const std::optional<protocol::bytes32>& relay_pubkey = std::nullopt,
+  const std::set<protocol::bytes32>& relay_keys = {},
   const std::set<protocol::bytes32>& owner_held = {});
 
 /// Joins that need no invite are for open communities: in a closed one (the community row just

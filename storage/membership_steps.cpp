@@ -27,10 +27,10 @@ void add_members(pg_array& keys, pg_array& roles, const std::vector<member>& mem
 } // namespace
 
 pg_reply read_live_list(pg_connection& connection, std::int64_t community_id,
-                        const protocol::bytes32& relay_pubkey) {
+                        const protocol::bytes32& signer) {
   return must(connection.exec("SELECT raw FROM events WHERE community_id = $1::bigint"
                               " AND pubkey = $2::bytea AND kind = $3::int",
-                              {std::to_string(community_id), bytea_param(relay_pubkey),
+                              {std::to_string(community_id), bytea_param(signer),
                                std::to_string(member_list_kind)}),
               "read list");
 }

@@ -24,7 +24,7 @@ struct list_must_wait {
 
 /// The community's live 13534 (no row when it has none).
 pg_reply read_live_list(pg_connection& connection, std::int64_t community_id,
-                        const protocol::bytes32& relay_pubkey);
+                        const protocol::bytes32& signer);
 
 /// Bumps the community's state version and notifies every pod on commit (note_access_change).
 std::int64_t noted_version(pg_connection& connection, std::int64_t community_id,

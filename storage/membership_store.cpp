@@ -26,32 +26,46 @@ namespace comb::storage {
 using namespace membership_steps;
 
 membership_store::membership_store(pg_connection& connection, const protocol::key_pair& relay_key)
-  : connection_(connection), relay_key_(relay_key) {}
+  : connection_(connection), keys_(relay_key) {}
+
+const protocol::key_pair& membership_store::key_of(std::int64_t community_id) {
+  return keys_.of(connection_, community_id);
+}
+
+std::optional<protocol::key_pair> membership_store::signing_key(std::int64_t community_id) {
+  try {
+    return key_of(community_id);
+  } catch (const std::exception& e) {
+    last_error_ = e.what();
+    return std::nullopt;
+  }
+}
 
 void membership_store::write_list(std::int64_t community_id, std::int64_t newest_list_at,
                                   std::span<const membership_command> commands,
                                   const std::vector<std::uint32_t>& delta_kinds, std::int64_t now,
                                   membership_write& out) {
   std::int64_t created_at = next_list_time(now, newest_list_at);
-  out.list = sign_member_list(relay_key_, out.members, created_at);
+  const auto& key = key_of(community_id);
+  out.list = sign_member_list(key, out.members, created_at);
   out.list_json = protocol::render_event_json(*out.list);
   write_role_definitions(community_id, created_at, out);
   for (std::size_t i = 0; i < commands.size(); ++i)
     if (delta_kinds[i] != 0) {
       auto& result = out.results[i];
-      result.delta = sign_member_delta(relay_key_, delta_kinds[i], commands[i].subject, created_at);
+      result.delta = sign_member_delta(key, delta_kinds[i], commands[i].subject, created_at);
       result.delta_json = protocol::render_event_json(*result.delta);
     }
   // The list lock is the list's own address lock, the same one event writers of that address
   // take, and it is taken last: everything else this transaction needs is already held.
-  address list_address{community_id, relay_key_.public_key(), member_list_kind, ""};
+  address list_address{community_id, key.public_key(), member_list_kind, ""};
   must(connection_.exec("SELECT pg_advisory_xact_lock($1::bigint)",
                         {std::to_string(address_lock_key(list_address))}),
        "list lock");
-  must(connection_.exec("DELETE FROM events WHERE community_id = $1::bigint AND pubkey = $2::bytea"
-                        " AND kind = $3::int",
-                        {std::to_string(community_id), bytea_param(relay_key_.public_key()),
-                         std::to_string(member_list_kind)}),
+  // Every 13534 of the community is the relay's (clients may not store one): one signed with
+  // the relay key before communities had keys of their own goes too.
+  must(connection_.exec("DELETE FROM events WHERE community_id = $1::bigint AND kind = $2::int",
+                        {std::to_string(community_id), std::to_string(member_list_kind)}),
        "retire list");
   insert_list(connection_, community_id, *out.list, out.list_json);
   insert_deltas(connection_, community_id, out.results);
@@ -77,11 +91,12 @@ void membership_store::write_role_definitions(std::int64_t community_id, std::in
   auto used = roles_used(out.members);
   if (used.empty())
     return;
-  auto defined = read_role_ids(connection_, community_id, relay_key_.public_key());
+  const auto& key = key_of(community_id);
+  auto defined = read_role_ids(connection_, community_id, key.public_key());
   for (auto role : used) {
     if (defined.contains(std::string(*role_id(role))))
       continue;
-    relay_signed_event definition{sign_role_definition(relay_key_, role, created_at), {}};
+    relay_signed_event definition{sign_role_definition(key, role, created_at), {}};
     definition.json = protocol::render_event_json(definition.ev);
     insert_role_definition(connection_, community_id, definition);
     out.role_definitions.push_back(std::move(definition));
@@ -94,7 +109,7 @@ void membership_store::leave_rooms(std::int64_t community_id,
                                    const std::vector<protocol::bytes32>& removed, std::int64_t now,
                                    membership_write& out) {
   std::int64_t wait_until = 0;
-  out.room_events = remove_from_rooms(connection_, relay_key_, community_id, removed, now, wait_until);
+  out.room_events = remove_from_rooms(connection_, key_of(community_id), community_id, removed, now, wait_until);
   if (wait_until != 0)
     throw list_must_wait{wait_until};
   if (!out.room_events.empty()) {
@@ -119,7 +134,7 @@ std::string membership_store::live_list_id(std::int64_t community_id) {
   auto reply = must(connection_.exec("SELECT encode(id, 'hex') FROM events WHERE community_id = $1::bigint"
                                      " AND pubkey = $2::bytea AND kind = $3::int"
                                      " ORDER BY created_at DESC LIMIT 1",
-                                     {std::to_string(community_id), bytea_param(relay_key_.public_key()),
+                                     {std::to_string(community_id), bytea_param(key_of(community_id).public_key()),
                                       std::to_string(member_list_kind)}),
                     "read the live list");
   return reply.rows() == 0 ? std::string() : std::string(reply.text(0, 0));
@@ -181,7 +196,8 @@ membership_write membership_store::apply_locked(std::int64_t community_id,
   auto bans = read_bans(connection_, community_id, commands, members.owner());
   auto claims = claim_requests(connection_, community_id, commands, now);
   auto plan = plan_membership(members, commands, invites, allowlist, bans.banned, now, claims.earlier,
-                              relay_key_.public_key(), bans.owner_held);
+                              {key_of(community_id).public_key(), keys_.relay_key().public_key()},
+                              bans.owner_held);
   // Lists keep pace with the clock, decided under the row lock so it holds for every pod: a
   // list never gets a created_at ahead of now; when this second already has one, wait.
   if (plan.list_changed && newest_list_at >= now)

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "protocol/signature.hpp"
+#include "storage/community_keys.hpp"
 #include "storage/community_store.hpp"
 #include "storage/membership.hpp"
 
@@ -63,6 +64,8 @@ struct community_creation {
 /// blocking event inserts), the list lock (the list's address lock) last. No function throws.
 class membership_store {
 public:
+  /// Signs each community's lists, deltas and room state with its own key, derived from
+  /// `relay_key` (community_keys).
   membership_store(pg_connection& connection, const protocol::key_pair& relay_key);
 
   /// Applies `commands` in order in one transaction (group commit). Each gets its own outcome;
@@ -105,6 +108,10 @@ public:
                                                          std::int64_t max_uses,
                                                          std::int64_t ttl_seconds,
                                                          std::int64_t now);
+
+  /// The key that signs the community's lists, deltas, room state and invites (28935), and that
+  /// its NIP-11 `self` names; nothing on a database error (see last_error()).
+  [[nodiscard]] std::optional<protocol::key_pair> signing_key(std::int64_t community_id);
 
   /// Whether members who are not admins may mint invites in this community.
   [[nodiscard]] bool members_may_invite(std::int64_t community_id);
@@ -150,9 +157,11 @@ private:
   /// Rolls back a write whose list must wait for the next second: nothing written, `retry_at`.
   [[nodiscard]] membership_write must_wait(std::size_t commands, std::int64_t until);
   void drop_snapshot(std::int64_t community_id);
+  /// The community's signing key (community_keys); throws statement_failed on a database error.
+  [[nodiscard]] const protocol::key_pair& key_of(std::int64_t community_id);
 
   pg_connection& connection_;
-  const protocol::key_pair& relay_key_;
+  community_keys keys_;
   std::string last_error_;
   invite_refusal last_invite_refusal_ = invite_refusal::none;
   std::unordered_map<std::int64_t, members_snapshot> snapshots_;

@@ -14,13 +14,13 @@ namespace comb::storage {
 using namespace membership_steps;
 
 bool membership_store::live_list_outdated(std::int64_t community_id) {
-  auto live = read_live_list(connection_, community_id, relay_key_.public_key());
+  auto live = read_live_list(connection_, community_id, key_of(community_id).public_key());
   if (live.rows() == 0)
     return false;
   auto list = parse_stored_list(live.text(0, 0));
   return list
          && !list_in_current_shape(*list, read_role_ids(connection_, community_id,
-                                                        relay_key_.public_key()));
+                                                        key_of(community_id).public_key()));
 }
 
 membership_write membership_store::upgrade_list(std::int64_t community_id, std::int64_t now) {
@@ -57,7 +57,7 @@ list_check membership_store::verify(std::int64_t community_id) {
   last_error_.clear();
   try {
     auto stored = read_members(connection_, community_id);
-    auto live = read_live_list(connection_, community_id, relay_key_.public_key());
+    auto live = read_live_list(connection_, community_id, key_of(community_id).public_key());
     if (live.rows() == 0)
       return {stored.empty(), stored.empty() ? "no members, no list" : "no live list"};
     auto list = parse_stored_list(live.text(0, 0));

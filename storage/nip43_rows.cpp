@@ -119,10 +119,10 @@ void record_request_outcomes(pg_connection& c, std::int64_t community_id,
 }
 
 std::set<std::string> read_role_ids(pg_connection& c, std::int64_t community_id,
-                                    const protocol::bytes32& relay_pubkey) {
+                                    const protocol::bytes32& signer) {
   auto reply = checked(c.exec("SELECT d_tag FROM events WHERE community_id = $1::bigint"
                               " AND pubkey = $2::bytea AND kind = $3::int",
-                              {std::to_string(community_id), bytea_param(relay_pubkey),
+                              {std::to_string(community_id), bytea_param(signer),
                                std::to_string(role_definition_kind)}),
                        "read role definitions");
   std::set<std::string> ids;

@@ -45,9 +45,9 @@ void record_request_outcomes(pg_connection& c, std::int64_t community_id,
                              const request_claims& claims,
                              const std::vector<membership_outcome>& outcomes);
 
-/// The `d` of every 33534 role definition `relay_pubkey` stored in this community.
+/// The `d` of every 33534 role definition `signer` (the community's key) stored in this community.
 [[nodiscard]] std::set<std::string> read_role_ids(pg_connection& c, std::int64_t community_id,
-                                                  const protocol::bytes32& relay_pubkey);
+                                                  const protocol::bytes32& signer);
 
 /// Stores a 33534 (addressable, keyed by its `d`), indexed by its d tag for REQ filters.
 void insert_role_definition(pg_connection& c, std::int64_t community_id,

@@ -114,11 +114,14 @@ rooms_restore restore_rooms(pg_connection& connection, const protocol::key_pair&
                             std::int64_t now) {
   return in_transaction<rooms_restore>(
     connection, "a room's state of this second is written; waiting",
-    [&] { return restore_locked(connection, relay_key, community_id, rooms, now); });
+    [&] {
+      auto key = read_community_key(connection, relay_key, community_id);
+      return restore_locked(connection, key, community_id, rooms, now);
+    });
 }
 
 std::vector<relay_signed_event>
-remove_from_rooms(pg_connection& tx, const protocol::key_pair& relay_key, std::int64_t community_id,
+remove_from_rooms(pg_connection& tx, const protocol::key_pair& community_key, std::int64_t community_id,
                   const std::vector<protocol::bytes32>& pubkeys, std::int64_t now,
                   std::int64_t& wait_until) {
   wait_until = 0;
@@ -154,7 +157,7 @@ remove_from_rooms(pg_connection& tx, const protocol::key_pair& relay_key, std::i
     protocol::room_parts parts;
     parts.members = true;
     parts.admins = affected.text(row, 1) == "t";
-    auto state = write_state(tx, relay_key, community_id, room, parts,
+    auto state = write_state(tx, community_key, community_id, room, parts,
                              std::max(now, affected.integer(row, 2) + 1));
     written.insert(written.end(), state.begin(), state.end());
   }

@@ -47,7 +47,8 @@ void set_room_clock(pg_connection& c, std::int64_t community_id, const std::stri
        "record room clock");
 }
 
-/// Stores an event with its indexed tags (the request itself, a relay-signed state event).
+} // namespace
+
 void insert_event(pg_connection& c, std::int64_t community_id, const relay_signed_event& stored) {
   const auto& ev = stored.ev;
   const std::string community = std::to_string(community_id);
@@ -75,6 +76,8 @@ void insert_event(pg_connection& c, std::int64_t community_id, const relay_signe
                std::to_string(ev.kind), names.str(), values.str()}),
        "index room event");
 }
+
+namespace {
 
 relay_signed_event rendered(protocol::event ev) {
   relay_signed_event out{std::move(ev), {}};
@@ -210,7 +213,7 @@ std::vector<relay_signed_event> write_state(pg_connection& c, const protocol::ke
 }
 
 room_store::room_store(pg_connection& connection, const protocol::key_pair& relay_key)
-  : connection_(connection), relay_key_(relay_key) {}
+  : connection_(connection), keys_(relay_key) {}
 
 namespace {
 
@@ -405,11 +408,12 @@ room_batch_write room_store::apply_batch(std::int64_t community_id,
     [&] {
       room_batch_write out;
       batch_context batch;
+      const auto& key = keys_.of(connection_, community_id);
       for (const auto& command : commands) {
         batch.current = out.writes.size();
-        out.writes.push_back(apply_locked(connection_, relay_key_, community_id, command, now, batch));
+        out.writes.push_back(apply_locked(connection_, key, community_id, command, now, batch));
       }
-      write_pending(connection_, relay_key_, community_id, batch, out.writes);
+      write_pending(connection_, key, community_id, batch, out.writes);
       auto changed = [](const room_write& w) { return w.outcome == room_outcome::changed; };
       if (std::ranges::any_of(out.writes, changed)) {
         std::vector<relay_signed_event> written;

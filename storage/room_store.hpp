@@ -8,6 +8,7 @@
 
 #include "protocol/room_rules.hpp"
 #include "protocol/signature.hpp"
+#include "storage/community_keys.hpp"
 #include "storage/membership.hpp"
 #include "storage/room_rows.hpp" // load_rooms, for the callers
 
@@ -57,6 +58,7 @@ struct room_command {
 /// nothing is written and `retry_at` says when), and note the access change. A no-op writes nothing; a failure rolls everything back. No function throws.
 class room_store {
 public:
+  /// Signs each community's room state with its own key, derived from `relay_key`.
   room_store(pg_connection& connection, const protocol::key_pair& relay_key);
 
   /// One request alone: apply_batch of one.
@@ -76,7 +78,7 @@ public:
 
 private:
   pg_connection& connection_;
-  const protocol::key_pair& relay_key_;
+  community_keys keys_;
   std::string last_error_;
 };
 
@@ -97,7 +99,8 @@ struct rooms_restore {
 /// Creates `rooms` in the community as another relay's state described them (flags, members
 /// in order with their roles, pins), for a community moved by export and import: one
 /// transaction under the community row lock, each room's 39000-39003 (and 39005 when it has
-/// pins) signed by `relay_key` at `now`, and the access change noted, as a room change does.
+/// pins) signed by the community's key (read_community_key) at `now`, and the access change
+/// noted, as a room change does.
 /// A room the community has already is left alone (a second run changes nothing); a closed
 /// community's rooms take only its members; rooms and members past the bounds are left out.
 /// All are counted. No function throws.
@@ -114,7 +117,7 @@ struct rooms_restore {
 /// removal went ahead this second), nothing written and the second to wait for in `wait_until`. Throws
 /// std::runtime_error on a database error (the caller rolls back).
 [[nodiscard]] std::vector<relay_signed_event>
-remove_from_rooms(pg_connection& tx, const protocol::key_pair& relay_key, std::int64_t community_id,
+remove_from_rooms(pg_connection& tx, const protocol::key_pair& community_key, std::int64_t community_id,
                   const std::vector<protocol::bytes32>& pubkeys, std::int64_t now,
                   std::int64_t& wait_until);
 

@@ -65,6 +65,10 @@ Outcome in_transaction(pg_connection& connection, const char* waiting, Locked&& 
 [[nodiscard]] std::int64_t noted_change(pg_connection& c, std::int64_t community_id,
                                         const std::vector<relay_signed_event>& events);
 
+/// Stores an event with its indexed tags (a room request itself, a relay-signed event); an
+/// event stored already is left alone. Throws statement_failed.
+void insert_event(pg_connection& c, std::int64_t community_id, const relay_signed_event& stored);
+
 /// The second the room's newest relay-signed state has (0: none yet).
 [[nodiscard]] std::int64_t room_clock(pg_connection& c, std::int64_t community_id, const std::string& room);
 

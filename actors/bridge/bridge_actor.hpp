@@ -26,7 +26,6 @@ struct bridge_args {
   std::string node_id;
   caf::actor fanout;
   std::shared_ptr<community_registry> registry;
-  protocol::bytes32 relay_pubkey{};
   std::shared_ptr<bridge_transport> redis; ///< may be null (no Redis)
   std::string cluster_secret;              ///< MACs every envelope (Redis and CAF)
   std::shared_ptr<relay_metrics> metrics;

@@ -20,7 +20,6 @@ struct access_watcher_args {
   std::string database_url;
   std::shared_ptr<community_registry> registry;
   caf::actor fanout;
-  protocol::bytes32 relay_pubkey{};
   std::shared_ptr<relay_metrics> metrics;
   /// How often every served community's state version is compared with the database: the
   /// backup for a notification missed while the LISTEN connection was down.

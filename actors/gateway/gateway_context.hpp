@@ -10,6 +10,7 @@
 
 #include "actors/connection/connection.hpp"
 #include "actors/gateway/community_directory.hpp"
+#include "actors/gateway/community_pubkeys.hpp"
 #include "actors/metrics.hpp"
 #include "actors/storage/reader_waits.hpp"
 #include "conf/settings.hpp"
@@ -21,7 +22,8 @@ namespace comb::actors {
 struct gateway_context {
   caf::actor_system* system = nullptr;
   conf::relay_settings settings;
-  std::string relay_pubkey_hex;
+  /// NIP-11 `self` of each community (its own signing key).
+  std::shared_ptr<community_pubkeys> signers;
   caf::actor fanout;
   std::vector<caf::actor> writers; ///< never empty; a connection keeps one
   caf::actor directory;

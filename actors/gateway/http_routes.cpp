@@ -36,7 +36,7 @@ std::string relay_info_document(const gateway_context& context,
   info.icon = about.icon;
   info.owner_pubkey = about.owner_hex;
   info.contact = s.contact;
-  info.self_pubkey = context.relay_pubkey_hex;
+  info.self_pubkey = context.signers->hex_of(community.host);
   info.version = "0.1.0";
   info.supported_nips = {1, 9, 11, 29, 40, 42, 43, 45, 62, 70, 86, 98};
   info.limits = s.limits;
@@ -64,7 +64,7 @@ std::string page_of(const gateway_context& context, const storage::community_row
   const bool tls = s.effective_public_url().starts_with("wss://");
   page.relay_url = (tls ? "wss://" : "ws://") + community.host;
   page.closed = community.closed;
-  page.relay_npub = npub_of(context.relay_pubkey_hex);
+  page.relay_npub = npub_of(context.signers->hex_of(community.host));
   page.owner_npub = npub_of(about.owner_hex);
   return render_community_page(page);
 }

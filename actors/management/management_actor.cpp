@@ -218,15 +218,30 @@ void request_membership(self_ptr self, std::int64_t community_id, storage::membe
   self->delayed_send(self, st.args.timeout, overdue_atom_v, ticket);
 }
 
+/// Whether `pubkey` is the key that signs the community's lists and room state, or the relay key
+/// it is derived from (on a database error, no: the membership rules refuse the ban then).
+bool signs_for(self_ptr self, std::int64_t community, const std::optional<protocol::bytes32>& pubkey) {
+  auto& st = self->state;
+  if (!pubkey)
+    return false;
+  if (*pubkey == st.keys->relay_key().public_key())
+    return true;
+  try {
+    return st.keys->of(*st.connection, community).public_key() == *pubkey;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
 void run(self_ptr self, const management_call& call, admitted_call admitted,
          management_callback reply) {
   auto method = admitted.request.method;
   auto community = call.community_id;
-  // The relay signs every community's lists and room state: a ban of its key would hide them.
-  // The membership rules refuse it too; here it gets a reply that says why.
-  if (method == management_method::ban_pubkey && admitted.request.target == self->state.args.relay_pubkey) {
+  // The community's key signs its lists and room state: a ban of it would hide them. The
+  // membership rules refuse it too; here it gets a reply that says why.
+  if (method == management_method::ban_pubkey && signs_for(self, community, admitted.request.target)) {
     answer(self, method, reply,
-           management_refusal(200, management_outcome::error, "the relay's own key cannot be banned"));
+           management_refusal(200, management_outcome::error, "the key that signs this community's lists cannot be banned"));
     return;
   }
   if (method == management_method::ban_pubkey) {
@@ -299,7 +314,8 @@ caf::behavior management_actor(caf::stateful_actor<management_state>* self, mana
   auto& st = self->state;
   st.args = std::move(args);
   st.connection = std::make_unique<storage::pg_connection>(st.args.database_url);
-  st.store = std::make_unique<storage::management_store>(*st.connection, st.args.relay_pubkey);
+  st.store = std::make_unique<storage::management_store>(*st.connection, *st.args.relay_key);
+  st.keys = std::make_unique<storage::community_keys>(*st.args.relay_key);
   st.communities = std::make_unique<storage::community_store>(*st.connection);
   return {
     [=](manage_atom, const management_call& call, const management_callback& reply) {

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -13,6 +14,7 @@
 #include "actors/management/management_rules.hpp"
 #include "actors/metrics.hpp"
 #include "protocol/nip86.hpp"
+#include "storage/community_keys.hpp"
 #include "storage/community_store.hpp"
 #include "storage/management_store.hpp"
 #include "storage/pg_connection.hpp"
@@ -21,7 +23,9 @@ namespace comb::actors {
 
 struct management_args {
   std::string database_url;
-  protocol::bytes32 relay_pubkey{};
+  /// The relay key, from which each community's signing key is derived (nobody bans either).
+  /// Always set; optional only because a key pair has no empty state.
+  std::optional<protocol::key_pair> relay_key;
   std::shared_ptr<community_registry> registry;
   /// Host answers (with each community's NIP-11 info) dropped after an info change.
   std::shared_ptr<community_directory> directory_cache;
@@ -40,6 +44,7 @@ struct management_state {
   std::unique_ptr<storage::pg_connection> connection;
   std::unique_ptr<storage::management_store> store;
   std::unique_ptr<storage::community_store> communities;
+  std::unique_ptr<storage::community_keys> keys;
   std::unordered_map<std::uint64_t, pending_call> pending;
   std::uint64_t next_ticket = 1;
   static inline const char* name = "management";

@@ -55,9 +55,10 @@ caf::behavior membership_writer(caf::stateful_actor<membership_writer_state>* se
       auto& s = self->state;
       auto invite = s.store->mint_invite(community, requester, s.args->invite_max_uses,
                                          s.args->invite_ttl_seconds, unix_now());
+      auto key = invite ? s.store->signing_key(community) : std::nullopt;
       invite_reply reply;
-      if (invite)
-        reply.event_json = std::make_shared<const std::string>(invite_event_json(s.args->relay_key, invite->code));
+      if (key)
+        reply.event_json = std::make_shared<const std::string>(invite_event_json(*key, invite->code));
       else if (s.store->last_invite_refusal() == storage::invite_refusal::too_many)
         reply.refusal = "rate-limited: you made " + std::to_string(storage::max_open_invites_per_user)
                         + " invites in the last day that are still open; wait for some to be used or expire";

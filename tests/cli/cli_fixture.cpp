@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "protocol/community_key.hpp"
 #include "protocol/event_json.hpp"
 #include "protocol/nip19.hpp"
 #include "storage/member_list.hpp"
@@ -127,6 +128,10 @@ std::set<std::pair<std::string, std::string>> cli_fixture::stored(const std::str
   return out;
 }
 
+protocol::key_pair cli_fixture::signer(const std::string& host) const {
+  return protocol::derive_community_key(relay_key, host);
+}
+
 std::set<std::pair<std::string, std::string>> cli_fixture::listed(const std::string& host) const {
   storage::pg_connection connection(database.conninfo());
   auto reply = connection.exec("SELECT e.raw FROM events e JOIN communities c"
@@ -136,7 +141,7 @@ std::set<std::pair<std::string, std::string>> cli_fixture::listed(const std::str
   REQUIRE(reply.rows() == 1);
   auto ev = protocol::event_from_json(boost::json::parse(reply.text(0, 0)), {});
   REQUIRE(ev);
-  CHECK(ev.value().pubkey == relay_key.public_key());
+  CHECK(ev.value().pubkey == signer(host).public_key());
   auto members = storage::members_of_list(ev.value());
   REQUIRE(members);
   std::set<std::pair<std::string, std::string>> out;

@@ -54,6 +54,9 @@ struct cli_fixture {
   /// signed by the relay key.
   [[nodiscard]] std::set<std::pair<std::string, std::string>> listed(const std::string& host) const;
 
+  /// The key the community whose primary host is `host` signs with.
+  [[nodiscard]] protocol::key_pair signer(const std::string& host) const;
+
   fresh_database database;
   std::string folder;
   std::string key_file;

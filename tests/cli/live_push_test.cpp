@@ -81,7 +81,7 @@ TEST_CASE("member add pushes the new list and its delta to the bridge channel", 
   CHECK(std::to_string(list.value().access_version)
         == f.sql("SELECT state_version FROM communities"));
   REQUIRE(list.value().ev->kind == comb::storage::member_list_kind);
-  CHECK(list.value().ev->pubkey == f.relay_key.public_key());
+  CHECK(list.value().ev->pubkey == f.signer("c.example").public_key());
   auto members = comb::storage::members_of_list(*list.value().ev);
   REQUIRE(members);
   REQUIRE(members->size() == 2);

@@ -49,7 +49,7 @@ TEST_CASE("export then import --rooms-from-state moves a community's rooms, memb
   // Each room's state is the relay's own, written once per kind, and the pins came along.
   CHECK(f.sql("SELECT count(*) FROM events WHERE community_id = $1::bigint AND kind IN (39000, 39001, 39002, 39003)"
               " AND pubkey = $2::bytea",
-              {std::to_string(to), "\\x" + protocol::to_hex(f.relay_key.public_key())})
+              {std::to_string(to), "\\x" + protocol::to_hex(f.signer("to.example").public_key())})
         == "8");
   CHECK(f.sql("SELECT count(*) FROM events WHERE community_id = $1::bigint AND kind = 39005"
               " AND d_tag = 'pizza' AND position($2 in raw) > 0",

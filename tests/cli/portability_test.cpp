@@ -312,7 +312,7 @@ TEST_CASE("a closed community imports members' events only, --members-from-list 
     CHECK(f.stored("c.example").contains({alice_hex, "member"}));
     CHECK(f.listed("c.example") == f.stored("c.example")); // list written with the change
     CHECK(f.sql("SELECT count(*) FROM events WHERE kind = 8000 AND pubkey = $1::bytea",
-                {"\\x" + protocol::to_hex(f.relay_key.public_key())}) == "2"); // owner, alice
+                {"\\x" + protocol::to_hex(f.signer("c.example").public_key())}) == "2"); // owner, alice
     auto again = f.admin({"import", "c.example", "--in", path, "--members-from-list", "--json"});
     REQUIRE(again.exit_code == 0);
     CHECK(count_of(again.json(), "members_added") == 0);

@@ -209,9 +209,10 @@ export async function startRelay(env = {}, { database: shared } = {}) {
     await relay.stop()
     throw new Error(`${error.message}\nstdout: ${stdout}\nstderr: ${relay.stderr()}`)
   }
-  const m = stdout.match(/relay public key: ([0-9a-f]{64}) \((npub1[0-9a-z]+)\)/)
-  relay.pubkey = m[1]
+  const m = stdout.match(/signing key of \S+: ([0-9a-f]{64}) \((npub1[0-9a-z]+)\)/)
+  relay.pubkey = m[1] // the configured community's signing key, its NIP-11 self
   relay.npub = m[2]
+  relay.relayKey = stdout.match(/relay key: ([0-9a-f]{64})/)[1]
   return relay
 }
 
@@ -233,7 +234,7 @@ function learnPorts(relay, stdout) {
 async function waitUntilReady(relay, stdout) {
   for (let attempt = 0; attempt < 200; attempt++) { // 200 x 100 ms at most
     if (relay.proc.exitCode !== null) throw new Error(`comb-relay exited with ${relay.proc.exitCode}`)
-    const printed = /relay public key: [0-9a-f]{64}/.test(stdout())
+    const printed = /signing key of \S+: [0-9a-f]{64}/.test(stdout())
     if (printed) learnPorts(relay, stdout())
     const health = printed ? await httpGet(relay.port, '/healthz', {}, 1000).catch(() => null) : null
     if (health?.status === 200) return

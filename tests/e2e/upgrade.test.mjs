@@ -1,6 +1,7 @@
-// Upgrading a database written by an older comb: its member list carries ["member", hex, "member"]
-// and no 33534 role definitions. The next start rewrites the live list once in the NIP-43 role
-// shape (with the definitions it names); the start after that leaves it alone.
+// Upgrading a database written by an older comb: its member list is signed with the relay key
+// (before each community had a key of its own), carries ["member", hex, "member"] and has no
+// 33534 role definitions. The next start moves it to the community's key and rewrites it once in
+// the NIP-43 role shape (with the definitions it names); the start after that leaves it alone.
 import { describe, it, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
@@ -69,14 +70,26 @@ describe('start-up upgrade of member lists to the NIP-43 role shape', () => {
     const old = finalizeEvent({ kind: 13534, created_at: now() - 60, content: '',
       tags: [['-'], ['member', owner.pk, 'owner'], ['member', member.pk, 'member']] },
     Uint8Array.from(Buffer.from(secret, 'hex')))
+    // And a role definition, which the start must move (not write again): its created_at stays.
+    const role = finalizeEvent({ kind: 33534, created_at: now() - 60, content: '',
+      tags: [['-'], ['d', 'owner'], ['label', 'Owner']] }, Uint8Array.from(Buffer.from(secret, 'hex')))
     const community = (await relay.sql('SELECT community_id FROM events WHERE kind = 13534')).trim()
+    const row = (ev, d) => `(${community}, decode('${ev.id}', 'hex'), decode('${ev.pubkey}', 'hex'),
+      ${ev.created_at}, ${ev.kind}, '${d}', '${JSON.stringify(ev).replaceAll("'", "''")}')`
     await relay.sql(`DELETE FROM events WHERE kind IN (13534, 33534);
       INSERT INTO events (community_id, id, pubkey, created_at, kind, d_tag, raw) VALUES
-      (${community}, decode('${old.id}', 'hex'), decode('${old.pubkey}', 'hex'), ${old.created_at}, 13534, '',
-       '${JSON.stringify(old).replaceAll("'", "''")}')`)
+      ${row(old, '')}, ${row(role, 'owner')}`)
 
     relay = await start()
+    assert.match(relay.stderr() + '', /to the community's own key: 2 signed again/)
     assert.match(relay.stderr() + '', /rewritten in the NIP-43 role shape/)
+    assert.equal(relay.relayKey, old.pubkey)
+    const left = await authedClient(relay, owner)
+    assert.deepEqual((await left.req('old', { authors: [relay.relayKey] })).events, [],
+      'nothing signed with the relay key is left')
+    const moved = (await left.req('moved', { kinds: [33534], authors: [relay.pubkey] })).events
+    assert.deepEqual(moved.map((e) => [e.created_at, e.tags]), [[role.created_at, role.tags]])
+    await left.close()
     const upgraded = await liveList(relay, owner)
     assert.notEqual(upgraded.list.id, old.id)
     assert.ok(upgraded.list.created_at > old.created_at)

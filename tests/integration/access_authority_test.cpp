@@ -367,7 +367,7 @@ TEST_CASE_METHOD(membership_fixture, "a membership write holds the community row
   // would wait for the membership transaction (and hit its statement timeout).
   REQUIRE(apply(command(membership_change::add_member, key_of(2))).committed);
   storage::pg_connection holder(database.conninfo());
-  storage::address list{community, relay_key.public_key(), storage::member_list_kind, ""};
+  storage::address list{community, signer(community).public_key(), storage::member_list_kind, ""};
   auto list_lock = std::to_string(storage::address_lock_key(list));
   REQUIRE(scalar(holder, "SELECT pg_advisory_lock($1::bigint)::text", {list_lock}) == "");
 
@@ -411,8 +411,8 @@ TEST_CASE_METHOD(membership_fixture,
   REQUIRE(handle->members->version() > 0);
   auto watcher = world.spawn_detached(
     actors::access_watcher,
-    actors::access_watcher_args{database.conninfo(), world.registry, world.idle,
-                                relay_key.public_key(), world.metrics, std::chrono::milliseconds(50)});
+    actors::access_watcher_args{database.conninfo(), world.registry, world.idle, world.metrics,
+                                std::chrono::milliseconds(50)});
   const auto newcomer = key_of(77);
   // The same version, another content: a member row written with the triggers quiet, as a
   // promoted standby that missed a change and then took another may hold.

@@ -163,7 +163,7 @@ TEST_CASE_METHOD(cache_fixture, "a cached event banned by NIP-86 is never served
   auto batch = notes(alice, 3, now - 10);
   store(batch, true);
   REQUIRE(read_both({protocol::filter{}}).size() == 3);
-  storage::management_store management(connection, author(42).pubkey());
+  storage::management_store management(connection, protocol::key_pair::generate());
   REQUIRE(management.ban_event(community, batch[0]->id, "spam", author(43).pubkey())
           == storage::management_result::changed);
   CHECK(read_both({protocol::filter{}}) == jsons_of({batch[1], batch[2]}));

@@ -5,10 +5,14 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <thread>
+#include <utility>
 
+#include "protocol/canonical_json.hpp"
+#include "protocol/room_events.hpp"
 #include "storage/community_store.hpp"
 #include "storage/management_store.hpp"
 #include "storage/pg_connection.hpp"
+#include "storage/room_transaction.hpp"
 #include "storage/store_plan.hpp"
 #include "support/membership_fixture.hpp"
 #include "support/test_events.hpp"
@@ -154,7 +158,7 @@ TEST_CASE_METHOD(banned_community, "a ban whose list cannot be written leaves no
 
 TEST_CASE_METHOD(banned_community, "a banned event is deleted and never stored again",
                  "[integration][nip86]") {
-  storage::management_store store(connection, relay_key.public_key());
+  storage::management_store store(connection, relay_key);
   auto post = author(4).sign(1, now_seconds(), {{"t", "x"}}, "bad");
   check_outcome(store_one(events, community, post), storage::store_outcome::status::stored, "");
   auto other = add_community("b.example");
@@ -183,6 +187,15 @@ TEST_CASE_METHOD(banned_community, "a banned event is deleted and never stored a
   auto list = live_lists(community).at(0);
   CHECK(store.ban_event(community, list.id, "", owner) == storage::management_result::refused);
   CHECK(live_lists(community).size() == 1);
+  // Nor the room changes it issues (9000, 9001, 9008: kinds clients send too), signed with the
+  // community's key or, by an older comb, with the relay key.
+  const auto signer_key = signer(community);
+  for (const protocol::key_pair* key : {&std::as_const(relay_key), &signer_key}) {
+    auto issued = protocol::sign_room_member_change(*key, 9000, "pizza", owner, now_seconds());
+    storage::insert_event(connection, community,
+                          storage::relay_signed_event{issued, protocol::render_event_json(issued)});
+    CHECK(store.ban_event(community, issued.id, "", owner) == storage::management_result::refused);
+  }
 
   // Bans are bounded: each one makes every pod reload them all.
   REQUIRE(connection.exec("INSERT INTO banned_events (community_id, event_id, reason, banned_by)"
@@ -201,7 +214,7 @@ TEST_CASE_METHOD(banned_community, "a banned event is deleted and never stored a
 }
 
 TEST_CASE_METHOD(banned_community, "pubkey bans are bounded for NIP-86 callers", "[integration][nip86]") {
-  storage::management_store store(connection, relay_key.public_key());
+  storage::management_store store(connection, relay_key);
   CHECK(store.pubkey_bans_full(community) == false);
   auto fill_to = [&](std::int64_t bans) {
     REQUIRE(connection.exec("INSERT INTO banned_pubkeys (community_id, pubkey, reason)"
@@ -216,7 +229,7 @@ TEST_CASE_METHOD(banned_community, "pubkey bans are bounded for NIP-86 callers",
 
 TEST_CASE_METHOD(banned_community, "an admin demoted while its ban or edit waited on the row changes nothing",
                  "[integration][nip86][race]") {
-  storage::management_store store(connection, relay_key.public_key());
+  storage::management_store store(connection, relay_key);
   auto post = author(4).sign(1, now_seconds(), {}, "flagged");
   check_outcome(store_one(events, community, post), storage::store_outcome::status::stored, "");
   const auto id = std::to_string(community);
@@ -259,8 +272,8 @@ TEST_CASE_METHOD(banned_community, "an admin demoted while its ban or edit waite
 TEST_CASE_METHOD(membership_fixture, "a NIP-98 auth event is spent once across pods",
                  "[integration][nip86]") {
   storage::pg_connection other_connection(database.conninfo());
-  storage::management_store pod_a(connection, relay_key.public_key());
-  storage::management_store pod_b(other_connection, relay_key.public_key());
+  storage::management_store pod_a(connection, relay_key);
+  storage::management_store pod_b(other_connection, relay_key);
   auto now = now_seconds();
   auto id = author(9).sign(27235, now)->id;
   CHECK(pod_a.spend_http_auth(id, now + 60, now) == true);
@@ -285,7 +298,7 @@ TEST_CASE_METHOD(membership_fixture, "two pods spending the same auth events at 
   std::atomic<int> wins{0}, errors{0};
   auto spend_all = [&] {
     storage::pg_connection own(database.conninfo());
-    storage::management_store store(own, relay_key.public_key());
+    storage::management_store store(own, relay_key);
     for (const auto& id : ids) {
       auto fresh = store.spend_http_auth(id, now + 60, now);
       if (!fresh)

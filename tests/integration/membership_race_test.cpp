@@ -20,7 +20,7 @@ using outcome = storage::membership_outcome;
 namespace {
 
 std::string list_lock_key(const membership_fixture& f) {
-  storage::address list{f.community, f.relay_key.public_key(), storage::member_list_kind, ""};
+  storage::address list{f.community, f.signer(f.community).public_key(), storage::member_list_kind, ""};
   return std::to_string(storage::address_lock_key(list));
 }
 

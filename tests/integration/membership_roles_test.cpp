@@ -68,12 +68,13 @@ protocol::event make_old_shape(membership_fixture& f) {
   protocol::event old;
   old.kind = storage::member_list_kind;
   old.created_at = now_seconds() - 100;
-  old.pubkey = f.relay_key.public_key();
+  auto signer = f.signer(f.community);
+  old.pubkey = signer.public_key();
   old.tags.push_back({"-"});
   for (const auto& m : *stored)
     old.tags.push_back({"member", protocol::to_hex(m.pubkey), std::string(storage::role_name(m.role))});
   old.id = protocol::compute_id(old);
-  old.sig = f.relay_key.sign(old.id);
+  old.sig = signer.sign(old.id);
   storage::pg_connection writer(f.database.conninfo());
   const std::string community = std::to_string(f.community);
   REQUIRE(writer.exec("DELETE FROM events WHERE community_id = $1::bigint AND kind IN (13534, 33534)",
@@ -95,29 +96,6 @@ storage::membership_command request(membership_change change, const protocol::by
 
 int processed_rows(membership_fixture& f) {
   return std::stoi(scalar(f.connection, "SELECT count(*) FROM processed_requests"));
-}
-
-/// Holds the community row lock on its own connection until released, so writers started
-/// meanwhile queue behind it and then run back to back: the race, made to happen.
-struct community_lock_holder {
-  community_lock_holder(membership_fixture& f) : holder(f.database.conninfo()) {
-    REQUIRE(holder.exec("BEGIN").ok());
-    REQUIRE(holder.exec("SELECT 1 FROM communities WHERE id = $1::bigint FOR NO KEY UPDATE",
-                        {std::to_string(f.community)}).ok());
-  }
-  void release() { REQUIRE(holder.exec("COMMIT").ok()); }
-  storage::pg_connection holder;
-};
-
-/// Waits (bounded) until `count` backends wait on a lock.
-bool lock_waiters(storage::pg_connection& observer, int count) {
-  for (int attempt = 0; attempt < 500; ++attempt) {
-    if (scalar(observer, "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
-                         " AND datname = current_database()") == std::to_string(count))
-      return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return false;
 }
 
 /// The first second with no list in `community_id`: the fixture's paced writes may have run
@@ -165,7 +143,7 @@ TEST_CASE_METHOD(membership_fixture, "role definitions are written with the firs
   auto all = req(*this, R"({"kinds":[33534]})");
   REQUIRE(all.size() == 2);
   for (const auto& ev : all) {
-    CHECK(ev.pubkey == relay_key.public_key());
+    CHECK(ev.pubkey == signer(community).public_key());
     CHECK(ev.tags[0] == protocol::tag{"-"});
   }
   auto admin = req(*this, R"({"kinds":[33534],"#d":["admin"]})");
@@ -225,23 +203,13 @@ TEST_CASE_METHOD(membership_fixture, "two pods upgrading at once rewrite the lis
   REQUIRE(apply(command(membership_change::add_member, key(2))).list);
   make_old_shape(*this);
   auto at = free_second(*this, community);
-  community_lock_holder lock(*this);
   std::atomic<int> rewrites{0}, committed{0};
-  std::vector<std::thread> pods;
-  for (int i = 0; i < 2; ++i)
-    pods.emplace_back([&] {
-      storage::pg_connection own(database.conninfo());
-      storage::membership_store store(own, relay_key);
-      auto write = store.upgrade_list(community, at);
-      committed += write.committed;
-      rewrites += write.list.has_value();
-    });
-  storage::pg_connection observer(database.conninfo());
-  bool both_waiting = lock_waiters(observer, 2);
-  lock.release();
-  for (auto& pod : pods)
-    pod.join();
-  REQUIRE(both_waiting);
+  REQUIRE(two_pods_behind_the_lock(*this, [&](storage::pg_connection& own) {
+    storage::membership_store store(own, relay_key);
+    auto write = store.upgrade_list(community, at);
+    committed += write.committed;
+    rewrites += write.list.has_value();
+  }));
   CHECK(committed == 2);
   CHECK(rewrites == 1);
   CHECK(live_lists(community).size() == 1);
@@ -331,23 +299,13 @@ TEST_CASE_METHOD(membership_fixture, "one request racing through two pods is app
   REQUIRE(apply(command(membership_change::provision_owner, key(1), member_role::owner)).list);
   auto join = request(membership_change::claim_membership, key(2), 120);
   auto at = free_second(*this, community);
-  community_lock_holder lock(*this);
   std::atomic<int> changed{0}, processed{0};
-  std::vector<std::thread> pods;
-  for (int i = 0; i < 2; ++i)
-    pods.emplace_back([&] {
-      storage::pg_connection own(database.conninfo());
-      storage::membership_store store(own, relay_key);
-      auto write = store.apply(community, std::span(&join, 1), at);
-      changed += write.results.at(0).outcome == outcome::changed;
-      processed += write.results.at(0).outcome == outcome::already_member;
-    });
-  storage::pg_connection observer(database.conninfo());
-  bool both_waiting = lock_waiters(observer, 2);
-  lock.release();
-  for (auto& pod : pods)
-    pod.join();
-  REQUIRE(both_waiting);
+  REQUIRE(two_pods_behind_the_lock(*this, [&](storage::pg_connection& own) {
+    storage::membership_store store(own, relay_key);
+    auto write = store.apply(community, std::span(&join, 1), at);
+    changed += write.results.at(0).outcome == outcome::changed;
+    processed += write.results.at(0).outcome == outcome::already_member;
+  }));
   CHECK(changed == 1);
   CHECK(processed == 1); // the replay of a join whose author is now a member says so
   CHECK(live_lists(community).size() == 1);

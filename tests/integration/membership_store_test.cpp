@@ -253,7 +253,7 @@ TEST_CASE_METHOD(membership_fixture, "a store's remembered members do not outliv
   (void)scalar(connection, "INSERT INTO events (community_id, id, pubkey, created_at, kind, raw)"
                            " VALUES ($1::bigint, decode($2, 'hex'), decode($3, 'hex'), $4::bigint, 13534, '{}')"
                            " RETURNING 1",
-               {id, protocol::to_hex(first.list->id), protocol::to_hex(relay_key.public_key()),
+               {id, protocol::to_hex(first.list->id), protocol::to_hex(signer(community).public_key()),
                 std::to_string(first.list->created_at)});
   REQUIRE(scalar(connection, "SELECT state_version FROM communities WHERE id = $1::bigint", {id})
           == std::to_string(remembered.state_version));

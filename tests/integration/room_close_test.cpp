@@ -74,7 +74,7 @@ TEST_CASE_METHOD(closing_fixture, "closing removes every non-member from the roo
     kinds.insert(ev.ev.kind);
     CHECK(protocol::d_tag(ev.ev) == "pizza");
     CHECK(ev.ev.created_at == now);
-    CHECK(ev.ev.pubkey == relay_key.public_key());
+    CHECK(ev.ev.pubkey == signer(community).public_key());
   }
   CHECK(kinds == std::multiset<std::uint32_t>{39001, 39002});
   CHECK(listed_members() == std::vector<std::string>{owner.pubkey_hex(), alice.pubkey_hex()});

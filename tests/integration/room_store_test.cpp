@@ -79,7 +79,7 @@ TEST_CASE_METHOD(room_fixture, "joins and leaves rewrite 39002 only, paced; the 
   CHECK(twice.events.empty());
   auto left = run(alice, 9022, {});
   CHECK(kinds_of(left) == std::vector<std::uint32_t>{9022, 39002, 9001});
-  CHECK(left.events.back().ev.pubkey == relay_key.public_key());
+  CHECK(left.events.back().ev.pubkey == signer(community).public_key());
   CHECK(listed_members() == std::vector<std::string>{owner.pubkey_hex()});
   CHECK(run(alice, 9022, {}).outcome == room_outcome::not_member);
 }
@@ -226,7 +226,7 @@ TEST_CASE_METHOD(room_fixture, "a 9010 writes the room's 39005 in its transactio
   auto pinned = run(alice, 9010, {{"e", first}, {"e", second}});
   CHECK(pinned.outcome == room_outcome::changed);
   CHECK(kinds_of(pinned) == std::vector<std::uint32_t>{9010, 39005});
-  CHECK(pinned.events.at(1).ev.pubkey == relay_key.public_key());
+  CHECK(pinned.events.at(1).ev.pubkey == signer(community).public_key());
   CHECK(pinned.events.at(1).ev.tags
         == std::vector<protocol::tag>{{"d", "pizza"}, {"e", first}, {"e", second}});
   auto unpinned = run(owner, 9010, {{"e", second}});
@@ -252,7 +252,7 @@ TEST_CASE_METHOD(room_fixture, "deleting a room removes it, its state and its ev
   // would keep listing the room, so the relay signs a 9008 of its own after that state.
   CHECK(kinds_of(gone) == std::vector<std::uint32_t>{9008, 9008});
   REQUIRE(gone.events.size() == 2);
-  CHECK(gone.events.at(1).ev.pubkey == relay_key.public_key());
+  CHECK(gone.events.at(1).ev.pubkey == signer(community).public_key());
   CHECK(gone.events.at(1).ev.tags == std::vector<protocol::tag>{{"h", "pizza"}});
   CHECK(gone.events.at(1).ev.created_at > old_state_second);
   CHECK(count("SELECT count(*) FROM events WHERE community_id = $1::bigint AND kind = 9008") == "2");

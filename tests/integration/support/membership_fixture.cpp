@@ -4,14 +4,65 @@
 #include <boost/json.hpp>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <thread>
 
 #include "protocol/event_json.hpp"
+#include "storage/community_keys.hpp"
 #include "storage/member_list.hpp"
 
 namespace comb::test {
 
 membership_fixture::membership_fixture()
   : relay_key(protocol::key_pair::generate()), members(connection, relay_key) {}
+
+namespace {
+
+/// Holds the community row lock on its own connection until released, so writers started
+/// meanwhile queue behind it and then run back to back: the race, made to happen.
+struct community_lock_holder {
+  explicit community_lock_holder(membership_fixture& f) : holder(f.database.conninfo()) {
+    REQUIRE(holder.exec("BEGIN").ok());
+    REQUIRE(holder.exec("SELECT 1 FROM communities WHERE id = $1::bigint FOR NO KEY UPDATE",
+                        {std::to_string(f.community)}).ok());
+  }
+  void release() { REQUIRE(holder.exec("COMMIT").ok()); }
+  storage::pg_connection holder;
+};
+
+/// Waits (bounded) until `count` backends wait on a lock.
+bool lock_waiters(storage::pg_connection& observer, int count) {
+  for (int attempt = 0; attempt < 500; ++attempt) {
+    if (scalar(observer, "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                         " AND datname = current_database()") == std::to_string(count))
+      return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+} // namespace
+
+bool two_pods_behind_the_lock(membership_fixture& f,
+                              const std::function<void(storage::pg_connection&)>& pod) {
+  community_lock_holder lock(f);
+  std::vector<std::thread> pods;
+  for (int i = 0; i < 2; ++i)
+    pods.emplace_back([&] {
+      storage::pg_connection own(f.database.conninfo());
+      pod(own);
+    });
+  storage::pg_connection observer(f.database.conninfo());
+  bool both_waiting = lock_waiters(observer, 2);
+  lock.release();
+  for (auto& running : pods)
+    running.join();
+  return both_waiting;
+}
+
+protocol::key_pair membership_fixture::signer(std::int64_t community_id) const {
+  storage::pg_connection reader(database.conninfo());
+  return storage::read_community_key(reader, relay_key, community_id);
+}
 
 storage::membership_write membership_fixture::apply(storage::membership_command c) {
   return paced(members, community, std::span(&c, 1));

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include <functional>
 #include <set>
 #include <string>
 #include <vector>
@@ -23,9 +24,17 @@ struct membership_fixture : store_fixture {
   /// The stored members as (hex pubkey, role) pairs.
   std::set<std::pair<std::string, std::string>> stored_members(std::int64_t community_id);
 
+  /// The key the community `community_id` signs with (derived from relay_key).
+  protocol::key_pair signer(std::int64_t community_id) const;
+
   protocol::key_pair relay_key;
   storage::membership_store members;
 };
+
+/// Runs `pod` on two connections of their own, both started while the community row lock is
+/// held and let go together once both wait on it. False when they never both waited.
+bool two_pods_behind_the_lock(membership_fixture& f,
+                              const std::function<void(storage::pg_connection&)>& pod);
 
 /// (hex, role) pairs named by a list.
 std::set<std::pair<std::string, std::string>> listed(const protocol::event& list);

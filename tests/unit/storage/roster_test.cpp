@@ -158,22 +158,22 @@ TEST_CASE("an admin lifts no ban the owner or the operator made, stored or in th
     by(mc::unban_pubkey, key(6), key(2)),                                         // stored
     by(mc::unban_pubkey, key(3), key(1)), by(mc::ban_pubkey, key(3), key(2)),     // lifted, banned again
     by(mc::unban_pubkey, key(3), key(2))};                                        // by an admin: theirs
-  auto plan = plan_membership(r, batch, invites, {}, banned, 0, {}, std::nullopt, owner_held);
+  auto plan = plan_membership(r, batch, invites, {}, banned, 0, {}, {}, owner_held);
   using o = membership_outcome;
   CHECK(plan.outcomes == std::vector<o>{o::changed, o::not_allowed, o::changed, o::not_allowed,
                                         o::not_allowed, o::changed, o::changed, o::changed});
   CHECK(banned == std::set<bytes32>{key(5), key(6)});
 }
 
-TEST_CASE("nobody bans the relay's own key", "[unit][storage][roster]") {
+TEST_CASE("nobody bans the community's key nor the relay key it is derived from", "[unit][storage][roster]") {
   auto r = three_members();
   std::map<std::string, invite_state> invites;
   std::set<bytes32> banned;
   membership_command by_owner = request(membership_change::ban_pubkey, key(9), key(1));
-  membership_command by_operator = by_owner;
+  membership_command by_operator = request(membership_change::ban_pubkey, key(8), key(1));
   by_operator.requested_by.reset();
   std::vector<membership_command> batch{by_owner, by_operator};
-  auto plan = plan_membership(r, batch, invites, {}, banned, 0, {}, key(9));
+  auto plan = plan_membership(r, batch, invites, {}, banned, 0, {}, {key(8), key(9)});
   CHECK(plan.outcomes == std::vector<membership_outcome>{membership_outcome::not_allowed,
                                                          membership_outcome::not_allowed});
   CHECK(plan.bans.empty());
@@ -341,7 +341,7 @@ TEST_CASE("an allowpubkey lifts the ban only with the add, and only where its ca
   membership_command plain_add = request(membership_change::add_member, key(7), key(2));
   std::vector<membership_command> batch{plain_add, allow(key(5), key(2)), allow(key(6), key(2)),
                                         allow(key(6), key(1))};
-  auto plan = plan_membership(r, batch, invites, {}, banned, 0, {}, std::nullopt, owner_held);
+  auto plan = plan_membership(r, batch, invites, {}, banned, 0, {}, {}, owner_held);
   using o = membership_outcome;
   CHECK(plan.outcomes == std::vector<o>{o::banned, o::changed, o::not_allowed, o::changed});
   CHECK(banned == std::set<bytes32>{key(7)});

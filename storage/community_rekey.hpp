@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "protocol/signature.hpp"
+
+namespace comb::storage {
+
+class pg_connection;
+
+/// What moving a community's events to its own key did.
+struct rekey_result {
+  bool committed = false;
+  std::string error; ///< why the last page was not written, when !committed
+  std::size_t signed_again = 0; ///< events stored again, signed with the community's key
+  std::size_t dropped = 0;      ///< relay-key copies that a community-key event already replaced
+  std::size_t unreadable = 0;   ///< stored events unreadable or wrongly signed, left as they are
+  std::int64_t retry_at = 0;    ///< unused (in_transaction's shape)
+};
+
+/// Start-up step for a community written before each community had its own key: every event
+/// the relay signed with `relay_key` there (13534, 8000, 8001, 33534, 39000-39005, and the
+/// 9000, 9001 and 9008 it issues for rooms) is stored again signed with the community's key
+/// (same kind, tags, content and created_at) and the relay-key copy deleted, so apps that keep
+/// one list per kind and author across relays see each community's own. A copy whose address
+/// already has a community-key event as new or newer is only deleted; one that cannot be read
+/// or whose signature fails is left (and counted). `page` events per transaction, each under the community row lock
+/// (membership and room writers wait; pods starting at once move each event once), each noted
+/// as an access change so every pod's subscribers get the new copies. A second run finds
+/// nothing. No function throws.
+[[nodiscard]] rekey_result move_to_community_key(pg_connection& connection,
+                                                 const protocol::key_pair& relay_key,
+                                                 std::int64_t community_id, std::size_t page = 500);
+
+} // namespace comb::storage

@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: MIT
+// Each community signs with a key of its own (protocol::derive_community_key), and what an older
+// comb signed with the relay key moves to it at start-up (storage::move_to_community_key).
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <thread>
+
+#include "protocol/canonical_json.hpp"
+#include "protocol/event_json.hpp"
+#include "protocol/community_key.hpp"
+#include "protocol/event_check.hpp"
+#include "protocol/room_events.hpp"
+#include "storage/community_rekey.hpp"
+#include "storage/member_list.hpp"
+#include "storage/membership_steps.hpp"
+#include "storage/nip43_rows.hpp"
+#include "storage/pg_array.hpp"
+#include "storage/pg_connection.hpp"
+#include "storage/room_transaction.hpp"
+#include "support/membership_fixture.hpp"
+#include "support/test_events.hpp"
+
+using namespace comb;
+using namespace comb::test;
+using storage::membership_change;
+using storage::member_role;
+
+namespace {
+
+protocol::bytes32 key(std::uint8_t seed) {
+  return author(seed).pubkey();
+}
+
+/// Stores `ev` as comb stores the relay's events (a list without tag rows).
+void store(membership_fixture& f, const protocol::event& ev) {
+  storage::relay_signed_event stored{ev, protocol::render_event_json(ev)};
+  if (ev.kind == storage::member_list_kind)
+    storage::membership_steps::insert_list(f.connection, f.community, ev, stored.json);
+  else
+    storage::insert_event(f.connection, f.community, stored);
+}
+
+/// What an older comb left: the relay-key signed list, deltas, role definition and room state,
+/// and nothing signed with the community's key. Returns what it stored.
+std::vector<protocol::event> older_comb_state(membership_fixture& f, std::int64_t at) {
+  REQUIRE(f.connection.exec("DELETE FROM events WHERE community_id = $1::bigint",
+                            {std::to_string(f.community)}).ok());
+  auto stored = f.members.members(f.community);
+  REQUIRE(stored);
+  protocol::room_state room;
+  room.exists = true;
+  room.id = "pizza";
+  room.meta.name = "Pizza";
+  room.members.push_back({key(2), {}});
+  const auto& relay = f.relay_key;
+  std::vector<protocol::event> old{
+    storage::sign_member_list(relay, *stored, at),
+    storage::sign_member_delta(relay, 8000, key(2), at),
+    storage::sign_member_delta(relay, 8001, key(3), at - 1),
+    storage::sign_role_definition(relay, member_role::owner, at),
+    protocol::sign_room_metadata(relay, room, at),
+    protocol::sign_room_members(relay, room, at),
+    protocol::sign_room_member_change(relay, 9000, room.id, key(2), at)};
+  for (const auto& ev : old)
+    store(f, ev);
+  return old;
+}
+
+std::string count_signed_by(membership_fixture& f, const protocol::key_pair& key) {
+  return scalar(f.connection, "SELECT count(*) FROM events WHERE community_id = $1::bigint AND pubkey = $2::bytea",
+                {std::to_string(f.community), "\\x" + protocol::to_hex(key.public_key())});
+}
+
+/// The stored event signed by `key` with the kind, tags, content and second of `old`.
+std::optional<protocol::event> counterpart(membership_fixture& f, const protocol::key_pair& key,
+                                           const protocol::event& old) {
+  auto reply = f.connection.exec("SELECT raw FROM events WHERE community_id = $1::bigint AND pubkey = $2::bytea"
+                                 " AND kind = $3::int AND created_at = $4::bigint",
+                                 {std::to_string(f.community), storage::bytea_param(key.public_key()),
+                                  std::to_string(old.kind), std::to_string(old.created_at)});
+  REQUIRE(reply.ok());
+  for (int row = 0; row < reply.rows(); ++row) {
+    auto ev = storage::parse_stored_list(reply.text(row, 0));
+    if (ev && ev->tags == old.tags && ev->content == old.content)
+      return ev;
+  }
+  return std::nullopt;
+}
+
+} // namespace
+
+TEST_CASE_METHOD(membership_fixture, "each community of a deployment signs with a key of its own",
+                 "[integration][membership][nip43]") {
+  const auto games = add_community("games.example");
+  REQUIRE(apply(command(membership_change::provision_owner, key(1), member_role::owner)).list);
+  auto owner = command(membership_change::provision_owner, key(1), member_role::owner);
+  REQUIRE(paced(members, games, std::span(&owner, 1)).list);
+  auto here = live_lists(community);
+  auto there = live_lists(games);
+  REQUIRE(here.size() == 1);
+  REQUIRE(there.size() == 1);
+  CHECK(here[0].pubkey == protocol::derive_community_key(relay_key, "a.example").public_key());
+  CHECK(there[0].pubkey == protocol::derive_community_key(relay_key, "games.example").public_key());
+  CHECK(here[0].pubkey != there[0].pubkey);
+  CHECK(here[0].pubkey != relay_key.public_key());
+  // The invite a member asks for (28935) is signed with the same key.
+  auto invites_signed_by = members.signing_key(games);
+  REQUIRE(invites_signed_by);
+  CHECK(invites_signed_by->public_key() == there[0].pubkey);
+}
+
+TEST_CASE_METHOD(membership_fixture, "what an older comb signed with the relay key moves to the community's key once",
+                 "[integration][membership][nip43]") {
+  REQUIRE(apply(command(membership_change::provision_owner, key(1), member_role::owner)).list);
+  REQUIRE(apply(command(membership_change::add_member, key(2))).list);
+  const std::int64_t at = now_seconds() - 100;
+  auto old = older_comb_state(*this, at);
+  const auto own = signer(community);
+  // A newer room name already signed with the community's key: the relay-key one only goes.
+  protocol::room_state renamed;
+  renamed.id = "pizza";
+  renamed.meta.name = "Pizza and more";
+  store(*this, protocol::sign_room_metadata(own, renamed, at + 5));
+  const auto version_before = scalar(connection, "SELECT state_version FROM communities WHERE id = $1::bigint",
+                                     {std::to_string(community)});
+
+  auto moved = storage::move_to_community_key(connection, relay_key, community, 2); // pages of 2
+  REQUIRE(moved.committed);
+  CHECK(moved.signed_again == old.size() - 1);
+  CHECK(moved.dropped == 1);
+  CHECK(count_signed_by(*this, relay_key) == "0");
+  for (const auto& ev : old) {
+    INFO("kind " << ev.kind);
+    auto now_signed = counterpart(*this, own, ev);
+    if (ev.kind == protocol::room_metadata_kind) {
+      CHECK_FALSE(now_signed); // replaced by the newer name
+      continue;
+    }
+    REQUIRE(now_signed);
+    CHECK_FALSE(protocol::verify_event(*now_signed));
+  }
+  CHECK(members.verify(community).matches); // the live list is read under the community's key
+  // The moved delta is found by its `p` like any stored event; the old copy's tag rows went.
+  CHECK(scalar(connection, "SELECT count(*) FROM event_tags WHERE community_id = $1::bigint AND name = 'p'"
+                           " AND value = $2 AND kind = 8000",
+               {std::to_string(community), protocol::to_hex(key(2))}) == "1");
+  CHECK(std::stoll(scalar(connection, "SELECT state_version FROM communities WHERE id = $1::bigint",
+                          {std::to_string(community)})) > std::stoll(version_before));
+  auto again = storage::move_to_community_key(connection, relay_key, community);
+  REQUIRE(again.committed);
+  CHECK(again.signed_again + again.dropped + again.unreadable == 0);
+
+  // A stored row that cannot be read stays as it is, and the start goes on.
+  (void)scalar(connection, "INSERT INTO events (community_id, id, pubkey, created_at, kind, raw)"
+                           " VALUES ($1::bigint, '\\x01', $2::bytea, 1, 8000, '{}') RETURNING 1",
+               {std::to_string(community), "\\x" + protocol::to_hex(relay_key.public_key())});
+  // So does one whose signature is not the relay key's: the community's key never signs it.
+  auto forged = author(7).sign(8000, at, {{"p", protocol::to_hex(key(7))}});
+  REQUIRE(forged);
+  (void)scalar(connection, "INSERT INTO events (community_id, id, pubkey, created_at, kind, raw)"
+                           " VALUES ($1::bigint, $2::bytea, $3::bytea, $4::bigint, 8000, $5) RETURNING 1",
+               {std::to_string(community), "\\x" + protocol::to_hex(forged->id),
+                "\\x" + protocol::to_hex(relay_key.public_key()), std::to_string(at),
+                protocol::render_event_json(*forged)});
+  auto unreadable = storage::move_to_community_key(connection, relay_key, community);
+  REQUIRE(unreadable.committed);
+  CHECK(unreadable.unreadable == 2);
+  CHECK(unreadable.signed_again == 0);
+  CHECK(count_signed_by(*this, relay_key) == "2");
+}
+
+TEST_CASE_METHOD(membership_fixture, "pods that start at once move each relay-key event once",
+                 "[integration][membership][nip43]") {
+  REQUIRE(apply(command(membership_change::provision_owner, key(1), member_role::owner)).list);
+  auto old = older_comb_state(*this, now_seconds() - 100);
+  std::atomic<std::size_t> signed_again{0}, committed{0};
+  REQUIRE(two_pods_behind_the_lock(*this, [&](storage::pg_connection& pod) {
+    auto moved = storage::move_to_community_key(pod, relay_key, community);
+    committed += moved.committed;
+    signed_again += moved.signed_again;
+  }));
+  CHECK(committed == 2);
+  CHECK(signed_again == old.size());
+  CHECK(count_signed_by(*this, signer(community)) == std::to_string(old.size()));
+  CHECK(live_lists(community).size() == 1);
+}

@@ -7,7 +7,6 @@
 #include "protocol/canonical_json.hpp"
 #include "protocol/event.hpp"
 #include "protocol/event_check.hpp"
-#include "protocol/kind_rules.hpp"
 #include "storage/community_keys.hpp"
 #include "storage/event_rows.hpp"
 #include "storage/member_list.hpp"
@@ -23,12 +22,13 @@ namespace {
 using membership_steps::insert_list;
 using membership_steps::noted_version;
 
-/// The stored kinds the relay signs: its lists and room state (28935 is ephemeral: never
-/// stored), and the 9000, 9001 and 9008 it issues for joins, leaves and deletions, which clients
-/// send too but never with the relay key.
-std::string stored_relay_kinds() {
+/// The relay's stored events that a newer one of their address replaces: the live list, role
+/// definitions and room state. Its deltas (8000/8001) and room changes (9000/9001/9008) are
+/// history and keep the relay key: apps show them by id, and a copy under a new id would show
+/// twice on every device that holds the first.
+std::string replaced_relay_kinds() {
   pg_array kinds;
-  for (std::uint32_t kind : {8000u, 8001u, 9000u, 9001u, 9008u, 13534u, 33534u})
+  for (std::uint32_t kind : {13534u, 33534u})
     kinds.add_integer(kind);
   for (std::uint32_t kind = 39000; kind <= 39005; ++kind)
     kinds.add_integer(kind);
@@ -67,12 +67,9 @@ std::optional<protocol::bytes32> move_event(pg_connection& c, std::int64_t commu
   relay_signed_event moved{signed_again(old, key), {}};
   moved.json = protocol::render_event_json(moved.ev);
   delete_event(c, community_id, old.id);
-  auto kinds = protocol::classify(old.kind);
-  bool keyed = kinds == protocol::kind_class::replaceable || kinds == protocol::kind_class::addressable;
-  if (keyed && replaced_already(c, community_id, moved.ev, d_tag))
+  if (replaced_already(c, community_id, moved.ev, d_tag))
     return std::nullopt;
-  if (keyed)
-    must(c.exec("DELETE FROM events WHERE community_id = $1::bigint AND pubkey = $2::bytea"
+  must(c.exec("DELETE FROM events WHERE community_id = $1::bigint AND pubkey = $2::bytea"
                 " AND kind = $3::int AND d_tag IS NOT DISTINCT FROM $4",
                 {std::to_string(community_id), bytea_param(key.public_key()),
                  std::to_string(old.kind), d_tag}),
@@ -104,7 +101,7 @@ rekey_result move_page(pg_connection& c, const protocol::key_pair& relay_key,
                           " WHERE community_id = $1::bigint AND pubkey = $2::bytea"
                           " AND kind = ANY($3::int[]) AND (created_at, id) > ($5::bigint, decode($6, 'hex'))"
                           " ORDER BY created_at, id LIMIT $4::bigint",
-                          {community, bytea_param(relay_key.public_key()), stored_relay_kinds(),
+                          {community, bytea_param(relay_key.public_key()), replaced_relay_kinds(),
                            std::to_string(page), cursor.created_at, cursor.id_hex}),
                    "read the relay key's events");
   read = static_cast<std::size_t>(rows.rows());

@@ -22,10 +22,11 @@ struct rekey_result {
 };
 
 /// Start-up step for a community written before each community had its own key: every event
-/// the relay signed with `relay_key` there (13534, 8000, 8001, 33534, 39000-39005, and the
-/// 9000, 9001 and 9008 it issues for rooms) is stored again signed with the community's key
-/// (same kind, tags, content and created_at) and the relay-key copy deleted, so apps that keep
-/// one list per kind and author across relays see each community's own. A copy whose address
+/// that a newer one of its address replaces and that the relay signed with `relay_key` there
+/// (its 13534, 33534, 39000-39005) is stored again signed with the community's key (same kind,
+/// tags, content and created_at) and the relay-key copy deleted, so apps that keep one list per
+/// kind and author across relays see each community's own, and the next change replaces it.
+/// Deltas and the relay's room changes (8000, 8001, 9000, 9001, 9008) are history and stay. A copy whose address
 /// already has a community-key event as new or newer is only deleted; one that cannot be read
 /// or whose signature fails is left (and counted). `page` events per transaction, each under the community row lock
 /// (membership and room writers wait; pods starting at once move each event once), each noted

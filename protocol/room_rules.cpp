@@ -16,7 +16,7 @@ bool community_manager(community_standing standing) {
 
 /// Community owner and admins, and the room's own admins.
 bool room_admin(const room_state& room, const bytes32& pubkey, community_standing standing) {
-  return community_manager(standing) || has_role(find_member(room, pubkey), room_admin_role);
+  return community_manager(standing) || rank_in(find_member(room, pubkey)) == room_rank::admin;
 }
 
 room_plan outcome_only(room_outcome outcome) {

@@ -70,10 +70,10 @@ std::optional<protocol::bytes32> move_event(pg_connection& c, std::int64_t commu
   if (replaced_already(c, community_id, moved.ev, d_tag))
     return std::nullopt;
   must(c.exec("DELETE FROM events WHERE community_id = $1::bigint AND pubkey = $2::bytea"
-                " AND kind = $3::int AND d_tag IS NOT DISTINCT FROM $4",
-                {std::to_string(community_id), bytea_param(key.public_key()),
-                 std::to_string(old.kind), d_tag}),
-         "retire the community key's older copy");
+              " AND kind = $3::int AND d_tag IS NOT DISTINCT FROM $4",
+              {std::to_string(community_id), bytea_param(key.public_key()),
+               std::to_string(old.kind), d_tag}),
+       "retire the community key's older copy");
   if (old.kind == member_list_kind)
     insert_list(c, community_id, moved.ev, moved.json);
   else

@@ -24,4 +24,9 @@ const protocol::key_pair& community_keys::of(pg_connection& connection, std::int
     .first->second;
 }
 
+std::set<protocol::bytes32> community_keys::own_keys(pg_connection& connection,
+                                                    std::int64_t community_id) {
+  return {of(connection, community_id).public_key(), relay_key_.public_key()};
+}
+
 } // namespace comb::storage

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <unordered_map>
 
 #include "protocol/community_key.hpp"
@@ -25,8 +26,10 @@ public:
   /// The key of the community `community_id`, read_community_key the first time.
   [[nodiscard]] const protocol::key_pair& of(pg_connection& connection, std::int64_t community_id);
 
-  /// The deployment's own key (it signed every community's events before each had a key).
-  [[nodiscard]] const protocol::key_pair& relay_key() const noexcept { return relay_key_; }
+  /// The keys whose signatures in the community are the relay's own: the community's and the
+  /// relay key it is derived from (which signed before communities had keys). Nobody bans them.
+  [[nodiscard]] std::set<protocol::bytes32> own_keys(pg_connection& connection,
+                                                     std::int64_t community_id);
 
 private:
   protocol::key_pair relay_key_;

@@ -116,10 +116,13 @@ management_result management_store::lock_for(std::int64_t community_id,
 std::optional<bool> management_store::relays_own(std::int64_t community_id, const pg_reply& stored) {
   if (protocol::relay_signed_kind(static_cast<std::uint32_t>(stored.integer(0, 0))))
     return true;
-  auto pubkey = stored.text(0, 1);
+  auto pubkey = protocol::array_from_hex<32>(stored.text(0, 1));
+  return pubkey ? signs_for(community_id, *pubkey) : std::optional(false);
+}
+
+std::optional<bool> management_store::signs_for(std::int64_t community_id, const protocol::bytes32& pubkey) {
   try {
-    return pubkey == protocol::to_hex(keys_.of(connection_, community_id).public_key())
-           || pubkey == protocol::to_hex(keys_.relay_key().public_key());
+    return keys_.own_keys(connection_, community_id).contains(pubkey);
   } catch (const statement_failed& e) {
     last_error_ = e.what();
     return std::nullopt;

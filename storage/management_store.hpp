@@ -70,6 +70,10 @@ public:
   /// signed are the relay's own, which nobody bans.
   management_store(pg_connection& connection, const protocol::key_pair& relay_key);
 
+  /// Whether `pubkey` signs the community's lists and room state, or is the relay key that key
+  /// is derived from (community_keys::own_keys); nothing on a database error (last_error()).
+  [[nodiscard]] std::optional<bool> signs_for(std::int64_t community_id, const protocol::bytes32& pubkey);
+
   /// Records a NIP-98 event id as used until `expires_at` (after which it fails the time check
   /// anyway, so it is purged). True when it was fresh; false when any pod used it already;
   /// nothing on a database error.

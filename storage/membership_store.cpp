@@ -196,8 +196,7 @@ membership_write membership_store::apply_locked(std::int64_t community_id,
   auto bans = read_bans(connection_, community_id, commands, members.owner());
   auto claims = claim_requests(connection_, community_id, commands, now);
   auto plan = plan_membership(members, commands, invites, allowlist, bans.banned, now, claims.earlier,
-                              {key_of(community_id).public_key(), keys_.relay_key().public_key()},
-                              bans.owner_held);
+                              keys_.own_keys(connection_, community_id), bans.owner_held);
   // Lists keep pace with the clock, decided under the row lock so it holds for every pod: a
   // list never gets a created_at ahead of now; when this second already has one, wait.
   if (plan.list_changed && newest_list_at >= now)

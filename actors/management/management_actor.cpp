@@ -218,19 +218,10 @@ void request_membership(self_ptr self, std::int64_t community_id, storage::membe
   self->delayed_send(self, st.args.timeout, overdue_atom_v, ticket);
 }
 
-/// Whether `pubkey` is the key that signs the community's lists and room state, or the relay key
-/// it is derived from (on a database error, no: the membership rules refuse the ban then).
+/// Whether `pubkey` is one of the relay's own keys in the community (on a database error, no:
+/// the membership rules refuse the ban then).
 bool signs_for(self_ptr self, std::int64_t community, const std::optional<protocol::bytes32>& pubkey) {
-  auto& st = self->state;
-  if (!pubkey)
-    return false;
-  if (*pubkey == st.keys->relay_key().public_key())
-    return true;
-  try {
-    return st.keys->of(*st.connection, community).public_key() == *pubkey;
-  } catch (const std::exception&) {
-    return false;
-  }
+  return pubkey && self->state.store->signs_for(community, *pubkey).value_or(false);
 }
 
 void run(self_ptr self, const management_call& call, admitted_call admitted,
@@ -315,7 +306,6 @@ caf::behavior management_actor(caf::stateful_actor<management_state>* self, mana
   st.args = std::move(args);
   st.connection = std::make_unique<storage::pg_connection>(st.args.database_url);
   st.store = std::make_unique<storage::management_store>(*st.connection, *st.args.relay_key);
-  st.keys = std::make_unique<storage::community_keys>(*st.args.relay_key);
   st.communities = std::make_unique<storage::community_store>(*st.connection);
   return {
     [=](manage_atom, const management_call& call, const management_callback& reply) {

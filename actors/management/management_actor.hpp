@@ -14,7 +14,6 @@
 #include "actors/management/management_rules.hpp"
 #include "actors/metrics.hpp"
 #include "protocol/nip86.hpp"
-#include "storage/community_keys.hpp"
 #include "storage/community_store.hpp"
 #include "storage/management_store.hpp"
 #include "storage/pg_connection.hpp"
@@ -44,7 +43,6 @@ struct management_state {
   std::unique_ptr<storage::pg_connection> connection;
   std::unique_ptr<storage::management_store> store;
   std::unique_ptr<storage::community_store> communities;
-  std::unique_ptr<storage::community_keys> keys;
   std::unordered_map<std::uint64_t, pending_call> pending;
   std::uint64_t next_ticket = 1;
   static inline const char* name = "management";

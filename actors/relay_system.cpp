@@ -134,6 +134,15 @@ bool upgrade_lists(storage::pg_connection& connection, const protocol::key_pair&
     if (moved.unreadable > 0)
       spdlog::warn("{}: {} stored events signed with the relay key cannot be read and stay as they"
                    " are", c.row.host, moved.unreadable);
+    std::string error;
+    auto lifted = storage::lift_bans_of_own_keys(connection, key, c.row.id, error);
+    if (!lifted) {
+      spdlog::critical("cannot lift the bans of the relay's own keys in {}: {}", c.row.host, error);
+      return false;
+    }
+    if (*lifted > 0)
+      spdlog::warn("{}: {} ban(s) of the relay's own keys lifted (stored by an older comb)",
+                   c.row.host, *lifted);
     auto write = members.upgrade_list(c.row.id, unix_now());
     while (write.retry_at != 0) // lists keep pace with the clock
       write = members.upgrade_list(c.row.id, storage::sleep_until_second(write.retry_at));

@@ -81,6 +81,13 @@ std::optional<protocol::bytes32> move_event(pg_connection& c, std::int64_t commu
   return moved.ev.id;
 }
 
+/// What lifting the bans of the relay's own keys did (in_transaction's shape).
+struct lifted_bans {
+  std::string error;
+  std::optional<std::size_t> lifted;
+  std::int64_t retry_at = 0;
+};
+
 /// Where the pages have got to: the (created_at, id) of the last event read.
 struct rekey_cursor {
   std::string created_at = std::to_string(std::numeric_limits<std::int64_t>::min());
@@ -153,6 +160,25 @@ rekey_result move_to_community_key(pg_connection& connection, const protocol::ke
   }
   total.committed = true;
   return total;
+}
+
+std::optional<std::size_t> lift_bans_of_own_keys(pg_connection& connection,
+                                                 const protocol::key_pair& relay_key,
+                                                 std::int64_t community_id, std::string& error) {
+  auto done = in_transaction<lifted_bans>(connection, "", [&] {
+    pg_array own;
+    for (const auto& key : community_keys(relay_key).own_keys(connection, community_id))
+      own.add_bytea(key);
+    auto lifted = must(connection.exec("DELETE FROM banned_pubkeys WHERE community_id = $1::bigint"
+                                       " AND pubkey = ANY($2::bytea[]) RETURNING 1",
+                                       {std::to_string(community_id), own.str()}),
+                       "lift the bans of the relay's own keys");
+    if (lifted.rows() > 0)
+      (void)noted_version(connection, community_id, {});
+    return lifted_bans{{}, static_cast<std::size_t>(lifted.rows()), 0};
+  });
+  error = done.error;
+  return done.lifted;
 }
 
 } // namespace comb::storage

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "protocol/signature.hpp"
@@ -35,5 +36,15 @@ struct rekey_result {
 [[nodiscard]] rekey_result move_to_community_key(pg_connection& connection,
                                                  const protocol::key_pair& relay_key,
                                                  std::int64_t community_id, std::size_t page = 500);
+
+/// Start-up step: lifts a pubkey ban of the community's key or the relay key. A pod of an older
+/// comb refused only the relay key, so during a rolling upgrade an admin could ban the
+/// community's key through it, and the ban would hide the community's lists and room state from
+/// every read. Noted as an access change when one goes. How many went; nothing on a database
+/// error (`error` says why).
+[[nodiscard]] std::optional<std::size_t> lift_bans_of_own_keys(pg_connection& connection,
+                                                               const protocol::key_pair& relay_key,
+                                                               std::int64_t community_id,
+                                                               std::string& error);
 
 } // namespace comb::storage

@@ -80,7 +80,13 @@ describe('start-up upgrade of member lists to the NIP-43 role shape', () => {
       INSERT INTO events (community_id, id, pubkey, created_at, kind, d_tag, raw) VALUES
       ${row(old, '')}, ${row(role, 'owner')}`)
 
+    // And a ban of the community's key, which an older pod let an admin store: it hides the
+    // community's lists and room state from every read until the start lifts it.
+    await relay.sql(`INSERT INTO banned_pubkeys (community_id, pubkey, reason)
+      VALUES (${community}, decode('${relay.pubkey}', 'hex'), 'older pod')`)
+
     relay = await start()
+    assert.match(relay.stderr() + '', /1 ban\(s\) of the relay's own keys lifted/)
     assert.match(relay.stderr() + '', /to the community's own key: 2 signed again/)
     assert.match(relay.stderr() + '', /rewritten in the NIP-43 role shape/)
     assert.equal(relay.relayKey, old.pubkey)

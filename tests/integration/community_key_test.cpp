@@ -202,3 +202,37 @@ TEST_CASE_METHOD(membership_fixture, "pods that start at once move each relay-ke
   CHECK(count_signed_by(*this, signer(community)) == std::to_string(replaced));
   CHECK(live_lists(community).size() == 1);
 }
+
+TEST_CASE_METHOD(membership_fixture, "bans of the relay's own keys that an older comb stored are lifted at start-up",
+                 "[integration][membership][nip43]") {
+  REQUIRE(apply(command(membership_change::provision_owner, key(1), member_role::owner)).list);
+  const auto games = add_community("games.example");
+  // An older pod refused to ban only the relay key; the community's key it did not know.
+  const auto ban = [&](std::int64_t where, const protocol::bytes32& who) {
+    (void)scalar(connection, "INSERT INTO banned_pubkeys (community_id, pubkey, reason)"
+                             " VALUES ($1::bigint, $2::bytea, 'old pod') RETURNING 1",
+                 {std::to_string(where), storage::bytea_param(who)});
+  };
+  ban(community, signer(community).public_key());
+  ban(community, relay_key.public_key());
+  ban(community, key(5));
+  ban(games, signer(community).public_key()); // another community's key is a stranger here
+  const auto version_of = [&](std::int64_t where) {
+    return std::stoll(scalar(connection, "SELECT state_version FROM communities WHERE id = $1::bigint",
+                             {std::to_string(where)}));
+  };
+  const auto before = version_of(community);
+  const auto bans_in = [&](std::int64_t where) {
+    return scalar(connection, "SELECT count(*) FROM banned_pubkeys WHERE community_id = $1::bigint",
+                  {std::to_string(where)});
+  };
+
+  std::string error;
+  CHECK(storage::lift_bans_of_own_keys(connection, relay_key, community, error) == 2u);
+  CHECK(error.empty());
+  CHECK(bans_in(community) == "1"); // key(5) stays banned
+  CHECK(version_of(community) > before);
+  CHECK(storage::lift_bans_of_own_keys(connection, relay_key, games, error) == 0u);
+  CHECK(bans_in(games) == "1");
+  CHECK(storage::lift_bans_of_own_keys(connection, relay_key, community, error) == 0u);
+}

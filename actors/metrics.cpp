@@ -67,6 +67,9 @@ std::string relay_metrics::render() const {
         "Communities a request to vanish was carried out in besides the one it was sent to.", vanish_other_communities);
   write(out, "comb_events_store_failed_total", "counter", "Events the database could not store.", events_failed);
   write(out, "comb_fanout_deliveries_total", "counter", "Live events delivered to subscriptions.", deliveries);
+  write(out, "comb_fanout_filters_checked_total", "counter",
+        "Subscription filters checked against live events (each at most once per event).",
+        fanout_filters_checked);
   write(out, "comb_slow_reader_disconnects_total", "counter", "Connections cut for unread output.", slow_reader_disconnects);
   write(out, "comb_direct_writes_total", "counter", "Writes made by the thread that queued the frames, the socket's writer being idle.", direct_writes);
   write(out, "comb_oversize_disconnects_total", "counter", "Connections cut for an oversize frame.", oversize_disconnects);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "protocol/event_tags.hpp"
 #include "protocol/gift_wraps.hpp"
 
 namespace comb::protocol {
@@ -23,20 +24,30 @@ bool tag_condition_holds(const tag_condition& condition, const event& ev) noexce
   return false;
 }
 
-} // namespace
-
-bool matches(const filter& f, const event& ev) noexcept {
+/// Every field but the tag conditions.
+bool matches_untagged(const filter& f, const event& ev) noexcept {
   if (f.gift_wraps_hidden && is_gift_wrap_kind(ev.kind))
     return false;
   if (f.since && ev.created_at < *f.since)
     return false;
   if (f.until && ev.created_at > *f.until)
     return false;
-  if (!contains_sorted(f.kinds, ev.kind) || !contains_sorted(f.authors, ev.pubkey)
-      || !contains_sorted(f.ids, ev.id))
-    return false;
-  return std::all_of(f.tags.begin(), f.tags.end(),
-                     [&](const tag_condition& c) { return tag_condition_holds(c, ev); });
+  return contains_sorted(f.kinds, ev.kind) && contains_sorted(f.authors, ev.pubkey)
+         && contains_sorted(f.ids, ev.id);
+}
+
+} // namespace
+
+bool matches(const filter& f, const event& ev) noexcept {
+  return matches_untagged(f, ev)
+         && std::all_of(f.tags.begin(), f.tags.end(),
+                        [&](const tag_condition& c) { return tag_condition_holds(c, ev); });
+}
+
+bool matches(const filter& f, const event& ev, const event_tags& tags) noexcept {
+  return matches_untagged(f, ev)
+         && std::all_of(f.tags.begin(), f.tags.end(),
+                        [&](const tag_condition& c) { return tags.has_any(c.name, c.values); });
 }
 
 bool matches_any(const std::vector<filter>& filters, const event& ev) noexcept {

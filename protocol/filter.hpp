@@ -38,6 +38,12 @@ struct filter {
 /// NIP-01 matching: values within a field are OR, fields are AND.
 [[nodiscard]] bool matches(const filter& f, const event& ev) noexcept;
 
+class event_tags;
+
+/// The same, with the event's tags sorted once (`tags` holds `ev`'s): each tag condition is a
+/// binary search, however many tags the event repeats.
+[[nodiscard]] bool matches(const filter& f, const event& ev, const event_tags& tags) noexcept;
+
 /// True if any filter matches (a REQ's filters are OR).
 [[nodiscard]] bool matches_any(const std::vector<filter>& filters, const event& ev) noexcept;
 

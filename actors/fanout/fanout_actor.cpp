@@ -131,7 +131,7 @@ void publish(self_ptr self, const committed_event& committed, std::size_t expect
   auto it = st.communities.find(committed.community_id);
   if (it == st.communities.end())
     return;
-  it->second.match_into(*committed.event.ev, st.matches);
+  bump(st.args.metrics->fanout_filters_checked, it->second.match_into(*committed.event.ev, st.matches));
   live_batch* batch = nullptr;
   std::optional<std::uint64_t> owner;
   std::size_t held_before = st.held_count;

@@ -71,43 +71,62 @@ void subscription_index::for_each_bucket(const protocol::filter& f, Visit&& visi
 }
 
 void subscription_index::file(entry& e) {
-  for (std::size_t i = 0; i < e.filters.size(); ++i) {
-    filter_ref ref{&e, i};
+  e.places.clear();
+  e.taken_in_turn.assign(e.filters.size(), 0);
+  for (std::uint32_t i = 0; i < e.filters.size(); ++i) {
     const auto& f = e.filters[i];
     if (protocol::matches_nothing(f))
       continue;
-    if (is_broad(f)) {
-      match_all_.push_back(ref);
-      continue;
-    }
-    for_each_bucket(f, [&](auto& map, const auto& key) { map[key].push_back(ref); });
+    if (is_broad(f))
+      file_in(match_all_, e, i);
+    else
+      for_each_bucket(f, [&](auto& map, const auto& key) { file_in(map[key], e, i); });
   }
 }
 
-void subscription_index::unfile(const entry& e) {
-  auto mine = [&](const filter_ref& r) { return r.owner_entry == &e; };
-  std::erase_if(match_all_, mine);
+void subscription_index::file_in(bucket& b, entry& e, std::uint32_t filter) {
+  e.places.push_back({&b, b.size()});
+  b.push_back({&e, filter, static_cast<std::uint32_t>(e.places.size() - 1)});
+}
+
+void subscription_index::unfile(entry& e) {
+  // Each ref leaves its bucket by taking the bucket's last one into its slot: a bucket may hold
+  // every connection's filters for one value, and a walk of it per removal would let clients
+  // that open and close subscriptions keep the fan-out busy.
+  for (const auto& p : e.places) {
+    bucket& b = *p.in;
+    const filter_ref last = b.back();
+    b[p.at] = last;
+    last.owner_entry->places[last.place].at = p.at;
+    b.pop_back();
+  }
+  e.places.clear();
   // Emptied buckets are erased: keys come from clients, so a kept empty bucket is a leak.
   for (const auto& f : e.filters) {
     if (is_broad(f) || protocol::matches_nothing(f))
       continue;
     for_each_bucket(f, [&](auto& map, const auto& key) {
       auto it = map.find(key);
-      if (it == map.end())
-        return;
-      std::erase_if(it->second, mine);
-      if (it->second.empty())
+      if (it != map.end() && it->second.empty())
         map.erase(it);
     });
   }
 }
 
-void subscription_index::collect(const bucket* b, std::vector<filter_ref>& out) const {
-  if (b)
-    out.insert(out.end(), b->begin(), b->end());
+void subscription_index::collect(const bucket* b) const {
+  if (!b)
+    return;
+  for (const auto& ref : *b) {
+    auto& taken = ref.owner_entry->taken_in_turn[ref.filter];
+    if (taken != turn_) {
+      taken = turn_;
+      candidates_.push_back(ref);
+    }
+  }
 }
 
-void subscription_index::match_into(const protocol::event& ev, std::vector<match_ref>& out) const {
+std::size_t subscription_index::match_into(const protocol::event& ev,
+                                           std::vector<match_ref>& out) const {
   auto find = [](const auto& map, const auto& key) -> const bucket* {
     auto it = map.find(key);
     return it == map.end() ? nullptr : &it->second;
@@ -115,16 +134,21 @@ void subscription_index::match_into(const protocol::event& ev, std::vector<match
   out.clear();
   candidates_.clear();
   matched_.clear();
-  collect(find(by_id_, ev.id), candidates_);
-  collect(find(by_author_, ev.pubkey), candidates_);
-  collect(find(by_kind_, ev.kind), candidates_);
-  for (const auto& t : ev.tags)
-    if (t.size() >= 2 && t[0].size() == 1)
-      collect(find(by_tag_, tag_key(t[0][0], t[1])), candidates_);
-  collect(&match_all_, candidates_);
+  ++turn_;
+  collect(find(by_id_, ev.id));
+  collect(find(by_author_, ev.pubkey));
+  collect(find(by_kind_, ev.kind));
+  // Each distinct tag once: an event that repeats a tag would walk its bucket again per copy.
+  event_tags_.assign(ev);
+  for (const auto& [name, value] : event_tags_.pairs()) {
+    tag_key_.assign(1, name);
+    tag_key_ += value;
+    collect(find(by_tag_, tag_key_));
+  }
+  collect(&match_all_);
 
   for (const auto& ref : candidates_)
-    if (protocol::matches(ref.owner_entry->filters[ref.filter], ev))
+    if (protocol::matches(ref.owner_entry->filters[ref.filter], ev, event_tags_))
       matched_.push_back(ref.owner_entry);
   std::sort(matched_.begin(), matched_.end(), [](const entry* a, const entry* b) {
     // By id within an owner, not by address, so deliveries come in the same order every run.
@@ -134,6 +158,7 @@ void subscription_index::match_into(const protocol::event& ev, std::vector<match
   out.reserve(matched_.size());
   for (const entry* e : matched_)
     out.push_back({e->owner, &e->subscription_id, e->generation});
+  return candidates_.size();
 }
 
 std::vector<std::pair<subscription_index::owner_id, std::vector<matched_subscription>>>

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "protocol/event_tags.hpp"
 #include "protocol/filter.hpp"
 
 namespace comb::actors {
@@ -47,8 +48,10 @@ public:
   match(const protocol::event& ev) const;
 
   /// The same matches into `out` (cleared first), sorted by owner, then subscription id. It
-  /// reuses the index's own scratch space, so the fan-out does not allocate per event.
-  void match_into(const protocol::event& ev, std::vector<match_ref>& out) const;
+  /// reuses the index's own scratch space, so the fan-out does not allocate per event. Returns
+  /// how many filters it checked: each filter the event could match once, however many of the
+  /// event's values (or copies of one tag) it is filed under.
+  std::size_t match_into(const protocol::event& ev, std::vector<match_ref>& out) const;
 
   [[nodiscard]] std::size_t size() const noexcept { return entries_.size(); }
 
@@ -59,16 +62,27 @@ public:
 
 private:
   struct entry;
+  /// One filter of an entry in one bucket. `place` indexes the entry's `places`, which says
+  /// where in the bucket it sits, so that removing it costs one swap, not a walk of the bucket.
   struct filter_ref {
-    const entry* owner_entry;
-    std::size_t filter;
+    entry* owner_entry;
+    std::uint32_t filter;
+    std::uint32_t place;
   };
   using bucket = std::vector<filter_ref>;
+  struct place {
+    bucket* in;
+    std::size_t at;
+  };
   struct entry {
     owner_id owner = 0;
     std::string subscription_id;
     std::uint64_t generation = 0;
     std::vector<protocol::filter> filters;
+    std::vector<place> places;
+    /// Per filter, the last match_into turn that took it as a candidate: a filter filed under
+    /// several of an event's values is matched once.
+    mutable std::vector<std::uint64_t> taken_in_turn;
   };
   struct key_hash {
     std::size_t operator()(const std::pair<owner_id, std::string>& k) const noexcept {
@@ -82,8 +96,9 @@ private:
   template <class Visit>
   void for_each_bucket(const protocol::filter& f, Visit&& visit);
   void file(entry& e);
-  void unfile(const entry& e);
-  void collect(const bucket* b, std::vector<filter_ref>& out) const;
+  static void file_in(bucket& b, entry& e, std::uint32_t filter);
+  void unfile(entry& e);
+  void collect(const bucket* b) const;
 
   std::unordered_map<std::pair<owner_id, std::string>, entry, key_hash> entries_;
   std::unordered_map<protocol::bytes32, bucket, protocol::bytes32_hash> by_id_;
@@ -94,6 +109,9 @@ private:
   /// Scratch space of match_into (one actor owns the index, so it is never shared).
   mutable std::vector<filter_ref> candidates_;
   mutable std::vector<const entry*> matched_;
+  mutable protocol::event_tags event_tags_;
+  mutable std::string tag_key_;
+  mutable std::uint64_t turn_ = 0;
   std::unordered_map<owner_id, std::vector<std::string>> subscriptions_of_;
 };
 

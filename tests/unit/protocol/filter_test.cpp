@@ -2,6 +2,7 @@
 #include <boost/json.hpp>
 #include <catch2/catch.hpp>
 
+#include "protocol/event_tags.hpp"
 #include "protocol/filter.hpp"
 #include "protocol/filter_json.hpp"
 
@@ -55,6 +56,8 @@ TEST_CASE("filters match events exactly as NIP-01 says", "[protocol][filter]") {
     {R"({"#t":["honey"]})", true},
     {R"({"#t":["wasps","bees"]})", true},
     {R"({"#t":["wasps"]})", false},
+    {R"({"#t":["ants","honey","wasps"]})", true},
+    {R"({"#t":["ants","hone","wasps"]})", false},
     {R"({"#t":[]})", false},
     {R"({"#e":["abc"]})", true},
     {R"({"#e":["wss://r"]})", false},
@@ -67,9 +70,12 @@ TEST_CASE("filters match events exactly as NIP-01 says", "[protocol][filter]") {
     {R"({"limit":0})", true},
   };
   const event ev = sample();
+  event_tags tags;
+  tags.assign(ev);
   for (const auto& r : table) {
     INFO(r.filter);
     CHECK(matches(parse(r.filter), ev) == r.expected);
+    CHECK(matches(parse(r.filter), ev, tags) == r.expected); // the fan-out's form
   }
 }
 

@@ -32,6 +32,8 @@ bool is_gift_wrap_kind(std::uint32_t kind) noexcept {
 std::optional<rejection> guard_gift_wraps(std::vector<filter>& filters,
                                           const std::optional<bytes32>& reader) {
   for (auto& f : filters) {
+    // Decided afresh each time: a REQ refused for AUTH is guarded again once its reader is known.
+    f.gift_wraps_hidden = false;
     if (reader && addressed_to(f, *reader))
       continue;
     if (names_gift_wraps(f)) {

@@ -79,3 +79,18 @@ TEST_CASE("a filter that does not ask for gift wraps is narrowed to match none",
   CHECK_FALSE(guard_gift_wraps(own, bob));
   CHECK(matches(own[0], wrap_to(bob)));
 }
+
+TEST_CASE("a REQ held for AUTH is guarded again for the reader it then has", "[protocol][gift_wraps]") {
+  const auto bob = key(2);
+  filter by_recipient;
+  by_recipient.tags.push_back({'p', {to_hex(bob)}});
+  // Anonymous: the first filter is narrowed, the second refused for AUTH.
+  std::vector<filter> filters{by_recipient, wraps_for({to_hex(bob)})};
+  auto refused = guard_gift_wraps(filters, std::nullopt);
+  REQUIRE(refused);
+  CHECK(refused->why == reason::auth_required);
+  // The same filters once bob has authenticated: both read his wraps.
+  CHECK_FALSE(guard_gift_wraps(filters, bob));
+  CHECK_FALSE(filters[0].gift_wraps_hidden);
+  CHECK(matches(filters[0], wrap_to(bob)));
+}

@@ -213,6 +213,10 @@ decode_envelope(std::string_view payload, const protocol::protocol_limits& limit
     return envelope_refusal{false, std::move(*why), true};
   if (auto bad = protocol::verify_event(ev.value()))
     return malformed(bad->text());
+  // Rooms an event borrows never outrank its own signed `h`: a sender's unsigned list could
+  // otherwise show a hidden room's post to every reader.
+  if (borrowed_rooms && (!protocol::may_carry_borrowed_rooms(ev.value().kind) || protocol::room_of(ev.value())))
+    return malformed("envelope's rooms are only for an event that borrows its rooms");
   bridge_envelope out;
   out.origin = std::string(origin->get_string());
   out.community_id = community->get_int64();

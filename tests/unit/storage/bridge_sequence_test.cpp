@@ -239,4 +239,17 @@ TEST_CASE("an envelope carries a comment's rooms, room ids only and boundedly ma
     REQUIRE_FALSE(refused);
     CHECK_FALSE(refused.error().unauthenticated);
   }
+  // Rooms for an event in a room of its own, or of a kind that borrows none: a peer's list
+  // never overrides the signed `h` (a hidden room's post shown to everyone).
+  for (const auto& ev : {test::sign_event(author, 9, "in a hidden room", {{"h", "hidden"}}),
+                         test::sign_event(author, 1111, "a comment", {{"h", "hidden"}}),
+                         test::sign_event(author, 1, "a note")}) {
+    INFO(ev.kind);
+    auto overridden = storage::decode_envelope(
+      storage::encode_numbered_envelope(secret, "pod-a", {now, 5}, 5, 42, protocol::render_event_json(ev),
+                                        now, &none),
+      {}, secret, now);
+    REQUIRE_FALSE(overridden);
+    CHECK_FALSE(overridden.error().unauthenticated);
+  }
 }

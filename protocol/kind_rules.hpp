@@ -13,6 +13,9 @@ namespace comb::protocol {
 /// or another relay's in an import, would forge membership, roles or group state.
 [[nodiscard]] bool relay_signed_kind(std::uint32_t kind) noexcept;
 
+/// A grant of room creation to the user its `p` names, as Flotilla reads it (from any author).
+inline constexpr std::uint32_t room_creation_grant_kind = 19004;
+
 /// Requests that act on a community's state when a relay receives them: NIP-43 joins and
 /// leaves (28934, 28936), NIP-29 moderation (9000-9022) and comb's member commands
 /// (9030-9032). Replaying one out of its moment (an import) would change members.

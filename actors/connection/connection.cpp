@@ -26,9 +26,10 @@ namespace {
 constexpr std::string_view rendered_id_prefix = "{\"id\":\"";
 
 /// Kinds only the relay signs (NIP-43, NIP-29 room state); a client copy would forge
-/// membership, roles or a room.
+/// membership, roles or a room. Also 19004, which Flotilla reads from any author as the relay's
+/// grant of room creation to the user its `p` names: comb grants it by role and never writes one.
 bool relay_only_kind(std::uint32_t kind) {
-  return protocol::relay_signed_kind(kind);
+  return protocol::relay_signed_kind(kind) || kind == protocol::room_creation_grant_kind;
 }
 
 rejection not_a_member() {

@@ -94,7 +94,7 @@ describe('limits', () => {
     await client.close()
   })
 
-  for (const kind of [13534, 8000, 8001, 28935]) {
+  for (const kind of [13534, 8000, 8001, 28935, 19004]) {
     it(`kind ${kind} from a client gets OK false "restricted: ..."`, async () => {
       const client = await RawClient.open(relay)
       const { sk } = keys()

@@ -143,6 +143,8 @@ private:
       if (!protocol::room_of(ev)) // one with rooms of its own is stored in those
         borrowed_rooms = std::move(thread_rooms);
     }
+    if (ev.kind == deletion_kind && names_others_events(w))
+      return outcome(store_outcome::status::refused, msg_deletes_others);
     // NIP-09: deleting a deletion has no effect, so a kind 5 is never refused as deleted.
     if (ev.kind != deletion_kind && state_.tombstones.contains(tombstone{key, ev.pubkey}))
       return outcome(store_outcome::status::refused, msg_deleted_id);
@@ -277,6 +279,25 @@ private:
       pending_.erase(pending); // written earlier in this batch: just never insert it
     else
       plan_.deletes.push_back(key);
+  }
+
+  /// Whether a deletion names an event stored under another author, or an address of another
+  /// author. NIP-09 lets it delete nothing of theirs, but apps (welshman before 0.8.2, which
+  /// Flotilla 1.6 ships) hide whatever a stored kind 5 names, whoever signed it: served, it
+  /// would hide another member's message or the relay's room state for everyone. A target not
+  /// stored here is the author's to name (it may come later, and then stays deleted).
+  [[nodiscard]] bool names_others_events(const event_write& w) const {
+    const protocol::event& ev = *w.ev;
+    for (const auto& id : e_tag_ids(ev))
+      if (auto target = state_.events.find({w.community_id, id});
+          target != state_.events.end() && target->second.pubkey != ev.pubkey)
+        return true;
+    return std::ranges::any_of(ev.tags, [&](const protocol::tag& t) {
+      if (t.size() < 2 || t[0] != "a")
+        return false;
+      auto a = parse_a_tag(w.community_id, t[1]);
+      return a && a->pubkey != ev.pubkey;
+    });
   }
 
   void apply_deletion(const event_write& w) {

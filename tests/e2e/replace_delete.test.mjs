@@ -115,13 +115,19 @@ describe('replaceable, addressable and deleted events', () => {
       assert.ok(again.message.startsWith('blocked:'))
     })
 
-    it('by another author removes nothing', async () => {
+    it('by another author removes nothing, and naming a stored event of another is refused', async () => {
       const { sk, pk } = keys()
       const mallory = keys()
       const note = sign(sk, { content: 'mine' })
       assert.deepEqual(await pub.publish(note), OK)
+      // Stored, it would be served, and welshman before 0.8.2 (Flotilla 1.6) hides whatever a
+      // kind 5 names, whoever signed it.
+      const othersDeleted = { ok: false, message: "invalid: a deletion may name only its author's events" }
       const forged = sign(mallory.sk, { kind: 5, tags: [['e', note.id]], content: '' })
-      assert.deepEqual(await pub.publish(forged), OK)
+      assert.deepEqual(await pub.publish(forged), othersDeleted)
+      const room = sign(mallory.sk, { kind: 5, tags: [['a', `30023:${pk}:post`]], content: '' })
+      assert.deepEqual(await pub.publish(room), othersDeleted)
+      assert.deepEqual(idsOf(await stored({ authors: [mallory.pk] })), [])
       assert.deepEqual(idsOf(await stored({ authors: [pk] })), [note.id])
       assert.deepEqual(await pub.publish(note), { ok: true, message: 'duplicate: already have this event' })
       const later = sign(sk, { content: 'deleted in advance by someone else' })
@@ -173,12 +179,13 @@ describe('replaceable, addressable and deleted events', () => {
       assert.match(over.message, /^invalid: a deletion may name at most 1000/)
     })
 
-    it('by another author\'s a tag removes nothing', async () => {
+    it('by another author\'s a tag is refused and removes nothing', async () => {
       const { sk, pk } = keys()
       const mallory = keys()
       const post = sign(sk, { kind: 30023, tags: [['d', 'p']], created_at: now() - 10, content: 'p' })
       assert.deepEqual(await pub.publish(post), OK)
-      assert.deepEqual(await pub.publish(sign(mallory.sk, { kind: 5, tags: [['a', `30023:${pk}:p`]] })), OK)
+      assert.deepEqual(await pub.publish(sign(mallory.sk, { kind: 5, tags: [['a', `30023:${pk}:p`]] })),
+        { ok: false, message: "invalid: a deletion may name only its author's events" })
       assert.deepEqual(idsOf(await stored({ authors: [pk] })), [post.id])
     })
   })

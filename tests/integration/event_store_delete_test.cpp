@@ -61,13 +61,30 @@ TEST_CASE_METHOD(delete_fixture, "another author's deletion deletes nothing",
   auto profile = alice.sign(30023, now - 10, {{"d", "post"}});
   expect(note, status::stored);
   expect(profile, status::stored);
-  auto forged = mallory.sign(5, now, {{"e", hex(note->id)}, {"a", "30023:" + alice.pubkey_hex() + ":post"}});
-  expect(forged, status::stored);
+  // Refused: served, apps that hide whatever a kind 5 names would hide alice's events.
+  const std::string others = "invalid: a deletion may name only its author's events";
+  auto forged = mallory.sign(5, now, {{"e", hex(note->id)}});
+  expect(forged, status::refused, others);
+  expect(mallory.sign(5, now, {{"a", "30023:" + alice.pubkey_hex() + ":post"}}), status::refused, others);
+  CHECK_FALSE(present(forged));
   CHECK(present(note));
   CHECK(present(profile));
-  // Nor does it block a later copy of the event or a newer version of the address.
+  // One naming an event not stored is taken, and blocks neither a later copy of the event nor
+  // a newer version of the address.
+  auto later = alice.sign(1, now - 5);
+  expect(mallory.sign(5, now, {{"e", hex(later->id)}}), status::stored);
+  expect(later, status::stored);
   expect(note, status::duplicate, "duplicate: already have this event");
   expect(alice.sign(30023, now + 1, {{"d", "post"}}), status::stored);
+  SECTION("also when the event it names comes earlier in the same batch") {
+    auto first = alice.sign(1, now - 3);
+    std::vector writes{test::write_of(community, first),
+                       test::write_of(community, mallory.sign(5, now + 1, {{"e", hex(first->id)}}))};
+    auto outcomes = events.store_batch(writes);
+    CHECK(outcomes.at(0).result == status::stored);
+    CHECK(outcomes.at(1).result == status::refused);
+    CHECK(outcomes.at(1).message == others);
+  }
 }
 
 TEST_CASE_METHOD(delete_fixture, "a deletion that arrives first blocks the event it names",

@@ -181,9 +181,11 @@ struct ok_route {
 /// events that are slow to store (thousands of tags each) would fill memory in front of a writer.
 inline constexpr std::int64_t max_storage_waiting_bytes = 256 * 1024 * 1024;
 
-/// An event on its way to a writer: its JSON, and about as much again parsed.
-[[nodiscard]] inline std::int64_t storage_waiting_weight(const std::string& json) noexcept {
-  return 2 * static_cast<std::int64_t>(json.size()) + 512;
+/// An event on its way to a writer: its JSON and the event parsed (which may be far larger:
+/// every tag string has one of its own).
+[[nodiscard]] inline std::int64_t storage_waiting_weight(const std::string& json,
+                                                         const protocol::event& ev) noexcept {
+  return static_cast<std::int64_t>(json.size() + protocol::parsed_bytes(ev)) + 512;
 }
 
 /// What one connection's history replies hold on their way to its client: chunks a storage

@@ -132,6 +132,7 @@ std::vector<option> make_options() {
     number<sz>("limits.max_filters", "COMB_MAX_FILTERS", "filters per REQ or COUNT", [](S& s) -> auto& { return s.limits.max_filters_per_req; }, 1, 1000),
     number<std::uint32_t>("limits.max_limit", "COMB_MAX_LIMIT", "largest history a filter returns (events)", [](S& s) -> auto& { return s.limits.max_limit; }, 1, 1000000),
     number<sz>("limits.max_event_tags", "COMB_MAX_EVENT_TAGS", "tags per event", [](S& s) -> auto& { return s.limits.max_tags_per_event; }, 1, 100000),
+    number<sz>("limits.max_tag_elements", "COMB_MAX_TAG_ELEMENTS", "strings in all of an event's tags together", [](S& s) -> auto& { return s.limits.max_tag_elements_per_event; }, 1, 1000000),
     number<sz>("limits.max_content_bytes", "COMB_MAX_CONTENT_BYTES", "event content (bytes)", [](S& s) -> auto& { return s.limits.max_content_bytes; }, 1, 64 * mib),
     number<std::int64_t>("limits.max_seconds_ahead", "COMB_MAX_SECONDS_AHEAD", "how far created_at may be in the future (s)", [](S& s) -> auto& { return s.created_at.max_seconds_ahead; }, 1, 100LL * 365 * 86400),
     number<std::int64_t>("limits.max_seconds_behind", "COMB_MAX_SECONDS_BEHIND", "how far created_at may be in the past (s); 0: no bound", [](S& s) -> auto& { return s.created_at.max_seconds_behind; }, 0, 100LL * 365 * 86400),

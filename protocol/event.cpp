@@ -15,6 +15,17 @@ kind_class classify(std::uint32_t kind) noexcept {
   return kind_class::regular;
 }
 
+std::size_t parsed_bytes(const event& ev) noexcept {
+  auto text = [](const std::string& s) { return sizeof s + (s.size() > 15 ? s.size() : 0); };
+  std::size_t bytes = sizeof ev + text(ev.content) - sizeof ev.content;
+  for (const auto& t : ev.tags) {
+    bytes += sizeof t;
+    for (const auto& element : t)
+      bytes += text(element);
+  }
+  return bytes;
+}
+
 const std::string* first_tag_value(const event& ev, std::string_view name) noexcept {
   for (const auto& t : ev.tags)
     if (t.size() >= 2 && t[0] == name)

@@ -26,6 +26,10 @@ struct event {
   friend bool operator==(const event&, const event&) = default;
 };
 
+/// About what `ev` holds in memory once parsed: its strings with their own allocations. Bounds
+/// that hold parsed events count this, not their JSON, which may be far smaller.
+[[nodiscard]] std::size_t parsed_bytes(const event& ev) noexcept;
+
 /// How the relay stores a kind (NIP-01 "Kinds").
 enum class kind_class { regular, replaceable, ephemeral, addressable };
 

@@ -48,9 +48,13 @@ std::optional<rejection> parse_tags(const json::value& v, const protocol_limits&
   if (tags.size() > limits.max_tags_per_event)
     return invalid("too many tags");
   out.reserve(tags.size());
+  std::size_t elements = 0;
   for (const auto& item : tags) {
     if (!item.is_array() || item.get_array().empty())
       return invalid("each tag must be a non-empty array of strings");
+    elements += item.get_array().size();
+    if (elements > limits.max_tag_elements_per_event)
+      return invalid("too many strings in tags");
     tag& parsed = out.emplace_back();
     parsed.reserve(item.get_array().size());
     for (const auto& element : item.get_array()) {

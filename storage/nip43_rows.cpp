@@ -155,6 +155,7 @@ std::optional<protocol::event> parse_stored_list(std::string_view raw) {
     return std::nullopt;
   auto list = protocol::event_from_json(json, protocol::protocol_limits{
                                                 .max_tags_per_event = 10'000'000,
+                                                .max_tag_elements_per_event = 40'000'000,
                                                 .max_content_bytes = 1 << 30});
   if (!list)
     return std::nullopt;

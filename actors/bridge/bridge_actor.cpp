@@ -20,6 +20,7 @@ using self_ptr = caf::stateful_actor<bridge_state>*;
 protocol::protocol_limits envelope_limits() {
   protocol::protocol_limits limits;
   limits.max_tags_per_event = 1'000'000;
+  limits.max_tag_elements_per_event = 4'000'000;
   limits.max_content_bytes = 64 * 1024 * 1024;
   return limits;
 }

@@ -41,7 +41,7 @@ inline constexpr std::size_t max_queued_per_member = 4;
 
 /// What a waiting room request holds: its event parsed and as sent.
 [[nodiscard]] inline std::size_t queued_bytes(const storage::room_command& command) noexcept {
-  return 2 * command.json.size() + sizeof command;
+  return command.json.size() + protocol::parsed_bytes(command.ev) + sizeof command;
 }
 
 /// A join or a leave (9021, 9022) its author sends for themselves: anyone may, so they share

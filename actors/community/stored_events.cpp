@@ -13,6 +13,7 @@ namespace {
 protocol::protocol_limits stored_event_limits() {
   protocol::protocol_limits limits;
   limits.max_tags_per_event = 10'000'000;
+  limits.max_tag_elements_per_event = 40'000'000;
   limits.max_content_bytes = 1 << 30;
   return limits;
 }

@@ -138,7 +138,8 @@ void on_room_done(self_ptr self, std::uint64_t ticket, protocol::room_outcome ou
 bool hold_join_for_auth(self_ptr self, const protocol::event& ev, const protocol::rejection& why) {
   auto& st = self->state;
   if (ev.kind != join_request_kind || why.why != protocol::reason::auth_required
-      || st.logic->authenticated() || st.joins_awaiting_auth.size() >= max_joins_awaiting_auth)
+      || st.logic->authenticated() || st.joins_awaiting_auth.size() >= max_joins_awaiting_auth
+      || protocol::parsed_bytes(ev) > max_join_awaiting_auth_bytes)
     return false;
   // One grace timer serves the REQs and joins waiting: a running one covers this join too.
   if (st.joins_awaiting_auth.empty() && st.awaiting_auth.empty())
@@ -154,7 +155,7 @@ void store_event(self_ptr self, std::shared_ptr<const protocol::event> ev,
                  std::shared_ptr<const std::string> json) {
   auto& st = self->state;
   auto& metrics = *st.args.metrics;
-  const std::int64_t weight = storage_waiting_weight(*json);
+  const std::int64_t weight = storage_waiting_weight(*json, *ev);
   if (metrics.storage_waiting_bytes.load(std::memory_order_relaxed) + weight > max_storage_waiting_bytes) {
     bump(metrics.events_rejected);
     bump(metrics.events_refused_storage_busy);

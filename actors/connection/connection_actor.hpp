@@ -39,6 +39,9 @@ struct connection_args {
 
 /// Join requests one connection may have waiting for its AUTH; more are refused at once.
 inline constexpr std::size_t max_joins_awaiting_auth = 4;
+/// A join waits for AUTH before its signature is checked, so only one of a real join's size
+/// (a claim and a few tags) waits; a larger one is answered `auth-required:` at once.
+inline constexpr std::size_t max_join_awaiting_auth_bytes = 16 * 1024;
 
 struct connection_state {
   connection_args args;

@@ -51,7 +51,7 @@ TEST_CASE_METHOD(fixture, "events waiting for the pod's writers are bounded in b
   store->hold_writes = true;
   auto first = test::sign_event(alice, 1, "first");
   auto second = test::sign_event(alice, 1, "second");
-  const auto weight = storage_waiting_weight(protocol::render_event_json(first));
+  const auto weight = storage_waiting_weight(protocol::render_event_json(first), first);
   metrics->storage_waiting_bytes = max_storage_waiting_bytes - weight; // other connections' events
   auto a = connect();
   auto b = connect();

@@ -214,6 +214,18 @@ TEST_CASE_METHOD(fixture, "join requests sent before AUTH wait for it, a few of 
   CHECK(c.sink->take() == expected);
 }
 
+TEST_CASE_METHOD(fixture, "a join request larger than a real one does not wait for AUTH",
+                 "[actor][connection][auth]") {
+  // It waits before its signature is checked: strings of empty tags would hold far more than
+  // the frame's size for the grace.
+  auto c = connect(false);
+  auto padded = test::sign_event(bob, 28934, "", {protocol::tag(4000, "")});
+  say(c, test::event_frame(padded));
+  CHECK(c.sink->take()
+        == std::vector<std::string>{
+          ok_frame(padded, false, "auth-required: authenticate as the author to send this request")});
+}
+
 TEST_CASE_METHOD(fixture, "a join request that waited for an AUTH that never came is refused once",
                  "[actor][connection][auth]") {
   auto c = connect(false);

@@ -17,6 +17,7 @@ describe('limits', () => {
     COMB_MAX_FILTERS: '2',
     COMB_MAX_LIMIT: '5',
     COMB_MAX_EVENT_TAGS: '5',
+    COMB_MAX_TAG_ELEMENTS: '12',
     COMB_MAX_MESSAGE_BYTES: '4096',
   })
   let relay
@@ -81,6 +82,18 @@ describe('limits', () => {
     assert.deepEqual(await client.publish(sign(sk, { tags: tags(6), content: 'six' })),
       { ok: false, message: 'invalid: too many tags' })
     assert.deepEqual(await client.publish(sign(sk, { tags: tags(5), content: 'five' })), OK)
+    await stillUp(client)
+    await client.close()
+  })
+
+  it('an event with more than COMB_MAX_TAG_ELEMENTS strings in its tags gets OK false "invalid: too many strings in tags"', async () => {
+    const client = await RawClient.open(relay)
+    const { sk } = keys()
+    // Two tags of empty strings: short on the wire, a string each once parsed.
+    const empties = (n) => [['x', ...Array(n - 1).fill('')], ['y', ...Array(n - 1).fill('')]]
+    assert.deepEqual(await client.publish(sign(sk, { tags: empties(7), content: 'fourteen' })),
+      { ok: false, message: 'invalid: too many strings in tags' })
+    assert.deepEqual(await client.publish(sign(sk, { tags: empties(6), content: 'twelve' })), OK)
     await stillUp(client)
     await client.close()
   })

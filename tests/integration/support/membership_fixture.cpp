@@ -76,6 +76,7 @@ std::vector<protocol::event> membership_fixture::live_lists(std::int64_t communi
   std::vector<protocol::event> lists;
   protocol::protocol_limits roomy;
   roomy.max_tags_per_event = 1000000;
+  roomy.max_tag_elements_per_event = 4000000;
   for (int row = 0; row < reply.rows(); ++row) {
     auto ev = protocol::event_from_json(boost::json::parse(reply.text(row, 0)), roomy);
     REQUIRE(ev);

@@ -178,4 +178,16 @@ TEST_CASE("event parsing refuses limits breaches", "[protocol][event]") {
   CHECK(event_from_json(many, limits).error().text() == "invalid: too many tags");
   json::value big = json::parse(render_event_json(signed_event(1, {}, "12345")));
   CHECK(event_from_json(big, limits).error().text() == "invalid: content too long");
+  limits.max_tag_elements_per_event = 4;
+  CHECK(event_from_json(ok, limits));
+  json::value wide = json::parse(render_event_json(signed_event(1, {{"a", "", ""}, {"b", ""}})));
+  CHECK(event_from_json(wide, limits).error().text() == "invalid: too many strings in tags");
+}
+
+TEST_CASE("an event's parsed size counts each tag string", "[protocol][event]") {
+  event small = signed_event(1, {{"a", "1"}});
+  event wide = signed_event(1, {{"a", "", "", "", "", "", "", "", "", ""}});
+  CHECK(parsed_bytes(wide) >= parsed_bytes(small) + 8 * sizeof(std::string));
+  event long_text = signed_event(1, {}, std::string(1000, 'x'));
+  CHECK(parsed_bytes(long_text) >= 1000);
 }

@@ -285,8 +285,10 @@ bool request_event_kept(const room_request& request) {
   return !(request.action == room_action::join && !request.code.empty());
 }
 
-bool room_write_allowed(const room_flags& flags, const room_reader& author) {
-  return !flags.restricted || author.member || author.community_admin;
+bool room_write_allowed(const room_flags& flags, std::uint32_t kind, const room_reader& author) {
+  if (!flags.restricted || author.member || author.community_admin)
+    return true;
+  return kind == reaction_kind && room_event_visible(flags, kind, author);
 }
 
 } // namespace comb::protocol

@@ -194,9 +194,11 @@ void hide_room(room_hiding& hiding, const std::string& room, const room_flags& f
 /// anyone who holds it (only room admins see the 9009 that made it).
 [[nodiscard]] bool request_event_kept(const room_request& request);
 
-/// Whether the author may post a regular event to the room: in a `restricted` room only its
-/// members (and community owner and admins) write.
-[[nodiscard]] bool room_write_allowed(const room_flags& flags, const room_reader& author);
+/// Whether the author may post a regular event of `kind` to the room: in a `restricted` room only
+/// its members (and community owner and admins) write. A reaction is not a post: anyone who
+/// reads the room may react (Flotilla offers it on every message it shows).
+[[nodiscard]] bool room_write_allowed(const room_flags& flags, std::uint32_t kind,
+                                      const room_reader& author);
 
 /// Removes `pubkey` from the room; true when they were in it (their roles go with them).
 bool remove_member(room_state& room, const bytes32& pubkey);

@@ -79,9 +79,10 @@ bool keeps_rooms_of_replaced(const protocol::event& ev) {
 
 /// The rooms a write names whose posting rule the batch checks again: the pod's cache admitted
 /// it, and may lag a removal from the room. A deletion is not posting (someone who left deletes
-/// what they posted there); an import restores what the community held.
+/// what they posted there), nor is a reaction (protocol::room_write_allowed: whoever reads the
+/// room reacts, which the pod's cache decided); an import restores what the community held.
 std::span<const std::string> own_rooms_checked(const event_write& w) {
-  if (!w.recheck_access || w.ev->kind == deletion_kind)
+  if (!w.recheck_access || w.ev->kind == deletion_kind || w.ev->kind == protocol::reaction_kind)
     return {};
   return w.rooms;
 }

@@ -28,7 +28,7 @@ namespace comb::actors {
     // every reader's connection hides what a deleted room held.
     const bool names_room = t.size() >= 2 && t[0] == "h" && t[1] != protocol::general_room;
     const cached_room* room = names_room ? rooms->find(t[1]) : nullptr;
-    if (room && !protocol::room_write_allowed(room->flags, standing_in(*room, &members, ev.pubkey)))
+    if (room && !protocol::room_write_allowed(room->flags, ev.kind, standing_in(*room, &members, ev.pubkey)))
       return true;
   }
   return false;

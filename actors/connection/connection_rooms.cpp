@@ -45,7 +45,7 @@ std::optional<rejection> connection::check_room_event(const protocol::event& ev,
     if (!cached)
       return protocol::invalid("there is no room \"" + t[1].substr(0, protocol::max_room_id_bytes)
                                + "\" in this community");
-    if (!request && !deletion && !protocol::room_write_allowed(cached->flags, reader_of(*cached, ev.pubkey)))
+    if (!request && !deletion && !protocol::room_write_allowed(cached->flags, ev.kind, reader_of(*cached, ev.pubkey)))
       return rejection{reason::restricted, "only members of this room may post in it"};
   }
   return std::nullopt;

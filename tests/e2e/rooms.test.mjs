@@ -328,6 +328,27 @@ describe('rooms in a community, as Flotilla uses them', () => {
     assert.equal((await owner.read(relay, [{ ids: [ownerNote.event.id] }])).events.length, 1)
   })
 
+  it('takes a reaction from a reader of a restricted room who may not post there, as Flotilla offers it', async () => {
+    const { relay } = ctx
+    const news = makeRoomMeta({ name: 'News', isRestricted: true })
+    accepted(await owner.publish(relay, makeRoomCreateEvent(news)))
+    accepted(await owner.publish(relay, makeRoomEditEvent(news)))
+    const post = await owner.publish(relay, makeEvent(9, { content: 'we open at noon', tags: [['h', news.h]] }))
+    accepted(post)
+    refused(await carol.publish(relay, makeEvent(9, { content: 'me too', tags: [['h', news.h]] })),
+      /^restricted: only members of this room may post in it/)
+    // Flotilla's makeReaction copies the message's h.
+    const react = (user, target, h) => user.publish(relay, makeEvent(7, { content: '+',
+      tags: [['k', '9'], ['e', target.id], ['p', target.pubkey], ['h', h]] }))
+    accepted(await react(carol, post.event, news.h))
+    assert.deepEqual((await alice.read(relay, [{ kinds: [7], '#e': [post.event.id] }])).events.map((e) => e.pubkey),
+      [carol.pk])
+    // Not in a private room it cannot read: bob left the kitchen.
+    const [kept] = (await owner.read(relay, [{ kinds: [9], '#h': [secret.h], authors: [owner.pk] }])).events
+    refused(await react(bob, kept, secret.h), /^restricted: only members of this room may post in it/)
+    accepted(await owner.publish(relay, makeRoomDeleteEvent(news)))
+  })
+
   it('shows one who left a private room the member list without them, and takes a second leave', async () => {
     const { relay } = ctx
     // Flotilla tells who is in a room from its newest 39002: bob, out of the private room, must

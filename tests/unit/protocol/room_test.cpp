@@ -258,9 +258,15 @@ TEST_CASE("who reads and writes a room", "[room]") {
   CHECK(room_event_visible(hidden, 9, member));
   CHECK_FALSE(room_event_visible({}, 9009, member));
   CHECK(room_event_visible({}, 9009, admin));
-  CHECK_FALSE(room_write_allowed(restricted, outsider));
-  CHECK(room_write_allowed(restricted, member));
-  CHECK(room_write_allowed({}, outsider));
+  CHECK_FALSE(room_write_allowed(restricted, 9, outsider));
+  CHECK(room_write_allowed(restricted, 9, member));
+  CHECK(room_write_allowed({}, 9, outsider));
+  // A reaction is not a post: whoever reads a restricted room reacts, unless it is private.
+  CHECK(room_write_allowed(restricted, reaction_kind, outsider));
+  room_flags restricted_private = restricted;
+  restricted_private.is_private = true;
+  CHECK_FALSE(room_write_allowed(restricted_private, reaction_kind, outsider));
+  CHECK(room_write_allowed(restricted_private, reaction_kind, member));
 }
 
 namespace {

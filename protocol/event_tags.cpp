@@ -24,7 +24,10 @@ void event_tags::assign(const event& ev) {
 }
 
 bool event_tags::has_any(char name, const std::vector<std::string>& sorted_values) const noexcept {
-  auto [first, last] = std::equal_range(pairs_.begin(), pairs_.end(), name, by_name{});
+  // Not a structured binding: the lambdas below capture both, which clang (the fuzz build)
+  // refuses for bindings before C++20's later rules.
+  const auto range = std::equal_range(pairs_.begin(), pairs_.end(), name, by_name{});
+  const auto first = range.first, last = range.second;
   // Search the longer side for each element of the shorter one.
   if (static_cast<std::size_t>(last - first) <= sorted_values.size())
     return std::any_of(first, last, [&](const auto& p) {

@@ -114,6 +114,11 @@ void subscription_index::unfile(entry& e) {
 }
 
 void subscription_index::collect(const bucket* b) const {
+  if (b)
+    candidates_.insert(candidates_.end(), b->begin(), b->end());
+}
+
+void subscription_index::collect_once(const bucket* b) const {
   if (!b)
     return;
   for (const auto& ref : *b) {
@@ -134,18 +139,20 @@ std::size_t subscription_index::match_into(const protocol::event& ev,
   out.clear();
   candidates_.clear();
   matched_.clear();
-  ++turn_;
+  // A filter sits in one map, under each of its values: an event has one id, author and kind,
+  // so only its tags (several values of one filter) can lead to a filter twice.
   collect(find(by_id_, ev.id));
   collect(find(by_author_, ev.pubkey));
   collect(find(by_kind_, ev.kind));
+  collect(&match_all_);
   // Each distinct tag once: an event that repeats a tag would walk its bucket again per copy.
+  ++turn_;
   event_tags_.assign(ev);
   for (const auto& [name, value] : event_tags_.pairs()) {
     tag_key_.assign(1, name);
     tag_key_ += value;
-    collect(find(by_tag_, tag_key_));
+    collect_once(find(by_tag_, tag_key_));
   }
-  collect(&match_all_);
 
   for (const auto& ref : candidates_)
     if (protocol::matches(ref.owner_entry->filters[ref.filter], ev, event_tags_))

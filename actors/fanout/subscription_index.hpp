@@ -80,8 +80,8 @@ private:
     std::uint64_t generation = 0;
     std::vector<protocol::filter> filters;
     std::vector<place> places;
-    /// Per filter, the last match_into turn that took it as a candidate: a filter filed under
-    /// several of an event's values is matched once.
+    /// Per filter, the last match_into turn that took it from a tag bucket: a filter filed
+    /// under several of an event's tag values is matched once.
     mutable std::vector<std::uint64_t> taken_in_turn;
   };
   struct key_hash {
@@ -99,6 +99,8 @@ private:
   static void file_in(bucket& b, entry& e, std::uint32_t filter);
   void unfile(entry& e);
   void collect(const bucket* b) const;
+  /// Like collect, skipping filters this turn took already (a bucket of tag values).
+  void collect_once(const bucket* b) const;
 
   std::unordered_map<std::pair<owner_id, std::string>, entry, key_hash> entries_;
   std::unordered_map<protocol::bytes32, bucket, protocol::bytes32_hash> by_id_;

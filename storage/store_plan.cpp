@@ -283,7 +283,7 @@ private:
   }
 
   /// Whether a deletion names an event stored under another author, or an address of another
-  /// author. NIP-09 lets it delete nothing of theirs, but apps (welshman before 0.8.2, which
+  /// author. NIP-09 lets it delete nothing of theirs, but apps (welshman 0.8.1, which
   /// Flotilla 1.6 ships) hide whatever a stored kind 5 names, whoever signed it: served, it
   /// would hide another member's message or the relay's room state for everyone. A target not
   /// stored here is the author's to name (it may come later, and then stays deleted).

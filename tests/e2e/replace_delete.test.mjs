@@ -120,7 +120,7 @@ describe('replaceable, addressable and deleted events', () => {
       const mallory = keys()
       const note = sign(sk, { content: 'mine' })
       assert.deepEqual(await pub.publish(note), OK)
-      // Stored, it would be served, and welshman before 0.8.2 (Flotilla 1.6) hides whatever a
+      // Stored, it would be served, and welshman 0.8.1 (pinned by Flotilla 1.6.3) hides whatever a
       // kind 5 names, whoever signed it.
       const othersDeleted = { ok: false, message: "invalid: a deletion may name only its author's events" }
       const forged = sign(mallory.sk, { kind: 5, tags: [['e', note.id]], content: '' })

@@ -25,12 +25,20 @@ bool stored_version_wins(const stored_event& old,
   return old_id < incoming.id;
 }
 
-std::vector<address> deleted_addresses_of(const event_write& w) {
+/// The addresses a deletion's `a` tags name (those that parse), whoever's they are.
+std::vector<address> named_addresses(const event_write& w) {
   std::vector<address> out;
   for (const auto& t : w.ev->tags)
     if (t.size() >= 2 && t[0] == "a")
-      if (auto a = parse_a_tag(w.community_id, t[1]); a && a->pubkey == w.ev->pubkey)
+      if (auto a = parse_a_tag(w.community_id, t[1]))
         out.push_back(std::move(*a));
+  return out;
+}
+
+/// Of those, the author's own: all a deletion may delete.
+std::vector<address> deleted_addresses_of(const event_write& w) {
+  auto out = named_addresses(w);
+  std::erase_if(out, [&](const address& a) { return a.pubkey != w.ev->pubkey; });
   return out;
 }
 
@@ -293,12 +301,8 @@ private:
       if (auto target = state_.events.find({w.community_id, id});
           target != state_.events.end() && target->second.pubkey != ev.pubkey)
         return true;
-    return std::ranges::any_of(ev.tags, [&](const protocol::tag& t) {
-      if (t.size() < 2 || t[0] != "a")
-        return false;
-      auto a = parse_a_tag(w.community_id, t[1]);
-      return a && a->pubkey != ev.pubkey;
-    });
+    return std::ranges::any_of(named_addresses(w),
+                               [&](const address& a) { return a.pubkey != ev.pubkey; });
   }
 
   void apply_deletion(const event_write& w) {

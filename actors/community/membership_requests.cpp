@@ -69,9 +69,11 @@ std::optional<protocol::rejection> check_relay_tag(const protocol::event& ev,
 }
 
 protocol::result<storage::membership_command> admin_command(const protocol::event& ev,
-                                                            const std::string& host) {
-  if (auto wrong = check_relay_tag(ev, host))
+                                                            const membership_context& context) {
+  if (auto wrong = check_relay_tag(ev, context.host))
     return *wrong;
+  if (!context.sender_manages)
+    return protocol::rejection{protocol::reason::restricted, "your role does not allow this"};
   auto target = target_of(ev);
   if (!target)
     return target.error();
@@ -111,7 +113,7 @@ membership_command_for(const protocol::event& ev, const membership_context& cont
   // connection::admit_event.
   bool user_request = ev.kind == join_request_kind || ev.kind == leave_request_kind;
   auto command = user_request ? user_command(ev, context)
-                              : admin_command(ev, context.host);
+                              : admin_command(ev, context);
   if (command)
     command.value().request_id = ev.id;
   return command;

@@ -167,6 +167,13 @@ bool connection::known_member(const protocol::bytes32& pubkey) const {
   return policy_.members && policy_.members->is_member(pubkey);
 }
 
+bool connection::may_manage(const protocol::bytes32& pubkey) const {
+  if (!policy_.members)
+    return true; // nothing cached: the database decides
+  auto role = policy_.members->role_of(pubkey);
+  return role == storage::member_role::owner || role == storage::member_role::admin;
+}
+
 bool connection::must_leave() const {
   return closed_community() && (!authenticated_ || lost_access());
 }

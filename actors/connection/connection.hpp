@@ -296,6 +296,8 @@ public:
 
   /// Whether the member cache holds `pubkey` as a member (false without a cache).
   [[nodiscard]] bool known_member(const protocol::bytes32& pubkey) const;
+  /// The member cache holds `pubkey` as owner or admin, or holds no members.
+  [[nodiscard]] bool may_manage(const protocol::bytes32& pubkey) const;
 
   /// True when the community is closed and this connection is anonymous or not a member: after
   /// the community was closed, such a connection ends.

@@ -65,7 +65,8 @@ void request_membership_change(self_ptr self, const protocol::event& ev) {
   // The community's access now (the database's word, in the member cache), not at connect: a
   // join without a code must not pass in a community closed since.
   auto command = membership_command_for(
-    ev, {st.logic->closed_community(), st.args.policy.host, st.logic->known_member(ev.pubkey)},
+    ev, {st.logic->closed_community(), st.args.policy.host, st.logic->known_member(ev.pubkey),
+         st.logic->may_manage(ev.pubkey)},
     unix_now());
   if (!command || !st.args.community) {
     auto why = command ? protocol::rejection{protocol::reason::error, "membership is unavailable"}

@@ -123,12 +123,37 @@ TEST_CASE_METHOD(fixture, "a connection has only a few joins and leaves waiting,
           ok_frame(one_more, false, "rate-limited: too many membership requests awaiting an answer")});
   CHECK(asked->size() == max_waiting_self_requests);
 
+  // bob manages the community: his request for someone else still goes.
+  (void)base_policy.members->replace({{bob.public_key(), storage::member_role::admin}});
   auto add = test::sign_event(bob, 9030, "", {{"p", protocol::to_hex(alice.public_key())},
                                                {"relay", "wss://hive.test"}});
   say(c, test::event_frame(add));
   CHECK(c.sink->take().empty());
   REQUIRE(asked->size() == max_waiting_self_requests + 1);
   CHECK(asked->back().change == storage::membership_change::add_member);
+}
+
+TEST_CASE_METHOD(fixture, "9030-9032 from someone who does not manage the community never reach its queue",
+                 "[actor][connection][bounds]") {
+  // The community's queue keeps places for its owner and admins: requests that name someone
+  // else than their author take them, and the database would refuse these anyway.
+  auto asked = std::make_shared<std::vector<storage::membership_command>>();
+  community = system->spawn(recording_community, asked);
+  spawned.push_back(community);
+  base_policy.members = std::make_shared<member_cache>();
+  base_policy.members->set_closed(false);
+  (void)base_policy.members->replace({{bob.public_key(), storage::member_role::member}});
+  auto c = connect(false);
+  auto auth = authenticate(c, bob);
+  REQUIRE(c.sink->take() == std::vector<std::string>{ok_frame(auth, true, "")});
+  const auto alice_hex = protocol::to_hex(alice.public_key());
+  for (std::uint32_t kind : {9030u, 9031u, 9032u}) {
+    auto request = test::sign_event(bob, kind, "", {{"p", alice_hex}, {"role", "member"},
+                                                     {"relay", "wss://hive.test"}});
+    say(c, test::event_frame(request));
+    CHECK(c.sink->take() == std::vector<std::string>{ok_frame(request, false, "restricted: your role does not allow this")});
+  }
+  CHECK(asked->empty());
 }
 
 namespace {

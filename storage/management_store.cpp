@@ -218,6 +218,26 @@ bool management_store::noted(std::int64_t community_id) {
   return false;
 }
 
+/// An admin lifts no ban the owner or the operator (no `banned_by`) made, as for pubkey bans:
+/// `changed` when `manager` may lift the event's ban (or there is none), `owner_held` when not.
+/// Read under the community row lock (lock_for), which every change of roles takes.
+management_result management_store::admin_may_lift(std::int64_t community_id,
+                                                   const protocol::bytes32& event_id,
+                                                   const protocol::bytes32& manager) {
+  auto held = connection_.exec(
+    "SELECT 1 FROM banned_events b WHERE b.community_id = $1::bigint AND b.event_id = $2::bytea"
+    " AND (b.banned_by IS NULL OR b.banned_by IN (SELECT pubkey FROM members"
+    " WHERE community_id = $1::bigint AND role = 'owner'))"
+    " AND NOT EXISTS (SELECT 1 FROM members WHERE community_id = $1::bigint"
+    " AND pubkey = $3::bytea AND role = 'owner')",
+    {std::to_string(community_id), bytea_param(event_id), bytea_param(manager)});
+  if (!held.ok()) {
+    last_error_ = held.error();
+    return management_result::failed;
+  }
+  return held.rows() > 0 ? management_result::owner_held : management_result::changed;
+}
+
 management_result management_store::allow_event(std::int64_t community_id,
                                                 const protocol::bytes32& event_id,
                                                 std::optional<protocol::bytes32> manager) {
@@ -228,6 +248,8 @@ management_result management_store::allow_event(std::int64_t community_id,
     return management_result::failed;
   }
   auto result = lock_for(community_id, manager);
+  if (result == management_result::changed && manager)
+    result = admin_may_lift(community_id, event_id, *manager);
   if (result == management_result::changed) {
     auto reply = connection_.exec("DELETE FROM banned_events WHERE community_id = $1::bigint"
                                   " AND event_id = $2::bytea",

@@ -165,6 +165,9 @@ management_reply change_event_ban(self_ptr self, std::int64_t community_id,
     return database_trouble();
   if (result == storage::management_result::forbidden)
     return no_longer_manager();
+  if (result == storage::management_result::owner_held)
+    return management_refusal(403, management_outcome::forbidden,
+                              "your role does not allow this (only the owner lifts the owner's and the operator's bans)");
   if (result == storage::management_result::refused)
     return management_refusal(200, management_outcome::error,
                               "the relay's own membership events cannot be banned");
@@ -293,10 +296,14 @@ void on_member_done(self_ptr self, std::uint64_t ticket, const storage::membersh
     answer(self, call->method, call->reply, management_reply_for(result.outcome));
 }
 
+/// The change still waits in the community's queue and may yet be made: the answer says so,
+/// rather than that it failed (a retry of the same change is answered `true` either way).
 void on_overdue(self_ptr self, std::uint64_t ticket) {
   if (auto call = take_pending(self, ticket))
     answer(self, call->method, call->reply,
-           management_refusal(503, management_outcome::failed, "membership is unavailable, please retry"));
+           management_refusal(503, management_outcome::failed,
+                              "membership is busy: the change is still queued and may yet be made;"
+                              " check before retrying"));
 }
 
 } // namespace

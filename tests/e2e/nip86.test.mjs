@@ -264,6 +264,15 @@ describe('NIP-86 management of a community', () => {
     const { reply: allowed } = await manage(relay, owner, ManagementMethod.AllowEvent, [post1.id])
     assert.deepEqual(allowed, { result: true })
     assert.equal((await client.publish(post1)).ok, true)
+    // An admin lifts no ban the owner made.
+    const post2 = sign(carol.sk, { content: 'banned by the owner' })
+    assert.equal((await client.publish(post2)).ok, true)
+    assert.deepEqual((await manage(relay, owner, ManagementMethod.BanEvent, [post2.id, 'no'])).reply, { result: true })
+    const lift = { method: ManagementMethod.AllowEvent, params: [post2.id] }
+    const refused = await post(relay, await signedAuth(relay, admin, lift), lift)
+    assert.equal(refused.status, 403)
+    assert.match(refused.json.error, /only the owner lifts the owner's/)
+    assert.equal((await client.publish(post2)).ok, false, 'still banned')
     await client.close()
     await assertListIsMembers(relay)
   })

@@ -338,3 +338,29 @@ TEST_CASE_METHOD(membership_fixture, "community info is set per field and read w
   CHECK(communities.find_by_host("a.example")->info.icon.empty());
   CHECK(communities.find_by_host("a.example")->info.name == "Hive");
 }
+
+TEST_CASE_METHOD(banned_community, "an admin lifts no event ban the owner or the operator made",
+                 "[integration][nip86]") {
+  storage::management_store store(connection, relay_key);
+  auto by_owner = author(4).sign(1, now_seconds(), {}, "banned by the owner");
+  auto by_operator = author(4).sign(1, now_seconds(), {}, "banned by the operator");
+  auto by_admin = author(4).sign(1, now_seconds(), {}, "banned by an admin");
+  CHECK(store.ban_event(community, by_owner->id, "", owner, owner) == storage::management_result::changed);
+  // One with nobody named (written by hand, or before bans named their maker).
+  REQUIRE(connection.exec("INSERT INTO banned_events (community_id, event_id) VALUES ("
+                          + std::to_string(community) + ", '\\x" + hex(by_operator->id) + "')").ok());
+  CHECK(store.ban_event(community, by_admin->id, "", admin, admin) == storage::management_result::changed);
+  const std::string banned_count = "SELECT count(*) FROM banned_events";
+  REQUIRE(count_of(*this, banned_count) == "3");
+
+  CHECK(store.allow_event(community, by_owner->id, admin) == storage::management_result::owner_held);
+  CHECK(store.allow_event(community, by_operator->id, admin2) == storage::management_result::owner_held);
+  CHECK(count_of(*this, banned_count) == "3");
+  // Another admin's ban is an admin's to lift; the owner lifts any.
+  CHECK(store.allow_event(community, by_admin->id, admin2) == storage::management_result::changed);
+  CHECK(store.allow_event(community, by_owner->id, owner) == storage::management_result::changed);
+  CHECK(store.allow_event(community, by_operator->id, owner) == storage::management_result::changed);
+  CHECK(count_of(*this, banned_count) == "0");
+  // Nothing banned: nothing to refuse.
+  CHECK(store.allow_event(community, by_owner->id, admin) == storage::management_result::unchanged);
+}

@@ -39,14 +39,33 @@ public:
     return requests_.try_take(now);
   }
 
-  /// Both buckets full: forgetting this address now gives it nothing it would not have anyway.
+  /// One more request body read from this address at once, if fewer than `most` are: the pod's
+  /// budget for bodies in progress is reserved by their declared lengths, and one address
+  /// trickling many (behind a proxy, from any number of sockets) would hold all of it.
+  [[nodiscard]] bool try_begin_body(std::size_t most) {
+    std::lock_guard lock(mutex_);
+    if (bodies_ >= most)
+      return false;
+    ++bodies_;
+    return true;
+  }
+
+  void end_body() {
+    std::lock_guard lock(mutex_);
+    if (bodies_ > 0)
+      --bodies_;
+  }
+
+  /// Both buckets full and no body being read: forgetting this address now gives it nothing it
+  /// would not have anyway.
   [[nodiscard]] bool idle(double now) {
     std::lock_guard lock(mutex_);
-    return frames_.full(now) && requests_.full(now);
+    return bodies_ == 0 && frames_.full(now) && requests_.full(now);
   }
 
 private:
   std::mutex mutex_;
+  std::size_t bodies_ = 0;
   rate_limiter frames_;
   rate_limiter requests_;
 };

@@ -169,6 +169,14 @@ http_response text_refusal(const http_request& request, const host_lookup& looku
 
 } // namespace
 
+http_response bound_refusal(const http_request& request, http::status status, std::string text) {
+  auto response = text_response(request, status, std::move(text));
+  if (request.method() == http::verb::post)
+    response = json_refusal(request, std::move(response));
+  response.keep_alive(false);
+  return response;
+}
+
 http_response refusal(const http_request& request, const host_lookup& lookup) {
   auto text = text_refusal(request, lookup);
   return request.method() == http::verb::post ? json_refusal(request, std::move(text)) : text;

@@ -34,6 +34,12 @@ using http_response = boost::beast::http::response<boost::beast::http::string_bo
 /// database could not be asked.
 [[nodiscard]] http_response refusal(const http_request& request, const host_lookup& lookup);
 
+/// A refusal of the pod's bounds (busy, rate-limited) that closes the connection: one line of
+/// text, or for a POST the same status with a JSON `error` (NIP-86 clients in a browser read only
+/// what carries CORS and parses), then close.
+[[nodiscard]] http_response bound_refusal(const http_request& request, boost::beast::http::status status,
+                                          std::string text);
+
 /// 413 with a JSON `error` (NIP-86 clients parse every answer) for a body over the bound.
 [[nodiscard]] http_response oversize_body(const http_request& request);
 

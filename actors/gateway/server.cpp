@@ -220,6 +220,34 @@ constexpr std::size_t max_request_body_bytes = 64 * 1024;
 /// would hold 640 MiB. 256 bodies of the largest size read at once.
 constexpr std::size_t max_pod_request_body_bytes = 256 * max_request_body_bytes;
 
+/// Request bodies one client address may have read at once: a browser's NIP-86 calls come one
+/// at a time, and 4 of the largest are a 64th of the pod's budget for them.
+constexpr std::size_t max_bodies_per_address = 4;
+
+/// A request body being read from one client address (ip_budget::try_begin_body), given back
+/// when it goes.
+class body_place {
+public:
+  body_place() = default;
+  body_place(const body_place&) = delete;
+  body_place& operator=(const body_place&) = delete;
+  ~body_place() {
+    if (budget_)
+      budget_->end_body();
+  }
+
+  /// False when the address has max_bodies_per_address bodies in progress (or is not tracked).
+  [[nodiscard]] bool take(std::shared_ptr<ip_budget> budget) {
+    if (!budget || !budget->try_begin_body(max_bodies_per_address))
+      return false;
+    budget_ = std::move(budget);
+    return true;
+  }
+
+private:
+  std::shared_ptr<ip_budget> budget_;
+};
+
 /// What a request's body may hold once its headers are read: its Content-Length, or the bound
 /// for a chunked one.
 std::size_t declared_body_bytes(const http::request_parser<http::string_body>& parser) {
@@ -301,11 +329,22 @@ asio::awaitable<void> server::serve_requests(tcp_stream& stream, conf::ip_addres
     stream.expires_after(std::chrono::seconds(s.upgrade_timeout_seconds));
     auto [ec, n] = co_await http::async_read_header(stream, buffer, parser, use_tuple);
     partial_message body_bytes(context_->request_body_bytes);
+    body_place reading;
     if (!ec && !parser.is_done()) {
+      auto sender = slot ? slot->budget()
+                         : addresses_->budget(forwarded_client(parser.get(), peer, trusted_proxies_).budget_key(),
+                                              monotonic_seconds());
+      if (!reading.take(std::move(sender))) {
+        bump(metrics.http_rate_limited);
+        http_response limited = bound_refusal(parser.get(), http::status::too_many_requests,
+                                              "rate-limited: too many requests in progress from your address\n");
+        co_await http::async_write(stream, limited, use_tuple);
+        co_return;
+      }
       if (!body_bytes.grew(declared_body_bytes(parser), max_pod_request_body_bytes)) {
         bump(metrics.connections_refused_busy);
-        http_response busy = plain_response(parser.get(), http::status::service_unavailable,
-                                            "relay: too many requests in progress, retry shortly\n");
+        http_response busy = bound_refusal(parser.get(), http::status::service_unavailable,
+                                           "relay: too many requests in progress, retry shortly\n");
         co_await http::async_write(stream, busy, use_tuple);
         co_return;
       }
@@ -335,11 +374,11 @@ asio::awaitable<void> server::serve_requests(tcp_stream& stream, conf::ip_addres
     auto budget = slot ? slot->budget() : addresses_->budget(client.budget_key(), monotonic_seconds());
     if (!budget || !budget->try_take_request(monotonic_seconds())) {
       bump(budget ? metrics.http_rate_limited : metrics.connections_refused_busy);
-      http_response limited = plain_response(request, http::status::service_unavailable,
-                                             "relay: too many client addresses, retry shortly\n");
+      http_response limited = bound_refusal(request, http::status::service_unavailable,
+                                            "relay: too many client addresses, retry shortly\n");
       if (budget)
-        limited = plain_response(request, http::status::too_many_requests,
-                                 "rate-limited: too many requests from your address\n");
+        limited = bound_refusal(request, http::status::too_many_requests,
+                                "rate-limited: too many requests from your address\n");
       co_await http::async_write(stream, limited, use_tuple);
       co_return;
     }

@@ -250,9 +250,9 @@ describe('clients that declare request bodies and never send them', () => {
   before(() => { relay = ctx.relay })
 
   /** A socket that sent a POST's headers declaring `length` bytes of body, and a few of them. */
-  function stalledPost(length) {
+  function stalledPost(length, localAddress = '127.0.0.1') {
     return new Promise((resolve, reject) => {
-      const socket = net.connect(relay.port, '127.0.0.1')
+      const socket = net.connect({ port: relay.port, host: '127.0.0.1', localAddress })
       let answer = ''
       socket.on('data', (d) => { answer += d.toString('latin1') })
       socket.on('error', () => {})
@@ -265,16 +265,42 @@ describe('clients that declare request bodies and never send them', () => {
     })
   }
 
-  it('answers 503 past the bodies the pod reads at once, and serves again once they go', async () => {
-    // Each declared body is reserved as its headers arrive: 256 of 64 KiB is the pod's bound.
+  /** The refusal as a browser's NIP-86 client must read it: CORS, and a JSON `error`. */
+  function assertJsonRefusal(answer, status, error) {
+    assert.match(answer, new RegExp(`^HTTP/1\\.1 ${status} `), `answer: ${answer.slice(0, 160)}`)
+    assert.match(answer, /\r\nAccess-Control-Allow-Origin: \*\r\n/i)
+    assert.equal(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4)).error, error)
+  }
+
+  it('answers 429 past the bodies one address sends at once, whatever its sockets', async () => {
     const held = []
-    for (let i = 0; i < 256; i++) held.push(await stalledPost(65536))
+    for (let i = 0; i < 4; i++) held.push(await stalledPost(65536, '127.0.0.21'))
+    const fifth = await stalledPost(65536, '127.0.0.21')
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    for (const h of held) assert.equal(h.answer(), '', 'a body within the bound is waited for')
+    assertJsonRefusal(fifth.answer(), 429, 'rate-limited: too many requests in progress from your address')
+    // Another address is served meanwhile; the first again once its bodies go.
+    const other = await stalledPost(65536, '127.0.0.22')
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    assert.equal(other.answer(), '')
+    for (const h of [...held, other, fifth]) h.socket.destroy()
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    const again = await stalledPost(65536, '127.0.0.21')
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    assert.equal(again.answer(), '')
+    again.socket.destroy()
+  })
+
+  it('answers 503 past the bodies the pod reads at once, and serves again once they go', async () => {
+    // Each declared body is reserved as its headers arrive: 256 of 64 KiB is the pod's bound,
+    // 4 from each of 64 addresses here.
+    const held = []
+    for (let i = 0; i < 256; i++) held.push(await stalledPost(65536, `127.0.1.${1 + Math.floor(i / 4)}`))
     await new Promise((resolve) => setTimeout(resolve, 300))
     for (const h of held) assert.equal(h.answer(), '', 'a body within the bound is waited for')
     const refused = await rawHttp(relay.port, `POST / HTTP/1.1\r\nHost: ${relay.host}\r\n`
       + 'Content-Length: 65536\r\n\r\n{"method"')
-    assert.match(refused, /^HTTP\/1\.1 503 /, `answer: ${refused.slice(0, 120)}`)
-    assert.match(refused, /too many requests in progress/)
+    assertJsonRefusal(refused, 503, 'relay: too many requests in progress, retry shortly')
     for (const h of held) h.socket.destroy()
     await new Promise((resolve) => setTimeout(resolve, 300))
     const body = '{"method":"supportedmethods","params":[]}'

@@ -131,6 +131,10 @@ using fill_atom = caf::atom_constant<caf::atom("fill")>;             ///< (fill_
 inline constexpr fill_atom fill_atom_v{};
 using gap_atom = caf::atom_constant<caf::atom("gapevent")>;          ///< (gap_atom, committed_event, community state version, lost_at_ms): a stored event of a gap, from the gap filler
 inline constexpr gap_atom gap_atom_v{};
+/// (await_atom, committed_event), writer -> bridge: stored under a state version this pod does
+/// not hold yet; held as an envelope naming that version is, then handed to the fan-out
+using await_atom = caf::atom_constant<caf::atom("await")>;
+inline constexpr await_atom await_atom_v{};
 using unfilled_atom = caf::atom_constant<caf::atom("unfilled")>;     ///< (unfilled_atom, lost_at_ms): the gap filler's Postgres did not answer
 inline constexpr unfilled_atom unfilled_atom_v{};
 
@@ -156,6 +160,11 @@ inline constexpr shutdown_atom shutdown_atom_v{};
 struct committed_event {
   std::int64_t community_id = 0;
   live_event event;
+  /// The community's state version read right after the event committed
+  /// (store_outcome::state_version): no pod delivers it before holding that version, so a
+  /// reader removed before it was stored never gets it live. 0: not stored (ephemeral), or not
+  /// known; then the cache version of the pod that accepted it stands in.
+  std::int64_t stored_version = 0;
 };
 
 /// A storage writer's committed batch, in commit order.

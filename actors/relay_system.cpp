@@ -305,7 +305,8 @@ bool spawn_actors(caf::actor_system& system, asio::io_context& io, const conf::r
   for (unsigned i = 0; i < s.storage_writers; ++i)
     pod.writers.push_back(system.spawn<caf::detached>(
       storage_writer, writer_args{s.database_url, s.write_batch_max, pod.fanout,
-                                  pod.bridge->publisher(), metrics, i == 0, pod.bodies}));
+                                  pod.bridge->publisher(), pod.registry, pod.bridge->actor, metrics,
+                                  i == 0, pod.bodies}));
   pod.directory = system.spawn<caf::detached>(
     directory_actor,
     directory_args{s.database_url, communities, pod.registry, pod.close_community});

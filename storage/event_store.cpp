@@ -14,6 +14,7 @@
 #include "storage/batch_sql.hpp"
 #include "storage/event_body_cache.hpp"
 #include "storage/filter_sql.hpp"
+#include "storage/pg_array.hpp"
 #include "storage/pg_connection.hpp"
 #include "storage/store_plan.hpp"
 #include "storage/vanish_reach.hpp"
@@ -58,6 +59,50 @@ std::optional<pg_reply> plan_and_write(pg_connection& connection,
   return std::nullopt;
 }
 
+/// Read after the commit, not inside the transaction: a read there could miss a removal that
+/// commits between it and the COMMIT, and locking the community row instead would deadlock
+/// against bans and room deletions, which take that row before the community's advisory lock.
+constexpr const char* versions_after_commit_sql =
+  "SELECT id, state_version FROM communities WHERE id = ANY($1::bigint[])";
+
+/// Sets each stored outcome's state_version from `reply` (rows of versions_after_commit_sql).
+void note_versions(const pg_reply& reply, std::span<const event_write> writes,
+                   std::vector<store_outcome>& outcomes) {
+  std::unordered_map<std::int64_t, std::int64_t> version_of;
+  for (int row = 0; row < reply.rows(); ++row)
+    version_of[reply.integer(row, 0)] = reply.integer(row, 1);
+  for (std::size_t i = 0; i < outcomes.size() && i < writes.size(); ++i)
+    if (auto it = version_of.find(writes[i].community_id);
+        it != version_of.end() && outcomes[i].result == store_outcome::status::stored)
+      outcomes[i].state_version = it->second;
+}
+
+/// Commits, reading in the same round trip the state version of every community the batch
+/// stored an event in (store_outcome::state_version). The COMMIT's reply: a failed read of the
+/// versions is tried once more on its own, then leaves them 0.
+pg_reply commit_reading_versions(pg_connection& connection, std::span<const event_write> writes,
+                                 std::vector<store_outcome>& outcomes) {
+  pg_array ids;
+  std::vector<std::int64_t> communities;
+  for (std::size_t i = 0; i < outcomes.size() && i < writes.size(); ++i)
+    if (outcomes[i].result == store_outcome::status::stored
+        && std::find(communities.begin(), communities.end(), writes[i].community_id) == communities.end()) {
+      communities.push_back(writes[i].community_id);
+      ids.add_integer(writes[i].community_id);
+    }
+  if (communities.empty())
+    return connection.exec("COMMIT");
+  const pg_params params{ids.str()};
+  auto replies = connection.exec_pipeline({{"COMMIT", nullptr, {}}, {versions_after_commit_sql, &params, {}}}, true);
+  if (!replies.front().ok())
+    return std::move(replies.front());
+  if (!replies.back().ok())
+    replies.back() = connection.exec(versions_after_commit_sql, params);
+  if (replies.back().ok())
+    note_versions(replies.back(), writes, outcomes);
+  return std::move(replies.front());
+}
+
 /// `with_transaction`: the attempt reads its transaction's id (batch_attempt::transaction).
 batch_attempt attempt_batch(pg_connection& connection, std::span<const event_write> writes,
                             bool with_transaction) {
@@ -71,7 +116,7 @@ batch_attempt attempt_batch(pg_connection& connection, std::span<const event_wri
     return attempt;
   }
   attempt.commit_sent = true;
-  if (auto commit = connection.exec("COMMIT"); !commit.ok()) {
+  if (auto commit = commit_reading_versions(connection, writes, outcomes); !commit.ok()) {
     attempt.failure = std::move(commit);
     return attempt;
   }

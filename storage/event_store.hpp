@@ -52,7 +52,7 @@ struct store_outcome {
     duplicate,  ///< already stored, or an older version of a replaceable/addressable event. OK true "duplicate: ...", no fan-out.
     refused,    ///< NIP-09: deleted id or deleted address. OK false "blocked: ...".
     failed,     ///< database trouble; nothing was written. OK false "error: ...".
-    applied,    ///< a request carried out and not kept as an event (NIP-62 vanish). OK true, no fan-out.
+    applied,    ///< a request carried out and not kept as an event (NIP-62 vanish; a deletion naming events not held here). OK true, no fan-out.
   };
   status result = status::failed;
   std::string message;
@@ -64,6 +64,11 @@ struct store_outcome {
   /// applied, an event_write::vanish_elsewhere: the other communities it was carried out in
   /// (those where its author had something to take).
   std::size_t vanished_elsewhere = 0;
+  /// stored: its community's state version read in the round trip of the batch's COMMIT, so at
+  /// least that of every access change committed before the event (a removal among them). A
+  /// pod delivers the event only once it holds that version (committed_event::stored_version);
+  /// 0 when the read failed (then the pod's own cache version stands in, as for ephemeral events).
+  std::int64_t state_version = 0;
 };
 
 /// Result of a history query, or one chunk of it: the stored JSON of each matching event, newest

@@ -324,6 +324,34 @@ CREATE TRIGGER borrowed_rooms_deleted AFTER DELETE ON events
   EXECUTE FUNCTION comb_borrowed_rooms_deleted();
 )sql";
 
+// welshman 0.8.1, which Flotilla 1.6.3 pins, hides whatever a stored kind 5 names, whoever signed
+// it; comb now refuses a deletion naming another author's stored event, or another key in an `a`
+// of any kind (storage/store_plan.cpp names_others_events). Those stored before go: they deleted
+// nothing of the others', and served, they hide it. Read per community (its kinds index); a kind 5
+// whose text holds a NUL escape, which Postgres's JSON functions refuse, is left unread.
+constexpr const char* migration_36 = R"sql(
+WITH deletions AS MATERIALIZED (
+  SELECT e.community_id, e.id, e.pubkey, e.raw
+    FROM communities c
+    CROSS JOIN LATERAL (SELECT community_id, id, pubkey, raw FROM events
+                         WHERE community_id = c.id AND kind = 5) e
+   WHERE strpos(e.raw, '\u0000') = 0),
+named AS (
+  SELECT d.community_id, d.id, d.pubkey, t->>0 AS name, t->>1 AS value
+    FROM deletions d
+    CROSS JOIN LATERAL json_array_elements(CASE WHEN json_typeof(d.raw::json -> 'tags') = 'array'
+                                                THEN d.raw::json -> 'tags' ELSE '[]'::json END) t
+   WHERE CASE WHEN json_typeof(t) = 'array' THEN json_array_length(t) ELSE 0 END >= 2),
+others AS (
+  SELECT DISTINCT n.community_id, n.id FROM named n
+   WHERE (n.name = 'e' AND EXISTS (
+            SELECT 1 FROM events x WHERE x.community_id = n.community_id AND x.pubkey <> n.pubkey
+               AND x.id = CASE WHEN n.value ~ '^[0-9a-f]{64}$' THEN decode(n.value, 'hex') END))
+      OR (n.name = 'a' AND split_part(n.value, ':', 2) ~ '^[0-9a-f]{64}$'
+          AND split_part(n.value, ':', 2) <> encode(n.pubkey, 'hex')))
+DELETE FROM events v USING others o WHERE v.community_id = o.community_id AND v.id = o.id;
+)sql";
+
 constexpr migration migrations[] = {
   {22, "events' store time for the gap fill; a community's events skip their tag probes when it"
        " is deleted", migration_22},
@@ -341,6 +369,7 @@ constexpr migration migrations[] = {
   {33, "zap receipts borrow rooms; rooms borrowed from borrowers", migration_33},
   {34, "reactions and deletions borrow rooms", migration_34},
   {35, "edits of addressable events borrow the rooms of what they replace", migration_35},
+  {36, "deletions naming other authors' events deleted", migration_36},
 };
 
 } // namespace

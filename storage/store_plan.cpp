@@ -25,21 +25,26 @@ bool stored_version_wins(const stored_event& old,
   return old_id < incoming.id;
 }
 
-/// The addresses a deletion's `a` tags name (those that parse), whoever's they are.
-std::vector<address> named_addresses(const event_write& w) {
+/// The addresses a deletion's `a` tags name that are the author's own: all it may delete.
+std::vector<address> deleted_addresses_of(const event_write& w) {
   std::vector<address> out;
   for (const auto& t : w.ev->tags)
     if (t.size() >= 2 && t[0] == "a")
-      if (auto a = parse_a_tag(w.community_id, t[1]))
+      if (auto a = parse_a_tag(w.community_id, t[1]); a && a->pubkey == w.ev->pubkey)
         out.push_back(std::move(*a));
   return out;
 }
 
-/// Of those, the author's own: all a deletion may delete.
-std::vector<address> deleted_addresses_of(const event_write& w) {
-  auto out = named_addresses(w);
-  std::erase_if(out, [&](const address& a) { return a.pubkey != w.ev->pubkey; });
-  return out;
+/// Whether an `a` value names another key than `author`, read as apps match it against any
+/// event (`<kind>:<pubkey>:<d>` whatever the kind, so `9:<pubkey>:` names that key's messages),
+/// not only as an address comb would delete (parse_a_tag).
+bool names_other_key(std::string_view value, const protocol::bytes32& author) {
+  auto first = value.find(':');
+  if (first == std::string_view::npos)
+    return false;
+  auto key = value.substr(first + 1, value.find(':', first + 1) - first - 1);
+  auto named = protocol::array_from_hex<32>(key);
+  return named && *named != author;
 }
 
 template <class T>
@@ -154,6 +159,10 @@ private:
     }
     if (ev.kind == deletion_kind && names_others_events(w))
       return outcome(store_outcome::status::refused, msg_deletes_others);
+    if (ev.kind == deletion_kind && names_unknown_events(w)) {
+      apply_deletion(w);
+      return outcome(store_outcome::status::applied, msg_deletion_not_kept);
+    }
     // NIP-09: deleting a deletion has no effect, so a kind 5 is never refused as deleted.
     if (ev.kind != deletion_kind && state_.tombstones.contains(tombstone{key, ev.pubkey}))
       return outcome(store_outcome::status::refused, msg_deleted_id);
@@ -293,16 +302,31 @@ private:
   /// Whether a deletion names an event stored under another author, or an address of another
   /// author. NIP-09 lets it delete nothing of theirs, but apps (welshman 0.8.1, which
   /// Flotilla 1.6 ships) hide whatever a stored kind 5 names, whoever signed it: served, it
-  /// would hide another member's message or the relay's room state for everyone. A target not
-  /// stored here is the author's to name (it may come later, and then stays deleted).
+  /// would hide another member's message or the relay's room state for everyone.
   [[nodiscard]] bool names_others_events(const event_write& w) const {
     const protocol::event& ev = *w.ev;
     for (const auto& id : e_tag_ids(ev))
       if (auto target = state_.events.find({w.community_id, id});
           target != state_.events.end() && target->second.pubkey != ev.pubkey)
         return true;
-    return std::ranges::any_of(named_addresses(w),
-                               [&](const address& a) { return a.pubkey != ev.pubkey; });
+    return std::ranges::any_of(ev.tags, [&](const protocol::tag& t) {
+      return t.size() >= 2 && t[0] == "a" && names_other_key(t[1], ev.pubkey);
+    });
+  }
+
+  /// Whether a deletion names an id this community neither holds nor held under its author (a
+  /// tombstone of theirs). Such a deletion is carried out (the author's events it names here, and
+  /// marks that refuse the rest from them later) but not kept: those apps hide what a served one
+  /// names wherever they read it, and an unknown id may be another community's message, or one
+  /// predictable before it exists (the relay's room state after a join). Imports restore what a
+  /// community kept, deletions of gone events included.
+  [[nodiscard]] bool names_unknown_events(const event_write& w) const {
+    if (!w.recheck_access)
+      return false;
+    return std::ranges::any_of(e_tag_ids(*w.ev), [&](const protocol::bytes32& id) {
+      const event_key key{w.community_id, id};
+      return !state_.events.contains(key) && !state_.tombstones.contains(tombstone{key, w.ev->pubkey});
+    });
   }
 
   void apply_deletion(const event_write& w) {

@@ -102,27 +102,25 @@ void note_number(self_ptr self, const storage::bridge_envelope& e, std::int64_t 
 /// The state version of `community_id` this pod holds whole (members and rooms may come from
 /// different writes); the newest possible when the pod does not serve it (nobody here reads it).
 std::int64_t held_version(self_ptr self, std::int64_t community_id) {
-  auto community = self->state.args.registry->find(community_id);
-  if (!community)
-    return std::numeric_limits<std::int64_t>::max();
-  return community->members->whole_version();
+  return self->state.args.registry->held_version(community_id);
 }
 
-/// The version a receiver must hold before it delivers: what this pod's member cache has (the
-/// community actor applies its own writes before it publishes their events).
-std::int64_t origin_version(self_ptr self, std::int64_t community_id) {
-  auto community = self->state.args.registry->find(community_id);
+/// The version a receiver must hold before it delivers: the version read right after the event
+/// committed, or what this pod's member cache has if newer (the community actor applies its own
+/// writes before it publishes their events; an ephemeral event has only that).
+std::int64_t origin_version(self_ptr self, const committed_event& committed) {
+  auto community = self->state.args.registry->find(committed.community_id);
   if (!community)
-    return 0;
+    return committed.stored_version;
   const auto& cache = *community->members;
-  return std::max(cache.version(), cache.rooms_version());
+  return std::max({cache.version(), cache.rooms_version(), committed.stored_version});
 }
 
 std::string numbered_envelope(self_ptr self, const committed_event& committed) {
   auto& st = self->state;
   return storage::encode_numbered_envelope(st.args.cluster_secret, st.args.node_id,
                                            {st.started_ms, ++st.last_seq}, committed.community_id,
-                                           origin_version(self, committed.community_id),
+                                           origin_version(self, committed),
                                            *committed.event.json, storage::envelope_clock_ms(),
                                            committed.event.borrowed_rooms.get());
 }
@@ -288,6 +286,15 @@ caf::behavior bridge_actor(caf::stateful_actor<bridge_state>* self, bridge_args 
   return {
     [=](publish_atom, const committed_event& committed) {
       send_everywhere(self, numbered_envelope(self, committed));
+    },
+    // This pod's writer stored it under a version the pod does not hold yet (a removal other
+    // pods or comb-admin made, not reloaded here): held like such an envelope; dropped, it is
+    // filled again from Postgres.
+    [=](await_atom, committed_event& committed) {
+      const auto version = committed.stored_version;
+      if (version > held_version(self, committed.community_id))
+        return hold(self, std::move(committed), version, storage::envelope_clock_ms());
+      deliver(self, std::move(committed));
     },
     [=](redis_atom, const std::string& payload) { receive_counted(self, payload); },
     // Redis, or a cluster link (from the gatekeeper), was back after a loss: what other pods

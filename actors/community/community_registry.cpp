@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "actors/community/community_registry.hpp"
 
+#include <limits>
+
 #include "actors/community/community_actor.hpp"
 #include "actors/vital_watch.hpp"
 
@@ -68,6 +70,14 @@ std::optional<community_handle> community_registry::find(std::int64_t community_
   if (it == communities_.end())
     return std::nullopt;
   return it->second;
+}
+
+std::int64_t community_registry::held_version(std::int64_t community_id) const {
+  std::lock_guard lock(mutex_);
+  auto it = communities_.find(community_id);
+  if (it == communities_.end())
+    return std::numeric_limits<std::int64_t>::max();
+  return it->second.members->whole_version();
 }
 
 void community_registry::forget(std::int64_t community_id) {

@@ -44,6 +44,10 @@ public:
 
   [[nodiscard]] std::optional<community_handle> find(std::int64_t community_id) const;
 
+  /// The state version of `community_id` this pod holds whole (member_cache::whole_version);
+  /// the newest possible when the pod does not serve it (nobody here reads it).
+  [[nodiscard]] std::int64_t held_version(std::int64_t community_id) const;
+
   /// Drops a deleted community (its actor ends once the last connection lets it go).
   void forget(std::int64_t community_id);
 

@@ -8,6 +8,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "protocol/nip62.hpp"
 #include "protocol/relay_message.hpp"
 #include "storage/invite_store.hpp"
 #include "storage/nip43_rows.hpp"
@@ -55,18 +56,30 @@ constexpr auto expiry_sweep_interval = std::chrono::seconds(60);
 /// Expired invites stay listed (comb-admin invite list) this long before they are purged.
 constexpr std::int64_t expired_invites_kept_seconds = 86400;
 
-void count_outcome(relay_metrics& m, const storage::store_outcome& outcome) {
+void count_outcome(relay_metrics& m, const storage::store_outcome& outcome, std::uint32_t kind) {
   using status = storage::store_outcome::status;
   switch (outcome.result) {
     case status::stored: bump(m.events_stored); break;
     case status::duplicate: bump(m.events_duplicate); break;
     case status::applied:
+      if (kind != protocol::vanish_kind) {
+        bump(m.deletions_not_kept);
+        break;
+      }
       bump(m.vanish_requests);
       bump(m.vanish_other_communities, static_cast<std::uint64_t>(outcome.vanished_elsewhere));
       break;
     case status::refused: bump(m.events_rejected); break;
     case status::failed: bump(m.events_failed); break;
   }
+}
+
+/// The event committed under a state version of its community this pod does not hold yet: a
+/// change another pod or comb-admin made (a removal) has not reached this pod's cache, whose
+/// checks would still let its readers in.
+bool must_await(const writer_args& args, const committed_event& committed) {
+  return args.hold && args.registry
+         && committed.stored_version > args.registry->held_version(committed.community_id);
 }
 
 void flush(caf::stateful_actor<writer_state>* self) {
@@ -91,15 +104,21 @@ void flush(caf::stateful_actor<writer_state>* self) {
   // before): it delivers them to each connection together, so they leave in few socket writes.
   committed_events committed_batch;
   for (std::size_t i = 0; i < batch.size(); ++i) {
-    count_outcome(*st.args.metrics, outcomes[i]);
+    count_outcome(*st.args.metrics, outcomes[i], batch[i].write.ev->kind);
     if (outcomes[i].result != storage::store_outcome::status::stored)
       continue;
-    committed_event committed{batch[i].write.community_id, {batch[i].write.ev, batch[i].write.json}};
+    committed_event committed{batch[i].write.community_id, {batch[i].write.ev, batch[i].write.json},
+                              outcomes[i].state_version};
     if (auto& rooms = outcomes[i].borrowed_rooms)
       committed.event.borrowed_rooms = std::make_shared<const std::vector<std::string>>(std::move(*rooms));
     if (st.args.bridge)
       self->send(st.args.bridge, publish_atom_v, committed);
-    committed_batch.push_back(std::move(committed));
+    if (must_await(st.args, committed)) {
+      bump(st.args.metrics->events_awaited);
+      self->send(st.args.hold, await_atom_v, std::move(committed));
+    }
+    else
+      committed_batch.push_back(std::move(committed));
   }
   if (!committed_batch.empty())
     self->send(st.args.fanout, publish_atom_v, std::move(committed_batch));

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/community/community_registry.hpp"
 #include "actors/messages.hpp"
 #include "actors/metrics.hpp"
 #include "actors/storage/reader_waits.hpp"
@@ -32,6 +33,12 @@ struct writer_args {
   caf::actor fanout;
   /// Also told about every committed event (cross-pod delivery); may be unset.
   caf::actor bridge;
+  /// What state version of each community this pod holds: a stored event whose commit read a
+  /// newer one goes to `hold` (the bridge actor, whatever transports the pod has) and waits
+  /// there instead of reaching the fan-out at once. Either may be unset (tests): then every
+  /// event goes straight to the fan-out.
+  std::shared_ptr<const community_registry> registry;
+  caf::actor hold;
   std::shared_ptr<relay_metrics> metrics;
   /// One writer of the pod deletes expired events (NIP-40) every minute.
   bool sweeps_expired = true;
@@ -51,7 +58,9 @@ struct writer_state {
 /// A writer of events (run detached: libpq blocks); a pod runs several, and each connection
 /// sends all of its events to one of them, so a client's events are stored in the order sent.
 /// Every store request that is queued when a flush runs goes into one transaction (group
-/// commit); after commit each stored event is published to fan-out and bridge, then each
+/// commit); after commit each stored event is published to fan-out and bridge (one stored
+/// under a state version of its community this pod does not hold yet waits in the bridge's hold
+/// instead of going to the fan-out: writer_args::registry), then each
 /// requester's socket gets its OKs (`ok_route`), a connection's OKs of one batch in one push.
 /// While one writer waits for its commit, the others build and send theirs: concurrent writers
 /// are safe as pods are (address locks, ON CONFLICT).

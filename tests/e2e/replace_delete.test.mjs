@@ -4,6 +4,7 @@ import assert from 'node:assert/strict'
 import { withRelay, itStopsCleanly, RawClient, keys, sign, now, idsOf } from './harness.mjs'
 
 const OK = { ok: true, message: '' }
+const NOT_KEPT = { ok: true, message: 'info: deleted what is stored here; not kept, as it names events this community does not hold' }
 
 describe('replaceable, addressable and deleted events', () => {
   const ctx = withRelay()
@@ -130,17 +131,22 @@ describe('replaceable, addressable and deleted events', () => {
       assert.deepEqual(idsOf(await stored({ authors: [mallory.pk] })), [])
       assert.deepEqual(idsOf(await stored({ authors: [pk] })), [note.id])
       assert.deepEqual(await pub.publish(note), { ok: true, message: 'duplicate: already have this event' })
+      // Apps match an `a` against events of any kind: `9:<key>:` names all her messages.
+      assert.deepEqual(await pub.publish(sign(mallory.sk, { kind: 5, tags: [['a', `9:${pk}:`]] })), othersDeleted)
+      // One naming what this community does not hold (another community's message, or an id
+      // predictable before it exists) is carried out but never kept or served.
       const later = sign(sk, { content: 'deleted in advance by someone else' })
-      assert.deepEqual(await pub.publish(sign(mallory.sk, { kind: 5, tags: [['e', later.id]] })), OK)
+      assert.deepEqual(await pub.publish(sign(mallory.sk, { kind: 5, tags: [['e', later.id]] })), NOT_KEPT)
+      assert.deepEqual(idsOf(await stored({ authors: [mallory.pk] })), [])
       assert.deepEqual(await pub.publish(later), OK)
     })
 
-    it('arriving before its target still blocks the target', async () => {
+    it('arriving before its target still blocks the target, and is not served', async () => {
       const { sk, pk } = keys()
       const note = sign(sk, { created_at: now() - 5, content: 'deleted in advance' })
-      assert.deepEqual(await pub.publish(sign(sk, { kind: 5, tags: [['e', note.id]] })), OK)
+      assert.deepEqual(await pub.publish(sign(sk, { kind: 5, tags: [['e', note.id]] })), NOT_KEPT)
       assert.equal((await pub.publish(note)).message, 'blocked: this event was deleted by its author')
-      assert.deepEqual(idsOf(await stored({ authors: [pk], kinds: [1] })), [])
+      assert.deepEqual(idsOf(await stored({ authors: [pk], kinds: [1, 5] })), [])
     })
 
     it('by a address removes versions up to the deletion\'s created_at', async () => {
@@ -171,8 +177,9 @@ describe('replaceable, addressable and deleted events', () => {
       const tags = [...notes, profile].map((ev) => ['e', ev.id])
       tags.push(['a', `30023:${pk}:profile-ish`])
       while (tags.length < 1000) tags.push(['e', sign(sk, { content: `never sent ${tags.length}` }).id])
-      assert.deepEqual(await pub.publish(sign(sk, { kind: 5, tags })), OK)
-      assert.deepEqual(idsOf(await stored({ authors: [pk], kinds: [1, 30023] })), [])
+      // It names events other relays hold: carried out here, not kept.
+      assert.deepEqual(await pub.publish(sign(sk, { kind: 5, tags })), NOT_KEPT)
+      assert.deepEqual(idsOf(await stored({ authors: [pk], kinds: [1, 5, 30023] })), [])
       tags.push(['e', notes[0].id])
       const over = await pub.publish(sign(sk, { kind: 5, tags }))
       assert.equal(over.ok, false)

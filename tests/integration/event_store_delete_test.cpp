@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include <catch2/catch.hpp>
 
+#include "storage/store_plan.hpp"
 #include "support/pg_test_database.hpp"
 #include "support/test_events.hpp"
 
@@ -35,6 +36,7 @@ struct delete_fixture : test::store_fixture {
 
 const std::string deleted_id = "blocked: this event was deleted by its author";
 const std::string deleted_address = "blocked: this address was deleted";
+const std::string not_kept = storage::msg_deletion_not_kept;
 
 } // namespace
 
@@ -66,13 +68,22 @@ TEST_CASE_METHOD(delete_fixture, "another author's deletion deletes nothing",
   auto forged = mallory.sign(5, now, {{"e", hex(note->id)}});
   expect(forged, status::refused, others);
   expect(mallory.sign(5, now, {{"a", "30023:" + alice.pubkey_hex() + ":post"}}), status::refused, others);
+  // Apps match an `a` against any event of that key and kind: `9:<key>:` names her messages.
+  for (const std::string kind : {"9", "1", "11", "7", "5", "0"})
+    expect(mallory.sign(5, now, {{"a", kind + ":" + alice.pubkey_hex() + ":"}}), status::refused, others);
+  expect(mallory.sign(5, now, {{"a", "9:" + alice.pubkey_hex()}}), status::refused, others);
+  expect(mallory.sign(5, now, {{"a", "30023:" + mallory.pubkey_hex() + ":post"},
+                               {"a", "1:" + alice.pubkey_hex() + ":x:y"}}), status::refused, others);
   CHECK_FALSE(present(forged));
   CHECK(present(note));
   CHECK(present(profile));
-  // One naming an event not stored is taken, and blocks neither a later copy of the event nor
-  // a newer version of the address.
+  // One naming an event not stored here is carried out but not kept (it may name another
+  // community's message, or one whose id is predictable before it exists), and blocks neither a
+  // later copy of the event nor a newer version of the address.
   auto later = alice.sign(1, now - 5);
-  expect(mallory.sign(5, now, {{"e", hex(later->id)}}), status::stored);
+  auto in_advance = mallory.sign(5, now, {{"e", hex(later->id)}});
+  expect(in_advance, status::applied, not_kept);
+  CHECK_FALSE(present(in_advance));
   expect(later, status::stored);
   expect(note, status::duplicate, "duplicate: already have this event");
   expect(alice.sign(30023, now + 1, {{"d", "post"}}), status::stored);
@@ -90,16 +101,35 @@ TEST_CASE_METHOD(delete_fixture, "another author's deletion deletes nothing",
 TEST_CASE_METHOD(delete_fixture, "a deletion that arrives first blocks the event it names",
                  "[integration][event_store][nip09]") {
   auto note = alice.sign(1, now - 10);
-  expect(alice.sign(5, now, {{"e", hex(note->id)}}), status::stored);
+  auto own = alice.sign(1, now - 20);
+  expect(own, status::stored);
+  // Not kept (it names what this community does not hold), but carried out: her stored event
+  // goes, and the one not stored yet is refused when it comes.
+  auto deletion = alice.sign(5, now, {{"e", hex(own->id)}, {"e", hex(note->id)}});
+  expect(deletion, status::applied, not_kept);
+  CHECK_FALSE(present(deletion));
+  CHECK_FALSE(present(own));
   expect(note, status::refused, deleted_id);
+  // Naming only what she deleted before: kept.
+  auto again = alice.sign(5, now + 1, {{"e", hex(note->id)}});
+  expect(again, status::stored);
+  CHECK(present(again));
   SECTION("also within one batch") {
     auto later = alice.sign(1, now - 5);
     std::vector writes{test::write_of(community, alice.sign(5, now + 1, {{"e", hex(later->id)}})),
                        test::write_of(community, later)};
     auto outcomes = events.store_batch(writes);
-    CHECK(outcomes.at(0).result == status::stored);
+    CHECK(outcomes.at(0).result == status::applied);
     CHECK(outcomes.at(1).result == status::refused);
     CHECK(outcomes.at(1).message == deleted_id);
+  }
+  SECTION("an import keeps it: a community restored from its export holds deletions of what is gone") {
+    auto gone = alice.sign(1, now - 7);
+    auto imported = test::write_of(community, alice.sign(5, now, {{"e", hex(gone->id)}}));
+    imported.recheck_access = false;
+    auto outcomes = events.store_batch(std::vector{imported});
+    CHECK(outcomes.at(0).result == status::stored);
+    expect(gone, status::refused, deleted_id);
   }
 }
 
@@ -115,7 +145,7 @@ TEST_CASE_METHOD(delete_fixture, "deleting a deletion has no effect",
   // Not even in advance: a deletion named by an earlier-arriving deletion is still accepted.
   auto second_note = alice.sign(1, now - 8);
   auto late_deletion = alice.sign(5, now - 4, {{"e", hex(second_note->id)}});
-  expect(alice.sign(5, now + 1, {{"e", hex(late_deletion->id)}}), status::stored);
+  expect(alice.sign(5, now + 1, {{"e", hex(late_deletion->id)}}), status::applied, not_kept);
   expect(second_note, status::stored);
   expect(late_deletion, status::stored);
   CHECK(present(late_deletion));

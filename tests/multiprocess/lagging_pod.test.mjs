@@ -9,7 +9,7 @@ import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
 import { RawClient, keys, sign, now, startRelay } from '../e2e/harness.mjs'
-import { authed, clusterSecret, envelope, eventually, memberReading, privateRedis, readiness, stallReloads,
+import { admin, authed, clusterSecret, envelope, eventually, memberReading, privateRedis, readiness, stallReloads,
   startPods, stopCleanly } from './pods.mjs'
 
 const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -69,6 +69,40 @@ for (const transport of ['redis', 'cluster links']) describe(`a pod that has not
     assert.equal(await b.metric('comb_bridge_holding'), 0)
     assert.equal(await b.metric('comb_bridge_hold_dropped_total'), 0)
     for (const client of [ownerOnA, removedOnB, stayingOnB]) await client.close()
+  })
+
+  it('holds what a pod stores after a removal it has not loaded yet, there and on the other pods, until each has it', async () => {
+    const ownerOnA = await authed(a, owner)
+    const removed = keys()
+    const staying = keys()
+    const removedOnB = await memberReadingOnB(removed, ownerOnA)
+    const stayingOnB = await memberReadingOnB(staying, ownerOnA)
+    const removedOnA = await authed(a, removed)
+    assert.equal((await removedOnA.req('feed', { kinds: [1], since: now() })).end[0], 'EOSE')
+    const ownerOnB = await authed(b, owner)
+    const awaitedBefore = await b.metric('comb_events_awaited_total')
+
+    // Neither pod can reload the community; the operator removes the member in Postgres. Pod b
+    // stores the owner's note after the removal committed, with both pods' caches still before it.
+    const { released } = await stallReloads(a, 2500)
+    await admin(group, 'member', 'remove', 'hive.test', removed.pk)
+    const note = sign(owner.sk, { content: 'stored on pod b after a removal neither pod has loaded' })
+    assert.equal((await ownerOnB.publish(note)).ok, true)
+
+    // Each pod delivers it once it holds the removal: to the staying member, never to the
+    // removed one (pod b's own fan-out included).
+    assert.equal((await stayingOnB.live('feed', 10000)).id, note.id)
+    await released
+    for (const [client, pod] of [[removedOnA, 'a'], [removedOnB, 'b']]) {
+      const closed = await client.take((f) => f[0] === 'CLOSED' && f[1] === 'feed', `CLOSED feed on pod ${pod}`, 10000)
+      assert.equal(closed[2], 'restricted: you are no longer a member of this community')
+    }
+    await pause(500)
+    assert.deepEqual(eventsOf(removedOnA, 'feed'), [], 'the removed member never got the note on pod a')
+    assert.deepEqual(eventsOf(removedOnB, 'feed'), [], 'the removed member never got the note on pod b')
+    assert.ok((await b.metric('comb_events_awaited_total')) > awaitedBefore, 'pod b held its own note')
+    assert.equal(await b.metric('comb_bridge_hold_dropped_total'), 0)
+    for (const client of [ownerOnA, ownerOnB, removedOnA, removedOnB, stayingOnB]) await client.close()
   })
 
   it('refuses, and never stores, what a removed member posts on pod b before pod b has the removal', async () => {

@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: MIT
+// What the store tells of the community's state as each event committed: the version receivers
+// must hold before they deliver it (committed_event::stored_version).
+#include <catch2/catch.hpp>
+
+#include "support/pg_test_database.hpp"
+#include "support/test_events.hpp"
+
+using namespace comb;
+using comb::test::author;
+using comb::test::store_one;
+using status = comb::storage::store_outcome::status;
+
+namespace {
+
+constexpr std::int64_t now = 1'700'000'000;
+
+} // namespace
+
+TEST_CASE_METHOD(test::store_fixture, "a stored event carries its community's state version as it stood once the event committed",
+                 "[integration][event_store][access]") {
+  author alice{8};
+  const std::int64_t other = add_community("other.example");
+  const std::string mine = std::to_string(community);
+  auto version_of = [&](std::int64_t id) {
+    return std::stoll(test::scalar(connection, "SELECT state_version FROM communities WHERE id = $1::bigint",
+                                   {std::to_string(id)}));
+  };
+  // A removal elsewhere (another pod, comb-admin) moves the version on.
+  (void)test::scalar(connection, "UPDATE communities SET state_version = state_version + 3"
+                                 " WHERE id = $1::bigint RETURNING 1", {mine});
+  auto first = alice.sign(1, now);
+  auto second = alice.sign(1, now + 1);
+  std::vector<storage::event_write> writes{test::write_of(community, first), test::write_of(other, second),
+                                           test::write_of(community, first)};
+  auto outcomes = events.store_batch(writes);
+  REQUIRE(outcomes.size() == 3);
+  REQUIRE(outcomes[0].result == status::stored);
+  REQUIRE(outcomes[1].result == status::stored);
+  CHECK(outcomes[0].state_version == version_of(community));
+  CHECK(outcomes[0].state_version >= 3);
+  CHECK(outcomes[1].state_version == version_of(other));
+  CHECK(outcomes[2].result == status::duplicate);
+  CHECK(outcomes[2].state_version == 0); // not delivered: no version needed
+
+  (void)test::scalar(connection, "UPDATE communities SET state_version = state_version + 1"
+                                 " WHERE id = $1::bigint RETURNING 1", {mine});
+  auto later = store_one(events, community, alice.sign(1, now + 2));
+  REQUIRE(later.result == status::stored);
+  CHECK(later.state_version == outcomes[0].state_version + 1);
+}

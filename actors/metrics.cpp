@@ -117,7 +117,7 @@ std::string relay_metrics::render() const {
   write(out, "comb_refusals_unanswered_total", "counter", "Refused sockets closed without an HTTP status, past the number answered at once.", refusals_unanswered);
   write(out, "comb_connections_refused_address_total", "counter", "Sockets refused at the per-address cap (429).", connections_refused_address);
   write(out, "comb_http_too_large_total", "counter", "HTTP requests refused for headers (431) or a body (413) over the bound.", http_too_large);
-  write(out, "comb_http_rate_limited_total", "counter", "HTTP requests and upgrades refused by the per-address bucket (429).", http_rate_limited);
+  write(out, "comb_http_rate_limited_total", "counter", "HTTP requests and upgrades refused by the per-address bucket, and request bodies past the 16 one address may have on their way at once (429).", http_rate_limited);
   write(out, "comb_upgrade_timeouts_total", "counter", "Sockets closed for not finishing the request or upgrade in time.", upgrade_timeouts);
   write(out, "comb_accept_backoffs_total", "counter", "Accept pauses for lack of file descriptors.", accept_backoffs);
   write(out, "comb_frames_rate_limited_total", "counter", "Frames refused by the connection or address token bucket.", frames_rate_limited);

@@ -220,9 +220,9 @@ constexpr std::size_t max_request_body_bytes = 64 * 1024;
 /// would hold 640 MiB. 256 bodies of the largest size read at once.
 constexpr std::size_t max_pod_request_body_bytes = 256 * max_request_body_bytes;
 
-/// Request bodies one client address may have read at once: a browser's NIP-86 calls come one
-/// at a time, and 4 of the largest are a 64th of the pod's budget for them.
-constexpr std::size_t max_bodies_per_address = 4;
+/// Request bodies one client address may have on their way at once: a browser's NIP-86 calls
+/// come a few at a time, and 16 of the largest are a sixteenth of the pod's budget for them.
+constexpr std::size_t max_bodies_per_address = 16;
 
 /// A request body being read from one client address (ip_budget::try_begin_body), given back
 /// when it goes.
@@ -329,8 +329,8 @@ asio::awaitable<void> server::serve_requests(tcp_stream& stream, conf::ip_addres
     stream.expires_after(std::chrono::seconds(s.upgrade_timeout_seconds));
     auto [ec, n] = co_await http::async_read_header(stream, buffer, parser, use_tuple);
     partial_message body_bytes(context_->request_body_bytes);
-    body_place reading;
     if (!ec && !parser.is_done()) {
+      body_place reading; // while the body is read, not while the request is answered
       auto sender = slot ? slot->budget()
                          : addresses_->budget(forwarded_client(parser.get(), peer, trusted_proxies_).budget_key(),
                                               monotonic_seconds());

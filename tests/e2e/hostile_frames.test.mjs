@@ -274,7 +274,7 @@ describe('clients that declare request bodies and never send them', () => {
 
   it('answers 429 past the bodies one address sends at once, whatever its sockets', async () => {
     const held = []
-    for (let i = 0; i < 4; i++) held.push(await stalledPost(65536, '127.0.0.21'))
+    for (let i = 0; i < 16; i++) held.push(await stalledPost(65536, '127.0.0.21'))
     const fifth = await stalledPost(65536, '127.0.0.21')
     await new Promise((resolve) => setTimeout(resolve, 300))
     for (const h of held) assert.equal(h.answer(), '', 'a body within the bound is waited for')
@@ -293,9 +293,9 @@ describe('clients that declare request bodies and never send them', () => {
 
   it('answers 503 past the bodies the pod reads at once, and serves again once they go', async () => {
     // Each declared body is reserved as its headers arrive: 256 of 64 KiB is the pod's bound,
-    // 4 from each of 64 addresses here.
+    // 16 from each of 16 addresses here.
     const held = []
-    for (let i = 0; i < 256; i++) held.push(await stalledPost(65536, `127.0.1.${1 + Math.floor(i / 4)}`))
+    for (let i = 0; i < 256; i++) held.push(await stalledPost(65536, `127.0.1.${1 + Math.floor(i / 16)}`))
     await new Promise((resolve) => setTimeout(resolve, 300))
     for (const h of held) assert.equal(h.answer(), '', 'a body within the bound is waited for')
     const refused = await rawHttp(relay.port, `POST / HTTP/1.1\r\nHost: ${relay.host}\r\n`

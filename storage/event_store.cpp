@@ -78,8 +78,10 @@ void note_versions(const pg_reply& reply, std::span<const event_write> writes,
 }
 
 /// Commits, reading in the same round trip the state version of every community the batch
-/// stored an event in (store_outcome::state_version). The COMMIT's reply: a failed read of the
-/// versions is tried once more on its own, then leaves them 0.
+/// stored an event in (store_outcome::state_version). The COMMIT's reply. A failed read of the
+/// versions is tried once more on its own; failed again, every stored event is marked
+/// unknown_state_version: no pod can confirm who may read it, so each holds it until the hold
+/// drops it and a gap fill brings it back from Postgres with its version.
 pg_reply commit_reading_versions(pg_connection& connection, std::span<const event_write> writes,
                                  std::vector<store_outcome>& outcomes) {
   pg_array ids;
@@ -100,6 +102,10 @@ pg_reply commit_reading_versions(pg_connection& connection, std::span<const even
     replies.back() = connection.exec(versions_after_commit_sql, params);
   if (replies.back().ok())
     note_versions(replies.back(), writes, outcomes);
+  else
+    for (auto& outcome : outcomes)
+      if (outcome.result == store_outcome::status::stored)
+        outcome.state_version = unknown_state_version;
   return std::move(replies.front());
 }
 

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <span>
@@ -67,9 +68,13 @@ struct store_outcome {
   /// stored: its community's state version read in the round trip of the batch's COMMIT, so at
   /// least that of every access change committed before the event (a removal among them). A
   /// pod delivers the event only once it holds that version (committed_event::stored_version);
-  /// 0 when the read failed (then the pod's own cache version stands in, as for ephemeral events).
+  /// unknown_state_version when the read failed.
   std::int64_t state_version = 0;
 };
+
+/// No version a pod ever holds: an event stored under it is delivered only once a gap fill
+/// brings it again from Postgres, with the version read then.
+inline constexpr std::int64_t unknown_state_version = std::numeric_limits<std::int64_t>::max();
 
 /// Result of a history query, or one chunk of it: the stored JSON of each matching event, newest
 /// first, or a failure.

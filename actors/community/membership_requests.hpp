@@ -49,9 +49,10 @@ struct membership_context {
   /// (Flotilla sends `["claim", ""]` whenever a space is added) goes to the database, which
   /// answers `duplicate:` (NIP-43), instead of being refused here for want of a code.
   bool sender_is_member = false;
-  /// The member cache holds the author as owner or admin (or holds no members): 9030-9032 from
-  /// anyone else are refused here as the database would refuse them, so that they never take the
-  /// places the community's queue keeps for those who manage it (membership_queue).
+  /// The member cache holds the author as owner or admin (or there is no cache): 9030-9032 from
+  /// anyone else are refused here as the database would refuse them (a 9031 naming its author,
+  /// a leave, excepted), so that they never take the places the community's queue keeps for
+  /// those who manage it (membership_queue).
   bool sender_manages = true;
 };
 

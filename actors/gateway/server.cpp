@@ -334,6 +334,13 @@ asio::awaitable<void> server::serve_requests(tcp_stream& stream, conf::ip_addres
       auto sender = slot ? slot->budget()
                          : addresses_->budget(forwarded_client(parser.get(), peer, trusted_proxies_).budget_key(),
                                               monotonic_seconds());
+      if (!sender) { // the pod tracks as many addresses as it may
+        bump(metrics.connections_refused_busy);
+        http_response busy = bound_refusal(parser.get(), http::status::service_unavailable,
+                                           "relay: too many client addresses, retry shortly\n");
+        co_await http::async_write(stream, busy, use_tuple);
+        co_return;
+      }
       if (!reading.take(std::move(sender))) {
         bump(metrics.http_rate_limited);
         http_response limited = bound_refusal(parser.get(), http::status::too_many_requests,

@@ -154,6 +154,13 @@ TEST_CASE_METHOD(fixture, "9030-9032 from someone who does not manage the commun
     CHECK(c.sink->take() == std::vector<std::string>{ok_frame(request, false, "restricted: your role does not allow this")});
   }
   CHECK(asked->empty());
+  // A 9031 naming its own author is a leave: the database takes it from anyone.
+  auto leave = test::sign_event(bob, 9031, "", {{"p", protocol::to_hex(bob.public_key())},
+                                                 {"relay", "wss://hive.test"}});
+  say(c, test::event_frame(leave));
+  CHECK(c.sink->take().empty());
+  REQUIRE(asked->size() == 1);
+  CHECK(asked->back().change == storage::membership_change::remove_member);
 }
 
 namespace {

@@ -116,9 +116,9 @@ void flush(caf::stateful_actor<writer_state>* self) {
     if (must_await(st.args, committed)) {
       bump(st.args.metrics->events_awaited);
       self->send(st.args.hold, await_atom_v, std::move(committed));
-    }
-    else
+    } else {
       committed_batch.push_back(std::move(committed));
+    }
   }
   if (!committed_batch.empty())
     self->send(st.args.fanout, publish_atom_v, std::move(committed_batch));

@@ -20,6 +20,11 @@ enum class member_role { owner, admin, member };
 
 [[nodiscard]] std::optional<member_role> parse_role(std::string_view name) noexcept;
 
+/// Whether a holder of `role` manages the community: its owner or an admin.
+[[nodiscard]] inline bool manages(std::optional<member_role> role) noexcept {
+  return role == member_role::owner || role == member_role::admin;
+}
+
 /// Where a holder of `role` stands in the community for the room rules (none: an outsider).
 [[nodiscard]] protocol::community_standing standing_of(std::optional<member_role> role) noexcept;
 

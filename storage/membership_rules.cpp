@@ -50,10 +50,6 @@ step add(roster& r, const membership_command& c, std::set<protocol::bytes32>& ba
   return changed(8000);
 }
 
-bool manages(std::optional<member_role> role) {
-  return role == member_role::owner || role == member_role::admin;
-}
-
 /// A code works only while whoever minted it may still invite (an operator's always does): one
 /// removed, demoted or banned takes their codes' power with them.
 bool minter_may_invite(const roster& r, const invite_state& invite) {

@@ -165,8 +165,7 @@ using member_cache_ptr = std::shared_ptr<member_cache>;
   auto it = room.members.find(*who);
   reader.member = it != room.members.end();
   reader.room_admin = reader.member && it->second == protocol::room_rank::admin;
-  auto role = members ? members->role_of(*who) : std::nullopt;
-  reader.community_admin = role == storage::member_role::owner || role == storage::member_role::admin;
+  reader.community_admin = storage::manages(members ? members->role_of(*who) : std::nullopt);
   return reader;
 }
 

@@ -170,8 +170,7 @@ bool connection::known_member(const protocol::bytes32& pubkey) const {
 bool connection::may_manage(const protocol::bytes32& pubkey) const {
   if (!policy_.members)
     return true; // nothing cached: the database decides
-  auto role = policy_.members->role_of(pubkey);
-  return role == storage::member_role::owner || role == storage::member_role::admin;
+  return storage::manages(policy_.members->role_of(pubkey));
 }
 
 bool connection::must_leave() const {

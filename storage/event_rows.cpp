@@ -76,15 +76,27 @@ std::vector<std::pair<char, std::string>> indexed_tags(const protocol::event& ev
   return {unique.begin(), unique.end()};
 }
 
-std::vector<protocol::bytes32> e_tag_ids(const protocol::event& ev) {
+namespace {
+
+std::vector<protocol::bytes32> ids_in_tags(const protocol::event& ev, bool a_values_too) {
   std::vector<protocol::bytes32> ids;
   for (const auto& t : ev.tags)
-    if (t.size() >= 2 && t[0] == "e")
+    if (t.size() >= 2 && (t[0] == "e" || (a_values_too && t[0] == "a")))
       if (auto id = protocol::array_from_hex<32>(t[1]))
         ids.push_back(*id);
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   return ids;
+}
+
+} // namespace
+
+std::vector<protocol::bytes32> e_tag_ids(const protocol::event& ev) {
+  return ids_in_tags(ev, false);
+}
+
+std::vector<protocol::bytes32> deletion_named_ids(const protocol::event& ev) {
+  return ids_in_tags(ev, true);
 }
 
 std::int64_t address_lock_key(const address& a) {

@@ -53,6 +53,11 @@ struct address {
 /// Ids named by the event's `e` tags (well-formed hex only).
 [[nodiscard]] std::vector<protocol::bytes32> e_tag_ids(const protocol::event& ev);
 
+/// Ids a deletion names as apps read it: its `e` ids, and also `a` values that are ids
+/// (welshman 0.8.1 hides an event whose id or address any `e` or `a` value of a kind 5 holds).
+/// Only the `e` ids are deleted (NIP-09); the others count for the checks of whose they are.
+[[nodiscard]] std::vector<protocol::bytes32> deletion_named_ids(const protocol::event& ev);
+
 /// Advisory-lock key serializing every writer of `a`, in every relay process.
 [[nodiscard]] std::int64_t address_lock_key(const address& a);
 

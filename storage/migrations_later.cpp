@@ -326,7 +326,7 @@ CREATE TRIGGER borrowed_rooms_deleted AFTER DELETE ON events
 
 // welshman 0.8.1, which Flotilla 1.6.3 pins, hides whatever a stored kind 5 names, whoever signed
 // it; comb now refuses a deletion naming another author's stored event, or another key in an `a`
-// of any kind (storage/store_plan.cpp names_others_events). Those stored before go: they deleted
+// of any kind (now storage/store_plan.cpp names_other_keys, names_ids_not_its_own). Those stored before go: they deleted
 // nothing of the others', and served, they hide it. Read per community (its kinds index); a kind 5
 // whose text holds a NUL escape, which Postgres's JSON functions refuse, is left unread.
 constexpr const char* migration_36 = R"sql(
@@ -352,6 +352,33 @@ others AS (
 DELETE FROM events v USING others o WHERE v.community_id = o.community_id AND v.id = o.id;
 )sql";
 
+// welshman 0.8.1 reads `e` and `a` values of a kind 5 alike: an address in an `e` or an id in an
+// `a` hides as much as the forms migration 36 read (storage/store_plan.cpp names_other_keys
+// refuses the one, names_ids_not_its_own keeps neither). Those stored before go too, and those migration 36 left unread: a NUL
+// escape, which Postgres's JSON functions refuse as text, is read as a space (an escaped
+// backslash before it stays one), so no value holding one reads as an id.
+constexpr const char* migration_37 = R"sql(
+WITH deletions AS MATERIALIZED (
+  SELECT e.community_id, e.id, e.pubkey, replace(e.raw, '\u0000', '\u0020')::json -> 'tags' AS tags
+    FROM communities c
+    CROSS JOIN LATERAL (SELECT community_id, id, pubkey, raw FROM events
+                         WHERE community_id = c.id AND kind = 5) e),
+named AS (
+  SELECT d.community_id, d.id, d.pubkey, t->>1 AS value
+    FROM deletions d
+    CROSS JOIN LATERAL json_array_elements(CASE WHEN json_typeof(d.tags) = 'array'
+                                                THEN d.tags ELSE '[]'::json END) t
+   WHERE CASE WHEN json_typeof(t) = 'array' THEN json_array_length(t) ELSE 0 END >= 2
+     AND t->>0 IN ('e', 'a')),
+others AS (
+  SELECT DISTINCT n.community_id, n.id FROM named n
+   WHERE EXISTS (SELECT 1 FROM events x WHERE x.community_id = n.community_id AND x.pubkey <> n.pubkey
+                    AND x.id = CASE WHEN n.value ~ '^[0-9a-f]{64}$' THEN decode(n.value, 'hex') END)
+      OR (split_part(n.value, ':', 2) ~ '^[0-9a-f]{64}$'
+          AND split_part(n.value, ':', 2) <> encode(n.pubkey, 'hex')))
+DELETE FROM events v USING others o WHERE v.community_id = o.community_id AND v.id = o.id;
+)sql";
+
 constexpr migration migrations[] = {
   {22, "events' store time for the gap fill; a community's events skip their tag probes when it"
        " is deleted", migration_22},
@@ -370,6 +397,7 @@ constexpr migration migrations[] = {
   {34, "reactions and deletions borrow rooms", migration_34},
   {35, "edits of addressable events borrow the rooms of what they replace", migration_35},
   {36, "deletions naming other authors' events deleted", migration_36},
+  {37, "deletions naming other authors' events by either tag deleted", migration_37},
 };
 
 } // namespace

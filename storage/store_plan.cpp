@@ -35,9 +35,9 @@ std::vector<address> deleted_addresses_of(const event_write& w) {
   return out;
 }
 
-/// Whether an `a` value names another key than `author`, read as apps match it against any
-/// event (`<kind>:<pubkey>:<d>` whatever the kind, so `9:<pubkey>:` names that key's messages),
-/// not only as an address comb would delete (parse_a_tag).
+/// Whether an `a` or `e` value names another key than `author`, read as apps match it against
+/// any event (`<kind>:<pubkey>:<d>` whatever the kind, so `9:<pubkey>:` names that key's
+/// messages, in either tag), not only as an address comb would delete (parse_a_tag).
 bool names_other_key(std::string_view value, const protocol::bytes32& author) {
   auto first = value.find(':');
   if (first == std::string_view::npos)
@@ -157,9 +157,9 @@ private:
       if (!protocol::room_of(ev)) // one with rooms of its own is stored in those
         borrowed_rooms = std::move(thread_rooms);
     }
-    if (ev.kind == deletion_kind && names_others_events(w))
+    if (ev.kind == deletion_kind && names_other_keys(w))
       return outcome(store_outcome::status::refused, msg_deletes_others);
-    if (ev.kind == deletion_kind && names_unknown_events(w)) {
+    if (ev.kind == deletion_kind && names_ids_not_its_own(w)) {
       apply_deletion(w);
       return outcome(store_outcome::status::applied, msg_deletion_not_kept);
     }
@@ -299,33 +299,33 @@ private:
       plan_.deletes.push_back(key);
   }
 
-  /// Whether a deletion names an event stored under another author, or an address of another
-  /// author. NIP-09 lets it delete nothing of theirs, but apps (welshman 0.8.1, which
-  /// Flotilla 1.6 ships) hide whatever a stored kind 5 names, whoever signed it: served, it
-  /// would hide another member's message or the relay's room state for everyone.
-  [[nodiscard]] bool names_others_events(const event_write& w) const {
+  /// Whether a deletion names another author's key in an address (`a` or `e`, as apps read
+  /// either). NIP-09 lets it delete nothing of theirs, but apps (welshman 0.8.1, which
+  /// Flotilla 1.6 ships) hide whatever a stored kind 5 names, whoever signed it: served, it would
+  /// hide another member's messages or the relay's room state for everyone. Read from the tags
+  /// alone, so the refusal says nothing of what is stored.
+  [[nodiscard]] static bool names_other_keys(const event_write& w) {
     const protocol::event& ev = *w.ev;
-    for (const auto& id : e_tag_ids(ev))
-      if (auto target = state_.events.find({w.community_id, id});
-          target != state_.events.end() && target->second.pubkey != ev.pubkey)
-        return true;
     return std::ranges::any_of(ev.tags, [&](const protocol::tag& t) {
-      return t.size() >= 2 && t[0] == "a" && names_other_key(t[1], ev.pubkey);
+      return t.size() >= 2 && (t[0] == "a" || t[0] == "e") && names_other_key(t[1], ev.pubkey);
     });
   }
 
-  /// Whether a deletion names an id this community neither holds nor held under its author (a
-  /// tombstone of theirs). Such a deletion is carried out (the author's events it names here, and
-  /// marks that refuse the rest from them later) but not kept: those apps hide what a served one
-  /// names wherever they read it, and an unknown id may be another community's message, or one
-  /// predictable before it exists (the relay's room state after a join). Imports restore what a
-  /// community kept, deletions of gone events included.
-  [[nodiscard]] bool names_unknown_events(const event_write& w) const {
-    if (!w.recheck_access)
-      return false;
-    return std::ranges::any_of(e_tag_ids(*w.ev), [&](const protocol::bytes32& id) {
+  /// Whether a deletion names an id that is not its author's here: another author's event, or
+  /// one this community neither holds nor held under its author (a tombstone of theirs). Such a
+  /// deletion is carried out (the author's events it names here, and marks that refuse the rest
+  /// from them later) but not kept: those apps hide what a served one names wherever they read
+  /// it, and an unknown id may be another community's message, or one predictable before it
+  /// exists (the relay's room state after a join). Both get the same answer, so that a deletion
+  /// cannot tell its sender whether an id is stored here (a hidden room's joins have predictable
+  /// ids). Imports restore what a community kept, deletions of gone events included.
+  [[nodiscard]] bool names_ids_not_its_own(const event_write& w) const {
+    const protocol::event& ev = *w.ev;
+    return std::ranges::any_of(deletion_named_ids(ev), [&](const protocol::bytes32& id) {
       const event_key key{w.community_id, id};
-      return !state_.events.contains(key) && !state_.tombstones.contains(tombstone{key, w.ev->pubkey});
+      if (auto target = state_.events.find(key); target != state_.events.end())
+        return target->second.pubkey != ev.pubkey;
+      return w.recheck_access && !state_.tombstones.contains(tombstone{key, ev.pubkey});
     });
   }
 
@@ -376,7 +376,7 @@ batch_keys keys_of(std::span<const event_write> writes) {
     }
     bool deletes_ids = w.ev->kind == protocol::vanish_kind;
     if (w.ev->kind == deletion_kind) {
-      for (const auto& id : e_tag_ids(*w.ev)) {
+      for (const auto& id : deletion_named_ids(*w.ev)) {
         keys.ids.push_back({w.community_id, id});
         deletes_ids = true;
       }

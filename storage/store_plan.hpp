@@ -158,7 +158,7 @@ inline constexpr const char* msg_vanished = "blocked: the author of this event a
 inline constexpr const char* msg_room_restricted = "restricted: only members of this room may post in it";
 inline constexpr const char* msg_deletes_others = "invalid: a deletion may name only its author's events";
 inline constexpr const char* msg_deletion_not_kept =
-  "info: deleted what is stored here; not kept, as it names events this community does not hold";
+  "info: deleted your events it names here; not kept, as it names events that are not yours here";
 inline constexpr const char* msg_failed = "error: could not store the event, please retry";
 
 } // namespace comb::storage

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict'
 import { withRelay, itStopsCleanly, RawClient, keys, sign, now, idsOf } from './harness.mjs'
 
 const OK = { ok: true, message: '' }
-const NOT_KEPT = { ok: true, message: 'info: deleted what is stored here; not kept, as it names events this community does not hold' }
+const NOT_KEPT = { ok: true, message: 'info: deleted your events it names here; not kept, as it names events that are not yours here' }
 
 describe('replaceable, addressable and deleted events', () => {
   const ctx = withRelay()
@@ -116,16 +116,20 @@ describe('replaceable, addressable and deleted events', () => {
       assert.ok(again.message.startsWith('blocked:'))
     })
 
-    it('by another author removes nothing, and naming a stored event of another is refused', async () => {
+    it('by another author removes nothing and is not kept, and naming another key is refused', async () => {
       const { sk, pk } = keys()
       const mallory = keys()
       const note = sign(sk, { content: 'mine' })
       assert.deepEqual(await pub.publish(note), OK)
       // Stored, it would be served, and welshman 0.8.1 (pinned by Flotilla 1.6.3) hides whatever a
       // kind 5 names, whoever signed it.
+      // Naming her stored event is answered as naming an unknown id, so that the answer does not
+      // tell whether an id is stored here.
       const othersDeleted = { ok: false, message: "invalid: a deletion may name only its author's events" }
       const forged = sign(mallory.sk, { kind: 5, tags: [['e', note.id]], content: '' })
-      assert.deepEqual(await pub.publish(forged), othersDeleted)
+      assert.deepEqual(await pub.publish(forged), NOT_KEPT)
+      const asAddress = sign(mallory.sk, { kind: 5, tags: [['a', note.id]], content: '' })
+      assert.deepEqual(await pub.publish(asAddress), NOT_KEPT)
       const room = sign(mallory.sk, { kind: 5, tags: [['a', `30023:${pk}:post`]], content: '' })
       assert.deepEqual(await pub.publish(room), othersDeleted)
       assert.deepEqual(idsOf(await stored({ authors: [mallory.pk] })), [])
@@ -133,6 +137,9 @@ describe('replaceable, addressable and deleted events', () => {
       assert.deepEqual(await pub.publish(note), { ok: true, message: 'duplicate: already have this event' })
       // Apps match an `a` against events of any kind: `9:<key>:` names all her messages.
       assert.deepEqual(await pub.publish(sign(mallory.sk, { kind: 5, tags: [['a', `9:${pk}:`]] })), othersDeleted)
+      // ... and welshman reads an `e` value the same way.
+      assert.deepEqual(await pub.publish(sign(mallory.sk, { kind: 5, tags: [['e', `9:${pk}:`]] })), othersDeleted)
+      assert.deepEqual(idsOf(await stored({ authors: [mallory.pk] })), [])
       // One naming what this community does not hold (another community's message, or an id
       // predictable before it exists) is carried out but never kept or served.
       const later = sign(sk, { content: 'deleted in advance by someone else' })

@@ -63,18 +63,28 @@ TEST_CASE_METHOD(delete_fixture, "another author's deletion deletes nothing",
   auto profile = alice.sign(30023, now - 10, {{"d", "post"}});
   expect(note, status::stored);
   expect(profile, status::stored);
-  // Refused: served, apps that hide whatever a kind 5 names would hide alice's events.
+  // Naming her key in an address is refused: served, apps that hide whatever a kind 5 names would
+  // hide alice's events.
   const std::string others = "invalid: a deletion may name only its author's events";
-  auto forged = mallory.sign(5, now, {{"e", hex(note->id)}});
-  expect(forged, status::refused, others);
   expect(mallory.sign(5, now, {{"a", "30023:" + alice.pubkey_hex() + ":post"}}), status::refused, others);
-  // Apps match an `a` against any event of that key and kind: `9:<key>:` names her messages.
-  for (const std::string kind : {"9", "1", "11", "7", "5", "0"})
+  // Apps match an `a` against any event of that key and kind: `9:<key>:` names her messages,
+  // and they read an `e` value the same way.
+  for (const std::string kind : {"9", "1", "11", "7", "5", "0"}) {
     expect(mallory.sign(5, now, {{"a", kind + ":" + alice.pubkey_hex() + ":"}}), status::refused, others);
+    expect(mallory.sign(5, now, {{"e", kind + ":" + alice.pubkey_hex() + ":"}}), status::refused, others);
+  }
   expect(mallory.sign(5, now, {{"a", "9:" + alice.pubkey_hex()}}), status::refused, others);
   expect(mallory.sign(5, now, {{"a", "30023:" + mallory.pubkey_hex() + ":post"},
                                {"a", "1:" + alice.pubkey_hex() + ":x:y"}}), status::refused, others);
+  // Naming her stored event by id, in an `e` or an `a` (apps read an id in either), is carried
+  // out but not kept, as naming an id not stored here is: the answer must not tell whether an id
+  // is stored here.
+  auto forged = mallory.sign(5, now, {{"e", hex(note->id)}});
+  expect(forged, status::applied, not_kept);
+  auto as_address = mallory.sign(5, now + 1, {{"a", hex(note->id)}});
+  expect(as_address, status::applied, not_kept);
   CHECK_FALSE(present(forged));
+  CHECK_FALSE(present(as_address));
   CHECK(present(note));
   CHECK(present(profile));
   // One naming an event not stored here is carried out but not kept (it may name another
@@ -89,12 +99,19 @@ TEST_CASE_METHOD(delete_fixture, "another author's deletion deletes nothing",
   expect(alice.sign(30023, now + 1, {{"d", "post"}}), status::stored);
   SECTION("also when the event it names comes earlier in the same batch") {
     auto first = alice.sign(1, now - 3);
-    std::vector writes{test::write_of(community, first),
-                       test::write_of(community, mallory.sign(5, now + 1, {{"e", hex(first->id)}}))};
+    auto deletion = mallory.sign(5, now + 1, {{"e", hex(first->id)}});
+    std::vector writes{test::write_of(community, first), test::write_of(community, deletion)};
     auto outcomes = events.store_batch(writes);
     CHECK(outcomes.at(0).result == status::stored);
-    CHECK(outcomes.at(1).result == status::refused);
-    CHECK(outcomes.at(1).message == others);
+    CHECK(outcomes.at(1).result == status::applied);
+    CHECK(outcomes.at(1).message == not_kept);
+    CHECK(present(first));
+    CHECK_FALSE(present(deletion));
+  }
+  SECTION("her own deletion naming her event by id in an `a` is kept") {
+    auto own = alice.sign(5, now + 2, {{"a", hex(note->id)}});
+    expect(own, status::stored);
+    CHECK(present(own));
   }
 }
 

@@ -460,32 +460,62 @@ TEST_CASE("migration 35: an addressable event's borrowed rooms go with it", "[in
   CHECK(scalar(c, "SELECT string_agg(encode(event_id, 'hex'), ',') FROM event_tags WHERE name = 'room'") == "0f");
 }
 
-TEST_CASE("migration 36: deletions naming another author's stored event or key are deleted",
-          "[integration][migrations]") {
+/// A community holding alice's note (id "01" and 62 zeros), for the deletion clean-ups.
+struct deletions_fixture {
   test::fresh_database db;
-  storage::pg_connection c(db.conninfo());
-  const auto* cleaned = &migrated_up_to(c, 36);
-  auto community = scalar(c, "INSERT INTO communities (host) VALUES ('x.example') RETURNING id");
-  const std::string alice(64, 'a');
-  const std::string mallory(64, 'b');
-  auto event = [&](const char* id, const std::string& pubkey, int kind, const std::string& raw) {
+  storage::pg_connection c{db.conninfo()};
+  std::string community;
+  const std::string alice = std::string(64, 'a');
+  const std::string mallory = std::string(64, 'b');
+  const std::string note_id = "01" + std::string(62, '0');
+  const storage::migration* cleaned;
+
+  explicit deletions_fixture(int version) : cleaned(&migrated_up_to(c, version)) {
+    community = scalar(c, "INSERT INTO communities (host) VALUES ('x.example') RETURNING id");
+    event("\\x01", alice, 1, R"({"kind":1,"tags":[],"content":"hers"})");
+    scalar(c, "UPDATE events SET id = decode($1, 'hex') WHERE id = '\\x01' RETURNING 1", {note_id});
+  }
+  void event(const char* id, const std::string& pubkey, int kind, const std::string& raw) {
     scalar(c, "INSERT INTO events (community_id, id, pubkey, created_at, kind, raw)"
               " VALUES ($1::bigint, $2::bytea, decode($3, 'hex'), 7, $4::int, $5) RETURNING 1",
            {community, std::string(id), pubkey, std::to_string(kind), raw});
-  };
-  const std::string note_id = "01" + std::string(62, '0');
-  event("\\x01", alice, 1, R"({"kind":1,"tags":[],"content":"hers"})");
-  scalar(c, "UPDATE events SET id = decode($1, 'hex') WHERE id = '\\x01' RETURNING 1", {note_id});
+  }
+  std::string deletions_left() {
+    return scalar(c, "SELECT string_agg(encode(id, 'hex'), ',' ORDER BY id) FROM events WHERE kind = 5");
+  }
+};
+
+TEST_CASE("migration 36: deletions naming another author's stored event or key are deleted",
+          "[integration][migrations]") {
+  deletions_fixture f(36);
   // Mallory's: naming her note, her key in an `a` of a regular kind, and (kept) his own.
-  event("\\x0a", mallory, 5, R"({"kind":5,"tags":[["e",")" + note_id + R"("]],"content":""})");
-  event("\\x0b", mallory, 5, R"({"kind":5,"tags":[["a","9:)" + alice + R"(:"]],"content":""})");
-  event("\\x0c", mallory, 5, R"({"kind":5,"tags":[["a","30023:)" + mallory + R"(:post"],["e","zz"],["e"],"x"],"content":""})");
+  f.event("\\x0a", f.mallory, 5, R"({"kind":5,"tags":[["e",")" + f.note_id + R"("]],"content":""})");
+  f.event("\\x0b", f.mallory, 5, R"({"kind":5,"tags":[["a","9:)" + f.alice + R"(:"]],"content":""})");
+  f.event("\\x0c", f.mallory, 5, R"({"kind":5,"tags":[["a","30023:)" + f.mallory + R"(:post"],["e","zz"],["e"],"x"],"content":""})");
   // Alice's own, a NUL escape left unread, and tags that are not an array.
-  event("\\x0d", alice, 5, R"({"kind":5,"tags":[["e",")" + note_id + R"("],["a","9:)" + alice + R"(:"]],"content":""})");
-  event("\\x0e", mallory, 5, R"({"kind":5,"tags":[["e",")" + note_id + R"("]],"content":"\u0000"})");
-  event("\\x0f", mallory, 5, R"({"kind":5,"tags":{"e":1},"content":""})");
-  REQUIRE(c.exec_script(cleaned->sql).ok());
-  CHECK(scalar(c, "SELECT string_agg(encode(id, 'hex'), ',' ORDER BY id) FROM events WHERE kind = 5")
-        == "0c,0d,0e,0f");
-  CHECK(scalar(c, "SELECT count(*) FROM events WHERE kind = 1") == "1");
+  f.event("\\x0d", f.alice, 5, R"({"kind":5,"tags":[["e",")" + f.note_id + R"("],["a","9:)" + f.alice + R"(:"]],"content":""})");
+  f.event("\\x0e", f.mallory, 5, R"({"kind":5,"tags":[["e",")" + f.note_id + R"("]],"content":"\u0000"})");
+  f.event("\\x0f", f.mallory, 5, R"({"kind":5,"tags":{"e":1},"content":""})");
+  REQUIRE(f.c.exec_script(f.cleaned->sql).ok());
+  CHECK(f.deletions_left() == "0c,0d,0e,0f");
+  CHECK(scalar(f.c, "SELECT count(*) FROM events WHERE kind = 1") == "1");
+}
+
+TEST_CASE("migration 37: deletions naming another author's event or key in either tag are deleted",
+          "[integration][migrations]") {
+  deletions_fixture f(37);
+  const auto* cleaned = f.cleaned;
+  // Mallory's: her key in an address in an `e`, her note's id in an `a`, her note named beside
+  // a NUL escape in the content (left unread by migration 36).
+  f.event("\\x0a", f.mallory, 5, R"({"kind":5,"tags":[["e","9:)" + f.alice + R"(:"]],"content":""})");
+  f.event("\\x0b", f.mallory, 5, R"({"kind":5,"tags":[["a",")" + f.note_id + R"("]],"content":""})");
+  f.event("\\x0c", f.mallory, 5, R"({"kind":5,"tags":[["e",")" + f.note_id + R"("]],"content":"\u0000"})");
+  // Kept: alice's own naming her note in an `a`, mallory's own address in an `e` (with a value
+  // holding a NUL escape, and an escaped backslash before "u0000"), and tags that are not an array.
+  f.event("\\x0d", f.alice, 5, R"({"kind":5,"tags":[["a",")" + f.note_id + R"("]],"content":""})");
+  f.event("\\x0e", f.mallory, 5, R"({"kind":5,"tags":[["e","9:)" + f.mallory + R"(:"],["e","x\u0000"],["e","\\u0000"]],"content":""})");
+  f.event("\\x0f", f.mallory, 5, R"({"kind":5,"tags":{"e":1},"content":""})");
+  REQUIRE(f.c.exec_script(cleaned->sql).ok());
+  CHECK(f.deletions_left() == "0d,0e,0f");
+  CHECK(scalar(f.c, "SELECT count(*) FROM events WHERE kind = 1") == "1");
 }

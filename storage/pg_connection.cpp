@@ -4,6 +4,7 @@
 #include <endian.h>
 
 #include <algorithm>
+#include <iterator>
 #include <cctype>
 #include <charconv>
 #include <cstring>
@@ -452,6 +453,12 @@ std::vector<pg_reply> pg_connection::exec_pipeline(const std::vector<pipelined>&
 
 std::vector<pg_reply> pg_connection::send_pipeline(const std::vector<pipelined>& statements,
                                                    const std::vector<ready_statement>& ready) {
+  std::vector<pg_reply> replies;
+  // Whether an explicit transaction is open after the replies read so far: until the pipeline's
+  // end libpq reports every transaction as active, and a COMMIT read is made whatever comes
+  // after it, so a loss after it loses no transaction.
+  bool explicit_open = in_transaction_;
+  // The replies read before the loss stand; the statements whose replies never came fail.
   auto lost = [&] {
     if (conn_ && PQpipelineStatus(conn_) != PQ_PIPELINE_OFF)
       (void)PQexitPipelineMode(conn_);
@@ -459,7 +466,9 @@ std::vector<pg_reply> pg_connection::send_pipeline(const std::vector<pipelined>&
     reply.connection_lost_ = true;
     if (connected())
       lose_connection(false); // the pipeline's state is unknown: never reuse this connection
-    return all_failing(statements.size(), reply);
+    auto failing = all_failing(statements.size() - replies.size(), reply);
+    std::move(failing.begin(), failing.end(), std::back_inserter(replies));
+    return std::move(replies);
   };
   if (PQenterPipelineMode(conn_) != 1)
     return lost();
@@ -478,7 +487,6 @@ std::vector<pg_reply> pg_connection::send_pipeline(const std::vector<pipelined>&
   }
   if (PQpipelineSync(conn_) != 1)
     return lost();
-  std::vector<pg_reply> replies;
   for (std::size_t i = 0; i < statements.size(); ++i) {
     ::pg_result* raw = PQgetResult(conn_);
     if (!raw)
@@ -486,8 +494,13 @@ std::vector<pg_reply> pg_connection::send_pipeline(const std::vector<pipelined>&
     while (::pg_result* extra = PQgetResult(conn_)) // each statement's results end with NULL
       PQclear(extra);
     replies.push_back(wrap(raw, false));
+    if (replies.back().ok() && ends_transaction(statements[i].sql))
+      explicit_open = false;
+    else if (replies.back().ok() && upper_trimmed(statements[i].sql) == "BEGIN")
+      explicit_open = true;
     if (!conn_)
       return lost();
+    in_transaction_ = explicit_open;
     forget_if_stale(ready[i].text, replies.back());
   }
   ::pg_result* sync = PQgetResult(conn_);

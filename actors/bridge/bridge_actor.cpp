@@ -9,6 +9,7 @@
 #include "actors/bridge/bridged_ephemeral.hpp"
 #include "actors/bridge/gatekeeper.hpp"
 #include "storage/bridge_envelope.hpp"
+#include "storage/event_store.hpp"
 
 namespace comb::actors {
 namespace {
@@ -197,6 +198,13 @@ void release_held(self_ptr self) {
 void hold(self_ptr self, committed_event committed, std::int64_t version, std::int64_t missed_since_ms) {
   auto& st = self->state;
   const auto community = committed.community_id;
+  if (version == storage::unknown_state_version) {
+    // Its origin could not read the version it was stored under, and no pod ever holds this
+    // one: held, it would stand at the head of its community's queue until it expired, holding
+    // up every later event there. A fill brings it with the version the database has then.
+    bump(st.args.metrics->bridge_hold_dropped);
+    return ask_fill(self, missed_since_ms, true);
+  }
   if (!st.held.hold(std::move(committed), version, envelope_hold::clock::now(), missed_since_ms)) {
     bump(st.args.metrics->bridge_hold_dropped);
     ask_fill(self, missed_since_ms, true);

@@ -230,6 +230,29 @@ TEST_CASE_METHOD(fixture, "a held event that expired, and a fill Postgres did no
   CHECK(delivered->empty());
 }
 
+TEST_CASE_METHOD(fixture, "an event whose stored version its origin could not read is filled, not held",
+                 "[actors][bridge][fill]") {
+  using namespace std::chrono_literals;
+  start_bridge_recording_fills();
+  const auto before = storage::envelope_clock_ms();
+  // Held, it would stand for 5 s before every later event of its community.
+  arrives(closed_community, test::sign_event(member_key, 1, "version unknown"), storage::unknown_state_version);
+  CHECK(metrics->bridge_held == 0);
+  CHECK(metrics->bridge_hold_dropped == 1);
+  auto next = test::sign_event(member_key, 1, "stored after a removal this pod has not read");
+  arrives(closed_community, next, 5);
+  CHECK(metrics->bridge_held == 1);
+  auto reloaded = access_of(closed_community, true);
+  reloaded.version = 5;
+  caf::anon_send(registry->find(closed_community)->actor, refresh_atom_v, reloaded);
+  scheduler->run();
+  wait(100ms); // the hold's next look, long before the unknown one would have expired
+  CHECK(was_delivered(next));
+  wait(1s);
+  REQUIRE(fills->size() == 1);
+  CHECK(fills->front() >= before);
+}
+
 TEST_CASE_METHOD(fixture, "a bridged event the full hold could not take is filled again", "[actors][bridge][fill]") {
   using namespace std::chrono_literals;
   hold_bounds one_only;

@@ -389,6 +389,22 @@ TEST_CASE("a pipeline runs its statements in order in one round trip, and stops 
     REQUIRE(after.size() == 1);
     CHECK(after[0].text(0, 0) == "2");
   }
+  SECTION("a COMMIT read before the connection is lost stands; only what came after fails") {
+    test::fresh_database db;
+    storage::pg_connection own(db.conninfo());
+    REQUIRE(own.exec("CREATE TABLE kept (v int)").ok());
+    REQUIRE(own.exec("BEGIN").ok());
+    REQUIRE(own.exec("INSERT INTO kept VALUES (1)").ok());
+    // The backend ends itself after the COMMIT, before the pipeline's end: the writer's case of
+    // a link lost between its COMMIT and the version read after it.
+    auto replies = own.exec_pipeline({pipelined{"COMMIT", nullptr, {}},
+                                      pipelined{"SELECT pg_terminate_backend(pg_backend_pid())", nullptr, {}}});
+    REQUIRE(replies.size() == 2);
+    CHECK(replies[0].ok());
+    CHECK_FALSE(replies[1].ok());
+    CHECK(replies[1].connection_lost());
+    CHECK(scalar(own, "SELECT count(*) FROM kept") == "1"); // on a new connection
+  }
 }
 
 TEST_CASE("exec switches the plan mode with its statement, mode after mode",

@@ -177,6 +177,12 @@ management_result management_store::ban_event_locked(std::int64_t community_id,
     return management_result::failed;
   if (*own)
     return management_result::refused;
+  if (stored.rows() > 0 && manager) {
+    auto author = protocol::array_from_hex<32>(stored.text(0, 1));
+    if (auto may = author ? admin_may_ban(community_id, *author, *manager) : management_result::changed;
+        may != management_result::changed)
+      return may;
+  }
   auto full = connection_.exec("SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM banned_events"
                                " WHERE community_id = $1::bigint AND event_id = $2::bytea)"
                                " AND (SELECT count(*) FROM banned_events WHERE community_id = $1::bigint)"
@@ -236,6 +242,23 @@ management_result management_store::admin_may_lift(std::int64_t community_id,
     return management_result::failed;
   }
   return held.rows() > 0 ? management_result::owner_held : management_result::changed;
+}
+
+/// An admin bans no event of the owner's, as nobody bans the owner: `changed` when `manager`
+/// may ban an event `author` wrote, `owner_held` when not. Read under the community row lock.
+management_result management_store::admin_may_ban(std::int64_t community_id,
+                                                  const protocol::bytes32& author,
+                                                  const protocol::bytes32& manager) {
+  if (author == manager)
+    return management_result::changed;
+  auto owner = connection_.exec("SELECT 1 FROM members WHERE community_id = $1::bigint"
+                                " AND pubkey = $2::bytea AND role = 'owner'",
+                                {std::to_string(community_id), bytea_param(author)});
+  if (!owner.ok()) {
+    last_error_ = owner.error();
+    return management_result::failed;
+  }
+  return owner.rows() > 0 ? management_result::owner_held : management_result::changed;
 }
 
 management_result management_store::allow_event(std::int64_t community_id,

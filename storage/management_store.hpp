@@ -51,7 +51,7 @@ enum class management_result {
   refused,   ///< not allowed (e.g. banning one of the relay's own NIP-43 events)
   full,      ///< the community holds `max_banned_events` event bans already
   forbidden, ///< the caller is no longer the community's owner or an admin
-  owner_held, ///< an admin may not lift it: the owner or the operator made the ban
+  owner_held, ///< an admin may not: the owner wrote the event, or the owner or the operator made the ban
   failed,    ///< database error, see last_error()
 };
 
@@ -119,6 +119,9 @@ private:
   [[nodiscard]] management_result admin_may_lift(std::int64_t community_id,
                                                  const protocol::bytes32& event_id,
                                                  const protocol::bytes32& manager);
+  [[nodiscard]] management_result admin_may_ban(std::int64_t community_id,
+                                                const protocol::bytes32& author,
+                                                const protocol::bytes32& manager);
   [[nodiscard]] management_result lock_for(std::int64_t community_id,
                                            const std::optional<protocol::bytes32>& manager);
 

@@ -31,11 +31,6 @@ inline constexpr std::size_t max_waiting_self_requests = 4;
 /// Kinds that are requests to the community actor rather than events to store.
 [[nodiscard]] bool is_membership_request(std::uint32_t kind) noexcept;
 
-/// A join (28934) or a leave (28936).
-[[nodiscard]] constexpr bool is_self_request_kind(std::uint32_t kind) noexcept {
-  return kind == join_request_kind || kind == leave_request_kind;
-}
-
 /// A room join (9021) or leave (9022): a connection makes them for its own key too.
 [[nodiscard]] constexpr bool is_own_room_request_kind(std::uint32_t kind) noexcept {
   return kind == protocol::room_join_kind || kind == protocol::room_leave_kind;

@@ -8,6 +8,7 @@
 #include <boost/container/small_vector.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/community/membership_queue.hpp"
 #include "actors/community/membership_requests.hpp"
 #include "actors/community/room_queue.hpp"
 #include "actors/community/room_requests.hpp"
@@ -48,12 +49,12 @@ void reply_to_rejected_frame(self_ptr self, const protocol::frame_rejection& r) 
 /// Membership and room requests wait on the community actor: as many as events may wait on
 /// storage, no more, and only a few joins and leaves of each kind, which a connection makes for
 /// its own key. Past that, the request is refused (true).
-bool too_many_awaiting(self_ptr self, const protocol::event& ev, bool (*own_kind)(std::uint32_t)) {
+bool too_many_awaiting(self_ptr self, const protocol::event& ev, connection_state::own_lane lane) {
   auto& st = self->state;
   auto own = std::count_if(st.awaiting_membership.begin(), st.awaiting_membership.end(),
-                           [&](const auto& waiting) { return own_kind(waiting.second.second); });
+                           [&](const auto& waiting) { return waiting.second.lane == lane; });
   if (st.awaiting_membership.size() < st.args.policy.max_events_in_flight
-      && (!own_kind(ev.kind) || static_cast<std::size_t>(own) < max_waiting_self_requests))
+      && (lane == connection_state::own_lane::none || static_cast<std::size_t>(own) < max_waiting_self_requests))
     return false;
   bump(st.args.metrics->events_rejected);
   send_frame(self, protocol::render_ok(ev.id, false, "rate-limited: too many membership requests awaiting an answer"));
@@ -74,10 +75,13 @@ void request_membership_change(self_ptr self, const protocol::event& ev) {
     send_frame(self, protocol::render_ok(ev.id, false, why.text()));
     return;
   }
-  if (too_many_awaiting(self, ev, is_self_request_kind))
+  // A 9031 naming its sender is a leave: bounded as one, as the community's queue counts it.
+  const auto lane = is_self_request(command.value()) ? connection_state::own_lane::community
+                                                      : connection_state::own_lane::none;
+  if (too_many_awaiting(self, ev, lane))
     return;
   std::uint64_t ticket = st.next_ticket++;
-  st.awaiting_membership.emplace(ticket, std::pair{protocol::to_hex(ev.id), ev.kind});
+  st.awaiting_membership.emplace(ticket, connection_state::awaiting_request{protocol::to_hex(ev.id), ev.kind, lane});
   self->send(st.args.community, member_atom_v, ticket, std::move(command).value());
 }
 
@@ -86,8 +90,8 @@ void on_member_done(self_ptr self, std::uint64_t ticket, const storage::membersh
   auto it = st.awaiting_membership.find(ticket);
   if (it == st.awaiting_membership.end())
     return;
-  auto reply = reply_for(it->second.second, result.outcome, st.args.policy.relay_url);
-  send_frame(self, protocol::render_ok(it->second.first, reply.accepted, reply.message));
+  auto reply = reply_for(it->second.kind, result.outcome, st.args.policy.relay_url);
+  send_frame(self, protocol::render_ok(it->second.id, reply.accepted, reply.message));
   st.awaiting_membership.erase(it);
 }
 
@@ -116,10 +120,12 @@ void request_room_change(self_ptr self, const protocol::event& ev) {
     return;
   }
   // They wait on the community actor with membership requests, bounded together.
-  if (too_many_awaiting(self, ev, is_own_room_request_kind))
+  const auto lane = is_own_room_request_kind(ev.kind) ? connection_state::own_lane::room
+                                                      : connection_state::own_lane::none;
+  if (too_many_awaiting(self, ev, lane))
     return;
   std::uint64_t ticket = st.next_ticket++;
-  st.awaiting_membership.emplace(ticket, std::pair{protocol::to_hex(ev.id), ev.kind});
+  st.awaiting_membership.emplace(ticket, connection_state::awaiting_request{protocol::to_hex(ev.id), ev.kind, lane});
   storage::room_command command{ev, std::move(json), std::move(request).value()};
   self->send(st.args.community, room_atom_v, ticket, std::move(command));
 }
@@ -129,8 +135,8 @@ void on_room_done(self_ptr self, std::uint64_t ticket, protocol::room_outcome ou
   auto it = st.awaiting_membership.find(ticket);
   if (it == st.awaiting_membership.end())
     return;
-  auto reply = room_reply_for(it->second.second, outcome);
-  send_frame(self, protocol::render_ok(it->second.first, reply.accepted, reply.message));
+  auto reply = room_reply_for(it->second.kind, outcome);
+  send_frame(self, protocol::render_ok(it->second.id, reply.accepted, reply.message));
   st.awaiting_membership.erase(it);
 }
 

@@ -50,8 +50,17 @@ struct connection_state {
   /// OKs the storage writer has queued on the socket for this connection and the logic has not
   /// yet counted off its events in flight (the writer answers on the socket directly).
   std::shared_ptr<std::atomic<std::size_t>> events_answered = std::make_shared<std::atomic<std::size_t>>(0);
-  /// Membership requests waiting for their outcome, by ticket: event id (hex) and kind.
-  std::unordered_map<std::uint64_t, std::pair<std::string, std::uint32_t>> awaiting_membership;
+  /// A membership or room request waiting for its outcome.
+  /// Joins and leaves for the sender's own key are bounded apart (max_waiting_self_requests),
+  /// the community's and its rooms' each.
+  enum class own_lane : std::uint8_t { none, community, room };
+  struct awaiting_request {
+    std::string id; ///< the event's id, hex
+    std::uint32_t kind = 0;
+    own_lane lane = own_lane::none;
+  };
+  /// Membership and room requests waiting for their outcome, by ticket.
+  std::unordered_map<std::uint64_t, awaiting_request> awaiting_membership;
   /// REQs sent before AUTH that need it, waiting for it (auth_grace); `auth_wait` numbers the
   /// grace's timer, so one of an earlier wait is ignored.
   reqs_awaiting_auth awaiting_auth;

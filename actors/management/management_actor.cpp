@@ -167,7 +167,8 @@ management_reply change_event_ban(self_ptr self, std::int64_t community_id,
     return no_longer_manager();
   if (result == storage::management_result::owner_held)
     return management_refusal(403, management_outcome::forbidden,
-                              "your role does not allow this (only the owner lifts the owner's and the operator's bans)");
+                              ban ? "your role does not allow this (only the owner bans the owner's events)"
+                                  : "your role does not allow this (only the owner lifts the owner's and the operator's bans)");
   if (result == storage::management_result::refused)
     return management_refusal(200, management_outcome::error,
                               "the relay's own membership events cannot be banned");

@@ -122,6 +122,14 @@ TEST_CASE_METHOD(fixture, "a connection has only a few joins and leaves waiting,
         == std::vector<std::string>{
           ok_frame(one_more, false, "rate-limited: too many membership requests awaiting an answer")});
   CHECK(asked->size() == max_waiting_self_requests);
+  // A 9031 naming its own author is a leave, which anyone may send: it counts as one.
+  auto own_removal = test::sign_event(bob, 9031, "", {{"p", protocol::to_hex(bob.public_key())},
+                                                      {"relay", "wss://hive.test"}});
+  say(c, test::event_frame(own_removal));
+  CHECK(c.sink->take()
+        == std::vector<std::string>{
+          ok_frame(own_removal, false, "rate-limited: too many membership requests awaiting an answer")});
+  CHECK(asked->size() == max_waiting_self_requests);
 
   // bob manages the community: his request for someone else still goes.
   (void)base_policy.members->replace({{bob.public_key(), storage::member_role::admin}});

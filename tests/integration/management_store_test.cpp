@@ -364,3 +364,23 @@ TEST_CASE_METHOD(banned_community, "an admin lifts no event ban the owner or the
   // Nothing banned: nothing to refuse.
   CHECK(store.allow_event(community, by_owner->id, admin) == storage::management_result::unchanged);
 }
+
+TEST_CASE_METHOD(banned_community, "an admin bans no event of the owner's, as nobody bans the owner",
+                 "[integration][nip86]") {
+  storage::management_store store(connection, relay_key);
+  auto owners = author(1).sign(1, now_seconds(), {}, "the owner's");
+  auto admins = author(3).sign(1, now_seconds(), {}, "another admin's");
+  check_outcome(store_one(events, community, owners), storage::store_outcome::status::stored, "");
+  check_outcome(store_one(events, community, admins), storage::store_outcome::status::stored, "");
+  const std::string stored_count = "SELECT count(*) FROM events WHERE kind = 1";
+  const std::string banned_count = "SELECT count(*) FROM banned_events";
+  // Refused: the ban would delete it, and the owner could not even see whose ban it was.
+  CHECK(store.ban_event(community, owners->id, "", admin, admin) == storage::management_result::owner_held);
+  CHECK(count_of(*this, stored_count) == "2");
+  CHECK(count_of(*this, banned_count) == "0");
+  // Another admin's event is an admin's to ban; the owner bans any, their own too.
+  CHECK(store.ban_event(community, admins->id, "", admin, admin) == storage::management_result::changed);
+  CHECK(store.ban_event(community, owners->id, "", owner, owner) == storage::management_result::changed);
+  CHECK(count_of(*this, stored_count) == "0");
+  CHECK(count_of(*this, banned_count) == "2");
+}

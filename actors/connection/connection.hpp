@@ -431,7 +431,8 @@ private:
   void drop_replaced_held(subscription& sub, const live_event& newer);
   [[nodiscard]] protocol::room_reader reader_of(const cached_room& room,
                                                 const std::optional<protocol::bytes32>& who) const;
-  /// A stored or live event's JSON, when its room's flags let this connection see it.
+  /// A stored or live event's JSON, when its room's flags let this connection see it; one
+  /// naming a room the cache does not hold shows to nobody, as live (event_visible).
   [[nodiscard]] bool rendered_visible(std::string_view json);
   /// A stored comment, reaction, report, deletion, zap receipt or replaceable event with no room
   /// of its own (protocol::may_carry_borrowed_rooms): the rooms it borrows are not in its JSON,

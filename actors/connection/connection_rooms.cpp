@@ -160,7 +160,9 @@ bool connection::rendered_visible(std::string_view json) {
     return true;
   bool names_reader = authenticated_ && !rooms->named.empty()
                       && std::ranges::find(rooms->named, protocol::to_hex(*authenticated_)) != rooms->named.end();
-  if (rooms_visible(rooms->rooms, rooms->kind, names_reader))
+  // A room the cache does not hold hides what names it, as live: posting needs the room, so
+  // such a row is of one created on another pod that this pod has not read yet, maybe private.
+  if (rooms_shown(rooms->rooms, rooms->kind, names_reader, gone_rooms::deleted_or_unknown))
     return true;
   ++withheld_;
   return false;

@@ -293,10 +293,14 @@ private:
         state_.current.erase(current);
     }
     state_.events.erase(it);
-    if (auto pending = pending_.find(key); pending != pending_.end())
-      pending_.erase(pending); // written earlier in this batch: just never insert it
-    else
+    if (auto pending = pending_.find(key); pending != pending_.end()) {
+      // Written earlier in this batch: never inserted, and so neither delivered live nor
+      // bridged (a reader would keep what the store never held). Its sender still gets OK true.
+      plan_.outcomes[pending->second].result = store_outcome::status::applied;
+      pending_.erase(pending);
+    } else {
       plan_.deletes.push_back(key);
+    }
   }
 
   /// Whether a deletion names another author's key in an address (`a` or `e`, as apps read

@@ -62,8 +62,12 @@ void count_outcome(relay_metrics& m, const storage::store_outcome& outcome, std:
     case status::stored: bump(m.events_stored); break;
     case status::duplicate: bump(m.events_duplicate); break;
     case status::applied:
-      if (kind != protocol::vanish_kind) {
+      if (kind == protocol::deletion_kind) {
         bump(m.deletions_not_kept);
+        break;
+      }
+      if (kind != protocol::vanish_kind) { // deleted or replaced later in its own batch
+        bump(m.events_stored);
         break;
       }
       bump(m.vanish_requests);

@@ -140,6 +140,18 @@ TEST_CASE_METHOD(delete_fixture, "a deletion that arrives first blocks the event
     CHECK(outcomes.at(1).result == status::refused);
     CHECK(outcomes.at(1).message == deleted_id);
   }
+  SECTION("an event its deletion follows in one batch is accepted, never inserted nor delivered") {
+    auto posted = alice.sign(1, now - 4);
+    auto unknown = alice.sign(1, now - 3);
+    std::vector writes{test::write_of(community, posted),
+                       test::write_of(community, alice.sign(5, now + 1, {{"e", hex(posted->id)},
+                                                                          {"e", hex(unknown->id)}}))};
+    auto outcomes = events.store_batch(writes);
+    test::check_outcome(outcomes.at(0), status::applied, "");
+    test::check_outcome(outcomes.at(1), status::applied, not_kept);
+    CHECK_FALSE(present(posted));
+    expect(posted, status::refused, deleted_id);
+  }
   SECTION("an import keeps it: a community restored from its export holds deletions of what is gone") {
     auto gone = alice.sign(1, now - 7);
     auto imported = test::write_of(community, alice.sign(5, now, {{"e", hex(gone->id)}}));

@@ -462,7 +462,8 @@ std::variant<batch_snapshot, pg_reply> begin_with_snapshot(pg_connection& connec
   // its room's late events are refused) or waits for this batch (and deletes them with the rest).
   const pg_params room_params = room_columns(keys.rooms);
   auto rooms_reply = read_if(statements, !keys.rooms.empty(),
-                             "SELECT r.community_id, r.room_id, r.restricted FROM unnest($1::bigint[], $2::text[])"
+                             "SELECT r.community_id, r.room_id, r.restricted, r.private OR r.hidden"
+                             " FROM unnest($1::bigint[], $2::text[])"
                              " AS k(community_id, room_id) JOIN rooms r ON r.community_id = k.community_id"
                              " AND r.room_id = k.room_id",
                              room_params);
@@ -505,8 +506,12 @@ std::variant<batch_snapshot, pg_reply> begin_with_snapshot(pg_connection& connec
   for (int row = 0; row < reply.rows(); ++row)
     add_snapshot_row(reply, row, snapshot);
   if (rooms_reply)
-    for (int row = 0; row < replies[*rooms_reply].rows(); ++row)
-      add_room_row(replies[*rooms_reply], row, 1, 2, snapshot);
+    for (int row = 0; row < replies[*rooms_reply].rows(); ++row) {
+      const pg_reply& rooms = replies[*rooms_reply];
+      add_room_row(rooms, row, 1, 2, snapshot);
+      if (rooms.text(row, 2) == "t" && rooms.text(row, 3) == "t")
+        snapshot.unread_by_outsiders.emplace(rooms.integer(row, 0), std::string(rooms.text(row, 1)));
+    }
   add_rooms_of_events(replies, referents_reply, snapshot.referent_rooms, snapshot);
   add_rooms_of_events(replies, versions_reply, snapshot.version_rooms, snapshot);
   if (with_transaction)

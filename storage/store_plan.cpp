@@ -92,12 +92,20 @@ bool keeps_rooms_of_replaced(const protocol::event& ev) {
 
 /// The rooms a write names whose posting rule the batch checks again: the pod's cache admitted
 /// it, and may lag a removal from the room. A deletion is not posting (someone who left deletes
-/// what they posted there), nor is a reaction (protocol::room_write_allowed: whoever reads the
-/// room reacts, which the pod's cache decided); an import restores what the community held.
+/// what they posted there); a reaction is, where only members read (protocol::room_write_allowed:
+/// whoever reads the room reacts; reacts_where_not_allowed); an import restores what the
+/// community held.
 std::span<const std::string> own_rooms_checked(const event_write& w) {
-  if (!w.recheck_access || w.ev->kind == deletion_kind || w.ev->kind == protocol::reaction_kind)
+  if (!w.recheck_access || w.ev->kind == deletion_kind)
     return {};
   return w.rooms;
+}
+
+/// Whether `w` posting in restricted `room` needs its author among the room's posters: all but
+/// a reaction where outsiders read the room's messages.
+bool poster_needed(const event_write& w, const std::pair<std::int64_t, std::string>& room,
+                   const batch_snapshot& snapshot) {
+  return w.ev->kind != protocol::reaction_kind || snapshot.unread_by_outsiders.contains(room);
 }
 
 /// The referents whose rooms a write needs: its whole thread when its posting is checked (a room
@@ -231,6 +239,7 @@ private:
                                              std::span<const std::string> rooms) const {
     for (const auto& room : rooms)
       if (state_.restricted_rooms.contains({w.community_id, room})
+          && poster_needed(w, {w.community_id, room}, state_)
           && !state_.room_posters.contains(room_poster{w.community_id, room, w.ev->pubkey}))
         return true;
     return false;
@@ -456,7 +465,7 @@ std::vector<room_poster> room_posters_to_read(std::span<const event_write> write
     by_id.emplace(event_key{w.community_id, w.ev->id}, &w);
   std::vector<room_poster> posters;
   auto wanted = [&](const event_write& w, const std::string& room) {
-    if (snapshot.restricted_rooms.contains({w.community_id, room}))
+    if (snapshot.restricted_rooms.contains({w.community_id, room}) && poster_needed(w, {w.community_id, room}, snapshot))
       posters.push_back(room_poster{w.community_id, room, w.ev->pubkey});
   };
   for (const auto& w : writes) {

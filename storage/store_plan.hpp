@@ -76,6 +76,9 @@ struct batch_snapshot {
   std::map<event_key, std::vector<std::string>> version_rooms;
   /// Of the rooms read (the writes' and the comment roots'), those only members may post in.
   std::set<std::pair<std::int64_t, std::string>> restricted_rooms;
+  /// Of the restricted rooms the writes name, those whose messages only members read (private
+  /// or hidden): only members react there (protocol::room_write_allowed).
+  std::set<std::pair<std::int64_t, std::string>> unread_by_outsiders;
   /// Of the room_posters_to_read, those who may post in the room: its members, the community's
   /// owner and admins (protocol::room_write_allowed). Read after the rest, and only for them.
   std::set<room_poster> room_posters;

@@ -498,6 +498,12 @@ TEST_CASE_METHOD(test::store_fixture,
   test::check_outcome(events.store_batch(std::vector{imported}).at(0), status::stored, "");
   // A deletion is not posting: someone who left deletes what they posted there.
   test::check_outcome(post(removed, 5, {{"e", protocol::to_hex(earlier->id)}}), status::stored, "");
+  // Whoever reads a room reacts in it: anyone where outsiders read, only members where not.
+  test::check_outcome(post(removed, 7, {{"e", protocol::to_hex(earlier->id)}}), status::stored, "");
+  (void)test::scalar(connection, "UPDATE rooms SET private = true WHERE room_id = 'office' RETURNING 1");
+  test::check_outcome(post(removed, 7, {{"e", protocol::to_hex(earlier->id)}, {"k", "9"}}), status::refused,
+                      storage::msg_room_restricted);
+  test::check_outcome(post(member, 7, {{"e", protocol::to_hex(earlier->id)}}), status::stored, "");
 }
 
 TEST_CASE_METHOD(test::store_fixture, "an edit that leaves out the h of a room's calendar event keeps its rooms",

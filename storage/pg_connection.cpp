@@ -420,7 +420,7 @@ pg_reply pg_connection::exec_switching_plans(std::string_view sql, const pg_para
                                 pipelined{sql, &params, formats.binary_params, formats.binary_rows}},
                                {set_statement, s});
   // Both ran in the pipeline's one implicit transaction: a failed statement rolled the SET back.
-  if (replies[0].ok() && replies[1].ok())
+  if (replies[0].ok() && replies[1].ok() && connected())
     generic_plans_ = generic;
   return std::move(replies[replies[0].ok() ? 1 : 0]);
 }
@@ -458,7 +458,10 @@ std::vector<pg_reply> pg_connection::send_pipeline(const std::vector<pipelined>&
   // end libpq reports every transaction as active, and a COMMIT read is made whatever comes
   // after it, so a loss after it loses no transaction.
   bool explicit_open = in_transaction_;
-  // The replies read before the loss stand; the statements whose replies never came fail.
+  // The replies that stand if the connection is lost: those up to the last explicit end of a
+  // transaction read (a COMMIT read is made). What came after ran in a transaction the loss
+  // left unknown (the pipeline's implicit one commits at its end), and fails as lost.
+  std::size_t standing = 0;
   auto lost = [&] {
     if (conn_ && PQpipelineStatus(conn_) != PQ_PIPELINE_OFF)
       (void)PQexitPipelineMode(conn_);
@@ -466,6 +469,7 @@ std::vector<pg_reply> pg_connection::send_pipeline(const std::vector<pipelined>&
     reply.connection_lost_ = true;
     if (connected())
       lose_connection(false); // the pipeline's state is unknown: never reuse this connection
+    replies.resize(std::min(replies.size(), standing));
     auto failing = all_failing(statements.size() - replies.size(), reply);
     std::move(failing.begin(), failing.end(), std::back_inserter(replies));
     return std::move(replies);
@@ -494,10 +498,12 @@ std::vector<pg_reply> pg_connection::send_pipeline(const std::vector<pipelined>&
     while (::pg_result* extra = PQgetResult(conn_)) // each statement's results end with NULL
       PQclear(extra);
     replies.push_back(wrap(raw, false));
-    if (replies.back().ok() && ends_transaction(statements[i].sql))
+    if (replies.back().ok() && ends_transaction(statements[i].sql)) {
       explicit_open = false;
-    else if (replies.back().ok() && upper_trimmed(statements[i].sql) == "BEGIN")
+      standing = replies.size();
+    } else if (replies.back().ok() && upper_trimmed(statements[i].sql) == "BEGIN") {
       explicit_open = true;
+    }
     if (!conn_)
       return lost();
     in_transaction_ = explicit_open;

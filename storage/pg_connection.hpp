@@ -153,9 +153,9 @@ public:
   /// Runs `statements` in order in one round trip (libpq's pipeline mode) instead of one each,
   /// each prepared and executed as `exec` does (`generic_plan` for all of them). The server
   /// skips every statement after one that fails (their replies fail too). One reply per
-  /// statement; a connection lost fails those whose replies had not come, as `exec` reports it,
-  /// and those that had stand (an explicit COMMIT read is made; statements with no explicit
-  /// transaction commit only at the pipeline's end, which a loss leaves unknown).
+  /// statement; a connection lost fails them all as `exec` reports it, but for the replies read
+  /// up to an explicit COMMIT or ROLLBACK, which stand (a COMMIT read is made; what follows ran
+  /// in a transaction the loss left unknown: the pipeline's implicit one commits at its end).
   [[nodiscard]] std::vector<pg_reply> exec_pipeline(const std::vector<pipelined>& statements,
                                                     bool generic_plan = false);
 

@@ -324,21 +324,21 @@ private:
     });
   }
 
-  /// Whether a deletion names an id that is not its author's here: another author's event, or
-  /// one this community neither holds nor held under its author (a tombstone of theirs). Such a
-  /// deletion is carried out (the author's events it names here, and marks that refuse the rest
-  /// from them later) but not kept: those apps hide what a served one names wherever they read
-  /// it, and an unknown id may be another community's message, or one predictable before it
-  /// exists (the relay's room state after a join). Both get the same answer, so that a deletion
-  /// cannot tell its sender whether an id is stored here (a hidden room's joins have predictable
-  /// ids). Imports restore what a community kept, deletions of gone events included.
+  /// Whether a deletion names an id that is not its author's event here: another author's, or
+  /// one this community does not hold. Such a deletion is carried out (the author's events it
+  /// names here, and marks that refuse the rest from them later) but not kept: those apps hide
+  /// what a served one names wherever they read it, and an unknown id may be another community's
+  /// message, or one predictable before it exists (the relay's room state after a join). Both get
+  /// the same answer, so that a deletion cannot tell its sender whether an id is stored here (a
+  /// hidden room's joins have predictable ids). A mark of the author's does not make an id theirs:
+  /// a deletion not kept leaves one for every id it names. Imports restore what a community
+  /// kept, deletions of gone events included.
   [[nodiscard]] bool names_ids_not_its_own(const event_write& w) const {
     const protocol::event& ev = *w.ev;
     return std::ranges::any_of(deletion_named_ids(ev), [&](const protocol::bytes32& id) {
-      const event_key key{w.community_id, id};
-      if (auto target = state_.events.find(key); target != state_.events.end())
+      if (auto target = state_.events.find({w.community_id, id}); target != state_.events.end())
         return target->second.pubkey != ev.pubkey;
-      return w.recheck_access && !state_.tombstones.contains(tombstone{key, ev.pubkey});
+      return w.recheck_access;
     });
   }
 

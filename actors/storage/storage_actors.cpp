@@ -11,6 +11,7 @@
 #include "protocol/nip62.hpp"
 #include "protocol/relay_message.hpp"
 #include "storage/invite_store.hpp"
+#include "storage/store_plan.hpp"
 #include "storage/nip43_rows.hpp"
 
 namespace comb::actors {
@@ -62,7 +63,7 @@ void count_outcome(relay_metrics& m, const storage::store_outcome& outcome, std:
     case status::stored: bump(m.events_stored); break;
     case status::duplicate: bump(m.events_duplicate); break;
     case status::applied:
-      if (kind == protocol::deletion_kind) {
+      if (outcome.message == storage::msg_deletion_not_kept) {
         bump(m.deletions_not_kept);
         break;
       }

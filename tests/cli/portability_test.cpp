@@ -147,6 +147,28 @@ TEST_CASE("a request to vanish travels with the export, and the target refuses w
   CHECK(read_lines(notes) == std::vector<std::string>{json_of(stays)});
 }
 
+TEST_CASE("an import counts what its own lines replace or delete as stored, and deletions of others' events as not kept",
+          "[cli][portability]") {
+  cli_fixture f;
+  auto owner = protocol::key_pair::generate();
+  auto alice = protocol::key_pair::generate();
+  auto bob = protocol::key_pair::generate();
+  f.admin_ok({"community", "create", "a.example", "--owner", npub(owner)});
+  auto t = unix_now() - 1000;
+  auto note = sign_event(bob, 1, "bob's", {}, t);
+  auto file = file_in(f, "a.jsonl");
+  write_lines(file, {json_of(sign_event(alice, 0, R"({"name":"old"})", {}, t)),
+                     json_of(sign_event(alice, 0, R"({"name":"new"})", {}, t + 1)), json_of(note),
+                     json_of(sign_event(alice, 5, "", {{"e", protocol::to_hex(note.id)}}, t + 2))});
+  auto imported = f.admin({"import", "a.example", "--in", file, "--json"});
+  INFO(imported.err);
+  REQUIRE(imported.exit_code == 0);
+  CHECK(count_of(imported.json(), "stored") == 3);
+  CHECK(count_of(imported.json(), "replaced") == 1);
+  CHECK(count_of(imported.json(), "vanished") == 0);
+  CHECK(refused(imported.json(), "not kept") == 1);
+}
+
 TEST_CASE("bad lines are reported by number and skipped, --strict stops at the first", "[cli][portability]") {
   cli_fixture f;
   auto owner = protocol::key_pair::generate();

@@ -14,6 +14,7 @@
 #include "admin/jsonl_reader.hpp"
 #include "conf/settings.hpp"
 #include "protocol/canonical_json.hpp"
+#include "protocol/nip62.hpp"
 #include "storage/event_store.hpp"
 #include "storage/membership_store.hpp"
 #include "storage/store_plan.hpp"
@@ -150,7 +151,7 @@ private:
       writes.push_back(p.write);
     auto outcomes = store_.store_batch(writes);
     for (std::size_t i = 0; i < outcomes.size(); ++i)
-      if (!count(outcomes[i])) {
+      if (!count(outcomes[i], writes[i].ev->kind)) {
         failed_message_ = outcomes[i].message;
         return false;
       }
@@ -159,7 +160,7 @@ private:
     return true;
   }
 
-  bool count(const storage::store_outcome& outcome) {
+  bool count(const storage::store_outcome& outcome, std::uint32_t kind) {
     using status = storage::store_outcome::status;
     switch (outcome.result) {
       case status::stored:
@@ -167,7 +168,14 @@ private:
         tally_.replaced += outcome.replaced ? 1 : 0;
         return true;
       case status::duplicate: ++tally_.duplicate; return true;
-      case status::applied: ++tally_.vanished; return true;
+      case status::applied:
+        if (kind == protocol::vanish_kind)
+          ++tally_.vanished;
+        else if (outcome.message == storage::msg_deletion_not_kept)
+          tally_.refuse("not kept");
+        else
+          ++tally_.stored; // deleted or replaced later in the file's same batch
+        return true;
       case status::refused: tally_.refuse(reason_of(outcome.message)); return true;
       case status::failed: return false;
     }

@@ -2,9 +2,24 @@
 #include "protocol/room_events.hpp"
 
 #include "protocol/canonical_json.hpp"
+#include "protocol/hex.hpp"
+#include "protocol/sha256.hpp"
 
 namespace comb::protocol {
 namespace {
+
+/// The value of a record's `salt` tag, which nobody without the relay's secret can compute.
+/// Without it a room record holds only known values (its room, a member, a second), so anyone
+/// could compute its id and ask the relay whether it is stored (a deletion or a reaction naming
+/// it): who joined a hidden room, and when. Derived from the record rather than drawn, so one
+/// signed twice alike in one second keeps one id, as before.
+std::string salt_of(const key_pair& relay, const event& unsalted) {
+  std::string material = "comb room record salt:";
+  material.append(reinterpret_cast<const char*>(relay.secret().data()), relay.secret().size());
+  material.append(reinterpret_cast<const char*>(unsalted.id.data()), unsalted.id.size());
+  const bytes32 digest = sha256(material);
+  return to_hex(std::span<const std::uint8_t>(digest.data(), 16));
+}
 
 event sign(const key_pair& relay, std::uint32_t kind, std::vector<tag> tags,
            std::int64_t created_at) {
@@ -13,6 +28,8 @@ event sign(const key_pair& relay, std::uint32_t kind, std::vector<tag> tags,
   ev.created_at = created_at;
   ev.kind = kind;
   ev.tags = std::move(tags);
+  ev.id = compute_id(ev);
+  ev.tags.push_back({"salt", salt_of(relay, ev)}); // last: readers go by name, some by position
   ev.id = compute_id(ev);
   ev.sig = relay.sign(ev.id);
   return ev;

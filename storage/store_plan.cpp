@@ -93,8 +93,7 @@ bool keeps_rooms_of_replaced(const protocol::event& ev) {
 /// The rooms a write names whose posting rule the batch checks again: the pod's cache admitted
 /// it, and may lag a removal from the room. A deletion is not posting (someone who left deletes
 /// what they posted there); a reaction is, where only members read (protocol::room_write_allowed:
-/// whoever reads the room reacts; reacts_where_not_allowed); an import restores what the
-/// community held.
+/// whoever reads the room reacts; poster_needed); an import restores what the community held.
 std::span<const std::string> own_rooms_checked(const event_write& w) {
   if (!w.recheck_access || w.ev->kind == deletion_kind)
     return {};
@@ -328,11 +327,11 @@ private:
   /// one this community does not hold. Such a deletion is carried out (the author's events it
   /// names here, and marks that refuse the rest from them later) but not kept: those apps hide
   /// what a served one names wherever they read it, and an unknown id may be another community's
-  /// message, or one predictable before it exists (the relay's room state after a join). Both get
-  /// the same answer, so that a deletion cannot tell its sender whether an id is stored here (a
-  /// hidden room's joins have predictable ids). A mark of the author's does not make an id theirs:
-  /// a deletion not kept leaves one for every id it names. Imports restore what a community
-  /// kept, deletions of gone events included.
+  /// message, or one predictable before it exists (the relay's member delta after a join). Both
+  /// get the same answer, so that a deletion cannot tell its sender whether an id is stored here
+  /// (the relay's NIP-43 lists and deltas have predictable ids). A mark of the author's does not
+  /// make an id theirs: a deletion not kept leaves one for every id it names. Imports restore
+  /// what a community kept, deletions of gone events included.
   [[nodiscard]] bool names_ids_not_its_own(const event_write& w) const {
     const protocol::event& ev = *w.ev;
     return std::ranges::any_of(deletion_named_ids(ev), [&](const protocol::bytes32& id) {
@@ -465,7 +464,8 @@ std::vector<room_poster> room_posters_to_read(std::span<const event_write> write
     by_id.emplace(event_key{w.community_id, w.ev->id}, &w);
   std::vector<room_poster> posters;
   auto wanted = [&](const event_write& w, const std::string& room) {
-    if (snapshot.restricted_rooms.contains({w.community_id, room}) && poster_needed(w, {w.community_id, room}, snapshot))
+    if (snapshot.restricted_rooms.contains({w.community_id, room})
+        && poster_needed(w, {w.community_id, room}, snapshot))
       posters.push_back(room_poster{w.community_id, room, w.ev->pubkey});
   };
   for (const auto& w : writes) {

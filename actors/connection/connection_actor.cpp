@@ -81,7 +81,8 @@ void request_membership_change(self_ptr self, const protocol::event& ev) {
   if (too_many_awaiting(self, ev, lane))
     return;
   std::uint64_t ticket = st.next_ticket++;
-  st.awaiting_membership.emplace(ticket, connection_state::awaiting_request{protocol::to_hex(ev.id), ev.kind, lane});
+  st.awaiting_membership.emplace(ticket,
+                                 connection_state::awaiting_request{protocol::to_hex(ev.id), ev.kind, lane});
   self->send(st.args.community, member_atom_v, ticket, std::move(command).value());
 }
 
@@ -125,7 +126,8 @@ void request_room_change(self_ptr self, const protocol::event& ev) {
   if (too_many_awaiting(self, ev, lane))
     return;
   std::uint64_t ticket = st.next_ticket++;
-  st.awaiting_membership.emplace(ticket, connection_state::awaiting_request{protocol::to_hex(ev.id), ev.kind, lane});
+  st.awaiting_membership.emplace(ticket,
+                                 connection_state::awaiting_request{protocol::to_hex(ev.id), ev.kind, lane});
   storage::room_command command{ev, std::move(json), std::move(request).value()};
   self->send(st.args.community, room_atom_v, ticket, std::move(command));
 }

@@ -50,10 +50,10 @@ struct connection_state {
   /// OKs the storage writer has queued on the socket for this connection and the logic has not
   /// yet counted off its events in flight (the writer answers on the socket directly).
   std::shared_ptr<std::atomic<std::size_t>> events_answered = std::make_shared<std::atomic<std::size_t>>(0);
-  /// A membership or room request waiting for its outcome.
   /// Joins and leaves for the sender's own key are bounded apart (max_waiting_self_requests),
   /// the community's and its rooms' each.
   enum class own_lane : std::uint8_t { none, community, room };
+  /// A membership or room request waiting for its outcome.
   struct awaiting_request {
     std::string id; ///< the event's id, hex
     std::uint32_t kind = 0;

@@ -505,13 +505,14 @@ std::variant<batch_snapshot, pg_reply> begin_with_snapshot(pg_connection& connec
     snapshot.missing_communities.insert(community); // until its row comes back
   for (int row = 0; row < reply.rows(); ++row)
     add_snapshot_row(reply, row, snapshot);
-  if (rooms_reply)
-    for (int row = 0; row < replies[*rooms_reply].rows(); ++row) {
-      const pg_reply& rooms = replies[*rooms_reply];
+  if (rooms_reply) {
+    const pg_reply& rooms = replies[*rooms_reply];
+    for (int row = 0; row < rooms.rows(); ++row) {
       add_room_row(rooms, row, 1, 2, snapshot);
       if (rooms.text(row, 2) == "t" && rooms.text(row, 3) == "t")
         snapshot.unread_by_outsiders.emplace(rooms.integer(row, 0), std::string(rooms.text(row, 1)));
     }
+  }
   add_rooms_of_events(replies, referents_reply, snapshot.referent_rooms, snapshot);
   add_rooms_of_events(replies, versions_reply, snapshot.version_rooms, snapshot);
   if (with_transaction)

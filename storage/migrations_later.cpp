@@ -326,9 +326,10 @@ CREATE TRIGGER borrowed_rooms_deleted AFTER DELETE ON events
 
 // welshman 0.8.1, which Flotilla 1.6.3 pins, hides whatever a stored kind 5 names, whoever signed
 // it; comb now refuses a deletion naming another author's stored event, or another key in an `a`
-// of any kind (now storage/store_plan.cpp names_other_keys, names_ids_not_its_own). Those stored before go: they deleted
-// nothing of the others', and served, they hide it. Read per community (its kinds index); a kind 5
-// whose text holds a NUL escape, which Postgres's JSON functions refuse, is left unread.
+// of any kind (now storage/store_plan.cpp names_other_keys, names_ids_not_its_own). Those
+// stored before go: they deleted nothing of the others', and served, they hide it. Read per
+// community (its kinds index); a kind 5 whose text holds a NUL escape, which Postgres's JSON
+// functions refuse, is left unread.
 constexpr const char* migration_36 = R"sql(
 WITH deletions AS MATERIALIZED (
   SELECT e.community_id, e.id, e.pubkey, e.raw
@@ -354,9 +355,10 @@ DELETE FROM events v USING others o WHERE v.community_id = o.community_id AND v.
 
 // welshman 0.8.1 reads `e` and `a` values of a kind 5 alike: an address in an `e` or an id in an
 // `a` hides as much as the forms migration 36 read (storage/store_plan.cpp names_other_keys
-// refuses the one, names_ids_not_its_own keeps neither). Those stored before go too, and those migration 36 left unread: a NUL
-// escape, which Postgres's JSON functions refuse as text, is read as a space (an escaped
-// backslash before it stays one), so no value holding one reads as an id.
+// refuses the one, names_ids_not_its_own keeps neither). Those stored before go too, and those
+// migration 36 left unread: a NUL escape, which Postgres's JSON functions refuse as text, is
+// read as a space (an escaped backslash before it stays one), so no value holding one reads as
+// an id.
 constexpr const char* migration_37 = R"sql(
 WITH deletions AS MATERIALIZED (
   SELECT e.community_id, e.id, e.pubkey, replace(e.raw, '\u0000', '\u0020')::json -> 'tags' AS tags

@@ -469,7 +469,7 @@ std::vector<pg_reply> pg_connection::send_pipeline(const std::vector<pipelined>&
     reply.connection_lost_ = true;
     if (connected())
       lose_connection(false); // the pipeline's state is unknown: never reuse this connection
-    replies.resize(std::min(replies.size(), standing));
+    replies.resize(standing); // never more than were read
     auto failing = all_failing(statements.size() - replies.size(), reply);
     std::move(failing.begin(), failing.end(), std::back_inserter(replies));
     return std::move(replies);

@@ -162,17 +162,32 @@ template <class ViewOf>
 }
 
 /// What one reader may not see of a community's rooms, for answers the database computes
-/// without rendering each event (COUNT): the same rule as room_event_visible, as room lists.
+/// without rendering each event (COUNT, the rows a REQ's limit counts): the same rule as
+/// room_event_visible, as room lists.
 struct room_hiding {
   std::vector<std::string> unseen;       ///< no event of these rooms
   std::vector<std::string> state_only;   ///< only their group metadata (is_group_metadata_kind)
   std::vector<std::string> codes_hidden; ///< everything but their 9009
+  std::vector<std::string> whole;        ///< nothing hidden: the reader is their admin
   /// The reader's hex pubkey, empty when anonymous: a 9000 or 9001 naming them shows to them
   /// whatever its room hides (shown_to_named).
   std::string reader;
+  /// Set when the four lists name every room the reader's pod knows: a row naming a room in
+  /// none of them (but the general room's) is of a room created on another pod and not loaded
+  /// here yet, maybe private, and hidden but for its deletion (9008), as live delivery hides it.
+  /// Not set for community owner and admins, who read every room.
+  bool unknown_hidden = false;
 
   [[nodiscard]] bool empty() const noexcept {
-    return unseen.empty() && state_only.empty() && codes_hidden.empty();
+    return unseen.empty() && state_only.empty() && codes_hidden.empty() && !unknown_hidden;
+  }
+
+  /// Every room the lists name.
+  [[nodiscard]] std::vector<std::string> listed() const {
+    std::vector<std::string> rooms = regular_hidden();
+    rooms.insert(rooms.end(), codes_hidden.begin(), codes_hidden.end());
+    rooms.insert(rooms.end(), whole.begin(), whole.end());
+    return rooms;
   }
 
   /// The rooms whose regular events (a post, a comment) the reader may not see.

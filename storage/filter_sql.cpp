@@ -52,12 +52,22 @@ public:
     hidden_borrowed_rooms_ = hiding.regular_hidden();
   }
 
+  [[nodiscard]] const protocol::room_hiding& hiding() const noexcept { return hiding_; }
+
   /// The placeholder of the rooms whose comments and reports are hidden, added when first asked for (a
   /// parameter no statement names has no type); empty when none are hidden.
   [[nodiscard]] std::string hidden_borrowed_rooms() {
     if (borrowed_rooms_placeholder_.empty() && !hidden_borrowed_rooms_.empty())
       borrowed_rooms_placeholder_ = add(text_list(hidden_borrowed_rooms_), "text[]");
     return borrowed_rooms_placeholder_;
+  }
+
+  /// The placeholder of every room the hiding lists (room_hiding::listed), added when first
+  /// asked for.
+  [[nodiscard]] std::string listed_rooms() {
+    if (listed_rooms_placeholder_.empty())
+      listed_rooms_placeholder_ = add(text_list(hiding_.listed()), "text[]");
+    return listed_rooms_placeholder_;
   }
 
   /// hidden_rooms_sql of the hiding, built when first asked for and shared by every filter;
@@ -69,23 +79,38 @@ private:
   protocol::room_hiding hiding_;
   std::vector<std::string> hidden_borrowed_rooms_;
   std::string borrowed_rooms_placeholder_;
+  std::string listed_rooms_placeholder_;
   std::string hidden_rooms_condition_;
 };
+
+/// The room `value` names is one the hiding does not list (room_hiding::unknown_hidden), and
+/// not the general room; empty when the hiding does not hide such rooms.
+std::string unknown_room_sql(std::string_view value, param_list& params) {
+  if (!params.hiding().unknown_hidden)
+    return {};
+  static_assert(protocol::general_room == "_");
+  const std::string room(value);
+  return '(' + room + " <> '_' AND NOT " + room + " = ANY(" + params.listed_rooms() + "))";
+}
 
 /// Leaves out the rows a reader may not see of the rooms (protocol::room_hiding). A row's room
 /// is its `d` tag for room state (39000-39005), its `h` tag otherwise, as for a REQ; a row
 /// with several `h` tags is left out when any of them names a room it may not see, unless it
-/// is a 9000 or 9001 naming the reader in a `p` tag (protocol::shown_to_named).
+/// is a 9000 or 9001 naming the reader in a `p` tag (protocol::shown_to_named). A room's
+/// deletion (9008) shows whether this pod knows the room or not: it is how readers learn it went.
 std::string hidden_rooms_sql(const protocol::room_hiding& hiding, param_list& params) {
   std::string unseen = params.add(text_list(hiding.unseen), "text[]");
   std::string state_only = params.add(text_list(hiding.state_only), "text[]");
   std::string codes = params.add(text_list(hiding.codes_hidden), "text[]");
+  std::string unknown = unknown_room_sql("r.value", params);
+  if (!unknown.empty())
+    unknown = " OR (e.kind <> " + std::to_string(protocol::room_delete_kind) + " AND " + unknown + ')';
   // `name IN ('d', 'h')` lets Postgres read the row's room tags from event_tags_room.
   std::string hidden = "EXISTS (SELECT 1 FROM event_tags r WHERE r.community_id = e.community_id"
          " AND r.event_id = e.id AND r.name IN ('d', 'h') AND r.name = CASE WHEN e.kind BETWEEN 39000 AND 39005"
          " THEN 'd' ELSE 'h' END AND (r.value = ANY(" + unseen + ") OR (r.value = ANY("
          + state_only + ") AND e.kind NOT IN (39000, 39001, 39002, 39003)) OR (r.value = ANY(" + codes
-         + ") AND e.kind = 9009)))";
+         + ") AND e.kind = 9009)" + unknown + "))";
   if (hiding.reader.empty())
     return " AND NOT " + hidden;
   std::string reader = params.add(hiding.reader, "text");
@@ -185,13 +210,18 @@ enum class keys_from { filter, ranges, first_tag };
 
 /// An event stored with borrowed rooms (protocol::may_carry_borrowed_rooms: a comment, a report,
 /// the edit of a room's calendar event that left its `h` out) shows where the rooms it was stored
-/// with (event_tags rows named storage::borrowed_room_tag) all show a regular event: as the rooms
-/// a live one carries (actors/connection/connection_rooms.cpp `connection::event_visible`).
+/// with (event_tags rows named storage::borrowed_room_tag) all show a regular event and, where
+/// the hiding hides unknown rooms, are known: as the rooms a live one carries
+/// (actors/connection/connection_rooms.cpp `connection::event_visible`).
 std::string borrowed_rooms_sql(const protocol::filter& f, param_list& params) {
   if (!protocol::may_match_borrower(f))
     return {};
-  const std::string hidden = params.hidden_borrowed_rooms();
-  if (hidden.empty())
+  std::string hiding_rooms;
+  if (const std::string hidden = params.hidden_borrowed_rooms(); !hidden.empty())
+    hiding_rooms = "c.value = ANY(" + hidden + ')';
+  if (const std::string unknown = unknown_room_sql("c.value", params); !unknown.empty())
+    hiding_rooms += (hiding_rooms.empty() ? "" : " OR ") + unknown;
+  if (hiding_rooms.empty())
     return {};
   // protocol::may_carry_borrowed_rooms: the borrowers, and addressable kinds but room state.
   static const std::string may_carry = [] {
@@ -204,8 +234,8 @@ std::string borrowed_rooms_sql(const protocol::filter& f, param_list& params) {
   }();
   return " AND (NOT " + may_carry
          + " OR NOT EXISTS (SELECT 1 FROM event_tags c WHERE c.community_id = e.community_id"
-           " AND c.event_id = e.id AND c.name = '" + std::string(borrowed_room_tag) + "' AND c.value = ANY("
-         + hidden + ")))";
+           " AND c.event_id = e.id AND c.name = '" + std::string(borrowed_room_tag) + "' AND ("
+         + hiding_rooms + ")))";
 }
 
 /// The WHERE conditions of one filter that can match (see can_match).

@@ -6,7 +6,7 @@
 #include <memory>
 
 #include "actors/gateway/ask_actor.hpp"
-#include "actors/gateway/waiting_place.hpp"
+#include "actors/waiting_place.hpp"
 #include "actors/messages.hpp"
 
 namespace comb::actors {

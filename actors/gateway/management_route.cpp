@@ -4,7 +4,7 @@
 #include <boost/beast/http.hpp>
 
 #include "actors/gateway/ask_actor.hpp"
-#include "actors/gateway/waiting_place.hpp"
+#include "actors/waiting_place.hpp"
 #include "actors/management/management_actor.hpp"
 #include "actors/messages.hpp"
 

@@ -295,6 +295,35 @@ TEST_CASE("an event naming several rooms shows only where every one of them show
   CHECK(std::find(hiding.state_only.begin(), hiding.state_only.end(), "locked") != hiding.state_only.end());
 }
 
+TEST_CASE("the SQL's room lists name every room the pod knows, so that it hides the others as live",
+          "[actors][rooms]") {
+  auto policy = policy_with_rooms();
+  policy.host = "relay.test";
+  auto stranger = authed_as(outsider, policy);
+  auto inside = authed_as(member, policy);
+  auto community_admin = authed_as(admin, policy);
+  const std::vector<std::string> known{"ghost", "locked", "open"};
+  for (auto* reader : {&stranger, &inside}) {
+    auto hiding = reader->history_hiding();
+    CHECK(hiding.unknown_hidden);
+    auto listed = hiding.listed();
+    std::sort(listed.begin(), listed.end());
+    CHECK(listed == known);
+  }
+  // Owner and admins read every room; a row of one not loaded here is no secret from them.
+  CHECK(community_admin.history_hiding().empty());
+  // A room's admin reads it whole, and the lists still name it.
+  auto led = room("open", {});
+  led.members = {{member.public_key(), {std::string(protocol::room_admin_role)}}};
+  policy.members->set_rooms(std::make_shared<const actors::room_index>(std::vector{led}), 2);
+  auto hiding = inside.history_hiding();
+  CHECK(hiding.whole == std::vector<std::string>{"open"});
+  CHECK(hiding.listed() == std::vector<std::string>{"open"});
+  // A community with no room here: no per-row check.
+  policy.members->set_rooms(std::make_shared<const actors::room_index>(), 3);
+  CHECK(stranger.hidden_rooms().empty());
+}
+
 TEST_CASE("a room the reader loses while its history is read hides the rows that borrowed it",
           "[actors][rooms]") {
   auto policy = policy_with_rooms();

@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: MIT
+// What a reader's room hiding leaves out of the SQL's rows, before a limit or a COUNT counts them.
+#include <catch2/catch.hpp>
+
+#include "protocol/hex.hpp"
+#include "protocol/room.hpp"
+#include "support/pg_test_database.hpp"
+#include "support/test_events.hpp"
+
+using namespace comb;
+using comb::test::author;
+using comb::test::jsons_of;
+using comb::test::store_one;
+using status = comb::storage::store_outcome::status;
+
+namespace {
+
+constexpr std::int64_t now = 1'700'000'000;
+
+} // namespace
+
+TEST_CASE_METHOD(test::store_fixture,
+                 "rows naming a room the reader's pod does not know are left out before the limit counts",
+                 "[integration][event_store][rooms]") {
+  author alice{31}, bob{32};
+  // "fresh" was created on another pod, and this pod has not loaded it yet: it may be private.
+  std::vector<test::event_ptr> lobby;
+  for (int i = 0; i < 3; ++i)
+    lobby.push_back(alice.sign(9, now - 100 + i, {{"h", "lobby"}}));
+  auto general = alice.sign(9, now - 90, {{"h", std::string(protocol::general_room)}});
+  auto fresh_thread = bob.sign(11, now - 60, {{"h", "fresh"}});
+  std::vector<test::event_ptr> fresh{bob.sign(9, now - 50, {{"h", "fresh"}}), bob.sign(9, now - 49, {{"h", "fresh"}})};
+  auto lobby_thread = alice.sign(11, now - 40, {{"h", "lobby"}});
+  auto on_fresh = alice.sign(1111, now - 30, {{"K", "11"}, {"E", protocol::to_hex(fresh_thread->id)}});
+  auto on_lobby = alice.sign(1111, now - 29, {{"K", "11"}, {"E", protocol::to_hex(lobby_thread->id)}});
+  // A room deleted on another pod: its deletion is how readers learn it went.
+  auto gone = bob.sign(protocol::room_delete_kind, now - 20, {{"h", "gone"}});
+  for (const auto& ev : lobby)
+    REQUIRE(store_one(events, community, ev).result == status::stored);
+  for (const auto& ev : {general, fresh_thread, fresh[0], fresh[1], lobby_thread, on_fresh, on_lobby, gone})
+    REQUIRE(store_one(events, community, ev).result == status::stored);
+
+  auto read = [&](const protocol::filter& f, const protocol::room_hiding& hiding) {
+    auto result = events.query_chunks(community, {f}, now, 100, 1 << 20,
+                                      [](storage::query_result) { return true; }, {}, hiding);
+    REQUIRE(result.ok);
+    return result.events;
+  };
+  auto count = [&](const protocol::filter& f, const protocol::room_hiding& hiding) {
+    auto counted = events.count(community, {f}, now, hiding);
+    REQUIRE(counted.ok);
+    return counted.count;
+  };
+  protocol::filter posts;
+  posts.kinds = std::vector<std::uint32_t>{9};
+  posts.limit = 2;
+  protocol::filter comments;
+  comments.kinds = std::vector<std::uint32_t>{1111};
+  protocol::filter deletions;
+  deletions.kinds = std::vector<std::uint32_t>{protocol::room_delete_kind};
+
+  protocol::room_hiding outsider; // reads the public lobby, knows no other room
+  outsider.codes_hidden = {"lobby"};
+  outsider.unknown_hidden = true;
+  CHECK(read(posts, outsider) == jsons_of({general, lobby[2]}));
+  CHECK(count(posts, outsider) == 4);
+  CHECK(read(comments, outsider) == jsons_of({on_lobby}));
+  CHECK(count(comments, outsider) == 1);
+  CHECK(read(deletions, outsider) == jsons_of({gone}));
+
+  // Once loaded here, the room shows as its flags say: a public one whole.
+  protocol::room_hiding loaded = outsider;
+  loaded.codes_hidden.push_back("fresh");
+  CHECK(read(posts, loaded) == jsons_of({fresh[1], fresh[0]}));
+  CHECK(count(posts, loaded) == 6);
+  CHECK(count(comments, loaded) == 2);
+  // Listed as the reader's to read whole (its admin), it shows too.
+  protocol::room_hiding led = outsider;
+  led.whole = {"fresh"};
+  CHECK(count(posts, led) == 6);
+  CHECK(count(comments, led) == 2);
+  // A hiding that does not hide unknown rooms (a community admin's) shows them.
+  protocol::room_hiding admin;
+  CHECK(read(posts, admin) == jsons_of({fresh[1], fresh[0]}));
+  CHECK(count(comments, admin) == 2);
+}

@@ -187,6 +187,7 @@ std::string_view outcome_name(membership_outcome outcome) noexcept {
     case membership_outcome::banned: return "banned";
     case membership_outcome::community_full: return "community_full";
     case membership_outcome::busy: return "busy";
+    case membership_outcome::archived: return "archived";
     case membership_outcome::failed: return "failed";
   }
   return "failed";

@@ -106,6 +106,7 @@ enum class membership_outcome {
   banned, ///< the subject is banned from the community: not admitted
   community_full, ///< a user's request would take the members past max_community_members
   busy,   ///< the community's queue of requests was full: not tried (never stored)
+  archived, ///< a user's or admin's request met an archived community: not tried (never stored)
   failed,
 };
 
@@ -118,7 +119,7 @@ enum class membership_outcome {
 
 /// How many write paths and outcomes there are (for tables indexed by them).
 inline constexpr std::size_t membership_change_count = 12;
-inline constexpr std::size_t membership_outcome_count = 16;
+inline constexpr std::size_t membership_outcome_count = 17;
 static_assert(static_cast<std::size_t>(membership_change::unban_pubkey) + 1 == membership_change_count);
 static_assert(static_cast<std::size_t>(membership_outcome::failed) + 1 == membership_outcome_count);
 

@@ -354,7 +354,7 @@ joins_in_closed_community(std::span<const membership_command> commands) {
   for (auto& c : out)
     if (c.change == membership_change::claim_membership && c.requested_by) {
       c.change = membership_change::claim_invite;
-      c.invite_code.clear();
+      c.added_by = "invite";
     }
   return out;
 }

@@ -119,8 +119,9 @@ struct membership_plan {
   const std::set<protocol::bytes32>& owner_held = {});
 
 /// Joins that need no invite are for open communities: in a closed one (the community row just
-/// locked says so, whatever the pod that sent them believed) each becomes a claim of an empty
-/// code, refused as an invalid invite. Operator paths (no requester) are left as they are.
+/// locked says so, whatever the pod that sent them believed) each becomes a claim of the code it
+/// carries, refused as an invalid invite when it carries none. Operator paths (no requester)
+/// are left as they are.
 [[nodiscard]] std::vector<membership_command>
 joins_in_closed_community(std::span<const membership_command> commands);
 

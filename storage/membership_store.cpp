@@ -25,6 +25,48 @@ namespace comb::storage {
 
 using namespace membership_steps;
 
+namespace {
+
+/// Whether a batch takes access or standing away: someone leaves, is removed or banned, or
+/// has their role changed.
+bool takes_access(const roster& members, const membership_plan& plan) {
+  auto changes = members.changes();
+  return !changes.removed.empty() || !changes.demoted.empty()
+         || std::ranges::any_of(plan.bans, [](const ban_change& ban) { return !ban.lifted; });
+}
+
+/// An archive freezes its community: what users and admins asked for before it and is still
+/// queued is refused, not tried; the operator's own commands (no requester) apply. Returns the
+/// commands still to apply, and marks the place of each one refused.
+std::vector<membership_command> outside_archive(std::span<const membership_command> commands,
+                                                std::vector<bool>& refused) {
+  std::vector<membership_command> kept;
+  refused.assign(commands.size(), false);
+  for (std::size_t i = 0; i < commands.size(); ++i) {
+    if (commands[i].requested_by)
+      refused[i] = true;
+    else
+      kept.push_back(commands[i]);
+  }
+  return kept;
+}
+
+/// `results` of the commands kept, with the refused ones put back in their places.
+std::vector<membership_result> with_refused(std::vector<membership_result> results,
+                                            const std::vector<bool>& refused) {
+  std::vector<membership_result> all;
+  auto next = results.begin();
+  for (bool was_refused : refused) {
+    if (was_refused)
+      all.push_back(membership_result::of(membership_outcome::archived));
+    else
+      all.push_back(next == results.end() ? membership_result::of(membership_outcome::failed) : std::move(*next++));
+  }
+  return all;
+}
+
+} // namespace
+
 membership_store::membership_store(pg_connection& connection, const protocol::key_pair& relay_key)
   : connection_(connection), keys_(relay_key) {}
 
@@ -174,7 +216,8 @@ membership_write membership_store::apply_locked(std::int64_t community_id,
   const std::string community = std::to_string(community_id);
   // FOR NO KEY UPDATE, never FOR UPDATE: event writers lock this row FOR KEY SHARE (each
   // batch's snapshot) and must not wait for a membership write (a test checks it).
-  auto locked = must(connection_.exec("SELECT newest_list_at, state_version, access = 'closed'"
+  auto locked = must(connection_.exec("SELECT newest_list_at, state_version, access = 'closed',"
+                                      " archived_at IS NOT NULL"
                                       " FROM communities WHERE id = $1::bigint FOR NO KEY UPDATE",
                                       {community}),
                      "lock community");
@@ -182,8 +225,13 @@ membership_write membership_store::apply_locked(std::int64_t community_id,
     throw statement_failed("community " + community + " does not exist");
   std::int64_t newest_list_at = locked.integer(0, 0);
   std::int64_t state_version = locked.integer(0, 1);
-  // The access the row has now decides, not the one the sending pod's cache had.
+  // The row decides, not what the sending pod's cache had: its access, and whether it is archived.
+  std::vector<bool> refused;
   std::vector<membership_command> rewritten;
+  if (locked.text(0, 3) == "t") {
+    rewritten = outside_archive(commands, refused);
+    commands = rewritten;
+  }
   if (locked.text(0, 2) == "t") {
     rewritten = joins_in_closed_community(commands);
     commands = rewritten;
@@ -198,9 +246,15 @@ membership_write membership_store::apply_locked(std::int64_t community_id,
   auto plan = plan_membership(members, commands, invites, allowlist, bans.banned, now, claims.earlier,
                               keys_.own_keys(connection_, community_id), bans.owner_held);
   // Lists keep pace with the clock, decided under the row lock so it holds for every pod: a
-  // list never gets a created_at ahead of now; when this second already has one, wait.
-  if (plan.list_changed && newest_list_at >= now)
-    throw list_must_wait{newest_list_at + 1};
+  // list never gets a created_at ahead of now; when this second already has one, wait. A batch
+  // that takes access away goes one second ahead instead, never more (DESIGN): pods' clocks
+  // differ a little, the pod whose clock is ahead takes each second first, and a ban sent to
+  // another pod would otherwise wait as long as that one stays busy (rooms: remove_from_rooms).
+  if (plan.list_changed && newest_list_at >= now) {
+    const bool ahead_allowed = takes_access(members, plan);
+    if (!ahead_allowed || newest_list_at > now)
+      throw list_must_wait{ahead_allowed ? newest_list_at : newest_list_at + 1};
+  }
   record_request_outcomes(connection_, community_id, claims, plan.outcomes);
   membership_write out;
   out.committed = true;
@@ -233,6 +287,8 @@ membership_write membership_store::apply_locked(std::int64_t community_id,
   if (out.list)
     list_id = protocol::to_hex(out.list->id);
   pending_snapshot_.emplace(community_id, members_snapshot{out.state_version, list_id, out.members});
+  if (!refused.empty())
+    out.results = with_refused(std::move(out.results), refused);
   return out;
 }
 

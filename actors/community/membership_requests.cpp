@@ -135,6 +135,8 @@ membership_reply reply_for(std::uint32_t kind, membership_outcome outcome,
                                              : "blocked: this pubkey is banned from this community"};
   if (outcome == o::community_full)
     return {false, "restricted: this community has reached its member limit"};
+  if (outcome == o::archived)
+    return {false, "restricted: this community is archived"};
   if (kind == join_request_kind) {
     switch (outcome) {
       case o::changed: return {true, "info: welcome to " + relay_url + "!"};

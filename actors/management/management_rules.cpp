@@ -78,6 +78,8 @@ management_reply management_reply_for(storage::membership_outcome outcome) {
     case o::community_full:
       return management_refusal(200, management_outcome::error,
                                 "this community has reached its member limit");
+    case o::archived:
+      return management_refusal(403, management_outcome::forbidden, "this community is archived");
     case o::failed:
       return management_refusal(503, management_outcome::failed,
                                 "could not update membership, please retry");

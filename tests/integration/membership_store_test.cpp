@@ -150,15 +150,15 @@ TEST_CASE_METHOD(membership_fixture, "a change in a second that has a list waits
                  "[integration][membership]") {
   // Lists keep pace with the clock: never a created_at ahead of now, so a second that already
   // has a list sends the change to the next second, with nothing written meanwhile.
-  auto bob = key(2);
+  auto bob = key(2), carol = key(3);
   std::int64_t frozen = now_seconds();
   auto add = command(membership_change::add_member, bob);
-  auto remove = command(membership_change::remove_member, bob);
+  auto add_carol = command(membership_change::add_member, carol);
   auto first = members.apply(community, std::span(&add, 1), frozen);
   require_list_is_live(*this, first, community);
   CHECK(first.list->created_at == frozen);
 
-  auto waiting = members.apply(community, std::span(&remove, 1), frozen);
+  auto waiting = members.apply(community, std::span(&add_carol, 1), frozen);
   CHECK_FALSE(waiting.committed);
   CHECK(waiting.retry_at == frozen + 1);
   CHECK_FALSE(waiting.list);
@@ -170,10 +170,42 @@ TEST_CASE_METHOD(membership_fixture, "a change in a second that has a list waits
   CHECK(duplicate.committed);
   CHECK(duplicate.results[0].outcome == outcome::already_member);
 
-  auto next = members.apply(community, std::span(&remove, 1), waiting.retry_at);
+  auto next = members.apply(community, std::span(&add_carol, 1), waiting.retry_at);
   require_list_is_live(*this, next, community);
   CHECK(next.list->created_at == frozen + 1);
   CHECK(next.list->id != first.list->id);
+}
+
+TEST_CASE_METHOD(membership_fixture,
+                 "a change that takes access away goes one second ahead rather than wait, never two",
+                 "[integration][membership]") {
+  // Two pods, the second's clock a little behind: the first, kept busy with joins, writes each
+  // second's list as that second begins by its clock. A ban or removal sent to the second pod
+  // finds its second taken every time; waiting for the next, it would wait as long as the
+  // first pod stays busy, and the banned member would keep their access.
+  auto bob = key(2), carol = key(3), dave = key(4);
+  std::int64_t frozen = now_seconds();
+  for (auto who : {bob, carol}) {
+    auto add = command(membership_change::add_member, who);
+    REQUIRE(members.apply(community, std::span(&add, 1), frozen - 1 + (who == carol)).committed);
+  }
+  auto ban = command(membership_change::ban_pubkey, bob);
+  auto banned = members.apply(community, std::span(&ban, 1), frozen);
+  require_list_is_live(*this, banned, community);
+  CHECK(banned.list->created_at == frozen + 1);
+  CHECK(stored_members(community).size() == 1);
+  // The second after is taken now: a join waits for the one after it, a removal for it.
+  auto add_dave = command(membership_change::add_member, dave);
+  CHECK(members.apply(community, std::span(&add_dave, 1), frozen).retry_at == frozen + 2);
+  auto remove = command(membership_change::remove_member, carol);
+  auto waiting = members.apply(community, std::span(&remove, 1), frozen);
+  CHECK_FALSE(waiting.committed);
+  CHECK(waiting.retry_at == frozen + 1);
+  CHECK(stored_members(community).size() == 1);
+  auto removed = members.apply(community, std::span(&remove, 1), waiting.retry_at);
+  require_list_is_live(*this, removed, community);
+  CHECK(removed.list->created_at == frozen + 2);
+  CHECK(stored_members(community).empty());
 }
 
 TEST_CASE_METHOD(membership_fixture, "a batch applies commands in order with one list",
@@ -282,6 +314,21 @@ TEST_CASE_METHOD(membership_fixture, "a join without an invite is refused once t
   CHECK_FALSE(refused.list);
   for (const auto& [pubkey, role] : stored_members(community))
     CHECK(pubkey != protocol::to_hex(erin));
+  // One that carries an invite code (Flotilla's invite link) is a claim of that code: a valid
+  // one admits, and is used up.
+  auto frank = key(7);
+  auto invite = members.mint_invite(community, std::nullopt, 1, 3600, now_seconds());
+  REQUIRE(invite);
+  auto coded = command(membership_change::claim_membership, frank);
+  coded.requested_by = frank;
+  coded.invite_code = invite->code;
+  auto admitted = apply(coded);
+  CHECK(admitted.results[0].outcome == outcome::changed);
+  require_list_is_live(*this, admitted, community);
+  auto used_up = coded;
+  used_up.subject = key(8);
+  used_up.requested_by = used_up.subject;
+  CHECK(apply(used_up).results[0].outcome == outcome::invite_exhausted);
 
   // An operator's add (no requester) is not a join: it still admits.
   auto added = apply(command(membership_change::add_member, erin));
@@ -294,6 +341,40 @@ TEST_CASE_METHOD(membership_fixture, "a join without an invite is refused once t
   auto open_join = command(membership_change::claim_membership, other);
   open_join.requested_by = other;
   CHECK(apply(open_join).results[0].outcome == outcome::changed);
+}
+
+TEST_CASE_METHOD(membership_fixture, "an archived community takes no queued request, only the operator's commands",
+                 "[integration][membership][access]") {
+  auto owner = key(1), erin = key(5), gus = key(9);
+  REQUIRE(apply(command(membership_change::provision_owner, owner, member_role::owner)).committed);
+  auto before = live_lists(community);
+  // Queued on a pod before the archive, applied after it.
+  auto join = command(membership_change::claim_membership, erin);
+  join.requested_by = erin;
+  join.request_id = key(10); // the id of the 28934 that asked
+  auto ban = command(membership_change::ban_pubkey, gus);
+  ban.requested_by = owner;
+  REQUIRE(communities.set_archived(community, true) == storage::lifecycle_result::changed);
+  std::vector queued{join, ban};
+  auto refused = members.apply(community, queued, now_seconds());
+  REQUIRE(refused.committed);
+  REQUIRE(refused.results.size() == 2);
+  CHECK(refused.results[0].outcome == outcome::archived);
+  CHECK(refused.results[1].outcome == outcome::archived);
+  CHECK_FALSE(refused.list);
+  CHECK(stored_members(community).size() == 1);
+  CHECK(live_lists(community) == before);
+  // The operator's own command applies, in its place among refused ones.
+  std::vector mixed{join, command(membership_change::add_member, gus)};
+  auto applied = members.apply(community, mixed, now_seconds() + 1);
+  REQUIRE(applied.results.size() == 2);
+  CHECK(applied.results[0].outcome == outcome::archived);
+  CHECK(applied.results[1].outcome == outcome::changed);
+  require_list_is_live(*this, applied, community);
+  CHECK(stored_members(community).size() == 2);
+  // Unarchived, the same request is applied: it was not tried, so not remembered.
+  REQUIRE(communities.set_archived(community, false) == storage::lifecycle_result::changed);
+  CHECK(members.apply(community, std::span(&join, 1), now_seconds() + 2).results[0].outcome == outcome::changed);
 }
 
 TEST_CASE_METHOD(membership_fixture, "a user holds a bounded number of open invites, the operator any",

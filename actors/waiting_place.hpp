@@ -7,7 +7,7 @@
 namespace comb::actors {
 
 /// A request's place among those waiting on one actor over the pod (the directory, the
-/// management actor: each does one thing at a time). Held for as long as the request waits and
+/// management actor, the membership writer's invites: each does one thing at a time). Held for as long as the request waits and
 /// given back however it ends; past `max` waiting, no place is taken and the request is answered
 /// at once instead of queueing in front of real ones.
 class waiting_place {

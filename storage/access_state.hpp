@@ -22,6 +22,7 @@ struct community_access {
   bool exists = false; ///< false: deleted
   bool closed = false;
   bool archived = false;
+  bool members_may_invite = false; ///< plain members may mint invites (owner and admins always)
   std::int64_t version = 0;
   std::vector<member> members;
   community_bans bans;

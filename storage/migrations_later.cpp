@@ -381,6 +381,17 @@ others AS (
 DELETE FROM events v USING others o WHERE v.community_id = o.community_id AND v.id = o.id;
 )sql";
 
+// Pods keep whether plain members may invite (their invite REQs are refused without a statement
+// where they may not): a hand edit of it reaches them as an access edit does.
+constexpr const char* migration_38 = R"sql(
+DROP TRIGGER communities_access_edited ON communities;
+CREATE TRIGGER communities_access_edited BEFORE UPDATE OF access, archived_at, members_may_invite ON communities
+  FOR EACH ROW WHEN (OLD.access IS DISTINCT FROM NEW.access
+                     OR OLD.archived_at IS DISTINCT FROM NEW.archived_at
+                     OR OLD.members_may_invite IS DISTINCT FROM NEW.members_may_invite)
+  EXECUTE FUNCTION comb_access_edited();
+)sql";
+
 constexpr migration migrations[] = {
   {22, "events' store time for the gap fill; a community's events skip their tag probes when it"
        " is deleted", migration_22},
@@ -400,6 +411,7 @@ constexpr migration migrations[] = {
   {35, "edits of addressable events borrow the rooms of what they replace", migration_35},
   {36, "deletions naming other authors' events deleted", migration_36},
   {37, "deletions naming other authors' events by either tag deleted", migration_37},
+  {38, "a hand edit of whether members may invite bumps the community's state version", migration_38},
 };
 
 } // namespace

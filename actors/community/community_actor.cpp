@@ -91,6 +91,7 @@ void apply_access(self_ptr self, const storage::community_access& state) {
     st.closed = state.closed;
     st.archived = state.archived;
     cache.set_closed(state.closed);
+    cache.set_members_may_invite(state.members_may_invite);
     auto& hooks = st.args.hooks;
     if (hooks && (was_archived != state.archived || was_closed != state.closed))
       hooks->forget_hosts(); // new connections must see the new access at once

@@ -51,6 +51,7 @@ std::optional<community_handle> community_registry::ensure(
   auto cache = std::make_shared<member_cache>();
   (void)cache->replace(state->members);
   cache->set_closed(state->closed);
+  cache->set_members_may_invite(state->members_may_invite);
   cache->set_ended(!state->exists || state->archived);
   cache->set_access_version(state->version);
   cache->set_version(state->version);

@@ -30,6 +30,13 @@ public:
 
   void set_closed(bool closed) { closed_.store(closed ? 1 : 0, std::memory_order_release); }
 
+  /// Whether plain members may mint invites (owner and admins always may), once the database
+  /// said so: until then, and where it says no, their invite REQs are refused without a
+  /// statement on the pod's one membership writer.
+  [[nodiscard]] bool members_may_invite() const { return members_may_invite_.load(std::memory_order_acquire); }
+
+  void set_members_may_invite(bool may) { members_may_invite_.store(may, std::memory_order_release); }
+
   /// Archived or deleted, as this pod last saw the database: a connection that gets this far
   /// (its host looked up just before the change) is closed as it registers.
   [[nodiscard]] bool ended() const { return ended_.load(std::memory_order_acquire); }
@@ -145,6 +152,7 @@ private:
 
   std::atomic<int> closed_{-1};
   std::atomic<bool> ended_{false};
+  std::atomic<bool> members_may_invite_{false};
   std::atomic<std::int64_t> version_{0};
   mutable std::shared_mutex mutex_;
   std::unordered_map<protocol::bytes32, storage::member_role, protocol::bytes32_hash> roles_;

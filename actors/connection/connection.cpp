@@ -167,6 +167,13 @@ bool connection::known_member(const protocol::bytes32& pubkey) const {
   return policy_.members && policy_.members->is_member(pubkey);
 }
 
+bool connection::may_invite(const protocol::bytes32& pubkey) const {
+  if (!policy_.members)
+    return false;
+  auto role = policy_.members->role_of(pubkey);
+  return storage::manages(role) || (role && policy_.members->members_may_invite());
+}
+
 bool connection::may_manage(const protocol::bytes32& pubkey) const {
   if (!policy_.members)
     return true; // nothing cached: the database decides

@@ -296,6 +296,9 @@ public:
 
   /// Whether the member cache holds `pubkey` as a member (false without a cache).
   [[nodiscard]] bool known_member(const protocol::bytes32& pubkey) const;
+  /// Whether the member cache holds `pubkey` as one who may mint invites: its owner or an
+  /// admin, or a member where the community lets members invite (false without a cache).
+  [[nodiscard]] bool may_invite(const protocol::bytes32& pubkey) const;
   /// The member cache holds `pubkey` as owner or admin, or holds no members.
   [[nodiscard]] bool may_manage(const protocol::bytes32& pubkey) const;
 

@@ -72,6 +72,7 @@ void request_membership_change(self_ptr self, const protocol::event& ev) {
   if (!command || !st.args.community) {
     auto why = command ? protocol::rejection{protocol::reason::error, "membership is unavailable"}
                        : command.error();
+    bump(st.args.metrics->events_rejected);
     send_frame(self, protocol::render_ok(ev.id, false, why.text()));
     return;
   }
@@ -80,6 +81,7 @@ void request_membership_change(self_ptr self, const protocol::event& ev) {
                                                       : connection_state::own_lane::none;
   if (too_many_awaiting(self, ev, lane))
     return;
+  bump(st.args.metrics->events_accepted);
   std::uint64_t ticket = st.next_ticket++;
   st.awaiting_membership.emplace(ticket,
                                  connection_state::awaiting_request{protocol::to_hex(ev.id), ev.kind, lane});
@@ -105,11 +107,14 @@ void request_room_change(self_ptr self, const protocol::event& ev) {
   if (!request || !st.args.community) {
     auto why = request ? protocol::rejection{protocol::reason::error, "rooms are unavailable"}
                        : request.error();
+    bump(st.args.metrics->events_rejected);
     send_frame(self, protocol::render_ok(ev.id, false, why.text()));
     return;
   }
   auto json = protocol::render_event_json(ev);
   if (json.size() > max_room_request_bytes) {
+    bump(st.args.metrics->events_rejected);
+    bump(st.args.metrics->room_requests_refused_early);
     send_frame(self, protocol::render_ok(ev.id, false, "invalid: a room request may be at most "
                                                          + std::to_string(max_room_request_bytes / 1024) + " KiB"));
     return;
@@ -117,6 +122,7 @@ void request_room_change(self_ptr self, const protocol::event& ev) {
   if (auto refused = st.logic->refuse_room_request(request.value())) {
     bump(st.args.metrics->room_requests_refused_early);
     auto reply = room_reply_for(ev.kind, *refused);
+    bump(reply.accepted ? st.args.metrics->events_accepted : st.args.metrics->events_rejected);
     send_frame(self, protocol::render_ok(ev.id, reply.accepted, reply.message));
     return;
   }
@@ -125,6 +131,7 @@ void request_room_change(self_ptr self, const protocol::event& ev) {
                                                       : connection_state::own_lane::none;
   if (too_many_awaiting(self, ev, lane))
     return;
+  bump(st.args.metrics->events_accepted);
   std::uint64_t ticket = st.next_ticket++;
   st.awaiting_membership.emplace(ticket,
                                  connection_state::awaiting_request{protocol::to_hex(ev.id), ev.kind, lane});
@@ -197,13 +204,12 @@ void answer_event(self_ptr self, protocol::event_message& message, bool may_wait
     send_frame(self, protocol::render_ok(ev.id, false, refused->text()));
     return;
   }
+  // Counted accepted or rejected there, once their own checks are done.
   if (is_membership_request(ev.kind)) {
-    bump(metrics.events_accepted);
     request_membership_change(self, ev);
     return;
   }
   if (protocol::is_room_request_kind(ev.kind)) {
-    bump(metrics.events_accepted);
     request_room_change(self, ev);
     return;
   }

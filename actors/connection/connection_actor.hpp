@@ -14,6 +14,7 @@
 #include "actors/messages.hpp"
 #include "actors/metrics.hpp"
 #include "actors/storage/reader_waits.hpp"
+#include "actors/waiting_place.hpp"
 #include "protocol/client_message.hpp"
 
 namespace comb::actors {
@@ -32,10 +33,16 @@ struct connection_args {
   std::vector<caf::actor> readers;
   std::shared_ptr<reader_waits> readers_waiting; ///< steers queries off waiting readers
   std::shared_ptr<relay_metrics> metrics;
+  /// Invite REQs waiting on the membership writer over the pod (max_waiting_invites); none: unbounded (tests).
+  std::shared_ptr<std::atomic<std::size_t>> invites_waiting;
   /// Bytes of frames the socket handed over and this actor has not finished; the socket stops
   /// reading while it is high, so a flood queues in the client's TCP window, not in our memory.
   std::shared_ptr<std::atomic<std::size_t>> frames_pending;
 };
+
+/// Invite REQs (28935) waiting on the pod's one membership writer, over every connection: it
+/// also writes every community's joins, leaves and rooms, which must not queue behind a flood.
+inline constexpr std::size_t max_waiting_invites = 64;
 
 /// Join requests one connection may have waiting for its AUTH; more are refused at once.
 inline constexpr std::size_t max_joins_awaiting_auth = 4;
@@ -69,8 +76,15 @@ struct connection_state {
   /// timer): welshman sends a join at once and never again, and hides the `auth-required:`
   /// refusal, so Flotilla's visitor was never added. At most max_joins_awaiting_auth.
   std::vector<protocol::event> joins_awaiting_auth;
-  /// REQs that asked for an invite (28935), held until it is minted, by ticket.
-  std::unordered_map<std::uint64_t, protocol::req_message> awaiting_invite;
+  /// A REQ that asked for an invite (28935), held until it is minted, and its place among the
+  /// pod's (given back however it ends, the connection's included).
+  struct awaiting_mint {
+    protocol::req_message message;
+    std::unique_ptr<waiting_place> place;
+    bool abandoned = false; ///< its subscription was closed or replaced: nothing is sent
+  };
+  /// By ticket.
+  std::unordered_map<std::uint64_t, awaiting_mint> awaiting_invite;
   /// A subscription's history query not yet answered: when its REQ arrived (for the REQ-to-EOSE
   /// histogram), and what tells its reader to stop if the subscription ends first.
   struct query_under_way {

@@ -24,9 +24,14 @@ void forget_waiting(connection_state& st, const std::string& id) {
     const auto* req = std::get_if<live_request>(&waiting);
     return req && req->subscription_id == id;
   });
-  // An invite being minted for it is not sent (on_minted finds nothing): the client closed or
-  // replaced the subscription it asked on.
-  std::erase_if(st.awaiting_invite, [&](const auto& entry) { return entry.second.subscription_id == id; });
+  // An invite being minted for it is not sent: the client closed or replaced the subscription
+  // it asked on. Its mint still waits on the writer, so it keeps its places until answered
+  // (a client alternating REQ and CLOSE would otherwise queue mints without a bound).
+  for (auto& [ticket, waiting] : st.awaiting_invite)
+    if (waiting.message.subscription_id == id) {
+      waiting.abandoned = true;
+      waiting.message.filters.clear();
+    }
   st.awaiting_auth.forget(id);
 }
 
@@ -96,6 +101,23 @@ void open_subscription(connection_self self, protocol::req_message& message) {
   start_waiting_queries(self);
 }
 
+/// Why holding `message` for its invite would take the connection past what it may hold open
+/// (subscriptions, filters and their values, the REQs already waiting for invites counted as
+/// open); nothing when it fits.
+std::optional<protocol::rejection> over_held_bounds(const connection_state& st,
+                                                    const protocol::req_message& message) {
+  if (st.logic->subscription_count() + st.awaiting_invite.size()
+      >= st.args.policy.limits.max_subscriptions_per_connection)
+    return protocol::rejection{protocol::reason::rate_limited,
+                               "too many open subscriptions (at most "
+                                 + std::to_string(st.args.policy.limits.max_subscriptions_per_connection) + ")"};
+  filter_cost total = st.logic->held_cost();
+  for (const auto& [ticket, waiting] : st.awaiting_invite)
+    total += cost_of(waiting.message.filters);
+  total += cost_of(message.filters);
+  return over_budget(total, st.args.policy, "open on this connection");
+}
+
 /// NIP-43: a REQ for kind 28935 mints an invite for an authenticated member allowed to invite;
 /// the invite is sent first, then the REQ proceeds as usual (28935 is never stored).
 void request_invite(connection_self self, protocol::req_message& message) {
@@ -105,9 +127,9 @@ void request_invite(connection_self self, protocol::req_message& message) {
                                              "auth-required: authenticate to request an invite"));
     return;
   }
-  // Only members may ever invite (the writer checks the stored role): anyone else is refused
-  // here, without a statement on the one membership writer.
-  if (!st.logic->known_member(*st.logic->authenticated())) {
+  // Who the cache says may not invite is refused here, without a statement on the pod's one
+  // membership writer (which checks the stored role of those it lets through).
+  if (!st.logic->may_invite(*st.logic->authenticated())) {
     bump(st.args.metrics->queries_refused);
     send_frame(self, protocol::render_closed(message.subscription_id,
                                              "restricted: you may not create invites in this community"));
@@ -120,10 +142,27 @@ void request_invite(connection_self self, protocol::req_message& message) {
                                              "rate-limited: too many invite requests awaiting an answer"));
     return;
   }
+  // It becomes a subscription once minted; until then it is held as one, within the same bounds.
+  drop_unindexed_tag_values(message.filters);
+  if (auto over = over_held_bounds(st, message)) {
+    bump(st.args.metrics->queries_refused);
+    send_frame(self, protocol::render_closed(message.subscription_id, over->text()));
+    return;
+  }
+  std::unique_ptr<waiting_place> place;
+  if (st.args.invites_waiting) {
+    place = std::make_unique<waiting_place>(*st.args.invites_waiting, max_waiting_invites);
+    if (!place->taken()) {
+      bump(st.args.metrics->queries_refused);
+      send_frame(self, protocol::render_closed(message.subscription_id,
+                                               "rate-limited: too many invite requests are waiting; retry shortly"));
+      return;
+    }
+  }
   std::uint64_t ticket = st.next_ticket++;
   self->send(st.args.membership_writer, mint_atom_v, ticket, st.args.policy.community_id,
              *st.logic->authenticated());
-  st.awaiting_invite.emplace(ticket, std::move(message));
+  st.awaiting_invite.emplace(ticket, connection_state::awaiting_mint{std::move(message), std::move(place)});
 }
 
 /// A REQ refused for want of AUTH, from a connection that has not authenticated, waits for it
@@ -175,8 +214,11 @@ void on_minted(connection_self self, std::uint64_t ticket, const invite_reply& r
   auto it = st.awaiting_invite.find(ticket);
   if (it == st.awaiting_invite.end())
     return;
-  auto message = std::move(it->second);
+  auto message = std::move(it->second.message);
+  const bool abandoned = it->second.abandoned;
   st.awaiting_invite.erase(it);
+  if (abandoned)
+    return;
   if (!reply.event_json) {
     send_frame(self, protocol::render_closed(message.subscription_id, reply.refusal));
     return;

@@ -51,6 +51,8 @@ struct gateway_context {
   std::atomic<std::size_t> host_lookups_waiting{0};
   /// NIP-86 calls waiting on the management actor (answer_management).
   std::atomic<std::size_t> management_calls_waiting{0};
+  /// Invite REQs waiting on the membership writer (connection_args::invites_waiting).
+  std::shared_ptr<std::atomic<std::size_t>> invites_waiting = std::make_shared<std::atomic<std::size_t>>(0);
 };
 
 } // namespace comb::actors

@@ -153,6 +153,7 @@ websocket_session open_session(tcp_stream stream, gateway_context& context,
   args.writer = context.writers[args.owner % context.writers.size()];
   args.readers = context.readers;
   args.readers_waiting = context.readers_waiting;
+  args.invites_waiting = context.invites_waiting;
   args.metrics = context.metrics;
   args.frames_pending = session.frames_pending;
   session.actor = context.system->spawn(connection_actor, std::move(args));

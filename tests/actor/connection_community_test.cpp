@@ -393,13 +393,16 @@ TEST_CASE_METHOD(fixture, "a room request its author's roles do not allow is ref
   refused(member, test::sign_event(bob, protocol::room_join_kind, std::string(max_room_request_bytes, 'x'), {{"h", "pizza"}}),
           "invalid: a room request may be at most 64 KiB");
   CHECK(*asked == 0);
-  CHECK(metrics->room_requests_refused_early == 5);
+  CHECK(metrics->room_requests_refused_early == 6);
+  // Refused, so not counted as accepted: a flood of them is seen as what it is.
+  CHECK(metrics->events_accepted == 0);
+  CHECK(metrics->events_rejected == 6);
 
   // Flotilla's room form, from the room's admin: the create is told "already", the edit goes on.
   auto room_admin = as(erin);
   refused(room_admin, test::sign_event(erin, protocol::room_create_kind, "", {{"h", "pizza"}}),
           "duplicate: a room with this id already exists");
-  CHECK(metrics->room_requests_refused_early == 6);
+  CHECK(metrics->room_requests_refused_early == 7);
 
   // Those the cache says may go to the community, whose transaction decides.
   say(room_admin, test::event_frame(test::sign_event(erin, protocol::room_edit_metadata_kind, "", {{"h", "pizza"}, {"name", "Pie"}})));
@@ -409,5 +412,7 @@ TEST_CASE_METHOD(fixture, "a room request its author's roles do not allow is ref
   say(admin, test::event_frame(test::sign_event(alice, protocol::room_create_kind, "", {{"h", "salad"}})));
   say(member, test::event_frame(test::sign_event(bob, protocol::room_join_kind, "", {{"h", "pizza"}})));
   CHECK(*asked == 5);
-  CHECK(metrics->room_requests_refused_early == 6);
+  CHECK(metrics->room_requests_refused_early == 7);
+  CHECK(metrics->events_accepted == 5);
+  CHECK(metrics->events_rejected == 7);
 }

@@ -163,6 +163,8 @@ struct fixture : comb::test::test_system {
   connection_policy base_policy;
   /// The pod's reader queues, as the connections `connect` opens see them (none unless set).
   std::shared_ptr<reader_waits> readers_waiting;
+  /// The pod's count of invite REQs waiting on the membership writer (none unless set).
+  std::shared_ptr<std::atomic<std::size_t>> invites_waiting;
 
   struct client {
     caf::actor actor;
@@ -185,6 +187,7 @@ struct fixture : comb::test::test_system {
     args.writer = storage_actor;
     args.readers = {storage_actor};
     args.readers_waiting = readers_waiting;
+    args.invites_waiting = invites_waiting;
     args.metrics = metrics;
     args.community = community;
     args.membership_writer = membership_writer;

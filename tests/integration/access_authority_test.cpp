@@ -183,6 +183,7 @@ TEST_CASE_METHOD(membership_fixture, "a hand edit of anything access checks read
   CHECK(edit_bumps("UPDATE communities SET access = 'closed' WHERE id = $1::bigint"));
   CHECK(edit_bumps("UPDATE communities SET archived_at = now() WHERE id = $1::bigint"));
   CHECK(edit_bumps("UPDATE communities SET archived_at = NULL, access = 'open' WHERE id = $1::bigint"));
+  CHECK(edit_bumps("UPDATE communities SET members_may_invite = true WHERE id = $1::bigint"));
   CHECK(edit_bumps("INSERT INTO banned_pubkeys (community_id, pubkey) VALUES ($1::bigint, " + someone + ")"));
   CHECK(edit_bumps("DELETE FROM banned_pubkeys WHERE community_id = $1::bigint"));
   CHECK(edit_bumps("INSERT INTO banned_events (community_id, event_id) VALUES ($1::bigint, " + someone + ")"));
@@ -224,6 +225,7 @@ TEST_CASE_METHOD(membership_fixture, "a hand edit of anything access checks read
   auto state = storage::load_access(connection, community);
   REQUIRE(state);
   CHECK(state->closed);
+  CHECK(state->members_may_invite);
   CHECK(state->version == version_of(connection, community));
 }
 

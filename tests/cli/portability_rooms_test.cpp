@@ -125,3 +125,46 @@ TEST_CASE("import --rooms-from-state leaves out whoever is banned from the commu
   REQUIRE(members.size() == 1);
   CHECK(members[0].at("pubkey").as_string() == hex_of(alice));
 }
+
+TEST_CASE("import takes the members and rooms of the relay named, never of whoever signs the newest list", "[cli][portability]") {
+  // strfry and nostr-rs-relay keep any kind from anyone: a stranger may publish a newer 13534,
+  // and room state of their own, to the relay the file comes from.
+  cli_fixture f;
+  auto owner = protocol::key_pair::generate();
+  auto alice = protocol::key_pair::generate();
+  auto stranger = protocol::key_pair::generate();
+  auto other_relay = protocol::key_pair::generate();
+  f.admin_ok({"community", "create", "c.example", "--owner", npub(owner), "--closed"});
+  auto t = unix_now() - 100;
+  auto path = file_in(f, "forged.jsonl");
+  write_lines(path, {
+    json_of(sign_event(other_relay, 13534, "", {{"-"}, {"member", hex_of(alice)}}, t)),
+    json_of(sign_event(other_relay, 39000, "", {{"d", "den"}, {"name", "Den"}}, t)),
+    json_of(sign_event(other_relay, 39002, "", {{"d", "den"}, {"p", hex_of(alice)}}, t)),
+    json_of(sign_event(stranger, 13534, "", {{"-"}, {"member", hex_of(stranger)}}, t + 5)),
+    json_of(sign_event(stranger, 39000, "", {{"d", "forged"}, {"name", "Forged"}}, t + 5)),
+    json_of(sign_event(stranger, 39002, "", {{"d", "forged"}, {"p", hex_of(stranger)}}, t + 5)),
+    // Dated ahead of the relay's window: a list that would stay the newest.
+    json_of(sign_event(other_relay, 13534, "", {{"-"}, {"member", hex_of(stranger)}}, unix_now() + 3600)),
+  });
+  for (const char* flag : {"--members-from-list", "--rooms-from-state"}) {
+    auto guessed = f.admin({"import", "c.example", "--in", path, flag});
+    CHECK(guessed.exit_code == 1);
+    CHECK_THAT(guessed.err, Catch::Contains("--list-author") && Catch::Contains(npub(stranger)));
+  }
+  CHECK(f.stored("c.example").size() == 1); // the owner
+  CHECK(f.admin_ok({"room", "list", "c.example", "--json"}).json().at("rooms").as_array().empty());
+
+  auto run = f.admin({"import", "c.example", "--in", path, "--members-from-list", "--rooms-from-state",
+                      "--list-author", npub(other_relay), "--json"});
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  CHECK(count_of(run.json(), "members_added") == 1);
+  CHECK(run.json().at("list_author").as_string() == hex_of(other_relay));
+  auto stored = f.stored("c.example");
+  CHECK(stored.contains({hex_of(alice), "member"}));
+  CHECK_FALSE(stored.contains({hex_of(stranger), "member"}));
+  auto rooms = f.admin_ok({"room", "list", "c.example", "--json"}).json().at("rooms").as_array();
+  REQUIRE(rooms.size() == 1);
+  CHECK(rooms[0].at("id").as_string() == "den");
+}

@@ -35,6 +35,7 @@ struct import_args {
   bool strict = false;
   bool members_from_list = false;
   bool rooms_from_state = false;
+  std::string list_author; ///< hex or npub; empty: the file's one author of 13534 lists
   std::size_t batch = 500;
 };
 
@@ -250,14 +251,17 @@ admitted_authors(admin_session& session, const storage::community_row& community
 int import_into(admin_session& session, const storage::community_row& community,
                 const import_policy& policy, const admin_options& options,
                 const import_args& args, std::FILE* file, reporter& out) {
+  std::optional<protocol::bytes32> list_author;
+  if (!args.list_author.empty() && !(list_author = parse_pubkey(args.list_author, out)))
+    return out.failed_code();
   if (args.members_from_list) {
-    auto added = members_from_list(file, policy, options, session, community, out);
+    auto added = members_from_list(file, policy, list_author, options, session, community, out);
     if (!added)
       return out.failed_code();
     out.fields()["members_added"] = *added;
   }
   if (args.rooms_from_state) { // after the members: a closed community's rooms take only them
-    auto created = rooms_from_state(file, policy, options, session, community, out);
+    auto created = rooms_from_state(file, policy, list_author, options, session, community, out);
     if (!created)
       return out.failed_code();
     out.fields()["rooms_created"] = *created;
@@ -298,10 +302,13 @@ void add_import_command(CLI::App& app, admin_cli& cli) {
                     "a closed community takes events of non-members too");
   command->add_flag("--strict", args->strict, "stop at the first bad line");
   command->add_flag("--members-from-list", args->members_from_list,
-                    "first add the members named by the file's newest 13534 list (needs --in)");
+                    "first add the members named by the newest 13534 list of the file's relay (needs --in)");
   command->add_flag("--rooms-from-state", args->rooms_from_state,
                     "first create the rooms (members, roles, flags, pins) the state events of the"
-                    " file's relay describe, the author of its newest 13534 (needs --in)");
+                    " file's relay describe (needs --in)");
+  command->add_option("--list-author", args->list_author,
+                      "the key of the relay that wrote the file (hex or npub: its NIP-11 self or"
+                      " pubkey); needed when the file holds 13534 lists of several authors");
   command->add_option("--batch", args->batch, "events stored per transaction (default 500)")
     ->check(CLI::Range(std::size_t{1}, std::size_t{10000}));
   on_run(command, cli, args, run_import);

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "admin/import_members.hpp"
 
+#include <map>
+
 #include "admin/jsonl_reader.hpp"
 #include "admin/live_push.hpp"
 #include "protocol/hex.hpp"
@@ -51,23 +53,65 @@ bool newer_version(const protocol::event& candidate, const protocol::event& kept
   return candidate.id < kept.id;
 }
 
-std::optional<protocol::event> newest_list(std::FILE* file, const import_policy& policy) {
-  std::optional<protocol::event> newest;
+namespace {
+
+/// Each author's newest well-formed, correctly signed (unless the policy trusts the file) 13534
+/// in the file that the relay's time window lets in. Reads from where the file is.
+std::map<protocol::bytes32, protocol::event> newest_lists(std::FILE* file, const import_policy& policy) {
+  std::map<protocol::bytes32, protocol::event> newest;
+  const std::int64_t now = unix_now();
   jsonl_reader reader(file, policy.limits.max_message_bytes);
   jsonl_line line;
   while (reader.next(line)) {
     auto ev = read_event_line(line.text, policy);
     if (!ev || ev->kind != storage::member_list_kind)
       continue;
+    // A list dated ahead would stay the newest after the real relay's next one.
+    if (protocol::check_created_at(ev.value(), now, policy.created_at))
+      continue;
     if (policy.check_signatures && protocol::verify_event(ev.value()))
       continue;
-    if (!newest || newer_version(ev.value(), *newest))
-      newest = std::move(ev.value());
+    auto kept = newest.find(ev->pubkey);
+    if (kept == newest.end())
+      newest.emplace(ev->pubkey, std::move(ev.value()));
+    else if (newer_version(ev.value(), kept->second))
+      kept->second = std::move(ev.value());
   }
   return newest;
 }
 
+} // namespace
+
+relay_list_choice relay_list(std::FILE* file, const import_policy& policy,
+                             const std::optional<protocol::bytes32>& author, std::string_view option,
+                             reporter& out) {
+  relay_list_choice choice;
+  auto lists = newest_lists(file, policy);
+  if (author) {
+    if (auto it = lists.find(*author); it != lists.end())
+      choice.list = std::move(it->second);
+    return choice;
+  }
+  if (lists.size() > 1) {
+    std::string authors;
+    for (const auto& [pubkey, list] : lists)
+      authors += "\n  " + npub_of(pubkey) + ": newest list at " + std::to_string(list.created_at) + ", "
+                 + std::to_string(member_pubkeys(list).size()) + " members";
+    out.fail(exit_code::usage, std::string(option) + ": the file holds 13534 lists of "
+                                 + std::to_string(lists.size())
+                                 + " authors, and anyone may publish one to a relay that takes any"
+                                   " kind; name the old relay's key (its NIP-11 self or pubkey)"
+                                   " with --list-author:" + authors);
+    choice.failed = true;
+    return choice;
+  }
+  if (!lists.empty())
+    choice.list = std::move(lists.begin()->second);
+  return choice;
+}
+
 std::optional<std::size_t> members_from_list(std::FILE* file, const import_policy& policy,
+                                             const std::optional<protocol::bytes32>& list_author,
                                              const admin_options& options, admin_session& session,
                                              const storage::community_row& community,
                                              reporter& out) {
@@ -76,11 +120,14 @@ std::optional<std::size_t> members_from_list(std::FILE* file, const import_polic
     out.fail(exit_code::usage, "--members-from-list needs a file it can read twice (--in FILE)");
     return std::nullopt;
   }
-  auto list = newest_list(file, policy);
+  auto choice = relay_list(file, policy, list_author, "--members-from-list", out);
+  if (choice.failed)
+    return std::nullopt;
   if (std::fseek(file, 0, SEEK_SET) != 0) {
     out.fail(exit_code::usage, "cannot read the file again after looking for the list");
     return std::nullopt;
   }
+  const auto& list = choice.list;
   if (!list) {
     out.note("--members-from-list: the file holds no valid 13534 list; no member added");
     return std::size_t{0};
@@ -101,8 +148,9 @@ std::optional<std::size_t> members_from_list(std::FILE* file, const import_polic
     return std::nullopt;
   }
   auto added = count_added(write);
-  out.note("--members-from-list: list " + protocol::to_hex(list->id) + " names "
-           + std::to_string(members.size()) + " members; added " + std::to_string(added));
+  out.note("--members-from-list: list " + protocol::to_hex(list->id) + " of " + npub_of(list->pubkey)
+           + " names " + std::to_string(members.size()) + " members; added " + std::to_string(added));
+  out.fields()["list_author"] = protocol::to_hex(list->pubkey);
   if (added > 0)
     push_live(options.redis_url, options.cluster_secret, community.id, write, out);
   return added;

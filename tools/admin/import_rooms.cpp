@@ -142,6 +142,7 @@ std::vector<protocol::room_state> rooms_of_state(const std::vector<protocol::eve
 }
 
 std::optional<std::size_t> rooms_from_state(std::FILE* file, const import_policy& policy,
+                                            const std::optional<protocol::bytes32>& list_author,
                                             const admin_options& options, admin_session& session,
                                             const storage::community_row& community,
                                             reporter& out) {
@@ -150,23 +151,29 @@ std::optional<std::size_t> rooms_from_state(std::FILE* file, const import_policy
     out.fail(exit_code::usage, "--rooms-from-state needs a file it can read again (--in FILE)");
     return std::nullopt;
   }
-  auto list = newest_list(file, policy);
+  std::optional<protocol::bytes32> relay = list_author;
+  if (!relay) {
+    auto choice = relay_list(file, policy, std::nullopt, "--rooms-from-state", out);
+    if (choice.failed)
+      return std::nullopt;
+    if (choice.list)
+      relay = choice.list->pubkey;
+  }
   std::vector<protocol::event> events;
-  if (list && std::fseek(file, 0, SEEK_SET) == 0)
-    events = state_events(file, policy, list->pubkey);
+  if (relay && std::fseek(file, 0, SEEK_SET) == 0)
+    events = state_events(file, policy, *relay);
   if (std::fseek(file, 0, SEEK_SET) != 0) {
     out.fail(exit_code::usage, "cannot read the file again after looking for the room state");
     return std::nullopt;
   }
-  if (!list) {
+  if (!relay) {
     out.note("--rooms-from-state: the file holds no valid 13534 list, so no relay's room state"
-             " can be told from anyone's; no room created");
+             " can be told from anyone's (name its key with --list-author); no room created");
     return std::size_t{0};
   }
-  auto rooms = rooms_of_state(events, list->pubkey);
+  auto rooms = rooms_of_state(events, *relay);
   if (rooms.empty()) {
-    out.note("--rooms-from-state: the file holds no room state of relay "
-             + protocol::to_hex(list->pubkey));
+    out.note("--rooms-from-state: the file holds no room state of relay " + protocol::to_hex(*relay));
     return std::size_t{0};
   }
   auto key = load_key(options, out);

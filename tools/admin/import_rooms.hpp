@@ -18,13 +18,14 @@ namespace comb::admin {
 [[nodiscard]] std::vector<protocol::room_state>
 rooms_of_state(const std::vector<protocol::event>& events, const protocol::bytes32& relay);
 
-/// --rooms-from-state: reads the whole file for the newest 13534 (its author is the key of the
-/// relay that wrote the file), then for that key's room state (rooms_of_state), each line
-/// checked like any other; creates the rooms the community does not have, with their members
-/// and roles (storage::restore_rooms). Rewinds the file. Returns how many rooms were created,
-/// or nothing with the failure reported.
+/// --rooms-from-state: the key of the relay that wrote the file is `list_author` when given,
+/// otherwise the author of its 13534 lists (relay_list: one author only); reads the whole file
+/// for that key's room state (rooms_of_state), each line checked like any other; creates the
+/// rooms the community does not have, with their members and roles (storage::restore_rooms).
+/// Rewinds the file. Returns how many rooms were created, or nothing with the failure reported.
 [[nodiscard]] std::optional<std::size_t>
-rooms_from_state(std::FILE* file, const import_policy& policy, const admin_options& options,
+rooms_from_state(std::FILE* file, const import_policy& policy,
+                 const std::optional<protocol::bytes32>& list_author, const admin_options& options,
                  admin_session& session, const storage::community_row& community, reporter& out);
 
 } // namespace comb::admin

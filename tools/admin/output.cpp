@@ -6,6 +6,28 @@
 
 namespace comb::admin {
 
+std::string terminal_safe(std::string_view text) {
+  auto escaped = [](unsigned code) {
+    static constexpr char digits[] = "0123456789abcdef";
+    return std::string("\\u00") + digits[code >> 4] + digits[code & 0xf];
+  };
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    auto byte = static_cast<unsigned char>(text[i]);
+    auto next = i + 1 < text.size() ? static_cast<unsigned char>(text[i + 1]) : 0u;
+    if (byte < 0x20 || byte == 0x7f) {
+      out += escaped(byte);
+    } else if (byte == 0xc2 && next >= 0x80 && next <= 0x9f) { // U+0080 to U+009F
+      out += escaped(next);
+      ++i;
+    } else {
+      out += static_cast<char>(byte);
+    }
+  }
+  return out;
+}
+
 void reporter::say(std::string_view line) const {
   if (!json_)
     std::cout << line << '\n';

@@ -23,6 +23,11 @@ enum class exit_code : int {
   return static_cast<int>(code);
 }
 
+/// `text` with every control character (C0, DEL, and C1 as UTF-8) written as `\u00XX`: what
+/// users wrote (a room's name) must not move the operator's cursor, run a terminal's escape
+/// sequences or add rows to a tab-separated listing.
+[[nodiscard]] std::string terminal_safe(std::string_view text);
+
 /// Where a command's results go. Human mode: results on stdout, messages on stderr. JSON mode
 /// (`--json`): exactly one JSON object on stdout per command, successful or not, and the same
 /// messages on stderr, so a script never has to parse prose.

@@ -42,8 +42,8 @@ int run_list(const admin_options& options, const room_args& args, reporter& out)
     for (const auto& room : *rooms) {
       rows.push_back({{"id", room.id}, {"name", room.meta.name}, {"flags", flags_of(room.meta.flags)},
                       {"members", room.members.size()}});
-      out.say(room.id + '\t' + std::to_string(room.members.size()) + '\t' + flags_of(room.meta.flags)
-              + '\t' + room.meta.name);
+      out.say(terminal_safe(room.id) + '\t' + std::to_string(room.members.size()) + '\t'
+              + flags_of(room.meta.flags) + '\t' + terminal_safe(room.meta.name));
     }
     out.fields()["rooms"] = std::move(rows);
     return as_int(exit_code::ok);

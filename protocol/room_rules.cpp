@@ -269,9 +269,7 @@ bool room_event_visible(const room_flags& flags, std::uint32_t kind, const room_
 
 void hide_room(room_hiding& hiding, const std::string& room, const room_flags& flags,
                const room_reader& reader) {
-  if (reader.community_admin)
-    return;
-  if (reader.room_admin)
+  if (reader.community_admin || reader.room_admin)
     hiding.whole.push_back(room);
   else if (reader.member)
     hiding.codes_hidden.push_back(room);

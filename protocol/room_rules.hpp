@@ -168,14 +168,13 @@ struct room_hiding {
   std::vector<std::string> unseen;       ///< no event of these rooms
   std::vector<std::string> state_only;   ///< only their group metadata (is_group_metadata_kind)
   std::vector<std::string> codes_hidden; ///< everything but their 9009
-  std::vector<std::string> whole;        ///< nothing hidden: the reader is their admin
+  std::vector<std::string> whole;        ///< nothing hidden: the reader is their or the community's admin
   /// The reader's hex pubkey, empty when anonymous: a 9000 or 9001 naming them shows to them
   /// whatever its room hides (shown_to_named).
   std::string reader;
   /// Set when the four lists name every room the reader's pod knows: a row naming a room in
   /// none of them (but the general room's) is of a room created on another pod and not loaded
   /// here yet, maybe private, and hidden but for its deletion (9008), as live delivery hides it.
-  /// Not set for community owner and admins, who read every room.
   bool unknown_hidden = false;
 
   [[nodiscard]] bool empty() const noexcept {

@@ -104,19 +104,22 @@ std::string hidden_rooms_sql(const protocol::room_hiding& hiding, param_list& pa
   std::string codes = params.add(text_list(hiding.codes_hidden), "text[]");
   std::string unknown = unknown_room_sql("r.value", params);
   if (!unknown.empty())
-    unknown = " OR (e.kind <> " + std::to_string(protocol::room_delete_kind) + " AND " + unknown + ')';
+    unknown = "(e.kind <> " + std::to_string(protocol::room_delete_kind) + " AND " + unknown + ')';
   // `name IN ('d', 'h')` lets Postgres read the row's room tags from event_tags_room.
-  std::string hidden = "EXISTS (SELECT 1 FROM event_tags r WHERE r.community_id = e.community_id"
+  const std::string room_tags = "EXISTS (SELECT 1 FROM event_tags r WHERE r.community_id = e.community_id"
          " AND r.event_id = e.id AND r.name IN ('d', 'h') AND r.name = CASE WHEN e.kind BETWEEN 39000 AND 39005"
-         " THEN 'd' ELSE 'h' END AND (r.value = ANY(" + unseen + ") OR (r.value = ANY("
-         + state_only + ") AND e.kind NOT IN (39000, 39001, 39002, 39003)) OR (r.value = ANY(" + codes
-         + ") AND e.kind = 9009)" + unknown + "))";
+         " THEN 'd' ELSE 'h' END AND (";
+  std::string hidden = room_tags + "r.value = ANY(" + unseen + ") OR (r.value = ANY(" + state_only
+         + ") AND e.kind NOT IN (39000, 39001, 39002, 39003)) OR (r.value = ANY(" + codes
+         + ") AND e.kind = 9009)" + (unknown.empty() ? "" : " OR " + unknown) + "))";
   if (hiding.reader.empty())
     return " AND NOT " + hidden;
+  // The reader named in a room change sees it whatever its room hides, but a room this pod does
+  // not know hides it still (connection::rooms_shown): asked only of the rare row that needs it.
   std::string reader = params.add(hiding.reader, "text");
   return " AND (NOT " + hidden + " OR (e.kind IN (9000, 9001) AND EXISTS (SELECT 1 FROM event_tags n"
          " WHERE n.community_id = e.community_id AND n.event_id = e.id AND n.name = 'p' AND n.value = "
-         + reader + ")))";
+         + reader + ")" + (unknown.empty() ? "" : " AND NOT " + room_tags + unknown + "))") + "))";
 }
 
 std::string param_list::hidden_rooms_condition() {

@@ -148,10 +148,10 @@ protocol::room_hiding connection::hidden_rooms() const {
     protocol::hide_room(hiding, id, cached.flags, reader_of(cached, authenticated_));
   if (authenticated_)
     hiding.reader = protocol::to_hex(*authenticated_);
-  // A community with no room here pays no per-row check: a row naming one is then of a room
-  // created on another pod a moment ago, and the reply's rendered_visible still hides it.
-  hiding.unknown_hidden = rooms->concerns_rows()
-                          && !(authenticated_ && storage::manages(policy_.members->role_of(*authenticated_)));
+  // A community with no room here pays no per-row check (nor does history_reply): a row naming
+  // one is then of the community's first room, created on another pod this second, and shows
+  // until this pod loads it.
+  hiding.unknown_hidden = rooms->concerns_rows();
   // In one order whatever the map's: two hidings compare equal when they hide the same.
   for (auto* rooms_hidden : {&hiding.unseen, &hiding.state_only, &hiding.codes_hidden, &hiding.whole})
     std::sort(rooms_hidden->begin(), rooms_hidden->end());

@@ -33,7 +33,9 @@ TEST_CASE("export then import --rooms-from-state moves a community's rooms, memb
   auto path = file_in(f, "rooms.jsonl");
   f.admin_ok({"export", "from.example", "--out", path});
   f.admin_ok({"community", "create", "to.example", "--owner", npub(owner), "--closed"});
-  auto run = f.admin({"import", "to.example", "--in", path, "--members-from-list", "--rooms-from-state", "--json"});
+  const auto old_relay = protocol::to_hex(f.signer("from.example").public_key()); // its NIP-11 self
+  auto run = f.admin({"import", "to.example", "--in", path, "--members-from-list", "--rooms-from-state",
+                      "--list-author", old_relay, "--json"});
   INFO(run.err);
   REQUIRE(run.exit_code == 0);
   CHECK(count_of(run.json(), "rooms_created") == 2);
@@ -62,7 +64,7 @@ TEST_CASE("export then import --rooms-from-state moves a community's rooms, memb
   CHECK(room_request(rooms, to, carol, 9021, {{"h", "pasta"}}, now) == o::not_in_community);
   CHECK(room_request(rooms, to, bob, 9021, {{"h", "pizza"}}, now) == o::invite_required);
 
-  auto again = f.admin({"import", "to.example", "--in", path, "--rooms-from-state", "--json"});
+  auto again = f.admin({"import", "to.example", "--in", path, "--rooms-from-state", "--list-author", old_relay, "--json"});
   REQUIRE(again.exit_code == 0);
   CHECK(count_of(again.json(), "rooms_created") == 0);
 }
@@ -86,7 +88,7 @@ TEST_CASE("import --rooms-from-state takes only the file's relay's state and a c
     json_of(sign_event(stranger, 39000, "", {{"d", "forged"}, {"name", "Forged"}}, t)),
     json_of(sign_event(stranger, 39002, "", {{"d", "den"}, {"p", hex_of(stranger)}}, t + 1)),
   });
-  auto run = f.admin({"import", "c.example", "--in", path, "--rooms-from-state", "--json"});
+  auto run = f.admin({"import", "c.example", "--in", path, "--rooms-from-state", "--list-author", hex_of(other_relay), "--json"});
   INFO(run.err);
   REQUIRE(run.exit_code == 0);
   CHECK(count_of(run.json(), "rooms_created") == 1);
@@ -116,7 +118,7 @@ TEST_CASE("import --rooms-from-state leaves out whoever is banned from the commu
     json_of(sign_event(old_relay, 39000, "", {{"d", "den"}, {"name", "Den"}}, t)),
     json_of(sign_event(old_relay, 39002, "", {{"d", "den"}, {"p", hex_of(alice)}, {"p", hex_of(banned)}}, t)),
   });
-  auto run = f.admin({"import", "open.example", "--in", path, "--rooms-from-state", "--json"});
+  auto run = f.admin({"import", "open.example", "--in", path, "--rooms-from-state", "--list-author", npub(old_relay), "--json"});
   INFO(run.err);
   REQUIRE(run.exit_code == 0);
   CHECK(count_of(run.json(), "rooms_created") == 1);
@@ -150,8 +152,18 @@ TEST_CASE("import takes the members and rooms of the relay named, never of whoev
   for (const char* flag : {"--members-from-list", "--rooms-from-state"}) {
     auto guessed = f.admin({"import", "c.example", "--in", path, flag});
     CHECK(guessed.exit_code == 1);
-    CHECK_THAT(guessed.err, Catch::Contains("--list-author") && Catch::Contains(npub(stranger)));
+    CHECK_THAT(guessed.err, Catch::Contains("--list-author") && Catch::Contains(npub(stranger))
+                              && Catch::Contains(npub(other_relay)));
   }
+  // A relay that signs no list of its own (strfry) leaves one author in the file, a stranger:
+  // still not taken. Nor is a key that signed no list in the file.
+  auto stranger_only = file_in(f, "stranger.jsonl");
+  write_lines(stranger_only, {json_of(sign_event(stranger, 13534, "", {{"-"}, {"member", hex_of(stranger)}}, t))});
+  CHECK(f.admin({"import", "c.example", "--in", stranger_only, "--members-from-list"}).exit_code == 1);
+  auto unlisted = f.admin({"import", "c.example", "--in", stranger_only, "--members-from-list", "--list-author",
+                           npub(other_relay)});
+  CHECK(unlisted.exit_code == 1);
+  CHECK_THAT(unlisted.err, Catch::Contains("no valid 13534 list of " + npub(other_relay)));
   CHECK(f.stored("c.example").size() == 1); // the owner
   CHECK(f.admin_ok({"room", "list", "c.example", "--json"}).json().at("rooms").as_array().empty());
 

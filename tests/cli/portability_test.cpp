@@ -322,7 +322,8 @@ TEST_CASE("a closed community imports members' events only, --members-from-list 
     CHECK(count_of(run.json(), "stored") == 2);
   }
   SECTION("--members-from-list") {
-    auto run = f.admin({"import", "c.example", "--in", path, "--members-from-list", "--json"});
+    auto run = f.admin({"import", "c.example", "--in", path, "--members-from-list", "--list-author",
+                        npub(other_relay), "--json"});
     INFO(run.err);
     REQUIRE(run.exit_code == 0);
     auto result = run.json();
@@ -335,14 +336,16 @@ TEST_CASE("a closed community imports members' events only, --members-from-list 
     CHECK(f.listed("c.example") == f.stored("c.example")); // list written with the change
     CHECK(f.sql("SELECT count(*) FROM events WHERE kind = 8000 AND pubkey = $1::bytea",
                 {"\\x" + protocol::to_hex(f.signer("c.example").public_key())}) == "2"); // owner, alice
-    auto again = f.admin({"import", "c.example", "--in", path, "--members-from-list", "--json"});
+    auto again = f.admin({"import", "c.example", "--in", path, "--members-from-list", "--list-author",
+                          npub(other_relay), "--json"});
     REQUIRE(again.exit_code == 0);
     CHECK(count_of(again.json(), "members_added") == 0);
     CHECK(count_of(again.json(), "stored") == 0);
   }
-  SECTION("--members-from-list with an input that holds no list adds nobody") {
-    auto run = f.admin({"import", "c.example", "--members-from-list"}); // stdin is /dev/null
-    CHECK(run.exit_code == 0);
+  SECTION("--members-from-list with an input that holds no list adds nobody, and says so") {
+    // stdin is /dev/null
+    auto run = f.admin({"import", "c.example", "--members-from-list", "--list-author", npub(other_relay)});
+    CHECK(run.exit_code == 1);
     CHECK_THAT(run.err, Catch::Contains("no valid 13534"));
     CHECK(f.stored("c.example").size() == 1);
   }

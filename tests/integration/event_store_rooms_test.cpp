@@ -79,8 +79,32 @@ TEST_CASE_METHOD(test::store_fixture,
   led.whole = {"fresh"};
   CHECK(count(posts, led) == 6);
   CHECK(count(comments, led) == 2);
-  // A hiding that does not hide unknown rooms (a community admin's) shows them.
-  protocol::room_hiding admin;
-  CHECK(read(posts, admin) == jsons_of({fresh[1], fresh[0]}));
-  CHECK(count(comments, admin) == 2);
+  // A hiding that does not hide unknown rooms (a pod that knows no room) shows them.
+  protocol::room_hiding none;
+  CHECK(read(posts, none) == jsons_of({fresh[1], fresh[0]}));
+  CHECK(count(comments, none) == 2);
+}
+
+TEST_CASE_METHOD(test::store_fixture,
+                 "a room change naming the reader shows them whatever its room hides, but a room not known here",
+                 "[integration][event_store][rooms]") {
+  author relay{33}, reader{34};
+  const std::string me = protocol::to_hex(reader.pubkey());
+  auto into_office = relay.sign(9000, now - 20, {{"h", "office"}, {"p", me}});
+  auto into_fresh = relay.sign(9000, now - 10, {{"h", "fresh"}, {"p", me}});
+  for (const auto& ev : {into_office, into_fresh})
+    REQUIRE(store_one(events, community, ev).result == status::stored);
+  protocol::filter joins;
+  joins.kinds = std::vector<std::uint32_t>{9000};
+  protocol::room_hiding hiding; // "office" is hidden; "fresh" was made on another pod
+  hiding.unseen = {"office"};
+  hiding.reader = me;
+  hiding.unknown_hidden = true;
+  auto result = events.query_chunks(community, {joins}, now, 100, 1 << 20,
+                                    [](storage::query_result) { return true; }, {}, hiding);
+  REQUIRE(result.ok);
+  CHECK(result.events == jsons_of({into_office}));
+  auto counted = events.count(community, {joins}, now, hiding);
+  REQUIRE(counted.ok);
+  CHECK(counted.count == 1);
 }

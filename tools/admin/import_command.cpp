@@ -35,7 +35,7 @@ struct import_args {
   bool strict = false;
   bool members_from_list = false;
   bool rooms_from_state = false;
-  std::string list_author; ///< hex or npub; empty: the file's one author of 13534 lists
+  std::string list_author; ///< hex or npub; needed by members_from_list and rooms_from_state
   std::size_t batch = 500;
 };
 
@@ -308,7 +308,7 @@ void add_import_command(CLI::App& app, admin_cli& cli) {
                     " file's relay describe (needs --in)");
   command->add_option("--list-author", args->list_author,
                       "the key of the relay that wrote the file (hex or npub: its NIP-11 self or"
-                      " pubkey); needed when the file holds 13534 lists of several authors");
+                      " pubkey), whose list and room state --members-from-list and --rooms-from-state take");
   command->add_option("--batch", args->batch, "events stored per transaction (default 500)")
     ->check(CLI::Range(std::size_t{1}, std::size_t{10000}));
   on_run(command, cli, args, run_import);

@@ -66,8 +66,9 @@ std::map<protocol::bytes32, protocol::event> newest_lists(std::FILE* file, const
     auto ev = read_event_line(line.text, policy);
     if (!ev || ev->kind != storage::member_list_kind)
       continue;
-    // A list dated ahead would stay the newest after the real relay's next one.
-    if (protocol::check_created_at(ev.value(), now, policy.created_at))
+    // A list dated ahead would stay the newest after the real relay's next one. (How old a list
+    // may be is not asked: the file is the old relay's past.)
+    if (policy.created_at.max_seconds_ahead > 0 && ev->created_at > now + policy.created_at.max_seconds_ahead)
       continue;
     if (policy.check_signatures && protocol::verify_event(ev.value()))
       continue;
@@ -82,32 +83,24 @@ std::map<protocol::bytes32, protocol::event> newest_lists(std::FILE* file, const
 
 } // namespace
 
-relay_list_choice relay_list(std::FILE* file, const import_policy& policy,
-                             const std::optional<protocol::bytes32>& author, std::string_view option,
-                             reporter& out) {
-  relay_list_choice choice;
+std::optional<protocol::event> relay_list(std::FILE* file, const import_policy& policy,
+                                          const std::optional<protocol::bytes32>& author,
+                                          std::string_view option, reporter& out) {
   auto lists = newest_lists(file, policy);
-  if (author) {
+  if (author)
     if (auto it = lists.find(*author); it != lists.end())
-      choice.list = std::move(it->second);
-    return choice;
-  }
-  if (lists.size() > 1) {
-    std::string authors;
-    for (const auto& [pubkey, list] : lists)
-      authors += "\n  " + npub_of(pubkey) + ": newest list at " + std::to_string(list.created_at) + ", "
-                 + std::to_string(member_pubkeys(list).size()) + " members";
-    out.fail(exit_code::usage, std::string(option) + ": the file holds 13534 lists of "
-                                 + std::to_string(lists.size())
-                                 + " authors, and anyone may publish one to a relay that takes any"
-                                   " kind; name the old relay's key (its NIP-11 self or pubkey)"
-                                   " with --list-author:" + authors);
-    choice.failed = true;
-    return choice;
-  }
-  if (!lists.empty())
-    choice.list = std::move(lists.begin()->second);
-  return choice;
+      return std::move(it->second);
+  std::string found;
+  for (const auto& [pubkey, list] : lists)
+    found += "\n  " + npub_of(pubkey) + ": newest list at " + std::to_string(list.created_at) + ", "
+             + std::to_string(member_pubkeys(list).size()) + " members";
+  std::string why = author ? "the file holds no valid 13534 list of " + npub_of(*author)
+                           : "name the key of the relay that wrote the file (its NIP-11 self or"
+                             " pubkey) with --list-author: anyone may publish a 13534 to a relay"
+                             " that keeps any kind";
+  out.fail(exit_code::usage, std::string(option) + ": " + why
+                               + (found.empty() ? "; the file holds no valid 13534 list" : "; its lists are by:" + found));
+  return std::nullopt;
 }
 
 std::optional<std::size_t> members_from_list(std::FILE* file, const import_policy& policy,
@@ -120,17 +113,12 @@ std::optional<std::size_t> members_from_list(std::FILE* file, const import_polic
     out.fail(exit_code::usage, "--members-from-list needs a file it can read twice (--in FILE)");
     return std::nullopt;
   }
-  auto choice = relay_list(file, policy, list_author, "--members-from-list", out);
-  if (choice.failed)
+  auto list = relay_list(file, policy, list_author, "--members-from-list", out);
+  if (!list)
     return std::nullopt;
   if (std::fseek(file, 0, SEEK_SET) != 0) {
     out.fail(exit_code::usage, "cannot read the file again after looking for the list");
     return std::nullopt;
-  }
-  const auto& list = choice.list;
-  if (!list) {
-    out.note("--members-from-list: the file holds no valid 13534 list; no member added");
-    return std::size_t{0};
   }
   auto members = member_pubkeys(*list);
   if (members.empty()) {

@@ -12,25 +12,18 @@ namespace comb::admin {
 /// NIP-01 order for versions of one replaceable key: newest, then lowest id.
 [[nodiscard]] bool newer_version(const protocol::event& candidate, const protocol::event& kept);
 
-/// The old relay's member list, as relay_list finds it: `failed` when the file cannot tell it
-/// (reported); otherwise `list`, if the file holds one.
-struct relay_list_choice {
-  bool failed = false;
-  std::optional<protocol::event> list;
-};
+/// The newest well-formed, correctly signed (unless the policy trusts the file) 13534 of
+/// `author`, the relay that wrote the file, dated no further ahead than the relay's window.
+/// Nothing, with the failure reported naming the authors of the lists the file holds, when
+/// there is no such list or no `author` (`option` names the flag that asked): anyone may
+/// publish a 13534 to a relay that keeps any kind, and whoever signs the newest must not choose
+/// the community's members. Reads from where the file is.
+[[nodiscard]] std::optional<protocol::event> relay_list(std::FILE* file, const import_policy& policy,
+                                                        const std::optional<protocol::bytes32>& author,
+                                                        std::string_view option, reporter& out);
 
-/// The newest well-formed, correctly signed (unless the policy trusts the file) 13534 of the
-/// relay that wrote the file, dated no further ahead than the relay's window: of `author` when
-/// given; otherwise of the one author whose lists the file holds. Lists of several authors and
-/// no `author` fail (`option` names the flag that asked): anyone may publish a 13534 to a relay
-/// that takes any kind, and whoever signs the newest must not choose the community's members.
-/// Reads from where the file is.
-[[nodiscard]] relay_list_choice relay_list(std::FILE* file, const import_policy& policy,
-                                           const std::optional<protocol::bytes32>& author,
-                                           std::string_view option, reporter& out);
-
-/// --members-from-list: reads the whole file once for the relay's list (relay_list: of
-/// `list_author` when given), then adds every pubkey its `member` tags name as a member of
+/// --members-from-list: reads the whole file once for the list of `list_author` (relay_list),
+/// then adds every pubkey its `member` tags name as a member of
 /// `community` through the add-member write path, in one transaction with the new list and
 /// deltas. Rewinds the file. Returns how many were added, or nothing with the failure reported.
 [[nodiscard]] std::optional<std::size_t>

@@ -146,34 +146,24 @@ std::optional<std::size_t> rooms_from_state(std::FILE* file, const import_policy
                                             const admin_options& options, admin_session& session,
                                             const storage::community_row& community,
                                             reporter& out) {
-  // The file is read twice more (the list, then the state, wherever they are): a pipe cannot be.
+  // The file is read again for the state, wherever it is: a pipe cannot be.
   if (std::fseek(file, 0, SEEK_SET) != 0) {
     out.fail(exit_code::usage, "--rooms-from-state needs a file it can read again (--in FILE)");
     return std::nullopt;
   }
-  std::optional<protocol::bytes32> relay = list_author;
-  if (!relay) {
-    auto choice = relay_list(file, policy, std::nullopt, "--rooms-from-state", out);
-    if (choice.failed)
-      return std::nullopt;
-    if (choice.list)
-      relay = choice.list->pubkey;
+  if (!list_author) {
+    (void)relay_list(file, policy, std::nullopt, "--rooms-from-state", out); // names the authors
+    return std::nullopt;
   }
-  std::vector<protocol::event> events;
-  if (relay && std::fseek(file, 0, SEEK_SET) == 0)
-    events = state_events(file, policy, *relay);
+  const protocol::bytes32& relay = *list_author;
+  auto events = state_events(file, policy, relay);
   if (std::fseek(file, 0, SEEK_SET) != 0) {
     out.fail(exit_code::usage, "cannot read the file again after looking for the room state");
     return std::nullopt;
   }
-  if (!relay) {
-    out.note("--rooms-from-state: the file holds no valid 13534 list, so no relay's room state"
-             " can be told from anyone's (name its key with --list-author); no room created");
-    return std::size_t{0};
-  }
-  auto rooms = rooms_of_state(events, *relay);
+  auto rooms = rooms_of_state(events, relay);
   if (rooms.empty()) {
-    out.note("--rooms-from-state: the file holds no room state of relay " + protocol::to_hex(*relay));
+    out.note("--rooms-from-state: the file holds no room state of relay " + protocol::to_hex(relay));
     return std::size_t{0};
   }
   auto key = load_key(options, out);

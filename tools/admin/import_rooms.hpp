@@ -18,9 +18,9 @@ namespace comb::admin {
 [[nodiscard]] std::vector<protocol::room_state>
 rooms_of_state(const std::vector<protocol::event>& events, const protocol::bytes32& relay);
 
-/// --rooms-from-state: the key of the relay that wrote the file is `list_author` when given,
-/// otherwise the author of its 13534 lists (relay_list: one author only); reads the whole file
-/// for that key's room state (rooms_of_state), each line checked like any other; creates the
+/// --rooms-from-state: reads the whole file for the room state (rooms_of_state) of
+/// `list_author`, the relay that wrote the file (without it, fails naming the authors of the
+/// file's 13534 lists), each line checked like any other; creates the
 /// rooms the community does not have, with their members and roles (storage::restore_rooms).
 /// Rewinds the file. Returns how many rooms were created, or nothing with the failure reported.
 [[nodiscard]] std::optional<std::size_t>

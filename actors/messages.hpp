@@ -147,6 +147,8 @@ using flush_atom = caf::atom_constant<caf::atom("flush")>;
 inline constexpr flush_atom flush_atom_v{};
 using tick_atom = caf::atom_constant<caf::atom("tick")>;
 inline constexpr tick_atom tick_atom_v{};
+using purge_atom = caf::atom_constant<caf::atom("purge")>; ///< a writer's next chunk of expired events
+inline constexpr purge_atom purge_atom_v{};
 /// To a connection: the REQs waiting for its AUTH since timer `round` have waited long enough.
 using auth_wait_atom = caf::atom_constant<caf::atom("authwait")>; ///< (auth_wait_atom, round)
 inline constexpr auth_wait_atom auth_wait_atom_v{};

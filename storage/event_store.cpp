@@ -5,6 +5,7 @@
 #include <cstring>
 #include <exception>
 #include <iterator>
+#include <map>
 #include <unordered_map>
 #include <utility>
 #include <variant>
@@ -23,7 +24,6 @@ namespace comb::storage {
 namespace {
 
 constexpr const char* read_failed = "error: could not read events, please retry";
-constexpr std::uint64_t purge_chunk = 5000;
 
 /// One try at storing a batch in one transaction.
 struct batch_attempt {
@@ -146,6 +146,12 @@ void remember_stored(event_body_cache* bodies, std::span<const event_write> writ
 /// after the batch read its snapshot: the events insert met the primary key (unique_violation).
 bool lost_insert_race(const pg_reply& failure) {
   return failure.sqlstate() == "23505";
+}
+
+/// The batch waited lock_timeout for a row another transaction holds (a psql session left open
+/// on a community, a community being deleted).
+bool lock_timed_out(const pg_reply& failure) {
+  return failure.sqlstate() == "55P03";
 }
 
 /// A read-only statement, sent again once on a fresh connection if the first one was lost
@@ -310,6 +316,27 @@ std::optional<std::size_t> event_store::vanish_elsewhere(const event_write& requ
   return took;
 }
 
+std::vector<store_outcome> event_store::store_per_community(std::span<const event_write> writes) {
+  std::map<std::int64_t, std::vector<std::size_t>> by_community;
+  for (std::size_t i = 0; i < writes.size(); ++i)
+    by_community[writes[i].community_id].push_back(i);
+  // One community's lock is waited for once more, not once per event of it, and the other
+  // communities' events of the batch are stored without it.
+  if (by_community.size() == 1)
+    return all_failed(writes.size());
+  std::vector<store_outcome> outcomes(writes.size());
+  for (const auto& [community, places] : by_community) {
+    std::vector<event_write> part;
+    part.reserve(places.size());
+    for (auto place : places)
+      part.push_back(writes[place]);
+    auto stored = store_together(part);
+    for (std::size_t k = 0; k < places.size(); ++k)
+      outcomes[places[k]] = std::move(stored[k]);
+  }
+  return outcomes;
+}
+
 std::vector<store_outcome> event_store::store_together(std::span<const event_write> writes) {
   try {
     if (writes.empty())
@@ -341,6 +368,8 @@ std::vector<store_outcome> event_store::store_together(std::span<const event_wri
     }
     if (writes.size() == 1)
       return all_failed(1);
+    if (lock_timed_out(*first.failure))
+      return store_per_community(writes);
     // One bad write must not fail its neighbours: store each on its own.
     std::vector<store_outcome> outcomes;
     for (std::size_t i = 0; i < writes.size(); ++i) {
@@ -463,23 +492,26 @@ count_result event_store::count(std::int64_t community_id,
   }
 }
 
-std::uint64_t event_store::purge_expired(std::int64_t now) {
+std::uint64_t event_store::purge_expired_chunk(std::int64_t now) {
   try {
-    // In chunks, so a large backlog never becomes one long transaction holding many locks.
-    std::uint64_t total = 0;
-    for (;;) {
-      auto reply = connection_.exec(
-        "DELETE FROM events WHERE (community_id, id) IN (SELECT community_id, id FROM events"
-        " WHERE expires_at <= $1::bigint LIMIT $2::bigint)",
-        {std::to_string(now), std::to_string(purge_chunk)});
-      if (!reply.ok())
-        return total;
-      total += reply.affected_rows();
-      if (reply.affected_rows() < purge_chunk)
-        return total;
-    }
+    auto reply = connection_.exec(
+      "DELETE FROM events WHERE (community_id, id) IN (SELECT community_id, id FROM events"
+      " WHERE expires_at <= $1::bigint LIMIT $2::bigint)",
+      {std::to_string(now), std::to_string(purge_chunk)});
+    return reply.ok() ? reply.affected_rows() : 0;
   } catch (const std::exception&) {
     return 0;
+  }
+}
+
+std::uint64_t event_store::purge_expired(std::int64_t now) {
+  // In chunks, so a large backlog never becomes one long transaction holding many locks.
+  std::uint64_t total = 0;
+  for (;;) {
+    auto purged = purge_expired_chunk(now);
+    total += purged;
+    if (purged < purge_chunk)
+      return total;
   }
 }
 

@@ -162,10 +162,17 @@ public:
 
   /// Deletes rows whose NIP-40 expiration has passed; returns how many.
   std::uint64_t purge_expired(std::int64_t now);
+  /// Rows purge_expired_chunk deletes at most.
+  static constexpr std::uint64_t purge_chunk = 5000;
+  /// Deletes up to purge_chunk rows whose NIP-40 expiration has passed, in a transaction of
+  /// their own; returns how many (purge_chunk: there may be more).
+  std::uint64_t purge_expired_chunk(std::int64_t now);
 
 private:
   /// store_batch's transaction for `writes`, replayed when it lost a race or its connection.
   [[nodiscard]] std::vector<store_outcome> store_together(std::span<const event_write> writes);
+  /// store_together per community of `writes`, after a lock one of them waits for timed out.
+  [[nodiscard]] std::vector<store_outcome> store_per_community(std::span<const event_write> writes);
   /// Carries `request` out in the other communities it reaches (vanish_reach.hpp), a few per
   /// transaction; how many it took something from, or nothing when one could not be done.
   [[nodiscard]] std::optional<std::size_t> vanish_elsewhere(const event_write& request);

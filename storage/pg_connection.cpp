@@ -29,9 +29,12 @@ std::string first_line(const char* text) {
 }
 
 // SQLSTATE class 08 is "connection exception"; 57P01-57P03 are the server shutting down or
-// terminating this backend (pg_terminate_backend). Both mean the connection is gone.
+// terminating this backend (pg_terminate_backend). Both mean the connection is gone. 25006 (a
+// write refused as read-only) means it is on a standby, or a primary demoted in a failover:
+// dropped too, so the next statement reconnects to the server that takes writes now.
 bool is_connection_sqlstate(const std::string& state) {
-  return state.starts_with("08") || state == "57P01" || state == "57P02" || state == "57P03";
+  return state.starts_with("08") || state == "57P01" || state == "57P02" || state == "57P03"
+         || state == "25006";
 }
 
 std::string upper_trimmed(std::string_view sql) {
@@ -179,10 +182,12 @@ void pg_connection::drop_connection() {
 }
 
 ::pg_conn* open_link_checked(const std::string& conninfo, bool start_only) {
-  // Silent for 10 s: probe every 5 s, give up after 3 unanswered; data unacknowledged for 30 s.
+  // Silent for 10 s: probe every 5 s, give up after 3 unanswered; data unacknowledged for 30 s;
+  // no answer to the start-up within 5 s.
   const char* const keywords[] = {"keepalives", "keepalives_idle", "keepalives_interval",
-                                  "keepalives_count", "tcp_user_timeout", "dbname", nullptr};
-  const char* const values[] = {"1", "10", "5", "3", "30000", conninfo.c_str(), nullptr};
+                                  "keepalives_count", "tcp_user_timeout", "connect_timeout",
+                                  "target_session_attrs", "dbname", nullptr};
+  const char* const values[] = {"1", "10", "5", "3", "30000", "5", "read-write", conninfo.c_str(), nullptr};
   return start_only ? PQconnectStartParams(keywords, values, 1) : PQconnectdbParams(keywords, values, 1);
 }
 
@@ -203,8 +208,12 @@ std::optional<std::string> pg_connection::connect_once() {
     PQfinish(conn);
     return error;
   }
-  if (policy_.statement_timeout_ms > 0) {
-    std::string set = "SET statement_timeout = " + std::to_string(policy_.statement_timeout_ms);
+  std::string set;
+  if (policy_.statement_timeout_ms > 0)
+    set += "SET statement_timeout = " + std::to_string(policy_.statement_timeout_ms) + ";";
+  if (policy_.lock_timeout_ms > 0)
+    set += "SET lock_timeout = " + std::to_string(policy_.lock_timeout_ms) + ";";
+  if (!set.empty()) {
     ::pg_result* result = PQexec(conn, set.c_str());
     bool applied = result && PQresultStatus(result) == PGRES_COMMAND_OK;
     std::string error = applied ? std::string() : first_line(PQerrorMessage(conn));

@@ -83,6 +83,10 @@ struct pg_reconnect_policy {
   std::chrono::milliseconds first_backoff{50}; ///< doubled after each failed attempt
   /// Set on every (re)connect: statements running longer are cancelled by the server. 0: none.
   std::uint32_t statement_timeout_ms = 0;
+  /// Set on every (re)connect: a statement waiting longer for a lock fails (55P03), so a lock
+  /// held elsewhere (a psql session left open, a community's deletion) costs its requests an
+  /// error within a bound rather than stall the writer that serves every community. 0: none.
+  std::uint32_t lock_timeout_ms = 10000;
 };
 
 /// A failed statement inside a transaction; the store that opened the transaction catches it
@@ -97,8 +101,11 @@ pg_reply must(pg_reply reply, const char* step);
 /// Opens a libpq connection (PQconnectdbParams; PQconnectStartParams when `start_only`) with TCP
 /// keepalives and a TCP user timeout, so a server that went away without a word (a failover
 /// behind a virtual address, a NAT that forgot the flow) fails the connection within about half
-/// a minute instead of the kernel's quarter of an hour. `conninfo` comes after them and
-/// overrides any of them; Unix sockets ignore them.
+/// a minute instead of the kernel's quarter of an hour; a connect timeout, so one that accepts
+/// and never answers (a pooler waiting for a backend) fails it within seconds; and a server
+/// that takes writes (`target_session_attrs=read-write`), so a pod reconnecting during a
+/// failover does not settle on a standby. `conninfo` comes after them and overrides any of
+/// them; Unix sockets ignore the TCP ones.
 [[nodiscard]] ::pg_conn* open_link_checked(const std::string& conninfo, bool start_only);
 
 /// One libpq connection. Not thread-safe, except `cancel()`, which any thread may call.

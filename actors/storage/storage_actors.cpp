@@ -165,8 +165,14 @@ caf::behavior storage_writer(caf::stateful_actor<writer_state>* self, writer_arg
         flush(self);
       self->quit();
     },
+    [=](purge_atom) {
+      // One chunk a message: the batches queued meanwhile are stored and answered between two,
+      // however large the backlog (an import, a long downtime, many short-lived events).
+      if (self->state.store->purge_expired_chunk(unix_now()) == storage::event_store::purge_chunk)
+        self->send(self, purge_atom_v);
+    },
     [=](tick_atom) {
-      (void)self->state.store->purge_expired(unix_now());
+      self->send(self, purge_atom_v);
       // Membership writes forget their community's old request ids; this catches communities
       // that have had no request since.
       (void)storage::forget_processed_requests(*self->state.connection, unix_now());

@@ -139,3 +139,28 @@ TEST_CASE_METHOD(membership_fixture, "transfers, repairs and removals racing all
   CHECK(live_lists(community).size() == 1);
   CHECK(members.verify(community).matches);
 }
+
+TEST_CASE_METHOD(membership_fixture, "a membership write behind a lock held elsewhere fails within the lock timeout",
+                 "[integration][membership][race][timeouts]") {
+  REQUIRE(apply(command(membership_change::provision_owner, author(1).pubkey(), member_role::owner)).committed);
+  // A psql session left open on the community's row: the pod's one membership writer, which
+  // serves every community, answers an error rather than wait as long as the session lasts.
+  storage::pg_connection psql(database.conninfo());
+  (void)scalar(psql, "BEGIN");
+  (void)scalar(psql, "SELECT id::text FROM communities WHERE id = $1::bigint FOR UPDATE", {std::to_string(community)});
+  storage::pg_reconnect_policy quick;
+  quick.lock_timeout_ms = 300;
+  storage::pg_connection writer(database.conninfo(), quick);
+  storage::membership_store store(writer, relay_key);
+  auto add = command(membership_change::add_member, author(2).pubkey());
+  auto start = std::chrono::steady_clock::now();
+  auto blocked = store.apply(community, std::span(&add, 1), now_seconds());
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(3));
+  CHECK_FALSE(blocked.committed);
+  REQUIRE(blocked.results.size() == 1);
+  CHECK(blocked.results[0].outcome == outcome::failed);
+  (void)scalar(psql, "ROLLBACK");
+  auto applied = store.apply(community, std::span(&add, 1), now_seconds() + 1);
+  CHECK(applied.committed);
+  CHECK(members.verify(community).matches);
+}

@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: MIT
+// What the relay's connections do when the server does not answer as it should (a lock held
+// elsewhere, a session on a server that refuses writes, a start-up nobody answers), and how a
+// writer's long work is cut so that its clients are answered between the pieces.
+#include <catch2/catch.hpp>
+#include <arpa/inet.h>
+#include <chrono>
+#include <netinet/in.h>
+#include <string>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "protocol/hex.hpp"
+#include "support/pg_test_database.hpp"
+#include "support/test_events.hpp"
+
+using namespace comb;
+using namespace std::chrono_literals;
+using comb::test::author;
+using comb::test::scalar;
+using status = comb::storage::store_outcome::status;
+
+namespace {
+
+storage::pg_reconnect_policy quick_locks() {
+  storage::pg_reconnect_policy policy;
+  policy.lock_timeout_ms = 300;
+  return policy;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+} // namespace
+
+TEST_CASE_METHOD(test::store_fixture, "a batch waits for a community's held lock once, and stores the others' events",
+                 "[integration][pg_connection][timeouts]") {
+  // A psql session left open on one community's row (or that community's deletion running).
+  auto other = add_community("other.test");
+  storage::pg_connection psql(database.conninfo());
+  (void)scalar(psql, "BEGIN");
+  (void)scalar(psql, "SELECT id::text FROM communities WHERE id = $1::bigint FOR UPDATE", {std::to_string(community)});
+
+  storage::pg_connection writer(database.conninfo(), quick_locks());
+  storage::event_store store(writer);
+  author alice{41};
+  std::vector<storage::event_write> writes;
+  for (int i = 0; i < 20; ++i) {
+    writes.push_back(test::write_of(community, alice.sign(1, 1'700'000'000 + i)));
+    if (i % 4 == 0)
+      writes.push_back(test::write_of(other, alice.sign(1, 1'700'000'100 + i)));
+  }
+  auto start = std::chrono::steady_clock::now();
+  auto outcomes = store.store_batch(writes);
+  CHECK(seconds_since(start) < 3); // twice the lock timeout, not once per event
+  REQUIRE(outcomes.size() == writes.size());
+  for (std::size_t i = 0; i < writes.size(); ++i)
+    CHECK(outcomes[i].result == (writes[i].community_id == community ? status::failed : status::stored));
+  (void)scalar(psql, "ROLLBACK");
+  auto again = store.store_batch(std::vector(writes.begin(), writes.begin() + 1));
+  CHECK(again.front().result == status::stored);
+}
+
+TEST_CASE_METHOD(test::store_fixture, "a write refused as read-only drops the session, and the next reaches a writable one",
+                 "[integration][pg_connection][timeouts]") {
+  // A primary demoted in a failover, or a standby the name pointed at: its sessions refuse writes.
+  storage::pg_connection c(database.conninfo());
+  REQUIRE(c.exec("CREATE TABLE scratch (x int)").ok());
+  REQUIRE(c.exec("SET default_transaction_read_only = on").ok());
+  auto refused = c.exec("INSERT INTO scratch VALUES (1)");
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.sqlstate() == "25006");
+  CHECK(refused.connection_lost());
+  CHECK_FALSE(c.connected());
+  auto next = c.exec("INSERT INTO scratch VALUES (2)");
+  CHECK(next.ok());
+  CHECK(c.connect_count() == 2);
+}
+
+TEST_CASE("a server that accepts and never answers fails the connect within seconds",
+          "[integration][pg_connection][timeouts]") {
+  // The kernel completes the handshake into the listen queue; nobody ever speaks (a pooler
+  // waiting for a backend, a frozen postmaster).
+  int silent = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(silent >= 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(silent, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+  REQUIRE(::listen(silent, 8) == 0);
+  socklen_t length = sizeof address;
+  REQUIRE(::getsockname(silent, reinterpret_cast<sockaddr*>(&address), &length) == 0);
+  storage::pg_reconnect_policy once;
+  once.attempts = 1;
+  storage::pg_connection c("host=127.0.0.1 port=" + std::to_string(ntohs(address.sin_port)) + " dbname=x", once);
+  auto start = std::chrono::steady_clock::now();
+  auto error = c.ensure_connected();
+  auto took = seconds_since(start);
+  ::close(silent);
+  REQUIRE(error);
+  CHECK(took < 8);
+  CHECK(took > 3);
+}
+
+TEST_CASE_METHOD(test::store_fixture, "expired events are purged a chunk at a time",
+                 "[integration][event_store][timeouts]") {
+  // A backlog (an import, a long downtime): the writer purges one chunk per message, so the
+  // batches queued behind it are stored and answered between two.
+  const auto rows = storage::event_store::purge_chunk + 7;
+  (void)scalar(connection, "INSERT INTO events (community_id, id, pubkey, created_at, kind, raw, expires_at)"
+                           " SELECT $1::bigint, sha256(n::text::bytea), sha256('k'::bytea), 1, 1, '{}', 10"
+                           " FROM generate_series(1, $2::int) AS n RETURNING 1",
+               {std::to_string(community), std::to_string(rows)});
+  CHECK(events.purge_expired_chunk(11) == storage::event_store::purge_chunk);
+  CHECK(events.purge_expired_chunk(11) == 7);
+  CHECK(events.purge_expired_chunk(11) == 0);
+}

@@ -63,13 +63,23 @@ std::optional<std::string> apply_missing(pg_connection& connection) {
 std::optional<std::string> apply_migrations(pg_connection& connection) {
   if (auto error = connection.ensure_connected())
     return "schema migration: " + *error;
+  // A pod starting while another migrates waits for it however long it takes, and a migration
+  // waits for the locks its statements need: the connection's lock timeout (meant for requests)
+  // is lifted meanwhile and put back after.
+  auto timeout = connection.exec("SHOW lock_timeout");
+  if (!timeout.ok() || !connection.exec("SET lock_timeout = 0").ok())
+    return failure("lift the lock timeout", timeout);
+  const std::string restore = "SET lock_timeout = '" + std::string(timeout.text(0, 0)) + "'";
   // Session-level lock: held across the per-migration transactions, released below or when
   // the connection ends.
-  if (auto lock = connection.exec("SELECT pg_advisory_lock($1::bigint)", {migration_lock_key});
-      !lock.ok())
-    return failure("lock", lock);
-  auto error = apply_missing(connection);
-  (void)connection.exec("SELECT pg_advisory_unlock($1::bigint)", {migration_lock_key});
+  std::optional<std::string> error;
+  if (auto lock = connection.exec("SELECT pg_advisory_lock($1::bigint)", {migration_lock_key}); !lock.ok()) {
+    error = failure("lock", lock);
+  } else {
+    error = apply_missing(connection);
+    (void)connection.exec("SELECT pg_advisory_unlock($1::bigint)", {migration_lock_key});
+  }
+  (void)connection.exec(restore);
   return error;
 }
 

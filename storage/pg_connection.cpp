@@ -181,19 +181,20 @@ void pg_connection::drop_connection() {
   generic_plans_ = false;
 }
 
-::pg_conn* open_link_checked(const std::string& conninfo, bool start_only) {
+::pg_conn* open_link_checked(const std::string& conninfo, bool start_only, bool writable_server) {
   // Silent for 10 s: probe every 5 s, give up after 3 unanswered; data unacknowledged for 30 s;
   // no answer to the start-up within 5 s.
   const char* const keywords[] = {"keepalives", "keepalives_idle", "keepalives_interval",
                                   "keepalives_count", "tcp_user_timeout", "connect_timeout",
                                   "target_session_attrs", "dbname", nullptr};
-  const char* const values[] = {"1", "10", "5", "3", "30000", "5", "read-write", conninfo.c_str(), nullptr};
+  const char* const values[] = {"1", "10", "5", "3", "30000", "5", writable_server ? "read-write" : "any",
+                                conninfo.c_str(), nullptr};
   return start_only ? PQconnectStartParams(keywords, values, 1) : PQconnectdbParams(keywords, values, 1);
 }
 
 std::optional<std::string> pg_connection::connect_once() {
   drop_connection();
-  ::pg_conn* conn = open_link_checked(conninfo_, false);
+  ::pg_conn* conn = open_link_checked(conninfo_, false, policy_.writable_server);
   if (!conn)
     return "out of memory while connecting to the database";
   if (PQstatus(conn) != CONNECTION_OK) {

@@ -87,6 +87,9 @@ struct pg_reconnect_policy {
   /// held elsewhere (a psql session left open, a community's deletion) costs its requests an
   /// error within a bound rather than stall the writer that serves every community. 0: none.
   std::uint32_t lock_timeout_ms = 10000;
+  /// Connect only to a server that takes writes (target_session_attrs=read-write): a connection
+  /// that writes must not settle on a standby during a failover.
+  bool writable_server = true;
 };
 
 /// A failed statement inside a transaction; the store that opened the transaction catches it
@@ -102,11 +105,12 @@ pg_reply must(pg_reply reply, const char* step);
 /// keepalives and a TCP user timeout, so a server that went away without a word (a failover
 /// behind a virtual address, a NAT that forgot the flow) fails the connection within about half
 /// a minute instead of the kernel's quarter of an hour; a connect timeout, so one that accepts
-/// and never answers (a pooler waiting for a backend) fails it within seconds; and a server
-/// that takes writes (`target_session_attrs=read-write`), so a pod reconnecting during a
-/// failover does not settle on a standby. `conninfo` comes after them and overrides any of
-/// them; Unix sockets ignore the TCP ones.
-[[nodiscard]] ::pg_conn* open_link_checked(const std::string& conninfo, bool start_only);
+/// and never answers (a pooler waiting for a backend) fails it within seconds; and, when
+/// `writable_server`, a server that takes writes (`target_session_attrs=read-write`), so a pod
+/// reconnecting during a failover does not settle on a standby. `conninfo` comes after them
+/// and overrides any of them; Unix sockets ignore the TCP ones.
+[[nodiscard]] ::pg_conn* open_link_checked(const std::string& conninfo, bool start_only,
+                                           bool writable_server = true);
 
 /// One libpq connection. Not thread-safe, except `cancel()`, which any thread may call.
 /// Connects lazily; when the connection is found broken (a failed connect, a lost socket, the

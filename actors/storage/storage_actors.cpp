@@ -7,6 +7,7 @@
 #include <chrono>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 
 #include "protocol/nip62.hpp"
 #include "protocol/relay_message.hpp"
@@ -168,11 +169,15 @@ caf::behavior storage_writer(caf::stateful_actor<writer_state>* self, writer_arg
     [=](purge_atom) {
       // One chunk a message: the batches queued meanwhile are stored and answered between two,
       // however large the backlog (an import, a long downtime, many short-lived events).
-      if (self->state.store->purge_expired_chunk(unix_now()) == storage::event_store::purge_chunk)
+      auto& writer = self->state;
+      writer.purging = writer.store->purge_expired_chunk(unix_now()) == storage::event_store::purge_chunk;
+      if (writer.purging)
         self->send(self, purge_atom_v);
     },
     [=](tick_atom) {
-      self->send(self, purge_atom_v);
+      // One purge at a time: a backlog longer than a minute is not purged twice over.
+      if (!std::exchange(self->state.purging, true))
+        self->send(self, purge_atom_v);
       // Membership writes forget their community's old request ids; this catches communities
       // that have had no request since.
       (void)storage::forget_processed_requests(*self->state.connection, unix_now());
@@ -323,6 +328,7 @@ caf::behavior storage_reader(caf::stateful_actor<reader_state>* self, reader_arg
   st.args = std::move(args);
   storage::pg_reconnect_policy policy;
   policy.statement_timeout_ms = st.args.statement_timeout_ms;
+  policy.writable_server = false; // reads go on from a primary turned read-only (a full disk)
   st.connection = std::make_unique<storage::pg_connection>(st.args.database_url, policy);
   st.store = std::make_unique<storage::event_store>(*st.connection, st.args.bodies.get());
   return {

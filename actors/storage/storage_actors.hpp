@@ -52,6 +52,7 @@ struct writer_state {
   std::unique_ptr<storage::event_store> store;
   std::vector<pending_write> pending;
   bool flush_queued = false;
+  bool purging = false; ///< a purge_atom is on its way: expired events are being deleted
   static inline const char* name = "storage-writer";
 };
 

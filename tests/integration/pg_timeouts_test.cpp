@@ -8,9 +8,11 @@
 #include <netinet/in.h>
 #include <string>
 #include <sys/socket.h>
+#include <thread>
 #include <unistd.h>
 
 #include "protocol/hex.hpp"
+#include "storage/migrations.hpp"
 #include "support/pg_test_database.hpp"
 #include "support/test_events.hpp"
 
@@ -115,4 +117,26 @@ TEST_CASE_METHOD(test::store_fixture, "expired events are purged a chunk at a ti
   CHECK(events.purge_expired_chunk(11) == storage::event_store::purge_chunk);
   CHECK(events.purge_expired_chunk(11) == 7);
   CHECK(events.purge_expired_chunk(11) == 0);
+}
+
+TEST_CASE("a migration waits for another pod's as long as it takes, whatever the lock timeout",
+          "[integration][migrations][timeouts]") {
+  test::fresh_database db;
+  storage::pg_connection first(db.conninfo());
+  REQUIRE(storage::apply_migrations(first).value_or("") == "");
+  // Another pod migrating: it holds the migration lock longer than a request may wait.
+  storage::pg_connection other(db.conninfo());
+  REQUIRE(other.exec("SELECT pg_advisory_lock(1668246882)").ok());
+  storage::pg_connection starting(db.conninfo(), quick_locks());
+  std::optional<std::string> error = "not run";
+  auto start = std::chrono::steady_clock::now();
+  {
+    std::jthread migrate([&] { error = storage::apply_migrations(starting); });
+    std::this_thread::sleep_for(1s);
+    REQUIRE(other.exec("SELECT pg_advisory_unlock(1668246882)").ok());
+  }
+  CHECK(error.value_or("") == "");
+  CHECK(seconds_since(start) >= 1);
+  // Its requests wait as briefly as before.
+  CHECK(scalar(starting, "SHOW lock_timeout") == "300ms");
 }

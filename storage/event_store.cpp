@@ -365,7 +365,7 @@ std::vector<store_outcome> event_store::store_together(std::span<const event_wri
         return std::move(again.outcomes);
       if (again.commit_sent)
         return all_failed(writes.size());
-      if (writes.size() > 1 && lock_timed_out(*again.failure))
+      if (lock_timed_out(*again.failure))
         return store_per_community(writes);
     }
     if (writes.size() == 1)

@@ -67,8 +67,10 @@ std::optional<std::string> apply_migrations(pg_connection& connection) {
   // waits for the locks its statements need: the connection's lock timeout (meant for requests)
   // is lifted meanwhile and put back after.
   auto timeout = connection.exec("SHOW lock_timeout");
-  if (!timeout.ok() || !connection.exec("SET lock_timeout = 0").ok())
-    return failure("lift the lock timeout", timeout);
+  if (!timeout.ok())
+    return failure("read the lock timeout", timeout);
+  if (auto lifted = connection.exec("SET lock_timeout = 0"); !lifted.ok())
+    return failure("lift the lock timeout", lifted);
   const std::string restore = "SET lock_timeout = '" + std::string(timeout.text(0, 0)) + "'";
   // Session-level lock: held across the per-migration transactions, released below or when
   // the connection ends.

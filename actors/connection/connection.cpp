@@ -334,6 +334,13 @@ std::optional<rejection> over_budget(const filter_cost& total, const connection_
   return std::nullopt;
 }
 
+std::optional<rejection> over_subscription_cap(std::size_t open, const connection_policy& policy) {
+  const auto cap = policy.limits.max_subscriptions_per_connection;
+  if (open < cap)
+    return std::nullopt;
+  return rejection{reason::rate_limited, "too many open subscriptions (at most " + std::to_string(cap) + ")"};
+}
+
 std::optional<rejection> connection::check_count(const std::vector<protocol::filter>& filters) const {
   // A COUNT holds nothing in the fan-out, but its statement is as costly as a REQ's history: one
   // may ask no more than a REQ could on a connection holding nothing.
@@ -343,11 +350,9 @@ std::optional<rejection> connection::check_count(const std::vector<protocol::fil
 protocol::result<std::uint64_t>
 connection::open_subscription(const std::string& id, const std::vector<protocol::filter>& filters) {
   auto existing = subscriptions_.find(id);
-  if (existing == subscriptions_.end()
-      && subscriptions_.size() >= policy_.limits.max_subscriptions_per_connection)
-    return rejection{reason::rate_limited,
-                     "too many open subscriptions (at most "
-                       + std::to_string(policy_.limits.max_subscriptions_per_connection) + ")"};
+  if (existing == subscriptions_.end())
+    if (auto over = over_subscription_cap(subscriptions_.size(), policy_))
+      return *over;
   filter_cost wanted = cost_of(filters);
   filter_cost total = held_;
   if (existing != subscriptions_.end())

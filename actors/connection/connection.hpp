@@ -115,6 +115,11 @@ struct filter_cost {
                                                              const connection_policy& policy,
                                                              std::string_view where);
 
+/// Why a connection holding `open` subscriptions (or REQs held as such) may not hold another;
+/// nothing when it may.
+[[nodiscard]] std::optional<protocol::rejection> over_subscription_cap(std::size_t open,
+                                                                       const connection_policy& policy);
+
 /// Drops the tag values storage never indexes (`storage::is_indexable_tag_value`: too long, or
 /// holding a NUL) from tag conditions: they match no stored event, so live delivery must not
 /// match them either, and the fan-out must not hold them (a REQ of 400 KB values). A condition

@@ -13,8 +13,7 @@ bool reqs_awaiting_auth::hold(protocol::req_message message, const connection_po
   filter_cost total = cost_;
   total += open_cost;
   total += mine;
-  if (waiting_.size() + open >= policy.limits.max_subscriptions_per_connection
-      || over_budget(total, policy, "waiting for AUTH"))
+  if (over_subscription_cap(waiting_.size() + open, policy) || over_budget(total, policy, "waiting for AUTH"))
     return false;
   cost_ += mine;
   waiting_.push_back(std::move(message));

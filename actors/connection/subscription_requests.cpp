@@ -106,11 +106,9 @@ void open_subscription(connection_self self, protocol::req_message& message) {
 /// open); nothing when it fits.
 std::optional<protocol::rejection> over_held_bounds(const connection_state& st,
                                                     const protocol::req_message& message) {
-  if (st.logic->subscription_count() + st.awaiting_invite.size()
-      >= st.args.policy.limits.max_subscriptions_per_connection)
-    return protocol::rejection{protocol::reason::rate_limited,
-                               "too many open subscriptions (at most "
-                                 + std::to_string(st.args.policy.limits.max_subscriptions_per_connection) + ")"};
+  if (auto over = over_subscription_cap(st.logic->subscription_count() + st.awaiting_invite.size(),
+                                        st.args.policy))
+    return over;
   filter_cost total = st.logic->held_cost();
   for (const auto& [ticket, waiting] : st.awaiting_invite)
     total += cost_of(waiting.message.filters);

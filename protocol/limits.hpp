@@ -17,8 +17,10 @@ struct protocol_limits {
   std::size_t max_subscription_id_bytes = 64;
   std::size_t max_subscriptions_per_connection = 200;
   std::size_t max_filters_per_req = 20;
-  /// Values in one filter field (ids, authors, kinds or one tag).
-  std::size_t max_values_per_filter_field = 1000;
+  /// Values in one filter field (ids, authors, kinds or one tag). As many as a connection's
+  /// whole budget (max_open_filter_values): welshman merges a members page's profile loads into
+  /// one `authors` list as long as the community (Flotilla's SpaceMembers).
+  std::size_t max_values_per_filter_field = 10000;
   /// A requested `limit` above this is lowered to it; an absent one becomes it.
   std::uint32_t max_limit = 5000;
   std::size_t max_tags_per_event = 2000;

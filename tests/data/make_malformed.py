@@ -95,7 +95,7 @@ cases = {
     "closed_req_tag_values_number": b'["REQ","s",{"#e":[1]}]',
     "closed_req_unknown_field": b'["REQ","s",{"search":"bees"}]',
     "closed_req_too_many_filters": json.dumps(["REQ", "s"] + [{}] * 21).encode(),
-    "closed_req_too_many_values": json.dumps(["REQ", "s", {"kinds": list(range(1001))}]).encode(),
+    "closed_req_too_many_values": json.dumps(["REQ", "s", {"kinds": list(range(10001))}]).encode(),
     "closed_count_bad_filter": b'["COUNT","c",{"kinds":{}}]',
     "notice_close_no_sub": b'["CLOSE"]',
     "notice_close_extra": b'["CLOSE","a","b"]',

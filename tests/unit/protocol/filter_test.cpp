@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include <boost/json.hpp>
 #include <catch2/catch.hpp>
+#include <cstdio>
 
 #include "protocol/event_tags.hpp"
 #include "protocol/filter.hpp"
@@ -108,6 +109,24 @@ TEST_CASE("filter parsing applies the limits it is given", "[protocol][filter]")
   auto duplicate = filter_from_json(json::parse(R"({"#t":["a","b"],"#t":["c"]})"), limits);
   REQUIRE(duplicate);
   CHECK(duplicate.value().tags.at(0).values == std::vector<std::string>{"c"});
+}
+
+TEST_CASE("a filter takes as many authors as a large community's members page loads", "[protocol][filter]") {
+  auto authors_json = [](std::size_t count) {
+    std::string list;
+    for (std::size_t i = 0; i < count; ++i) {
+      char hex[65];
+      std::snprintf(hex, sizeof hex, "%064zx", i);
+      list += (i ? ",\"" : "\"") + std::string(hex) + "\"";
+    }
+    return R"({"kinds":[0],"authors":[)" + list + "]}";
+  };
+  protocol_limits limits;
+  auto many = filter_from_json(json::parse(authors_json(limits.max_values_per_filter_field)), limits);
+  REQUIRE(many);
+  CHECK(many.value().authors->size() == 10000u);
+  CHECK(filter_from_json(json::parse(authors_json(limits.max_values_per_filter_field + 1)), limits).error().text()
+        == "invalid: too many values in authors");
 }
 
 TEST_CASE("filter values are sorted and deduplicated", "[protocol][filter]") {

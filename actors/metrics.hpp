@@ -91,6 +91,9 @@ struct relay_metrics {
   std::atomic<std::uint64_t> bridge_inbound_dropped{0};
   std::atomic<std::uint64_t> bridge_sequence_gaps{0};
   std::atomic<std::uint64_t> bridge_gap_fills{0};
+  std::atomic<std::uint64_t> bridge_gap_fill_events{0};
+  std::atomic<std::uint64_t> bridge_gap_fill_bytes{0};
+  std::atomic<std::uint64_t> bridge_gap_fills_cut{0};
   std::atomic<std::uint64_t> bridge_fill_retries{0};
   std::atomic<std::uint64_t> bridge_quiet_fills{0};
   std::atomic<std::uint64_t> list_writes{0};

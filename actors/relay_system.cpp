@@ -314,7 +314,7 @@ bool spawn_actors(caf::actor_system& system, asio::io_context& io, const conf::r
     access_watcher, access_watcher_args{s.database_url, pod.registry, pod.fanout, metrics,
                                         std::chrono::milliseconds(1000), pod.notices});
   pod.gap_filler = system.spawn<caf::detached>(
-    gap_filler, gap_filler_args{s.database_url, pod.registry, pod.bridge->actor});
+    gap_filler, gap_filler_args{s.database_url, pod.registry, pod.bridge->actor, metrics});
   caf::anon_send(pod.bridge->actor, bridge_watcher{pod.access_watcher, pod.gap_filler});
   pod.management = system.spawn<caf::detached>(
     management_actor, management_args{s.database_url, key, pod.registry, communities,

@@ -162,7 +162,7 @@ decode_envelope(std::string_view payload, const protocol::protocol_limits& limit
                 std::string_view secret, std::int64_t now_ms) {
   // Relay-written lists of large communities exceed what clients may send; pods trust each
   // other's size, not each other's content (the signature is still checked).
-  if (payload.size() > 64 * 1024 * 1024)
+  if (payload.size() > max_envelope_bytes)
     return malformed("envelope too large");
   // The MAC first, over the bytes: a stranger's payload is never parsed (a JSON document can
   // take many times its size in memory).

@@ -57,6 +57,9 @@ inline constexpr std::int64_t envelope_max_skew_ms = 60'000;
 
 /// Hex characters of the MAC at the head of an envelope.
 inline constexpr std::size_t envelope_mac_chars = 64;
+/// The largest envelope a pod sends or takes, its MAC included: a relay-written list of a very
+/// large community.
+inline constexpr std::size_t max_envelope_bytes = 64 * 1024 * 1024;
 
 /// `<MAC hex>{"origin":"<node>","community":<id>,"access":<state version>,"sent":<unix ms>,
 /// "event":<event json>}`: the event JSON is spliced in; the MAC is storage::envelope_mac with

@@ -119,6 +119,8 @@ std::string pod_bridge::render_metrics() const {
          + line("comb_redis_publish_failed_total", "Envelopes not published (Redis down or error, or past the bound on what waits for it).",
                 st.publish_failed.load())
          + line("comb_redis_received_total", "Messages received on the channel.", st.received.load())
+         + line("comb_redis_oversized_total", "Messages received on the channel larger than any envelope (64 MiB): dropped before they were copied.",
+                st.oversized.load())
          + line("comb_redis_reconnects_total", "Reconnection attempts.", st.reconnects.load());
 }
 

@@ -20,11 +20,11 @@ public:
     : max_messages_(max_messages), max_bytes_(max_bytes) {}
 
   /// Takes a place for one message of `bytes`; false when the bound is reached (one message
-  /// is always let in while nothing is queued).
+  /// no larger than the bound is always let in while nothing is queued).
   [[nodiscard]] bool try_take(std::size_t bytes) noexcept {
     std::size_t queued = messages_.fetch_add(1, std::memory_order_acq_rel);
     std::size_t held = bytes_.fetch_add(bytes, std::memory_order_acq_rel);
-    if (queued == 0 || (queued < max_messages_ && held + bytes <= max_bytes_))
+    if (bytes <= max_bytes_ && (queued == 0 || (queued < max_messages_ && held + bytes <= max_bytes_)))
       return true;
     give_back(bytes);
     return false;

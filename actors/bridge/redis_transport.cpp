@@ -13,6 +13,7 @@ redis_transport::redis_transport(boost::asio::io_context& io, std::string url, s
   : io_(io) {
   options_.url = std::move(url);
   options_.channel = std::move(channel);
+  options_.max_message_bytes = storage::max_envelope_bytes;
 }
 
 std::optional<std::string> redis_transport::start(caf::actor bridge,

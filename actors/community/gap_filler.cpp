@@ -18,64 +18,87 @@ namespace {
 
 using self_ptr = caf::stateful_actor<gap_filler_state>*;
 
-/// Events per community a gap brings back from Postgres at most.
-constexpr int gap_events_max = 1000;
-
 /// The bridge asks for the fill again, later (actors/bridge/fill_backoff.hpp).
 void unanswered(self_ptr self, std::int64_t lost_at_ms) {
   spdlog::warn("bridge gap: Postgres did not answer; the fill is asked again later");
   self->send(self->state.args.bridge, unfilled_atom_v, lost_at_ms);
 }
 
+/// What one fill brought.
+struct fill_tally {
+  std::size_t handed = 0;
+  std::int64_t bytes = 0;
+  bool cut_short = false;
+};
+
+void count_fill(relay_metrics* metrics, const fill_tally& tally) {
+  if (!metrics)
+    return;
+  metrics->bridge_gap_fill_events.fetch_add(tally.handed, std::memory_order_relaxed);
+  metrics->bridge_gap_fill_bytes.fetch_add(static_cast<std::uint64_t>(tally.bytes), std::memory_order_relaxed);
+  if (tally.cut_short)
+    metrics->bridge_gap_fills_cut.fetch_add(1, std::memory_order_relaxed);
+}
+
+/// Hands one community's rows to the bridge, with the version read after them; their count.
+std::size_t hand_on(self_ptr self, std::int64_t id, std::vector<storage::recent_event>& rows,
+                    std::int64_t version, std::int64_t lost_at_ms) {
+  std::size_t handed = 0;
+  for (auto& stored : rows) {
+    auto live = live_from_stored(std::move(stored.raw));
+    if (!live)
+      continue;
+    // The rooms it borrows decide who sees it, as they do for one the writer hands on.
+    if (protocol::may_carry_borrowed_rooms(live->ev->kind) && !protocol::room_of(*live->ev))
+      live->borrowed_rooms = std::make_shared<const std::vector<std::string>>(std::move(stored.borrowed_rooms));
+    self->send(self->state.args.bridge, gap_atom_v, committed_event{id, std::move(*live)}, version,
+               lost_at_ms);
+    ++handed;
+  }
+  return handed;
+}
+
 /// What other pods published from `lost_at_ms` until now may never have reached this pod's
 /// subscribers. Each served community's events stored since then go to the bridge, whatever
 /// their created_at (a client may publish an old event); a minute earlier, for Postgres's clock
 /// against the pod's and for transactions begun before the loss whose envelopes went down with
-/// the link. Each goes with the community's state version read after the events, as an envelope
+/// the link. Each goes with the community's state version read after its events, as an envelope
 /// carries its origin's: a removal that came before an event is in it, so the bridge holds the
 /// event until this pod applied the removal (a pod that lags behind the database would otherwise
-/// hand a removed reader what a fill brings). Ephemeral events of the gap are gone.
+/// hand a removed reader what a fill brings). Ephemeral events of the gap are gone. One
+/// community is read and handed on at a time, and a fill holds at most `fill_budget` of JSON
+/// over all of them (the bridge's hold is no bigger): anyone may post large events in an open
+/// community, and fills are routine (each Redis reconnect, each pod that goes).
 void fill_gap(self_ptr self, std::int64_t lost_at_ms) {
   auto& st = self->state;
   const auto now = unix_now();
   const std::int64_t since = lost_at_ms / 1000 - 60;
-  std::vector<std::pair<std::int64_t, std::vector<storage::recent_event>>> found;
-  bool cut_short = false;
+  const auto& budget = st.args.budget;
+  fill_tally tally;
   for (auto id : st.args.registry->community_ids()) {
-    auto rows = storage::load_recent_events(*st.connection, id, since, now, gap_events_max);
+    const std::int64_t bytes_left = budget.bytes - tally.bytes;
+    if (bytes_left <= 0) {
+      tally.cut_short = true;
+      break;
+    }
+    auto rows = storage::load_recent_events(*st.connection, id, since, now, {budget.rows, bytes_left});
     if (!rows)
       return unanswered(self, lost_at_ms);
-    cut_short = cut_short || rows->size() == static_cast<std::size_t>(gap_events_max);
-    if (!rows->empty())
-      found.emplace_back(id, std::move(*rows));
-  }
-  std::vector<std::int64_t> ids;
-  for (const auto& [id, rows] : found)
-    ids.push_back(id);
-  using version_map = std::unordered_map<std::int64_t, std::int64_t>;
-  auto versions = ids.empty() ? std::optional<version_map>(version_map{})
-                              : storage::load_versions(*st.connection, ids);
-  if (!versions)
-    return unanswered(self, lost_at_ms);
-  std::size_t delivered = 0;
-  for (auto& [id, rows] : found) {
+    tally.cut_short = tally.cut_short || rows->cut;
+    tally.bytes += rows->bytes;
+    if (rows->events.empty())
+      continue;
+    auto versions = storage::load_versions(*st.connection, {id});
+    if (!versions)
+      return unanswered(self, lost_at_ms);
     auto version = versions->find(id);
     if (version == versions->end())
       continue; // deleted since
-    for (auto& stored : rows) {
-      auto live = live_from_stored(std::move(stored.raw));
-      if (!live)
-        continue;
-      // The rooms it borrows decide who sees it, as they do for one the writer hands on.
-      if (protocol::may_carry_borrowed_rooms(live->ev->kind) && !protocol::room_of(*live->ev))
-        live->borrowed_rooms = std::make_shared<const std::vector<std::string>>(std::move(stored.borrowed_rooms));
-      self->send(st.args.bridge, gap_atom_v, committed_event{id, std::move(*live)}, version->second,
-                 lost_at_ms);
-      ++delivered;
-    }
+    tally.handed += hand_on(self, id, rows->events, version->second, lost_at_ms);
   }
-  spdlog::info("bridge gap: {} stored event(s) since {} handed to the fan-out{}", delivered, since,
-               cut_short ? " (the newest 1000 per community: a REQ finds the rest)" : "");
+  count_fill(st.args.metrics.get(), tally);
+  spdlog::info("bridge gap: {} stored event(s) ({} bytes) since {} handed to the fan-out{}", tally.handed,
+               tally.bytes, since, tally.cut_short ? " (cut at its bound: a REQ finds the rest)" : "");
 }
 
 } // namespace

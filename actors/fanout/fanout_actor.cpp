@@ -125,11 +125,13 @@ void publish(self_ptr self, const committed_event& committed, std::size_t expect
   auto& st = self->state;
   if (st.held_count > 0)
     ++st.publishes_while_held;
-  if (!first_sighting(st, {committed.community_id, committed.event.ev->id})
-      || !list_moves_forward(st, committed.community_id, *committed.event.ev))
+  if (!list_moves_forward(st, committed.community_id, *committed.event.ev))
     return;
+  // A community nobody here reads takes no place among the ids kept: a gap fill brings up to
+  // a thousand events of each community, and those would push out the ids of events delivered
+  // just before the loss, which the fill brings again.
   auto it = st.communities.find(committed.community_id);
-  if (it == st.communities.end())
+  if (it == st.communities.end() || !first_sighting(st, {committed.community_id, committed.event.ev->id}))
     return;
   bump(st.args.metrics->fanout_filters_checked, it->second.match_into(*committed.event.ev, st.matches));
   live_batch* batch = nullptr;

@@ -93,6 +93,12 @@ void redis_pubsub::impl::on_subscriber_reply(redisAsyncContext* ac, void* reply,
   const auto* payload = r->element[2];
   if (kind == "message" && payload->type == REDIS_REPLY_STRING) {
     ++l.owner->stats.received;
+    // Anyone who may PUBLISH on the channel chooses the size; hiredis holds it already, the
+    // copy for the callback and what follows need not.
+    if (payload->len > l.owner->opts.max_message_bytes) {
+      ++l.owner->stats.oversized;
+      return;
+    }
     l.owner->deliver(std::string_view(payload->str, payload->len));
   } else if (kind == "subscribe") {
     l.ready = true;

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -17,6 +18,7 @@ struct redis_stats {
   std::atomic<std::uint64_t> published{0};
   std::atomic<std::uint64_t> publish_failed{0}; ///< not sent: Redis down or the send failed
   std::atomic<std::uint64_t> received{0};
+  std::atomic<std::uint64_t> oversized{0}; ///< received past options::max_message_bytes: dropped
   std::atomic<std::uint64_t> reconnects{0};
   std::atomic<bool> refused_login{false}; ///< the last AUTH or SELECT was refused (bad credentials)
 };
@@ -33,6 +35,8 @@ public:
     std::string channel; ///< e.g. "comb:events"
     std::chrono::milliseconds min_backoff{100};
     std::chrono::milliseconds max_backoff{5000};
+    /// A message received larger than this is dropped before it is copied (counted: oversized).
+    std::size_t max_message_bytes = std::numeric_limits<std::size_t>::max();
   };
 
   /// `on_message` runs on an io thread for each payload received on the channel (including

@@ -31,12 +31,15 @@ struct fixture : comb::test::test_system {
 
 } // namespace
 
-TEST_CASE("the inbound bound lets one message of any size in, then holds to its counts",
+TEST_CASE("the inbound bound lets one message up to its bytes in, then holds to its counts",
           "[bridge][bounds]") {
   inbound_bound bound(3, 100);
-  CHECK(bound.try_take(1000)); // alone: however large
+  CHECK_FALSE(bound.try_take(101)); // never, even alone
+  CHECK(bound.messages() == 0);
+  CHECK(bound.bytes() == 0);
+  CHECK(bound.try_take(100)); // alone: as large as the bound
   CHECK_FALSE(bound.try_take(1));
-  bound.give_back(1000);
+  bound.give_back(100);
   CHECK(bound.try_take(60));
   CHECK_FALSE(bound.try_take(50)); // 110 bytes
   CHECK(bound.try_take(40));

@@ -4,6 +4,7 @@
 // filler that reads them for the bridge, or tells it Postgres did not answer.
 #include <caf/all.hpp>
 #include <catch2/catch.hpp>
+#include <map>
 #include <thread>
 
 #include "actors/community/community_registry.hpp"
@@ -24,9 +25,9 @@ namespace {
 
 constexpr std::int64_t now = 1'700'000'000;
 
-std::vector<std::string> raws_of(const std::vector<storage::recent_event>& events) {
+std::vector<std::string> raws_of(const storage::recent_events& found) {
   std::vector<std::string> out;
-  for (const auto& stored : events)
+  for (const auto& stored : found.events)
     out.push_back(stored.raw);
   return out;
 }
@@ -59,16 +60,36 @@ TEST_CASE_METHOD(test::store_fixture,
     scalar(connection, "UPDATE events SET stored_at = $1::bigint WHERE id = decode($2, 'hex')"
                        " RETURNING 1", {std::to_string(now - ago), test::hex(ev->id)});
 
-  auto gap = storage::load_recent_events(connection, community, now - 30, clock, 10);
+  auto gap = storage::load_recent_events(connection, community, now - 30, clock, {10});
   REQUIRE(gap);
+  CHECK_FALSE(gap->cut);
   CHECK(raws_of(*gap) == std::vector<std::string>{json_of(first), json_of(old), json_of(second),
                                                   json_of(third)});
 
   // Bounded, the newest are kept: the window reaches back before the loss, and what the gap
   // itself held is stored last.
-  auto bounded = storage::load_recent_events(connection, community, now - 30, clock, 2);
+  auto bounded = storage::load_recent_events(connection, community, now - 30, clock, {2});
   REQUIRE(bounded);
+  CHECK(bounded->cut);
   CHECK(raws_of(*bounded) == std::vector<std::string>{json_of(second), json_of(third)});
+
+  // Bounded in bytes as well: the newest that fit, the one that does not fit and all older left
+  // out, though a smaller one further back would have fit.
+  const auto third_bytes = static_cast<std::int64_t>(json_of(third).size());
+  const auto second_bytes = static_cast<std::int64_t>(json_of(second).size());
+  auto two = storage::load_recent_events(connection, community, now - 30, clock, {10, third_bytes + second_bytes});
+  REQUIRE(two);
+  CHECK(raws_of(*two) == std::vector<std::string>{json_of(second), json_of(third)});
+  CHECK(two->bytes == third_bytes + second_bytes);
+  CHECK(two->cut);
+  auto one = storage::load_recent_events(connection, community, now - 30, clock, {10, third_bytes + second_bytes - 1});
+  REQUIRE(one);
+  CHECK(raws_of(*one) == std::vector<std::string>{json_of(third)});
+  CHECK(one->cut);
+  auto all = storage::load_recent_events(connection, community, now - 30, clock, {10, 1 << 20});
+  REQUIRE(all);
+  CHECK(raws_of(*all).size() == 4);
+  CHECK_FALSE(all->cut);
 }
 
 TEST_CASE_METHOD(test::store_fixture, "the gap's events come with the rooms they were stored as borrowing",
@@ -83,10 +104,10 @@ TEST_CASE_METHOD(test::store_fixture, "the gap's events come with the rooms they
     scalar(connection, "INSERT INTO event_tags (community_id, event_id, name, value, created_at, kind)"
                        " VALUES ($1::bigint, decode($2, 'hex'), 'room', $3, $4::bigint, 31923) RETURNING 1",
            {std::to_string(community), test::hex(edit->id), room, std::to_string(clock)});
-  auto gap = storage::load_recent_events(connection, community, clock - 60, clock + 1, 10);
+  auto gap = storage::load_recent_events(connection, community, clock - 60, clock + 1, {10});
   REQUIRE(gap);
-  REQUIRE(gap->size() == 2);
-  for (const auto& stored : *gap)
+  REQUIRE(gap->events.size() == 2);
+  for (const auto& stored : gap->events)
     CHECK(stored.borrowed_rooms
           == (stored.raw == json_of(edit) ? std::vector<std::string>{"pasta", "pizza"} : std::vector<std::string>{}));
 }
@@ -122,9 +143,10 @@ TEST_CASE_METHOD(test::store_fixture,
   test::actor_world world;
   REQUIRE(world.registry->ensure(community, [&] { return storage::load_access(connection, community); }));
   caf::scoped_actor bridge{*world.system};
+  auto metrics = std::make_shared<actors::relay_metrics>();
   auto fill_from = [&](const std::string& conninfo) {
     auto filler = world.spawn_detached(actors::gap_filler,
-                                       actors::gap_filler_args{conninfo, world.registry, bridge});
+                                       actors::gap_filler_args{conninfo, world.registry, bridge, metrics});
     caf::anon_send(filler, actors::ready_atom_v, lost_at_ms);
     return filler;
   };
@@ -140,12 +162,51 @@ TEST_CASE_METHOD(test::store_fixture,
                   caf::after(std::chrono::seconds(10)) >> [] {});
   CHECK(handed == std::vector<std::string>{"stored while the link was down"});
   CHECK(lost_at_handed == lost_at_ms); // a fill of it again reaches as far back
+  CHECK(metrics->bridge_gap_fill_events.load() == 1);
+  CHECK(metrics->bridge_gap_fill_bytes.load() == json_of(stored).size());
+  CHECK(metrics->bridge_gap_fills_cut.load() == 0);
 
   (void)fill_from("host=127.0.0.1 port=1 dbname=none user=none connect_timeout=2");
   std::int64_t asked_again = 0;
   bridge->receive([&](actors::unfilled_atom, std::int64_t since) { asked_again = since; },
                   caf::after(std::chrono::seconds(10)) >> [] {});
   CHECK(asked_again == lost_at_ms);
+}
+
+TEST_CASE_METHOD(test::store_fixture, "a fill reads at most its bytes over every community, and counts the cut",
+                 "[integration][bridge]") {
+  author alice{24};
+  auto other = add_community("other.example");
+  const auto clock = std::stoll(scalar(connection, "SELECT floor(extract(epoch FROM now()))"));
+  std::vector<test::event_ptr> stored;
+  for (auto id : {community, other})
+    for (int i = 0; i < 3; ++i) {
+      stored.push_back(alice.sign(1, clock - 3 + i, {}, std::string(1000, char('a' + i))));
+      (void)store_one(events, id, stored.back());
+    }
+  test::actor_world world;
+  for (auto id : {community, other})
+    REQUIRE(world.registry->ensure(id, [&] { return storage::load_access(connection, id); }));
+  caf::scoped_actor bridge{*world.system};
+  auto metrics = std::make_shared<actors::relay_metrics>();
+  // Room for four of the six events: one community's three, and the newest of the next.
+  const auto event_bytes = static_cast<std::int64_t>(json_of(stored.front()).size());
+  actors::gap_filler_args args{database.conninfo(), world.registry, bridge, metrics};
+  args.budget.bytes = 4 * event_bytes + event_bytes / 2;
+  auto filler = world.spawn_detached(actors::gap_filler, args);
+  caf::anon_send(filler, actors::ready_atom_v, clock * 1000);
+  std::map<std::int64_t, int> handed;
+  bool more = true;
+  while (more)
+    bridge->receive([&](actors::gap_atom, const actors::committed_event& committed, std::int64_t,
+                        std::int64_t) { ++handed[committed.community_id]; },
+                    caf::after(std::chrono::seconds(2)) >> [&] { more = false; });
+  CHECK(handed.size() == 2);
+  CHECK(handed[community] + handed[other] == 4);
+  CHECK(std::max(handed[community], handed[other]) == 3);
+  CHECK(metrics->bridge_gap_fill_events.load() == 4);
+  CHECK(metrics->bridge_gap_fill_bytes.load() == static_cast<std::uint64_t>(4 * event_bytes));
+  CHECK(metrics->bridge_gap_fills_cut.load() == 1);
 }
 
 TEST_CASE_METHOD(test::store_fixture,
@@ -159,7 +220,7 @@ TEST_CASE_METHOD(test::store_fixture,
   REQUIRE(world.registry->ensure(community, [&] { return storage::load_access(connection, community); }));
   caf::scoped_actor bridge{*world.system};
   auto filler = world.spawn_detached(actors::gap_filler,
-                                     actors::gap_filler_args{database.conninfo(), world.registry, bridge});
+                                     actors::gap_filler_args{database.conninfo(), world.registry, bridge, nullptr});
 
   // The first fill blocks on the events table while four more asks arrive (Redis dropping the
   // pod's subscription again and again).

@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <limits>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -44,9 +45,11 @@ struct recorder {
   }
 
   storage::redis_pubsub make(boost::asio::io_context& io, const std::string& url,
-                             const std::string& channel = "comb:test") {
+                             const std::string& channel = "comb:test",
+                             std::size_t max_message_bytes = std::numeric_limits<std::size_t>::max()) {
     return {io,
-            {.url = url, .channel = channel, .min_backoff = 20ms, .max_backoff = 200ms},
+            {.url = url, .channel = channel, .min_backoff = 20ms, .max_backoff = 200ms,
+             .max_message_bytes = max_message_bytes},
             [this](std::string payload) {
               late_callbacks += closed ? 1 : 0;
               std::lock_guard lock(mutex);
@@ -84,6 +87,25 @@ TEST_CASE("a payload reaches another instance and the publisher itself", "[integ
   CHECK(a.stats().publish_failed == 0);
   CHECK(b.stats().received == 1);
   CHECK(rc.message_count() == 0); // another channel hears nothing
+}
+
+TEST_CASE("a message past max_message_bytes is dropped and counted, the next one arrives",
+          "[integration][redis]") {
+  redis_server server;
+  io_threads threads;
+  recorder ra, rb;
+  auto a = ra.make(threads.io, server.url());
+  auto b = rb.make(threads.io, server.url(), "comb:test", 1000);
+  REQUIRE_FALSE(a.start());
+  REQUIRE_FALSE(b.start());
+  REQUIRE(eventually([&] { return a.up() && b.up(); }));
+  a.publish(std::string(1001, 'x'));
+  a.publish(std::string(1000, 'y'));
+  REQUIRE(eventually([&] { return rb.message_count() == 1; }));
+  CHECK(rb.received() == std::vector<std::string>{std::string(1000, 'y')});
+  CHECK(b.stats().received == 2);
+  CHECK(b.stats().oversized == 1);
+  CHECK(b.up());
 }
 
 TEST_CASE("a thousand messages arrive in order, none lost", "[integration][redis]") {

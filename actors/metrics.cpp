@@ -73,6 +73,7 @@ std::string relay_metrics::render() const {
   write(out, "comb_slow_reader_disconnects_total", "counter", "Connections cut for unread output.", slow_reader_disconnects);
   write(out, "comb_direct_writes_total", "counter", "Writes made by the thread that queued the frames, the socket's writer being idle.", direct_writes);
   write(out, "comb_oversize_disconnects_total", "counter", "Connections cut for an oversize frame.", oversize_disconnects);
+  write(out, "comb_io_handler_exceptions_total", "counter", "Exceptions that escaped a socket operation: the operation was dropped, the pod ran on (each is a fault to report).", io_handler_exceptions);
   write(out, "comb_connection_failures_total", "counter", "Connections closed (1011) because their actor failed: a bug, logged with its error.", connection_failures);
   write(out, "comb_metrics_connections_refused_total", "counter", "Connections to the metrics listener closed unread: 64 were being served.", metrics_connections_refused);
   write(out, "comb_partial_message_disconnects_total", "counter", "Connections cut because the pod held too many bytes of unfinished messages.", partial_message_disconnects);

@@ -67,6 +67,7 @@ struct relay_metrics {
   std::atomic<std::uint64_t> slow_reader_disconnects{0};
   std::atomic<std::uint64_t> direct_writes{0}; ///< frames written by the thread that queued them
   std::atomic<std::uint64_t> oversize_disconnects{0};
+  std::atomic<std::uint64_t> io_handler_exceptions{0};
   std::atomic<std::uint64_t> connection_failures{0};
   std::atomic<std::uint64_t> metrics_connections_refused{0};
   std::atomic<std::uint64_t> partial_message_disconnects{0};

@@ -21,6 +21,7 @@
 #include "actors/community/gap_filler.hpp"
 #include "actors/fanout/fanout_actor.hpp"
 #include "actors/gateway/listen_address.hpp"
+#include "actors/gateway/guarded_run.hpp"
 #include "actors/gateway/metrics_listener.hpp"
 #include "actors/gateway/server.hpp"
 #include "actors/management/management_actor.hpp"
@@ -578,9 +579,9 @@ int run_relay(const conf::relay_settings& configured) {
   std::vector<asio::executor_work_guard<asio::io_context::executor_type>> keep_running;
   for (auto& extra : socket_contexts) {
     keep_running.push_back(asio::make_work_guard(*extra));
-    threads.emplace_back([context = extra.get()] { context->run(); });
+    threads.emplace_back([context = extra.get(), &metrics] { run_guarded(*context, *metrics); });
   }
-  io.run();
+  run_guarded(io, *metrics);
   // The sessions have ended (or had their 5 s): what is left on the other contexts goes too.
   keep_running.clear();
   for (auto& extra : socket_contexts)

@@ -181,20 +181,9 @@ void pg_connection::drop_connection() {
   generic_plans_ = false;
 }
 
-::pg_conn* open_link_checked(const std::string& conninfo, bool start_only, bool writable_server) {
-  // Silent for 10 s: probe every 5 s, give up after 3 unanswered; data unacknowledged for 30 s;
-  // no answer to the start-up within 5 s.
-  const char* const keywords[] = {"keepalives", "keepalives_idle", "keepalives_interval",
-                                  "keepalives_count", "tcp_user_timeout", "connect_timeout",
-                                  "target_session_attrs", "dbname", nullptr};
-  const char* const values[] = {"1", "10", "5", "3", "30000", "5", writable_server ? "read-write" : "any",
-                                conninfo.c_str(), nullptr};
-  return start_only ? PQconnectStartParams(keywords, values, 1) : PQconnectdbParams(keywords, values, 1);
-}
-
 std::optional<std::string> pg_connection::connect_once() {
   drop_connection();
-  ::pg_conn* conn = open_link_checked(conninfo_, false, policy_.writable_server);
+  auto [conn, settled_for_any] = open_chosen_link(conninfo_, policy_.servers);
   if (!conn)
     return "out of memory while connecting to the database";
   if (PQstatus(conn) != CONNECTION_OK) {
@@ -227,6 +216,9 @@ std::optional<std::string> pg_connection::connect_once() {
   conn_ = conn;
   in_transaction_ = false;
   ++connect_count_;
+  settled_for_any_at_.reset();
+  if (settled_for_any)
+    settled_for_any_at_ = std::chrono::steady_clock::now();
   std::lock_guard lock(cancel_mutex_);
   cancel_ = PQgetCancel(conn_);
   return std::nullopt;
@@ -243,6 +235,9 @@ bool pg_connection::connected() const noexcept {
 }
 
 std::optional<std::string> pg_connection::ensure_connected() {
+  if (connected() && !in_transaction_ && settled_for_any_at_
+      && std::chrono::steady_clock::now() - *settled_for_any_at_ >= policy_.writable_recheck)
+    drop_connection(); // a writable server may be back: a reader on a standby reads the past
   if (connected()) {
     // A backend terminated while we were idle has already sent its FATAL message and closed
     // the socket; reading it now turns the status bad, so we reconnect instead of failing the

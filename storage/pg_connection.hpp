@@ -13,7 +13,8 @@
 #include <variant>
 #include <vector>
 
-struct pg_conn;
+#include "storage/pg_link.hpp"
+
 struct pg_result;
 struct pg_cancel;
 
@@ -87,9 +88,12 @@ struct pg_reconnect_policy {
   /// held elsewhere (a psql session left open, a community's deletion) costs its requests an
   /// error within a bound rather than stall the writer that serves every community. 0: none.
   std::uint32_t lock_timeout_ms = 10000;
-  /// Connect only to a server that takes writes (target_session_attrs=read-write): a connection
-  /// that writes must not settle on a standby during a failover.
-  bool writable_server = true;
+  /// Which server of the URL's hosts: a connection that writes must not settle on a standby
+  /// during a failover; a reader takes one that refuses writes only when none takes them.
+  server_choice servers = server_choice::writable;
+  /// A session settled on a server that refuses writes (server_choice::writable_else_any) is
+  /// closed after this, between statements, so the next tries a writable one again.
+  std::chrono::milliseconds writable_recheck{30000};
 };
 
 /// A failed statement inside a transaction; the store that opened the transaction catches it
@@ -101,16 +105,6 @@ struct statement_failed : std::runtime_error {
 /// `reply`, or statement_failed naming `step` with the database's error.
 pg_reply must(pg_reply reply, const char* step);
 
-/// Opens a libpq connection (PQconnectdbParams; PQconnectStartParams when `start_only`) with TCP
-/// keepalives and a TCP user timeout, so a server that went away without a word (a failover
-/// behind a virtual address, a NAT that forgot the flow) fails the connection within about half
-/// a minute instead of the kernel's quarter of an hour; a connect timeout, so one that accepts
-/// and never answers (a pooler waiting for a backend) fails it within seconds; and, when
-/// `writable_server`, a server that takes writes (`target_session_attrs=read-write`), so a pod
-/// reconnecting during a failover does not settle on a standby. `conninfo` comes after them
-/// and overrides any of them; Unix sockets ignore the TCP ones.
-[[nodiscard]] ::pg_conn* open_link_checked(const std::string& conninfo, bool start_only,
-                                           bool writable_server = true);
 
 /// One libpq connection. Not thread-safe, except `cancel()`, which any thread may call.
 /// Connects lazily; when the connection is found broken (a failed connect, a lost socket, the
@@ -247,6 +241,8 @@ private:
   pg_reconnect_policy policy_;
   ::pg_conn* conn_ = nullptr;
   std::uint64_t connect_count_ = 0;
+  /// When the session settled on a server that refuses writes (server_choice::writable_else_any).
+  std::optional<std::chrono::steady_clock::time_point> settled_for_any_at_;
   /// A transaction was open when the connection was last healthy.
   bool in_transaction_ = false;
   /// The connection died inside a transaction that the caller has not ended yet.

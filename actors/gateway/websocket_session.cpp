@@ -26,6 +26,9 @@ namespace {
 
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
+/// What one read of a message may add to its buffer at most (a whole typical event).
+constexpr std::size_t read_chunk_bytes = 16 * 1024;
+
 connection_policy policy_for(const gateway_context& context, const storage::community_row& c,
                              const community_handle& handle) {
   const auto& s = context.settings;
@@ -164,25 +167,41 @@ asio::awaitable<void> read_loop(websocket_session& session, relay_metrics& metri
                                 std::size_t max_inbound_bytes, std::atomic<std::size_t>& pod_partial,
                                 std::size_t max_pod_partial) {
   partial_message partial(pod_partial);
+  const std::size_t max_message = session.ws->read_message_max();
+  auto too_big = [&] {
+    bump(metrics.oversize_disconnects);
+    session.outbox->close(close_reason::too_big);
+  };
   for (;;) {
     if (!co_await wait_for_actor(*session.frames_pending, max_inbound_bytes, *session.outbox))
       co_return;
     // Each message is read into a string of its own that moves into the actor's message: no
     // copy of the frame, and an idle connection holds no read buffer. A message that arrives
     // whole costs one read; one left unfinished is counted pod-wide.
+    // Beast sizes each read by the length a frame's header claims (a compressed frame's is never
+    // checked): the buffer's own bound and a bound per read keep that claim from allocating
+    // more than arrives, whatever the client says.
     std::string text;
-    auto buffer = asio::dynamic_buffer(text);
+    auto buffer = asio::dynamic_buffer(text, max_message);
+    bool unfinished = false;
     for (bool done = false; !done;) {
-      auto [ec, n] = co_await session.ws->async_read_some(buffer, 0, use_tuple);
+      const std::size_t room = max_message - text.size();
+      if (room == 0) { // a compressed message that inflates past the bound
+        too_big();
+        co_return;
+      }
+      auto [ec, n] = co_await session.ws->async_read_some(buffer, std::min(read_chunk_bytes, room), use_tuple);
       if (ec) {
-        if (ec == websocket::error::message_too_big) {
-          bump(metrics.oversize_disconnects);
-          session.outbox->close(close_reason::too_big);
-        }
+        if (ec == websocket::error::message_too_big || ec == websocket::error::buffer_overflow)
+          too_big();
         co_return;
       }
       done = session.ws->is_message_done();
-      if (!done && !partial.grew(n, max_pod_partial)) {
+      if (done)
+        continue;
+      // What arrived, and the room the next read sets aside (a stalled client holds it too).
+      const std::size_t charge = n + (std::exchange(unfinished, true) ? 0 : read_chunk_bytes);
+      if (!partial.grew(charge, max_pod_partial)) {
         bump(metrics.partial_message_disconnects);
         session.outbox->close(close_reason::too_big);
         co_return;

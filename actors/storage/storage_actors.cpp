@@ -328,7 +328,9 @@ caf::behavior storage_reader(caf::stateful_actor<reader_state>* self, reader_arg
   st.args = std::move(args);
   storage::pg_reconnect_policy policy;
   policy.statement_timeout_ms = st.args.statement_timeout_ms;
-  policy.writable_server = false; // reads go on from a primary turned read-only (a full disk)
+  // Reads go on from a primary turned read-only (a full disk), but from a standby (which lags:
+  // a ban or deletion shows late) only while no server takes writes.
+  policy.servers = storage::server_choice::writable_else_any;
   st.connection = std::make_unique<storage::pg_connection>(st.args.database_url, policy);
   st.store = std::make_unique<storage::event_store>(*st.connection, st.args.bodies.get());
   return {

@@ -1,10 +1,11 @@
 // Hostile clients at the socket edge: oversized HTTP headers, invalid UTF-8 in a text frame, a
-// compressed frame that inflates past the message bound, a message fragmented past it, messages
-// left unfinished on many connections, and ping floods (answered within the connection's ping budget, cut past it). Each gets one clear answer (an HTTP status or a close code), is counted, and leaves
+// compressed frame that inflates past the message bound or claims a terabyte, a message
+// fragmented past it, messages left unfinished on many connections (or claimed and stalled), and ping floods (answered within the connection's ping budget, cut past it). Each gets one clear answer (an HTTP status or a close code), is counted, and leaves
 // every other connection working.
 import { describe, it, before } from 'node:test'
 import assert from 'node:assert/strict'
 import net from 'node:net'
+import zlib from 'node:zlib'
 import { randomBytes } from 'node:crypto'
 import { WebSocket, httpGet, withRelay, itStopsCleanly, RawClient, keys, sign, metricAbove } from './harness.mjs'
 
@@ -35,6 +36,50 @@ function clientFrame(opcode, fin, text) {
   const length = payload.length < 126 ? [payload.length | 0x80] : [126 | 0x80, payload.length >> 8, payload.length & 0xff]
   const masked = payload.map((byte, i) => byte ^ mask[i % 4])
   return Buffer.concat([Buffer.from([(fin ? 0x80 : 0) | opcode, ...length]), mask, masked])
+}
+
+/**
+ * The header of a masked client frame that claims `length` payload bytes (64-bit length), and
+ * the first of them: what the client sends before it stalls. Compressed (RSV1), those are a
+ * deflated '["REQ"' flushed, so the relay inflates something and reads on; else one byte.
+ */
+function claimingFrame(length, compressed = false) {
+  const header = Buffer.alloc(2 + 8)
+  header[0] = 0x80 | (compressed ? 0x40 : 0) | 0x1
+  header[1] = 0x80 | 127
+  header.writeBigUInt64BE(BigInt(length), 2)
+  const mask = randomBytes(4)
+  const payload = compressed ? zlib.deflateRawSync('["REQ"', { finishFlush: zlib.constants.Z_SYNC_FLUSH }) : Buffer.from('[')
+  return Buffer.concat([header, mask, payload.map((byte, i) => byte ^ mask[i % 4])])
+}
+
+/**
+ * A raw upgraded socket that sends `frames` and then stays silent; { closeCode(), destroy() }:
+ * closeCode resolves with the close code the relay sent, or null when it only hung up.
+ */
+function stalledSocket(relay, frames, extensions = '') {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect({ port: relay.port, host: '127.0.0.1' })
+    let received = Buffer.alloc(0)
+    let upgraded = false
+    const ended = new Promise((done) => socket.on('close', () => {
+      const after = received.subarray(received.indexOf('\r\n\r\n') + 4)
+      const close = after.indexOf(Buffer.from([0x88]))
+      done(close >= 0 && after.length >= close + 4 ? after.readUInt16BE(close + 2) : null)
+    }))
+    socket.on('error', () => {})
+    socket.on('data', (d) => {
+      received = Buffer.concat([received, d])
+      if (!upgraded && received.includes('\r\n\r\n')) {
+        upgraded = true
+        if (!received.toString('latin1').startsWith('HTTP/1.1 101')) return reject(new Error('no upgrade'))
+        socket.write(Buffer.concat(frames))
+        resolve({ closeCode: () => ended, destroy: () => socket.destroy(), upgrade: received.toString('latin1') })
+      }
+    })
+    socket.write(`GET / HTTP/1.1\r\nHost: ${relay.host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n`
+      + `Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n${extensions}\r\n`)
+  })
 }
 
 /** Upgrades a raw socket, sends `frames` at once, and resolves with every byte after the upgrade. */
@@ -197,6 +242,19 @@ describe('a hostile client where the relay offers permessage-deflate', () => {
     await other.close()
   })
 
+  it('holds no more than arrives for a compressed frame that claims a terabyte, and goes on serving', async () => {
+    // Beast never checks a compressed frame's claimed length against the message bound.
+    const stalled = await stalledSocket(relay, [claimingFrame(2 ** 40, true)],
+      'Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits\r\n')
+    assert.match(stalled.upgrade, /permessage-deflate/i, 'the relay took deflate')
+    await new Promise((resolve) => setTimeout(resolve, 500)) // the relay has read what came
+    const other = await RawClient.open(relay)
+    await stillUp(other)
+    await other.close()
+    assert.equal(await relay.metric('comb_io_handler_exceptions_total'), 0)
+    stalled.destroy()
+  })
+
   itStopsCleanly(ctx)
 })
 
@@ -239,6 +297,24 @@ describe('clients that begin messages and never finish them', () => {
     assert.equal(reply[1], 'frag')
     first.ws.close()
     third.ws.close()
+  })
+
+  it('counts the room a stalled message holds, not only what arrived: claims are cut at the pod\'s bound', async () => {
+    // Each claims a large frame and sends one byte: every one sets aside a read's room (16 KiB),
+    // so the fourth passes the 64 KiB bound.
+    const stalled = []
+    for (let i = 0; i < 3; i++) {
+      stalled.push(await stalledSocket(relay, [claimingFrame(400 * 1024)]))
+      await new Promise((resolve) => setTimeout(resolve, 200))
+    }
+    const before = await relay.metric('comb_partial_message_disconnects_total')
+    const fourth = await stalledSocket(relay, [claimingFrame(400 * 1024)])
+    assert.equal(await fourth.closeCode(), 1009)
+    assert.ok(await relay.metric('comb_partial_message_disconnects_total') > before)
+    for (const socket of stalled) socket.destroy()
+    const other = await RawClient.open(relay)
+    await stillUp(other)
+    await other.close()
   })
 
   itStopsCleanly(ctx)

@@ -80,6 +80,36 @@ TEST_CASE_METHOD(test::store_fixture, "a write refused as read-only drops the se
   CHECK(c.connect_count() == 2);
 }
 
+TEST_CASE_METHOD(test::store_fixture, "a reader takes a server that refuses writes only while none takes them",
+                 "[integration][pg_connection][timeouts]") {
+  // Every session of this URL refuses writes, as a standby's (or a demoted primary's) does.
+  const auto read_only = database.conninfo() + " options='-c default_transaction_read_only=on'";
+  storage::pg_reconnect_policy writer_policy;
+  writer_policy.attempts = 1;
+  storage::pg_connection writer(read_only, writer_policy);
+  CHECK(writer.ensure_connected()); // a writer never settles there
+
+  storage::pg_reconnect_policy reader_policy;
+  reader_policy.servers = storage::server_choice::writable_else_any;
+  reader_policy.writable_recheck = std::chrono::milliseconds(300);
+  storage::pg_connection reader(read_only, reader_policy);
+  auto read = reader.exec("SELECT 1");
+  REQUIRE(read.ok());
+  CHECK(reader.connect_count() == 1);
+  CHECK(reader.exec("SELECT 2").ok());
+  CHECK(reader.connect_count() == 1); // kept between statements
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  // Past the recheck, the next statement looks for a writable server again (none here).
+  CHECK(reader.exec("SELECT 3").ok());
+  CHECK(reader.connect_count() == 2);
+
+  storage::pg_connection on_writable(database.conninfo(), reader_policy);
+  REQUIRE(on_writable.exec("SELECT 1").ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  REQUIRE(on_writable.exec("SELECT 2").ok());
+  CHECK(on_writable.connect_count() == 1); // a writable server's session is kept
+}
+
 TEST_CASE("a server that accepts and never answers fails the connect within seconds",
           "[integration][pg_connection][timeouts]") {
   // The kernel completes the handshake into the listen queue; nobody ever speaks (a pooler

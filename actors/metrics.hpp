@@ -71,6 +71,9 @@ struct relay_metrics {
   std::atomic<std::uint64_t> connection_failures{0};
   std::atomic<std::uint64_t> metrics_connections_refused{0};
   std::atomic<std::uint64_t> partial_message_disconnects{0};
+  /// Bytes read from every connection and not yet handled by its actor (gauge).
+  std::atomic<std::size_t> inbound_frame_bytes{0};
+  std::atomic<std::uint64_t> inbound_pod_pauses{0};
   std::atomic<std::uint64_t> write_batches{0};
   std::atomic<std::uint64_t> bridge_published{0};
   std::atomic<std::uint64_t> bridge_received{0};

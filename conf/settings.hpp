@@ -54,6 +54,7 @@ struct relay_settings {
   std::size_t max_outbound_bytes = 32 * 1024 * 1024;
   std::size_t max_pod_outbound_bytes = 1024ULL * 1024 * 1024; ///< queued for all connections
   std::size_t max_inbound_bytes = 1024 * 1024; ///< read and not yet handled, per connection
+  std::size_t max_pod_inbound_bytes = 256ULL * 1024 * 1024; ///< the same, over every connection
   /// Of messages clients have begun and not finished, over every connection of the pod.
   std::size_t max_pod_partial_bytes = 256ULL * 1024 * 1024;
   std::size_t max_history_bytes = 16 * 1024 * 1024; ///< history held on its way to one connection

@@ -370,10 +370,14 @@ std::optional<pg_reply> carry_out_vanish(pg_connection& connection, const vanish
                                   {community, pubkey, until}, std::vector<bool>{false, true, false});
   if (!authored.ok())
     return authored;
+  // NIP-62: deleted events must not come back. A wrap's author is a key used once, so the
+  // author's line does not stop a wrap sent again: each is remembered as a deleted id.
   auto wraps = connection.exec(
-    "DELETE FROM events WHERE community_id = $1::bigint AND kind = " + std::to_string(protocol::gift_wrap_kind)
+    "WITH gone AS (DELETE FROM events WHERE community_id = $1::bigint AND kind = "
+      + std::to_string(protocol::gift_wrap_kind)
       + " AND id IN (SELECT event_id FROM event_tags WHERE community_id = $1::bigint AND name = 'p'"
-        " AND value = $2::text)",
+        " AND value = $2::text) RETURNING community_id, id, pubkey)"
+        " INSERT INTO deleted_events (community_id, event_id, pubkey) SELECT * FROM gone ON CONFLICT DO NOTHING",
     {community, protocol::to_hex(request.pubkey)});
   if (!wraps.ok())
     return wraps;

@@ -37,6 +37,7 @@ struct connection_args {
   std::shared_ptr<std::atomic<std::size_t>> invites_waiting;
   /// Bytes of frames the socket handed over and this actor has not finished; the socket stops
   /// reading while it is high, so a flood queues in the client's TCP window, not in our memory.
+  /// When set, the same bytes count in metrics->inbound_frame_bytes, over the pod.
   std::shared_ptr<std::atomic<std::size_t>> frames_pending;
 };
 

@@ -484,7 +484,8 @@ asio::awaitable<void> server::run_websocket(tcp_stream stream, http_request requ
                    *writer_finished = true;
                    writer_done->cancel();
                  });
-  co_await read_loop(session, metrics, context_->settings.max_inbound_bytes,
+  co_await read_loop(session, metrics,
+                     {context_->settings.max_inbound_bytes, context_->settings.max_pod_inbound_bytes},
                      context_->partial_message_bytes, context_->settings.max_pod_partial_bytes);
   auto why = session.outbox->closing();
   session.outbox->close(close_reason::going_away);

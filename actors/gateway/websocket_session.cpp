@@ -107,16 +107,26 @@ void limit_pings(ws_stream& ws, std::shared_ptr<ip_budget> budget, std::shared_p
 
 } // namespace
 
-asio::awaitable<bool> wait_for_actor(std::atomic<std::size_t>& pending, std::size_t max_bytes,
-                                     const websocket_outbox& outbox) {
+asio::awaitable<bool> wait_for_actor(std::atomic<std::size_t>& pending, inbound_bounds bounds,
+                                     const websocket_outbox& outbox, relay_metrics& metrics) {
   asio::steady_timer pause(co_await asio::this_coro::executor);
-  while (pending.load(std::memory_order_acquire) >= max_bytes) {
+  // Each wait twice the last, up to 64 ms: ten thousand paused sockets must not add a storm of
+  // wake-ups to the load that paused them.
+  auto wait = std::chrono::milliseconds(2);
+  bool counted = false;
+  for (;;) {
+    const bool own = pending.load(std::memory_order_acquire) >= bounds.connection;
+    const bool pod = metrics.inbound_frame_bytes.load(std::memory_order_acquire) >= bounds.pod;
+    if (!own && !pod)
+      co_return true;
+    if (pod && !std::exchange(counted, true))
+      bump(metrics.inbound_pod_pauses);
     if (outbox.closing())
       co_return false;
-    pause.expires_after(std::chrono::milliseconds(2));
+    pause.expires_after(wait);
     co_await pause.async_wait(use_tuple);
+    wait = std::min(wait * 2, std::chrono::milliseconds(64));
   }
-  co_return true;
 }
 
 websocket_session open_session(tcp_stream stream, gateway_context& context,
@@ -164,7 +174,7 @@ websocket_session open_session(tcp_stream stream, gateway_context& context,
 }
 
 asio::awaitable<void> read_loop(websocket_session& session, relay_metrics& metrics,
-                                std::size_t max_inbound_bytes, std::atomic<std::size_t>& pod_partial,
+                                inbound_bounds inbound, std::atomic<std::size_t>& pod_partial,
                                 std::size_t max_pod_partial) {
   partial_message partial(pod_partial);
   const std::size_t max_message = session.ws->read_message_max();
@@ -173,7 +183,7 @@ asio::awaitable<void> read_loop(websocket_session& session, relay_metrics& metri
     session.outbox->close(close_reason::too_big);
   };
   for (;;) {
-    if (!co_await wait_for_actor(*session.frames_pending, max_inbound_bytes, *session.outbox))
+    if (!co_await wait_for_actor(*session.frames_pending, inbound, *session.outbox, metrics))
       co_return;
     // Each message is read into a string of its own that moves into the actor's message: no
     // copy of the frame, and an idle connection holds no read buffer. A message that arrives
@@ -209,6 +219,7 @@ asio::awaitable<void> read_loop(websocket_session& session, relay_metrics& metri
     }
     partial.finished();
     session.frames_pending->fetch_add(text.size(), std::memory_order_relaxed);
+    metrics.inbound_frame_bytes.fetch_add(text.size(), std::memory_order_relaxed);
     caf::anon_send(session.actor, frame_atom_v, std::move(text));
   }
 }

@@ -36,17 +36,25 @@ struct websocket_session {
                                              const community_handle& handle,
                                              std::shared_ptr<ip_budget> budget);
 
-/// Waits while the bytes handed to the actor and not yet handled are at `max_bytes` or more: the
-/// socket stops reading, so a flood queues in the client's TCP window, not in our memory. False
-/// once the connection is closing (its actor failed with bytes unhandled: they never will be).
-boost::asio::awaitable<bool> wait_for_actor(std::atomic<std::size_t>& pending, std::size_t max_bytes,
-                                            const websocket_outbox& outbox);
+/// Bytes read and not yet handled by the actors: for one connection, and over the pod
+/// (relay_metrics::inbound_frame_bytes).
+struct inbound_bounds {
+  std::size_t connection = 1024 * 1024;
+  std::size_t pod = 256ULL * 1024 * 1024;
+};
+
+/// Waits while the bytes handed to the actor and not yet handled are at `bounds.connection` or
+/// more, or those of every connection at `bounds.pod`: the socket stops reading, so a flood
+/// queues in the clients' TCP windows, not in our memory. False once the connection is closing
+/// (its actor failed with bytes unhandled: they never will be).
+boost::asio::awaitable<bool> wait_for_actor(std::atomic<std::size_t>& pending, inbound_bounds bounds,
+                                            const websocket_outbox& outbox, relay_metrics& metrics);
 
 /// Reads messages and hands each to the session's actor until the socket ends. It stops
-/// reading while the actor holds `max_inbound_bytes` unhandled, and a message left unfinished
-/// counts in `pod_partial`, bounded by `max_pod_partial` over every connection.
+/// reading while the actor, or the pod, holds `inbound` unhandled, and a message left
+/// unfinished counts in `pod_partial`, bounded by `max_pod_partial` over every connection.
 boost::asio::awaitable<void> read_loop(websocket_session& session, relay_metrics& metrics,
-                                       std::size_t max_inbound_bytes,
+                                       inbound_bounds inbound,
                                        std::atomic<std::size_t>& pod_partial,
                                        std::size_t max_pod_partial);
 

@@ -66,6 +66,9 @@ TEST_CASE_METHOD(test::store_fixture, "a request to vanish deletes its author's 
   CHECK(test::scalar(connection, "SELECT count(*) FROM event_tags WHERE name = 't'") == "0");
   CHECK(vanished_until(*this, alice) == std::to_string(now - 10));
   CHECK(test::scalar(connection, "SELECT request FROM vanished") == test::json_of(request)); // as signed, for an export
+  // A wrap to her sent again (its author is a key used once: no line stops it) stays deleted.
+  check_outcome(store_one(events, community, wrap_to_alice), status::refused, storage::msg_deleted_id);
+  CHECK(everything(*this) == jsons_of({after, wrap_to_bob, bobs}));
 
   // Nothing up to the request comes back; what is newer is stored.
   check_outcome(store_one(events, community, note), status::refused, storage::msg_vanished);

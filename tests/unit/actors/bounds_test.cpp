@@ -497,24 +497,45 @@ TEST_CASE("a socket waiting for its actor to catch up stops waiting once the con
   boost::asio::io_context io;
   auto metrics = std::make_shared<actors::relay_metrics>();
   auto outbox = std::make_shared<actors::websocket_outbox>(boost::asio::make_strand(io), 1024, metrics);
+  const actors::inbound_bounds bounds{4096, 16384};
   std::atomic<std::size_t> pending{4096}; // the actor holds its bound and will never handle it
   std::optional<bool> waited;
-  boost::asio::co_spawn(io, actors::wait_for_actor(pending, 4096, *outbox),
+  boost::asio::co_spawn(io, actors::wait_for_actor(pending, bounds, *outbox, *metrics),
                         [&](std::exception_ptr, bool read_on) { waited = read_on; });
   io.run_for(std::chrono::milliseconds(30));
   CHECK_FALSE(waited);
   outbox->close(actors::close_reason::internal_error);
-  io.run_for(std::chrono::milliseconds(30));
+  io.run_for(std::chrono::milliseconds(150)); // its pauses grow to 64 ms
   REQUIRE(waited);
   CHECK_FALSE(*waited);
+  CHECK(metrics->inbound_pod_pauses.load() == 0); // its own bound, not the pod's
   // Caught up, it reads on.
   auto open = std::make_shared<actors::websocket_outbox>(boost::asio::make_strand(io), 1024, metrics);
   pending = 0;
   waited.reset();
-  boost::asio::co_spawn(io, actors::wait_for_actor(pending, 4096, *open),
+  boost::asio::co_spawn(io, actors::wait_for_actor(pending, bounds, *open, *metrics),
                         [&](std::exception_ptr, bool read_on) { waited = read_on; });
   io.restart();
   io.run_for(std::chrono::milliseconds(30));
+  REQUIRE(waited);
+  CHECK(*waited);
+}
+
+TEST_CASE("a socket does not read while the pod holds its bound of messages not yet handled",
+          "[actors][sessions]") {
+  boost::asio::io_context io;
+  auto metrics = std::make_shared<actors::relay_metrics>();
+  auto outbox = std::make_shared<actors::websocket_outbox>(boost::asio::make_strand(io), 1024, metrics);
+  std::atomic<std::size_t> pending{0}; // this connection's actor holds nothing
+  metrics->inbound_frame_bytes = 16384; // the other connections' actors hold the pod's bound
+  std::optional<bool> waited;
+  boost::asio::co_spawn(io, actors::wait_for_actor(pending, {4096, 16384}, *outbox, *metrics),
+                        [&](std::exception_ptr, bool read_on) { waited = read_on; });
+  io.run_for(std::chrono::milliseconds(50));
+  CHECK_FALSE(waited);
+  CHECK(metrics->inbound_pod_pauses.load() == 1); // one pause, however many looks
+  metrics->inbound_frame_bytes = 16383;
+  io.run_for(std::chrono::milliseconds(150));
   REQUIRE(waited);
   CHECK(*waited);
 }

@@ -102,6 +102,31 @@ parsed dispatch(const json::array& frame, const protocol_limits& limits) {
   return notice("unknown message type");
 }
 
+bool is_lower_hex(std::string_view text) {
+  return text.find_first_not_of("0123456789abcdef") == std::string_view::npos;
+}
+
+/// The id an EVENT or AUTH frame that is not valid JSON declares, if it can be read: a client
+/// that cut a string inside a character (a lone UTF-16 surrogate, which JavaScript writes) still
+/// waits for an OK, and NIP-01 keys appear nowhere else in an event unescaped.
+std::optional<std::string> id_in_broken_frame(std::string_view frame) {
+  auto type = frame.find_first_not_of(" \t\r\n[");
+  if (type == std::string_view::npos
+      || !(frame.substr(type).starts_with("\"EVENT\"") || frame.substr(type).starts_with("\"AUTH\"")))
+    return std::nullopt;
+  auto key = frame.find("\"id\"");
+  if (key == std::string_view::npos)
+    return std::nullopt;
+  auto colon = frame.find_first_not_of(" \t\r\n", key + 4);
+  if (colon == std::string_view::npos || frame[colon] != ':')
+    return std::nullopt;
+  auto quote = frame.find_first_not_of(" \t\r\n", colon + 1);
+  if (quote == std::string_view::npos || frame[quote] != '"' || frame.size() < quote + 66 || frame[quote + 65] != '"')
+    return std::nullopt;
+  auto id = frame.substr(quote + 1, 64);
+  return is_lower_hex(id) ? std::optional<std::string>(id) : std::nullopt;
+}
+
 } // namespace
 
 parsed parse_client_message(std::string_view frame, const protocol_limits& limits) {
@@ -114,8 +139,11 @@ parsed parse_client_message(std::string_view frame, const protocol_limits& limit
   unsigned char buffer[4096];
   json::monotonic_resource arena(buffer, sizeof buffer);
   json::value root = json::parse(frame, ec, &arena, options);
-  if (ec)
+  if (ec) {
+    if (auto id = id_in_broken_frame(frame))
+      return frame_rejection{reply_kind::ok, std::move(*id), invalid("the event is not valid JSON (" + ec.message() + ")")};
     return notice("malformed JSON");
+  }
   if (!root.is_array())
     return notice("a message must be a JSON array");
   return dispatch(root.get_array(), limits);

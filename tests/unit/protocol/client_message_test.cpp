@@ -82,6 +82,30 @@ TEST_CASE("every malformed frame in the corpus becomes one rejection of the righ
   CHECK(seen >= 60);
 }
 
+TEST_CASE("an EVENT that is not valid JSON but declares its id is answered with an OK", "[protocol][client_message]") {
+  // JavaScript cut a string inside an emoji: a lone surrogate, which JSON parsers refuse.
+  const std::string id(64, 'a');
+  const std::string event = R"({"id": ")" + id + R"(","pubkey":")" + std::string(64, 'b')
+                            + R"(","created_at":1,"kind":1,"tags":[],"content":"cut \ud83d","sig":")"
+                            + std::string(128, 'c') + "\"}";
+  for (const auto& frame : {R"(["EVENT",)" + event + "]", R"( [ "AUTH",)" + event + "]"}) {
+    INFO(frame);
+    auto parsed = parse(frame);
+    REQUIRE_FALSE(parsed);
+    CHECK(parsed.error().reply == reply_kind::ok);
+    CHECK(parsed.error().reference == id);
+    CHECK(parsed.error().why.text().starts_with("invalid: the event is not valid JSON"));
+  }
+  // Without a readable id (or for another message type) there is nothing to answer but a NOTICE.
+  for (const std::string frame : {R"(["EVENT",{"id":"short","content":"\ud83d"}])",
+                                  R"(["REQ","s",{"#t":["\ud83d"]}])", R"(["EVENT",{"content":"\ud83d"}])"}) {
+    INFO(frame);
+    auto parsed = parse(frame);
+    REQUIRE_FALSE(parsed);
+    CHECK(parsed.error().reply == reply_kind::notice);
+  }
+}
+
 TEST_CASE("a 10 MB string is refused by size before it is parsed", "[protocol][client_message]") {
   std::string frame = "[\"CLOSE\",\"" + std::string(10 * 1024 * 1024, 'x') + "\"]";
   auto parsed = parse(frame);

@@ -114,17 +114,18 @@ std::optional<std::string> id_in_broken_frame(std::string_view frame) {
   if (type == std::string_view::npos
       || !(frame.substr(type).starts_with("\"EVENT\"") || frame.substr(type).starts_with("\"AUTH\"")))
     return std::nullopt;
-  auto key = frame.find("\"id\"");
-  if (key == std::string_view::npos)
-    return std::nullopt;
-  auto colon = frame.find_first_not_of(" \t\r\n", key + 4);
-  if (colon == std::string_view::npos || frame[colon] != ':')
-    return std::nullopt;
-  auto quote = frame.find_first_not_of(" \t\r\n", colon + 1);
-  if (quote == std::string_view::npos || frame[quote] != '"' || frame.size() < quote + 66 || frame[quote + 65] != '"')
-    return std::nullopt;
-  auto id = frame.substr(quote + 1, 64);
-  return is_lower_hex(id) ? std::optional<std::string>(id) : std::nullopt;
+  // The first "id" followed by a colon is the key ("id" may also be a tag's value).
+  for (auto key = frame.find("\"id\""); key != std::string_view::npos; key = frame.find("\"id\"", key + 4)) {
+    auto colon = frame.find_first_not_of(" \t\r\n", key + 4);
+    if (colon == std::string_view::npos || frame[colon] != ':')
+      continue;
+    auto quote = frame.find_first_not_of(" \t\r\n", colon + 1);
+    if (quote == std::string_view::npos || frame[quote] != '"' || frame.size() < quote + 66 || frame[quote + 65] != '"')
+      return std::nullopt;
+    auto id = frame.substr(quote + 1, 64);
+    return is_lower_hex(id) ? std::optional<std::string>(id) : std::nullopt;
+  }
+  return std::nullopt;
 }
 
 } // namespace

@@ -15,19 +15,21 @@ load_recent_events(pg_connection& connection, std::int64_t community_id, std::in
   // `limit` rows would all be from then (delivered already, dropped as repeats) and none from
   // the gap itself. They are handed on in the order stored. A room id has no comma
   // (protocol::valid_room_id): one that had would name no room, and hide the event. The
-  // running sum follows the newest-first order: the first row past the bytes bound comes
-  // without its JSON (NULL), telling the bound cut there, and the rows after it not at all.
+  // running sum runs over the newest rows the LIMIT chose (so Postgres still sorts only those),
+  // newest first: the first row past the bytes bound comes without its JSON (NULL), telling the
+  // bound cut there, and the rows after it not at all.
   auto reply = connection.exec("SELECT CASE WHEN bytes_so_far <= $5::bigint THEN raw END,"
                                " (SELECT string_agg(t.value, ',' ORDER BY t.value) FROM event_tags t"
-                               " WHERE t.community_id = newest.community_id AND t.event_id = newest.id"
+                               " WHERE t.community_id = counted.community_id AND t.event_id = counted.id"
                                " AND t.name = 'room') FROM (SELECT community_id, id, raw, stored_at, created_at,"
-                               " sum(octet_length(raw)) OVER (ORDER BY stored_at DESC, created_at DESC"
-                               " ROWS UNBOUNDED PRECEDING) AS bytes_so_far FROM events"
+                               " sum(octet_length(raw)) OVER (ORDER BY stored_at DESC, created_at DESC, id"
+                               " ROWS UNBOUNDED PRECEDING) AS bytes_so_far FROM (SELECT community_id, id, raw,"
+                               " stored_at, created_at FROM events"
                                " WHERE community_id = $1::bigint AND stored_at >= $2::bigint"
                                " AND (expires_at IS NULL OR expires_at > $3::bigint)"
-                               " ORDER BY stored_at DESC, created_at DESC LIMIT $4::int) AS newest"
+                               " ORDER BY stored_at DESC, created_at DESC, id LIMIT $4::int) AS newest) AS counted"
                                " WHERE bytes_so_far - octet_length(raw) <= $5::bigint"
-                               " ORDER BY stored_at, created_at",
+                               " ORDER BY stored_at, created_at, id",
                                {std::to_string(community_id), std::to_string(since),
                                 std::to_string(now), std::to_string(bound.rows),
                                 std::to_string(bound.bytes)});

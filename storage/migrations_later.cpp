@@ -392,6 +392,15 @@ CREATE TRIGGER communities_access_edited BEFORE UPDATE OF access, archived_at, m
   EXECUTE FUNCTION comb_access_edited();
 )sql";
 
+// A host removed or moved by hand (comb-admin only adds them): the community that had it changes
+// version, so every pod forgets its cached answer for the host at once instead of within 5 s.
+constexpr const char* migration_39 = R"sql(
+CREATE TRIGGER community_hosts_deleted AFTER DELETE ON community_hosts REFERENCING OLD TABLE AS touched
+  FOR EACH STATEMENT EXECUTE FUNCTION comb_members_touched();
+CREATE TRIGGER community_hosts_updated AFTER UPDATE ON community_hosts REFERENCING OLD TABLE AS touched
+  FOR EACH STATEMENT EXECUTE FUNCTION comb_members_touched();
+)sql";
+
 constexpr migration migrations[] = {
   {22, "events' store time for the gap fill; a community's events skip their tag probes when it"
        " is deleted", migration_22},
@@ -412,6 +421,7 @@ constexpr migration migrations[] = {
   {36, "deletions naming other authors' events deleted", migration_36},
   {37, "deletions naming other authors' events by either tag deleted", migration_37},
   {38, "a hand edit of whether members may invite bumps the community's state version", migration_38},
+  {39, "a host removed or moved by hand bumps its community's state version", migration_39},
 };
 
 } // namespace

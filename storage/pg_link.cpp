@@ -2,6 +2,7 @@
 #include "storage/pg_link.hpp"
 
 #include <libpq-fe.h>
+#include <string>
 
 namespace comb::storage {
 
@@ -16,15 +17,33 @@ namespace comb::storage {
   return start_only ? PQconnectStartParams(keywords, values, 1) : PQconnectdbParams(keywords, values, 1);
 }
 
+namespace {
+
+/// libpq refused every server for refusing writes (not for being out of reach).
+bool refused_as_read_only(::pg_conn* conn) {
+  const std::string error = conn ? PQerrorMessage(conn) : "";
+  return error.find("read-only") != std::string::npos || error.find("hot standby") != std::string::npos;
+}
+
+bool session_refuses_writes(::pg_conn* conn) {
+  for (const char* setting : {"default_transaction_read_only", "in_hot_standby"})
+    if (const char* value = PQparameterStatus(conn, setting); value && std::string(value) == "on")
+      return true;
+  return false;
+}
+
+} // namespace
+
 chosen_link open_chosen_link(const std::string& conninfo, server_choice choice) {
   ::pg_conn* conn = open_link_checked(conninfo, false, true);
-  if (choice == server_choice::writable || (conn && PQstatus(conn) == CONNECTION_OK))
+  if (choice == server_choice::writable || (conn && PQstatus(conn) == CONNECTION_OK)
+      || !refused_as_read_only(conn))
     return {conn, false};
   // No server takes writes (a primary turned read-only, a failover under way): a reader may
   // still read, from the primary or a standby, until a writable one is back.
-  if (conn)
-    PQfinish(conn);
-  return {open_link_checked(conninfo, false, false), true};
+  PQfinish(conn);
+  conn = open_link_checked(conninfo, false, false);
+  return {conn, conn && PQstatus(conn) == CONNECTION_OK && session_refuses_writes(conn)};
 }
 
 } // namespace comb::storage

@@ -82,23 +82,27 @@ void fill_gap(self_ptr self, std::int64_t lost_at_ms) {
       break;
     }
     auto rows = storage::load_recent_events(*st.connection, id, since, now, {budget.rows, bytes_left});
-    if (!rows)
+    if (!rows) {
+      count_fill(st.args.metrics.get(), tally); // what went to the bridge before it
       return unanswered(self, lost_at_ms);
+    }
     tally.cut_short = tally.cut_short || rows->cut;
     tally.bytes += rows->bytes;
     if (rows->events.empty())
       continue;
     auto versions = storage::load_versions(*st.connection, {id});
-    if (!versions)
+    if (!versions) {
+      count_fill(st.args.metrics.get(), tally);
       return unanswered(self, lost_at_ms);
+    }
     auto version = versions->find(id);
     if (version == versions->end())
       continue; // deleted since
     tally.handed += hand_on(self, id, rows->events, version->second, lost_at_ms);
   }
   count_fill(st.args.metrics.get(), tally);
-  spdlog::info("bridge gap: {} stored event(s) ({} bytes) since {} handed to the fan-out{}", tally.handed,
-               tally.bytes, since, tally.cut_short ? " (cut at its bound: a REQ finds the rest)" : "");
+  spdlog::info("bridge gap: {} stored event(s) since {} handed to the fan-out, {} bytes{}", tally.handed,
+               since, tally.bytes, tally.cut_short ? " (cut at its bound: a REQ finds the rest)" : "");
 }
 
 } // namespace

@@ -523,10 +523,8 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, conn
   return {
     [=](frame_atom, const std::string& text) {
       on_frame(self, text);
-      if (auto& pending = self->state.args.frames_pending) {
-        pending->fetch_sub(text.size(), std::memory_order_release);
-        self->state.args.metrics->inbound_frame_bytes.fetch_sub(text.size(), std::memory_order_release);
-      }
+      if (auto& pending = self->state.args.frames_pending)
+        pending->handled(text.size());
     },
     [=](history_atom, const std::string& sub, std::uint64_t generation,
         storage::query_result& result) { on_history(self, sub, generation, result); },

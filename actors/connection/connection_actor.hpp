@@ -10,6 +10,7 @@
 #include <variant>
 
 #include "actors/connection/connection.hpp"
+#include "actors/connection/frame_ledger.hpp"
 #include "actors/connection/reqs_awaiting_auth.hpp"
 #include "actors/messages.hpp"
 #include "actors/metrics.hpp"
@@ -37,8 +38,7 @@ struct connection_args {
   std::shared_ptr<std::atomic<std::size_t>> invites_waiting;
   /// Bytes of frames the socket handed over and this actor has not finished; the socket stops
   /// reading while it is high, so a flood queues in the client's TCP window, not in our memory.
-  /// When set, the same bytes count in metrics->inbound_frame_bytes, over the pod.
-  std::shared_ptr<std::atomic<std::size_t>> frames_pending;
+  std::shared_ptr<frame_ledger> frames_pending;
 };
 
 /// Invite REQs (28935) waiting on the pod's one membership writer, over every connection: it

@@ -127,9 +127,9 @@ void publish(self_ptr self, const committed_event& committed, std::size_t expect
     ++st.publishes_while_held;
   if (!list_moves_forward(st, committed.community_id, *committed.event.ev))
     return;
-  // A community nobody here reads takes no place among the ids kept: a gap fill brings up to
-  // a thousand events of each community, and those would push out the ids of events delivered
-  // just before the loss, which the fill brings again.
+  // A community nobody here ever subscribed in takes no place among the ids kept: a gap fill
+  // brings up to a thousand events of each community, and those would push out the ids of
+  // events delivered just before the loss, which the fill brings again.
   auto it = st.communities.find(committed.community_id);
   if (it == st.communities.end() || !first_sighting(st, {committed.community_id, committed.event.ev->id}))
     return;

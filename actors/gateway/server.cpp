@@ -475,6 +475,23 @@ asio::awaitable<void> server::run_websocket(tcp_stream stream, http_request requ
   request = {}; // its headers are not needed for the life of the connection
   bump(metrics.connections_total);
   metrics.connections_current.fetch_add(1);
+  // Normally undone below, once the writer finished; this covers a coroutine destroyed where it
+  // waits (an exception that escaped a socket operation, dropped by run_guarded): its actor is
+  // told and the count goes down, so neither outlives the socket.
+  struct ending {
+    websocket_session& session;
+    relay_metrics& metrics;
+    bool hung_up = false;
+    bool counted_off = false;
+    ~ending() {
+      if (!hung_up) {
+        session.outbox->close(close_reason::going_away);
+        caf::anon_send(session.actor, hangup_atom_v);
+      }
+      if (!counted_off)
+        metrics.connections_current.fetch_sub(1);
+    }
+  } end{session, metrics};
   auto executor = co_await asio::this_coro::executor;
   auto writer_done = std::make_shared<asio::steady_timer>(executor, asio::steady_timer::time_point::max());
   auto writer_finished = std::make_shared<bool>(false);
@@ -490,10 +507,12 @@ asio::awaitable<void> server::run_websocket(tcp_stream stream, http_request requ
   auto why = session.outbox->closing();
   session.outbox->close(close_reason::going_away);
   caf::anon_send(session.actor, hangup_atom_v);
+  end.hung_up = true;
   // Both coroutines share the strand, so the flag cannot change between the test and the wait.
   if (!*writer_finished)
     co_await writer_done->async_wait(use_tuple);
   metrics.connections_current.fetch_sub(1);
+  end.counted_off = true;
   spdlog::info("connection closed: peer {} client {} community {} host {} reason {}", session.peer,
                session.client, community.id, community.host, describe(why));
 }

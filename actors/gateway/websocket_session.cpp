@@ -152,7 +152,7 @@ websocket_session open_session(tcp_stream stream, gateway_context& context,
     }
   });
   limit_pings(*session.ws, budget, context.metrics);
-  session.frames_pending = std::make_shared<std::atomic<std::size_t>>(0);
+  session.frames_pending = std::make_shared<frame_ledger>(context.metrics);
   connection_args args;
   args.policy = policy_for(context, community, handle);
   args.policy.ip = std::move(budget);
@@ -183,7 +183,7 @@ asio::awaitable<void> read_loop(websocket_session& session, relay_metrics& metri
     session.outbox->close(close_reason::too_big);
   };
   for (;;) {
-    if (!co_await wait_for_actor(*session.frames_pending, inbound, *session.outbox, metrics))
+    if (!co_await wait_for_actor(session.frames_pending->pending(), inbound, *session.outbox, metrics))
       co_return;
     // Each message is read into a string of its own that moves into the actor's message: no
     // copy of the frame, and an idle connection holds no read buffer. A message that arrives
@@ -191,12 +191,14 @@ asio::awaitable<void> read_loop(websocket_session& session, relay_metrics& metri
     // Beast sizes each read by the length a frame's header claims (a compressed frame's is never
     // checked): the buffer's own bound and a bound per read keep that claim from allocating
     // more than arrives, whatever the client says.
+    // One byte past the bound: Beast needs a free byte to finish a message that fills it (a
+    // compressed one, or one whose last fragment is empty), and refuses a longer one itself.
     std::string text;
-    auto buffer = asio::dynamic_buffer(text, max_message);
+    auto buffer = asio::dynamic_buffer(text, max_message + 1);
     bool unfinished = false;
     for (bool done = false; !done;) {
-      const std::size_t room = max_message - text.size();
-      if (room == 0) { // a compressed message that inflates past the bound
+      const std::size_t room = max_message + 1 - text.size();
+      if (room == 0) { // never: Beast refused it first
         too_big();
         co_return;
       }
@@ -218,8 +220,7 @@ asio::awaitable<void> read_loop(websocket_session& session, relay_metrics& metri
       }
     }
     partial.finished();
-    session.frames_pending->fetch_add(text.size(), std::memory_order_relaxed);
-    metrics.inbound_frame_bytes.fetch_add(text.size(), std::memory_order_relaxed);
+    session.frames_pending->handed(text.size());
     caf::anon_send(session.actor, frame_atom_v, std::move(text));
   }
 }

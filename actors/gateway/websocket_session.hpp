@@ -9,6 +9,7 @@
 #include <string>
 
 #include "actors/community/community_registry.hpp"
+#include "actors/connection/frame_ledger.hpp"
 #include "actors/connection/ip_table.hpp"
 #include "actors/gateway/gateway_context.hpp"
 #include "actors/gateway/gathering_stream.hpp"
@@ -25,7 +26,7 @@ struct websocket_session {
   std::shared_ptr<ws_stream> ws;
   std::shared_ptr<websocket_outbox> outbox;
   caf::actor actor;
-  std::shared_ptr<std::atomic<std::size_t>> frames_pending;
+  std::shared_ptr<frame_ledger> frames_pending;
 };
 
 /// Wraps an accepted stream whose upgrade is about to be answered: the WebSocket settings, an

@@ -29,6 +29,13 @@ function rawHttp(port, request, ms = 5000) {
   })
 }
 
+/** An EVENT frame of exactly `bytes` bytes of JSON, signed by `sk`. */
+function eventFrameOf(sk, bytes) {
+  const at = Math.floor(Date.now() / 1000)
+  const bare = JSON.stringify(['EVENT', sign(sk, { content: '', created_at: at })]).length
+  return JSON.stringify(['EVENT', sign(sk, { content: 'a'.repeat(bytes - bare), created_at: at })])
+}
+
 /** A masked client frame (RFC 6455 5.2) with a payload under 64 KiB. */
 function clientFrame(opcode, fin, text) {
   const payload = Buffer.from(text)
@@ -172,6 +179,22 @@ describe('hostile clients at the socket edge', () => {
     await stillUp(bystander)
   })
 
+  it('reads a message of exactly the message bound whose last fragment is empty', async () => {
+    const { sk } = keys()
+    const frame = eventFrameOf(sk, maxMessage)
+    assert.equal(frame.length, maxMessage)
+    const { ws, closed } = await plainClient(relay)
+    const ok = new Promise((resolve) => ws.on('message', (data) => {
+      const reply = JSON.parse(data.toString())
+      if (reply[0] === 'OK') resolve(reply)
+    }))
+    ws.send(frame, { fin: false })
+    ws.send('', { fin: true })
+    const reply = await Promise.race([ok, closed.then((code) => ['closed', code])])
+    assert.deepEqual(reply.slice(0, 3), ['OK', JSON.parse(frame)[1].id, true])
+    ws.close()
+  })
+
   it('closes a message fragmented past the message bound with 1009', async () => {
     // Raw frames: the ws package, still writing fragments when the close arrives, reports 1006.
     const answer = await rawWebSocket(relay, [
@@ -240,6 +263,21 @@ describe('a hostile client where the relay offers permessage-deflate', () => {
     const other = await RawClient.open(relay)
     await stillUp(other)
     await other.close()
+  })
+
+  it('reads a compressed message of exactly the message bound', async () => {
+    const { ws, closed } = await deflateClient(relay)
+    const { sk } = keys()
+    const frame = eventFrameOf(sk, maxMessage)
+    assert.equal(frame.length, maxMessage)
+    const ok = new Promise((resolve) => ws.on('message', (data) => {
+      const reply = JSON.parse(data.toString())
+      if (reply[0] === 'OK') resolve(reply)
+    }))
+    ws.send(frame)
+    const reply = await Promise.race([ok, closed.then((code) => ['closed', code])])
+    assert.deepEqual(reply.slice(0, 3), ['OK', JSON.parse(frame)[1].id, true])
+    ws.close()
   })
 
   it('holds no more than arrives for a compressed frame that claims a terabyte, and goes on serving', async () => {

@@ -4,6 +4,7 @@
 // itself, the lock mode membership writers take, and the all-or-nothing community creation.
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <atomic>
 #include <caf/all.hpp>
 #include <catch2/catch.hpp>
 #include <cerrno>
@@ -194,6 +195,12 @@ TEST_CASE_METHOD(membership_fixture, "a hand edit of anything access checks read
                    " VALUES ($1::bigint, 'lounge', " + someone + ")"));
   CHECK(edit_bumps("DELETE FROM room_members WHERE community_id = $1::bigint"));
   CHECK(edit_bumps("DELETE FROM rooms WHERE community_id = $1::bigint"));
+  // A host removed or renamed: every pod must forget its cached answer for it (adding one
+  // changes nothing the community's pods hold).
+  CHECK_FALSE(edit_bumps("INSERT INTO community_hosts (host, community_id) VALUES ('alias.example', $1::bigint)"));
+  CHECK(edit_bumps("UPDATE community_hosts SET host = 'other.example' WHERE host = 'alias.example'"
+                   " AND community_id = $1::bigint"));
+  CHECK(edit_bumps("DELETE FROM community_hosts WHERE host = 'other.example' AND community_id = $1::bigint"));
   // TRUNCATE fires no row trigger: its own bumps every community.
   CHECK(edit_bumps("INSERT INTO banned_pubkeys (community_id, pubkey) VALUES ($1::bigint, " + someone + ")"));
   for (const char* table : {"banned_pubkeys", "banned_events", "room_members", "members"}) {
@@ -439,4 +446,27 @@ TEST_CASE_METHOD(membership_fixture,
     seen = handle->members->is_member(newcomer);
   }
   CHECK(seen);
+}
+
+TEST_CASE_METHOD(membership_fixture, "a host removed by hand is forgotten by the pod's host cache within a check",
+                 "[integration][authority]") {
+  actor_world world;
+  const std::string id = std::to_string(community);
+  (void)scalar(connection, "INSERT INTO community_hosts (host, community_id) VALUES ('alias.example', $1::bigint)"
+                           " RETURNING 1", {id});
+  auto handle = world.registry->ensure(community, [&] { return storage::load_access(connection, community); });
+  REQUIRE(handle);
+  auto forgotten = std::make_shared<std::atomic<int>>(0);
+  world.registry->hooks()->set(nullptr, nullptr, [forgotten] { ++*forgotten; });
+  auto watcher = world.spawn_detached(
+    actors::access_watcher,
+    actors::access_watcher_args{database.conninfo(), world.registry, world.idle, world.metrics,
+                                std::chrono::milliseconds(50)});
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  CHECK(*forgotten == 0); // nothing moved: nothing forgotten
+  (void)scalar(connection, "DELETE FROM community_hosts WHERE host = 'alias.example' RETURNING 1");
+  for (int i = 0; i < 200 && *forgotten == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  CHECK(*forgotten > 0);
+  world.registry->hooks()->set(nullptr, nullptr, nullptr);
 }

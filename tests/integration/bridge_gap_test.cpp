@@ -122,7 +122,7 @@ TEST_CASE_METHOD(test::store_fixture, "the gap's events are found by the stored_
   REQUIRE(connection.exec("ANALYZE events").ok());
   auto plan = connection.exec("EXPLAIN (COSTS OFF) SELECT raw FROM events WHERE community_id = 1"
                               " AND stored_at >= 1700079900 AND (expires_at IS NULL OR"
-                              " expires_at > 1700080000) ORDER BY stored_at DESC, created_at DESC LIMIT 1000");
+                              " expires_at > 1700080000) ORDER BY stored_at DESC, created_at DESC, id LIMIT 1000");
   REQUIRE(plan.ok());
   std::string text;
   for (int row = 0; row < plan.rows(); ++row)

@@ -539,3 +539,22 @@ TEST_CASE("a socket does not read while the pod holds its bound of messages not 
   REQUIRE(waited);
   CHECK(*waited);
 }
+
+TEST_CASE("bytes handed to a connection actor leave the pod's count once handled, or once socket and actor are gone",
+          "[actors][sessions]") {
+  auto metrics = std::make_shared<actors::relay_metrics>();
+  auto ledger = std::make_shared<actors::frame_ledger>(metrics);
+  ledger->handed(100);
+  ledger->handed(50);
+  CHECK(ledger->pending().load() == 150);
+  CHECK(metrics->inbound_frame_bytes.load() == 150);
+  ledger->handled(100);
+  CHECK(metrics->inbound_frame_bytes.load() == 50);
+  // The actor failed with a message in its mailbox, dropped unread: nobody hands those bytes
+  // back, so they leave with the last holder of the ledger (else the pod's bound fills for good).
+  auto actor_copy = ledger;
+  ledger.reset();
+  CHECK(metrics->inbound_frame_bytes.load() == 50);
+  actor_copy.reset();
+  CHECK(metrics->inbound_frame_bytes.load() == 0);
+}

@@ -85,8 +85,8 @@ TEST_CASE("every malformed frame in the corpus becomes one rejection of the righ
 TEST_CASE("an EVENT that is not valid JSON but declares its id is answered with an OK", "[protocol][client_message]") {
   // JavaScript cut a string inside an emoji: a lone surrogate, which JSON parsers refuse.
   const std::string id(64, 'a');
-  const std::string event = R"({"id": ")" + id + R"(","pubkey":")" + std::string(64, 'b')
-                            + R"(","created_at":1,"kind":1,"tags":[],"content":"cut \ud83d","sig":")"
+  const std::string event = R"({"tags":[["alt","id"]],"id": ")" + id + R"(","pubkey":")" + std::string(64, 'b')
+                            + R"(","created_at":1,"kind":1,"content":"cut \ud83d","sig":")"
                             + std::string(128, 'c') + "\"}";
   for (const auto& frame : {R"(["EVENT",)" + event + "]", R"( [ "AUTH",)" + event + "]"}) {
     INFO(frame);

@@ -392,13 +392,45 @@ CREATE TRIGGER communities_access_edited BEFORE UPDATE OF access, archived_at, m
   EXECUTE FUNCTION comb_access_edited();
 )sql";
 
-// A host removed or moved by hand (comb-admin only adds them): the community that had it changes
-// version, so every pod forgets its cached answer for the host at once instead of within 5 s.
+// A host removed or moved by hand (comb-admin only adds them): the community that had it, and
+// the one it moved to, change version and notify as an access change that wrote no events does,
+// so every pod forgets its cached answers for hosts at once instead of within 5 s.
 constexpr const char* migration_39 = R"sql(
-CREATE TRIGGER community_hosts_deleted AFTER DELETE ON community_hosts REFERENCING OLD TABLE AS touched
-  FOR EACH STATEMENT EXECUTE FUNCTION comb_members_touched();
-CREATE TRIGGER community_hosts_updated AFTER UPDATE ON community_hosts REFERENCING OLD TABLE AS touched
-  FOR EACH STATEMENT EXECUTE FUNCTION comb_members_touched();
+CREATE FUNCTION comb_hosts_touched() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  community BIGINT;
+  version BIGINT;
+BEGIN
+  FOR community IN SELECT community_id FROM old_hosts UNION SELECT community_id FROM new_hosts LOOP
+    UPDATE communities SET state_version = state_version + 1 WHERE id = community
+      RETURNING state_version INTO version;
+    IF FOUND THEN
+      PERFORM pg_notify('comb_access', community::text || ' ' || version::text);
+    END IF;
+  END LOOP;
+  RETURN NULL;
+END $$;
+
+CREATE FUNCTION comb_hosts_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  community BIGINT;
+  version BIGINT;
+BEGIN
+  FOR community IN SELECT DISTINCT community_id FROM old_hosts LOOP
+    UPDATE communities SET state_version = state_version + 1 WHERE id = community
+      RETURNING state_version INTO version;
+    IF FOUND THEN
+      PERFORM pg_notify('comb_access', community::text || ' ' || version::text);
+    END IF;
+  END LOOP;
+  RETURN NULL;
+END $$;
+
+CREATE TRIGGER community_hosts_deleted AFTER DELETE ON community_hosts REFERENCING OLD TABLE AS old_hosts
+  FOR EACH STATEMENT EXECUTE FUNCTION comb_hosts_deleted();
+CREATE TRIGGER community_hosts_updated AFTER UPDATE ON community_hosts
+  REFERENCING OLD TABLE AS old_hosts NEW TABLE AS new_hosts
+  FOR EACH STATEMENT EXECUTE FUNCTION comb_hosts_touched();
 )sql";
 
 constexpr migration migrations[] = {

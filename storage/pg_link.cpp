@@ -25,11 +25,17 @@ bool refused_as_read_only(::pg_conn* conn) {
   return error.find("read-only") != std::string::npos || error.find("hot standby") != std::string::npos;
 }
 
+/// A server before PostgreSQL 14 reports neither setting: libpq refused it as read-only just
+/// before, so it is taken to be.
 bool session_refuses_writes(::pg_conn* conn) {
+  bool reported = false;
   for (const char* setting : {"default_transaction_read_only", "in_hot_standby"})
-    if (const char* value = PQparameterStatus(conn, setting); value && std::string(value) == "on")
-      return true;
-  return false;
+    if (const char* value = PQparameterStatus(conn, setting)) {
+      reported = true;
+      if (std::string(value) == "on")
+        return true;
+    }
+  return !reported;
 }
 
 } // namespace

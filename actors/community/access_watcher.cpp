@@ -227,9 +227,6 @@ void check_versions(self_ptr self) {
   auto versions = storage::load_versions(*st.connection, ids);
   if (!versions)
     return;
-  // A version found moved without a notification is a missed one or a hand edit, which may have
-  // removed a host: the pod's cached host answers go, as a notice of such a change makes them.
-  bool moved = false;
   for (std::size_t i = 0; i < ids.size(); ++i) {
     const auto id = ids[i];
     auto it = versions->find(id);
@@ -239,14 +236,10 @@ void check_versions(self_ptr self) {
     } else if (it->second < held[i]) {
       if (!rewind(self, id, it->second, held[i]))
         return;
-    } else {
-      moved = moved || it->second > held[i];
-      if (!catch_up(self, id, it->second))
-        return;
+    } else if (!catch_up(self, id, it->second)) {
+      return;
     }
   }
-  if (const auto& hooks = st.args.registry->hooks(); moved && hooks)
-    hooks->forget_hosts();
 }
 
 } // namespace

@@ -450,6 +450,26 @@ asio::awaitable<void> server::serve_requests(tcp_stream& stream, conf::ip_addres
   }
 }
 
+namespace {
+
+/// The socket's writer; when it ends, however it ends (a coroutine an escaping exception
+/// destroyed never calls co_spawn's handler), the reader's wait for it ends too.
+asio::awaitable<void> write_then_tell(std::shared_ptr<ws_stream> ws, std::shared_ptr<websocket_outbox> outbox,
+                                      frame_writing writing, std::shared_ptr<asio::steady_timer> done,
+                                      std::shared_ptr<bool> finished) {
+  struct tell {
+    std::shared_ptr<asio::steady_timer> done;
+    std::shared_ptr<bool> finished;
+    ~tell() {
+      *finished = true;
+      done->cancel();
+    }
+  } told{std::move(done), std::move(finished)};
+  co_await write_loop(std::move(ws), std::move(outbox), writing);
+}
+
+} // namespace
+
 asio::awaitable<void> server::run_websocket(tcp_stream stream, http_request request,
                                             storage::community_row community,
                                             std::shared_ptr<ip_budget> budget, std::string client) {
@@ -496,11 +516,8 @@ asio::awaitable<void> server::run_websocket(tcp_stream stream, http_request requ
   auto writer_done = std::make_shared<asio::steady_timer>(executor, asio::steady_timer::time_point::max());
   auto writer_finished = std::make_shared<bool>(false);
   auto writing = context_->settings.deflate ? frame_writing::by_beast : frame_writing::gathered;
-  asio::co_spawn(executor, write_loop(session.ws, session.outbox, writing),
-                 [writer_done, writer_finished](std::exception_ptr) {
-                   *writer_finished = true;
-                   writer_done->cancel();
-                 });
+  asio::co_spawn(executor, write_then_tell(session.ws, session.outbox, writing, writer_done, writer_finished),
+                 asio::detached);
   co_await read_loop(session, metrics,
                      {context_->settings.max_inbound_bytes, context_->settings.max_pod_inbound_bytes},
                      context_->partial_message_bytes, context_->settings.max_pod_partial_bytes);

@@ -162,6 +162,9 @@ TEST_CASE_METHOD(test::store_fixture,
                   caf::after(std::chrono::seconds(10)) >> [] {});
   CHECK(handed == std::vector<std::string>{"stored while the link was down"});
   CHECK(lost_at_handed == lost_at_ms); // a fill of it again reaches as far back
+  // Counted once the fill ends, just after what it handed on.
+  for (int i = 0; i < 200 && metrics->bridge_gap_fill_events.load() == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   CHECK(metrics->bridge_gap_fill_events.load() == 1);
   CHECK(metrics->bridge_gap_fill_bytes.load() == json_of(stored).size());
   CHECK(metrics->bridge_gap_fills_cut.load() == 0);

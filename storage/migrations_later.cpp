@@ -396,33 +396,27 @@ CREATE TRIGGER communities_access_edited BEFORE UPDATE OF access, archived_at, m
 // the one it moved to, change version and notify as an access change that wrote no events does,
 // so every pod forgets its cached answers for hosts at once instead of within 5 s.
 constexpr const char* migration_39 = R"sql(
-CREATE FUNCTION comb_hosts_touched() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION comb_host_moved(community BIGINT) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
-  community BIGINT;
   version BIGINT;
 BEGIN
-  FOR community IN SELECT community_id FROM old_hosts UNION SELECT community_id FROM new_hosts LOOP
-    UPDATE communities SET state_version = state_version + 1 WHERE id = community
-      RETURNING state_version INTO version;
-    IF FOUND THEN
-      PERFORM pg_notify('comb_access', community::text || ' ' || version::text);
-    END IF;
-  END LOOP;
+  UPDATE communities SET state_version = state_version + 1 WHERE id = community
+    RETURNING state_version INTO version;
+  IF FOUND THEN
+    PERFORM pg_notify('comb_access', community::text || ' ' || version::text);
+  END IF;
+END $$;
+
+CREATE FUNCTION comb_hosts_touched() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM comb_host_moved(community_id)
+    FROM (SELECT community_id FROM old_hosts UNION SELECT community_id FROM new_hosts) AS touched;
   RETURN NULL;
 END $$;
 
 CREATE FUNCTION comb_hosts_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
-DECLARE
-  community BIGINT;
-  version BIGINT;
 BEGIN
-  FOR community IN SELECT DISTINCT community_id FROM old_hosts LOOP
-    UPDATE communities SET state_version = state_version + 1 WHERE id = community
-      RETURNING state_version INTO version;
-    IF FOUND THEN
-      PERFORM pg_notify('comb_access', community::text || ' ' || version::text);
-    END IF;
-  END LOOP;
+  PERFORM comb_host_moved(community_id) FROM (SELECT DISTINCT community_id FROM old_hosts) AS touched;
   RETURN NULL;
 END $$;
 

@@ -66,7 +66,7 @@ std::size_t hand_on(self_ptr self, std::int64_t id, std::vector<storage::recent_
 /// carries its origin's: a removal that came before an event is in it, so the bridge holds the
 /// event until this pod applied the removal (a pod that lags behind the database would otherwise
 /// hand a removed reader what a fill brings). Ephemeral events of the gap are gone. One
-/// community is read and handed on at a time, and a fill holds at most `fill_budget` of JSON
+/// community is read and handed on at a time, and a fill holds at most `args.budget` of JSON
 /// over all of them (the bridge's hold is no bigger): anyone may post large events in an open
 /// community, and fills are routine (each Redis reconnect, each pod that goes).
 void fill_gap(self_ptr self, std::int64_t lost_at_ms) {

@@ -57,6 +57,11 @@ std::optional<std::int64_t> expiration_of(const event& ev) noexcept {
   return when;
 }
 
+bool has_expired(const event& ev, std::int64_t now) noexcept {
+  auto when = expiration_of(ev);
+  return when && *when <= now;
+}
+
 std::string address_of(const event& ev) {
   std::string out = std::to_string(ev.kind);
   out += ':';

@@ -47,6 +47,9 @@ enum class kind_class { regular, replaceable, ephemeral, addressable };
 /// NIP-40: the `expiration` tag as a unix time, if present and a valid non-negative integer.
 [[nodiscard]] std::optional<std::int64_t> expiration_of(const event& ev) noexcept;
 
+/// NIP-40: whether `ev` carries an expiration at or before `now` (unix seconds).
+[[nodiscard]] bool has_expired(const event& ev, std::int64_t now) noexcept;
+
 /// "<kind>:<pubkey hex>:<d>", the address NIP-01 and NIP-09 use for addressable events.
 [[nodiscard]] std::string address_of(const event& ev);
 

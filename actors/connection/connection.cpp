@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "actors/connection/connection.hpp"
 
+#include "actors/clock.hpp"
 #include "actors/community/membership_requests.hpp"
 #include <algorithm>
 #include <iterator>
@@ -228,7 +229,7 @@ std::optional<rejection> connection::admit_event(const protocol::event& ev, std:
   if (ev.kind == 5 && deletion_targets(ev) > policy_.max_deletion_targets)
     return rejection{reason::invalid, "a deletion may name at most "
                                         + std::to_string(policy_.max_deletion_targets) + " events"};
-  if (auto expires = protocol::expiration_of(ev); expires && *expires <= now)
+  if (protocol::has_expired(ev, now))
     return protocol::invalid("event has already expired");
   if (auto bad_time = protocol::check_created_at(ev, now, policy_.created_at))
     return bad_time;
@@ -412,10 +413,12 @@ history_frames connection::history_reply(const std::string& id, std::uint64_t ge
     return out;
   out.closing.push_back(protocol::render_eose(id));
   sent.seal();
-  // Held while history was read: a ban, or a room's deletion or change, may have come since.
+  // Held while history was read: a ban, or a room's deletion or change, may have come since,
+  // or the event's expiration (NIP-40: not sent once it passes).
+  const std::int64_t now = unix_now();
   for (const auto& held : sub.held)
     if (!sent.contains(held.ev->id) && !banned_out(*held.ev)
-        && event_visible(held))
+        && event_visible(held) && !protocol::has_expired(*held.ev, now))
       out.closing.push_back(protocol::render_event_frame(id, *held.json));
   sub.held.clear();
   sub.held.shrink_to_fit();

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "actors/fanout/fanout_actor.hpp"
 
+#include "actors/clock.hpp"
 #include "actors/messages.hpp"
 
 #include <algorithm>
@@ -127,6 +128,12 @@ void publish(self_ptr self, const committed_event& committed, std::size_t expect
     ++st.publishes_while_held;
   if (!list_moves_forward(st, committed.community_id, *committed.event.ev))
     return;
+  // NIP-40: one that expired on its way here (held by the bridge, or brought by a gap fill that
+  // read it just before) is not sent.
+  if (protocol::has_expired(*committed.event.ev, unix_now())) {
+    bump(st.args.metrics->live_events_expired, std::uint64_t{1});
+    return;
+  }
   // A community nobody here ever subscribed in takes no place among the ids kept: a gap fill
   // brings up to a thousand events of each community, and those would push out the ids of
   // events delivered just before the loss, which the fill brings again.

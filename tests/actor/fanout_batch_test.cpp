@@ -326,3 +326,17 @@ TEST_CASE_METHOD(fixture, "events of communities nobody here reads do not push o
   scheduler->run();
   CHECK(one->deliveries == std::vector<std::string>{"a:first"});
 }
+
+TEST_CASE_METHOD(fixture, "an event whose expiration passed on its way to the fan-out is not delivered",
+                 "[actor][fanout]") {
+  auto one = connect(1, {"a"});
+  const auto now = test::unix_now();
+  for (auto [content, expires] : {std::pair{"lapsed", now - 1}, std::pair{"fresh", now + 3600}}) {
+    auto ev = test::sign_event(author, 1, content, {{"expiration", std::to_string(expires)}});
+    auto json = std::make_shared<const std::string>(protocol::render_event_json(ev));
+    caf::anon_send(fanout, publish_atom_v, committed_event{1, {std::make_shared<const protocol::event>(ev), json}});
+  }
+  scheduler->run();
+  CHECK(one->deliveries == std::vector<std::string>{"a:fresh"});
+  CHECK(metrics->live_events_expired.load() == 1);
+}

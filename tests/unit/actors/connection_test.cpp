@@ -82,6 +82,19 @@ TEST_CASE("history frames, EOSE, then held live events not already sent", "[acto
   CHECK(after_eose->flattened() == protocol::render_event_frame("s", protocol::render_event_json(live_only)));
 }
 
+TEST_CASE("a live event held for EOSE is not sent once its expiration passed meanwhile", "[actors][connection]") {
+  connection c(connection_policy{}, "challenge");
+  auto generation = c.open_subscription("s").value();
+  const auto now = test::unix_now();
+  auto lapsing = test::sign_event(author, 1, "lapsing", {{"expiration", std::to_string(now)}});
+  auto lasting = test::sign_event(author, 1, "lasting", {{"expiration", std::to_string(now + 3600)}});
+  CHECK_FALSE(c.live_arrived("s", generation, live(lapsing)));
+  CHECK_FALSE(c.live_arrived("s", generation, live(lasting)));
+  CHECK(c.history_arrived("s", generation, {})
+        == std::vector<std::string>{protocol::render_eose("s"),
+                                    protocol::render_event_frame("s", protocol::render_event_json(lasting))});
+}
+
 TEST_CASE("live events past the held bound before EOSE are dropped and counted", "[actors][connection][bounds]") {
   connection_policy policy;
   policy.max_buffered_live = 2;

@@ -89,8 +89,17 @@ pg_params address_columns(const std::vector<address>& addresses) {
 //     whether it is closed (1) and archived (2): store_plan checks again the access the pod's
 //     cache admitted each write with (event_write::recheck_access);
 //   $6 .. $9: its addresses (community, pubkey, kind, d tag), when it has some.
+//   An event whose NIP-40 expiration passed (by the database's clock) but which the minute's
+//   purge has not deleted yet reads as created at -1: older than any version, so a version
+//   sent after it replaces it (deleting it), as if it were already gone. A macro, as both
+//   parts' SQL is one literal.
+#define COMB_SNAPSHOT_EVENT_COLUMNS \
+  "'e', e.community_id, e.id, e.pubkey, e.kind," \
+  " CASE WHEN e.expires_at <= extract(epoch FROM statement_timestamp()) THEN -1" \
+  " ELSE e.created_at END, e.d_tag"
+
 constexpr const char* snapshot_by_id =
-  "SELECT 'e', e.community_id, e.id, e.pubkey, e.kind, e.created_at, e.d_tag"
+  "SELECT " COMB_SNAPSHOT_EVENT_COLUMNS
   " FROM unnest($1::bigint[], $2::bytea[]) AS k(community_id, id) CROSS JOIN LATERAL"
   " (SELECT * FROM events e WHERE e.community_id = k.community_id AND e.id = k.id OFFSET 0) e"
   " UNION ALL SELECT 't', t.community_id, t.event_id, t.pubkey, NULL, NULL, NULL"
@@ -120,7 +129,7 @@ constexpr const char* snapshot_by_id =
   " WHERE id = ANY($5::bigint[]) FOR KEY SHARE) c";
 
 constexpr const char* snapshot_by_address =
-  " UNION ALL SELECT 'e', e.community_id, e.id, e.pubkey, e.kind, e.created_at, e.d_tag"
+  " UNION ALL SELECT " COMB_SNAPSHOT_EVENT_COLUMNS
   " FROM unnest($6::bigint[], $7::bytea[], $8::int[], $9::text[])"
   " AS a(community_id, pubkey, kind, d_tag) CROSS JOIN LATERAL (SELECT * FROM events e"
   " WHERE e.community_id = a.community_id AND e.pubkey = a.pubkey AND e.kind = a.kind"
@@ -130,6 +139,8 @@ constexpr const char* snapshot_by_address =
   " AS a(community_id, pubkey, kind, d_tag) CROSS JOIN LATERAL (SELECT * FROM deleted_addresses d"
   " WHERE d.community_id = a.community_id AND d.pubkey = a.pubkey AND d.kind = a.kind"
   " AND d.d_tag = a.d_tag OFFSET 0) d";
+
+#undef COMB_SNAPSHOT_EVENT_COLUMNS
 
 const std::string& snapshot_sql(bool with_addresses) {
   static const std::string by_id = snapshot_by_id;

@@ -187,3 +187,22 @@ TEST_CASE("batches naming the same addresses in opposite orders never deadlock",
   CHECK(test::scalar(fixture.connection, "SELECT count(*) FROM events")
         == std::to_string(authors.size()));
 }
+
+TEST_CASE_METHOD(replace_fixture, "a version whose expiration passed, not purged yet, is replaced by an older one",
+                 "[integration][event_store]") {
+  // The fixture's clock is 2023; the database's is now, past the first expiration and well
+  // before the second.
+  auto lapsed = alice.sign(0, now, {{"expiration", std::to_string(now + 100)}}, "lapsed profile");
+  auto lasting = alice.sign(3, now, {{"expiration", "4000000000"}}, "lasting follows");
+  check_outcome(store_one(events, community, lapsed), status::stored, "");
+  check_outcome(store_one(events, community, lasting), status::stored, "");
+  auto older_profile = alice.sign(0, now - 10, {}, "older profile");
+  auto older_follows = alice.sign(3, now - 10, {}, "older follows");
+  auto replaced = store_one(events, community, older_profile);
+  check_outcome(replaced, status::stored, "");
+  CHECK(replaced.replaced);
+  check_outcome(store_one(events, community, older_follows), status::duplicate,
+                "duplicate: have a newer version");
+  CHECK(live(0) == std::vector{json_of(older_profile)});
+  CHECK(live(3) == std::vector{json_of(lasting)});
+}

@@ -69,4 +69,29 @@ bool may_match_kind(const filter& f, std::uint32_t kind) noexcept {
   return !f.kinds || std::find(f.kinds->begin(), f.kinds->end(), kind) != f.kinds->end();
 }
 
+namespace {
+
+/// At most how many events `f` can match, when its fields bound that; else nothing.
+std::optional<std::uint64_t> most_matched(const filter& f) noexcept {
+  if (f.ids)
+    return f.ids->size();
+  if (!f.authors || !f.kinds)
+    return std::nullopt;
+  for (auto kind : *f.kinds)
+    if (classify(kind) != kind_class::replaceable)
+      return std::nullopt;
+  return static_cast<std::uint64_t>(f.authors->size()) * f.kinds->size();
+}
+
+} // namespace
+
+std::uint32_t effective_limit(const filter& f, std::uint32_t default_limit) noexcept {
+  if (f.limit)
+    return *f.limit;
+  auto most = most_matched(f);
+  if (!most || *most <= default_limit)
+    return default_limit;
+  return static_cast<std::uint32_t>(std::min<std::uint64_t>(*most, max_implicit_limit));
+}
+
 } // namespace comb::protocol

@@ -367,7 +367,7 @@ std::optional<sql_statement> history_select(const std::vector<protocol::filter>&
                                             std::uint32_t* rows_bound = nullptr) {
   std::vector<std::pair<const protocol::filter*, std::uint32_t>> wanted;
   for (const auto& f : filters) {
-    std::uint32_t limit = f.limit.value_or(default_limit);
+    std::uint32_t limit = protocol::effective_limit(f, default_limit);
     if (limit != 0 && can_match(f))
       wanted.emplace_back(&f, limit);
   }

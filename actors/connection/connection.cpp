@@ -363,6 +363,7 @@ connection::open_subscription(const std::string& id, const std::vector<protocol:
     return *over;
   held_ = total;
   subscription& sub = subscriptions_[id];
+  release_held(sub);
   sub = subscription{};
   sub.generation = next_generation_++;
   sub.cost = wanted;
@@ -380,6 +381,7 @@ bool connection::close_subscription(const std::string& id) {
   if (it == subscriptions_.end())
     return false;
   held_ -= it->second.cost;
+  release_held(it->second);
   subscriptions_.erase(it);
   return true;
 }
@@ -420,9 +422,7 @@ history_frames connection::history_reply(const std::string& id, std::uint64_t ge
     if (!sent.contains(held.ev->id) && !banned_out(*held.ev)
         && event_visible(held) && !protocol::has_expired(*held.ev, now))
       out.closing.push_back(protocol::render_event_frame(id, *held.json));
-  sub.held.clear();
-  sub.held.shrink_to_fit();
-  sub.held_bytes = 0;
+  release_held(sub);
   sub.rooms_at_start.reset();
   sub.live = true;
   return out;
@@ -476,10 +476,15 @@ std::optional<shared_event_frame> connection::live_arrived(const std::string& id
   // second while the history was read holds only its newest.
   if (superseded_by_newer(*event.ev) && !sub.dropping_held)
     drop_replaced_held(sub, event);
+  const std::size_t size = event.json->size();
   if (!sub.dropping_held && sub.held.size() < policy_.max_buffered_live
-      && sub.held_bytes + event.json->size() <= policy_.max_buffered_live_bytes) {
-    sub.held_bytes += event.json->size();
+      && sub.held_bytes + size <= policy_.max_buffered_live_bytes
+      && held_live_ < policy_.max_buffered_live_per_connection
+      && held_live_bytes_ + size <= policy_.max_buffered_live_bytes_per_connection) {
+    sub.held_bytes += size;
     sub.held.push_back(event);
+    ++held_live_;
+    held_live_bytes_ += size;
   } else {
     sub.dropping_held = true;
     ++dropped_live_;
@@ -503,6 +508,16 @@ void connection::drop_replaced_held(subscription& sub, const live_event& newer) 
     return;
   std::erase_if(sub.held, [&](const live_event& held) { return replaced_by(held, *newer.ev, address); });
   sub.held_bytes -= freed;
+  held_live_ -= count;
+  held_live_bytes_ -= freed;
+}
+
+void connection::release_held(subscription& sub) noexcept {
+  held_live_ -= sub.held.size();
+  held_live_bytes_ -= sub.held_bytes;
+  sub.held.clear();
+  sub.held.shrink_to_fit();
+  sub.held_bytes = 0;
 }
 
 void connection::expire_history_echoes(double clock) {

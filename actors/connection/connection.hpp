@@ -58,6 +58,10 @@ struct connection_policy {
   /// otherwise pin gigabytes (the bytes bound the held events' share of memory).
   std::size_t max_buffered_live = 10000;
   std::size_t max_buffered_live_bytes = 16 * 1024 * 1024;
+  /// The same over every subscription of the connection: one holding hundreds of REQs that
+  /// wait for their history would otherwise hold hundreds of times the bound.
+  std::size_t max_buffered_live_per_connection = 20000;
+  std::size_t max_buffered_live_bytes_per_connection = 32 * 1024 * 1024;
   /// Every frame takes tokens from this bucket (see frame_cost); AUTH takes `auth_cost` more.
   double frame_rate = 100;
   double frame_burst = 400;
@@ -461,6 +465,10 @@ private:
   std::size_t withheld_ = 0;
   std::size_t dropped_live_ = 0;
   filter_cost held_; ///< summed over open subscriptions
+  std::size_t held_live_ = 0;       ///< live events held for EOSE, summed over subscriptions
+  std::size_t held_live_bytes_ = 0; ///< their JSON's bytes
+  /// Forgets what `sub` holds for EOSE (it ends, is replaced, or reaches EOSE).
+  void release_held(subscription& sub) noexcept;
   std::uint64_t next_generation_ = 1;
   std::unordered_map<std::string, subscription> subscriptions_;
 };

@@ -206,3 +206,27 @@ TEST_CASE_METHOD(replace_fixture, "a version whose expiration passed, not purged
   CHECK(live(0) == std::vector{json_of(older_profile)});
   CHECK(live(3) == std::vector{json_of(lasting)});
 }
+
+TEST_CASE_METHOD(replace_fixture, "a profile load of more authors than the default limit, without limit, gets every profile",
+                 "[integration][event_store]") {
+  std::vector<std::string> stored;
+  protocol::filter f;
+  f.kinds = std::vector<std::uint32_t>{0};
+  f.authors.emplace();
+  for (std::uint8_t seed = 40; seed < 48; ++seed) {
+    author someone{seed};
+    auto profile = someone.sign(0, now - seed);
+    check_outcome(store_one(events, community, profile), status::stored, "");
+    stored.push_back(json_of(profile));
+    f.authors->push_back(someone.pubkey());
+  }
+  std::sort(f.authors->begin(), f.authors->end());
+  auto notes = f;
+  notes.kinds = std::vector<std::uint32_t>{0, 1};
+  auto profiles = events.query(community, {f}, now, 5);
+  REQUIRE(profiles.ok);
+  CHECK(profiles.events == stored); // newest first: the lower seeds
+  auto mixed = events.query(community, {notes}, now, 5);
+  REQUIRE(mixed.ok);
+  CHECK(mixed.events.size() == 5); // notes are not bounded per author: the default holds
+}

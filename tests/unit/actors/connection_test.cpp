@@ -114,6 +114,41 @@ TEST_CASE("live events past the held bound before EOSE are dropped and counted",
                                     protocol::render_event_frame("s", protocol::render_event_json(arrived[1]))});
 }
 
+TEST_CASE("live events held before EOSE are bounded over the whole connection, and freed by EOSE, CLOSE and replacement",
+          "[actors][connection][bounds]") {
+  connection_policy policy;
+  policy.max_buffered_live = 3;
+  policy.max_buffered_live_per_connection = 4;
+  connection c(policy, "challenge");
+  std::vector<std::uint64_t> generations;
+  for (const char* id : {"a", "b", "c"})
+    generations.push_back(c.open_subscription(id).value());
+  auto offer = [&](const std::string& content) {
+    auto ev = live(test::sign_event(author, 1, content));
+    for (std::size_t i = 0; i < 3; ++i)
+      (void)c.live_arrived(std::string(1, static_cast<char>('a' + i)), generations[i], ev);
+  };
+  offer("one");
+  CHECK(c.take_dropped_live() == 0); // three held, one each
+  offer("two");
+  CHECK(c.take_dropped_live() == 2); // a holds two; the connection's four are reached
+  CHECK(c.history_arrived("b", generations[1], {}).size() == 2); // EOSE and "one"
+  CHECK(c.close_subscription("c"));
+  generations[2] = c.open_subscription("c").value();
+  // b's EOSE and c's CLOSE gave back two: a and the new c may hold two more, not three.
+  offer("three");
+  CHECK(c.take_dropped_live() == 0); // b is live now: its event went out
+  offer("four");
+  CHECK(c.take_dropped_live() == 2);
+  // a held "one", "two", "three": replacing it gives its three back.
+  generations[0] = c.open_subscription("a").value();
+  offer("five");
+  offer("six");
+  // c dropped since "four" (no gap until its EOSE); the new a holds both.
+  CHECK(c.take_dropped_live() == 2);
+  CHECK(c.history_arrived("a", generations[0], {}).size() == 3);
+}
+
 TEST_CASE("live events held before EOSE are bounded in bytes too, per subscription", "[actors][connection][bounds]") {
   connection_policy policy;
   const std::string large(64 * 1024, 'x');

@@ -134,3 +134,22 @@ TEST_CASE("filter values are sorted and deduplicated", "[protocol][filter]") {
   CHECK(*f.kinds == std::vector<std::uint32_t>{1, 3, 7});
   CHECK(f.tags.at(0).values == std::vector<std::string>{"a", "b"});
 }
+
+TEST_CASE("a filter without limit may return what it can match at most, when that is more", "[protocol][filter]") {
+  comb::protocol::filter f;
+  CHECK(comb::protocol::effective_limit(f, 500) == 500);
+  f.authors = std::vector<comb::protocol::bytes32>(3000);
+  f.kinds = std::vector<std::uint32_t>{0, 10002};
+  CHECK(comb::protocol::effective_limit(f, 500) == 6000); // one profile and one relay list each
+  f.kinds = std::vector<std::uint32_t>{0, 1};
+  CHECK(comb::protocol::effective_limit(f, 500) == 500); // notes: any number each
+  f.kinds = std::vector<std::uint32_t>{0, 3, 10000, 10002};
+  CHECK(comb::protocol::effective_limit(f, 500) == comb::protocol::max_implicit_limit);
+  f.limit = 20;
+  CHECK(comb::protocol::effective_limit(f, 500) == 20);
+  comb::protocol::filter by_id;
+  by_id.ids = std::vector<comb::protocol::bytes32>(7000);
+  CHECK(comb::protocol::effective_limit(by_id, 5000) == 7000);
+  by_id.ids->resize(10);
+  CHECK(comb::protocol::effective_limit(by_id, 5000) == 5000);
+}

@@ -48,5 +48,5 @@ TEST_CASE("the NIP-11 document names the relay key, NIPs and limits", "[protocol
   CHECK(doc.at("supported_nips").as_array()[5].as_int64() == 43);
   CHECK(doc.at("limitation").at("max_limit").to_number<int>() == 321);
   CHECK(doc.at("limitation").at("auth_required").as_bool());
-  CHECK(doc.at("limitation").at("max_message_length").to_number<int>() == 512 * 1024);
+  CHECK(doc.at("limitation").at("max_message_length").to_number<int>() == 1024 * 1024);
 }

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "storage/ban_rows.hpp"
 
+#include "storage/event_lock.hpp"
+
 #include <stdexcept>
 
 #include "storage/event_rows.hpp"
@@ -42,9 +44,7 @@ ban_reading read_bans(pg_connection& c, std::int64_t community_id,
   if (!any)
     return out;
   if (bans)
-    must(c.exec("SELECT pg_advisory_xact_lock($1::bigint)",
-                {std::to_string(community_lock_key(community_id))}),
-         "event lock");
+    lock_community_events(c, community_id);
   auto reply = must(c.exec("SELECT encode(pubkey, 'hex'), banned_by IS NULL OR banned_by = $3::bytea"
                            " FROM banned_pubkeys WHERE community_id = $1::bigint AND pubkey = ANY($2::bytea[])",
                            {std::to_string(community_id), subjects.str(),

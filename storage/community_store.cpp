@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "storage/community_store.hpp"
 
+#include "storage/event_lock.hpp"
+
 #include <exception>
 #include <sstream>
 #include <stdexcept>
@@ -49,11 +51,13 @@ std::vector<std::string> split_hosts(std::string_view text) {
 /// Runs `sql` (a change of one community's rows) in a transaction that also notes the access
 /// change (version + notification). The note goes first, so a deleted community's last
 /// notification still names it; when `sql` changes nothing, the whole transaction (the note
-/// with it) rolls back and the reply says 0 rows. On failure `error` is set.
+/// with it) rolls back and the reply says 0 rows. A change that refuses events from its commit
+/// on (an archive) takes the community's event lock too (`lock_events`). On failure `error` is
+/// set.
 pg_reply change_with_note(pg_connection& connection, std::string& error, const char* sql,
                           const pg_params& params, std::int64_t id,
                           const std::optional<protocol::bytes32>& manager = std::nullopt,
-                          bool* forbidden = nullptr) {
+                          bool* forbidden = nullptr, bool lock_events = false) {
   // On failure `error` is set and the reply is empty.
   auto failed = [&](const std::string& why) {
     error = why;
@@ -78,6 +82,13 @@ pg_reply change_with_note(pg_connection& connection, std::string& error, const c
       return pg_reply{};
     }
   }
+  if (lock_events) {
+    try {
+      lock_community_events(connection, id);
+    } catch (const std::exception& e) {
+      return failed(e.what());
+    }
+  }
   std::string note_error;
   (void)note_access_change(connection, id, {}, note_error);
   if (!note_error.empty())
@@ -98,9 +109,10 @@ pg_reply change_with_note(pg_connection& connection, std::string& error, const c
 /// `unchanged` or `not_found` depending on whether the community exists.
 lifecycle_result update_result(pg_connection& connection, std::string& error, const char* sql,
                                const pg_params& params, std::int64_t id,
-                               const std::optional<protocol::bytes32>& manager = std::nullopt) {
+                               const std::optional<protocol::bytes32>& manager = std::nullopt,
+                               bool lock_events = false) {
   bool forbidden = false;
-  auto reply = change_with_note(connection, error, sql, params, id, manager, &forbidden);
+  auto reply = change_with_note(connection, error, sql, params, id, manager, &forbidden, lock_events);
   if (!error.empty())
     return lifecycle_result::failed;
   if (forbidden)
@@ -143,6 +155,14 @@ access_switch switch_access_locked(pg_connection& tx, std::int64_t id, bool clos
         .rows()
       == 0)
     return access_switch{lifecycle_result::not_found, {}, 0};
+  // Closing refuses non-members' events from its commit on: a batch that read the community
+  // open commits before it.
+  if (closed)
+    lock_community_events(tx, id);
+  // Closing refuses non-members' events from its commit on: a batch that read the community
+  // open commits before it.
+  if (closed)
+    lock_community_events(tx, id);
   const std::string access = closed ? "closed" : "open";
   if (must(tx.exec("UPDATE communities SET access = $2::text WHERE id = $1::bigint"
                    " AND access <> $2::text",
@@ -261,7 +281,7 @@ lifecycle_result community_store::set_archived(std::int64_t id, bool archived) {
   return update_result(connection_, last_error_,
                        "UPDATE communities SET archived_at = CASE WHEN $2::boolean THEN now() END"
                        " WHERE id = $1::bigint AND (archived_at IS NOT NULL) <> $2::boolean",
-                       {std::to_string(id), archived ? "true" : "false"}, id);
+                       {std::to_string(id), archived ? "true" : "false"}, id, std::nullopt, archived);
 }
 
 lifecycle_result community_store::remove(std::int64_t id) {

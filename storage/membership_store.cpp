@@ -12,6 +12,7 @@
 #include "protocol/event_json.hpp"
 #include "storage/access_change.hpp"
 #include "storage/ban_rows.hpp"
+#include "storage/event_lock.hpp"
 #include "storage/event_rows.hpp"
 #include "storage/member_list.hpp"
 #include "storage/membership_rules.hpp"
@@ -255,6 +256,10 @@ membership_write membership_store::apply_locked(std::int64_t community_id,
     if (!ahead_allowed || newest_list_at > now)
       throw list_must_wait{ahead_allowed ? newest_list_at : newest_list_at + 1};
   }
+  // A member removed from a closed community may not post from this commit on: a batch that
+  // read them as a member commits before it (bans take the lock in read_bans).
+  if (locked.text(0, 2) == "t" && !members.changes().removed.empty())
+    lock_community_events(connection_, community_id);
   record_request_outcomes(connection_, community_id, claims, plan.outcomes);
   membership_write out;
   out.committed = true;

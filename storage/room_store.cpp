@@ -8,6 +8,7 @@
 #include "protocol/canonical_json.hpp"
 #include "protocol/room_events.hpp"
 #include "storage/access_change.hpp"
+#include "storage/event_lock.hpp"
 #include "storage/event_rows.hpp"
 #include "storage/membership_rules.hpp"
 #include "storage/pg_array.hpp"
@@ -124,9 +125,7 @@ void delete_room(pg_connection& c, const protocol::key_pair& relay, std::int64_t
   // Exclusive, as a ban of an event takes it: each insert batch holds it shared and reads the
   // rooms its events were admitted into after it, so an event posted to this room either
   // committed before (and is deleted below) or is refused for its deleted room.
-  must(c.exec("SELECT pg_advisory_xact_lock($1::bigint)",
-              {std::to_string(community_lock_key(community_id))}),
-       "lock the community's events");
+  lock_community_events(c, community_id);
   must(c.exec("DELETE FROM events e WHERE e.community_id = $1::bigint AND e.id IN"
               " (SELECT t.event_id FROM event_tags t WHERE t.community_id = $1::bigint"
               " AND t.name IN ('h', 'room') AND t.value = $2)",

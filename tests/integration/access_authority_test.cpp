@@ -465,3 +465,30 @@ TEST_CASE_METHOD(membership_fixture, "a host removed or moved by hand notifies t
   CHECK(l.notices().back().version > before);
   CHECK_FALSE(l.notices().back().wrote_events);
 }
+
+TEST_CASE_METHOD(membership_fixture, "closing or archiving a community waits for the event batches in flight",
+                 "[integration][access][race]") {
+  // A batch in flight holds the community's event lock shared from before its snapshot (which
+  // read the community open, or not archived) to its commit: the change waits for it, so no
+  // event it refuses is committed after it.
+  auto waits_for_a_batch = [&](const std::function<void()>& change) {
+    storage::pg_connection batch(database.conninfo());
+    (void)scalar(batch, "BEGIN");
+    (void)scalar(batch, "SELECT pg_advisory_xact_lock_shared($1::bigint)::text",
+                 {std::to_string(storage::community_lock_key(community))});
+    REQUIRE_FALSE(connection.ensure_connected());
+    int changer_pid = connection.backend_pid();
+    std::thread changing(change);
+    storage::pg_connection observer(database.conninfo());
+    bool waited = blocked_on_lock(observer, changer_pid);
+    (void)scalar(batch, "COMMIT");
+    changing.join();
+    return waited;
+  };
+  storage::access_switch closed;
+  CHECK(waits_for_a_batch([&] { closed = communities.set_access(community, true, relay_key, now_seconds()); }));
+  CHECK(closed.result == storage::lifecycle_result::changed);
+  storage::lifecycle_result archived = storage::lifecycle_result::failed;
+  CHECK(waits_for_a_batch([&] { archived = communities.set_archived(community, true); }));
+  CHECK(archived == storage::lifecycle_result::changed);
+}

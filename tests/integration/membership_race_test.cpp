@@ -8,6 +8,7 @@
 #include "storage/event_rows.hpp"
 #include "storage/member_list.hpp"
 #include "storage/pg_connection.hpp"
+#include "storage/store_plan.hpp"
 #include "support/membership_fixture.hpp"
 #include "support/test_events.hpp"
 
@@ -163,4 +164,34 @@ TEST_CASE_METHOD(membership_fixture, "a membership write behind a lock held else
   auto applied = store.apply(community, std::span(&add, 1), now_seconds() + 1);
   CHECK(applied.committed);
   CHECK(members.verify(community).matches);
+}
+
+TEST_CASE_METHOD(membership_fixture, "a removal from a closed community waits for the event batches in flight",
+                 "[integration][membership][race]") {
+  REQUIRE(apply(command(membership_change::provision_owner, author(1).pubkey(), member_role::owner)).committed);
+  REQUIRE(apply(command(membership_change::add_member, author(2).pubkey())).committed);
+  storage::pg_connection admin(database.conninfo());
+  (void)scalar(admin, "UPDATE communities SET access = 'closed' WHERE id = $1::bigint RETURNING ''",
+               {std::to_string(community)});
+  // A batch in flight holds the community's event lock shared, from before its snapshot (which
+  // read the member) to its commit: the removal waits for it, so the event it stores is
+  // committed before the removal, never after it.
+  storage::pg_connection batch(database.conninfo());
+  (void)scalar(batch, "BEGIN");
+  (void)scalar(batch, "SELECT pg_advisory_xact_lock_shared($1::bigint)::text",
+               {std::to_string(storage::community_lock_key(community))});
+  REQUIRE_FALSE(connection.ensure_connected());
+  int remover_pid = connection.backend_pid();
+  storage::membership_write removed;
+  std::thread removal([&] { removed = apply(command(membership_change::remove_member, author(2).pubkey())); });
+  storage::pg_connection observer(database.conninfo());
+  bool waited = blocked_on_lock(observer, remover_pid);
+  (void)scalar(batch, "COMMIT");
+  removal.join();
+  REQUIRE(waited);
+  REQUIRE(removed.committed);
+  // A batch after it reads the removal.
+  auto late = store_one(events, community, author(2).sign(1, now_seconds(), {}, "after the removal"));
+  CHECK(late.result == storage::store_outcome::status::refused);
+  CHECK(late.message == storage::msg_not_member);
 }

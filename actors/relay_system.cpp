@@ -175,7 +175,9 @@ bool bootstrap_owner(storage::pg_connection& connection, const protocol::key_pai
     spdlog::critical("cannot bootstrap the owner: {}", write.error);
     return false;
   }
-  spdlog::info("owner {}: {}", s.owner_pubkey, storage::outcome_name(write.results[0].outcome));
+  const bool banned = write.results[0].outcome == storage::membership_outcome::banned;
+  spdlog::log(banned ? spdlog::level::warn : spdlog::level::info, "owner {}: {}", s.owner_pubkey,
+              banned ? "banned here, so not made owner (unbanpubkey lifts the ban)" : storage::outcome_name(write.results[0].outcome));
   collect(community_id, write, out);
   return true;
 }

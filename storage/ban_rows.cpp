@@ -21,6 +21,8 @@ bool reads_bans(membership_change change) {
     case membership_change::add_member:
     case membership_change::claim_membership:
     case membership_change::claim_invite:
+    case membership_change::provision_owner:
+    case membership_change::transfer_owner:
     case membership_change::ban_pubkey:
     case membership_change::unban_pubkey: return true;
     default: return false;

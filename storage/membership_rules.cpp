@@ -144,10 +144,15 @@ step unban(const membership_command& c, std::set<protocol::bytes32>& banned,
   return {outcome::changed};
 }
 
-step make_owner(roster& r, const membership_command& c, member_role previous_owner_becomes) {
+/// Nobody banned becomes owner (an owner is never banned): COMB_OWNER_PUBKEY at a start after
+/// a transfer and a ban would otherwise bring back, as owner, a key the new owner banned.
+step make_owner(roster& r, const membership_command& c, member_role previous_owner_becomes,
+                const std::set<protocol::bytes32>& banned) {
   auto current = r.owner();
   if (current == c.subject)
     return {outcome::already_owner};
+  if (banned.contains(c.subject))
+    return {outcome::banned};
   if (current)
     r.set_role(*current, previous_owner_becomes);
   bool was_member = r.role_of(c.subject).has_value();
@@ -158,10 +163,10 @@ step make_owner(roster& r, const membership_command& c, member_role previous_own
   return {outcome::changed, was_member ? 0u : 8000u, true};
 }
 
-step transfer(roster& r, const membership_command& c) {
+step transfer(roster& r, const membership_command& c, const std::set<protocol::bytes32>& banned) {
   if (!r.owner())
     return {outcome::not_allowed};
-  return make_owner(r, c, member_role::member);
+  return make_owner(r, c, member_role::member, banned);
 }
 
 /// The role rules for requests signed by users: admins and the owner manage members, only the
@@ -216,8 +221,8 @@ step plan_one(roster& members, const membership_command& c,
     case membership_change::remove_member:
     case membership_change::remove_member_if_role: return remove(members, c);
     case membership_change::update_role: return update_role(members, c);
-    case membership_change::provision_owner: return make_owner(members, c, member_role::admin);
-    case membership_change::transfer_owner: return transfer(members, c);
+    case membership_change::provision_owner: return make_owner(members, c, member_role::admin, banned);
+    case membership_change::transfer_owner: return transfer(members, c, banned);
     case membership_change::backfill_allowlist:
       if (members.empty() && !allowlist.empty()) {
         for (const auto& pubkey : allowlist)

@@ -462,3 +462,26 @@ TEST_CASE_METHOD(membership_fixture, "an admin's invite code stops admitting onc
   CHECK(join(13, by_member->code) == outcome::invite_invalid);
   CHECK(members.verify(community).matches);
 }
+
+TEST_CASE_METHOD(membership_fixture, "a banned key is made owner neither at start nor by a transfer",
+                 "[integration][membership]") {
+  auto first = key(1), second = key(2), outsider = key(3);
+  REQUIRE(apply(command(membership_change::provision_owner, first, member_role::owner)).committed);
+  REQUIRE(apply(command(membership_change::transfer_owner, second, member_role::owner)).committed);
+  auto ban_first = command(membership_change::ban_pubkey, first);
+  ban_first.requested_by = second;
+  REQUIRE(apply(ban_first).results[0].outcome == outcome::changed);
+  // The old COMB_OWNER_PUBKEY at the next start: banned by the new owner, it stays out.
+  auto restart = apply(command(membership_change::provision_owner, first, member_role::owner));
+  CHECK(restart.results[0].outcome == outcome::banned);
+  auto ban_outsider = command(membership_change::ban_pubkey, outsider);
+  REQUIRE(apply(ban_outsider).results[0].outcome == outcome::changed);
+  CHECK(apply(command(membership_change::transfer_owner, outsider, member_role::owner)).results[0].outcome
+        == outcome::banned);
+  CHECK(stored_members(community)
+        == std::set<std::pair<std::string, std::string>>{{protocol::to_hex(second), "owner"}});
+  // Once the ban is lifted, the start makes it owner again, as documented.
+  REQUIRE(apply(command(membership_change::unban_pubkey, first)).results[0].outcome == outcome::changed);
+  CHECK(apply(command(membership_change::provision_owner, first, member_role::owner)).results[0].outcome
+        == outcome::changed);
+}

@@ -497,8 +497,10 @@ count_result event_store::count(std::int64_t community_id,
 std::uint64_t event_store::purge_expired_chunk(std::int64_t now) {
   try {
     auto reply = connection_.exec(
+      // Never past the database's clock: a pod whose clock jumped ahead would otherwise delete,
+      // for every pod, events that have not expired.
       "DELETE FROM events WHERE (community_id, id) IN (SELECT community_id, id FROM events"
-      " WHERE expires_at <= $1::bigint LIMIT $2::bigint)",
+      " WHERE expires_at <= LEAST($1::bigint, extract(epoch FROM now())::bigint) LIMIT $2::bigint)",
       {std::to_string(now), std::to_string(purge_chunk)});
     return reply.ok() ? reply.affected_rows() : 0;
   } catch (const std::exception&) {

@@ -58,8 +58,11 @@ std::optional<bool> management_store::spend_http_auth(const protocol::bytes32& e
   // Rows past their time can never be replayed (the time check refuses them first) on a pod
   // whose clock is at most a minute behind this one's: kept that much longer.
   constexpr std::int64_t clock_skew_margin = 60;
-  auto purged = connection_.exec("DELETE FROM used_http_auth WHERE expires_at < $1::bigint",
-                                 {std::to_string(now - clock_skew_margin)});
+  // Never past the database's clock either: a pod whose clock jumped ahead would reopen every
+  // pod's replay window.
+  auto purged = connection_.exec("DELETE FROM used_http_auth"
+                                 " WHERE expires_at < LEAST($1::bigint, extract(epoch FROM now())::bigint) - $2::bigint",
+                                 {std::to_string(now), std::to_string(clock_skew_margin)});
   auto spent = purged.ok() ? connection_.exec("INSERT INTO used_http_auth (event_id, expires_at)"
                                               " VALUES ($1::bytea, $2::bigint) ON CONFLICT DO NOTHING",
                                               {bytea_param(event_id), std::to_string(expires_at)})

@@ -63,6 +63,16 @@ TEST_CASE_METHOD(test::store_fixture, "expired events are hidden from query and 
   CHECK(events.purge_expired(now + 1000) == 0);
 }
 
+TEST_CASE_METHOD(test::store_fixture, "a pod whose clock is ahead of the database's purges nothing that has not expired by the database's",
+                 "[integration][event_store][nip40]") {
+  author alice{8};
+  const std::int64_t database_now = std::stoll(test::scalar(connection, "SELECT extract(epoch FROM now())::bigint::text"));
+  auto next_year = alice.sign(1, now, {{"expiration", std::to_string(database_now + 365 * 86400)}});
+  REQUIRE(store_one(events, community, next_year).result == status::stored);
+  CHECK(events.purge_expired(database_now + 10 * 365 * 86400) == 0); // a pod ten years ahead
+  CHECK(test::scalar(connection, "SELECT count(*) FROM events") == "1");
+}
+
 TEST_CASE_METHOD(test::store_fixture, "one bad write in a batch does not fail its neighbours",
                  "[integration][event_store]") {
   author alice{9};

@@ -282,10 +282,15 @@ TEST_CASE_METHOD(membership_fixture, "a NIP-98 auth event is spent once across p
 
   // A minute past its window the row is purged: by then the time check refuses the event on
   // any pod whose clock is less than a minute behind.
-  CHECK(pod_b.spend_http_auth(author(9).sign(27235, now + 1)->id, now + 61, now + 100) == true);
+  // (One spent two minutes ago, whose window ended 61 s ago.)
+  CHECK(pod_b.spend_http_auth(author(9).sign(27235, now - 121)->id, now - 61, now - 121) == true);
   CHECK(count_of(*this, "SELECT count(*) FROM used_http_auth") == "2");
-  CHECK(pod_b.spend_http_auth(author(9).sign(27235, now + 2)->id, now + 62, now + 121) == true);
+  CHECK(pod_b.spend_http_auth(author(9).sign(27235, now + 2)->id, now + 62, now) == true);
   CHECK(count_of(*this, "SELECT count(*) FROM used_http_auth") == "2");
+  // A pod whose clock is far ahead purges by the database's clock: the first is still spent.
+  CHECK(pod_b.spend_http_auth(author(9).sign(27235, now + 3)->id, now + 63, now + 1000) == true);
+  CHECK(count_of(*this, "SELECT count(*) FROM used_http_auth") == "3");
+  CHECK(pod_a.spend_http_auth(id, now + 60, now) == false);
 }
 
 TEST_CASE_METHOD(membership_fixture, "two pods spending the same auth events at once: each wins once",

@@ -135,6 +135,7 @@ std::string relay_metrics::render() const {
   write(out, "comb_history_chunks_total", "counter", "History chunks sent before the last one of their reply (replies over a chunk).", history_chunks);
   write(out, "comb_history_waits_total", "counter", "Times a storage reader waited for a client to read history held at the byte budget.", history_waits);
   write(out, "comb_history_abandoned_total", "counter", "History replies ended early: the client left or read nothing for the statement timeout.", history_abandoned);
+  write(out, "comb_member_lists_ahead_of_clock_total", "counter", "Membership changes written at once after a member list more than 5 s ahead of this pod's clock (a clock behind, or comb-admin run with a clock ahead), instead of waiting out the skew.", lists_ahead_of_clock);
   write(out, "comb_live_events_expired_total", "counter", "Live events that reached the fan-out after their NIP-40 expiration had passed (held by the bridge, or brought by a gap fill), not sent.", live_events_expired);
   write(out, "comb_live_events_dropped_total", "counter", "Live events dropped for a subscription still reading its history, past its bound of held events.", live_events_dropped);
   write(out, "comb_queries_skipped_total", "counter", "REQ and COUNT queries a reader dropped unread: their connection had closed.", queries_skipped);

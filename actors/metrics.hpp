@@ -137,6 +137,7 @@ struct relay_metrics {
   std::atomic<std::uint64_t> history_waits{0};       ///< a reader waited for its client to read
   std::atomic<std::uint64_t> history_abandoned{0};   ///< replies ended: client gone or too slow
   std::atomic<std::uint64_t> live_events_dropped{0}; ///< past max_buffered_live before EOSE
+  std::atomic<std::uint64_t> lists_ahead_of_clock{0}; ///< member lists written after one far ahead of this pod's clock
   std::atomic<std::uint64_t> live_events_expired{0}; ///< reached the fan-out past their NIP-40 expiration
   std::atomic<std::uint64_t> queries_skipped{0};     ///< queries a reader dropped: their client had gone
   std::atomic<std::uint64_t> history_refused_busy{0}; ///< replies ended: every wait slot was taken

@@ -168,6 +168,16 @@ struct membership_write {
   /// Not committed because the newest list already has this second: try again at this unix
   /// second (lists keep pace with the clock). 0 otherwise.
   std::int64_t retry_at = 0;
+  /// Committed without waiting although the newest list was this many seconds ahead of the
+  /// writer's clock (more than max_list_wait_seconds); 0 otherwise.
+  std::int64_t clock_behind_seconds = 0;
 };
+
+/// How far ahead of the writer's clock the newest list (or room state) may be for a change to
+/// wait for it. Further ahead, the writer's clock is behind the one that wrote it (comb-admin
+/// run from a host whose clock is ahead, a pod's clock stepped back): the change is written at
+/// once, a second after it, rather than after the whole skew, which would leave a removed or
+/// banned member their access that long.
+inline constexpr std::int64_t max_list_wait_seconds = 5;
 
 } // namespace comb::storage

@@ -251,7 +251,8 @@ membership_write membership_store::apply_locked(std::int64_t community_id,
   // that takes access away goes one second ahead instead, never more (DESIGN): pods' clocks
   // differ a little, the pod whose clock is ahead takes each second first, and a ban sent to
   // another pod would otherwise wait as long as that one stays busy (rooms: remove_from_rooms).
-  if (plan.list_changed && newest_list_at >= now) {
+  const bool clock_behind = newest_list_at - now > max_list_wait_seconds;
+  if (plan.list_changed && newest_list_at >= now && !clock_behind) {
     const bool ahead_allowed = takes_access(members, plan);
     if (!ahead_allowed || newest_list_at > now)
       throw list_must_wait{ahead_allowed ? newest_list_at : newest_list_at + 1};
@@ -265,6 +266,8 @@ membership_write membership_store::apply_locked(std::int64_t community_id,
   out.committed = true;
   out.state_version = state_version;
   out.previous_version = state_version;
+  if (plan.list_changed && clock_behind)
+    out.clock_behind_seconds = newest_list_at - now;
   for (auto outcome : plan.outcomes)
     out.results.push_back(membership_result::of(outcome));
   out.members = members.members();

@@ -6,6 +6,8 @@
 
 #include "actors/clock.hpp"
 
+#include <spdlog/spdlog.h>
+
 namespace comb::actors {
 namespace {
 
@@ -39,6 +41,15 @@ void count(self_ptr self, const storage::membership_write& write) {
   }
   if (write.list)
     bump(m.list_writes);
+  if (write.clock_behind_seconds > 0) {
+    bump(m.lists_ahead_of_clock);
+    if (std::chrono::steady_clock::now() - st.clock_warned < std::chrono::minutes(1))
+      return;
+    st.clock_warned = std::chrono::steady_clock::now();
+    spdlog::warn("community {}: its member list was {} s ahead of this pod's clock; written after it without "
+                 "waiting (check the clocks of the pods and of where comb-admin runs)",
+                 st.args.community_id, write.clock_behind_seconds);
+  }
 }
 
 void publish(self_ptr self, const protocol::event& ev, std::string json) {

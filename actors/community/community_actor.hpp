@@ -41,6 +41,7 @@ struct community_state {
   /// The newest list has this second: commands wait for the next one, then go together.
   bool waiting_for_clock = false;
   std::chrono::steady_clock::time_point batch_started;
+  std::chrono::steady_clock::time_point clock_warned; ///< last warning of a list ahead of the clock
   /// Room requests waiting and the one room batch under way.
   actors::room_queue rooms;
   static inline const char* name = "community";

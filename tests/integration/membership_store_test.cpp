@@ -485,3 +485,22 @@ TEST_CASE_METHOD(membership_fixture, "a banned key is made owner neither at star
   CHECK(apply(command(membership_change::provision_owner, first, member_role::owner)).results[0].outcome
         == outcome::changed);
 }
+
+TEST_CASE_METHOD(membership_fixture, "a list far ahead of the writer's clock is written after at once, not waited for",
+                 "[integration][membership]") {
+  auto bob = key(2), carol = key(3);
+  const std::int64_t frozen = now_seconds();
+  // comb-admin, run where the clock is 100 s ahead, writes the newest list.
+  auto add = command(membership_change::add_member, bob);
+  REQUIRE(members.apply(community, std::span(&add, 1), frozen + 100).committed);
+  auto remove = command(membership_change::remove_member, bob);
+  auto removed = members.apply(community, std::span(&remove, 1), frozen);
+  REQUIRE(removed.committed);
+  CHECK(removed.retry_at == 0);
+  CHECK(removed.clock_behind_seconds == 100);
+  REQUIRE(removed.list);
+  CHECK(removed.list->created_at == frozen + 101);
+  // Only a few seconds ahead, a change still waits for the clock (lists keep pace with it).
+  auto add_carol = command(membership_change::add_member, carol);
+  CHECK(members.apply(community, std::span(&add_carol, 1), frozen + 97).retry_at == frozen + 102);
+}

@@ -27,7 +27,7 @@ constexpr const char* read_failed = "error: could not read events, please retry"
 
 /// One try at storing a batch in one transaction.
 struct batch_attempt {
-  std::vector<store_outcome> outcomes; ///< set when committed
+  std::vector<store_outcome> outcomes; ///< set when committed, or planned when its COMMIT failed
   std::optional<pg_reply> failure;
   bool commit_sent = false; ///< a failed COMMIT leaves the outcome unknown: never replay it
   std::uint32_t transaction = 0; ///< the inserted rows' version (xmin), when asked for
@@ -124,10 +124,40 @@ batch_attempt attempt_batch(pg_connection& connection, std::span<const event_wri
   attempt.commit_sent = true;
   if (auto commit = commit_reading_versions(connection, writes, outcomes); !commit.ok()) {
     attempt.failure = std::move(commit);
+    attempt.outcomes = std::move(outcomes); // what it would have done, for settle_in_doubt
     return attempt;
   }
   attempt.outcomes = std::move(outcomes);
   return attempt;
+}
+
+/// A batch whose COMMIT was sent and failed. When the connection was lost, the COMMIT may have
+/// taken effect (the server can commit and die before answering): the events it planned to
+/// store are looked up (the next statement reconnects). Any there means it committed, all of
+/// it, so its planned outcomes stand, with no state version known (the bridge holds such
+/// events for a gap fill); none, or a failed look-up, means every write failed. Without this,
+/// a stored event was answered OK false and never went out live, nor did its retry (duplicate).
+std::vector<store_outcome> settle_in_doubt(pg_connection& connection, std::span<const event_write> writes,
+                                           batch_attempt& attempt) {
+  if (!attempt.failure->connection_lost() || attempt.outcomes.size() != writes.size())
+    return all_failed(writes.size());
+  // Ends, for the connection, the transaction that died with it: the look-up then reconnects.
+  (void)connection.exec("ROLLBACK");
+  pg_array communities, ids;
+  for (std::size_t i = 0; i < writes.size(); ++i)
+    if (attempt.outcomes[i].result == store_outcome::status::stored) {
+      communities.add_integer(writes[i].community_id);
+      ids.add_bytea(writes[i].ev->id);
+    }
+  auto found = connection.exec("SELECT count(*) FROM events e JOIN unnest($1::bigint[], $2::bytea[]) AS k(c, i)"
+                               " ON e.community_id = k.c AND e.id = k.i",
+                               {communities.str(), ids.str()});
+  if (!found.ok() || found.rows() != 1 || found.integer(0, 0) == 0)
+    return all_failed(writes.size());
+  for (auto& outcome : attempt.outcomes)
+    if (outcome.result == store_outcome::status::stored)
+      outcome.state_version = unknown_state_version;
+  return std::move(attempt.outcomes);
 }
 
 /// Holds the JSON of each event the committed `attempt` stored in `bodies` (if any) under the
@@ -351,11 +381,13 @@ std::vector<store_outcome> event_store::store_together(std::span<const event_wri
     if (!first.failure)
       return std::move(first.outcomes);
     if (first.commit_sent)
-      return all_failed(writes.size());
+      return settle_in_doubt(connection_, writes, first);
     if (first.failure->connection_lost()) {
       // Nothing was committed; the next statement reconnects, so replaying is safe.
       batch_attempt again = attempt(writes);
-      return again.failure ? all_failed(writes.size()) : std::move(again.outcomes);
+      if (!again.failure)
+        return std::move(again.outcomes);
+      return again.commit_sent ? settle_in_doubt(connection_, writes, again) : all_failed(writes.size());
     }
     if (lost_insert_race(*first.failure)) {
       // The other writer has committed by now (Postgres raised the error only then): replayed,
@@ -364,7 +396,7 @@ std::vector<store_outcome> event_store::store_together(std::span<const event_wri
       if (!again.failure)
         return std::move(again.outcomes);
       if (again.commit_sent)
-        return all_failed(writes.size());
+        return settle_in_doubt(connection_, writes, again);
       if (lock_timed_out(*again.failure))
         return store_per_community(writes);
     }
@@ -376,7 +408,11 @@ std::vector<store_outcome> event_store::store_together(std::span<const event_wri
     std::vector<store_outcome> outcomes;
     for (std::size_t i = 0; i < writes.size(); ++i) {
       batch_attempt single = attempt(writes.subspan(i, 1));
-      outcomes.push_back(single.failure ? all_failed(1).front() : single.outcomes.front());
+      if (single.failure)
+        outcomes.push_back(single.commit_sent ? settle_in_doubt(connection_, writes.subspan(i, 1), single).front()
+                                              : all_failed(1).front());
+      else
+        outcomes.push_back(single.outcomes.front());
     }
     return outcomes;
   } catch (const std::exception&) {

@@ -170,3 +170,45 @@ TEST_CASE("a migration waits for another pod's as long as it takes, whatever the
   // Its requests wait as briefly as before.
   CHECK(scalar(starting, "SHOW lock_timeout") == "300ms");
 }
+
+TEST_CASE_METHOD(test::store_fixture, "an event whose COMMIT took effect but whose answer was lost is answered stored",
+                 "[integration][pg_connection][timeouts]") {
+  storage::pg_connection admin(database.conninfo());
+  // The COMMIT waits for a synchronous standby that never comes: it has taken effect here and
+  // is not answered; the server then drops the session, as a crash or failover would.
+  struct standby_wanted {
+    storage::pg_connection& admin;
+    explicit standby_wanted(storage::pg_connection& a) : admin(a) { set("'nobody'"); }
+    ~standby_wanted() { set("''"); }
+    void set(const std::string& names) {
+      (void)admin.exec("ALTER SYSTEM SET synchronous_standby_names = " + names);
+      (void)admin.exec("SELECT pg_reload_conf()");
+    }
+  };
+  storage::pg_connection writer(database.conninfo());
+  storage::event_store store(writer);
+  REQUIRE_FALSE(writer.ensure_connected());
+  const std::string pid = std::to_string(writer.backend_pid());
+  author alice{42};
+  auto ev = alice.sign(1, 1'700'000'000);
+  std::vector<storage::store_outcome> outcomes;
+  {
+    standby_wanted standby(admin);
+    std::this_thread::sleep_for(500ms); // the reload reaches every process
+    std::thread storing([&] { outcomes = store.store_batch(std::vector{test::write_of(community, ev)}); });
+    bool waiting = false;
+    for (int i = 0; i < 100 && !waiting; ++i) {
+      std::this_thread::sleep_for(50ms);
+      waiting = scalar(admin, "SELECT coalesce(wait_event, '') FROM pg_stat_activity WHERE pid = $1::int", {pid}) == "SyncRep";
+    }
+    (void)scalar(admin, "SELECT pg_terminate_backend($1::int)::text", {pid});
+    storing.join();
+    REQUIRE(waiting);
+  }
+  REQUIRE(outcomes.size() == 1);
+  CHECK(outcomes[0].result == status::stored);
+  CHECK(outcomes[0].state_version == storage::unknown_state_version);
+  CHECK(scalar(admin, "SELECT count(*) FROM events") == "1");
+  // Sent again, it is a duplicate, as it should be.
+  CHECK(store.store_batch(std::vector{test::write_of(community, ev)}).front().result == status::duplicate);
+}

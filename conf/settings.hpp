@@ -66,13 +66,16 @@ struct relay_settings {
   std::uint32_t idle_timeout_seconds = 60;
   // -- bounds on client-driven cost (docs/operations.md, "Bounds") --
   double frame_rate = 100;    ///< frame tokens per second per connection (a frame: 1 + 1 per 16 KiB)
-  double frame_burst = 400;
-  double auth_cost = 10;      ///< extra tokens an AUTH takes (SHA-256 + Schnorr)
-  double ip_frame_rate = 1000; ///< frame tokens per second per client address, all its connections
-  double ip_frame_burst = 4000;
-  double ip_request_rate = 20; ///< HTTP requests and upgrades per second per client address
-  double ip_request_burst = 100;
-  std::size_t max_connections_per_ip = 100; ///< sockets per client address, counted from accept
+  /// Flotilla sends three REQs per room the user joined, and their CLOSEs, as it starts.
+  double frame_burst = 1000;
+  double auth_cost = 25;      ///< extra tokens an AUTH takes (SHA-256 + Schnorr)
+  /// An address may be a campus, an office or a meetup behind one NAT, everyone starting the
+  /// app at once: the budgets of an address are those of a few dozen busy clients.
+  double ip_frame_rate = 5000; ///< frame tokens per second per client address, all its connections
+  double ip_frame_burst = 20000;
+  double ip_request_rate = 50; ///< HTTP requests and upgrades per second per client address
+  double ip_request_burst = 250;
+  std::size_t max_connections_per_ip = 256; ///< sockets per client address, counted from accept
   std::size_t max_tracked_ips = 100000;
   std::uint32_t upgrade_timeout_seconds = 10; ///< from accept to a finished request or upgrade
   std::size_t max_open_filters = 500;        ///< filters held by one connection's subscriptions

@@ -144,7 +144,7 @@ describe('a relay under hostile load', () => {
     })
     // Each lookup was paid from the address's request bucket: a burst, then the rate.
     const lookups = (await relay.metric('comb_host_lookups_total')) - lookupsBefore
-    assert.ok(lookups <= 100 + 20 * (ATTACK_MS / 1000 + 2), `${lookups} database lookups`)
+    assert.ok(lookups <= 250 + 50 * (ATTACK_MS / 1000 + 2), `${lookups} database lookups`) // the default bucket
   })
 
   it('rate-limits REQ/CLOSE churn with huge tag values', async () => {
@@ -224,7 +224,7 @@ describe('a relay under hostile load', () => {
           else if (t.reason.status === 429) limited++
         }
       }
-      assert.ok(open.length <= 100, `${open.length} connections open from one address`)
+      assert.ok(open.length <= 256, `${open.length} connections open from one address`)
       await Promise.all(open.map((c) => c.close()))
       return limited
     })

@@ -25,4 +25,19 @@ struct migration {
 /// Versions recorded by a newer build are left alone.
 [[nodiscard]] std::optional<std::string> apply_migrations(pg_connection& connection);
 
+/// How a migration waits for the table locks its statements need. Pods of the older build keep
+/// serving while one migrates, and everything that touches a table queues behind a DDL statement
+/// waiting for its lock (an export's long transaction, say): so a migration waits `lock_wait` at
+/// a time, rolls back and lets that queue drain for `pause`, `attempts` times in all.
+struct migration_lock_policy {
+  int lock_wait_ms = 2000;
+  int pause_ms = 1000;
+  int attempts = 200; ///< about 10 minutes
+};
+
+/// apply_migrations for `migrations` (all_migrations() there), under `locks`.
+[[nodiscard]] std::optional<std::string> apply_migrations(pg_connection& connection,
+                                                          std::span<const migration> migrations,
+                                                          migration_lock_policy locks);
+
 } // namespace comb::storage

@@ -171,6 +171,48 @@ TEST_CASE("a migration waits for another pod's as long as it takes, whatever the
   CHECK(scalar(starting, "SHOW lock_timeout") == "300ms");
 }
 
+TEST_CASE("a migration waiting for a table's lock lets the queries queued behind it through, and applies once it is free",
+          "[integration][migrations][timeouts]") {
+  test::fresh_database db;
+  storage::pg_connection setup(db.conninfo());
+  (void)scalar(setup, "CREATE TABLE exported (n int)");
+  (void)scalar(setup, "INSERT INTO exported VALUES (1)");
+  // A long transaction reads the table (a comb-admin export piped to a slow link).
+  storage::pg_connection exporter(db.conninfo());
+  (void)scalar(exporter, "BEGIN");
+  (void)scalar(exporter, "SELECT count(*)::text FROM exported");
+  static constexpr storage::migration adds_column[] = {{1000, "a column", "ALTER TABLE exported ADD COLUMN m int"}};
+  storage::pg_connection reader(db.conninfo()); // a pod of the older build, whose requests wait 1 s at most
+  (void)scalar(reader, "SET lock_timeout = '1s'");
+  std::optional<std::string> error = "not run";
+  {
+    storage::pg_connection migrating(db.conninfo());
+    std::jthread migrate([&] { error = storage::apply_migrations(migrating, adds_column, {200, 300, 100}); });
+    struct ends_export { // before the join, however this block is left
+      storage::pg_connection& c;
+      ~ends_export() { (void)c.exec("COMMIT"); }
+    } export_done{exporter};
+    // The ALTER queued for its lock would hold every reader of the table behind it until the
+    // export ends; waiting 200 ms at a time, it holds none for long.
+    for (int i = 0; i < 10; ++i) {
+      std::this_thread::sleep_for(100ms);
+      CHECK(scalar(reader, "SELECT count(*)::text FROM exported") == "1");
+    }
+    CHECK(error == "not run");
+  }
+  CHECK(error.value_or("") == "");
+  CHECK(scalar(setup, "SELECT count(*)::text FROM schema_migrations WHERE version = 1000") == "1");
+  // Tables that stay locked fail the migration after its tries, saying why.
+  (void)scalar(exporter, "BEGIN");
+  (void)scalar(exporter, "SELECT count(*)::text FROM exported");
+  static constexpr storage::migration drops_column[] = {{1001, "no column", "ALTER TABLE exported DROP COLUMN m"}};
+  storage::pg_connection migrating(db.conninfo());
+  auto gave_up = storage::apply_migrations(migrating, drops_column, {100, 50, 3});
+  REQUIRE(gave_up);
+  CHECK_THAT(*gave_up, Catch::Matchers::Contains("stayed locked by other sessions for 3 tries"));
+  (void)scalar(exporter, "ROLLBACK");
+}
+
 TEST_CASE_METHOD(test::store_fixture, "an event whose COMMIT took effect but whose answer was lost is answered stored",
                  "[integration][pg_connection][timeouts]") {
   storage::pg_connection admin(database.conninfo());

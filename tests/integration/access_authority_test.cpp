@@ -472,18 +472,7 @@ TEST_CASE_METHOD(membership_fixture, "closing or archiving a community waits for
   // read the community open, or not archived) to its commit: the change waits for it, so no
   // event it refuses is committed after it.
   auto waits_for_a_batch = [&](const std::function<void()>& change) {
-    storage::pg_connection batch(database.conninfo());
-    (void)scalar(batch, "BEGIN");
-    (void)scalar(batch, "SELECT pg_advisory_xact_lock_shared($1::bigint)::text",
-                 {std::to_string(storage::community_lock_key(community))});
-    REQUIRE_FALSE(connection.ensure_connected());
-    int changer_pid = connection.backend_pid();
-    std::thread changing(change);
-    storage::pg_connection observer(database.conninfo());
-    bool waited = blocked_on_lock(observer, changer_pid);
-    (void)scalar(batch, "COMMIT");
-    changing.join();
-    return waited;
+    return waits_for_event_batch(database.conninfo(), connection, community, change);
   };
   storage::access_switch closed;
   CHECK(waits_for_a_batch([&] { closed = communities.set_access(community, true, relay_key, now_seconds()); }));

@@ -176,19 +176,10 @@ TEST_CASE_METHOD(membership_fixture, "a removal from a closed community waits fo
   // A batch in flight holds the community's event lock shared, from before its snapshot (which
   // read the member) to its commit: the removal waits for it, so the event it stores is
   // committed before the removal, never after it.
-  storage::pg_connection batch(database.conninfo());
-  (void)scalar(batch, "BEGIN");
-  (void)scalar(batch, "SELECT pg_advisory_xact_lock_shared($1::bigint)::text",
-               {std::to_string(storage::community_lock_key(community))});
-  REQUIRE_FALSE(connection.ensure_connected());
-  int remover_pid = connection.backend_pid();
   storage::membership_write removed;
-  std::thread removal([&] { removed = apply(command(membership_change::remove_member, author(2).pubkey())); });
-  storage::pg_connection observer(database.conninfo());
-  bool waited = blocked_on_lock(observer, remover_pid);
-  (void)scalar(batch, "COMMIT");
-  removal.join();
-  REQUIRE(waited);
+  REQUIRE(waits_for_event_batch(database.conninfo(), connection, community, [&] {
+    removed = apply(command(membership_change::remove_member, author(2).pubkey()));
+  }));
   REQUIRE(removed.committed);
   // A batch after it reads the removal.
   auto late = store_one(events, community, author(2).sign(1, now_seconds(), {}, "after the removal"));

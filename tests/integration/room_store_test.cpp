@@ -283,19 +283,8 @@ TEST_CASE_METHOD(room_fixture, "a post admitted into a room deleted before its b
 
   // A batch in flight holds the community's event lock shared: the deletion waits for it, so
   // the batch's post is deleted with the room rather than left behind.
-  storage::pg_connection batch(database.conninfo());
-  (void)scalar(batch, "BEGIN");
-  (void)scalar(batch, "SELECT pg_advisory_xact_lock_shared($1::bigint)::text",
-               {std::to_string(storage::community_lock_key(community))});
-  REQUIRE_FALSE(connection.ensure_connected());
-  int deleter_pid = connection.backend_pid();
   storage::room_write gone;
-  std::thread deletion([&] { gone = run(owner, 9008, {}); });
-  storage::pg_connection observer(database.conninfo());
-  bool waited = blocked_on_lock(observer, deleter_pid);
-  (void)scalar(batch, "COMMIT");
-  deletion.join();
-  REQUIRE(waited);
+  REQUIRE(waits_for_event_batch(database.conninfo(), connection, community, [&] { gone = run(owner, 9008, {}); }));
   REQUIRE(gone.outcome == room_outcome::changed);
 
   // Admitted while the cache still held the room, stored after the deletion committed.

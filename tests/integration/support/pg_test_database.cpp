@@ -12,6 +12,7 @@
 
 #include "protocol/hex.hpp"
 #include "protocol/signature.hpp"
+#include "storage/event_rows.hpp"
 #include "storage/migrations.hpp"
 
 namespace comb::test {
@@ -118,6 +119,22 @@ bool blocked_on_lock(storage::pg_connection& observer, int pid) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return false;
+}
+
+bool waits_for_event_batch(const std::string& conninfo, storage::pg_connection& connection,
+                           std::int64_t community, const std::function<void()>& change) {
+  storage::pg_connection batch(conninfo);
+  (void)scalar(batch, "BEGIN");
+  (void)scalar(batch, "SELECT pg_advisory_xact_lock_shared($1::bigint)::text",
+               {std::to_string(storage::community_lock_key(community))});
+  REQUIRE_FALSE(connection.ensure_connected());
+  const int changer = connection.backend_pid();
+  std::thread changing(change);
+  storage::pg_connection observer(conninfo);
+  const bool waited = blocked_on_lock(observer, changer);
+  (void)scalar(batch, "COMMIT");
+  changing.join();
+  return waited;
 }
 
 } // namespace comb::test

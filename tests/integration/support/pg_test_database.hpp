@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "storage/community_store.hpp"
@@ -56,5 +57,12 @@ std::string scalar(storage::pg_connection& connection,
 
 /// Waits (bounded, 5 s) until the backend `pid` waits on a lock, as seen through `observer`.
 bool blocked_on_lock(storage::pg_connection& observer, int pid);
+
+/// Runs `change`, which works on `connection`, in a thread while another session holds
+/// `community`'s event lock shared, as an event batch in flight does from before its snapshot to
+/// its commit; lets the lock go once the change waits on it (or after 5 s), then joins. True
+/// when the change waited for the batch.
+bool waits_for_event_batch(const std::string& conninfo, storage::pg_connection& connection,
+                           std::int64_t community, const std::function<void()>& change);
 
 } // namespace comb::test

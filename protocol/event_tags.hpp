@@ -11,7 +11,7 @@ namespace comb::protocol {
 
 /// An event's single-letter tags as sorted, distinct (name, value) pairs, so that matching many
 /// filters against one event costs each tag condition a binary search, not a scan of every tag:
-/// an event may carry 2,000 tags, the same one repeated, and live matching sees it once per
+/// an event may carry 5,000 tags, the same one repeated, and live matching sees it once per
 /// subscription it could match. Views into the event, which must outlive it.
 class event_tags {
 public:

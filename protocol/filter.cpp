@@ -91,7 +91,7 @@ std::uint32_t effective_limit(const filter& f, std::uint32_t default_limit) noex
   auto most = most_matched(f);
   if (!most || *most <= default_limit)
     return default_limit;
-  return static_cast<std::uint32_t>(std::min<std::uint64_t>(*most, max_implicit_limit));
+  return static_cast<std::uint32_t>(std::min<std::uint64_t>(*most, 2ULL * default_limit));
 }
 
 } // namespace comb::protocol

@@ -50,13 +50,10 @@ class event_tags;
 /// True when the filter can never match anything (an empty value list), so no query is needed.
 [[nodiscard]] bool matches_nothing(const filter& f) noexcept;
 
-/// Rows a filter without `limit` may match at most that a relay should not cut: one per id it
-/// names, or one per author and kind when it names only replaceable kinds (welshman merges a
-/// members page's profile loads into one such filter, as long as the community). Capped.
-inline constexpr std::uint32_t max_implicit_limit = 10'000;
-
-/// The limit of `f`: its own, else `default_limit` or, when higher, what it can match at most
-/// (up to max_implicit_limit).
+/// The limit of `f`: its own, else `default_limit` or, when higher, what it can match at most,
+/// up to twice `default_limit` (10,000 by default): one per id it names, or one per author and
+/// kind when it names only replaceable kinds. welshman merges a members page's profile loads
+/// into one such filter, as long as the community, and names no limit.
 [[nodiscard]] std::uint32_t effective_limit(const filter& f, std::uint32_t default_limit) noexcept;
 
 /// Whether `f` may match events of `kind`: it names no kinds, or names that one.

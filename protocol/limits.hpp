@@ -25,7 +25,8 @@ struct protocol_limits {
   /// whole budget (max_open_filter_values): welshman merges a members page's profile loads into
   /// one `authors` list as long as the community (Flotilla's SpaceMembers).
   std::size_t max_values_per_filter_field = 10000;
-  /// A requested `limit` above this is lowered to it; an absent one becomes it.
+  /// A requested `limit` above this is lowered to it; an absent one becomes it, or up to twice
+  /// it for a filter that cannot match more (protocol::effective_limit).
   std::uint32_t max_limit = 5000;
   /// A follow list of 5,000 people (Flotilla publishes the user's to each space it joins).
   std::size_t max_tags_per_event = 5000;

@@ -159,10 +159,6 @@ access_switch switch_access_locked(pg_connection& tx, std::int64_t id, bool clos
   // open commits before it.
   if (closed)
     lock_community_events(tx, id);
-  // Closing refuses non-members' events from its commit on: a batch that read the community
-  // open commits before it.
-  if (closed)
-    lock_community_events(tx, id);
   const std::string access = closed ? "closed" : "open";
   if (must(tx.exec("UPDATE communities SET access = $2::text WHERE id = $1::bigint"
                    " AND access <> $2::text",

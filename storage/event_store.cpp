@@ -6,6 +6,7 @@
 #include <exception>
 #include <iterator>
 #include <map>
+#include <set>
 #include <unordered_map>
 #include <utility>
 #include <variant>
@@ -133,10 +134,12 @@ batch_attempt attempt_batch(pg_connection& connection, std::span<const event_wri
 
 /// A batch whose COMMIT was sent and failed. When the connection was lost, the COMMIT may have
 /// taken effect (the server can commit and die before answering): the events it planned to
-/// store are looked up (the next statement reconnects). Any there means it committed, all of
-/// it, so its planned outcomes stand, with no state version known (the bridge holds such
-/// events for a gap fill); none, or a failed look-up, means every write failed. Without this,
-/// a stored event was answered OK false and never went out live, nor did its retry (duplicate).
+/// store are looked up (the next statement reconnects), each on its own, since another writer
+/// may have stored one of them meanwhile. One there is stored, by this batch or that writer,
+/// with no state version known (the bridge holds such events for a gap fill); one not there,
+/// or any when the look-up fails, failed. A planned deletion or vanish is answered failed (its
+/// retry applies it again, or finds it done); refusals and duplicates stand. Without this, a
+/// stored event was answered OK false and never went out live, nor did its retry (duplicate).
 std::vector<store_outcome> settle_in_doubt(pg_connection& connection, std::span<const event_write> writes,
                                            batch_attempt& attempt) {
   if (!attempt.failure->connection_lost() || attempt.outcomes.size() != writes.size())
@@ -149,14 +152,27 @@ std::vector<store_outcome> settle_in_doubt(pg_connection& connection, std::span<
       communities.add_integer(writes[i].community_id);
       ids.add_bytea(writes[i].ev->id);
     }
-  auto found = connection.exec("SELECT count(*) FROM events e JOIN unnest($1::bigint[], $2::bytea[]) AS k(c, i)"
+  auto found = connection.exec("SELECT encode(e.id, 'hex'), e.community_id FROM events e"
+                               " JOIN unnest($1::bigint[], $2::bytea[]) AS k(c, i)"
                                " ON e.community_id = k.c AND e.id = k.i",
                                {communities.str(), ids.str()});
-  if (!found.ok() || found.rows() != 1 || found.integer(0, 0) == 0)
+  if (!found.ok())
     return all_failed(writes.size());
-  for (auto& outcome : attempt.outcomes)
-    if (outcome.result == store_outcome::status::stored)
-      outcome.state_version = unknown_state_version;
+  std::set<std::pair<std::string, std::int64_t>> there;
+  for (int row = 0; row < found.rows(); ++row)
+    there.emplace(std::string(found.text(row, 0)), found.integer(row, 1));
+  const store_outcome failed{store_outcome::status::failed, msg_failed};
+  for (std::size_t i = 0; i < writes.size(); ++i) {
+    auto& outcome = attempt.outcomes[i];
+    if (outcome.result == store_outcome::status::applied)
+      outcome = failed;
+    else if (outcome.result == store_outcome::status::stored) {
+      if (there.contains({protocol::to_hex(writes[i].ev->id), writes[i].community_id}))
+        outcome.state_version = unknown_state_version;
+      else
+        outcome = failed;
+    }
+  }
   return std::move(attempt.outcomes);
 }
 

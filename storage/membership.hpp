@@ -173,11 +173,12 @@ struct membership_write {
   std::int64_t clock_behind_seconds = 0;
 };
 
-/// How far ahead of the writer's clock the newest list (or room state) may be for a change to
-/// wait for it. Further ahead, the writer's clock is behind the one that wrote it (comb-admin
-/// run from a host whose clock is ahead, a pod's clock stepped back): the change is written at
-/// once, a second after it, rather than after the whole skew, which would leave a removed or
-/// banned member their access that long.
+/// How far ahead of the writer's clock the newest list (or room state) may be for a change that
+/// takes access away (a removal, a ban, a close) to wait for it. Further ahead, the writer's
+/// clock is behind the one that wrote it (comb-admin run from a host whose clock is ahead, a
+/// pod's clock stepped back): such a change is written at once, a second after it, rather than
+/// after the whole skew, which would leave a removed or banned member their access that long.
+/// Other changes (joins) wait.
 inline constexpr std::int64_t max_list_wait_seconds = 5;
 
 } // namespace comb::storage

@@ -251,9 +251,13 @@ membership_write membership_store::apply_locked(std::int64_t community_id,
   // that takes access away goes one second ahead instead, never more (DESIGN): pods' clocks
   // differ a little, the pod whose clock is ahead takes each second first, and a ban sent to
   // another pod would otherwise wait as long as that one stays busy (rooms: remove_from_rooms).
-  const bool clock_behind = newest_list_at - now > max_list_wait_seconds;
+  // Only a change that takes access away skips a wait past max_list_wait_seconds: each one
+  // moves the list a second further ahead, and those are few (a wave of joins would move it
+  // hours ahead), while a removal left waiting leaves its member their access.
+  const bool takes_away = plan.list_changed && takes_access(members, plan);
+  const bool clock_behind = takes_away && newest_list_at - now > max_list_wait_seconds;
   if (plan.list_changed && newest_list_at >= now && !clock_behind) {
-    const bool ahead_allowed = takes_access(members, plan);
+    const bool ahead_allowed = takes_away;
     if (!ahead_allowed || newest_list_at > now)
       throw list_must_wait{ahead_allowed ? newest_list_at : newest_list_at + 1};
   }

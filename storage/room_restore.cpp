@@ -143,9 +143,11 @@ remove_from_rooms(pg_connection& tx, const protocol::key_pair& community_key, st
   // with requests takes every second's state as it begins, and a removal that waited for one it
   // had first could wait for as long as the room stays busy. Never more than a second ahead
   // (DESIGN: lists keep pace with the clock).
+  // A state further ahead than max_list_wait_seconds says the writer's clock is behind: the
+  // removal is written after it at once, as a removal from the community is.
   for (int row = 0; row < affected.rows(); ++row)
-    if (affected.integer(row, 2) > now)
-      wait_until = std::max(wait_until, affected.integer(row, 2));
+    if (auto newest = affected.integer(row, 2); newest > now && newest - now <= max_list_wait_seconds)
+      wait_until = std::max(wait_until, newest);
   if (wait_until != 0 || affected.rows() == 0)
     return {};
   must(tx.exec("DELETE FROM room_members WHERE community_id = $1::bigint AND pubkey = ANY($2::bytea[])",

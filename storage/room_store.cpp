@@ -320,8 +320,7 @@ room_write apply_locked(pg_connection& c, const protocol::key_pair& relay,
   bool signs = plan.parts.any() || plan.relay_signs != 0 || relay_deletes;
   auto earlier = batch.signed_at.find(request.room);
   bool same_batch = earlier != batch.signed_at.end() && earlier->second == newest;
-  // Far ahead, the writer's clock is behind (max_list_wait_seconds): written at once after it.
-  if (signs && newest >= now && !same_batch && newest - now <= max_list_wait_seconds)
+  if (signs && newest >= now && !same_batch)
     throw room_must_wait{newest + 1};
   std::int64_t created_at = same_batch ? newest : std::max(now, newest + 1);
   if (signs) {

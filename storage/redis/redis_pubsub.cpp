@@ -15,7 +15,7 @@ namespace asio = boost::asio;
 /// PUBLISHes accepted but not yet answered (queued to the strand, buffered, or on the wire).
 /// Beyond it publish() fails fast, so a stalled Redis costs bounded memory.
 constexpr std::uint64_t max_in_flight = 10'000;
-/// And their bytes: an envelope may carry a 512 KiB event or a list of many members, so ten
+/// And their bytes: an envelope may carry a 1 MiB event or a list of many members, so ten
 /// thousand of them could hold gigabytes while Redis stalls (the inbound side has the same bound).
 constexpr std::uint64_t max_in_flight_bytes = 256ull * 1024 * 1024;
 

@@ -206,7 +206,7 @@ describe('a relay under hostile load', () => {
       const answered = client.inbox.filter((f) => f[0] === 'OK').length
       const refused = refusedWith(client, 'rate-limited:')
       await client.close()
-      // 2,000 AUTHs all verified was the bug; the bucket lets ~burst/11 + rate/11 per second.
+      // 2,000 AUTHs all verified was the bug; the bucket lets ~burst/26 + rate/26 per second.
       assert.ok(answered - refused < 100, `${answered - refused} AUTHs verified`)
       return refused
     })

@@ -24,7 +24,7 @@ namespace {
 
 constexpr std::uint64_t max_lines_shown = 100;
 /// A batch is stored once it holds this much JSON, whatever --batch says, so memory stays
-/// bounded by bytes and not only by the count of events (an event may be 512 KiB).
+/// bounded by bytes and not only by the count of events (an event may be 1 MiB).
 constexpr std::size_t max_batch_bytes = 4 * 1024 * 1024;
 
 struct import_args {

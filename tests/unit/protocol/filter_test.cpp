@@ -140,11 +140,12 @@ TEST_CASE("a filter without limit may return what it can match at most, when tha
   CHECK(comb::protocol::effective_limit(f, 500) == 500);
   f.authors = std::vector<comb::protocol::bytes32>(3000);
   f.kinds = std::vector<std::uint32_t>{0, 10002};
-  CHECK(comb::protocol::effective_limit(f, 500) == 6000); // one profile and one relay list each
+  CHECK(comb::protocol::effective_limit(f, 5000) == 6000); // one profile and one relay list each
+  CHECK(comb::protocol::effective_limit(f, 500) == 1000);  // never past twice the operator's bound
   f.kinds = std::vector<std::uint32_t>{0, 1};
   CHECK(comb::protocol::effective_limit(f, 500) == 500); // notes: any number each
   f.kinds = std::vector<std::uint32_t>{0, 3, 10000, 10002};
-  CHECK(comb::protocol::effective_limit(f, 500) == comb::protocol::max_implicit_limit);
+  CHECK(comb::protocol::effective_limit(f, 5000) == 10000);
   f.limit = 20;
   CHECK(comb::protocol::effective_limit(f, 500) == 20);
   comb::protocol::filter by_id;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "storage/management_store.hpp"
 
+#include "storage/event_lock.hpp"
+
 #include "protocol/kind_rules.hpp"
 #include "storage/access_change.hpp"
 #include "storage/event_rows.hpp"
@@ -164,13 +166,15 @@ management_result management_store::ban_event_locked(std::int64_t community_id,
     return row;
   // Exclusive, as a NIP-09 deletion by id takes it: event inserts hold it shared, so each one
   // either committed before (and is deleted here) or reads the ban after.
-  auto locked = connection_.exec("SELECT pg_advisory_xact_lock($1::bigint)",
-                                 {std::to_string(community_lock_key(community_id))});
-  auto stored = locked.ok() ? connection_.exec("SELECT kind, encode(pubkey, 'hex') FROM events"
-                                               " WHERE community_id = $1::bigint"
-                                               " AND id = $2::bytea",
-                                               {community, bytea_param(event_id)})
-                            : std::move(locked);
+  try {
+    lock_community_events(connection_, community_id);
+  } catch (const statement_failed& e) {
+    last_error_ = e.what();
+    return management_result::failed;
+  }
+  auto stored = connection_.exec("SELECT kind, encode(pubkey, 'hex') FROM events"
+                                 " WHERE community_id = $1::bigint AND id = $2::bytea",
+                                 {community, bytea_param(event_id)});
   if (!stored.ok()) {
     last_error_ = stored.error();
     return management_result::failed;

@@ -26,6 +26,7 @@
 #include "actors/gateway/server.hpp"
 #include "actors/management/management_actor.hpp"
 #include "actors/messages.hpp"
+#include "actors/pod_actors.hpp"
 #include "actors/storage/membership_writer.hpp"
 #include "actors/storage/storage_actors.hpp"
 #include "actors/vital_watch.hpp"
@@ -211,41 +212,6 @@ startup_lists prepare_database(const conf::relay_settings& s, const protocol::ke
   return out;
 }
 
-struct pod_actors {
-  std::vector<caf::actor> readers;
-  std::shared_ptr<reader_waits> readers_waiting;
-  caf::actor fanout;
-  std::vector<caf::actor> writers;
-  caf::actor membership_writer;
-  caf::actor directory;
-  caf::actor access_watcher;
-  /// Notifications from the LISTEN connection to the access watcher.
-  std::shared_ptr<notice_inbox> notices = std::make_shared<notice_inbox>();
-  caf::actor gap_filler;
-  caf::actor management;
-  std::shared_ptr<community_registry> registry;
-  std::optional<pod_bridge> bridge;
-  /// Stored events' JSON shared by the readers and writers; null when turned off.
-  std::shared_ptr<storage::event_body_cache> bodies;
-  /// Set once the server exists; the directory calls it for archived or deleted communities.
-  std::shared_ptr<community_closer> close_community = std::make_shared<community_closer>();
-  /// Set before the pod stops its actors: from then on their ends are expected.
-  std::shared_ptr<std::atomic<bool>> stopping = std::make_shared<std::atomic<bool>>(false);
-  /// Set when an actor the pod cannot serve without ended on its own (watch_vital_actors).
-  std::shared_ptr<std::atomic<bool>> lost_vital = std::make_shared<std::atomic<bool>>(false);
-  caf::actor vital_watch;
-};
-
-/// What the pod does when an actor it cannot serve without ends while it runs: it stops, once.
-std::function<void(const std::string&)> vital_loss(const pod_actors& pod) {
-  return [stopping = pod.stopping, lost = pod.lost_vital](const std::string& what) {
-    if (stopping->load() || lost->exchange(true))
-      return;
-    spdlog::critical("{}; the pod stops so that it is restarted", what);
-    std::raise(SIGTERM);
-  };
-}
-
 std::string node_id_of(const conf::relay_settings& s) {
   if (!s.node_id.empty())
     return s.node_id;
@@ -343,60 +309,6 @@ std::shared_ptr<storage::pg_listener> start_listener(asio::io_context& io,
       }});
   listener->start();
   return listener;
-}
-
-void stop_actors(caf::actor_system& system, pod_actors& pod) {
-  pod.stopping->store(true);
-  caf::scoped_actor self{system};
-  if (pod.vital_watch)
-    self->send_exit(pod.vital_watch, caf::exit_reason::user_shutdown);
-  for (const auto& writer : pod.writers)
-    self->send(writer, shutdown_atom_v);
-  for (const auto& writer : pod.writers)
-    self->wait_for(writer);
-  if (pod.bridge)
-    pod.bridge->stop(self);
-  for (const auto& reader : pod.readers)
-    self->send_exit(reader, caf::exit_reason::user_shutdown);
-  self->send_exit(pod.fanout, caf::exit_reason::user_shutdown);
-  self->send_exit(pod.directory, caf::exit_reason::user_shutdown);
-  if (pod.access_watcher)
-    self->send_exit(pod.access_watcher, caf::exit_reason::user_shutdown);
-  if (pod.gap_filler)
-    self->send_exit(pod.gap_filler, caf::exit_reason::user_shutdown);
-  if (pod.management)
-    self->send_exit(pod.management, caf::exit_reason::user_shutdown);
-  self->send_exit(pod.membership_writer, caf::exit_reason::user_shutdown);
-  if (pod.registry)
-    for (const auto& community : pod.registry->actors())
-      self->send_exit(community, caf::exit_reason::user_shutdown);
-}
-
-/// A storage reader or writer, the fan-out, the membership writer, the access watcher (access
-/// would stop following the database), the bridge or its gatekeeper (other pods' events would
-/// stop arriving), the gap filler, the directory or the management actor that ends while the
-/// pod runs (an uncaught exception) would leave what was sent to it unanswered while /readyz
-/// says ready: the pod stops instead, exit code 1, for its supervisor to restart.
-void watch_vital(caf::actor_system& system, pod_actors& pod) {
-  vital_actors vital{{"the fan-out", pod.fanout},
-                     {"the membership writer", pod.membership_writer},
-                     {"the access watcher", pod.access_watcher},
-                     {"the gap filler", pod.gap_filler},
-                     {"the community directory", pod.directory},
-                     {"the management actor", pod.management},
-                     {"the bridge", pod.bridge->actor},
-                     {"the cluster gatekeeper", pod.bridge->gate}};
-  for (std::size_t i = 0; i < pod.readers.size(); ++i)
-    vital.emplace_back("storage reader " + std::to_string(i), pod.readers[i]);
-  for (std::size_t i = 0; i < pod.writers.size(); ++i)
-    vital.emplace_back("storage writer " + std::to_string(i), pod.writers[i]);
-  pod.vital_watch = watch_vital_actors(system, std::move(vital), vital_loss(pod));
-}
-
-void wait_for_sessions(const server& gateway, std::chrono::seconds grace) {
-  auto deadline = std::chrono::steady_clock::now() + grace;
-  while (gateway.open_connections() > 0 && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
 }
 
 } // namespace
@@ -566,11 +478,12 @@ int run_relay(const conf::relay_settings& configured) {
   signals.async_wait([&](const boost::system::error_code& ec, int signal) {
     if (ec)
       return;
-    spdlog::info("signal {}: closing connections", signal);
-    gateway.stop();
+    spdlog::info("signal {}: answering what each connection asked, then closing it", signal);
+    gateway.drain();
     metrics_port.stop();
     std::thread([&] {
-      wait_for_sessions(gateway, std::chrono::seconds(5));
+      close_connections(gateway);
+      finish_writes(system, pod);
       if (pod.bridge && pod.bridge->redis)
         pod.bridge->redis->stop();
       listener->stop();

@@ -15,7 +15,8 @@ namespace comb::actors {
 
 /// Runs one pod: checks the database and key, spawns the actors in dependency order (storage
 /// readers, fan-out, writer, directory), serves sockets on I/O threads, and on SIGINT/SIGTERM
-/// stops accepting, closes sockets with 1001, lets pending commits finish, and returns 0.
+/// stops accepting, answers what each connection asked before (its OKs included) and closes it
+/// with 1001, lets the writers commit and their events reach Redis, and returns 0.
 /// Start-up problems are printed as one clear line each and give a non-zero exit code.
 [[nodiscard]] int run_relay(const conf::relay_settings& settings);
 

@@ -305,6 +305,7 @@ caf::behavior bridge_actor(caf::stateful_actor<bridge_state>* self, bridge_args 
       deliver(self, std::move(committed));
     },
     [=](redis_atom, const std::string& payload) { receive_counted(self, payload); },
+    [=](drain_atom) { return true; }, // a stopping pod: what came before has been sent
     // Redis, or a cluster link (from the gatekeeper), was back after a loss: what other pods
     // sent meanwhile never came. The gap filler hands the local fan-out what was stored since
     // (it drops what it delivered).

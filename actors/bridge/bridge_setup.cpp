@@ -124,6 +124,15 @@ std::string pod_bridge::render_metrics() const {
          + line("comb_redis_reconnects_total", "Reconnection attempts.", st.reconnects.load());
 }
 
+void pod_bridge::drain(caf::scoped_actor& self, std::chrono::milliseconds wait) const {
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  // Its answer comes after every message queued before: the writers' last events are published.
+  self->request(actor, wait, drain_atom_v).receive([](bool) {}, [](const caf::error&) {});
+  if (redis)
+    redis->drain(std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::max(deadline - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration::zero())));
+}
+
 void pod_bridge::stop(caf::scoped_actor& self) {
   if (redis)
     redis->stop();

@@ -34,6 +34,10 @@ struct pod_bridge {
   /// Prometheus lines of the Redis link (published, failed, received, reconnects).
   [[nodiscard]] std::string render_metrics() const;
 
+  /// Waits until what was sent to the bridge actor so far has gone to Redis and Redis answered,
+  /// or `wait` passes: the last events of a stopping pod's writers reach the other pods.
+  void drain(caf::scoped_actor& self, std::chrono::milliseconds wait) const;
+
   /// Stops the transports (before the io_context stops) and the actors.
   void stop(caf::scoped_actor& self);
 };

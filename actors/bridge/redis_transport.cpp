@@ -48,6 +48,11 @@ void redis_transport::stop() {
     link_->stop();
 }
 
+void redis_transport::drain(std::chrono::milliseconds wait) {
+  if (link_)
+    link_->drain(wait);
+}
+
 void redis_transport::publish(std::string envelope) {
   link_->publish(std::move(envelope));
 }

@@ -30,6 +30,9 @@ public:
 
   void stop();
 
+  /// Waits (off the io threads) until what was published is answered, or `wait` passes.
+  void drain(std::chrono::milliseconds wait);
+
   void publish(std::string envelope) override;
 
   [[nodiscard]] std::string problem() const override;

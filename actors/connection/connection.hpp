@@ -265,6 +265,8 @@ public:
 
   void event_answered() noexcept { events_answered(1); }
 
+  [[nodiscard]] std::size_t events_in_flight() const noexcept { return events_in_flight_; }
+
   void events_answered(std::size_t n) noexcept {
     events_in_flight_ -= std::min(n, events_in_flight_);
   }

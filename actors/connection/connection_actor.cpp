@@ -12,6 +12,7 @@
 #include "actors/community/membership_requests.hpp"
 #include "actors/community/room_queue.hpp"
 #include "actors/community/room_requests.hpp"
+#include "actors/connection/connection_drain.hpp"
 #include "actors/connection/count_requests.hpp"
 #include "actors/connection/subscription_requests.hpp"
 #include "actors/connection/waiting_queries.hpp"
@@ -261,9 +262,9 @@ frame_type type_of(const protocol::client_message& message) {
   }
 }
 
-/// The one reply to a frame refused by the rate limits: OK for EVENT and AUTH, CLOSED for REQ
-/// and COUNT, NOTICE otherwise.
-void refuse_rate_limited(self_ptr self, const protocol::client_message& message,
+/// The one reply to a refused frame (the rate limits, a pod stopping): OK for EVENT and AUTH,
+/// CLOSED for REQ and COUNT, NOTICE otherwise.
+void refuse_frame(self_ptr self, const protocol::client_message& message,
                          const protocol::rejection& why) {
   std::visit(
     [self, &why](const auto& m) {
@@ -310,7 +311,7 @@ bool charge(self_ptr self, double cost, const parse_result& parsed) {
     return true;
   bump(st.args.metrics->frames_rate_limited);
   if (parsed)
-    refuse_rate_limited(self, parsed.value(), *refused);
+    refuse_frame(self, parsed.value(), *refused);
   else
     send_frame(self, protocol::render_notice(refused->text()));
   return false;
@@ -332,6 +333,10 @@ void on_frame(self_ptr self, const std::string& text) {
     return;
   if (!parsed) {
     reply_to_rejected_frame(self, parsed.error());
+    return;
+  }
+  if (refused_while_draining(st, parsed.value())) {
+    refuse_frame(self, parsed.value(), draining_refusal());
     return;
   }
   std::visit(
@@ -554,6 +559,7 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, conn
     },
     [=](revoke_atom, std::int64_t, const pubkey_list& pubkeys) { on_revoke(self, pubkeys); },
     [=](access_atom, std::int64_t) { on_access_changed(self); },
+    [=](drain_atom) { on_drain(self); },
     [=](hangup_atom) {
       auto& s = self->state;
       self->send(s.args.fanout, forget_atom_v, s.args.owner, s.args.policy.community_id);

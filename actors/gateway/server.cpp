@@ -143,12 +143,21 @@ void server::start(std::vector<asio::ip::tcp::acceptor> acceptors) {
     asio::co_spawn(io_, accept_loop(acceptor), asio::detached);
 }
 
-void server::stop() {
+void server::stop_accepting() {
   asio::post(io_, [this] {
     boost::system::error_code ignored;
     for (auto& acceptor : acceptors_)
       acceptor.close(ignored);
   });
+}
+
+void server::drain() {
+  stop_accepting();
+  sessions_.drain();
+}
+
+void server::stop() {
+  stop_accepting();
   for (auto& outbox : sessions_.stop())
     outbox->close(close_reason::going_away);
 }
@@ -165,6 +174,10 @@ asio::io_context& server::next_socket_context() {
 
 std::size_t server::open_connections() const {
   return sessions_.size();
+}
+
+std::size_t server::management_calls_waiting() const {
+  return context_->management_calls_waiting.load();
 }
 
 void server::close_community(std::int64_t community_id) {

@@ -38,6 +38,10 @@ public:
   /// The port actually bound (useful when listening on port 0; the same on every address).
   [[nodiscard]] unsigned short port() const { return port_; }
 
+  /// Stops accepting; each connection answers what it was asked, refuses anything new, and
+  /// closes with 1001 (connection_drain.hpp). stop() closes those still open after that.
+  void drain();
+
   /// Stops accepting and closes every connection with 1001 after what is queued for it.
   void stop();
 
@@ -53,12 +57,16 @@ public:
   /// Open WebSocket connections right now.
   [[nodiscard]] std::size_t open_connections() const;
 
+  /// NIP-86 calls waiting for the management actor's answer right now.
+  [[nodiscard]] std::size_t management_calls_waiting() const;
+
   /// Runs accepted sockets on these contexts, in turn (each run by a thread of its own), rather
   /// than on the one the server accepts on. Call before start.
   void spread_sockets(std::vector<boost::asio::io_context*> contexts);
 
 private:
   [[nodiscard]] boost::asio::io_context& next_socket_context();
+  void stop_accepting();
 
   boost::asio::awaitable<void> accept_loop(boost::asio::ip::tcp::acceptor& acceptor);
   boost::asio::awaitable<void> serve(boost::asio::ip::tcp::socket socket);

@@ -43,6 +43,13 @@ void session_table::end_remaining_actors() {
     caf::anon_send_exit(session.actor, caf::exit_reason::user_shutdown);
 }
 
+void session_table::drain() {
+  std::lock_guard lock(mutex_);
+  stopping_ = true;
+  for (auto& [id, session] : sessions_)
+    caf::anon_send(session.actor, drain_atom_v);
+}
+
 std::vector<std::shared_ptr<websocket_outbox>> session_table::stop() {
   std::vector<std::shared_ptr<websocket_outbox>> open;
   std::lock_guard lock(mutex_);

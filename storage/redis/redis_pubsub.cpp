@@ -6,6 +6,7 @@
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <future>
+#include <thread>
 
 namespace comb::storage {
 namespace {
@@ -119,6 +120,16 @@ void redis_pubsub::publish(std::string payload) {
   } catch (...) {
     self.count_failed_in_flight(bytes);
   }
+}
+
+void redis_pubsub::drain(std::chrono::milliseconds wait) {
+  auto& self = *impl_;
+  if (self.io.get_executor().running_in_this_thread())
+    return; // the answers come on this very thread
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  while (!self.stopped && self.publisher_ready && self.in_flight.load() > 0
+         && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
 }
 
 void redis_pubsub::stop() {

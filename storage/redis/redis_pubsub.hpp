@@ -58,6 +58,10 @@ public:
   /// Publishes from any thread. Dropped and counted as failed while Redis is down.
   void publish(std::string payload);
 
+  /// Waits until every PUBLISH accepted so far is answered, the link is lost, or `wait` passes:
+  /// a stopping pod's last events reach the other pods. Returns at once on an io thread.
+  void drain(std::chrono::milliseconds wait);
+
   /// Closes both connections; no callback runs after it returns (call from a non-io thread
   /// or the io thread; it must be called before the io_context is destroyed).
   void stop();

@@ -361,3 +361,45 @@ TEST_CASE_METHOD(fixture, "a burst of publishes reaches each connection in publi
   CHECK(reader.sink->take() == expected_a);
   CHECK(other.sink->take() == expected_b);
 }
+
+TEST_CASE_METHOD(fixture, "a draining connection answers what it was asked, refuses new work, then closes with 1001",
+                 "[actor][connection][drain]") {
+  store->hold_writes = true;
+  auto idle = connect();
+  auto busy = connect();
+  auto in_flight = test::sign_event(alice, 1, "in flight at the signal");
+  say(busy, test::event_frame(in_flight));
+  say(busy, R"(["REQ","feed",{"kinds":[1]}])");
+  REQUIRE(store->held_queries.size() == 1);
+  REQUIRE(store->held_writes.size() == 1);
+
+  caf::anon_send(idle.actor, drain_atom_v);
+  caf::anon_send(busy.actor, drain_atom_v);
+  run();
+  CHECK(idle.sink->closed() == close_reason::going_away); // nothing to answer: closed at once
+  CHECK_FALSE(busy.sink->closed());
+
+  const std::string refusal = "error: the relay is restarting; send this again after reconnecting";
+  auto late = test::sign_event(alice, 1, "sent after the signal");
+  say(busy, test::event_frame(late));
+  say(busy, R"(["REQ","late",{"kinds":[1]}])");
+  CHECK(busy.sink->take()
+        == std::vector<std::string>{ok_frame(late, false, refusal),
+                                    protocol::render_closed("late", refusal)});
+  CHECK(store->store_calls == 1);
+
+  // The writer answers on the socket; the history query is still open: not closed yet.
+  const auto& route = store->held_writes.front();
+  route.sink->send(protocol::render_ok(route.event_id_hex, true, ""));
+  route.answered->fetch_add(1, std::memory_order_release);
+  scheduler->trigger_timeouts();
+  run();
+  CHECK_FALSE(busy.sink->closed());
+
+  release_history();
+  scheduler->trigger_timeouts();
+  run();
+  CHECK(busy.sink->closed() == close_reason::going_away);
+  CHECK(busy.sink->take()
+        == std::vector<std::string>{ok_frame(in_flight, true, ""), R"(["EOSE","feed"])"});
+}

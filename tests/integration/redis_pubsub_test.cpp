@@ -365,3 +365,42 @@ TEST_CASE("a wrong password is refused, reported and retried, never up",
   CHECK(r.changes() == std::vector<bool>{false}); // the refusal reported once, not every retry
   CHECK(n.changes().empty());
 }
+
+TEST_CASE("drain before stop: every message published before it reaches the other pods",
+          "[integration][redis]") {
+  redis_server server;
+  io_threads threads;
+  recorder ra, rb;
+  auto a = ra.make(threads.io, server.url());
+  auto b = rb.make(threads.io, server.url());
+  REQUIRE_FALSE(a.start());
+  REQUIRE_FALSE(b.start());
+  REQUIRE(eventually([&] { return a.up() && b.up(); }));
+  // A stopping pod's writers' last events: published, then the link stops at once.
+  constexpr std::size_t sent = 2000;
+  for (std::size_t i = 0; i < sent; ++i)
+    a.publish(std::to_string(i) + std::string(4096, 'x'));
+  a.drain(5s);
+  a.stop();
+  CHECK(eventually([&] { return rb.message_count() == sent; }));
+  CHECK(rb.message_count() == sent);
+  CHECK(a.stats().publish_failed == 0);
+}
+
+TEST_CASE("drain gives up after its wait when Redis does not answer", "[integration][redis]") {
+  redis_server server;
+  io_threads threads;
+  recorder ra;
+  auto a = ra.make(threads.io, server.url());
+  REQUIRE_FALSE(a.start());
+  REQUIRE(eventually([&] { return a.up(); }));
+  server.freeze();
+  a.publish("never answered");
+  const auto started = clock_type::now();
+  a.drain(300ms);
+  const auto waited = clock_type::now() - started;
+  CHECK(waited >= 250ms);
+  CHECK(waited < 2s);
+  a.stop();
+  server.thaw();
+}

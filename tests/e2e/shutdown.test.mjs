@@ -1,0 +1,72 @@
+// A pod told to stop (SIGTERM, as a rolling upgrade does) answers what each connection asked
+// before the signal, its OKs included, refuses anything new with a clear reason, and only then
+// closes with 1001: an event stored during the stop is never left unanswered.
+import { describe, it } from 'node:test'
+import assert from 'node:assert/strict'
+import {
+  startRelay, createDatabase, dropDatabase, holdTransaction, toolsRelay, RawClient, keys, sign,
+  settlesWithin,
+} from './harness.mjs'
+
+const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/** What nostr-tools' publish settles to: { ok, message }. */
+async function publishWith(tools, event) {
+  try {
+    return { ok: true, message: await tools.publish(event) }
+  } catch (error) {
+    return { ok: false, message: error.message }
+  }
+}
+
+describe('stopping (SIGTERM)', () => {
+  it('answers the events whose commit was under way at the signal, refuses new work, then closes with 1001', async () => {
+    const database = await createDatabase()
+    const relay = await startRelay({}, { database })
+    let lock = null
+    try {
+      const tools = await toolsRelay(relay)
+      const raw = await RawClient.open(relay)
+      // The writer's commit waits for this lock: both events are in flight when the signal comes.
+      lock = await holdTransaction(database, 'LOCK TABLE events IN ACCESS EXCLUSIVE MODE')
+      const { sk } = keys()
+      const published = sign(sk, { content: 'stored while the pod stops' })
+      const viaTools = publishWith(tools, published)
+      const own = sign(sk, { content: 'the raw client keeps its connection busy' })
+      raw.send(['EVENT', own])
+      await pause(500)
+
+      const stopping = relay.stop(15000)
+      await pause(500)
+      // Still open (its event is unanswered), and taking nothing new.
+      assert.equal(raw.closeInfo, null, 'a connection with an event in flight was closed at the signal')
+      raw.send(['REQ', 'late', { kinds: [1], limit: 1 }])
+      const closed = await raw.take((f) => f[0] === 'CLOSED' && f[1] === 'late', 'CLOSED for a REQ after the signal')
+      assert.match(closed[2], /^error: the relay is restarting/)
+      const late = sign(sk, { content: 'sent after the signal' })
+      raw.send(['EVENT', late])
+      const refused = await raw.take((f) => f[0] === 'OK' && f[1] === late.id, 'OK for an EVENT after the signal')
+      assert.deepEqual(refused.slice(2, 3), [false])
+      assert.match(refused[3], /^error: the relay is restarting/)
+      await assert.rejects(RawClient.open(relay), 'a new connection was accepted after the signal')
+
+      await lock.release()
+      lock = null
+      assert.deepEqual(await viaTools, { ok: true, message: '' }, 'nostr-tools got no OK true for the event stored during the stop')
+      const ok = await raw.take((f) => f[0] === 'OK' && f[1] === own.id, 'OK for the event in flight at the signal')
+      assert.equal(ok[2], true, JSON.stringify(ok))
+      assert.ok(await settlesWithin(raw.closed, 5000), 'the answered connection was not closed')
+      assert.equal(raw.closeInfo.code, 1001)
+
+      const exit = await stopping
+      assert.equal(exit.timedOut, false, `relay did not exit within 15 s of SIGTERM\n${relay.stderr()}`)
+      assert.deepEqual([exit.code, exit.signal], [0, null], relay.stderr())
+      const stored = await relay.sql(`SELECT count(*) FROM events WHERE id IN ('\\x${published.id}', '\\x${own.id}', '\\x${late.id}')`)
+      assert.equal(stored.trim(), '2', 'the two events answered OK true are both stored, the refused one is not')
+    } finally {
+      await lock?.release()
+      await relay.stop()
+      await dropDatabase(database)
+    }
+  })
+})

@@ -278,9 +278,12 @@ room_write apply_locked(pg_connection& c, const protocol::key_pair& relay,
     out.outcome = room_outcome::already_processed;
     return out;
   }
-  // A deleted request (NIP-09, a 9005) would otherwise be applied again when sent again.
-  if (row_exists(c, "SELECT 1 FROM deleted_events WHERE community_id = $1::bigint AND event_id = $2::bytea",
-             {community, bytea_param(command.ev.id)}, "find deleted request")) {
+  // A deleted request (NIP-09, a 9005) would otherwise be applied again when sent again. Only a
+  // deletion by its own author counts (a 9005 records the author too): anyone may send a kind 5
+  // naming ids they can predict (welshman's room requests carry no nonce), and it is remembered.
+  if (row_exists(c, "SELECT 1 FROM deleted_events WHERE community_id = $1::bigint AND event_id = $2::bytea"
+                    " AND pubkey = $3::bytea",
+             {community, bytea_param(command.ev.id), bytea_param(command.ev.pubkey)}, "find deleted request")) {
     out.outcome = room_outcome::deleted;
     return out;
   }

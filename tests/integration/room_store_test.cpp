@@ -197,6 +197,18 @@ TEST_CASE_METHOD(room_fixture, "a request keeps its NIP-40 expiration, and once 
   CHECK(listed_members() == std::vector<std::string>{owner.pubkey_hex(), alice.pubkey_hex()});
 }
 
+TEST_CASE_METHOD(room_fixture, "a deletion by someone else of a request's id, sent before it, does not stop it",
+                 "[integration][rooms]") {
+  open_room();
+  // What the event store keeps for a kind 5 by bob naming an id he does not hold (carried out,
+  // not kept): a tombstone under bob's key. welshman's requests have predictable ids.
+  auto put_alice = room_command(owner, 9000, {{"h", "pizza"}, {"p", alice.pubkey_hex()}}, now);
+  scalar(connection, "INSERT INTO deleted_events (community_id, event_id, pubkey) VALUES ($1::bigint, $2::bytea,"
+         " $3::bytea) RETURNING 1", {std::to_string(community), "\\x" + hex(put_alice.ev.id), "\\x" + bob.pubkey_hex()});
+  CHECK(paced_room(rooms, community, put_alice, now).outcome == room_outcome::changed);
+  CHECK(listed_members() == std::vector<std::string>{owner.pubkey_hex(), alice.pubkey_hex()});
+}
+
 TEST_CASE_METHOD(room_fixture, "roles: a moderator deletes events, only admins grant roles",
                  "[integration][rooms]") {
   open_room();

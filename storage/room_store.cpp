@@ -2,6 +2,7 @@
 #include "storage/room_store.hpp"
 
 #include <algorithm>
+#include <set>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -100,20 +101,29 @@ void retire_state(pg_connection& c, std::int64_t community_id, const protocol::b
 
 /// 9005: the named events of this room (posted in it, or borrowing it: a comment in one of its
 /// threads, a report or zap receipt of one of its events) go, and are remembered so a re-post
-/// is refused. Returns how many went.
+/// is refused. Returns how many went. As a NIP-86 event ban: never the relay's own records
+/// (signed by `own_keys`: room state, the 9000/9001 it issues), and none of the owner's events
+/// unless the owner deletes them.
 std::int64_t delete_room_events(pg_connection& c, std::int64_t community_id, const std::string& room,
-                                const std::vector<protocol::bytes32>& targets) {
+                                const std::vector<protocol::bytes32>& targets,
+                                const std::set<protocol::bytes32>& own_keys, const protocol::bytes32& deleter) {
   pg_array ids;
   for (const auto& id : targets)
     ids.add_bytea(id);
+  pg_array protected_keys;
+  for (const auto& key : own_keys)
+    protected_keys.add_bytea(key);
   return static_cast<std::int64_t>(must(c.exec("WITH gone AS (DELETE FROM events e WHERE e.community_id = $1::bigint"
               " AND e.id = ANY($3::bytea[]) AND EXISTS (SELECT 1 FROM event_tags t"
               " WHERE t.community_id = $1::bigint AND t.event_id = e.id AND t.name IN ('h', 'room')"
-              " AND t.created_at = e.created_at"
-              " AND t.value = $2) RETURNING e.id, e.pubkey)"
+              " AND t.created_at = e.created_at AND t.value = $2)"
+              " AND NOT e.pubkey = ANY($4::bytea[])"
+              " AND (e.pubkey = $5::bytea OR NOT EXISTS (SELECT 1 FROM members m"
+              " WHERE m.community_id = $1::bigint AND m.pubkey = e.pubkey AND m.role = 'owner'))"
+              " RETURNING e.id, e.pubkey)"
               " INSERT INTO deleted_events (community_id, event_id, pubkey)"
               " SELECT $1::bigint, id, pubkey FROM gone ON CONFLICT DO NOTHING",
-              {std::to_string(community_id), room, ids.str()}),
+              {std::to_string(community_id), room, ids.str(), protected_keys.str(), bytea_param(deleter)}),
               "delete room events")
                                      .affected_rows());
 }
@@ -245,6 +255,7 @@ struct batch_context {
   std::unordered_map<std::string, std::int64_t> signed_at;
   std::unordered_map<std::string, pending_state> pending;
   std::size_t current = 0; ///< the index of the request being applied
+  std::set<protocol::bytes32> own_keys; ///< the relay's keys in this community (community_keys::own_keys)
 };
 
 /// Collects what `plan` rewrites of its room's state, for write_pending.
@@ -343,7 +354,7 @@ room_write apply_locked(pg_connection& c, const protocol::key_pair& relay,
   // A deletion of nothing and a code that exists already are no-ops: nothing is written (nothing
   // was before these statements).
   if (request.action == protocol::room_action::delete_event
-      && delete_room_events(c, community_id, request.room, request.targets) == 0) {
+      && delete_room_events(c, community_id, request.room, request.targets, batch.own_keys, request.author) == 0) {
     out.outcome = room_outcome::nothing_to_do;
     return out;
   }
@@ -411,6 +422,7 @@ room_batch_write room_store::apply_batch(std::int64_t community_id,
       room_batch_write out;
       batch_context batch;
       const auto& key = keys_.of(connection_, community_id);
+      batch.own_keys = keys_.own_keys(connection_, community_id);
       for (const auto& command : commands) {
         batch.current = out.writes.size();
         out.writes.push_back(apply_locked(connection_, key, community_id, command, now, batch));

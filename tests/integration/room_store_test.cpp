@@ -229,6 +229,33 @@ TEST_CASE_METHOD(room_fixture, "roles: a moderator deletes events, only admins g
   CHECK(store_one(events, community, chat).result != storage::store_outcome::status::stored);
 }
 
+TEST_CASE_METHOD(room_fixture, "a moderator's 9005 deletes neither the owner's events nor the relay's records",
+                 "[integration][rooms]") {
+  open_room();
+  auto put = run(owner, 9000, {{"p", alice.pubkey_hex(), "moderator"}});
+  REQUIRE(put.outcome == room_outcome::changed);
+  REQUIRE(run(owner, 9000, {{"p", bob.pubkey_hex()}}).outcome == room_outcome::changed);
+  auto owners = owner.sign(9, now, {{"h", "pizza"}}, "the owner's word");
+  auto bobs = bob.sign(9, now, {{"h", "pizza"}}, "bob's word");
+  REQUIRE(store_one(events, community, owners).result == storage::store_outcome::status::stored);
+  REQUIRE(store_one(events, community, bobs).result == storage::store_outcome::status::stored);
+  auto records = [&] {
+    return count("SELECT count(*) FROM events WHERE community_id = $1::bigint AND kind IN (9000, 39000, 39001, 39002)");
+  };
+  const auto records_before = records();
+  // The relay's own 9000 and the room's state, and the owner's post: none of alice's to delete.
+  std::vector<protocol::tag> targets{{"e", hex(owners->id)}};
+  for (const auto& written : put.events)
+    targets.push_back({"e", hex(written.ev.id)});
+  CHECK(run(alice, 9005, targets).outcome == room_outcome::nothing_to_do);
+  CHECK(count("SELECT count(*) FROM events WHERE community_id = $1::bigint AND kind = 9") == "2");
+  CHECK(records() == records_before);
+  CHECK(run(alice, 9005, {{"e", hex(bobs->id)}}).outcome == room_outcome::changed);
+  // The owner deletes its own.
+  CHECK(run(owner, 9005, {{"e", hex(owners->id)}}).outcome == room_outcome::changed);
+  CHECK(count("SELECT count(*) FROM events WHERE community_id = $1::bigint AND kind = 9") == "0");
+}
+
 TEST_CASE_METHOD(room_fixture, "a 9010 writes the room's 39005 in its transaction, replacing the last",
                  "[integration][rooms]") {
   open_room();

@@ -343,9 +343,11 @@ std::optional<rejection> over_subscription_cap(std::size_t open, const connectio
 }
 
 std::optional<rejection> connection::check_count(const std::vector<protocol::filter>& filters) const {
-  // A COUNT holds nothing in the fan-out, but its statement is as costly as a REQ's history: one
-  // may ask no more than a REQ could on a connection holding nothing.
-  return over_budget(cost_of(filters), policy_, "in one COUNT");
+  // A COUNT holds nothing in the fan-out, but its statement is as costly as a REQ's history: the
+  // COUNTs under way may ask no more than a REQ could on a connection holding nothing.
+  filter_cost total = counts_held_;
+  total += cost_of(filters);
+  return over_budget(total, policy_, "in COUNTs under way");
 }
 
 protocol::result<std::uint64_t>

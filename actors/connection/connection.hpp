@@ -331,9 +331,15 @@ public:
   [[nodiscard]] protocol::result<std::uint64_t>
   open_subscription(const std::string& id, const std::vector<protocol::filter>& filters = {});
 
-  /// NIP-45: a COUNT's filters within the budget one REQ may hold (`rate-limited:` past it).
+  /// NIP-45: a COUNT's filters, with those of the COUNTs already waiting or being counted,
+  /// within the budget one REQ may hold (`rate-limited:` past it): what COUNTs keep parsed in
+  /// memory is bounded as open subscriptions are.
   [[nodiscard]] std::optional<protocol::rejection>
   check_count(const std::vector<protocol::filter>& filters) const;
+
+  /// A COUNT was taken (it waits or is counted) / was answered: its filters' cost.
+  void count_taken(const filter_cost& cost) noexcept { counts_held_ += cost; }
+  void count_answered(const filter_cost& cost) noexcept { counts_held_ -= cost; }
 
   /// True if `id` is open under `generation` (a queued query is still wanted).
   [[nodiscard]] bool is_open(const std::string& id, std::uint64_t generation) const;
@@ -467,6 +473,7 @@ private:
   std::size_t withheld_ = 0;
   std::size_t dropped_live_ = 0;
   filter_cost held_; ///< summed over open subscriptions
+  filter_cost counts_held_; ///< summed over COUNTs waiting or being counted
   std::size_t held_live_ = 0;       ///< live events held for EOSE, summed over subscriptions
   std::size_t held_live_bytes_ = 0; ///< their JSON's bytes
   /// Forgets what `sub` holds for EOSE (it ends, is replaced, or reaches EOSE).

@@ -39,6 +39,7 @@ void on_count(connection_self self, protocol::count_message& message) {
     return refuse(self, sub, "rate-limited: too many queries at once, wait for answers");
   }
   drop_unindexed_tag_values(message.filters);
+  st.logic->count_taken(cost_of(message.filters)); // given back in on_counted, on the same filters
   ++st.waiting_counts;
   st.waiting_queries.emplace_back(history_request{self, st.args.policy.community_id, sub, 0,
                                                   std::move(message.filters), st.history, {}});
@@ -79,6 +80,7 @@ void on_counted(connection_self self, std::uint64_t ticket, const storage::count
   } else {
     send_frame(self, protocol::render_count(sub, result.count, result.approximate));
   }
+  st.logic->count_answered(cost_of(counting.request.filters));
   st.counts_in_flight.erase(it);
   finish(self);
 }

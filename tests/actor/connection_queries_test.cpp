@@ -60,7 +60,7 @@ TEST_CASE_METHOD(fixture, "a COUNT asks no more than one REQ may hold", "[actor]
   say(c, R"(["COUNT","n",{"#t":["a","b","c","d"]}])");
   CHECK(c.sink->take()
         == std::vector<std::string>{
-          R"x(["CLOSED","n","rate-limited: too many filter values in one COUNT (at most 3)"])x"});
+          R"x(["CLOSED","n","rate-limited: too many filter values in COUNTs under way (at most 3)"])x"});
   say(c, R"(["COUNT","n",{},{}])");
   CHECK(c.sink->take()
         == std::vector<std::string>{
@@ -106,6 +106,21 @@ connection_state& state_of(const fixture::client& c) {
 }
 
 } // namespace
+
+TEST_CASE_METHOD(fixture, "the COUNTs waiting or being counted ask no more together than one REQ may hold",
+                 "[actor][connection][bounds]") {
+  base_policy.max_filter_values = 3;
+  auto c = one_place_taken(*this);
+  say(c, R"(["COUNT","n",{"#t":["a","b"]}])");
+  say(c, R"(["COUNT","m",{"#t":["c","d"]}])");
+  CHECK(c.sink->take()
+        == std::vector<std::string>{
+          R"x(["CLOSED","m","rate-limited: too many filter values in COUNTs under way (at most 3)"])x"});
+  release_history(); // REQ "a" ends: "n" is counted and its place in the budget given back
+  CHECK(c.sink->take() == std::vector<std::string>{protocol::render_eose("a"), R"(["COUNT","n",{"count":0}])"});
+  say(c, R"(["COUNT","m",{"#t":["c","d"]}])");
+  CHECK(c.sink->take() == std::vector<std::string>{R"(["COUNT","m",{"count":0}])"});
+}
 
 TEST_CASE_METHOD(fixture, "a REQ closed or refused while it waits is not kept", "[actor][connection][bounds]") {
   auto c = one_place_taken(*this);

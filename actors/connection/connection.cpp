@@ -128,6 +128,12 @@ double frame_cost(frame_type type, std::size_t bytes, const connection_policy& p
   return cost;
 }
 
+double tag_rows_cost(const protocol::event& ev) noexcept {
+  const auto rows = std::count_if(ev.tags.begin(), ev.tags.end(),
+                                  [](const auto& tag) { return tag.size() >= 2 && tag[0].size() == 1; });
+  return static_cast<double>(rows) / indexed_tags_per_token;
+}
+
 filter_cost cost_of(const std::vector<protocol::filter>& filters) {
   filter_cost cost;
   for (const auto& f : filters) {
@@ -188,7 +194,7 @@ bool connection::must_leave() const {
 std::optional<rejection> connection::charge_event(double clock) {
   if (!events_rate_.try_take(clock))
     return rejection{reason::rate_limited, "slow down, too many events"};
-  if (events_in_flight_ >= policy_.max_events_in_flight)
+  if (weights_in_flight_.size() >= policy_.max_events_in_flight)
     return rejection{reason::rate_limited, "too many events awaiting storage"};
   return std::nullopt;
 }

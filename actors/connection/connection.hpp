@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string_view>
@@ -53,6 +54,10 @@ struct connection_policy {
   double event_rate = 50;
   double event_burst = 200;
   std::size_t max_events_in_flight = 256;
+  /// Their weight (storage_waiting_weight) at most: one connection's share of the pod's bound on
+  /// events waiting for the writers (max_storage_waiting_bytes, 256 MiB), which 256 events of
+  /// thousands of tags each would otherwise half fill.
+  std::int64_t max_storage_bytes_in_flight = 16 * 1024 * 1024;
   /// Live events held for a subscription while its history is still being read, and their
   /// bytes: events of up to a frame each, published while a long history is read, would
   /// otherwise pin gigabytes (the bytes bound the held events' share of memory).
@@ -89,6 +94,13 @@ enum class frame_type { event, req, count, close, auth, other };
 /// Tokens a frame takes from the connection's bucket: one, plus one per 16 KiB (parsing is paid
 /// by the byte), plus `auth_cost` for AUTH (a SHA-256 and a Schnorr verification).
 [[nodiscard]] double frame_cost(frame_type type, std::size_t bytes, const connection_policy& policy);
+
+/// Tag rows an event would add to the index, per frame token: its tags cost the writer far
+/// more than its bytes say (5,000 short tags fit in 65 KB), so an event pays for them too.
+inline constexpr double indexed_tags_per_token = 50;
+
+/// The frame tokens an event's indexed tags (single-letter, with a value) take beyond its bytes.
+[[nodiscard]] double tag_rows_cost(const protocol::event& ev) noexcept;
 
 /// What the filters of one subscription cost in the fan-out index.
 struct filter_cost {
@@ -260,15 +272,28 @@ public:
   /// The per-connection rate of events and the bound on those awaiting storage.
   [[nodiscard]] std::optional<protocol::rejection> charge_event(double clock);
 
-  /// Book-keeping of events sent to storage and not yet answered.
-  void event_sent() noexcept { ++events_in_flight_; }
+  /// Book-keeping of events sent to storage and not yet answered, and their weight: the one
+  /// writer of a connection answers its events in the order they were sent.
+  void event_sent(std::int64_t weight = 0) {
+    weights_in_flight_.push_back(weight);
+    storage_bytes_in_flight_ += weight;
+  }
 
   void event_answered() noexcept { events_answered(1); }
 
-  [[nodiscard]] std::size_t events_in_flight() const noexcept { return events_in_flight_; }
-
   void events_answered(std::size_t n) noexcept {
-    events_in_flight_ -= std::min(n, events_in_flight_);
+    for (; n > 0 && !weights_in_flight_.empty(); --n) {
+      storage_bytes_in_flight_ -= weights_in_flight_.front();
+      weights_in_flight_.pop_front();
+    }
+  }
+
+  [[nodiscard]] std::size_t events_in_flight() const noexcept { return weights_in_flight_.size(); }
+
+  /// Whether an event of `weight` more stays within this connection's share of the pod's
+  /// storage bound (max_storage_bytes_in_flight).
+  [[nodiscard]] bool storage_share_fits(std::int64_t weight) const noexcept {
+    return storage_bytes_in_flight_ + weight <= policy_.max_storage_bytes_in_flight;
   }
 
   /// Takes a frame's tokens from the connection's bucket, then from its address's; a refusal
@@ -468,7 +493,8 @@ private:
   std::optional<protocol::bytes32> admitted_as_; ///< admitted_as
   rate_limiter events_rate_;
   rate_limiter frames_rate_;
-  std::size_t events_in_flight_ = 0;
+  std::deque<std::int64_t> weights_in_flight_; ///< of the events sent to storage, oldest first
+  std::int64_t storage_bytes_in_flight_ = 0;
   std::size_t queries_in_flight_ = 0;
   std::size_t withheld_ = 0;
   std::size_t dropped_live_ = 0;

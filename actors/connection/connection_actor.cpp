@@ -179,9 +179,14 @@ void store_event(self_ptr self, std::shared_ptr<const protocol::event> ev,
     send_frame(self, protocol::render_ok(ev->id, false, "rate-limited: the relay is busy storing events; try again shortly"));
     return;
   }
+  if (!st.logic->storage_share_fits(weight)) {
+    bump(metrics.events_rejected);
+    send_frame(self, protocol::render_ok(ev->id, false, "rate-limited: too many events awaiting storage"));
+    return;
+  }
   bump(metrics.events_accepted);
   metrics.storage_waiting_bytes.fetch_add(weight, std::memory_order_relaxed);
-  st.logic->event_sent();
+  st.logic->event_sent(weight);
   ok_route route{st.args.sink, st.events_answered, protocol::to_hex(ev->id), weight};
   auto rooms = st.logic->admitted_rooms(*ev);
   const bool vanishes = ev->kind == protocol::vanish_kind;
@@ -285,14 +290,17 @@ constexpr std::size_t charged_before_parsing = 16 * 1024;
 
 using parse_result = protocol::result<protocol::client_message, protocol::frame_rejection>;
 
-/// Tokens a parsed frame takes: its size and type, and for a REQ for 28935 (it mints an invite,
-/// a database write on the one membership writer) as much again as an AUTH.
+/// Tokens a parsed frame takes: its size and type, for a REQ for 28935 (it mints an invite, a
+/// database write on the one membership writer) as much again as an AUTH, for an EVENT its
+/// indexed tags (tag_rows_cost).
 double cost_of_frame(self_ptr self, std::size_t bytes, const parse_result& parsed) {
   const auto& policy = self->state.args.policy;
   auto type = parsed ? type_of(parsed.value()) : frame_type::other;
   double cost = frame_cost(type, bytes, policy);
   if (type == frame_type::req && asks_for_invite(std::get<protocol::req_message>(parsed.value())))
     cost += policy.auth_cost;
+  if (type == frame_type::event)
+    cost += tag_rows_cost(std::get<protocol::event_message>(parsed.value()).ev);
   return cost;
 }
 

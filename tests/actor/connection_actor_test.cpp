@@ -68,6 +68,28 @@ TEST_CASE_METHOD(fixture, "events waiting for the pod's writers are bounded in b
   CHECK(store->held_writes.front().weight == weight); // what the writer gives back with the OK
 }
 
+TEST_CASE_METHOD(fixture, "one connection's events waiting for its writer are bounded in bytes, its share of the pod's bound",
+                 "[actor][connection][bounds]") {
+  store->hold_writes = true;
+  auto first = test::sign_event(alice, 1, "first");
+  auto second = test::sign_event(alice, 1, "second");
+  const auto weight = storage_waiting_weight(protocol::render_event_json(first), first);
+  base_policy.max_storage_bytes_in_flight = weight + weight / 2;
+  auto c = connect();
+  say(c, test::event_frame(first));
+  say(c, test::event_frame(second));
+  CHECK(store->store_calls == 1);
+  CHECK(c.sink->take() == std::vector<std::string>{ok_frame(second, false, "rate-limited: too many events awaiting storage")});
+  // The writer answers the first: its weight is given back, the second fits.
+  REQUIRE(store->held_writes.size() == 1);
+  const auto& route = store->held_writes.front();
+  route.sink->send(protocol::render_ok(route.event_id_hex, true, ""));
+  route.answered->fetch_add(1, std::memory_order_release);
+  say(c, test::event_frame(second));
+  CHECK(store->store_calls == 2);
+  CHECK(c.sink->take() == std::vector<std::string>{ok_frame(first, true, "")});
+}
+
 TEST_CASE_METHOD(fixture, "a forged EVENT is refused without touching storage", "[actor][connection]") {
   auto c = connect();
   auto ev = test::sign_event(alice, 1);

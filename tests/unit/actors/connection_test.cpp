@@ -64,6 +64,16 @@ TEST_CASE("expired, future and in-flight-bound events are refused", "[actors][co
   CHECK_FALSE(c.admit_event(fine, now, 1));
 }
 
+TEST_CASE("an event's indexed tags cost frame tokens beyond its bytes", "[actors][connection]") {
+  std::vector<protocol::tag> tags;
+  for (int i = 0; i < 100; ++i)
+    tags.push_back({"p", std::to_string(i)});
+  tags.push_back({"alt", "not indexed"});
+  tags.push_back({"t"}); // no value: no row
+  CHECK(actors::tag_rows_cost(test::sign_event(author, 1, "x", tags)) == 100 / actors::indexed_tags_per_token);
+  CHECK(actors::tag_rows_cost(test::sign_event(author, 1)) == 0);
+}
+
 TEST_CASE("history frames, EOSE, then held live events not already sent", "[actors][connection]") {
   connection c(connection_policy{}, "challenge");
   auto generation = c.open_subscription("s").value();

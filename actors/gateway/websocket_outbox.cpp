@@ -18,13 +18,19 @@
 namespace comb::actors {
 namespace asio = boost::asio;
 
+std::size_t websocket_outbox::pod_share(std::size_t max_pod_bytes, std::size_t max_connections) {
+  return std::clamp(max_pod_bytes / std::max<std::size_t>(max_connections, 1), min_pod_share, max_pod_share);
+}
+
 websocket_outbox::websocket_outbox(asio::any_io_executor strand, std::size_t max_bytes,
-                                   std::shared_ptr<relay_metrics> metrics, std::size_t max_pod_bytes)
+                                   std::shared_ptr<relay_metrics> metrics, std::size_t max_pod_bytes,
+                                   std::size_t pod_share)
   : strand_(strand),
     signal_(strand),
     max_bytes_(max_bytes),
     metrics_(std::move(metrics)),
-    max_pod_bytes_(max_pod_bytes) {}
+    max_pod_bytes_(max_pod_bytes),
+    pod_share_(pod_share) {}
 
 websocket_outbox::~websocket_outbox() {
   std::lock_guard lock(mutex_);
@@ -122,7 +128,7 @@ bool websocket_outbox::over_bound(std::size_t frame_bytes) const {
   // Past the pod's bound, the readers holding the most are cut first; small queues still grow,
   // so quick readers keep working while the slow ones are dropped.
   auto pod = static_cast<std::size_t>(std::max<std::int64_t>(0, metrics_->outbound_bytes.load(std::memory_order_relaxed)));
-  return pod + frame_bytes > max_pod_bytes_ && pending_bytes_ + frame_bytes >= pod_share_bytes;
+  return pod + frame_bytes > max_pod_bytes_ && pending_bytes_ + frame_bytes >= pod_share_;
 }
 
 void websocket_outbox::send(std::string frame) {

@@ -43,7 +43,9 @@ struct outbound_frame {
 /// (the socket's strand). Pending bytes count from `send` until the frame is written; a frame
 /// that would take them past `max_bytes` cuts the connection instead of growing the queue.
 /// The pending bytes of every outbox are summed in `relay_metrics::outbound_bytes`; past
-/// `max_pod_bytes` a connection that holds `pod_share_bytes` or more is cut the same way.
+/// `max_pod_bytes` a connection that holds `pod_share` or more is cut the same way (the pod's
+/// bound over its connections: a share of a whole MiB each let 10,000 queues pass the bound ten
+/// times over).
 /// Once `write_directly` is on, a thread that queues frames while the writer idles writes them
 /// itself: a reply or an OK then reaches the socket without waking the socket's thread, which
 /// was one of the thread hand-offs a REQ paid for.
@@ -52,11 +54,17 @@ struct outbound_frame {
 class websocket_outbox final : public frame_sink,
                                public std::enable_shared_from_this<websocket_outbox> {
 public:
-  static constexpr std::size_t pod_share_bytes = 1024 * 1024;
+  static constexpr std::size_t max_pod_share = 1024 * 1024;
+  static constexpr std::size_t min_pod_share = 64 * 1024;
+
+  /// What each connection may hold once the pod is past `max_pod_bytes`: that bound spread over
+  /// `max_connections`, within [min_pod_share, max_pod_share].
+  [[nodiscard]] static std::size_t pod_share(std::size_t max_pod_bytes, std::size_t max_connections);
 
   websocket_outbox(boost::asio::any_io_executor strand, std::size_t max_bytes,
                    std::shared_ptr<relay_metrics> metrics,
-                   std::size_t max_pod_bytes = static_cast<std::size_t>(-1));
+                   std::size_t max_pod_bytes = static_cast<std::size_t>(-1),
+                   std::size_t pod_share = max_pod_share);
   ~websocket_outbox() override;
 
   void send(std::string frame) override;
@@ -150,6 +158,7 @@ private:
   std::size_t max_bytes_;
   std::shared_ptr<relay_metrics> metrics_;
   std::size_t max_pod_bytes_;
+  std::size_t pod_share_;
   mutable std::mutex mutex_;
   std::deque<outbound_frame> queue_;
   std::size_t pending_bytes_ = 0;

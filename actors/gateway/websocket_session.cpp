@@ -139,9 +139,10 @@ websocket_session open_session(tcp_stream stream, gateway_context& context,
   auto executor = stream.get_executor();
   session.ws = std::make_shared<ws_stream>(std::move(stream));
   configure(*session.ws, context.settings);
-  session.outbox = std::make_shared<websocket_outbox>(executor, context.settings.max_outbound_bytes,
-                                                      context.metrics,
-                                                      context.settings.max_pod_outbound_bytes);
+  const auto& s = context.settings;
+  session.outbox = std::make_shared<websocket_outbox>(
+    executor, s.max_outbound_bytes, context.metrics, s.max_pod_outbound_bytes,
+    websocket_outbox::pod_share(s.max_pod_outbound_bytes, s.max_connections));
   // A reader past the bound is cut at once: closing the socket aborts the write that its full
   // buffer holds up, and with it the session.
   std::weak_ptr<ws_stream> weak_ws = session.ws;

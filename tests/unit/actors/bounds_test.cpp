@@ -388,6 +388,29 @@ TEST_CASE("past the pod's outbound bound, readers holding a share or more are cu
   io.poll();
 }
 
+TEST_CASE("past the pod's outbound bound, a reader's share is that bound over the pod's connections",
+          "[actors][outbox]") {
+  constexpr std::size_t kib = 1024;
+  CHECK(actors::websocket_outbox::pod_share(1024 * 1024 * kib, 10'000) == 107'374);
+  CHECK(actors::websocket_outbox::pod_share(1024 * 1024 * kib, 100) == actors::websocket_outbox::max_pod_share);
+  CHECK(actors::websocket_outbox::pod_share(16 * 1024 * kib, 10'000) == actors::websocket_outbox::min_pod_share);
+  boost::asio::io_context io;
+  auto metrics = std::make_shared<actors::relay_metrics>();
+  {
+    const std::size_t share = actors::websocket_outbox::pod_share(1000 * kib, 10);
+    REQUIRE(share == 100 * kib);
+    auto a = std::make_shared<actors::websocket_outbox>(boost::asio::make_strand(io), 64 * 1024 * kib, metrics, 1000 * kib, share);
+    auto b = std::make_shared<actors::websocket_outbox>(boost::asio::make_strand(io), 64 * 1024 * kib, metrics, 1000 * kib, share);
+    b->send(std::string(950 * kib, 'x'));
+    a->send(std::string(60 * kib, 'y')); // past the pod's bound, below its share: kept
+    CHECK_FALSE(a->closing());
+    a->send(std::string(60 * kib, 'y')); // 120 KiB, past its share of 100: cut
+    CHECK(a->closing() == actors::close_reason::slow_reader);
+  }
+  io.restart();
+  io.poll();
+}
+
 TEST_CASE("a live event frame that shares its JSON counts its whole length against the bound",
           "[actors][outbox]") {
   boost::asio::io_context io;

@@ -139,6 +139,7 @@ std::string relay_metrics::render() const {
   write(out, "comb_live_events_expired_total", "counter", "Live events that reached the fan-out after their NIP-40 expiration had passed (held by the bridge, or brought by a gap fill), not sent.", live_events_expired);
   write(out, "comb_live_events_dropped_total", "counter", "Live events dropped for a subscription still reading its history, past its bound of held events.", live_events_dropped);
   write(out, "comb_queries_skipped_total", "counter", "REQ and COUNT queries a reader dropped unread: their connection had closed.", queries_skipped);
+  write(out, "comb_history_too_long_total", "counter", "History replies ended because reading them took longer than three statement timeouts.", history_too_long);
   write(out, "comb_history_refused_busy_total", "counter", "History replies ended because every storage reader that may wait for a slow client already did.", history_refused_busy);
   write(out, "comb_invites_purged_total", "counter", "Expired invites deleted.", invites_purged);
   write(out, "comb_deletions_refused_total", "counter", "Deletion requests (kind 5) naming more targets than allowed.", deletions_refused);

@@ -141,6 +141,7 @@ struct relay_metrics {
   std::atomic<std::uint64_t> live_events_expired{0}; ///< reached the fan-out past their NIP-40 expiration
   std::atomic<std::uint64_t> queries_skipped{0};     ///< queries a reader dropped: their client had gone
   std::atomic<std::uint64_t> history_refused_busy{0}; ///< replies ended: every wait slot was taken
+  std::atomic<std::uint64_t> history_too_long{0}; ///< replies ended: reading them took past their deadline
   std::atomic<std::uint64_t> deletions_refused{0};   ///< kind 5 naming too many targets
   /// NIP-29 room requests by outcome (protocol::room_outcome), and room events withheld from a
   /// reader by the room's flags.

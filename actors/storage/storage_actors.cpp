@@ -225,14 +225,25 @@ bool wait_for_room(const history_flow& flow, std::size_t bytes, std::size_t budg
 /// Waits for room as wait_for_room does (counted as a wait), but only while the reply holds one
 /// of the pod's wait slots: with none free the reply is refused at once rather than holding
 /// another reader.
-enum class room { made, client_too_slow, client_behind, readers_busy };
+enum class room { made, client_too_slow, client_behind, readers_busy, took_too_long };
 
 /// One reply's pacing: its wait slot, whether it has sent anything yet, how long it has waited.
 struct reply_pacing {
   reply_wait_slot slot;
   bool sent_any = false;
   std::chrono::steady_clock::duration waited{};
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+
+  /// Time spent reading, not waiting for the client, past `limit`.
+  [[nodiscard]] bool read_past(std::chrono::milliseconds limit) const {
+    return std::chrono::steady_clock::now() - started - waited > limit;
+  }
 };
+
+std::chrono::milliseconds reading_limit(const reader_args& args) {
+  return std::chrono::milliseconds(args.max_reply_reading_ms > 0 ? args.max_reply_reading_ms
+                                                                 : 3 * std::uint64_t{args.statement_timeout_ms});
+}
 
 room make_room(const history_flow& flow, std::size_t bytes, std::size_t budget,
                std::chrono::milliseconds patience, reply_pacing& pacing, relay_metrics* metrics) {
@@ -257,6 +268,8 @@ std::string_view abandoned_because(room why) {
       return "error: history reply abandoned: too many clients are reading slowly; try again later";
     case room::client_behind:
       return "error: history reply refused: earlier replies are still unread";
+    case room::took_too_long:
+      return "error: history reply abandoned: it took too long to read; ask for less";
     default: return "error: history reply abandoned: the client did not read it in time";
   }
 }
@@ -273,11 +286,16 @@ void answer_history(caf::stateful_actor<reader_state>* self, const history_reque
   const std::size_t chunk_bytes = std::max<std::size_t>(budget / 16, 4096);
   const std::chrono::milliseconds patience(std::max<std::uint32_t>(s.args.statement_timeout_ms, 1000));
   relay_metrics* metrics = s.args.metrics.get();
+  const auto limit = reading_limit(s.args);
   room outcome = room::made;
   reply_pacing pacing{reply_wait_slot(s.args.waits.get(), s.args.index)};
   auto deliver = [&](storage::query_result chunk) {
     if (subscription_ended(request))
       return false; // nobody takes the rest
+    if (!chunk.last && pacing.read_past(limit)) {
+      outcome = room::took_too_long;
+      return false;
+    }
     std::size_t bytes = storage::bytes_of(chunk);
     if (request.flow) {
       outcome = make_room(*request.flow, bytes, budget, patience, pacing, metrics);
@@ -299,7 +317,9 @@ void answer_history(caf::stateful_actor<reader_state>* self, const history_reque
     return;
   if (outcome != room::made) {
     if (metrics)
-      bump(outcome == room::readers_busy ? metrics->history_refused_busy : metrics->history_abandoned);
+      bump(outcome == room::readers_busy    ? metrics->history_refused_busy
+           : outcome == room::took_too_long ? metrics->history_too_long
+                                            : metrics->history_abandoned);
     rest = storage::query_result{false, {}, std::string(abandoned_because(outcome))};
   }
   self->send(request.reply_to, history_atom_v, request.subscription_id, request.generation,

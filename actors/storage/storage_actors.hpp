@@ -80,6 +80,10 @@ struct reader_args {
   std::size_t index = 0; ///< this reader's place among the pod's readers
   /// The pod's event body cache (shared with the other readers and the writers); may be null.
   std::shared_ptr<storage::event_body_cache> bodies;
+  /// How long one reply may spend reading, its waits for the client aside (each page is one
+  /// statement, bounded by the statement timeout, but a reply may take many pages); 0: three
+  /// statement timeouts.
+  std::uint32_t max_reply_reading_ms = 0;
 };
 
 struct reader_state {

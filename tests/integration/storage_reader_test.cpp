@@ -23,7 +23,7 @@ namespace {
 struct paced_reader {
   static constexpr std::size_t budget = 64 * 1024;
 
-  paced_reader(test::store_fixture& f, int count) {
+  paced_reader(test::store_fixture& f, int count, std::uint32_t max_reply_reading_ms = 0) {
     config.set("logger.verbosity", caf::atom("quiet"));
     system.emplace(config);
     metrics = std::make_shared<relay_metrics>();
@@ -32,6 +32,7 @@ struct paced_reader {
     args.metrics = metrics;
     args.max_history_bytes = budget;
     args.statement_timeout_ms = 1000;
+    args.max_reply_reading_ms = max_reply_reading_ms;
     args.waits = std::make_shared<reader_waits>(2);
     test::author alice{21};
     for (int i = 0; i < count; ++i)
@@ -159,6 +160,23 @@ TEST_CASE_METHOD(test::store_fixture,
   CHECK(last.error == "error: history reply abandoned: the client did not read it in time");
   CHECK(took < std::chrono::seconds(15)); // three 1 s timeouts and the reads; all of it took 35 s
   CHECK(r.metrics->history_abandoned.load() == 1);
+}
+
+TEST_CASE_METHOD(test::store_fixture, "a reply that takes longer to read than its deadline is abandoned",
+                 "[integration][reader]") {
+  SECTION("within the deadline (three statement timeouts), a reply of 200 events is read whole") {
+    paced_reader r(*this, 200);
+    auto last = r.ask(community, nullptr).first;
+    CHECK(last.ok);
+    CHECK(r.metrics->history_too_long.load() == 0);
+  }
+  SECTION("past it, the reply ends with CLOSED error:") {
+    paced_reader r(*this, 200, 1);
+    auto last = r.ask(community, nullptr).first;
+    CHECK_FALSE(last.ok);
+    CHECK(last.error == "error: history reply abandoned: it took too long to read; ask for less");
+    CHECK(r.metrics->history_too_long.load() == 1);
+  }
 }
 
 TEST_CASE_METHOD(test::store_fixture, "a reader stops reading for a subscription that ended",

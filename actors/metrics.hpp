@@ -48,6 +48,9 @@ struct relay_metrics {
   std::atomic<std::uint64_t> access_notifications{0}; ///< LISTEN notifications received
   std::atomic<std::uint64_t> access_reloads{0};       ///< community states reloaded from Postgres
   std::atomic<std::uint64_t> access_rewinds{0};       ///< reloads because the database's version went back
+  /// How far the database's clock is ahead of the pod's, in ms (the access watcher measures it).
+  std::atomic<std::int64_t> database_clock_offset_ms{0};
+  std::atomic<bool> database_clock_known{false}; ///< measured at least once
   std::atomic<std::uint64_t> access_events_delivered{0}; ///< events of access changes read back
   std::atomic<std::uint64_t> messages_event{0};
   std::atomic<std::uint64_t> messages_req{0};

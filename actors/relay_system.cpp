@@ -425,9 +425,11 @@ int run_relay(const conf::relay_settings& configured) {
   // Not ready while Postgres is away: the LISTEN connection is the pod's probe of it.
   context->readiness = [&pod, metrics, listener](bool detailed) {
     auto problem = listener->problem();
-    if (problem.empty())
-      return pod.bridge->problem(*metrics);
-    return detailed ? problem : std::string("postgres unreachable");
+    if (!problem.empty())
+      return detailed ? problem : std::string("postgres unreachable");
+    if (auto clock = clock_problem(*metrics); !clock.empty())
+      return detailed ? clock : std::string("clock skew");
+    return pod.bridge->problem(*metrics);
   };
   metrics->scrape_extras = [&pod] {
     return pod.registry->render_member_counts() + pod.bridge->render_metrics()

@@ -47,6 +47,10 @@ inline constexpr std::size_t max_room_pins = 100;
 /// Room ids are at most this long (they become `d` tags and database keys).
 inline constexpr std::size_t max_room_id_bytes = 64;
 
+/// `h` tags one event may carry: every delivery reads its rooms, per subscription it reaches, so
+/// thousands of copies of `["h","_"]` would cost each of them a scan. Flotilla writes one.
+inline constexpr std::size_t max_rooms_per_event = 16;
+
 /// A 9000 may give a member at most this many roles.
 inline constexpr std::size_t max_roles_per_member = 8;
 

@@ -5,12 +5,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <limits>
 #include <spdlog/spdlog.h>
 
 #include "actors/community/stored_events.hpp"
 #include "storage/access_change.hpp"
 #include "storage/access_state.hpp"
+#include "storage/database_clock.hpp"
 
 namespace comb::actors {
 namespace {
@@ -242,7 +244,37 @@ void check_versions(self_ptr self) {
   }
 }
 
+/// The database's clock against the pod's, every clock_check_every checks: a pod whose clock
+/// drifted or jumped says so (a gauge, /readyz, a log line when it crosses the bound).
+void measure_clock(self_ptr self) {
+  auto& st = self->state;
+  if (st.ticks++ % clock_check_every != 0)
+    return;
+  auto offset = storage::database_clock_offset_ms(*st.connection);
+  if (!offset)
+    return;
+  st.args.metrics->database_clock_offset_ms.store(*offset, std::memory_order_relaxed);
+  st.args.metrics->database_clock_known.store(true, std::memory_order_relaxed);
+  const bool off = std::abs(*offset) > max_database_clock_offset_ms;
+  if (off && !st.clock_off)
+    spdlog::error("{}: other pods refuse its events past 60 s of skew; the pod says it is not ready"
+                  " until its clock is fixed (run NTP)", clock_problem(*st.args.metrics));
+  else if (!off && st.clock_off)
+    spdlog::info("this pod's clock is within {} ms of the database's again", std::abs(*offset));
+  st.clock_off = off;
+}
+
 } // namespace
+
+std::string clock_problem(const relay_metrics& metrics) {
+  if (!metrics.database_clock_known.load(std::memory_order_relaxed))
+    return {};
+  const auto offset = metrics.database_clock_offset_ms.load(std::memory_order_relaxed);
+  if (std::abs(offset) <= max_database_clock_offset_ms)
+    return {};
+  return "this pod's clock is " + std::to_string(std::abs(offset) / 1000) + " s "
+         + (offset > 0 ? "behind" : "ahead of") + " the database's";
+}
 
 caf::behavior access_watcher(caf::stateful_actor<access_watcher_state>* self,
                              access_watcher_args args) {
@@ -269,6 +301,7 @@ caf::behavior access_watcher(caf::stateful_actor<access_watcher_state>* self,
       else
         check_versions(self);
       retake_owed(self);
+      measure_clock(self);
       self->delayed_send(self, self->state.args.check_interval, tick_atom_v);
     },
   };

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cstdlib>
 #include <string>
 #include <thread>
 
+#include "storage/database_clock.hpp"
 #include "storage/pg_array.hpp"
 #include "support/pg_test_database.hpp"
 
@@ -447,4 +449,12 @@ TEST_CASE("exec switches the plan mode with its statement, mode after mode",
   REQUIRE(again.ok());
   REQUIRE(again.rows() == 1);
   CHECK(again.text(0, 0) == "force_generic_plan");
+}
+
+TEST_CASE("the database's clock offset is measured in ms, near zero on one machine",
+          "[integration][pg_connection]") {
+  storage::pg_connection c(test::admin_conninfo());
+  auto offset = storage::database_clock_offset_ms(c);
+  REQUIRE(offset);
+  CHECK(std::abs(*offset) < 1000);
 }

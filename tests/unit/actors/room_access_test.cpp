@@ -98,6 +98,12 @@ TEST_CASE("posts to rooms: unknown rooms, late events and restricted rooms are r
         == "restricted: only members of this room may post in it");
   CHECK(c.admit_event(test::sign_event(outsider, 9, "hi", {{"h", "open"}, {"h", "nowhere"}}), now, 21)->text()
         == "invalid: there is no room \"nowhere\" in this community");
+  // Each delivery reads an event's rooms: at most 16 h tags, even of the general chat.
+  std::vector<protocol::tag> many(17, protocol::tag{"h", "_"});
+  CHECK(c.admit_event(test::sign_event(outsider, 9, "hi", many), now, 22)->text()
+        == "invalid: an event names at most 16 rooms (h tags)");
+  many.pop_back();
+  CHECK_FALSE(c.admit_event(test::sign_event(outsider, 9, "hi", many), now, 23));
   CHECK_FALSE(c.admit_event(test::sign_event(member, 9, "hi", {{"h", "open"}, {"h", "locked"}}), now, 22));
   // A create names a room that does not exist yet; room requests are judged in their
   // transaction, and come only from a connection authenticated as their author.

@@ -47,6 +47,8 @@ struct pod_actors {
   /// Set when an actor the pod cannot serve without ended on its own (watch_vital_actors).
   std::shared_ptr<std::atomic<bool>> lost_vital = std::make_shared<std::atomic<bool>>(false);
   caf::actor vital_watch;
+  /// finish_writes ran (at a signal, before the io_context stopped).
+  std::atomic<bool> writes_finished{false};
 };
 
 /// How long connections have, once the pod is signalled, to be answered what they asked.
@@ -67,7 +69,7 @@ void watch_vital(caf::actor_system& system, pod_actors& pod);
 void close_connections(server& gateway);
 
 /// Once no connection is left: the writers commit and answer what they hold, and what they
-/// published reaches Redis (bridge_drain_wait). The io_context must still run.
+/// published reaches Redis (bridge_drain_wait). The io_context must still run. Once per pod.
 void finish_writes(caf::actor_system& system, pod_actors& pod);
 
 /// The last step: finish_writes if not done, then every actor is told to exit.

@@ -67,6 +67,8 @@ void close_connections(server& gateway) {
 }
 
 void finish_writes(caf::actor_system& system, pod_actors& pod) {
+  if (pod.writes_finished.exchange(true))
+    return;
   // From here on the actors' ends are expected: none of them is a reason to exit with 1.
   pod.stopping->store(true);
   caf::scoped_actor self{system};

@@ -427,8 +427,6 @@ int run_relay(const conf::relay_settings& configured) {
     auto problem = listener->problem();
     if (!problem.empty())
       return detailed ? problem : std::string("postgres unreachable");
-    if (auto clock = clock_problem(*metrics); !clock.empty())
-      return detailed ? clock : std::string("clock skew");
     return pod.bridge->problem(*metrics);
   };
   metrics->scrape_extras = [&pod] {
@@ -477,9 +475,16 @@ int run_relay(const conf::relay_settings& configured) {
 
   asio::signal_set signals(io, SIGINT, SIGTERM);
   watch_vital(system, pod);
-  signals.async_wait([&](const boost::system::error_code& ec, int signal) {
+  bool signalled = false; // on `io`'s thread only
+  std::function<void(const boost::system::error_code&, int)> on_signal;
+  on_signal = [&](const boost::system::error_code& ec, int signal) {
     if (ec)
       return;
+    if (std::exchange(signalled, true)) { // an operator who signals twice wants it gone now
+      spdlog::warn("signal {} again: exiting without finishing the drain", signal);
+      std::_Exit(1);
+    }
+    signals.async_wait(on_signal);
     spdlog::info("signal {}: answering what each connection asked, then closing it", signal);
     gateway.drain();
     metrics_port.stop();
@@ -491,7 +496,8 @@ int run_relay(const conf::relay_settings& configured) {
       listener->stop();
       io.stop();
     }).detach();
-  });
+  };
+  signals.async_wait(on_signal);
   std::vector<std::thread> threads;
   std::vector<asio::executor_work_guard<asio::io_context::executor_type>> keep_running;
   for (auto& extra : socket_contexts) {

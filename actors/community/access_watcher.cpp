@@ -245,7 +245,7 @@ void check_versions(self_ptr self) {
 }
 
 /// The database's clock against the pod's, every clock_check_every checks: a pod whose clock
-/// drifted or jumped says so (a gauge, /readyz, a log line when it crosses the bound).
+/// drifted or jumped says so (a gauge, and a log line when it crosses the bound).
 void measure_clock(self_ptr self) {
   auto& st = self->state;
   if (st.ticks++ % clock_check_every != 0)
@@ -257,8 +257,8 @@ void measure_clock(self_ptr self) {
   st.args.metrics->database_clock_known.store(true, std::memory_order_relaxed);
   const bool off = std::abs(*offset) > max_database_clock_offset_ms;
   if (off && !st.clock_off)
-    spdlog::error("{}: other pods refuse its events past 60 s of skew; the pod says it is not ready"
-                  " until its clock is fixed (run NTP)", clock_problem(*st.args.metrics));
+    spdlog::error("{}: other pods refuse its events past 60 s of skew between two pods (keep"
+                  " every clock in sync with NTP, the database's too)", clock_problem(*st.args.metrics));
   else if (!off && st.clock_off)
     spdlog::info("this pod's clock is within {} ms of the database's again", std::abs(*offset));
   st.clock_off = off;

@@ -28,18 +28,19 @@ struct access_watcher_args {
   std::shared_ptr<notice_inbox> notices = std::make_shared<notice_inbox>();
 };
 
-/// How far a pod's clock may be from the database's before it says it is not ready: other pods
+/// How far a pod's clock may be from the database's before the pod logs an error: other pods
 /// refuse its envelopes past 60 s of skew between two pods (storage::envelope_max_skew_ms), and
-/// every pod within 30 s of the one database keeps every pair within that. Purges and list times
-/// follow the database's clock; events' created_at windows and NIP-42 and NIP-98 times follow
-/// the pod's.
+/// every pod within 30 s of the one database keeps every pair within that. Not a readiness
+/// condition: a database whose own clock drifted would take every pod out of rotation at once,
+/// while pods that agree with each other deliver fine. Purges and list times follow the
+/// database's clock; events' created_at windows and NIP-42 and NIP-98 times follow the pod's.
 inline constexpr std::int64_t max_database_clock_offset_ms = 30'000;
 
 /// The access watcher measures the offset every this many version checks.
 inline constexpr unsigned clock_check_every = 10;
 
 /// "" while the pod's clock is within max_database_clock_offset_ms of the database's (or not
-/// measured yet); otherwise why the pod is not ready (for /readyz).
+/// measured yet); otherwise how far off it is (for the log).
 [[nodiscard]] std::string clock_problem(const relay_metrics& metrics);
 
 struct access_watcher_state {

@@ -126,9 +126,10 @@ bool websocket_outbox::over_bound(std::size_t frame_bytes) const {
   if (pending_bytes_ + frame_bytes > max_bytes_)
     return true;
   // Past the pod's bound, the readers holding the most are cut first; small queues still grow,
-  // so quick readers keep working while the slow ones are dropped.
+  // so quick readers keep working while the slow ones are dropped. An empty queue takes any
+  // frame: a quick reader is not cut for one large list or history chunk.
   auto pod = static_cast<std::size_t>(std::max<std::int64_t>(0, metrics_->outbound_bytes.load(std::memory_order_relaxed)));
-  return pod + frame_bytes > max_pod_bytes_ && pending_bytes_ + frame_bytes >= pod_share_;
+  return pod + frame_bytes > max_pod_bytes_ && pending_bytes_ > 0 && pending_bytes_ + frame_bytes >= pod_share_;
 }
 
 void websocket_outbox::send(std::string frame) {

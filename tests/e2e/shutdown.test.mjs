@@ -69,4 +69,27 @@ describe('stopping (SIGTERM)', () => {
       await dropDatabase(database)
     }
   })
+
+  it('a second signal during the drain exits at once', async () => {
+    const relay = await startRelay()
+    let lock = null
+    try {
+      const raw = await RawClient.open(relay)
+      lock = await holdTransaction(relay.database, 'LOCK TABLE events IN ACCESS EXCLUSIVE MODE')
+      const { sk } = keys()
+      raw.send(['EVENT', sign(sk, { content: 'keeps the drain waiting' })])
+      await pause(500)
+      relay.proc.kill('SIGTERM')
+      await pause(500)
+      assert.equal(raw.closeInfo, null, 'the drain did not wait for the event in flight')
+      const started = Date.now()
+      relay.proc.kill('SIGTERM')
+      assert.ok(await settlesWithin(relay.exited, 2000), 'no exit within 2 s of the second signal')
+      assert.deepEqual(await relay.exited, { code: 1, signal: null })
+      assert.ok(Date.now() - started < 2000)
+    } finally {
+      await lock?.release()
+      await relay.stop()
+    }
+  })
 })

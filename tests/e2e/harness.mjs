@@ -280,6 +280,15 @@ export function itStopsCleanly(ctx) {
 /** A nostr-tools Relay connected to `relay`. */
 export const toolsRelay = (relay) => within(Relay.connect(relay.url), 5000, 'nostr-tools connect')
 
+/** What nostr-tools' publish settles to: { ok, message }. */
+export async function publishWith(tools, event) {
+  try {
+    return { ok: true, message: await tools.publish(event) }
+  } catch (error) {
+    return { ok: false, message: error.message }
+  }
+}
+
 /** A WebSocket client that keeps every frame it receives, to be taken in order or by predicate. */
 export class RawClient {
   static open(relay, { headers = {}, url = relay.url, localAddress = undefined } = {}) {

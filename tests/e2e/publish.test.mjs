@@ -2,16 +2,7 @@
 // and the checks a relay makes before storing (expiration, created_at, rate).
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { withRelay, itStopsCleanly, toolsRelay, RawClient, keys, sign, now } from './harness.mjs'
-
-/** What nostr-tools' publish settles to: { ok, message }. */
-async function publishWith(tools, event) {
-  try {
-    return { ok: true, message: await tools.publish(event) }
-  } catch (error) {
-    return { ok: false, message: error.message }
-  }
-}
+import { withRelay, itStopsCleanly, toolsRelay, publishWith, RawClient, keys, sign, now } from './harness.mjs'
 
 describe('publish (nostr-tools)', () => {
   const ctx = withRelay()

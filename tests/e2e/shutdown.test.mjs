@@ -4,20 +4,11 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import {
-  startRelay, createDatabase, dropDatabase, holdTransaction, toolsRelay, RawClient, keys, sign,
+  startRelay, createDatabase, dropDatabase, holdTransaction, toolsRelay, publishWith, RawClient, keys, sign,
   settlesWithin,
 } from './harness.mjs'
 
 const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
-
-/** What nostr-tools' publish settles to: { ok, message }. */
-async function publishWith(tools, event) {
-  try {
-    return { ok: true, message: await tools.publish(event) }
-  } catch (error) {
-    return { ok: false, message: error.message }
-  }
-}
 
 describe('stopping (SIGTERM)', () => {
   it('answers the events whose commit was under way at the signal, refuses new work, then closes with 1001', async () => {

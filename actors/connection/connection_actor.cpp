@@ -267,8 +267,8 @@ frame_type type_of(const protocol::client_message& message) {
   }
 }
 
-/// The one reply to a refused frame (the rate limits, a pod stopping): OK for EVENT and AUTH,
-/// CLOSED for REQ and COUNT, NOTICE otherwise.
+/// The one reply to a frame refused by the rate limits: OK for EVENT and AUTH, CLOSED for REQ
+/// and COUNT, NOTICE otherwise.
 void refuse_frame(self_ptr self, const protocol::client_message& message,
                          const protocol::rejection& why) {
   std::visit(
@@ -341,10 +341,6 @@ void on_frame(self_ptr self, const std::string& text) {
     return;
   if (!parsed) {
     reply_to_rejected_frame(self, parsed.error());
-    return;
-  }
-  if (refused_while_draining(st, parsed.value())) {
-    refuse_frame(self, parsed.value(), draining_refusal());
     return;
   }
   std::visit(

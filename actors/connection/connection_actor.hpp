@@ -107,8 +107,6 @@ struct connection_state {
   std::unordered_map<std::uint64_t, count_in_flight> counts_in_flight;
   std::uint64_t next_count = 1;
   bool echo_expiry_scheduled = false;
-  /// The pod is stopping: no new EVENT, REQ or COUNT is taken (connection_drain.hpp).
-  bool draining = false;
   /// In the pod's queue of connections waiting for room at the readers (reader_waits); shared
   /// with the actor's end, which must then leave that queue.
   std::shared_ptr<bool> waiting_for_room = std::make_shared<bool>(false);

@@ -157,8 +157,8 @@ using resume_atom = caf::atom_constant<caf::atom("resume")>;
 inline constexpr resume_atom resume_atom_v{};
 using shutdown_atom = caf::atom_constant<caf::atom("shutdown")>;
 inline constexpr shutdown_atom shutdown_atom_v{};
-/// The pod is stopping: a connection answers what it was asked, takes nothing new and closes;
-/// the bridge answers it once everything sent to it before has gone to its transports.
+/// The pod is stopping: a connection closes once everything it was asked is answered; the
+/// bridge answers it once everything sent to it before has gone to its transports.
 using drain_atom = caf::atom_constant<caf::atom("drain")>;
 inline constexpr drain_atom drain_atom_v{};
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// How a pod stops. At a signal: no new socket, each connection answered what it asked before
-// (connection_drain.hpp) and closed with 1001, then the writers' last commits, then their events
+// How a pod stops. At a signal: no new socket, each connection closed with 1001 once answered
+// everything it asked (connection_drain.hpp), then the writers' last commits, then their events
 // to Redis, and only then the transports and the actors.
 #include "actors/pod_actors.hpp"
 

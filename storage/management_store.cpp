@@ -1,10 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "storage/management_store.hpp"
 
-#include "storage/event_lock.hpp"
-
 #include "protocol/kind_rules.hpp"
 #include "storage/access_change.hpp"
+#include "storage/event_lock.hpp"
 #include "storage/event_rows.hpp"
 #include "storage/pg_array.hpp"
 #include "storage/pg_connection.hpp"

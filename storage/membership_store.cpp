@@ -257,9 +257,8 @@ membership_write membership_store::apply_locked(std::int64_t community_id,
   const bool takes_away = plan.list_changed && takes_access(members, plan);
   const bool clock_behind = takes_away && newest_list_at - now > max_list_wait_seconds;
   if (plan.list_changed && newest_list_at >= now && !clock_behind) {
-    const bool ahead_allowed = takes_away;
-    if (!ahead_allowed || newest_list_at > now)
-      throw list_must_wait{ahead_allowed ? newest_list_at : newest_list_at + 1};
+    if (!takes_away || newest_list_at > now)
+      throw list_must_wait{takes_away ? newest_list_at : newest_list_at + 1};
   }
   // A member removed from a closed community may not post from this commit on: a batch that
   // read them as a member commits before it (bans take the lock in read_bans).

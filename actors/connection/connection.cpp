@@ -191,12 +191,24 @@ bool connection::must_leave() const {
   return closed_community() && (!authenticated_ || lost_access());
 }
 
+namespace {
+
+const rejection too_many_awaiting_storage{reason::rate_limited, "too many events awaiting storage"};
+
+} // namespace
+
 std::optional<rejection> connection::charge_event(double clock) {
   if (!events_rate_.try_take(clock))
     return rejection{reason::rate_limited, "slow down, too many events"};
   if (weights_in_flight_.size() >= policy_.max_events_in_flight)
-    return rejection{reason::rate_limited, "too many events awaiting storage"};
+    return too_many_awaiting_storage;
   return std::nullopt;
+}
+
+std::optional<rejection> connection::check_storage_share(std::int64_t weight) const {
+  if (weights_in_flight_.empty() || storage_bytes_in_flight_ + weight <= policy_.max_storage_bytes_in_flight)
+    return std::nullopt;
+  return too_many_awaiting_storage;
 }
 
 std::optional<rejection> connection::admit_vanish(const protocol::event& ev, std::int64_t now,

@@ -290,12 +290,10 @@ public:
 
   [[nodiscard]] std::size_t events_in_flight() const noexcept { return weights_in_flight_.size(); }
 
-  /// Whether an event of `weight` more stays within this connection's share of the pod's
-  /// storage bound (max_storage_bytes_in_flight); one alone always fits, however large the
-  /// settings let an event be.
-  [[nodiscard]] bool storage_share_fits(std::int64_t weight) const noexcept {
-    return weights_in_flight_.empty() || storage_bytes_in_flight_ + weight <= policy_.max_storage_bytes_in_flight;
-  }
+  /// Why an event of `weight` more would take this connection past its share of the pod's
+  /// storage bound (max_storage_bytes_in_flight), as charge_event says past the count; one
+  /// alone always fits, however large the settings let an event be.
+  [[nodiscard]] std::optional<protocol::rejection> check_storage_share(std::int64_t weight) const;
 
   /// Takes a frame's tokens from the connection's bucket, then from its address's; a refusal
   /// says `rate-limited:`. `clock` is a monotonic second count.

@@ -179,9 +179,9 @@ void store_event(self_ptr self, std::shared_ptr<const protocol::event> ev,
     send_frame(self, protocol::render_ok(ev->id, false, "rate-limited: the relay is busy storing events; try again shortly"));
     return;
   }
-  if (!st.logic->storage_share_fits(weight)) {
+  if (auto refused = st.logic->check_storage_share(weight)) {
     bump(metrics.events_rejected);
-    send_frame(self, protocol::render_ok(ev->id, false, "rate-limited: too many events awaiting storage"));
+    send_frame(self, protocol::render_ok(ev->id, false, refused->text()));
     return;
   }
   bump(metrics.events_accepted);
@@ -269,7 +269,7 @@ frame_type type_of(const protocol::client_message& message) {
 
 /// The one reply to a frame refused by the rate limits: OK for EVENT and AUTH, CLOSED for REQ
 /// and COUNT, NOTICE otherwise.
-void refuse_frame(self_ptr self, const protocol::client_message& message,
+void refuse_rate_limited(self_ptr self, const protocol::client_message& message,
                          const protocol::rejection& why) {
   std::visit(
     [self, &why](const auto& m) {
@@ -319,7 +319,7 @@ bool charge(self_ptr self, double cost, const parse_result& parsed) {
     return true;
   bump(st.args.metrics->frames_rate_limited);
   if (parsed)
-    refuse_frame(self, parsed.value(), *refused);
+    refuse_rate_limited(self, parsed.value(), *refused);
   else
     send_frame(self, protocol::render_notice(refused->text()));
   return false;

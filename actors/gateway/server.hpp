@@ -38,8 +38,8 @@ public:
   /// The port actually bound (useful when listening on port 0; the same on every address).
   [[nodiscard]] unsigned short port() const { return port_; }
 
-  /// Stops accepting; each connection answers what it was asked, refuses anything new, and
-  /// closes with 1001 (connection_drain.hpp). stop() closes those still open after that.
+  /// Stops accepting; each connection closes with 1001 once everything it was asked is
+  /// answered (connection_drain.hpp). stop() closes those still open after that.
   void drain();
 
   /// Stops accepting and closes every connection with 1001 after what is queued for it.

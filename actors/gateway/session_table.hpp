@@ -36,8 +36,8 @@ public:
   /// Tells every connection actor still alive to exit (the last step of a shutdown).
   void end_remaining_actors();
 
-  /// Refuses sessions from now on and tells every open one's actor to answer what it was asked
-  /// and close (drain_atom).
+  /// Refuses sessions from now on and tells every open one's actor to close once everything it
+  /// was asked is answered (drain_atom).
   void drain();
 
   /// Refuses sessions from now on and returns the open ones' outboxes, to close outside the lock.

@@ -15,7 +15,6 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include "actors/gateway/session_table.hpp"
-#include "actors/community/access_watcher.hpp"
 #include "actors/gateway/websocket_outbox.hpp"
 #include "actors/gateway/websocket_session.hpp"
 #include "actors/storage/reader_waits.hpp"
@@ -588,16 +587,3 @@ TEST_CASE("bytes handed to a connection actor leave the pod's count once handled
   actor_copy.reset();
   CHECK(metrics->inbound_frame_bytes.load() == 0);
 }
-
-TEST_CASE("a pod whose clock is more than 30 s off the database's says how far", "[actors][clock]") {
-  actors::relay_metrics metrics;
-  CHECK(actors::clock_problem(metrics).empty()); // not measured yet
-  metrics.database_clock_known = true;
-  metrics.database_clock_offset_ms = 29'000;
-  CHECK(actors::clock_problem(metrics).empty());
-  metrics.database_clock_offset_ms = 45'000;
-  CHECK(actors::clock_problem(metrics) == "this pod's clock is 45 s behind the database's");
-  metrics.database_clock_offset_ms = -90'500;
-  CHECK(actors::clock_problem(metrics) == "this pod's clock is 90 s ahead of the database's");
-}
-

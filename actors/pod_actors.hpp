@@ -49,12 +49,19 @@ struct pod_actors {
   caf::actor vital_watch;
   /// finish_writes ran (at a signal, before the io_context stopped).
   std::atomic<bool> writes_finished{false};
+  /// A writer had not finished within writers_finish_wait: the process cannot wait for the
+  /// actor system to end, so it exits at once after the rest has stopped.
+  std::atomic<bool> writers_abandoned{false};
 };
 
 /// How long connections have, once the pod is signalled, to be answered what they asked.
 inline constexpr std::chrono::seconds drain_grace{5};
 /// Then how long those still open have to take what is queued for them and the close.
 inline constexpr std::chrono::seconds close_grace{1};
+/// Then how long the writers have to commit and answer what they hold: a batch waiting out its
+/// 10 s lock_timeout fits, a statement stuck on a stalled disk does not. Every phase together
+/// stays under Kubernetes' default 30 s grace before SIGKILL.
+inline constexpr std::chrono::seconds writers_finish_wait{15};
 /// Then how long the writers' last events have to reach Redis.
 inline constexpr std::chrono::milliseconds bridge_drain_wait{2000};
 
@@ -64,6 +71,10 @@ inline constexpr std::chrono::milliseconds bridge_drain_wait{2000};
 /// Stops the pod (exit code 1) when an actor it cannot serve without ends while it runs.
 void watch_vital(caf::actor_system& system, pod_actors& pod);
 
+/// Waits until every one of `actors` has ended or `patience` passes; returns how many had not.
+[[nodiscard]] std::size_t wait_for_ends(caf::scoped_actor& self, const std::vector<caf::actor>& actors,
+                                        std::chrono::milliseconds patience);
+
 /// After gateway.drain(): waits up to drain_grace for every connection to be answered and
 /// close, then closes the rest (1001) and waits up to close_grace for them.
 void close_connections(server& gateway);
@@ -72,7 +83,8 @@ void close_connections(server& gateway);
 /// published reaches Redis (bridge_drain_wait). The io_context must still run. Once per pod.
 void finish_writes(caf::actor_system& system, pod_actors& pod);
 
-/// The last step: finish_writes if not done, then every actor is told to exit.
+/// The last step: finish_writes if not done, then every actor is told to exit. When a writer
+/// was abandoned, the process exits here with code 1.
 void stop_actors(caf::actor_system& system, pod_actors& pod);
 
 } // namespace comb::actors

@@ -5,6 +5,7 @@
 #include "actors/pod_actors.hpp"
 
 #include <csignal>
+#include <cstdlib>
 #include <spdlog/spdlog.h>
 #include <thread>
 
@@ -25,6 +26,20 @@ void wait_for_sessions(const server& gateway, std::chrono::seconds grace) {
 }
 
 } // namespace
+
+std::size_t wait_for_ends(caf::scoped_actor& self, const std::vector<caf::actor>& actors,
+                          std::chrono::milliseconds patience) {
+  for (const auto& actor : actors)
+    self->monitor(actor);
+  const auto deadline = std::chrono::steady_clock::now() + patience;
+  std::size_t left = actors.size();
+  for (bool late = false; left > 0 && !late;) {
+    auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    self->receive([&](const caf::down_msg&) { --left; },
+                  caf::after(std::max(remaining, std::chrono::milliseconds{0})) >> [&] { late = true; });
+  }
+  return left;
+}
 
 /// What the pod does when an actor it cannot serve without ends while it runs: it stops, once.
 std::function<void(const std::string&)> vital_loss(const pod_actors& pod) {
@@ -76,8 +91,13 @@ void finish_writes(caf::actor_system& system, pod_actors& pod) {
     self->send_exit(pod.vital_watch, caf::exit_reason::user_shutdown);
   for (const auto& writer : pod.writers)
     self->send(writer, shutdown_atom_v);
-  for (const auto& writer : pod.writers)
-    self->wait_for(writer);
+  if (auto unfinished = wait_for_ends(self, pod.writers, writers_finish_wait)) {
+    pod.writers_abandoned = true;
+    spdlog::error("stopping: {} storage writers were still committing {} s after they were told to "
+                  "finish; the pod exits without them (their clients are gone, and an uncommitted "
+                  "transaction stores nothing)",
+                  unfinished, writers_finish_wait.count());
+  }
   if (pod.bridge)
     pod.bridge->drain(self, bridge_drain_wait);
 }
@@ -101,6 +121,11 @@ void stop_actors(caf::actor_system& system, pod_actors& pod) {
   if (pod.registry)
     for (const auto& community : pod.registry->actors())
       self->send_exit(community, caf::exit_reason::user_shutdown);
+  if (pod.writers_abandoned) { // the actor system's end would wait for them forever
+    spdlog::error("stopped without the storage writers");
+    spdlog::default_logger()->flush();
+    std::_Exit(1);
+  }
 }
 
 } // namespace comb::actors

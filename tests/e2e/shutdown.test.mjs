@@ -60,6 +60,41 @@ describe('stopping (SIGTERM)', () => {
     }
   })
 
+  it('a writer stuck in a statement holds the stop only for its bounded wait, then the pod exits 1', async () => {
+    const relay = await startRelay()
+    let lock = null
+    let frozen = null
+    try {
+      const raw = await RawClient.open(relay)
+      lock = await holdTransaction(relay.database, 'LOCK TABLE events IN ACCESS EXCLUSIVE MODE')
+      const { sk } = keys()
+      raw.send(['EVENT', sign(sk, { content: 'its commit never returns' })])
+      // The writer's backend waits for the lock; frozen, it stays in its statement after the lock
+      // goes, as on a stalled disk (no lock_timeout, no socket error ever ends it).
+      for (let tries = 0; !frozen && tries < 50; ++tries) {
+        await pause(100)
+        const pid = (await relay.sql("SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")).trim()
+        if (pid) frozen = Number(pid)
+      }
+      assert.ok(frozen, 'no backend waited for the lock')
+      process.kill(frozen, 'SIGSTOP')
+      await lock.release()
+      lock = null
+      const started = Date.now()
+      relay.proc.kill('SIGTERM')
+      assert.ok(await settlesWithin(relay.exited, 40000), `no exit within 40 s of SIGTERM\n${relay.stderr()}`)
+      const ms = Date.now() - started
+      assert.deepEqual(await relay.exited, { code: 1, signal: null }, relay.stderr())
+      // drain 5 s + close 1 s + writers 15 s, under Kubernetes' default 30 s grace
+      assert.ok(ms >= 15000 && ms < 25000, `exit ${ms} ms after the signal\n${relay.stderr()}`)
+      assert.match(relay.stderr(), /storage writers were still committing/)
+    } finally {
+      if (frozen) process.kill(frozen, 'SIGCONT')
+      await lock?.release()
+      await relay.stop()
+    }
+  })
+
   it('a second signal during the drain exits at once', async () => {
     const relay = await startRelay()
     let lock = null

@@ -519,3 +519,39 @@ TEST_CASE("migration 37: deletions naming another author's event or key in eithe
   CHECK(f.deletions_left() == "0d,0e,0f");
   CHECK(scalar(f.c, "SELECT count(*) FROM events WHERE kind = 1") == "1");
 }
+
+TEST_CASE("migration 40: an event's tag rows go in one statement, found by their key",
+          "[integration][migrations]") {
+  test::fresh_database db;
+  storage::pg_connection c(db.conninfo());
+  REQUIRE_FALSE(storage::apply_migrations(c));
+  auto community = scalar(c, "INSERT INTO communities (host) VALUES ('x.example') RETURNING id");
+  // 3,000 events of three tag rows, and a follow list of 2,000 `p` tags sharing their values.
+  scalar(c, "INSERT INTO events (community_id, id, pubkey, created_at, kind, raw)"
+            " SELECT $1::bigint, int4send(g), '\\x02', g, 1,"
+            " '{\"tags\":[[\"e\",\"e' || g || '\"],[\"p\",\"p' || g || '\"],[\"t\",\"x\"]]}'"
+            " FROM generate_series(1, 3000) g RETURNING 1", {community});
+  scalar(c, "INSERT INTO event_tags SELECT $1::bigint, int4send(g), n, v || g, g, 1"
+            " FROM generate_series(1, 3000) g,"
+            " (VALUES ('e', 'e'), ('p', 'p'), ('t', 'x')) AS tags (n, v) RETURNING 1", {community});
+  scalar(c, "INSERT INTO events (community_id, id, pubkey, created_at, kind, raw)"
+            " SELECT $1::bigint, '\\xff', '\\x03', 7, 3, '{\"tags\":[' || string_agg("
+            "'[\"p\",\"p' || g || '\"]', ',') || ',[\"pp\",\"p1\"],[\"p\"]]}' FROM generate_series(1, 2000) g"
+            " RETURNING 1", {community});
+  scalar(c, "INSERT INTO event_tags SELECT $1::bigint, '\\xff', 'p', 'p' || g, 7, 3"
+            " FROM generate_series(1, 2000) g RETURNING 1", {community});
+  REQUIRE(c.exec("ANALYZE event_tags").ok());
+
+  const std::string seq_scans =
+    "SELECT seq_scan FROM pg_stat_xact_user_tables WHERE relname = 'event_tags'";
+  REQUIRE(c.exec("BEGIN").ok());
+  const std::string before = scalar(c, seq_scans);
+  scalar(c, "DELETE FROM events WHERE id = '\\xff' RETURNING 1");
+  // The planner itself probes the index (enable_seqscan is on): no scan of the table.
+  CHECK(scalar(c, seq_scans) == before);
+  REQUIRE(c.exec("COMMIT").ok());
+  CHECK(scalar(c, "SELECT count(*) FROM event_tags WHERE event_id = '\\xff'") == "0");
+  CHECK(scalar(c, "SELECT count(*) FROM event_tags") == "9000");
+  // The other events' rows of the same values (created at 1 to 3,000, the list at 7) stay.
+  CHECK(scalar(c, "SELECT count(*) FROM event_tags WHERE name = 'p' AND value = 'p7'") == "1");
+}

@@ -175,6 +175,13 @@ bool valid_room_id(std::string_view id) noexcept {
   return std::all_of(id.begin(), id.end(), [](char c) { return id_char(c) || c == '.'; });
 }
 
+std::optional<std::string> too_many_rooms(const event& ev) {
+  const auto room_tags = std::ranges::count_if(ev.tags, [](const auto& t) { return t.size() >= 2 && t[0] == "h"; });
+  if (static_cast<std::size_t>(room_tags) <= max_rooms_per_event)
+    return std::nullopt;
+  return "an event names at most " + std::to_string(max_rooms_per_event) + " rooms (h tags)";
+}
+
 const std::string* room_of(const event& ev) noexcept {
   return first_tag_value(ev, "h");
 }

@@ -8,6 +8,8 @@
 #include "protocol/room.hpp"
 
 namespace comb::storage {
+
+static_assert(protocol::max_rooms_per_event == 16, "msg_borrows_too_many_rooms names the bound");
 namespace {
 
 using protocol::deletion_kind;
@@ -161,8 +163,11 @@ private:
       auto thread_rooms = rooms_of_referents_here(w.community_id, referents);
       if (posting_checked(w) && posts_where_not_allowed(w, thread_rooms))
         return outcome(store_outcome::status::refused, msg_room_restricted);
-      if (!protocol::room_of(ev)) // one with rooms of its own is stored in those
+      if (!protocol::room_of(ev)) { // one with rooms of its own is stored in those
+        if (thread_rooms.size() > protocol::max_rooms_per_event)
+          return outcome(store_outcome::status::refused, msg_borrows_too_many_rooms);
         borrowed_rooms = std::move(thread_rooms);
+      }
     }
     if (ev.kind == deletion_kind && names_other_keys(w))
       return outcome(store_outcome::status::refused, msg_deletes_others);

@@ -159,6 +159,10 @@ inline constexpr const char* msg_not_member =
 inline constexpr const char* msg_room_deleted = "invalid: the room this event was posted to was deleted";
 inline constexpr const char* msg_vanished = "blocked: the author of this event asked this relay to delete their events";
 inline constexpr const char* msg_room_restricted = "restricted: only members of this room may post in it";
+/// An event without rooms of its own borrows its thread's; every delivery checks each of them
+/// for each subscription, so they are bounded as `h` tags are (protocol::max_rooms_per_event).
+inline constexpr const char* msg_borrows_too_many_rooms =
+  "invalid: the events this one names are in more than 16 rooms; name fewer";
 inline constexpr const char* msg_deletes_others = "invalid: a deletion may name only its author's events";
 inline constexpr const char* msg_deletion_not_kept =
   "info: deleted your events it names here; not kept, as it names events that are not yours here";

@@ -26,10 +26,8 @@ std::optional<rejection> connection::check_room_event(const protocol::event& ev,
     return std::nullopt;
   if (auto late = protocol::check_room_time(ev, now, policy_.room_late_seconds))
     return late;
-  const auto room_tags = std::ranges::count_if(ev.tags, [](const auto& t) { return t.size() >= 2 && t[0] == "h"; });
-  if (static_cast<std::size_t>(room_tags) > protocol::max_rooms_per_event)
-    return protocol::invalid("an event names at most " + std::to_string(protocol::max_rooms_per_event)
-                             + " rooms (h tags)");
+  if (auto too_many = protocol::too_many_rooms(ev))
+    return protocol::invalid(*too_many);
   if (ev.kind == protocol::room_create_kind || !policy_.members)
     return std::nullopt;
   // A deletion removes only its author's own events (checked where it is applied), and Flotilla

@@ -180,3 +180,21 @@ TEST_CASE("import takes the members and rooms of the relay named, never of whoev
   REQUIRE(rooms.size() == 1);
   CHECK(rooms[0].at("id").as_string() == "den");
 }
+
+TEST_CASE("an import refuses an event naming more than 16 rooms, as the relay does", "[cli][portability]") {
+  cli_fixture f;
+  auto owner = protocol::key_pair::generate();
+  auto alice = protocol::key_pair::generate();
+  f.admin_ok({"community", "create", "a.example", "--owner", npub(owner)});
+  std::vector<protocol::tag> rooms;
+  for (int i = 0; i < 17; ++i)
+    rooms.push_back({"h", "room" + std::to_string(i)});
+  auto path = file_in(f, "rooms.jsonl");
+  write_lines(path, {json_of(sign_event(alice, 1, "in seventeen rooms", rooms)),
+                     json_of(sign_event(alice, 1, "in one room", {{"h", "room0"}}))});
+  auto run = f.admin({"import", "a.example", "--in", path, "--json"});
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  CHECK(refused(run.json(), "too_many_rooms") == 1);
+  CHECK(count_of(run.json(), "stored") == 1);
+}

@@ -4,6 +4,7 @@
 
 #include "protocol/hex.hpp"
 #include "protocol/room.hpp"
+#include "storage/store_plan.hpp"
 #include "support/pg_test_database.hpp"
 #include "support/test_events.hpp"
 
@@ -107,4 +108,27 @@ TEST_CASE_METHOD(test::store_fixture,
   auto counted = events.count(community, {joins}, now, hiding);
   REQUIRE(counted.ok);
   CHECK(counted.count == 1);
+}
+
+TEST_CASE_METHOD(test::store_fixture, "an event borrows the rooms of at most 16 rooms' events",
+                 "[integration][event_store][rooms]") {
+  author alice{33}, bob{34};
+  std::vector<test::event_ptr> posts;
+  for (int i = 0; i <= 16; ++i) {
+    posts.push_back(alice.sign(9, now - 100 + i, {{"h", "room" + std::to_string(i)}}));
+    REQUIRE(store_one(events, community, posts.back()).result == status::stored);
+  }
+  auto report_of = [&](std::size_t count, std::int64_t at) {
+    std::vector<std::vector<std::string>> tags;
+    for (std::size_t i = 0; i < count; ++i)
+      tags.push_back({"e", protocol::to_hex(posts[i]->id)});
+    return bob.sign(1984, at, tags);
+  };
+  // Every live delivery checks each borrowed room for each subscription: 17 are refused.
+  test::check_outcome(store_one(events, community, report_of(17, now - 10)), status::refused,
+                      storage::msg_borrows_too_many_rooms);
+  auto sixteen = store_one(events, community, report_of(16, now - 9));
+  test::check_outcome(sixteen, status::stored, "");
+  REQUIRE(sixteen.borrowed_rooms);
+  CHECK(sixteen.borrowed_rooms->size() == 16);
 }

@@ -38,6 +38,13 @@ std::vector<storage::membership_command> add_commands(const std::vector<protocol
   return commands;
 }
 
+/// Of two versions, the later; at the same second, the lower id (NIP-01).
+bool newer_than(const protocol::event& candidate, std::int64_t kept_at, const protocol::bytes32& kept_id) {
+  if (candidate.created_at != kept_at)
+    return candidate.created_at > kept_at;
+  return candidate.id < kept_id;
+}
+
 std::size_t count_added(const storage::membership_write& write) {
   std::size_t added = 0;
   for (const auto& result : write.results)
@@ -48,17 +55,29 @@ std::size_t count_added(const storage::membership_write& write) {
 } // namespace
 
 bool newer_version(const protocol::event& candidate, const protocol::event& kept) {
-  if (candidate.created_at != kept.created_at)
-    return candidate.created_at > kept.created_at;
-  return candidate.id < kept.id;
+  return newer_than(candidate, kept.created_at, kept.id);
 }
 
 namespace {
 
+/// What is kept of each author's newest list: the file's lists are anyone's (any key may
+/// publish a 13534 to a relay that keeps any kind), so only the wanted author's is kept whole.
+struct list_seen {
+  std::int64_t created_at = 0;
+  protocol::bytes32 id{};
+  std::size_t members = 0;
+};
+
+struct lists_found {
+  std::map<protocol::bytes32, list_seen> newest; ///< every author's
+  std::optional<protocol::event> wanted;         ///< the wanted author's newest, whole
+};
+
 /// Each author's newest well-formed, correctly signed (unless the policy trusts the file) 13534
 /// in the file that the relay's time window lets in. Reads from where the file is.
-std::map<protocol::bytes32, protocol::event> newest_lists(std::FILE* file, const import_policy& policy) {
-  std::map<protocol::bytes32, protocol::event> newest;
+lists_found newest_lists(std::FILE* file, const import_policy& policy,
+                         const std::optional<protocol::bytes32>& author) {
+  lists_found found;
   const std::int64_t now = unix_now();
   jsonl_reader reader(file, policy.limits.max_message_bytes);
   jsonl_line line;
@@ -72,13 +91,14 @@ std::map<protocol::bytes32, protocol::event> newest_lists(std::FILE* file, const
       continue;
     if (policy.check_signatures && protocol::verify_event(ev.value()))
       continue;
-    auto kept = newest.find(ev->pubkey);
-    if (kept == newest.end())
-      newest.emplace(ev->pubkey, std::move(ev.value()));
-    else if (newer_version(ev.value(), kept->second))
-      kept->second = std::move(ev.value());
+    auto kept = found.newest.find(ev->pubkey);
+    if (kept != found.newest.end() && !newer_than(ev.value(), kept->second.created_at, kept->second.id))
+      continue;
+    found.newest[ev->pubkey] = {ev->created_at, ev->id, member_pubkeys(ev.value()).size()};
+    if (author && ev->pubkey == *author)
+      found.wanted = std::move(ev.value());
   }
-  return newest;
+  return found;
 }
 
 } // namespace
@@ -86,14 +106,13 @@ std::map<protocol::bytes32, protocol::event> newest_lists(std::FILE* file, const
 std::optional<protocol::event> relay_list(std::FILE* file, const import_policy& policy,
                                           const std::optional<protocol::bytes32>& author,
                                           std::string_view option, reporter& out) {
-  auto lists = newest_lists(file, policy);
-  if (author)
-    if (auto it = lists.find(*author); it != lists.end())
-      return std::move(it->second);
+  auto lists = newest_lists(file, policy, author);
+  if (lists.wanted)
+    return std::move(lists.wanted);
   std::string found;
-  for (const auto& [pubkey, list] : lists)
+  for (const auto& [pubkey, list] : lists.newest)
     found += "\n  " + npub_of(pubkey) + ": newest list at " + std::to_string(list.created_at) + ", "
-             + std::to_string(member_pubkeys(list).size()) + " members";
+             + std::to_string(list.members) + " members";
   std::string why = author ? "the file holds no valid 13534 list of " + npub_of(*author)
                            : "name the key of the relay that wrote the file (its NIP-11 self or"
                              " pubkey) with --list-author: anyone may publish a 13534 to a relay"

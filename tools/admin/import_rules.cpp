@@ -8,6 +8,7 @@
 #include "protocol/kind_rules.hpp"
 #include "protocol/nip42.hpp"
 #include "protocol/nip62.hpp"
+#include "protocol/room.hpp"
 
 namespace comb::admin {
 namespace {
@@ -64,6 +65,8 @@ std::optional<line_refusal> import_refusal(const protocol::event& ev, std::int64
     return refused("too_many_deletion_targets",
                    "a deletion may name at most " + std::to_string(policy.max_deletion_targets)
                      + " events");
+  if (auto too_many = protocol::too_many_rooms(ev))
+    return refused("too_many_rooms", *too_many);
   if (auto expires = protocol::expiration_of(ev); expires && *expires <= now)
     return refused("expired", "event has already expired");
   if (auto bad_time = protocol::check_created_at(ev, now, policy.created_at))

@@ -19,6 +19,17 @@ namespace {
 
 using self_ptr = caf::stateful_actor<access_watcher_state>*;
 
+/// The next turn of a reload of every community, or of a version check, between which the
+/// mailbox's notifications are served.
+using reload_turn_atom = caf::atom_constant<caf::atom("reloadturn")>;
+using check_turn_atom = caf::atom_constant<caf::atom("checkturn")>;
+constexpr reload_turn_atom reload_turn_atom_v{};
+constexpr check_turn_atom check_turn_atom_v{};
+
+/// Communities one turn reloads (about 8 round trips each): a pod serving thousands of them
+/// still answers a notification within a turn, not after all of them.
+constexpr std::size_t communities_per_turn = 32;
+
 /// How a reloaded state is to be taken: when newer than what the pod holds; also at the version
 /// it holds, unless the pod's own writes passed it (a LISTEN reconnect); whatever its version (a
 /// database that went back).
@@ -129,7 +140,8 @@ void on_notice(self_ptr self, const storage::access_notice& notice) {
   (void)catch_up(self, notice.community_id, notice.version);
 }
 
-void check_versions(self_ptr self);
+bool check_versions(self_ptr self);
+void queue_check_turn(self_ptr self);
 
 /// What the LISTEN connection left in the inbox since the last wake-up, each community once.
 void on_notices(self_ptr self) {
@@ -138,8 +150,8 @@ void on_notices(self_ptr self) {
   st.args.metrics->access_notifications.fetch_add(batch.received, std::memory_order_relaxed);
   for (const auto& notice : batch.notices)
     on_notice(self, notice);
-  if (batch.overflowed)
-    check_versions(self);
+  if (batch.overflowed && check_versions(self))
+    queue_check_turn(self);
 }
 
 /// The database holds an older state version of the community than this pod took from it:
@@ -192,15 +204,34 @@ bool take_again(self_ptr self, std::int64_t community_id) {
   return deliver(self, community_id, *community->members, *loaded, community->actor);
 }
 
+void queue_reload_turn(self_ptr self) {
+  if (!std::exchange(self->state.reload_turn_queued, true))
+    self->send(self, reload_turn_atom_v);
+}
+
+void queue_check_turn(self_ptr self) {
+  if (!std::exchange(self->state.check_turn_queued, true))
+    self->send(self, check_turn_atom_v);
+}
+
 /// The LISTEN connection came (back) up: notifications may have been lost meanwhile, and a
 /// failover's new primary may hold the very version this pod holds with other content, which
 /// no comparison of versions sees: every community's state is taken again at that version too.
 void reload_all(self_ptr self) {
-  self->state.reload_owed = true;
-  for (auto id : self->state.args.registry->community_ids())
-    if (!take_again(self, id))
-      return; // the database is away: the next check reloads again
-  self->state.reload_owed = false;
+  self->state.reload_left = self->state.args.registry->community_ids();
+  queue_reload_turn(self);
+}
+
+/// One turn of reload_all; the database away leaves the rest for the next check.
+void reload_turn(self_ptr self) {
+  auto& left = self->state.reload_left;
+  std::size_t taken = 0;
+  for (; taken < left.size() && taken < communities_per_turn; ++taken)
+    if (!take_again(self, left[taken]))
+      break;
+  left.erase(left.begin(), left.begin() + static_cast<std::ptrdiff_t>(taken));
+  if (!left.empty() && taken == communities_per_turn)
+    queue_reload_turn(self);
 }
 
 /// The retakes the community actors asked for again (retakes_owed); any the database cut short
@@ -211,13 +242,15 @@ void retake_owed(self_ptr self) {
     it = take_again(self, *it) ? owed.erase(it) : std::next(it);
 }
 
-/// The backup: communities whose version moved (or that are gone) without a notification.
-void check_versions(self_ptr self) {
+/// The backup: communities whose version moved (or that are gone) without a notification,
+/// communities_per_turn of them at most; true when more moved (the next turn finds them again,
+/// having taken these).
+bool check_versions(self_ptr self) {
   auto& st = self->state;
   auto ids = st.args.registry->community_ids();
   follow_registry(self, ids);
   if (ids.empty())
-    return;
+    return false;
   // What the pod holds, taken before the database is read: the pod's own writes move it on
   // meanwhile, and a version read before them is no sign of the database going back.
   std::vector<std::int64_t> held;
@@ -228,20 +261,25 @@ void check_versions(self_ptr self) {
   }
   auto versions = storage::load_versions(*st.connection, ids);
   if (!versions)
-    return;
+    return false;
+  std::size_t taken = 0;
   for (std::size_t i = 0; i < ids.size(); ++i) {
     const auto id = ids[i];
     auto it = versions->find(id);
+    const bool moved = it == versions->end() || it->second != held[i];
+    if (moved && taken++ == communities_per_turn)
+      return true;
     if (it == versions->end()) {
       if (!reload(self, id)) // gone
-        return;
+        return false;
     } else if (it->second < held[i]) {
       if (!rewind(self, id, it->second, held[i]))
-        return;
+        return false;
     } else if (!catch_up(self, id, it->second)) {
-      return;
+      return false;
     }
   }
+  return false;
 }
 
 /// The database's clock against the pod's, every clock_check_every checks: a pod whose clock
@@ -287,6 +325,15 @@ caf::behavior access_watcher(caf::stateful_actor<access_watcher_state>* self,
   return {
     [=](notice_atom) { on_notices(self); },
     [=](reload_atom) { reload_all(self); },
+    [=](reload_turn_atom) {
+      self->state.reload_turn_queued = false;
+      reload_turn(self);
+    },
+    [=](check_turn_atom) {
+      self->state.check_turn_queued = false;
+      if (check_versions(self))
+        queue_check_turn(self);
+    },
     // A retaken state was read before a write of the pod's own: read it again at the next
     // check, not at once (a write a failover lost keeps the pod ahead until the check rewinds).
     [=](retake_atom, std::int64_t community_id) { self->state.retakes_owed.insert(community_id); },
@@ -296,10 +343,12 @@ caf::behavior access_watcher(caf::stateful_actor<access_watcher_state>* self,
       (void)catch_up(self, community_id, version);
     },
     [=](tick_atom) {
-      if (self->state.reload_owed)
-        reload_all(self);
-      else
-        check_versions(self);
+      // Versions are compared during a reload too: what moved is taken at once, and a reload
+      // the database cut short resumes where it stopped.
+      if (check_versions(self))
+        queue_check_turn(self);
+      if (!self->state.reload_left.empty())
+        queue_reload_turn(self);
       retake_owed(self);
       measure_clock(self);
       self->delayed_send(self, self->state.args.check_interval, tick_atom_v);

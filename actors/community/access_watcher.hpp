@@ -49,10 +49,15 @@ struct access_watcher_state {
   /// Per served community: the state version through which the events its changes wrote were
   /// given to the local fan-out (one entry per community the registry serves).
   std::unordered_map<std::int64_t, std::int64_t> delivered;
-  /// A reload of every community was asked for (the LISTEN connection came up: the database
-  /// may be another, after a failover or a restore) and not finished: the next checks reload
-  /// rather than compare versions, which a database gone back can repeat with other content.
-  bool reload_owed = false;
+  /// Communities a reload of every community (the LISTEN connection came up: the database may
+  /// be another, after a failover or a restore) has still to take again, whatever their
+  /// version (a database gone back can repeat one with other content). Taken a turn at a time,
+  /// so notifications and version checks go on between turns; a turn the database cuts short
+  /// resumes at the next check, where it stopped.
+  std::vector<std::int64_t> reload_left;
+  bool reload_turn_queued = false;
+  /// More communities moved than one version check takes: the next turn is queued.
+  bool check_turn_queued = false;
   /// Communities whose retaken state was read before a write of the pod's own: read again at
   /// the next check, after the version check (which rewinds a pod whose write a failover lost).
   std::unordered_set<std::int64_t> retakes_owed;

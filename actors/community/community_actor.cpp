@@ -68,10 +68,12 @@ void revoke(self_ptr self, std::vector<protocol::bytes32> lost) {
                pubkey_list(std::move(lost)));
 }
 
-/// Members at a newer state version than the cache holds replace it.
+/// Members at a newer state version than the cache holds replace it. A community never changed
+/// stays at version 0, which the cache took when it was made: a state read at 0 that arrives
+/// after a newer one (a no-op write's roster, a reload a stray notification asked for) is old.
 void apply_members(self_ptr self, std::int64_t version, const std::vector<storage::member>& members) {
   auto& st = self->state;
-  if (version != 0 && version <= st.version)
+  if (version <= st.version)
     return;
   st.version = std::max(st.version, version);
   revoke(self, st.args.cache->replace(members));
@@ -81,7 +83,7 @@ void apply_members(self_ptr self, std::int64_t version, const std::vector<storag
 /// Rooms at a newer state version than the cache's rooms replace them.
 void apply_rooms(self_ptr self, std::int64_t version, const std::vector<protocol::room_state>& rooms) {
   auto& cache = *self->state.args.cache;
-  if (version != 0 && version <= cache.rooms_version())
+  if (version <= cache.rooms_version())
     return;
   cache.set_rooms(std::make_shared<const room_index>(rooms, cache.rooms().get()), version);
 }

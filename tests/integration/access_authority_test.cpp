@@ -481,3 +481,52 @@ TEST_CASE_METHOD(membership_fixture, "closing or archiving a community waits for
   CHECK(waits_for_a_batch([&] { archived = communities.set_archived(community, true); }));
   CHECK(archived == storage::lifecycle_result::changed);
 }
+
+TEST_CASE_METHOD(membership_fixture, "a reload of every community serves notifications between its turns",
+                 "[integration][authority]") {
+  // A pod serving many communities reloads all of them when its LISTEN connection comes back;
+  // a change meanwhile must not wait for the whole pass (tens of seconds at thousands).
+  actor_world world;
+  constexpr int served = 200;
+  std::vector<std::int64_t> ids;
+  for (int i = 0; i < served; ++i)
+    ids.push_back(std::stoll(scalar(connection, "INSERT INTO communities (host) VALUES ($1) RETURNING id",
+                                    {"c" + std::to_string(i) + ".example"})));
+  for (auto id : ids)
+    REQUIRE(world.registry->ensure(id, [&] { return storage::load_access(connection, id); }));
+  const auto changed = world.registry->community_ids().back(); // the pass's last
+  auto handle = world.registry->find(changed);
+  REQUIRE(handle);
+  auto notices = std::make_shared<actors::notice_inbox>();
+  auto watcher = world.spawn_detached(
+    actors::access_watcher,
+    actors::access_watcher_args{database.conninfo(), world.registry, world.idle, world.metrics,
+                                std::chrono::seconds(60), notices});
+  const auto newcomer = key_of(78);
+  (void)scalar(connection, "INSERT INTO members (community_id, pubkey, role) VALUES ($1::bigint, '\\x"
+                             + protocol::to_hex(newcomer) + "'::bytea, 'member') RETURNING 1",
+               {std::to_string(changed)});
+  const auto notice = std::to_string(changed) + " " + std::to_string(version_of(connection, changed));
+  const auto before = world.metrics->access_reloads.load();
+  caf::anon_send(watcher, actors::reload_atom_v);
+  // The notification comes once the pass is under way.
+  for (int i = 0; i < 5000 && world.metrics->access_reloads.load() - before < 3; ++i)
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  REQUIRE(notices->add(notice));
+  caf::anon_send(watcher, actors::notice_atom_v);
+  std::uint64_t reloads_when_seen = 0;
+  for (int i = 0; i < 10000 && !reloads_when_seen; ++i) {
+    if (handle->members->is_member(newcomer))
+      reloads_when_seen = world.metrics->access_reloads.load() - before;
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(500));
+  }
+  INFO("community states reloaded when the change was seen: " << reloads_when_seen);
+  REQUIRE(reloads_when_seen > 0);
+  CHECK(reloads_when_seen < served); // before the pass's end, not after it
+  // The pass still takes every community again (the notification's own reload is not needed
+  // when the pass took that community first).
+  for (int i = 0; i < 1000 && world.metrics->access_reloads.load() - before < served; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  CHECK(world.metrics->access_reloads.load() - before >= served);
+}

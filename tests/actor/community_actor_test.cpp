@@ -118,6 +118,20 @@ TEST_CASE_METHOD(fixture, "the database's state replaces the cache only when it 
   CHECK(cache->closed() == std::optional<bool>(true));
 }
 
+TEST_CASE_METHOD(fixture, "a state read at version 0 that arrives after a newer one is old too",
+                 "[actor][community]") {
+  // A community never changed is at version 0 (the cache's own): a state read then, whose
+  // delivery lagged behind the first change's reload, must not take the change back.
+  REQUIRE(cache->version() == 0);
+  caf::anon_send(community, refresh_atom_v, closed_state(2, {{key(3), storage::member_role::member}}));
+  scheduler->run();
+  REQUIRE(cache->is_member(key(3)));
+  caf::anon_send(community, refresh_atom_v, closed_state(0, {}));
+  scheduler->run();
+  CHECK(cache->version() == 2);
+  CHECK(cache->is_member(key(3)));
+}
+
 TEST_CASE_METHOD(fixture, "a rewound database's state replaces the cache whatever its version",
                  "[actor][community][access]") {
   auto state = closed_state(5, {{key(2), storage::member_role::member}, {key(3), storage::member_role::admin}});

@@ -104,7 +104,8 @@ std::optional<rejection> parse_field(std::string_view key, const json::value& v,
       out.limit = static_cast<std::uint32_t>(std::min<std::int64_t>(*n, limits.max_limit));
     return std::nullopt;
   }
-  return invalid("unsupported filter field");
+  // NIP-50 search and the like: a client that sends them learns this relay does not do them.
+  return rejection{reason::unsupported, "filter contains unknown elements"};
 }
 
 } // namespace

@@ -21,6 +21,11 @@ inline constexpr std::uint32_t room_creation_grant_kind = 19004;
 /// (9030-9032). Replaying one out of its moment (an import) would change members.
 [[nodiscard]] bool state_request_kind(std::uint32_t kind) noexcept;
 
+/// NIP-70: a repost (6, 16) whose content embeds another author's protected event (one with a
+/// `["-"]` tag), which relays should refuse: it would republish what its author kept to
+/// themselves. Content that is not an event is not looked into further.
+[[nodiscard]] bool reposts_protected_event(const event& ev);
+
 /// How many events (`e`) and addresses (`a`) a deletion (kind 5) names.
 [[nodiscard]] std::size_t deletion_targets(const event& ev) noexcept;
 

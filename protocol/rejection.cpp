@@ -23,6 +23,8 @@ std::string_view prefix_of(reason why) noexcept {
       return "error";
     case reason::info:
       return "info";
+    case reason::unsupported:
+      return "unsupported";
   }
   return "error";
 }

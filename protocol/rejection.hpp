@@ -17,6 +17,7 @@ enum class reason {
   pow,
   error,
   info,
+  unsupported, ///< a CLOSED for a filter this relay does not implement (NIP-01's own example)
 };
 
 /// The prefix as it appears on the wire, e.g. "rate-limited".

@@ -18,12 +18,18 @@ std::string render_relay_info(const relay_info& info) {
     {"max_limit", l.max_limit},
     {"max_subid_length", l.max_subscription_id_bytes},
     {"max_event_tags", l.max_tags_per_event},
-    {"max_content_length", l.max_content_bytes},
+    // NIP-11 counts characters; the bound is in bytes, and a character is at most 4 of them:
+    // what is published is what is always accepted.
+    {"max_content_length", l.max_content_bytes / 4},
+    // A filter without a limit gets this many (more only for ids and replaceable authors).
+    {"default_limit", l.max_limit},
     {"created_at_upper_limit", info.created_at_upper_seconds},
     {"auth_required", info.auth_required},
     {"restricted_writes", info.restricted_writes},
     {"payment_required", false},
   };
+  if (info.created_at_lower_seconds > 0)
+    limitation["created_at_lower_limit"] = info.created_at_lower_seconds;
   json::object document{
     {"name", info.name},
     {"description", info.description},

@@ -25,6 +25,8 @@ struct relay_info {
   std::vector<int> supported_nips;
   protocol_limits limits;
   std::int64_t created_at_upper_seconds = 900;
+  /// How far back created_at may be; 0 when not bounded (then not published).
+  std::int64_t created_at_lower_seconds = 0;
   bool auth_required = false;
   bool restricted_writes = false;
 };

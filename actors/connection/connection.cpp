@@ -260,6 +260,8 @@ std::optional<rejection> connection::admit_event(const protocol::event& ev, std:
     if (*authenticated_ != ev.pubkey)
       return rejection{reason::restricted, "this event may only be published by its author"};
   }
+  if (protocol::reposts_protected_event(ev))
+    return protocol::invalid("a repost may not embed another author's protected event (NIP-70)");
   if (author_not_admitted(ev) && !admits_zap(ev, now, clock) && !admits_gift_wrap(ev))
     return rejection{reason::restricted, "the author of this event is not a member of this community"};
   if (auto refused = check_room_event(ev, now))

@@ -120,6 +120,9 @@ std::optional<protocol::rejection> over_held_bounds(const connection_state& st,
 /// the invite is sent first, then the REQ proceeds as usual (28935 is never stored).
 void request_invite(connection_self self, protocol::req_message& message) {
   auto& st = self->state;
+  // The REQ replaces what its id named (NIP-01), whether it is refused or waits for its mint.
+  forget_waiting(st, message.subscription_id);
+  end_subscription(self, message.subscription_id);
   if (!st.logic->authenticated()) {
     send_frame(self, protocol::render_closed(message.subscription_id,
                                              "auth-required: authenticate to request an invite"));
@@ -187,7 +190,7 @@ void answer_req(connection_self self, protocol::req_message& message, bool may_w
   auto& st = self->state;
   if (auto refused = st.logic->may_read()) {
     if (!wait_for_auth(self, message, *refused, may_wait))
-      send_frame(self, protocol::render_closed(message.subscription_id, refused->text()));
+      refuse_subscription(self, message.subscription_id, *refused);
     return;
   }
   auto refused = st.logic->check_room_filters(message.filters);

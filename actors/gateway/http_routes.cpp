@@ -41,6 +41,7 @@ std::string relay_info_document(const gateway_context& context,
   info.supported_nips = {1, 9, 11, 29, 40, 42, 43, 45, 62, 70, 86, 98};
   info.limits = s.limits;
   info.created_at_upper_seconds = s.created_at.max_seconds_ahead;
+  info.created_at_lower_seconds = s.created_at.max_seconds_behind;
   info.auth_required = community.closed;
   info.restricted_writes = community.closed;
   return protocol::render_relay_info(info);
@@ -111,9 +112,14 @@ http_response community_route(const http_request& request, const gateway_context
   }
   if (request.target() != "/" || request.method() != http::verb::get)
     return text_response(request, http::status::not_found, "not found\n");
-  if (wants_relay_info(request))
-    return text_response(request, http::status::ok, relay_info_document(context, community),
-                         "application/nostr+json");
+  if (wants_relay_info(request)) {
+    auto response = text_response(request, http::status::ok, relay_info_document(context, community),
+                                  "application/nostr+json");
+    // NIP-11 asks for all three on the document itself, not only on a preflight.
+    response.set(http::field::access_control_allow_headers, "Authorization, Content-Type, Accept");
+    response.set(http::field::access_control_allow_methods, "GET, POST, OPTIONS");
+    return response;
+  }
   if (wants_html(request[http::field::accept])) {
     auto page = text_response(request, http::status::ok, page_of(context, community),
                               "text/html; charset=utf-8");

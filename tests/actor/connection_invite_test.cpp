@@ -146,3 +146,31 @@ TEST_CASE_METHOD(invite_fixture, "the pod has a bounded number of invite REQs wa
   run();
   CHECK(*invites_waiting == max_waiting_invites - 1);
 }
+
+TEST_CASE_METHOD(invite_fixture, "an invite REQ replaces the subscription of its id, refused or not",
+                 "[actor][connection][invites]") {
+  auto c = member(alice);
+  auto writer = connect();
+  say(c, R"(["REQ","s",{"kinds":[1]}])");
+  release_history();
+  REQUIRE(c.sink->take() == std::vector<std::string>{R"(["EOSE","s"])"});
+  // Refused (alice may not invite): CLOSED means the kind-1 subscription "s" ended too.
+  say(c, invite_req_named("s"));
+  CHECK(c.sink->take()
+        == std::vector<std::string>{
+          protocol::render_closed("s", "restricted: you may not create invites in this community")});
+  auto note = test::sign_event(bob, 1, "after the CLOSED");
+  say(writer, test::event_frame(note));
+  CHECK(writer.sink->take() == std::vector<std::string>{ok_frame(note, true, "")});
+  CHECK(c.sink->take().empty());
+  // Waiting for its mint: the old filters deliver nothing under "s" meanwhile.
+  say(c, R"(["REQ","s",{"kinds":[1]}])");
+  release_history();
+  REQUIRE(c.sink->take() == std::vector<std::string>{event_on("s", note), R"(["EOSE","s"])"});
+  base_policy.members->set_members_may_invite(true);
+  say(c, invite_req_named("s"));
+  REQUIRE(asked->size() == 1);
+  auto later = test::sign_event(bob, 1, "while the mint waits");
+  say(writer, test::event_frame(later));
+  CHECK(c.sink->take().empty());
+}

@@ -21,6 +21,8 @@ describe('NIP-11, hosts, NIP-42 and NIP-70', () => {
       assert.equal(res.status, 200)
       assert.match(res.headers['content-type'], /^application\/nostr\+json/)
       assert.equal(res.headers['access-control-allow-origin'], '*')
+      assert.match(res.headers['access-control-allow-headers'], /Accept/) // NIP-11: all three on the document
+      assert.match(res.headers['access-control-allow-methods'], /GET/)
       const doc = JSON.parse(res.body)
       assert.equal(doc.self, relay.pubkey, 'self is the printed relay key')
       assert.equal(doc.name, 'comb e2e')

@@ -111,6 +111,15 @@ TEST_CASE("filter parsing applies the limits it is given", "[protocol][filter]")
   CHECK(duplicate.value().tags.at(0).values == std::vector<std::string>{"c"});
 }
 
+TEST_CASE("a filter field this relay does not implement is unsupported, as NIP-01's example says",
+          "[protocol][filter]") {
+  for (const char* text : {R"({"kinds":[0],"search":"bob"})", R"({"#emoji":["x"]})"}) {
+    auto f = filter_from_json(json::parse(text), protocol_limits{});
+    REQUIRE_FALSE(f);
+    CHECK(f.error().text() == "unsupported: filter contains unknown elements");
+  }
+}
+
 TEST_CASE("a filter takes as many authors as a large community's members page loads", "[protocol][filter]") {
   auto authors_json = [](std::size_t count) {
     std::string list;

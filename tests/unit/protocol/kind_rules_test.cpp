@@ -25,3 +25,25 @@ TEST_CASE("deletion targets count e and a tags with a value", "[kinds]") {
   ev.tags = {{"e", "x"}, {"a", "1:2:3"}, {"e"}, {"p", "y"}, {"k", "1"}};
   CHECK(deletion_targets(ev) == 2);
 }
+
+TEST_CASE("a repost embedding another author's protected event is recognised (NIP-70)", "[protocol][nip70]") {
+  event repost;
+  repost.kind = 6;
+  repost.pubkey.fill(0xbb);
+  const std::string other(64, 'a');
+  repost.content = R"({"kind":1,"pubkey":")" + other + R"(","tags":[["-"]],"content":"mine only"})";
+  CHECK(reposts_protected_event(repost));
+  repost.kind = 16; // a generic repost
+  CHECK(reposts_protected_event(repost));
+  repost.kind = 1; // not a repost
+  CHECK_FALSE(reposts_protected_event(repost));
+  repost.kind = 6;
+  // Its author may repost it; an unprotected event, no content, or content that is no event pass.
+  repost.content = R"({"kind":1,"pubkey":")" + std::string(64, 'b') + R"(","tags":[["-"]]})";
+  CHECK_FALSE(reposts_protected_event(repost));
+  for (const char* content : {R"({"kind":1,"pubkey":"aa","tags":[["t","-"]]})", "", "not json", "[1,2]",
+                              R"({"tags":"-"})", R"({"tags":[[],5,[1]]})"}) {
+    repost.content = content;
+    CHECK_FALSE(reposts_protected_event(repost));
+  }
+}

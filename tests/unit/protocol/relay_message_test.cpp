@@ -49,4 +49,11 @@ TEST_CASE("the NIP-11 document names the relay key, NIPs and limits", "[protocol
   CHECK(doc.at("limitation").at("max_limit").to_number<int>() == 321);
   CHECK(doc.at("limitation").at("auth_required").as_bool());
   CHECK(doc.at("limitation").at("max_message_length").to_number<int>() == 1024 * 1024);
+  // Characters, as NIP-11 counts them: at most 4 bytes each always fit the byte bound.
+  CHECK(doc.at("limitation").at("max_content_length").to_number<std::size_t>() == info.limits.max_content_bytes / 4);
+  CHECK(doc.at("limitation").at("default_limit").to_number<int>() == 321);
+  CHECK_FALSE(doc.at("limitation").as_object().contains("created_at_lower_limit"));
+  info.created_at_lower_seconds = 86400;
+  auto bounded = boost::json::parse(render_relay_info(info)).as_object();
+  CHECK(bounded.at("limitation").at("created_at_lower_limit").to_number<int>() == 86400);
 }

@@ -59,8 +59,9 @@ inline constexpr std::chrono::seconds drain_grace{5};
 /// Then how long those still open have to take what is queued for them and the close.
 inline constexpr std::chrono::seconds close_grace{1};
 /// Then how long the writers have to commit and answer what they hold: a batch waiting out its
-/// 10 s lock_timeout fits, a statement stuck on a stalled disk does not. Every phase together
-/// stays under Kubernetes' default 30 s grace before SIGKILL.
+/// 10 s lock_timeout once fits; a statement stuck on a stalled disk, or a batch whose retry per
+/// community waits out the lock again, does not. Every phase together stays under Kubernetes'
+/// default 30 s grace before SIGKILL.
 inline constexpr std::chrono::seconds writers_finish_wait{15};
 /// Then how long the writers' last events have to reach Redis.
 inline constexpr std::chrono::milliseconds bridge_drain_wait{2000};

@@ -94,8 +94,8 @@ void finish_writes(caf::actor_system& system, pod_actors& pod) {
   if (auto unfinished = wait_for_ends(self, pod.writers, writers_finish_wait)) {
     pod.writers_abandoned = true;
     spdlog::error("stopping: {} storage writers were still committing {} s after they were told to "
-                  "finish; the pod exits without them (their clients are gone, and an uncommitted "
-                  "transaction stores nothing)",
+                  "finish; the pod exits without them (their clients are gone; a transaction stuck in its "
+                  "COMMIT may still commit, unpublished)",
                   unfinished, writers_finish_wait.count());
   }
   if (pod.bridge)

@@ -159,21 +159,30 @@ private:
     if (posts_where_not_allowed(w, own_rooms_checked(w)))
       return outcome(store_outcome::status::refused, msg_room_restricted);
     std::optional<std::vector<std::string>> borrowed_rooms;
+    bool too_many_rooms = false;
     if (auto referents = referents_read(w); !referents.empty()) {
       auto thread_rooms = rooms_of_referents_here(w.community_id, referents);
       if (posting_checked(w) && posts_where_not_allowed(w, thread_rooms))
         return outcome(store_outcome::status::refused, msg_room_restricted);
       if (!protocol::room_of(ev)) { // one with rooms of its own is stored in those
-        if (thread_rooms.size() > protocol::max_rooms_per_event)
+        too_many_rooms = thread_rooms.size() > protocol::max_rooms_per_event;
+        // A deletion is still carried out, only not kept: its author takes back what they
+        // posted, however many rooms it was in.
+        if (too_many_rooms && ev.kind != deletion_kind)
           return outcome(store_outcome::status::refused, msg_borrows_too_many_rooms);
-        borrowed_rooms = std::move(thread_rooms);
+        if (!too_many_rooms)
+          borrowed_rooms = std::move(thread_rooms);
       }
     }
     if (ev.kind == deletion_kind && names_other_keys(w))
       return outcome(store_outcome::status::refused, msg_deletes_others);
-    if (ev.kind == deletion_kind && names_ids_not_its_own(w)) {
-      apply_deletion(w);
-      return outcome(store_outcome::status::applied, msg_deletion_not_kept);
+    if (ev.kind == deletion_kind) {
+      const bool not_its_own = names_ids_not_its_own(w);
+      if (not_its_own || too_many_rooms) {
+        apply_deletion(w);
+        return outcome(store_outcome::status::applied,
+                       not_its_own ? msg_deletion_not_kept : msg_deletion_in_too_many_rooms);
+      }
     }
     // NIP-09: deleting a deletion has no effect, so a kind 5 is never refused as deleted.
     if (ev.kind != deletion_kind && state_.tombstones.contains(tombstone{key, ev.pubkey}))

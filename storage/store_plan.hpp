@@ -164,6 +164,8 @@ inline constexpr const char* msg_room_restricted = "restricted: only members of 
 inline constexpr const char* msg_borrows_too_many_rooms =
   "invalid: the events this one names are in more than 16 rooms; name fewer";
 inline constexpr const char* msg_deletes_others = "invalid: a deletion may name only its author's events";
+inline constexpr const char* msg_deletion_in_too_many_rooms =
+  "info: deleted your events it names here; not kept, as they are in more than 16 rooms";
 inline constexpr const char* msg_deletion_not_kept =
   "info: deleted your events it names here; not kept, as it names events that are not yours here";
 inline constexpr const char* msg_failed = "error: could not store the event, please retry";

@@ -48,6 +48,7 @@ std::optional<std::int64_t> reload(self_ptr self, std::int64_t community_id, tak
     return std::nullopt;
   bump(st.args.metrics->access_reloads);
   auto version = state->version;
+  st.loads_on_their_way[community_id] = version;
   bool deleted = !state->exists;
   switch (how) {
     case taking::newer: self->send(community->actor, refresh_atom_v, std::move(*state)); break;
@@ -177,9 +178,9 @@ bool rewind(self_ptr self, std::int64_t community_id, std::int64_t database_vers
 /// Communities this pod no longer serves leave the delivered versions; new ones start there.
 void follow_registry(self_ptr self, const std::vector<std::int64_t>& ids) {
   auto& st = self->state;
-  std::erase_if(st.delivered, [&](const auto& entry) {
-    return std::find(ids.begin(), ids.end(), entry.first) == ids.end();
-  });
+  const std::unordered_set<std::int64_t> served(ids.begin(), ids.end());
+  std::erase_if(st.delivered, [&](const auto& entry) { return !served.contains(entry.first); });
+  std::erase_if(st.loads_on_their_way, [&](const auto& entry) { return !served.contains(entry.first); });
   for (auto id : ids)
     if (auto community = st.args.registry->find(id))
       (void)delivered_through(self, id, *community->members);
@@ -266,6 +267,12 @@ bool check_versions(self_ptr self) {
   for (std::size_t i = 0; i < ids.size(); ++i) {
     const auto id = ids[i];
     auto it = versions->find(id);
+    if (auto sent = st.loads_on_their_way.find(id); sent != st.loads_on_their_way.end()) {
+      if (held[i] >= sent->second)
+        st.loads_on_their_way.erase(sent); // applied (or passed)
+      else if (it != versions->end() && it->second == sent->second)
+        continue; // the state of this version is in its actor's mailbox
+    }
     const bool moved = it == versions->end() || it->second != held[i];
     if (moved && taken++ == communities_per_turn)
       return true;

@@ -58,6 +58,10 @@ struct access_watcher_state {
   bool reload_turn_queued = false;
   /// More communities moved than one version check takes: the next turn is queued.
   bool check_turn_queued = false;
+  /// Per community, the version of a state reloaded and sent to its actor that the actor's
+  /// cache had not reached at the last check: the next turns, which follow at once, do not
+  /// reload it again while it is on its way.
+  std::unordered_map<std::int64_t, std::int64_t> loads_on_their_way;
   /// Communities whose retaken state was read before a write of the pod's own: read again at
   /// the next check, after the version check (which rewinds a pod whose write a failover lost).
   std::unordered_set<std::int64_t> retakes_owed;

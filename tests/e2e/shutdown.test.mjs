@@ -73,7 +73,8 @@ describe('stopping (SIGTERM)', () => {
       // goes, as on a stalled disk (no lock_timeout, no socket error ever ends it).
       for (let tries = 0; !frozen && tries < 50; ++tries) {
         await pause(100)
-        const pid = (await relay.sql("SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")).trim()
+        const pid = (await relay.sql("SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+          + " AND backend_type = 'client backend' AND query ILIKE '%events%' LIMIT 1")).trim()
         if (pid) frozen = Number(pid)
       }
       assert.ok(frozen, 'no backend waited for the lock')

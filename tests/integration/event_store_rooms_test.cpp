@@ -131,4 +131,12 @@ TEST_CASE_METHOD(test::store_fixture, "an event borrows the rooms of at most 16 
   test::check_outcome(sixteen, status::stored, "");
   REQUIRE(sixteen.borrowed_rooms);
   CHECK(sixteen.borrowed_rooms->size() == 16);
+  // A deletion of its author's posts in 17 rooms is carried out, only not kept.
+  std::vector<std::vector<std::string>> all;
+  for (const auto& post : posts)
+    all.push_back({"e", protocol::to_hex(post->id)});
+  test::check_outcome(store_one(events, community, alice.sign(5, now - 8, all)), status::applied,
+                      storage::msg_deletion_in_too_many_rooms);
+  CHECK(test::scalar(connection, "SELECT count(*) FROM events WHERE community_id = $1::bigint AND kind IN (5, 9)",
+                     {std::to_string(community)}) == "0");
 }

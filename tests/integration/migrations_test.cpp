@@ -182,6 +182,18 @@ void insert_tagged(storage::pg_connection& c, const std::string& community, cons
            {community, std::string(id), std::string(name), std::string(value)});
 }
 
+/// 3,000 events (created at 1 to 3,000) with three tag rows each (e, p and t), as the writer
+/// stores them.
+void insert_three_tag_events(storage::pg_connection& c, const std::string& community) {
+  scalar(c, "INSERT INTO events (community_id, id, pubkey, created_at, kind, raw)"
+            " SELECT $1::bigint, int4send(g), '\\x02', g, 1,"
+            " '{\"tags\":[[\"e\",\"e' || g || '\"],[\"p\",\"p' || g || '\"],[\"t\",\"x\"]]}'"
+            " FROM generate_series(1, 3000) g RETURNING 1", {community});
+  scalar(c, "INSERT INTO event_tags SELECT $1::bigint, int4send(g), n, v || g, g, 1"
+            " FROM generate_series(1, 3000) g,"
+            " (VALUES ('e', 'e'), ('p', 'p'), ('t', 'x')) AS tags (n, v) RETURNING 1", {community});
+}
+
 } // namespace
 
 TEST_CASE("migration 21: one index entry per tag row; an event's tags go by their values",
@@ -280,16 +292,8 @@ TEST_CASE("migration 22: deleting a community does not probe its events' tags on
   REQUIRE_FALSE(storage::apply_migrations(c));
   auto doomed = scalar(c, "INSERT INTO communities (host) VALUES ('doomed.example') RETURNING id");
   auto kept = scalar(c, "INSERT INTO communities (host) VALUES ('kept.example') RETURNING id");
-  // 3,000 events with three tag rows each, as the writer stores them.
-  for (const auto& community : {doomed, kept}) {
-    scalar(c, "INSERT INTO events (community_id, id, pubkey, created_at, kind, raw)"
-              " SELECT $1::bigint, int4send(g), '\\x02', g, 1,"
-              " '{\"tags\":[[\"e\",\"e' || g || '\"],[\"p\",\"p' || g || '\"],[\"t\",\"x\"]]}'"
-              " FROM generate_series(1, 3000) g RETURNING 1", {community});
-    scalar(c, "INSERT INTO event_tags SELECT $1::bigint, int4send(g), n, v || g, g, 1"
-              " FROM generate_series(1, 3000) g,"
-              " (VALUES ('e', 'e'), ('p', 'p'), ('t', 'x')) AS tags (n, v) RETURNING 1", {community});
-  }
+  for (const auto& community : {doomed, kept})
+    insert_three_tag_events(c, community);
   REQUIRE(scalar(c, "UPDATE event_tags SET value = 'x' WHERE name = 't' RETURNING 1") == "1");
   REQUIRE(scalar(c, "SELECT count(*) FROM event_tags") == "18000");
   REQUIRE(c.exec("ANALYZE events").ok());
@@ -527,13 +531,7 @@ TEST_CASE("migration 40: an event's tag rows go in one statement, found by their
   REQUIRE_FALSE(storage::apply_migrations(c));
   auto community = scalar(c, "INSERT INTO communities (host) VALUES ('x.example') RETURNING id");
   // 3,000 events of three tag rows, and a follow list of 2,000 `p` tags sharing their values.
-  scalar(c, "INSERT INTO events (community_id, id, pubkey, created_at, kind, raw)"
-            " SELECT $1::bigint, int4send(g), '\\x02', g, 1,"
-            " '{\"tags\":[[\"e\",\"e' || g || '\"],[\"p\",\"p' || g || '\"],[\"t\",\"x\"]]}'"
-            " FROM generate_series(1, 3000) g RETURNING 1", {community});
-  scalar(c, "INSERT INTO event_tags SELECT $1::bigint, int4send(g), n, v || g, g, 1"
-            " FROM generate_series(1, 3000) g,"
-            " (VALUES ('e', 'e'), ('p', 'p'), ('t', 'x')) AS tags (n, v) RETURNING 1", {community});
+  insert_three_tag_events(c, community);
   scalar(c, "INSERT INTO events (community_id, id, pubkey, created_at, kind, raw)"
             " SELECT $1::bigint, '\\xff', '\\x03', 7, 3, '{\"tags\":[' || string_agg("
             "'[\"p\",\"p' || g || '\"]', ',') || ',[\"pp\",\"p1\"],[\"p\"]]}' FROM generate_series(1, 2000) g"

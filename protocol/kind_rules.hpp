@@ -21,6 +21,15 @@ inline constexpr std::uint32_t room_creation_grant_kind = 19004;
 /// (9030-9032). Replaying one out of its moment (an import) would change members.
 [[nodiscard]] bool state_request_kind(std::uint32_t kind) noexcept;
 
+/// NIP-01's order of two versions of a replaceable or addressable event: whether the one created
+/// at `created_at` with `id` wins over the other; the later wins, in the same second the lower id.
+[[nodiscard]] constexpr bool wins_as_version(std::int64_t created_at, const bytes32& id,
+                                             std::int64_t other_created_at, const bytes32& other_id) noexcept {
+  if (created_at != other_created_at)
+    return created_at > other_created_at;
+  return id < other_id;
+}
+
 /// NIP-70: a repost (6, 16) whose content embeds another author's protected event (one with a
 /// `["-"]` tag), which relays should refuse: it would republish what its author kept to
 /// themselves. Content that is not an event is not looked into further.

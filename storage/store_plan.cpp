@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "protocol/hex.hpp"
+#include "protocol/kind_rules.hpp"
 #include "protocol/nip62.hpp"
 #include "protocol/room.hpp"
 
@@ -22,9 +23,7 @@ store_outcome outcome(store_outcome::status status, const char* message) {
 bool stored_version_wins(const stored_event& old,
                          const protocol::bytes32& old_id,
                          const protocol::event& incoming) {
-  if (old.created_at != incoming.created_at)
-    return old.created_at > incoming.created_at;
-  return old_id < incoming.id;
+  return protocol::wins_as_version(old.created_at, old_id, incoming.created_at, incoming.id);
 }
 
 /// The addresses a deletion's `a` tags name that are the author's own: all it may delete.

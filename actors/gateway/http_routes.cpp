@@ -100,13 +100,23 @@ http_response metrics_route(const http_request& request, const gateway_context& 
   return text_response(request, http::status::not_found, "not found\n");
 }
 
+namespace {
+
+/// Browsers may call NIP-86 and read NIP-11 from any page: "*" does not cover Authorization, so
+/// the headers are named (NIP-11 asks for them on the document itself too, not only on a
+/// preflight).
+void allow_cross_origin_calls(http_response& response) {
+  response.set(http::field::access_control_allow_headers, "Authorization, Content-Type, Accept");
+  response.set(http::field::access_control_allow_methods, "GET, POST, OPTIONS");
+}
+
+} // namespace
+
 http_response community_route(const http_request& request, const gateway_context& context,
                               const storage::community_row& community) {
   if (request.method() == http::verb::options) {
     auto response = text_response(request, http::status::no_content, "");
-    // NIP-86 from browsers: "*" does not cover Authorization, so the headers are named.
-    response.set(http::field::access_control_allow_headers, "Authorization, Content-Type, Accept");
-    response.set(http::field::access_control_allow_methods, "GET, POST, OPTIONS");
+    allow_cross_origin_calls(response);
     response.set(http::field::access_control_max_age, "86400");
     return response;
   }
@@ -115,9 +125,7 @@ http_response community_route(const http_request& request, const gateway_context
   if (wants_relay_info(request)) {
     auto response = text_response(request, http::status::ok, relay_info_document(context, community),
                                   "application/nostr+json");
-    // NIP-11 asks for all three on the document itself, not only on a preflight.
-    response.set(http::field::access_control_allow_headers, "Authorization, Content-Type, Accept");
-    response.set(http::field::access_control_allow_methods, "GET, POST, OPTIONS");
+    allow_cross_origin_calls(response);
     return response;
   }
   if (wants_html(request[http::field::accept])) {

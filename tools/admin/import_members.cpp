@@ -6,6 +6,7 @@
 #include "admin/jsonl_reader.hpp"
 #include "admin/live_push.hpp"
 #include "protocol/hex.hpp"
+#include "protocol/kind_rules.hpp"
 #include "storage/member_list.hpp"
 #include "storage/membership_store.hpp"
 
@@ -38,13 +39,6 @@ std::vector<storage::membership_command> add_commands(const std::vector<protocol
   return commands;
 }
 
-/// Of two versions, the later; at the same second, the lower id (NIP-01).
-bool newer_than(const protocol::event& candidate, std::int64_t kept_at, const protocol::bytes32& kept_id) {
-  if (candidate.created_at != kept_at)
-    return candidate.created_at > kept_at;
-  return candidate.id < kept_id;
-}
-
 std::size_t count_added(const storage::membership_write& write) {
   std::size_t added = 0;
   for (const auto& result : write.results)
@@ -55,7 +49,7 @@ std::size_t count_added(const storage::membership_write& write) {
 } // namespace
 
 bool newer_version(const protocol::event& candidate, const protocol::event& kept) {
-  return newer_than(candidate, kept.created_at, kept.id);
+  return protocol::wins_as_version(candidate.created_at, candidate.id, kept.created_at, kept.id);
 }
 
 namespace {
@@ -92,7 +86,7 @@ lists_found newest_lists(std::FILE* file, const import_policy& policy,
     if (policy.check_signatures && protocol::verify_event(ev.value()))
       continue;
     auto kept = found.newest.find(ev->pubkey);
-    if (kept != found.newest.end() && !newer_than(ev.value(), kept->second.created_at, kept->second.id))
+    if (kept != found.newest.end() && !protocol::wins_as_version(ev->created_at, ev->id, kept->second.created_at, kept->second.id))
       continue;
     found.newest[ev->pubkey] = {ev->created_at, ev->id, member_pubkeys(ev.value()).size()};
     if (author && ev->pubkey == *author)

@@ -311,6 +311,17 @@ std::shared_ptr<storage::pg_listener> start_listener(asio::io_context& io,
   return listener;
 }
 
+/// An io_context whose pending handlers can be destroyed before it is: socket coroutines still
+/// suspended at the end (an HTTP keep-alive, a client that never answered the close) refer to
+/// the server, the metrics listener and the counters, which are destroyed before the contexts.
+class pod_io_context : public asio::io_context {
+public:
+  using asio::io_context::io_context;
+  /// Every pending handler and suspended coroutine is destroyed; the context stays usable for
+  /// destructors (sockets, timers) until it goes.
+  void destroy_pending_handlers() { shutdown(); }
+};
+
 } // namespace
 
 std::optional<std::string> startup_problem(const conf::relay_settings& s) {
@@ -377,10 +388,10 @@ int run_relay(const conf::relay_settings& configured) {
   // handed its lock and its epoll wait back and forth, about ten context switches per REQ
   // (docs/benchmarks.md, "REQ: one io_context per I/O thread"). `io` also runs the listeners,
   // the LISTEN connection and the signals; sockets go to every context in turn.
-  asio::io_context io(1);
-  std::vector<std::unique_ptr<asio::io_context>> socket_contexts;
+  pod_io_context io(1);
+  std::vector<std::unique_ptr<pod_io_context>> socket_contexts;
   for (unsigned i = 1; i < s.io_threads; ++i)
-    socket_contexts.push_back(std::make_unique<asio::io_context>(1));
+    socket_contexts.push_back(std::make_unique<pod_io_context>(1));
   // Bound before the database is touched: a busy port creates no community, and with port 0
   // the community's aliases name the port the system picked.
   std::vector<asio::ip::tcp::acceptor> acceptors;
@@ -512,7 +523,11 @@ int run_relay(const conf::relay_settings& configured) {
   for (auto& t : threads)
     t.join();
   pod.registry->hooks()->set(nullptr, nullptr, nullptr); // the server goes away with this scope
+  pod.close_community->set(nullptr);
   gateway.end_remaining_actors();
+  for (auto& extra : socket_contexts)
+    extra->destroy_pending_handlers();
+  io.destroy_pending_handlers();
   stop_actors(system, pod);
   spdlog::info("stopped");
   return pod.lost_vital->load() ? 1 : 0;

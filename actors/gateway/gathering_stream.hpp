@@ -17,6 +17,8 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/beast/core/buffer_traits.hpp>
+#include <boost/beast/core/buffers_suffix.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/websocket/stream.hpp>
 #include <boost/beast/websocket/teardown.hpp>
@@ -102,11 +104,24 @@ public:
     closed_ = true;
   }
 
+  /// The stream and its socket are destroyed: a write still waiting for the gate (Beast's
+  /// keep-alive ping, which nothing owning the stream waits for) must not touch them. Both are
+  /// destroyed on the socket's strand, where such a write runs.
+  void mark_stream_gone() {
+    std::lock_guard lock(mutex_);
+    stream_gone_ = true;
+  }
+  [[nodiscard]] bool stream_gone() const {
+    std::lock_guard lock(mutex_);
+    return stream_gone_;
+  }
+
 private:
   boost::asio::any_io_executor strand_;
   mutable std::mutex mutex_;
   bool busy_ = false;
   bool closed_ = false;
+  bool stream_gone_ = false;
   std::size_t waits_ = 0;
   std::size_t found_busy_ = 0;
   std::size_t waiting_ = 0;
@@ -125,6 +140,12 @@ public:
   explicit gathering_stream(next_layer_type stream)
     : stream_(std::move(stream)),
       gate_(std::make_shared<socket_write_gate>(stream_.get_executor())) {}
+  gathering_stream(gathering_stream&&) = default;
+  gathering_stream& operator=(gathering_stream&&) = delete;
+  ~gathering_stream() {
+    if (gate_)
+      gate_->mark_stream_gone();
+  }
 
   executor_type get_executor() noexcept { return stream_.get_executor(); }
   next_layer_type& next_layer() noexcept { return stream_; }
@@ -162,10 +183,29 @@ private:
     co_await gate->enter();
     if (starts_close_frame(bytes))
       gate->mark_closed();
-    auto done = co_await boost::asio::async_write(socket, bytes,
-                                                  boost::asio::as_tuple(boost::asio::use_awaitable));
+    auto done = co_await write_while_stream_lives(*gate, socket, bytes);
     gate->leave();
     co_return done;
+  }
+
+  /// Written a piece at a time, not with asio::async_write: the stream may be destroyed while a
+  /// piece is on its way (its write then ends aborted), and each next piece looks first.
+  template <class ConstBuffers>
+  static boost::asio::awaitable<std::tuple<boost::system::error_code, std::size_t>>
+  write_while_stream_lives(const socket_write_gate& gate, boost::asio::ip::tcp::socket& socket,
+                           const ConstBuffers& bytes) {
+    boost::beast::buffers_suffix<ConstBuffers> rest(bytes);
+    std::size_t written = 0;
+    while (boost::beast::buffer_bytes(rest) > 0) {
+      if (gate.stream_gone())
+        co_return std::tuple{boost::system::error_code(boost::asio::error::operation_aborted), written};
+      auto [ec, n] = co_await socket.async_write_some(rest, boost::asio::as_tuple(boost::asio::use_awaitable));
+      written += n;
+      if (ec)
+        co_return std::tuple{ec, written};
+      rest.consume(n);
+    }
+    co_return std::tuple{boost::system::error_code(), written};
   }
 
   /// A server's close frame starts with FIN + opcode 8; the handshake reply starts with "HTTP".

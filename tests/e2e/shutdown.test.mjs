@@ -3,6 +3,8 @@
 // during the stop is never left without its OK.
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
+import net from 'node:net'
+import { once } from 'node:events'
 import {
   startRelay, createDatabase, dropDatabase, holdTransaction, toolsRelay, publishWith, RawClient, keys, sign,
   settlesWithin,
@@ -92,6 +94,33 @@ describe('stopping (SIGTERM)', () => {
     } finally {
       if (frozen) process.kill(frozen, 'SIGCONT')
       await lock?.release()
+      await relay.stop()
+    }
+  })
+
+  it('sockets that never close by themselves (an HTTP keep-alive, a client ignoring the close) end with the pod, which exits 0', async () => {
+    // Their coroutines are still suspended when the I/O threads stop: they are destroyed while
+    // the server and the counters they refer to live (an ASan build checks the order).
+    const relay = await startRelay()
+    let http = null
+    try {
+      http = net.connect(relay.port, '127.0.0.1')
+      await once(http, 'connect')
+      let answer = ''
+      http.on('data', (chunk) => { answer += chunk.toString() })
+      http.write(`GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:${relay.port}\r\nConnection: keep-alive\r\n\r\n`)
+      for (let tries = 0; !answer.includes('\r\n\r\n') && tries < 50; ++tries) await pause(100)
+      assert.match(answer, /^HTTP\/1\.1 200/)
+      const deaf = await RawClient.open(relay)
+      deaf.ws._socket.pause() // reads nothing more: the relay's close frame is never answered
+      const started = Date.now()
+      relay.proc.kill('SIGTERM')
+      assert.ok(await settlesWithin(relay.exited, 15000), `no exit within 15 s of SIGTERM\n${relay.stderr()}`)
+      assert.deepEqual(await relay.exited, { code: 0, signal: null }, relay.stderr())
+      assert.ok(Date.now() - started < 15000)
+      assert.match(relay.stderr(), /stopped/)
+    } finally {
+      http?.destroy()
       await relay.stop()
     }
   })

@@ -4,6 +4,7 @@
 // corrupting either, and the close code still reaches the client.
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <memory>
 #include <optional>
 #include <string>
@@ -369,4 +370,36 @@ TEST_CASE("frames queued from another thread arrive whole and in order, written 
   CHECK(run.received == mixed.expected);
   CHECK(run.direct_writes > 0);
   CHECK(run.reason.code == static_cast<std::uint16_t>(close_reason::going_away));
+}
+
+TEST_CASE("a Beast write waiting at the gate when its stream is destroyed ends aborted, touching nothing",
+          "[gateway][websocket]") {
+  // Beast's keep-alive ping is the one write nothing owning the stream waits for: behind a
+  // relay write held up by a full socket, it can outlive the session that closed the socket.
+  asio::io_context io(1);
+  tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+  tcp::socket client(io);
+  client.connect(acceptor.local_endpoint());
+  auto stream = std::make_unique<gathering_stream>(beast::tcp_stream(acceptor.accept()));
+  auto gate = stream->gate();
+  REQUIRE(gate->try_enter()); // the relay's writer holds the socket
+  const std::string ping("\x89\x00", 2);
+  std::optional<boost::system::error_code> ended;
+  std::size_t written = 99;
+  stream->async_write_some(asio::buffer(ping), [&](boost::system::error_code ec, std::size_t n) {
+    ended = ec;
+    written = n;
+  });
+  io.poll(); // the write now waits for the gate
+  REQUIRE_FALSE(ended);
+  stream.reset(); // the session ended and took its stream with it
+  gate->leave();
+  io.run_for(std::chrono::seconds(5));
+  REQUIRE(ended);
+  CHECK(*ended == asio::error::operation_aborted);
+  CHECK(written == 0);
+  client.non_blocking(true);
+  std::array<char, 8> got{};
+  boost::system::error_code read_ec;
+  CHECK(client.read_some(asio::buffer(got), read_ec) == 0); // the peer saw the close, no ping
 }

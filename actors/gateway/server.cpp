@@ -107,6 +107,17 @@ bool out_of_resources(const boost::system::error_code& ec) {
 
 
 
+/// Completion of a socket's coroutines: an exception that escaped one ends only that socket.
+void log_escaped_exception(std::exception_ptr error) {
+  if (!error)
+    return;
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    spdlog::warn("session ended by exception: {}", e.what());
+  }
+}
+
 } // namespace
 
 /// Keeps a session in the server's table for as long as it lives.
@@ -212,15 +223,7 @@ asio::awaitable<void> server::accept_loop(tcp::acceptor& acceptor) {
     boost::system::error_code no_delay_failed; // a socket without it still works, just slower
     socket.set_option(tcp::no_delay(true), no_delay_failed);
     auto executor = socket.get_executor();
-    asio::co_spawn(executor, serve(std::move(socket)), [](std::exception_ptr error) {
-      if (!error)
-        return;
-      try {
-        std::rethrow_exception(error);
-      } catch (const std::exception& e) {
-        spdlog::warn("session ended by exception: {}", e.what());
-      }
-    });
+    asio::co_spawn(executor, serve(std::move(socket)), log_escaped_exception);
   }
 }
 
@@ -324,12 +327,23 @@ asio::awaitable<void> server::serve(tcp::socket socket) {
     co_await refuse_socket(stream, refusals_, metrics, {"503 Service Unavailable", "relay: too many connections\n"});
     co_return;
   }
-  socket_pass pass(sockets_, metrics);
-  co_await serve_requests(stream, peer, std::move(slot));
+  auto pass = std::make_unique<socket_pass>(sockets_, metrics);
+  auto upgrade = co_await serve_requests(stream, peer, std::move(slot));
+  if (!upgrade)
+    co_return;
+  // The WebSocket runs in a coroutine of its own, so that what the HTTP phase held (this frame,
+  // serve_requests' frame with its parser, the stream moved from here) is freed now rather than
+  // at close: an idle connection's memory is mostly what it holds while it waits.
+  auto executor = co_await asio::this_coro::executor;
+  asio::co_spawn(executor,
+                 run_websocket(std::make_unique<tcp_stream>(std::move(stream)), std::move(*upgrade),
+                               std::move(pass)),
+                 log_escaped_exception);
 }
 
-asio::awaitable<void> server::serve_requests(tcp_stream& stream, conf::ip_address peer,
-                                             std::unique_ptr<ip_table::slot> slot) {
+asio::awaitable<std::optional<websocket_upgrade>> server::serve_requests(tcp_stream& stream,
+                                                                         conf::ip_address peer,
+                                                                         std::unique_ptr<ip_table::slot> slot) {
   auto& metrics = *context_->metrics;
   const auto& s = context_->settings;
   // Bounded: the parser's limits count headers and declared chunk sizes, not the bytes of a
@@ -352,21 +366,21 @@ asio::awaitable<void> server::serve_requests(tcp_stream& stream, conf::ip_addres
         http_response busy = bound_refusal(parser.get(), http::status::service_unavailable,
                                            "relay: too many client addresses, retry shortly\n");
         co_await http::async_write(stream, busy, use_tuple);
-        co_return;
+        co_return std::nullopt;
       }
       if (!reading.take(std::move(sender))) {
         bump(metrics.http_rate_limited);
         http_response limited = bound_refusal(parser.get(), http::status::too_many_requests,
                                               "rate-limited: too many requests in progress from your address\n");
         co_await http::async_write(stream, limited, use_tuple);
-        co_return;
+        co_return std::nullopt;
       }
       if (!body_bytes.grew(declared_body_bytes(parser), max_pod_request_body_bytes)) {
         bump(metrics.connections_refused_busy);
         http_response busy = bound_refusal(parser.get(), http::status::service_unavailable,
                                            "relay: too many requests in progress, retry shortly\n");
         co_await http::async_write(stream, busy, use_tuple);
-        co_return;
+        co_return std::nullopt;
       }
       auto [body_ec, body_n] = co_await http::async_read(stream, buffer, parser, use_tuple);
       ec = body_ec;
@@ -381,13 +395,13 @@ asio::awaitable<void> server::serve_requests(tcp_stream& stream, conf::ip_addres
     if (ec == beast::error::timeout)
       bump(metrics.upgrade_timeouts);
     if (ec)
-      co_return;
+      co_return std::nullopt;
     http_request request = parser.release();
     // Probes cost no lookup and come from load balancers at their own pace: never limited.
     if (auto probe = probe_route(request, *context_)) {
       co_await http::async_write(stream, *probe, use_tuple);
       if (!request.keep_alive())
-        co_return;
+        co_return std::nullopt;
       continue;
     }
     auto client = forwarded_client(request, peer, trusted_proxies_);
@@ -400,7 +414,7 @@ asio::awaitable<void> server::serve_requests(tcp_stream& stream, conf::ip_addres
         limited = bound_refusal(request, http::status::too_many_requests,
                                 "rate-limited: too many requests from your address\n");
       co_await http::async_write(stream, limited, use_tuple);
-      co_return;
+      co_return std::nullopt;
     }
     auto host = protocol::normalize_host(std::string(request[http::field::host]));
     // Not a conditional expression: g++ 12 miscompiles co_await inside `?:`.
@@ -412,7 +426,7 @@ asio::awaitable<void> server::serve_requests(tcp_stream& stream, conf::ip_addres
       // Named, not a temporary: g++ 12 mishandles temporaries alive across co_await.
       http_response refused = refusal(request, lookup);
       co_await http::async_write(stream, refused, use_tuple);
-      co_return;
+      co_return std::nullopt;
     }
     if (websocket::is_upgrade(request)) {
       if (!slot) {
@@ -427,7 +441,7 @@ asio::awaitable<void> server::serve_requests(tcp_stream& stream, conf::ip_addres
             plain_response(request, busy ? http::status::service_unavailable : http::status::too_many_requests,
                            answer.text);
           co_await http::async_write(stream, refused, use_tuple);
-          co_return;
+          co_return std::nullopt;
         }
       }
       // RFC 6455 has a client wait for the handshake's answer before it sends frames; bytes
@@ -436,18 +450,16 @@ asio::awaitable<void> server::serve_requests(tcp_stream& stream, conf::ip_addres
         http_response early = plain_response(request, http::status::bad_request,
                                              "relay: data sent before the WebSocket handshake was answered\n");
         co_await http::async_write(stream, early, use_tuple);
-        co_return;
+        co_return std::nullopt;
       }
       stream.expires_never();
       // This frame lives as long as the WebSocket does: let the HTTP read buffer go with it.
       buffer.shrink_to_fit();
       body_bytes.finished();
       // NIP-42 binds AUTH to the host this connection was made to, which may be an alias.
-      storage::community_row reached = *lookup.community;
-      reached.host = *host;
-      co_await run_websocket(std::move(stream), std::move(request), reached, slot->budget(),
-                             client.text());
-      co_return;
+      websocket_upgrade upgrade{std::move(request), *lookup.community, std::move(slot), client.text()};
+      upgrade.community.host = *host;
+      co_return upgrade;
     }
     http_response response;
     if (request.method() == http::verb::post) // NIP-86
@@ -459,7 +471,7 @@ asio::awaitable<void> server::serve_requests(tcp_stream& stream, conf::ip_addres
     stream.expires_after(std::chrono::seconds(s.upgrade_timeout_seconds));
     co_await http::async_write(stream, response, use_tuple);
     if (!request.keep_alive())
-      co_return;
+      co_return std::nullopt;
   }
 }
 
@@ -483,29 +495,30 @@ asio::awaitable<void> write_then_tell(std::shared_ptr<ws_stream> ws, std::shared
 
 } // namespace
 
-asio::awaitable<void> server::run_websocket(tcp_stream stream, http_request request,
-                                            storage::community_row community,
-                                            std::shared_ptr<ip_budget> budget, std::string client) {
+asio::awaitable<void> server::run_websocket(std::unique_ptr<tcp_stream> stream, websocket_upgrade upgrade,
+                                            [[maybe_unused]] std::unique_ptr<socket_pass> pass) {
   auto& metrics = *context_->metrics;
+  const storage::community_row& community = upgrade.community;
   auto handle = context_->registry->find(community.id);
   if (!handle) {
-    http_response unavailable = refusal(request, host_lookup{false, {}});
-    co_await http::async_write(stream, unavailable, use_tuple);
+    http_response unavailable = refusal(upgrade.request, host_lookup{false, {}});
+    co_await http::async_write(*stream, unavailable, use_tuple);
     co_return;
   }
   websocket_session session =
-    open_session(std::move(stream), *context_, community, *handle, std::move(budget));
-  session.client = std::move(client);
+    open_session(std::move(*stream), *context_, community, *handle, upgrade.slot->budget());
+  stream.reset(); // moved from, but Beast's stream still holds its timers
+  session.client = std::move(upgrade.client);
   session_registration registration(sessions_, session.outbox, session.actor, community.id,
                                     *handle->members);
-  auto [ec] = co_await session.ws->async_accept(request, use_tuple);
+  auto [ec] = co_await session.ws->async_accept(upgrade.request, use_tuple);
   if (ec == beast::error::timeout)
     bump(metrics.upgrade_timeouts);
   if (ec) {
     caf::anon_send(session.actor, hangup_atom_v);
     co_return;
   }
-  request = {}; // its headers are not needed for the life of the connection
+  upgrade.request = {}; // its headers are not needed for the life of the connection
   bump(metrics.connections_total);
   metrics.connections_current.fetch_add(1);
   // Normally undone below, once the writer finished; this covers a coroutine destroyed where it

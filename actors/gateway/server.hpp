@@ -7,6 +7,8 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "actors/connection/ip_table.hpp"
 #include "actors/gateway/gateway_context.hpp"
@@ -16,6 +18,16 @@
 #include "actors/gateway/websocket_outbox.hpp"
 
 namespace comb::actors {
+
+class socket_pass;
+
+/// A request to become a WebSocket, checked and about to be answered.
+struct websocket_upgrade {
+  http_request request;
+  storage::community_row community; ///< its `host` is the name reached, which may be an alias
+  std::unique_ptr<ip_table::slot> slot;
+  std::string client;
+};
 
 /// The network edge: one port for WebSocket (NIP-01) and HTTP (NIP-11, probes, metrics).
 /// Each accepted socket runs as coroutines on its own strand; a WebSocket gets a connection
@@ -70,13 +82,12 @@ private:
 
   boost::asio::awaitable<void> accept_loop(boost::asio::ip::tcp::acceptor& acceptor);
   boost::asio::awaitable<void> serve(boost::asio::ip::tcp::socket socket);
-  boost::asio::awaitable<void> serve_requests(boost::beast::tcp_stream& stream,
-                                              conf::ip_address peer,
-                                              std::unique_ptr<ip_table::slot> slot);
-  boost::asio::awaitable<void> run_websocket(boost::beast::tcp_stream stream,
-                                             http_request request,
-                                             storage::community_row community,
-                                             std::shared_ptr<ip_budget> budget, std::string client);
+  /// Answers HTTP requests until the socket closes, or returns the one that asks for a WebSocket.
+  boost::asio::awaitable<std::optional<websocket_upgrade>>
+  serve_requests(boost::beast::tcp_stream& stream, conf::ip_address peer, std::unique_ptr<ip_table::slot> slot);
+  /// `pass` counts the socket against max_connections until it closes.
+  boost::asio::awaitable<void> run_websocket(std::unique_ptr<boost::beast::tcp_stream> stream,
+                                             websocket_upgrade upgrade, std::unique_ptr<socket_pass> pass);
 
   boost::asio::io_context& io_;
   std::vector<boost::asio::io_context*> socket_contexts_;

@@ -29,6 +29,11 @@ constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 /// What one read of a message may add to its buffer at most (a whole typical event).
 constexpr std::size_t read_chunk_bytes = 16 * 1024;
 
+/// What a message's first read may add: no more than a std::string holds without allocating.
+/// Beast sets aside the room a read asks for before any byte arrives, so a connection waiting
+/// for its next message would otherwise hold that room the whole time it is idle.
+constexpr std::size_t first_read_bytes = 15;
+
 connection_policy policy_for(const gateway_context& context, const storage::community_row& c,
                              const community_handle& handle) {
   const auto& s = context.settings;
@@ -187,8 +192,8 @@ asio::awaitable<void> read_loop(websocket_session& session, relay_metrics& metri
     if (!co_await wait_for_actor(session.frames_pending->pending(), inbound, *session.outbox, metrics))
       co_return;
     // Each message is read into a string of its own that moves into the actor's message: no
-    // copy of the frame, and an idle connection holds no read buffer. A message that arrives
-    // whole costs one read; one left unfinished is counted pod-wide.
+    // copy of the frame, and an idle connection holds no read buffer (first_read_bytes). A
+    // message left unfinished is counted pod-wide.
     // Beast sizes each read by the length a frame's header claims (a compressed frame's is never
     // checked): the buffer's own bound and a bound per read keep that claim from allocating
     // more than arrives, whatever the client says.
@@ -203,7 +208,8 @@ asio::awaitable<void> read_loop(websocket_session& session, relay_metrics& metri
         too_big();
         co_return;
       }
-      auto [ec, n] = co_await session.ws->async_read_some(buffer, std::min(read_chunk_bytes, room), use_tuple);
+      const std::size_t asked = text.empty() ? first_read_bytes : read_chunk_bytes;
+      auto [ec, n] = co_await session.ws->async_read_some(buffer, std::min(asked, room), use_tuple);
       if (ec) {
         if (ec == websocket::error::message_too_big || ec == websocket::error::buffer_overflow)
           too_big();

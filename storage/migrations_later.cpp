@@ -454,6 +454,18 @@ BEGIN
 END $$;
 )sql";
 
+// Someone a moderator removed from a room (9001) is not let back in by an invite code they
+// still hold; a moderator's add (9000) lifts it, and the room's deletion takes it.
+constexpr const char* migration_41 = R"sql(
+CREATE TABLE room_removals (
+  community_id BIGINT NOT NULL,
+  room_id TEXT NOT NULL,
+  pubkey BYTEA NOT NULL,
+  PRIMARY KEY (community_id, room_id, pubkey),
+  FOREIGN KEY (community_id, room_id) REFERENCES rooms (community_id, room_id) ON DELETE CASCADE
+);
+)sql";
+
 constexpr migration migrations[] = {
   {22, "events' store time for the gap fill; a community's events skip their tag probes when it"
        " is deleted", migration_22},
@@ -476,6 +488,7 @@ constexpr migration migrations[] = {
   {38, "a hand edit of whether members may invite bumps the community's state version", migration_38},
   {39, "a host removed or moved by hand bumps its community's state version", migration_39},
   {40, "an event's tag rows deleted in one statement", migration_40},
+  {41, "users removed from a room by a moderator, whom an invite code does not let back in", migration_41},
 };
 
 } // namespace

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "protocol/canonical_json.hpp"
+#include "protocol/hex.hpp"
 #include "protocol/room_events.hpp"
 #include "storage/access_change.hpp"
 #include "storage/event_lock.hpp"
@@ -228,6 +229,49 @@ namespace {
 
 /// Whether the request's author is banned, or the user a join or put would add (a banned user
 /// may still leave, or be removed).
+/// A room's invite code admits a join while its 9009 is stored and unexpired and while whoever
+/// made it may still make codes in the room: a room admin demoted, removed or banned takes
+/// their codes' power with them, as a community invite's minter does (minter_may_invite). It
+/// never admits someone a moderator removed from the room (room_removals).
+bool code_admits(pg_connection& c, const std::string& community, std::int64_t community_id,
+                 const room_state& room, const protocol::room_request& request, std::int64_t now) {
+  if (request.code.empty() || request.action != protocol::room_action::join)
+    return false;
+  auto found = must(c.exec("SELECT encode(i.created_by, 'hex'),"
+                           " EXISTS (SELECT 1 FROM banned_pubkeys b WHERE b.community_id = i.community_id"
+                           "   AND b.pubkey = i.created_by),"
+                           " EXISTS (SELECT 1 FROM room_removals r WHERE r.community_id = i.community_id"
+                           "   AND r.room_id = i.room_id AND r.pubkey = $5::bytea)"
+                           " FROM room_invites i WHERE i.community_id = $1::bigint AND i.room_id = $2"
+                           " AND i.code_hash = $3 AND (i.expires_at IS NULL OR i.expires_at > $4::bigint)",
+                           {community, request.room, invite_code_hash(request.code), std::to_string(now),
+                            bytea_param(request.subject)}),
+                    "find invite");
+  if (found.rows() == 0 || found.text(0, 1) == "t" || found.text(0, 2) == "t")
+    return false;
+  auto minter = protocol::array_from_hex<32>(found.text(0, 0));
+  if (!minter) // a code stored before its maker was recorded: no role to lose
+    return true;
+  return protocol::room_action_allowed(protocol::room_action::create_invite,
+                                       protocol::rank_in(protocol::find_member(room, *minter)),
+                                       standing_of(c, community_id, *minter));
+}
+
+/// A removal by someone else (a moderator's 9001) is remembered for code_admits; an add (9000)
+/// forgets it.
+void remember_removal(pg_connection& c, const std::string& community, const protocol::room_request& request) {
+  using protocol::room_action;
+  const bool removed = request.action == room_action::remove_user && request.subject != request.author;
+  if (!removed && request.action != room_action::put_user)
+    return;
+  must(c.exec(removed ? "INSERT INTO room_removals (community_id, room_id, pubkey)"
+                        " VALUES ($1::bigint, $2, $3::bytea) ON CONFLICT DO NOTHING"
+                      : "DELETE FROM room_removals WHERE community_id = $1::bigint AND room_id = $2"
+                        " AND pubkey = $3::bytea",
+              {community, request.room, bytea_param(request.subject)}),
+       "remember removal");
+}
+
 bool banned_from_rooms(pg_connection& c, const std::string& community, const protocol::room_request& request) {
   using protocol::room_action;
   if (request.action == room_action::leave || request.action == room_action::remove_user)
@@ -314,12 +358,7 @@ room_write apply_locked(pg_connection& c, const protocol::key_pair& relay,
   context.subject = request.subject == request.author ? context.actor
                                                       : standing_of(c, community_id, request.subject);
   context.closed_community = locked.text(0, 0) == "closed";
-  context.code_valid =
-    !request.code.empty() && request.action == protocol::room_action::join
-    && row_exists(c, "SELECT 1 FROM room_invites WHERE community_id = $1::bigint AND room_id = $2"
-                 " AND code_hash = $3 AND (expires_at IS NULL OR expires_at > $4::bigint)",
-              {community, request.room, invite_code_hash(request.code), std::to_string(now)},
-              "find invite");
+  context.code_valid = code_admits(c, community, community_id, before, request, now);
   auto plan = protocol::plan_room_change(before, request, context);
   out.outcome = plan.outcome;
   if (plan.outcome != room_outcome::changed)
@@ -375,8 +414,10 @@ room_write apply_locked(pg_connection& c, const protocol::key_pair& relay,
   }
   if (plan.parts.metadata)
     write_metadata(c, community_id, plan.after);
-  if (!plan.deleted)
+  if (!plan.deleted) {
     write_members(c, community_id, before, plan.after);
+    remember_removal(c, community, request);
+  }
 
   if (protocol::request_event_kept(request)) {
     relay_signed_event stored_request{command.ev, command.json};

@@ -181,6 +181,37 @@ TEST_CASE_METHOD(room_fixture, "a room's invite code lives as long as its 9009: 
               " encode(sha256('leaked-code'), 'hex')") == "0");
 }
 
+TEST_CASE_METHOD(room_fixture, "a room's invite code ends with its maker's power to make codes, and never lets"
+                 " back in someone a moderator removed",
+                 "[integration][rooms]") {
+  open_room();
+  REQUIRE(run(owner, 9002, {{"name", "Pizza"}, {"closed"}}).committed);
+  REQUIRE(run(owner, 9000, {{"p", bob.pubkey_hex(), "admin"}}).outcome == room_outcome::changed);
+  REQUIRE(run(bob, 9009, {{"code", "bobs-code"}}).outcome == room_outcome::changed);
+  REQUIRE(run(owner, 9009, {{"code", "owners-code"}}).outcome == room_outcome::changed);
+  auto removals = [&] { return count("SELECT count(*) FROM room_removals WHERE community_id = $1::bigint"); };
+  // Removed by a moderator, Alice is not let back in by the code she holds, nor by another.
+  CHECK(run(alice, 9021, {{"code", "bobs-code"}}).outcome == room_outcome::changed);
+  CHECK(run(owner, 9001, {{"p", alice.pubkey_hex()}}).outcome == room_outcome::changed);
+  CHECK(removals() == "1");
+  CHECK(run(alice, 9021, {{"code", "bobs-code"}, {"alt", "back"}}).outcome == room_outcome::invite_required);
+  CHECK(run(alice, 9021, {{"code", "owners-code"}}).outcome == room_outcome::invite_required);
+  // Leaving by oneself is no removal.
+  CHECK(run(carol, 9021, {{"code", "bobs-code"}}).outcome == room_outcome::changed);
+  CHECK(run(carol, 9022, {}).outcome == room_outcome::changed);
+  CHECK(run(carol, 9021, {{"code", "bobs-code"}, {"alt", "back"}}).outcome == room_outcome::changed);
+  // A moderator's add lifts the removal.
+  CHECK(run(owner, 9000, {{"p", alice.pubkey_hex()}}).outcome == room_outcome::changed);
+  CHECK(removals() == "0");
+  CHECK(run(alice, 9022, {}).outcome == room_outcome::changed);
+  CHECK(run(alice, 9021, {{"code", "owners-code"}, {"alt", "again"}}).outcome == room_outcome::changed);
+  // Bob, removed from the room, may no longer make codes in it: the one he made admits no one.
+  CHECK(run(owner, 9001, {{"p", bob.pubkey_hex()}}).outcome == room_outcome::changed);
+  CHECK(run(carol, 9022, {{"alt", "again"}}).outcome == room_outcome::changed);
+  CHECK(run(carol, 9021, {{"code", "bobs-code"}, {"alt", "demoted"}}).outcome == room_outcome::invite_required);
+  CHECK(run(carol, 9021, {{"code", "owners-code"}}).outcome == room_outcome::changed);
+}
+
 TEST_CASE_METHOD(room_fixture, "a request keeps its NIP-40 expiration, and once deleted is not applied again",
                  "[integration][rooms]") {
   open_room();

@@ -87,7 +87,11 @@ int main(int argc, char** argv) {
   if (!config_file.empty())
     overrides["config"] = config_file;
 
-  auto loaded = comb::conf::load_settings(comb::conf::comb_environment(), overrides);
+  const auto environment = comb::conf::comb_environment();
+  auto loaded = comb::conf::load_settings(environment, overrides);
+  // Not refused as an unknown TOML key is: the environment also carries other programs' names.
+  for (const auto& name : comb::conf::unclaimed_variables(environment))
+    std::cerr << "comb-relay: warning: " << name << " is not a setting and is ignored (a typo?)\n";
   if (!loaded.problems.empty()) {
     for (const auto& problem : loaded.problems)
       std::cerr << "comb-relay: invalid setting " << problem.option << ": " << problem.message << "\n";

@@ -2,8 +2,10 @@
 #include "conf/options.hpp"
 
 #include <charconv>
+#include <cmath>
 #include <limits>
 #include <sstream>
+#include <type_traits>
 
 namespace comb::conf {
 namespace {
@@ -45,7 +47,11 @@ option number(std::string key, std::string env, std::string help, accessor<T> fi
           [field, low, high](relay_settings& s, std::string_view v) -> std::optional<std::string> {
             T value{};
             auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), value);
-            if (ec != std::errc() || end != v.data() + v.size() || value < low || value > high) {
+            // A NaN passes both comparisons: a rate of `nan` would switch its limit off.
+            bool finite = true;
+            if constexpr (std::is_floating_point_v<T>)
+              finite = std::isfinite(value);
+            if (ec != std::errc() || end != v.data() + v.size() || !finite || value < low || value > high) {
               std::ostringstream message;
               message << "must be a number from " << low << " to " << high;
               return message.str();

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "conf/settings.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <toml++/toml.h>
@@ -218,6 +219,22 @@ std::map<std::string, std::string> comb_environment() {
     auto equals = text.find('=');
     if (equals != std::string_view::npos && text.starts_with("COMB_"))
       out.emplace(std::string(text.substr(0, equals)), std::string(text.substr(equals + 1)));
+  }
+  return out;
+}
+
+std::vector<std::string> unclaimed_variables(const std::map<std::string, std::string>& environment) {
+  // What comb's own scripts and tests set beside the relay's settings.
+  auto tooling = [](std::string_view name) {
+    return name == "COMB_CONFIG" || name == "COMB_PORT" || name == "COMB_WERROR" || name == "COMB_FUZZ_SECONDS"
+           || name.starts_with("COMB_TEST_") || name.starts_with("COMB_BUILD_") || name.starts_with("COMB_BENCH_")
+           || name.ends_with("_BIN");
+  };
+  std::vector<std::string> out;
+  for (const auto& [name, value] : environment) {
+    bool claimed = std::ranges::any_of(all_options(), [&](const option& o) { return o.env == name; });
+    if (!claimed && !tooling(name))
+      out.push_back(name);
   }
   return out;
 }

@@ -137,6 +137,10 @@ struct load_result {
 /// The process environment as a map (only COMB_* variables).
 [[nodiscard]] std::map<std::string, std::string> comb_environment();
 
+/// The COMB_* variables no setting reads (a typo: `COMB_MAX_CONECTIONS`), leaving out those
+/// comb's own scripts set (COMB_CONFIG, COMB_TEST_*, COMB_BUILD_*, COMB_BENCH_*, *_BIN, ...).
+[[nodiscard]] std::vector<std::string> unclaimed_variables(const std::map<std::string, std::string>& environment);
+
 /// The effective configuration as TOML, secrets masked.
 [[nodiscard]] std::string print_settings(const relay_settings& settings);
 

@@ -123,7 +123,9 @@ void websocket_outbox::count(std::int64_t delta) {
 }
 
 bool websocket_outbox::over_bound(std::size_t frame_bytes) const {
-  if (pending_bytes_ + frame_bytes > max_bytes_)
+  // An empty queue takes any frame here too: a bound set below the largest event or member
+  // list would otherwise cut every reader, quick ones included, on the first such frame.
+  if (pending_bytes_ > 0 && pending_bytes_ + frame_bytes > max_bytes_)
     return true;
   // Past the pod's bound, the readers holding the most are cut first; small queues still grow,
   // so quick readers keep working while the slow ones are dropped. An empty queue takes any

@@ -64,6 +64,10 @@ TEST_CASE("invalid values name the option and the accepted range", "[conf]") {
   };
   check_problem({{"COMB_MAX_LIMIT", "0"}}, "limits.max_limit", "COMB_MAX_LIMIT: must be a number from 1 to 1000000");
   check_problem({{"COMB_MAX_LIMIT", "lots"}}, "limits.max_limit", "COMB_MAX_LIMIT: must be a number from 1 to 1000000");
+  // A NaN passes a range's two comparisons; it would switch the rate limit off.
+  for (const char* not_finite : {"nan", "-nan", "inf"})
+    check_problem({{"COMB_EVENT_RATE", not_finite}}, "limits.event_rate",
+                  "COMB_EVENT_RATE: must be a number from 0.01 to 1e+06");
   check_problem({{"COMB_ACCESS", "public"}}, "community.access", "COMB_ACCESS: must be one of: open closed");
   check_problem({{"COMB_WS_DEFLATE", "maybe"}}, "websocket.deflate", "COMB_WS_DEFLATE: must be true or false");
   check_problem({{"COMB_LISTEN", "nowhere"}}, "server.listen",
@@ -153,4 +157,12 @@ TEST_CASE("cluster links off this host need mutual TLS; the three files go toget
 TEST_CASE("printing never shows a Redis password", "[conf]") {
   auto loaded = load_settings({{"COMB_REDIS_URL", "redis://comb:hunter2@10.0.0.9:6379/1"}}, {});
   CHECK(print_settings(loaded.settings).find("hunter2") == std::string::npos);
+}
+
+TEST_CASE("a COMB_ variable no setting reads is named, not the scripts' own", "[conf]") {
+  std::map<std::string, std::string> environment{
+    {"COMB_MAX_CONECTIONS", "50000"}, {"COMB_MAX_CONNECTIONS", "50000"}, {"COMB_CONFIG", ""},
+    {"COMB_TEST_DATABASE_URL", "postgresql://x"}, {"COMB_RELAY_BIN", "/bin/true"}, {"COMB_METRIC_LISTEN", "off"}};
+  CHECK(comb::conf::unclaimed_variables(environment)
+        == std::vector<std::string>{"COMB_MAX_CONECTIONS", "COMB_METRIC_LISTEN"});
 }

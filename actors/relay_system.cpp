@@ -11,6 +11,7 @@
 #include <caf/openssl/all.hpp>
 #include <atomic>
 #include <csignal>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <spdlog/spdlog.h>
@@ -39,6 +40,7 @@
 #include "storage/community_rekey.hpp"
 #include "storage/community_store.hpp"
 #include "storage/migrations.hpp"
+#include "storage/relay_identity.hpp"
 #include "storage/access_change.hpp"
 #include "storage/pg_connection.hpp"
 #include "storage/pg_listener.hpp"
@@ -194,6 +196,10 @@ startup_lists prepare_database(const conf::relay_settings& s, const protocol::ke
     spdlog::critical("database migration failed: {}", *error);
     return out;
   }
+  if (auto problem = storage::check_relay_identity(connection, key, s.effective_relay_key_file())) {
+    spdlog::critical("{}", *problem);
+    return out;
+  }
   auto host = protocol::host_of_relay_url(s.effective_public_url());
   storage::community_store communities(connection);
   auto community = communities.ensure(*host, loopback_aliases(s), s.access == "closed");
@@ -339,11 +345,15 @@ std::optional<std::string> startup_problem(const conf::relay_settings& s) {
 int run_relay(const conf::relay_settings& configured) {
   conf::relay_settings s = configured;
   std::string key_error;
-  auto key = conf::load_relay_key(s.effective_relay_key_file(), true, key_error);
+  const std::string key_file = s.effective_relay_key_file();
+  const bool key_existed = std::filesystem::exists(key_file);
+  auto key = conf::load_relay_key(key_file, true, key_error);
   if (!key) {
     spdlog::critical("{}", key_error);
     return 1;
   }
+  if (!key_existed) // the database refuses it if it belongs to another key (check_relay_identity)
+    spdlog::warn("created a new relay key in {}: every pod of a deployment needs the same key file", key_file);
   if (s.database_url.empty()) {
     spdlog::critical("COMB_DATABASE_URL is not set (tools/run.sh starts a private Postgres and sets it)");
     return 1;

@@ -466,6 +466,16 @@ CREATE TABLE room_removals (
 );
 )sql";
 
+// The deployment's relay key, recorded by the first pod or comb-admin that uses the database
+// (storage::check_relay_identity): one row at most.
+constexpr const char* migration_42 = R"sql(
+CREATE TABLE relay_identity (
+  only_row BOOLEAN PRIMARY KEY DEFAULT true CHECK (only_row),
+  pubkey BYTEA NOT NULL,
+  recorded_at TIMESTAMPTZ NOT NULL DEFAULT now()
+);
+)sql";
+
 constexpr migration migrations[] = {
   {22, "events' store time for the gap fill; a community's events skip their tag probes when it"
        " is deleted", migration_22},
@@ -489,6 +499,7 @@ constexpr migration migrations[] = {
   {39, "a host removed or moved by hand bumps its community's state version", migration_39},
   {40, "an event's tag rows deleted in one statement", migration_40},
   {41, "users removed from a room by a moderator, whom an invite code does not let back in", migration_41},
+  {42, "the deployment's relay key", migration_42},
 };
 
 } // namespace

@@ -57,6 +57,25 @@ TEST_CASE("key generate writes a 0600 secret and refuses to overwrite it", "[cli
   CHECK(contents(f.key_file) == comb::protocol::to_hex(f.relay_key.secret()) + "\n");
 }
 
+TEST_CASE("a relay key other than the deployment's is refused before any change, naming both keys", "[cli]") {
+  cli_fixture f;
+  auto owner = random_pubkey().first;
+  REQUIRE(f.admin({"community", "create", "c.example", "--owner", owner}).exit_code == 0);
+  // The dev relay's ./var/relay.key, picked up by a comb-admin run from the source tree.
+  const auto stray = f.folder + "/stray.key";
+  auto other = comb::protocol::key_pair::generate();
+  std::ofstream(stray) << comb::protocol::to_hex(other.secret()) << '\n';
+  std::filesystem::permissions(stray, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  auto member = random_pubkey().first;
+  auto refused = f.admin({"member", "add", "c.example", member}, {{"COMB_RELAY_KEY_FILE", stray}});
+  CHECK(refused.exit_code == 1);
+  CHECK_THAT(refused.err, Catch::Contains(comb::protocol::to_hex(f.relay_key.public_key())));
+  CHECK_THAT(refused.err, Catch::Contains(comb::protocol::to_hex(other.public_key())));
+  CHECK(f.listed("c.example").size() == 1); // the owner only: nothing was signed with the stray key
+  CHECK(f.admin({"member", "add", "c.example", member}).exit_code == 0);
+  CHECK(f.listed("c.example").size() == 2);
+}
+
 TEST_CASE("help documents the exit codes and usage errors exit 1", "[cli]") {
   auto help = run_admin({"--help"}, {});
   CHECK(help.exit_code == 0);

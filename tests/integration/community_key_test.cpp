@@ -17,6 +17,7 @@
 #include "storage/nip43_rows.hpp"
 #include "storage/pg_array.hpp"
 #include "storage/pg_connection.hpp"
+#include "storage/relay_identity.hpp"
 #include "storage/room_transaction.hpp"
 #include "support/membership_fixture.hpp"
 #include "support/test_events.hpp"
@@ -235,4 +236,19 @@ TEST_CASE_METHOD(membership_fixture, "bans of the relay's own keys that an older
   CHECK(storage::lift_bans_of_own_keys(connection, relay_key, games, error) == 0u);
   CHECK(bans_in(games) == "1");
   CHECK(storage::lift_bans_of_own_keys(connection, relay_key, community, error) == 0u);
+}
+
+TEST_CASE_METHOD(membership_fixture, "the first key to use the database is the deployment's; another is refused,"
+                 " naming both", "[integration][keys]") {
+  storage::pg_connection fresh(database.conninfo());
+  scalar(fresh, "DELETE FROM relay_identity RETURNING 1", {}); // whatever the fixture's set-up recorded
+  CHECK_FALSE(storage::check_relay_identity(fresh, relay_key, "/etc/comb/relay.key"));
+  CHECK_FALSE(storage::check_relay_identity(fresh, relay_key, "/etc/comb/relay.key")); // again: the same
+  auto other = protocol::key_pair::generate();
+  auto refused = storage::check_relay_identity(fresh, other, "/tmp/typo.key");
+  REQUIRE(refused);
+  CHECK(refused->find(protocol::to_hex(relay_key.public_key())) != std::string::npos);
+  CHECK(refused->find(protocol::to_hex(other.public_key())) != std::string::npos);
+  CHECK(refused->find("/tmp/typo.key") != std::string::npos);
+  CHECK(scalar(fresh, "SELECT count(*) FROM relay_identity", {}) == "1");
 }

@@ -9,6 +9,7 @@
 #include "protocol/host.hpp"
 #include "protocol/nip19.hpp"
 #include "storage/migrations.hpp"
+#include "storage/relay_identity.hpp"
 
 namespace comb::admin {
 
@@ -39,9 +40,19 @@ std::unique_ptr<admin_session> open_session(const admin_options& options, report
 std::optional<protocol::key_pair> load_key(const admin_options& options, reporter& out) {
   std::string error;
   auto key = conf::load_relay_key(options.effective_key_file(), false, error);
-  if (!key)
+  if (!key) {
     out.fail(exit_code::usage, error + " (pass --key-file or set COMB_RELAY_KEY_FILE to the"
                                        " relay's key)");
+    return key;
+  }
+  // Checked before any change: a list signed with another key would be one no app trusts.
+  auto session = open_session(options, out);
+  if (!session)
+    return std::nullopt;
+  if (auto problem = storage::check_relay_identity(session->connection, *key, options.effective_key_file())) {
+    out.fail(exit_code::usage, *problem);
+    return std::nullopt;
+  }
   return key;
 }
 

@@ -20,6 +20,8 @@ start)
   data=$(mktemp -d)
   echo "$data" > "$state/data"
   ulimit -n "$(ulimit -Hn)"  # 10,000 connections need more than the default
+  # The key outlives the data folder: a kept database refuses any other (relay_identity).
+  COMB_RELAY_KEY_FILE="/tmp/comb-bench-relay-$name.key" \
   COMB_DATABASE_URL="${base%/*}/$db" COMB_DATA_DIR="$data" COMB_LISTEN="127.0.0.1:$port" \
   COMB_EVENT_RATE=${COMB_EVENT_RATE:-100000} COMB_EVENT_BURST=${COMB_EVENT_BURST:-100000} \
   COMB_MAX_CONNECTIONS=${COMB_MAX_CONNECTIONS:-20000} COMB_LOG_LEVEL=${COMB_LOG_LEVEL:-warn} \

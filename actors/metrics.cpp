@@ -148,6 +148,7 @@ std::string relay_metrics::render() const {
   write(out, "comb_host_lookups_refused_total", "counter", "Requests for a host not cached, answered 503 at once: too many lookups were waiting.", host_lookups_refused);
   write(out, "comb_host_lookups_stale_total", "counter", "Requests for a known host whose answer had expired, served that answer because too many lookups were waiting.", host_lookups_stale);
   write(out, "comb_management_calls_refused_total", "counter", "NIP-86 calls answered 503 at once: too many calls were waiting on the management actor.", management_calls_refused);
+  write(out, "comb_management_calls_refused_early_total", "counter", "NIP-86 calls refused before they could wait on the management actor: a bad shape or signature, or a signer this pod knows is no owner or admin.", management_calls_refused_early);
   out << "# HELP comb_membership_writes_total Membership commands by write path and outcome.\n"
          "# TYPE comb_membership_writes_total counter\n";
   for (std::size_t path = 0; path < membership_paths; ++path)

@@ -135,6 +135,8 @@ struct relay_metrics {
   std::atomic<std::uint64_t> host_lookups_refused{0}; ///< answered 503 at once: too many waiting
   std::atomic<std::uint64_t> host_lookups_stale{0}; ///< too many waiting: a known host's last answer served
   std::atomic<std::uint64_t> management_calls_refused{0}; ///< NIP-86 calls answered 503 at once
+  /// NIP-86 calls answered 401/403/413/415 by the socket edge, before they could wait.
+  std::atomic<std::uint64_t> management_calls_refused_early{0};
   std::atomic<std::uint64_t> invites_purged{0};      ///< expired invites deleted
   std::atomic<std::uint64_t> history_chunks{0};      ///< history chunks sent before a reply's last
   std::atomic<std::uint64_t> history_waits{0};       ///< a reader waited for its client to read

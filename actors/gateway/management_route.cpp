@@ -3,6 +3,9 @@
 
 #include <boost/beast/http.hpp>
 
+#include "actors/clock.hpp"
+#include "actors/community/community_registry.hpp"
+#include "actors/community/member_cache.hpp"
 #include "actors/gateway/ask_actor.hpp"
 #include "actors/waiting_place.hpp"
 #include "actors/management/management_actor.hpp"
@@ -43,6 +46,24 @@ http_response response_of(const http_request& request, const management_reply& r
   return response;
 }
 
+/// A call answered before it may wait for the management actor, which takes one call at a time
+/// with 64 places for the pod, while any key can sign a valid NIP-98 event: a bad shape or
+/// signature, and a signer this pod's member cache knows to be no owner or admin (as every
+/// other access check of the pod reads it). A community not loaded here yet is left to the
+/// actor, which asks Postgres.
+std::optional<management_reply> refusal_at_edge(gateway_context& context, const management_call& call) {
+  auto checked = check_call_auth(call, unix_now());
+  if (auto* refused = std::get_if<management_reply>(&checked))
+    return std::move(*refused);
+  auto handle = context.registry ? context.registry->find(call.community_id) : std::nullopt;
+  if (!handle || !handle->members || !handle->members->closed())
+    return std::nullopt;
+  if (storage::manages(handle->members->role_of(std::get<protocol::event>(checked).pubkey)))
+    return std::nullopt;
+  return management_refusal(403, management_outcome::forbidden,
+                            "only the community's owner or an admin may manage it");
+}
+
 } // namespace
 
 asio::awaitable<http_response> answer_management(gateway_context& context,
@@ -54,13 +75,18 @@ asio::awaitable<http_response> answer_management(gateway_context& context,
   if (request.target() != "/")
     co_return response_of(request, management_refusal(404, management_outcome::failed,
                                                       "NIP-86 is served on the relay's URL, /"));
+  management_call call = call_of(request, community_id, std::move(host));
+  if (auto refused = refusal_at_edge(context, call)) {
+    bump(context.metrics->management_calls_refused_early);
+    count_management_call(*context.metrics, call.body, refused->outcome);
+    co_return response_of(request, *refused);
+  }
   waiting_place place(context.management_calls_waiting, max_waiting_management_calls);
   if (!place.taken()) {
     bump(context.metrics->management_calls_refused);
     co_return response_of(request, management_refusal(503, management_outcome::failed,
                                                       "too many management calls are waiting, retry shortly"));
   }
-  management_call call = call_of(request, community_id, std::move(host));
   management_reply reply =
     co_await ask_actor<management_reply>(context.management, manage_atom_v, std::move(call));
   co_return response_of(request, reply);

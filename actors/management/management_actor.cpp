@@ -18,13 +18,6 @@ namespace {
 using self_ptr = caf::stateful_actor<management_state>*;
 using protocol::management_method;
 
-/// NIP-98 suggests 60 s; comb takes NIP-42's 10 minutes. Flotilla decides who is an admin
-/// from one supportedmethods call and keeps the answer for the session: a device clock a few
-/// minutes off (which AUTH accepts) or a remote signer approved late hid the admin tools
-/// without a word. Each auth event is single use (spend_http_auth: remembered as used for as
-/// long as it could pass) and names its URL, method and payload.
-constexpr std::int64_t auth_window_seconds = 600;
-
 /// A call that passed every check and may run.
 struct admitted_call {
   protocol::management_request request;
@@ -63,17 +56,11 @@ management_reply database_trouble() {
 /// and the event's payload hash binds it to that exact body, so no change can ride on it.
 std::variant<admitted_call, management_reply> admit(self_ptr self, const management_call& call) {
   auto& st = self->state;
-  if (!is_management_content_type(call.content_type))
-    return management_refusal(415, management_outcome::failed,
-                              "Content-Type must be application/nostr+json+rpc");
-  if (call.body.size() > protocol::max_management_body_bytes)
-    return management_refusal(413, management_outcome::failed, "request body is too large");
   auto now = unix_now();
-  auto auth = protocol::check_http_auth(
-    call.authorization,
-    protocol::http_auth_expectation{call.host, "POST", call.body, now, auth_window_seconds});
-  if (!auth)
-    return management_refusal(401, management_outcome::unauthorized, auth.error().detail);
+  auto checked = check_call_auth(call, now);
+  if (auto* refused = std::get_if<management_reply>(&checked))
+    return std::move(*refused);
+  const auto* auth = &std::get<protocol::event>(checked);
   // The role before the auth event is spent: anyone can sign a fresh event, and a stranger's
   // must not cost the pod a write (the role is checked again where a change is made).
   auto manager = storage::is_manager(*st.connection, call.community_id, auth->pubkey);
@@ -83,7 +70,7 @@ std::variant<admitted_call, management_reply> admit(self_ptr self, const managem
     return no_longer_manager();
   auto request = protocol::parse_management_request(call.body);
   if (!request || !protocol::is_read_only(request.value().method)) {
-    auto fresh = st.store->spend_http_auth(auth->id, auth->created_at + auth_window_seconds, now);
+    auto fresh = st.store->spend_http_auth(auth->id, auth->created_at + management_auth_window_seconds, now);
     if (!fresh)
       return database_trouble();
     if (!*fresh)
@@ -276,8 +263,10 @@ void run(self_ptr self, const management_call& call, admitted_call admitted,
 void on_call(self_ptr self, const management_call& call, const management_callback& reply) {
   auto admitted = admit(self, call);
   if (auto* refused = std::get_if<management_reply>(&admitted)) {
-    auto named = protocol::parse_management_request(call.body);
-    answer(self, named ? std::optional(named->method) : std::nullopt, reply, std::move(*refused));
+    if (auto& metrics = self->state.args.metrics)
+      count_management_call(*metrics, call.body, refused->outcome);
+    if (reply)
+      reply(std::move(*refused));
     return;
   }
   run(self, call, std::move(std::get<admitted_call>(admitted)), reply);

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "actors/management/management_rules.hpp"
 
+#include "protocol/nip98.hpp"
+
 #include <algorithm>
 #include <cctype>
 
@@ -31,6 +33,26 @@ bool is_management_content_type(std::string_view content_type) noexcept {
          && std::equal(type.begin(), type.end(), expected.begin(), [](char a, char b) {
               return std::tolower(static_cast<unsigned char>(a)) == b;
             });
+}
+
+void count_management_call(relay_metrics& metrics, std::string_view body, management_outcome outcome) {
+  auto named = protocol::parse_management_request(body);
+  auto row = named ? static_cast<std::size_t>(named->method) : protocol::management_method_count;
+  bump(metrics.management_calls[row][static_cast<std::size_t>(outcome)]);
+}
+
+std::variant<protocol::event, management_reply> check_call_auth(const management_call& call, std::int64_t now) {
+  if (!is_management_content_type(call.content_type))
+    return management_refusal(415, management_outcome::failed,
+                              "Content-Type must be application/nostr+json+rpc");
+  if (call.body.size() > protocol::max_management_body_bytes)
+    return management_refusal(413, management_outcome::failed, "request body is too large");
+  auto auth = protocol::check_http_auth(
+    call.authorization,
+    protocol::http_auth_expectation{call.host, "POST", call.body, now, management_auth_window_seconds});
+  if (!auth)
+    return management_refusal(401, management_outcome::unauthorized, auth.error().detail);
+  return std::move(auth).value();
 }
 
 std::optional<storage::membership_command>

@@ -6,8 +6,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 
 #include "actors/metrics.hpp"
+#include "protocol/event.hpp"
 #include "protocol/nip86.hpp"
 #include "storage/membership.hpp"
 
@@ -40,6 +42,23 @@ using management_callback = std::function<void(management_reply)>;
 
 /// Whether a Content-Type names NIP-86's `application/nostr+json+rpc` (parameters allowed).
 [[nodiscard]] bool is_management_content_type(std::string_view content_type) noexcept;
+
+/// NIP-98 suggests 60 s; comb takes NIP-42's 10 minutes. Flotilla decides who is an admin
+/// from one supportedmethods call and keeps the answer for the session: a device clock a few
+/// minutes off (which AUTH accepts) or a remote signer approved late hid the admin tools
+/// without a word. Each auth event is single use (spend_http_auth: remembered as used for as
+/// long as it could pass) and names its URL, method and payload.
+inline constexpr std::int64_t management_auth_window_seconds = 600;
+
+/// Counts a call's answer by the method its body names (comb_management_calls_total), wherever
+/// it was answered.
+void count_management_call(relay_metrics& metrics, std::string_view body, management_outcome outcome);
+
+/// A call's shape and its NIP-98 signature, in the order NIP-86 clients expect the refusals
+/// (415, 413, 401): the verified auth event, or the refusal. No database: the socket edge runs
+/// it before a call may wait for the management actor, which runs it again.
+[[nodiscard]] std::variant<protocol::event, management_reply> check_call_auth(const management_call& call,
+                                                                            std::int64_t now);
 
 /// The membership command a member or pubkey-ban method asks for, signed off by `caller` (the
 /// role rules are checked again inside the transaction); nothing for the other methods.

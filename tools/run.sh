@@ -1,22 +1,35 @@
 #!/usr/bin/env bash
 # The run command: installs what is missing, builds, and runs comb-relay at ws://127.0.0.1:7777
-# (or COMB_LISTEN). Without COMB_DATABASE_URL it creates, on first use, and starts a private
-# Postgres cluster under the data folder (COMB_DATA_DIR, default ./var), which keeps running
-# for the next start; `tools/run.sh --stop-database` stops it. Other arguments go to comb-relay.
+# (or COMB_LISTEN). When no database URL is configured (COMB_DATABASE_URL, the config file's
+# database_url, or a flag) it creates, on first use, and starts a private Postgres cluster under
+# the data folder (data_dir, default ./var), which keeps running for the next start;
+# `tools/run.sh --stop-database` stops it. Other arguments go to comb-relay.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 source "$top/tools/postgres.sh"
-export COMB_DATA_DIR=$(realpath -m "${COMB_DATA_DIR:-./var}")
-pg_dir="$COMB_DATA_DIR/postgres"
+relay="$top/build/bin/comb-relay"
+
+# What the configuration says, wherever it says it (file, environment, flags): the environment
+# set below must not override the file's data folder or database.
+configured() { # NAME: the effective value of a setting (a secret shows as ********)
+  "$relay" --print-config "${relay_args[@]}" 2>/dev/null | sed -n "s/^$1 = \"\(.*\)\"  # .*/\1/p" | head -1
+}
+relay_args=("$@")
 
 if [ "${1:-}" = "--stop-database" ]; then
-  comb_pg_stop "$pg_dir" && echo "comb: private Postgres stopped"
+  relay_args=()
+  data_dir=${COMB_DATA_DIR:-./var}
+  [ -x "$relay" ] && data_dir=$(configured data_dir)
+  comb_pg_stop "$(realpath -m "$data_dir")/postgres" && echo "comb: private Postgres stopped"
   exit 0
 fi
 
 bash "$top/tools/build.sh" --target comb-relay >&2
+"$relay" --print-config "$@" > /dev/null || exit 2 # a bad setting: comb-relay said which
+export COMB_DATA_DIR=$(realpath -m "$(configured data_dir)")
+pg_dir="$COMB_DATA_DIR/postgres"
 
-if [ -z "${COMB_DATABASE_URL:-}" ]; then
+if [ -z "$(configured database_url)" ]; then
   mkdir -p "$pg_dir"
   if [ "$(id -u)" -eq 0 ] && ! runuser -u postgres -- test -w "$COMB_DATA_DIR" -o -x "$COMB_DATA_DIR" 2>/dev/null; then
     chmod o+x "$COMB_DATA_DIR" 2>/dev/null || true
@@ -40,4 +53,4 @@ if [ -z "${COMB_DATABASE_URL:-}" ]; then
   echo "comb: private Postgres on the Unix socket in $pg_dir (no TCP port)" >&2
 fi
 
-exec "$top/build/bin/comb-relay" "$@"
+exec "$relay" "$@"

@@ -2,6 +2,7 @@
 #include "conf/settings.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <toml++/toml.h>
@@ -193,6 +194,8 @@ load_result load_settings(const std::map<std::string, std::string>& environment,
   }
   if (!named && !fallback_file.empty() && readable(fallback_file))
     file = fallback_file; // an installed service: comb-relay with no arguments reads it
+  else if (!named && !fallback_file.empty() && std::filesystem::exists(fallback_file))
+    out.problems.push_back({"config", "cannot read " + fallback_file + " (its mode, or its owner?)"});
   if (!file.empty()) {
     s.config_file = file;
     apply_file(s, file, out.problems);

@@ -346,7 +346,8 @@ int run_relay(const conf::relay_settings& configured) {
   conf::relay_settings s = configured;
   std::string key_error;
   const std::string key_file = s.effective_relay_key_file();
-  const bool key_existed = std::filesystem::exists(key_file);
+  std::error_code unknown; // a folder it may not look into: load_relay_key says what is wrong
+  const bool key_existed = std::filesystem::exists(key_file, unknown);
   auto key = conf::load_relay_key(key_file, true, key_error);
   if (!key) {
     spdlog::critical("{}", key_error);

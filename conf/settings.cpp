@@ -229,8 +229,12 @@ std::map<std::string, std::string> comb_environment() {
 std::vector<std::string> unclaimed_variables(const std::map<std::string, std::string>& environment) {
   // What comb's own scripts and tests set beside the relay's settings.
   auto tooling = [](std::string_view name) {
-    return name == "COMB_CONFIG" || name == "COMB_PORT" || name == "COMB_WERROR" || name == "COMB_FUZZ_SECONDS"
-           || name.starts_with("COMB_TEST_") || name.starts_with("COMB_BUILD_") || name.starts_with("COMB_BENCH_")
+    for (std::string_view own : {"COMB_CONFIG", "COMB_PORT", "COMB_WERROR", "COMB_FUZZ_SECONDS", "COMB_NODE",
+                                 "COMB_SOURCE_DIR", "COMB_STRFRY_DIR", "COMB_REDIS_SERVER", "COMB_MULTIPROCESS_FILES",
+                                 "COMB_JOINS_PER_SECOND", "COMB_JOIN_SECONDS"})
+      if (name == own)
+        return true;
+    return name.starts_with("COMB_TEST_") || name.starts_with("COMB_BUILD_") || name.starts_with("COMB_BENCH_")
            || name.ends_with("_BIN");
   };
   std::vector<std::string> out;

@@ -227,8 +227,6 @@ room_store::room_store(pg_connection& connection, const protocol::key_pair& rela
 
 namespace {
 
-/// Whether the request's author is banned, or the user a join or put would add (a banned user
-/// may still leave, or be removed).
 /// A room's invite code admits a join while its 9009 is stored and unexpired and while whoever
 /// made it may still make codes in the room: a room admin demoted, removed or banned takes
 /// their codes' power with them, as a community invite's minter does (minter_may_invite). It
@@ -272,6 +270,8 @@ void remember_removal(pg_connection& c, const std::string& community, const prot
        "remember removal");
 }
 
+/// Whether the request's author is banned, or the user a join or put would add (a banned user
+/// may still leave, or be removed).
 bool banned_from_rooms(pg_connection& c, const std::string& community, const protocol::room_request& request) {
   using protocol::room_action;
   if (request.action == room_action::leave || request.action == room_action::remove_user)
@@ -361,6 +361,10 @@ room_write apply_locked(pg_connection& c, const protocol::key_pair& relay,
   context.code_valid = code_admits(c, community, community_id, before, request, now);
   auto plan = protocol::plan_room_change(before, request, context);
   out.outcome = plan.outcome;
+  // Removed after they left (a moderator's 9001 for someone no longer in the room): their code
+  // must not let them back either.
+  if (plan.outcome == room_outcome::not_member && request.action == protocol::room_action::remove_user)
+    remember_removal(c, community, request);
   if (plan.outcome != room_outcome::changed)
     return out;
   if (auto bound = check_bounds(c, community_id, plan, before, request.room)) {

@@ -26,7 +26,9 @@ fi
 
 bash "$top/tools/build.sh" --target comb-relay >&2
 "$relay" --print-config "$@" > /dev/null || exit 2 # a bad setting: comb-relay said which
-export COMB_DATA_DIR=$(realpath -m "$(configured data_dir)")
+data_dir=$(configured data_dir)
+[ -n "$data_dir" ] || exec "$relay" "$@" # --help, --version: nothing to set up
+export COMB_DATA_DIR=$(realpath -m "$data_dir")
 pg_dir="$COMB_DATA_DIR/postgres"
 
 if [ -z "$(configured database_url)" ]; then

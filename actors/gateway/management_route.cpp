@@ -48,13 +48,16 @@ http_response response_of(const http_request& request, const management_reply& r
 
 /// A call answered before it may wait for the management actor, which takes one call at a time
 /// with 64 places for the pod, while any key can sign a valid NIP-98 event: a bad shape or
-/// signature, and a signer this pod's member cache knows to be no owner or admin (as every
-/// other access check of the pod reads it). A community not loaded here yet is left to the
-/// actor, which asks Postgres.
+/// signature; and, once half the places are taken, a signer this pod's member cache knows to be
+/// no owner or admin. Below that the actor asks Postgres, whose answer a cache behind a
+/// promotion made on another pod would not give (Flotilla hides its admin tools for the session
+/// after one refusal). A community not loaded here yet is left to the actor.
 std::optional<management_reply> refusal_at_edge(gateway_context& context, const management_call& call) {
   auto checked = check_call_auth(call, unix_now());
   if (auto* refused = std::get_if<management_reply>(&checked))
     return std::move(*refused);
+  if (context.management_calls_waiting.load() < max_waiting_management_calls / 2)
+    return std::nullopt;
   auto handle = context.registry ? context.registry->find(call.community_id) : std::nullopt;
   if (!handle || !handle->members || !handle->members->closed())
     return std::nullopt;

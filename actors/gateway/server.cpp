@@ -453,7 +453,8 @@ asio::awaitable<std::optional<websocket_upgrade>> server::serve_requests(tcp_str
         co_return std::nullopt;
       }
       stream.expires_never();
-      // This frame lives as long as the WebSocket does: let the HTTP read buffer go with it.
+      // Returned to `serve`, which runs the WebSocket in a coroutine of its own; the buffer is
+      // empty (checked above) and goes with this frame.
       buffer.shrink_to_fit();
       body_bytes.finished();
       // NIP-42 binds AUTH to the host this connection was made to, which may be an alias.

@@ -34,6 +34,16 @@ constexpr std::size_t read_chunk_bytes = 16 * 1024;
 /// for its next message would otherwise hold that room the whole time it is idle.
 constexpr std::size_t first_read_bytes = 15;
 
+/// What its second read may add: with the first, as much as Beast's own frame buffer holds, the
+/// room one read of a message always set aside uncounted. A message no longer than that never
+/// touches the pod's count of partial bytes, whoever fills it.
+constexpr std::size_t second_read_bytes = 1536 - first_read_bytes;
+
+/// The room a message's read sets aside, by how many reads it has had.
+constexpr std::size_t read_room(std::size_t reads) {
+  return reads == 0 ? first_read_bytes : reads == 1 ? second_read_bytes : read_chunk_bytes;
+}
+
 connection_policy policy_for(const gateway_context& context, const storage::community_row& c,
                              const community_handle& handle) {
   const auto& s = context.settings;
@@ -193,7 +203,7 @@ asio::awaitable<void> read_loop(websocket_session& session, relay_metrics& metri
       co_return;
     // Each message is read into a string of its own that moves into the actor's message: no
     // copy of the frame, and an idle connection holds no read buffer (first_read_bytes). A
-    // message left unfinished is counted pod-wide.
+    // message longer than two reads is counted pod-wide until it is done.
     // Beast sizes each read by the length a frame's header claims (a compressed frame's is never
     // checked): the buffer's own bound and a bound per read keep that claim from allocating
     // more than arrives, whatever the client says.
@@ -202,24 +212,24 @@ asio::awaitable<void> read_loop(websocket_session& session, relay_metrics& metri
     std::string text;
     auto buffer = asio::dynamic_buffer(text, max_message + 1);
     bool unfinished = false;
-    for (bool done = false; !done;) {
+    std::size_t reads = 0;
+    for (bool done = false; !done; ++reads) {
       const std::size_t room = max_message + 1 - text.size();
       if (room == 0) { // never: Beast refused it first
         too_big();
         co_return;
       }
-      const std::size_t asked = text.empty() ? first_read_bytes : read_chunk_bytes;
-      auto [ec, n] = co_await session.ws->async_read_some(buffer, std::min(asked, room), use_tuple);
+      auto [ec, n] = co_await session.ws->async_read_some(buffer, std::min(read_room(reads), room), use_tuple);
       if (ec) {
         if (ec == websocket::error::message_too_big || ec == websocket::error::buffer_overflow)
           too_big();
         co_return;
       }
       done = session.ws->is_message_done();
-      if (done)
+      if (done || read_room(reads + 1) < read_chunk_bytes)
         continue;
       // What arrived, and the room the next read sets aside (a stalled client holds it too).
-      const std::size_t charge = n + (std::exchange(unfinished, true) ? 0 : read_chunk_bytes);
+      const std::size_t charge = std::exchange(unfinished, true) ? n : text.size() + read_chunk_bytes;
       if (!partial.grew(charge, max_pod_partial)) {
         bump(metrics.partial_message_disconnects);
         session.outbox->close(close_reason::too_big);

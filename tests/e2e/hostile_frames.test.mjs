@@ -50,13 +50,14 @@ function clientFrame(opcode, fin, text) {
  * the first of them: what the client sends before it stalls. Compressed (RSV1), those are a
  * deflated '["REQ"' flushed, so the relay inflates something and reads on; else one byte.
  */
-function claimingFrame(length, compressed = false) {
+function claimingFrame(length, compressed = false, sent = 1) {
   const header = Buffer.alloc(2 + 8)
   header[0] = 0x80 | (compressed ? 0x40 : 0) | 0x1
   header[1] = 0x80 | 127
   header.writeBigUInt64BE(BigInt(length), 2)
   const mask = randomBytes(4)
-  const payload = compressed ? zlib.deflateRawSync('["REQ"', { finishFlush: zlib.constants.Z_SYNC_FLUSH }) : Buffer.from('[')
+  const payload = compressed ? zlib.deflateRawSync('["REQ"', { finishFlush: zlib.constants.Z_SYNC_FLUSH })
+    : Buffer.from('['.padEnd(sent, ' '))
   return Buffer.concat([header, mask, payload.map((byte, i) => byte ^ mask[i % 4])])
 }
 
@@ -338,15 +339,16 @@ describe('clients that begin messages and never finish them', () => {
   })
 
   it('counts the room a stalled message holds, not only what arrived: claims are cut at the pod\'s bound', async () => {
-    // Each claims a large frame and sends one byte: every one sets aside a read's room (16 KiB),
-    // so the fourth passes the 64 KiB bound.
+    // Each claims a large frame and sends 2,000 bytes, past what a message's first two reads
+    // take uncounted (1,536): what arrived and the next read's room (16 KiB) count, so the fourth
+    // passes the 64 KiB bound.
     const stalled = []
     for (let i = 0; i < 3; i++) {
-      stalled.push(await stalledSocket(relay, [claimingFrame(400 * 1024)]))
+      stalled.push(await stalledSocket(relay, [claimingFrame(400 * 1024, false, 2000)]))
       await new Promise((resolve) => setTimeout(resolve, 200))
     }
     const before = await relay.metric('comb_partial_message_disconnects_total')
-    const fourth = await stalledSocket(relay, [claimingFrame(400 * 1024)])
+    const fourth = await stalledSocket(relay, [claimingFrame(400 * 1024, false, 2000)])
     assert.equal(await fourth.closeCode(), 1009)
     assert.ok(await relay.metric('comb_partial_message_disconnects_total') > before)
     for (const socket of stalled) socket.destroy()

@@ -252,3 +252,24 @@ TEST_CASE_METHOD(membership_fixture, "the first key to use the database is the d
   CHECK(refused->find("/tmp/typo.key") != std::string::npos);
   CHECK(scalar(fresh, "SELECT count(*) FROM relay_identity", {}) == "1");
 }
+
+TEST_CASE_METHOD(membership_fixture, "a database written before the record is claimed only by the key that signed its"
+                 " lists", "[integration][keys]") {
+  REQUIRE(apply(command(membership_change::provision_owner, key(1), member_role::owner)).list);
+  storage::pg_connection fresh(database.conninfo());
+  scalar(fresh, "DELETE FROM relay_identity RETURNING 1", {}); // as migration 42 leaves an older database
+  // A stray key (a dev ./var/relay.key, a pod that lost its file and made one) comes first.
+  auto stray = protocol::key_pair::generate();
+  auto refused = storage::check_relay_identity(fresh, stray, "./var/relay.key");
+  REQUIRE(refused);
+  CHECK(refused->find("signed by " + protocol::to_hex(protocol::derive_community_key(relay_key, "a.example").public_key()))
+        != std::string::npos);
+  CHECK(scalar(fresh, "SELECT count(*) FROM relay_identity", {}) == "0");
+  CHECK_FALSE(storage::check_relay_identity(fresh, relay_key, "/var/lib/comb/relay.key"));
+  CHECK(storage::check_relay_identity(fresh, stray, "./var/relay.key"));
+  // Made the deployment's by hand, as the error says, the stray key is taken.
+  scalar(fresh, "DELETE FROM relay_identity RETURNING 1", {});
+  scalar(fresh, "INSERT INTO relay_identity (pubkey) VALUES ($1::bytea) RETURNING 1",
+         {"\\x" + protocol::to_hex(stray.public_key())});
+  CHECK_FALSE(storage::check_relay_identity(fresh, stray, "./var/relay.key"));
+}

@@ -205,6 +205,11 @@ TEST_CASE_METHOD(room_fixture, "a room's invite code ends with its maker's power
   CHECK(removals() == "0");
   CHECK(run(alice, 9022, {}).outcome == room_outcome::changed);
   CHECK(run(alice, 9021, {{"code", "owners-code"}, {"alt", "again"}}).outcome == room_outcome::changed);
+  // Removed just after leaving by herself, Carol is not let back in either.
+  CHECK(run(carol, 9022, {{"alt", "before the kick"}}).outcome == room_outcome::changed);
+  CHECK(run(owner, 9001, {{"p", carol.pubkey_hex()}}).outcome == room_outcome::not_member);
+  CHECK(run(carol, 9021, {{"code", "bobs-code"}, {"alt", "after the kick"}}).outcome == room_outcome::invite_required);
+  CHECK(run(owner, 9000, {{"p", carol.pubkey_hex()}}).outcome == room_outcome::changed);
   // Bob, removed from the room, may no longer make codes in it: the one he made admits no one.
   CHECK(run(owner, 9001, {{"p", bob.pubkey_hex()}}).outcome == room_outcome::changed);
   CHECK(run(carol, 9022, {{"alt", "again"}}).outcome == room_outcome::changed);

@@ -108,7 +108,7 @@ int apply_and_report(const admin_options& options, admin_session& session,
                      const storage::membership_command& command, reporter& out) {
   auto key = load_key(options, out);
   if (!key)
-    return as_int(exit_code::usage);
+    return out.failed_code();
   storage::membership_store store(session.connection, *key);
   // A change in a second that already has a list waits for the next one (lists keep pace
   // with the clock); the notification it raises makes every pod enforce it.

@@ -388,21 +388,6 @@ TEST_CASE("past the pod's outbound bound, readers holding a share or more are cu
   io.poll();
 }
 
-TEST_CASE("a connection's empty queue takes a frame larger than its bound; a queue holding anything is cut by one",
-          "[actors][outbox]") {
-  boost::asio::io_context io;
-  auto metrics = std::make_shared<actors::relay_metrics>();
-  {
-    auto outbox = std::make_shared<actors::websocket_outbox>(boost::asio::make_strand(io), 64 * 1024, metrics);
-    outbox->send(std::string(100 * 1024, 'l')); // a member list larger than the bound
-    CHECK_FALSE(outbox->closing());
-    outbox->send(std::string(10, 'e'));
-    CHECK(outbox->closing() == actors::close_reason::slow_reader);
-  }
-  io.restart();
-  io.poll();
-}
-
 TEST_CASE("past the pod's outbound bound, a reader's share is that bound over the pod's connections",
           "[actors][outbox]") {
   constexpr std::size_t kib = 1024;

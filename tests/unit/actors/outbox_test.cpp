@@ -124,3 +124,18 @@ TEST_CASE("a held list is replaced only by one that is then held in its place", 
   CHECK(frames[1].find(protocol::to_hex(small_list.id)) != std::string::npos);
   CHECK(frames[2].find(protocol::to_hex(post.id)) != std::string::npos);
 }
+
+TEST_CASE("a connection's empty queue takes a frame larger than its bound; a queue holding anything is cut by one",
+          "[actors][outbox]") {
+  boost::asio::io_context io;
+  auto metrics = std::make_shared<actors::relay_metrics>();
+  {
+    auto outbox = std::make_shared<actors::websocket_outbox>(boost::asio::make_strand(io), 64 * 1024, metrics);
+    outbox->send(std::string(100 * 1024, 'l')); // a member list larger than the bound
+    CHECK_FALSE(outbox->closing());
+    outbox->send(std::string(10, 'e'));
+    CHECK(outbox->closing() == actors::close_reason::slow_reader);
+  }
+  io.restart();
+  io.poll();
+}

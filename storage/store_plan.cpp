@@ -304,7 +304,8 @@ private:
                        [&](const protocol::tag& t) { return t.size() >= 2 && t[0] == "p" && t[1] == addressee; });
   }
 
-  void remove(const event_key& key) {
+  /// By value: callers pass the key held by a node of `state_.current`, which this erases.
+  void remove(const event_key key) {
     auto it = state_.events.find(key);
     if (it == state_.events.end())
       return;

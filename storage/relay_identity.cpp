@@ -14,6 +14,7 @@ namespace {
 /// the key it gives that community, or this is not the key that wrote them. Nothing when it is
 /// (or there is nothing to compare); otherwise the signer found.
 std::optional<std::string> stored_lists_signed_by_another(pg_connection& connection, const protocol::key_pair& relay_key) {
+  const std::string own = protocol::to_hex(relay_key.public_key());
   auto lists = connection.exec("SELECT c.host, (SELECT encode(e.pubkey, 'hex') FROM events e"
                                " WHERE e.community_id = c.id AND e.kind = $1::integer"
                                " ORDER BY e.created_at DESC LIMIT 1) FROM communities c",
@@ -26,7 +27,7 @@ std::optional<std::string> stored_lists_signed_by_another(pg_connection& connect
       continue;
     const std::string signer(lists.text(row, 1));
     const std::string host(lists.text(row, 0));
-    if (signer == protocol::to_hex(relay_key.public_key())
+    if (signer == own
         || signer == protocol::to_hex(protocol::derive_community_key(relay_key, host).public_key()))
       return std::nullopt;
     other = signer + " (the list of " + host + ")";

@@ -24,14 +24,10 @@ struct admitted_call {
   protocol::bytes32 caller{};
 };
 
-std::size_t method_row(std::optional<management_method> method) {
-  return method ? static_cast<std::size_t>(*method) : protocol::management_method_count;
-}
-
 void answer(self_ptr self, std::optional<management_method> method,
             const management_callback& reply, management_reply result) {
   if (auto& metrics = self->state.args.metrics)
-    bump(metrics->management_calls[method_row(method)][static_cast<std::size_t>(result.outcome)]);
+    count_management_call(*metrics, method, result.outcome);
   if (reply)
     reply(std::move(result));
 }
@@ -263,10 +259,8 @@ void run(self_ptr self, const management_call& call, admitted_call admitted,
 void on_call(self_ptr self, const management_call& call, const management_callback& reply) {
   auto admitted = admit(self, call);
   if (auto* refused = std::get_if<management_reply>(&admitted)) {
-    if (auto& metrics = self->state.args.metrics)
-      count_management_call(*metrics, call.body, refused->outcome);
-    if (reply)
-      reply(std::move(*refused));
+    auto named = protocol::parse_management_request(call.body);
+    answer(self, named ? std::optional(named->method) : std::nullopt, reply, std::move(*refused));
     return;
   }
   run(self, call, std::move(std::get<admitted_call>(admitted)), reply);

@@ -35,10 +35,15 @@ bool is_management_content_type(std::string_view content_type) noexcept {
             });
 }
 
+void count_management_call(relay_metrics& metrics, std::optional<protocol::management_method> method,
+                           management_outcome outcome) {
+  auto row = method ? static_cast<std::size_t>(*method) : protocol::management_method_count;
+  bump(metrics.management_calls[row][static_cast<std::size_t>(outcome)]);
+}
+
 void count_management_call(relay_metrics& metrics, std::string_view body, management_outcome outcome) {
   auto named = protocol::parse_management_request(body);
-  auto row = named ? static_cast<std::size_t>(named->method) : protocol::management_method_count;
-  bump(metrics.management_calls[row][static_cast<std::size_t>(outcome)]);
+  count_management_call(metrics, named ? std::optional(named->method) : std::nullopt, outcome);
 }
 
 std::variant<protocol::event, management_reply> check_call_auth(const management_call& call, std::int64_t now) {

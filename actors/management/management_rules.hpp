@@ -50,8 +50,12 @@ using management_callback = std::function<void(management_reply)>;
 /// long as it could pass) and names its URL, method and payload.
 inline constexpr std::int64_t management_auth_window_seconds = 600;
 
-/// Counts a call's answer by the method its body names (comb_management_calls_total), wherever
-/// it was answered.
+/// Counts a call's answer by its method (comb_management_calls_total; nothing: one that names
+/// none this relay knows), wherever it was answered.
+void count_management_call(relay_metrics& metrics, std::optional<protocol::management_method> method,
+                           management_outcome outcome);
+
+/// The same, for a call answered before its body was parsed: by the method the body names.
 void count_management_call(relay_metrics& metrics, std::string_view body, management_outcome outcome);
 
 /// A call's shape and its NIP-98 signature, in the order NIP-86 clients expect the refusals

@@ -177,9 +177,11 @@ bool valid_room_id(std::string_view id) noexcept {
 
 std::optional<std::string> too_many_rooms(const event& ev) {
   const auto room_tags = std::ranges::count_if(ev.tags, [](const auto& t) { return t.size() >= 2 && t[0] == "h"; });
-  if (static_cast<std::size_t>(room_tags) <= max_rooms_per_event)
-    return std::nullopt;
-  return "an event names at most " + std::to_string(max_rooms_per_event) + " rooms (h tags)";
+  if (static_cast<std::size_t>(room_tags) > max_rooms_per_event)
+    return "an event names at most " + std::to_string(max_rooms_per_event) + " rooms (h tags)";
+  if (root_addresses(ev).size() > max_root_addresses)
+    return "a comment names at most " + std::to_string(max_root_addresses) + " roots by address (A tags)";
+  return std::nullopt;
 }
 
 const std::string* room_of(const event& ev) noexcept {
@@ -232,6 +234,20 @@ std::vector<bytes32> room_referents(const event& ev) {
   if (room_of(ev))
     return {};
   return thread_referents(ev);
+}
+
+std::vector<std::string_view> root_addresses(const event& ev) {
+  std::vector<std::string_view> addresses;
+  if (ev.kind != comment_kind)
+    return addresses;
+  for (const auto& t : ev.tags)
+    if (t.size() >= 2 && t[0] == "A")
+      addresses.push_back(t[1]);
+  return addresses;
+}
+
+bool borrows_from_referents(const event& ev) {
+  return borrows_rooms(ev.kind) && !room_of(ev) && (!room_referents(ev).empty() || !root_addresses(ev).empty());
 }
 
 std::vector<bytes32> thread_referents(const event& ev) {

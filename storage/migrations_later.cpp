@@ -476,6 +476,26 @@ CREATE TABLE relay_identity (
 );
 )sql";
 
+// NIP-22 comments that name their root by address (`A`: an article, a calendar event) borrow the
+// rooms of its live version, as those naming it by id (`E`) borrow the root's
+// (protocol::root_addresses). Comments stored before with no rooms get the rows they would get
+// now: an `A` of an addressable kind, not room state ("3xxxx:<64 hex>:<d>", the d from byte 72).
+constexpr const char* migration_43 = R"sql(
+INSERT INTO event_tags (community_id, event_id, name, value, created_at, kind)
+SELECT DISTINCT c.community_id, c.event_id, 'room', h.value, c.created_at, c.kind
+  FROM event_tags c
+  CROSS JOIN LATERAL (SELECT c.value ~ '^3[0-9]{4}:[0-9a-f]{64}:' AS named) f
+  CROSS JOIN LATERAL (SELECT CASE WHEN f.named THEN split_part(c.value, ':', 1)::int END AS kind,
+                             CASE WHEN f.named THEN decode(substr(c.value, 7, 64), 'hex') END AS pubkey,
+                             substr(c.value, 72) AS d) a
+  JOIN events v ON v.community_id = c.community_id AND v.pubkey = a.pubkey AND v.kind = a.kind
+   AND v.d_tag = a.d
+  JOIN event_tags h ON h.community_id = v.community_id AND h.event_id = v.id AND h.name IN ('h', 'room')
+ WHERE c.kind = 1111 AND c.name = 'A' AND a.kind NOT BETWEEN 39000 AND 39005
+   AND NOT EXISTS (SELECT 1 FROM event_tags o WHERE o.community_id = c.community_id
+                   AND o.event_id = c.event_id AND o.name IN ('h', 'room'));
+)sql";
+
 constexpr migration migrations[] = {
   {22, "events' store time for the gap fill; a community's events skip their tag probes when it"
        " is deleted", migration_22},
@@ -500,6 +520,7 @@ constexpr migration migrations[] = {
   {40, "an event's tag rows deleted in one statement", migration_40},
   {41, "users removed from a room by a moderator, whom an invite code does not let back in", migration_41},
   {42, "the deployment's relay key", migration_42},
+  {43, "comments borrow the rooms of the roots they name by address", migration_43},
 };
 
 } // namespace

@@ -114,6 +114,34 @@ std::vector<protocol::bytes32> referents_read(const event_write& w) {
   return posting_checked(w) ? protocol::thread_referents(*w.ev) : protocol::room_referents(*w.ev);
 }
 
+/// The addresses of a comment's roots whose live versions' rooms a write needs
+/// (protocol::root_addresses), read as its roots by id are (referents_read); only kinds that
+/// can be in rooms (protocol::keeps_rooms_of_replaced).
+std::vector<address> root_addresses_read(const event_write& w) {
+  std::vector<address> roots;
+  if (!posting_checked(w) && protocol::room_of(*w.ev))
+    return roots;
+  for (auto value : protocol::root_addresses(*w.ev))
+    if (auto root = parse_a_tag(w.community_id, value); root && protocol::keeps_rooms_of_replaced(root->kind))
+      roots.push_back(std::move(*root));
+  return roots;
+}
+
+/// The rooms of the live version of `addr`, as stored (its `h`, or those it borrowed), and the
+/// `h` of every write of the batch at that address but `except` (a superset of the version the
+/// replay will find there).
+std::vector<std::string> rooms_at_address(const address& addr, std::span<const event_write> writes,
+                                          const batch_snapshot& snapshot, const event_write* except) {
+  std::vector<std::string> rooms;
+  if (auto current = snapshot.current.find(addr); current != snapshot.current.end())
+    if (auto stored = snapshot.version_rooms.find(current->second); stored != snapshot.version_rooms.end())
+      rooms = stored->second;
+  for (const auto& w : writes)
+    if (&w != except && address_of_event(w.community_id, *w.ev) == addr)
+      append_h_values(*w.ev, rooms);
+  return rooms;
+}
+
 /// Replays the batch in order against the snapshot, so later writes see earlier ones (a
 /// deletion after its target, a newer version after an older one, the same event twice).
 class batch_replay {
@@ -159,8 +187,8 @@ private:
       return outcome(store_outcome::status::refused, msg_room_restricted);
     std::optional<std::vector<std::string>> borrowed_rooms;
     bool too_many_rooms = false;
-    if (auto referents = referents_read(w); !referents.empty()) {
-      auto thread_rooms = rooms_of_referents_here(w.community_id, referents);
+    if (auto rooms = rooms_of_thread(w)) {
+      auto thread_rooms = std::move(*rooms);
       if (posting_checked(w) && posts_where_not_allowed(w, thread_rooms))
         return outcome(store_outcome::status::refused, msg_room_restricted);
       if (!protocol::room_of(ev)) { // one with rooms of its own is stored in those
@@ -235,6 +263,20 @@ private:
       kept.insert(kept.end(), rooms->begin(), rooms->end());
     sort_unique(kept);
     return kept;
+  }
+
+  /// The rooms of a write's referents and roots by address (referents_read, root_addresses_read);
+  /// nothing when it names none.
+  [[nodiscard]] std::optional<std::vector<std::string>> rooms_of_thread(const event_write& w) const {
+    auto referents = referents_read(w);
+    auto roots = root_addresses_read(w);
+    if (referents.empty() && roots.empty())
+      return std::nullopt;
+    std::optional<std::vector<std::string>> rooms = rooms_of_referents_here(w.community_id, referents);
+    for (const auto& root : roots)
+      if (auto current = state_.current.find(root); current != state_.current.end())
+        rooms = with_rooms_of_version(std::move(rooms), current->second);
+    return rooms;
   }
 
   /// The rooms of an event's referents: as stored, or as written earlier in this batch.
@@ -414,6 +456,10 @@ batch_keys keys_of(std::span<const event_write> writes) {
       keys.rooms.emplace_back(w.community_id, room);
     for (const auto& referent : referents_read(w))
       keys.room_referents.push_back({w.community_id, referent});
+    for (auto& root : root_addresses_read(w)) {
+      keys.borrowing_addresses.push_back(root);
+      keys.addresses.push_back(std::move(root));
+    }
   }
   sort_unique(keys.room_referents);
   // A referent written in the same batch: whether its rooms are restricted is read with the rest.
@@ -447,22 +493,12 @@ std::vector<lock_request> locks_for(const batch_keys& keys) {
 
 namespace {
 
-/// The rooms an edit may keep (protocol::keeps_rooms_of_replaced): those of its address's stored
-/// version, and the `h` of every write of the batch at that address (a superset of the version
-/// the replay will find before it).
+/// The rooms an edit may keep (protocol::keeps_rooms_of_replaced): those of its address's
+/// versions (rooms_at_address).
 std::vector<std::string> rooms_of_versions(const event_write& edit, std::span<const event_write> writes,
                                            const batch_snapshot& snapshot) {
-  std::vector<std::string> rooms;
   auto addr = address_of_event(edit.community_id, *edit.ev);
-  if (!addr)
-    return rooms;
-  if (auto current = snapshot.current.find(*addr); current != snapshot.current.end())
-    if (auto stored = snapshot.version_rooms.find(current->second); stored != snapshot.version_rooms.end())
-      rooms = stored->second;
-  for (const auto& w : writes)
-    if (&w != &edit && address_of_event(w.community_id, *w.ev) == addr)
-      append_h_values(*w.ev, rooms);
-  return rooms;
+  return addr ? rooms_at_address(*addr, writes, snapshot, &edit) : std::vector<std::string>{};
 }
 
 } // namespace
@@ -495,6 +531,9 @@ std::vector<room_poster> room_posters_to_read(std::span<const event_write> write
       auto found = by_id.find(key);
       return found == by_id.end() ? nullptr : found->second;
     });
+    for (const auto& root : root_addresses_read(w))
+      for (const auto& room : rooms_at_address(root, writes, snapshot, nullptr))
+        rooms.push_back(room);
     for (const auto& room : rooms)
       wanted(w, room);
   }

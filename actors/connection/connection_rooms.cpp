@@ -105,7 +105,7 @@ bool connection::event_visible(const live_event& event) const {
   // hides anything from.
   if (event.borrowed_rooms && policy_.members)
     return rooms_shown(*event.borrowed_rooms, ev.kind, false, gone_rooms::deleted_or_unknown);
-  if (protocol::borrows_rooms(ev.kind) && policy_.members && !protocol::room_referents(ev).empty())
+  if (policy_.members && protocol::borrows_from_referents(ev))
     return hidden_rooms().regular_hidden().empty();
   bool names_reader = authenticated_ && protocol::names_in_room_change(ev, *authenticated_);
   return rooms_shown(protocol::rooms_of_event(ev), ev.kind, names_reader,

@@ -257,6 +257,27 @@ describe('rooms in a community, as Flotilla uses them', () => {
     await client.close()
   })
 
+  it("keeps a comment that names a private room's calendar event only by its address (A) in the room", async () => {
+    const { relay } = ctx
+    // NIP-22 on an addressable root: A (and K, P) for the root, a (and k, p) for the parent; no E, no h.
+    accepted(await bob.publish(relay, makeEvent(31923, { tags: [['d', 'meetup'], ['title', 'Meetup'], ['h', secret.h]] })))
+    const root = `31923:${bob.pk}:meetup`
+    const comment = (text) => makeEvent(1111, {
+      content: text, tags: [['A', root], ['K', '31923'], ['P', bob.pk], ['a', root], ['k', '31923'], ['p', bob.pk]],
+    })
+    const watching = carol.listen(relay, [{ kinds: [1111], '#A': [root] }])
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    const posted = await bob.publish(relay, comment('count me in'))
+    accepted(posted)
+    // Outside the room, carol may not post in its thread either (the room is restricted).
+    refused(await carol.publish(relay, comment('me too')), /^restricted: /)
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    watching.stop()
+    assert.deepEqual(watching.events, [], 'the comment went live to someone outside the room')
+    assert.equal((await carol.read(relay, [{ kinds: [1111], '#A': [root] }])).events.length, 0)
+    assert.deepEqual((await bob.read(relay, [{ kinds: [1111], '#A': [root] }])).events.map((e) => e.id), [posted.event.id])
+  })
+
   it("keeps reports of a private room's events to the room, as Flotilla's makeReport sends them (no h)", async () => {
     const { relay } = ctx
     // welshman's makeReport: p the author, e the event with the reason; no h.

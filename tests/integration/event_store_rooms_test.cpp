@@ -140,3 +140,44 @@ TEST_CASE_METHOD(test::store_fixture, "an event borrows the rooms of at most 16 
   CHECK(test::scalar(connection, "SELECT count(*) FROM events WHERE community_id = $1::bigint AND kind IN (5, 9)",
                      {std::to_string(community)}) == "0");
 }
+
+TEST_CASE_METHOD(test::store_fixture, "a comment naming its root only by address borrows the rooms of its live version",
+                 "[integration][event_store][rooms]") {
+  author member{35}, outsider{36};
+  const std::string id = std::to_string(community);
+  (void)test::scalar(connection, "INSERT INTO rooms (community_id, room_id, restricted) VALUES"
+                                 " ($1::bigint, 'office', true) RETURNING 1", {id});
+  (void)test::scalar(connection, "INSERT INTO room_members (community_id, room_id, pubkey)"
+                                 " VALUES ($1::bigint, 'office', decode($2, 'hex')) RETURNING 1",
+                     {id, protocol::to_hex(member.pubkey())});
+  const std::string plan = "30023:" + protocol::to_hex(member.pubkey()) + ":plan";
+  auto comment = [&](author& who, std::int64_t at, const std::string& root) {
+    return who.sign(protocol::comment_kind, at, {{"K", "30023"}, {"A", root}, {"P", protocol::to_hex(member.pubkey())}});
+  };
+  // The article and a comment on it in one batch: the comment finds the article written before it.
+  auto article = member.sign(30023, now - 20, {{"d", "plan"}, {"h", "office"}});
+  auto first = comment(member, now - 19, plan);
+  auto outcomes = events.store_batch(std::vector{test::write_of(community, article), test::write_of(community, first)});
+  REQUIRE(outcomes.size() == 2);
+  test::check_outcome(outcomes[1], status::stored, "");
+  CHECK(outcomes[1].borrowed_rooms == std::vector<std::string>{"office"});
+  // Stored apart, from the stored version; someone the restricted room does not let post is refused.
+  auto second = store_one(events, community, comment(member, now - 18, plan));
+  CHECK(second.borrowed_rooms == std::vector<std::string>{"office"});
+  test::check_outcome(store_one(events, community, comment(outsider, now - 17, plan)), status::refused,
+                      storage::msg_room_restricted);
+  // A root that is in no room, or is not an address that can be in one, lends none.
+  auto public_note = store_one(events, community, comment(outsider, now - 16, "30023:" + std::string(64, 'b') + ":x"));
+  test::check_outcome(public_note, status::stored, "");
+  CHECK(public_note.borrowed_rooms == std::vector<std::string>{});
+  CHECK_FALSE(store_one(events, community, comment(outsider, now - 15, "1:" + protocol::to_hex(member.pubkey()) + ":"))
+                .borrowed_rooms);
+
+  protocol::filter comments;
+  comments.kinds = std::vector<std::uint32_t>{protocol::comment_kind};
+  protocol::room_hiding office_unseen;
+  office_unseen.unseen = {"office"};
+  auto counted = events.count(community, {comments}, now, office_unseen);
+  REQUIRE(counted.ok);
+  CHECK(counted.count == 2); // the two on roots in no room
+}

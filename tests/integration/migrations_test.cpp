@@ -553,3 +553,27 @@ TEST_CASE("migration 40: an event's tag rows go in one statement, found by their
   // The other events' rows of the same values (created at 1 to 3,000, the list at 7) stay.
   CHECK(scalar(c, "SELECT count(*) FROM event_tags WHERE name = 'p' AND value = 'p7'") == "1");
 }
+
+TEST_CASE("migration 43: comments that name their root by address get the rooms of its live version",
+          "[integration][migrations]") {
+  test::fresh_database db;
+  storage::pg_connection c(db.conninfo());
+  const auto* by_address = &migrated_up_to(c, 43);
+  auto community = scalar(c, "INSERT INTO communities (host) VALUES ('x.example') RETURNING id");
+  const std::string author(64, 'a');
+  // An article in the office, and comments on it: by address, by a malformed one, and one with
+  // an h of its own.
+  insert_tagged(c, community, "\\x0a", "{}", {{"d", "plan"}, {"h", "office"}});
+  scalar(c, "UPDATE events SET kind = 30023, d_tag = 'plan', pubkey = decode($1, 'hex') RETURNING 1", {author});
+  const std::string root = "30023:" + author + ":plan";
+  insert_tagged(c, community, "\\x0b", "{}", {{"A", root.c_str()}});
+  insert_tagged(c, community, "\\x0c", "{}", {{"A", ("3002:" + author + ":plan").c_str()}});
+  insert_tagged(c, community, "\\x0d", "{}", {{"A", root.c_str()}, {"h", "lobby"}});
+  scalar(c, "UPDATE events SET kind = 1111 WHERE id <> '\\x0a' RETURNING 1");
+  scalar(c, "UPDATE event_tags t SET kind = e.kind FROM events e WHERE e.id = t.event_id RETURNING 1");
+  REQUIRE(c.exec_script(by_address->sql).ok());
+  CHECK(scalar(c, "SELECT string_agg(encode(event_id, 'hex') || ':' || value, ',') FROM event_tags"
+                  " WHERE name = 'room'") == "0b:office");
+  scalar(c, "DELETE FROM events WHERE id = '\\x0b' RETURNING 1");
+  CHECK(scalar(c, "SELECT count(*) FROM event_tags WHERE name = 'room'") == "0");
+}

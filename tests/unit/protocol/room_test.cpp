@@ -400,6 +400,22 @@ TEST_CASE("relay-signed room state has the NIP-29 shape", "[room]") {
   CHECK(rooms_of_event(comb::test::sign_event(bob(), 1, "")).empty());
 }
 
+TEST_CASE("a comment names its roots by address in A tags, at most 16 of them", "[room]") {
+  const std::string article = "30023:" + std::string(64, 'a') + ":plan";
+  auto comment = comb::test::sign_event(bob(), 1111, "", {{"K", "30023"}, {"A", article}, {"a", article}});
+  CHECK(root_addresses(comment) == std::vector<std::string_view>{article});
+  CHECK(borrows_from_referents(comment));
+  CHECK_FALSE(borrows_from_referents(comb::test::sign_event(bob(), 1111, "", {{"A", article}, {"h", "pizza"}})));
+  CHECK_FALSE(borrows_from_referents(comb::test::sign_event(bob(), 1111, "", {{"K", "30023"}})));
+  // Only a comment's A names a root: a reaction's a does not.
+  CHECK(root_addresses(comb::test::sign_event(bob(), 7, "+", {{"A", article}})).empty());
+  std::vector<std::vector<std::string>> roots(max_root_addresses, {"A", article});
+  CHECK_FALSE(too_many_rooms(comb::test::sign_event(bob(), 1111, "", roots)));
+  roots.push_back({"A", article});
+  CHECK(too_many_rooms(comb::test::sign_event(bob(), 1111, "", roots))
+        == "a comment names at most 16 roots by address (A tags)");
+}
+
 TEST_CASE("a comment without an h borrows the rooms of its E roots, a report those of its e", "[room]") {
   const std::string thread(64, 'a');
   auto comment = comb::test::sign_event(bob(), 1111, "more basil",

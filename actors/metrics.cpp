@@ -83,6 +83,9 @@ std::string relay_metrics::render() const {
   write(out, "comb_bridge_published_total", "counter", "Events sent to other pods.", bridge_published);
   write(out, "comb_access_notifications_total", "counter", "Access-change notifications received from Postgres.", access_notifications);
   write(out, "comb_access_reloads_total", "counter", "Community states reloaded from Postgres.", access_reloads);
+  write(out, "comb_access_reloads_deferred_total", "counter",
+        "Reloads of a community's state held back to at most one per 100 ms; each is taken at the end.",
+        access_reloads_deferred);
   write(out, "comb_database_clock_offset_ms", "gauge", "How far the database's clock is ahead of this pod's (negative: behind), measured every 10 s; past 30 s either way the pod logs an error.", database_clock_offset_ms);
   write(out, "comb_access_rewinds_total", "counter", "Community states taken again because the database's state version went back (a restore, a failover).", access_rewinds);
   write(out, "comb_access_events_delivered_total", "counter", "Events written by access changes, read back by version and given to the local fan-out.", access_events_delivered);

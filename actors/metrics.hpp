@@ -47,6 +47,7 @@ struct relay_metrics {
   std::atomic<std::uint64_t> connections_refused{0};
   std::atomic<std::uint64_t> access_notifications{0}; ///< LISTEN notifications received
   std::atomic<std::uint64_t> access_reloads{0};       ///< community states reloaded from Postgres
+  std::atomic<std::uint64_t> access_reloads_deferred{0}; ///< reloads held back (access_watcher_args::min_reload_interval)
   std::atomic<std::uint64_t> access_rewinds{0};       ///< reloads because the database's version went back
   /// How far the database's clock is ahead of the pod's, in ms (the access watcher measures it).
   std::atomic<std::int64_t> database_clock_offset_ms{0};

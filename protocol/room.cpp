@@ -9,6 +9,19 @@
 namespace comb::protocol {
 namespace {
 
+/// An `A` value naming an address that can be in rooms (keeps_rooms_of_replaced):
+/// "<kind>:<lowercase pubkey hex>:<d>", as the database compares it.
+bool names_room_address(std::string_view value) {
+  const auto colon = value.find(':');
+  std::uint32_t kind = 0;
+  if (colon == std::string_view::npos || value.size() < colon + 66 || value[colon + 65] != ':')
+    return false;
+  auto [end, ec] = std::from_chars(value.data(), value.data() + colon, kind);
+  bytes32 pubkey{};
+  return ec == std::errc() && end == value.data() + colon && keeps_rooms_of_replaced(kind)
+         && decode_lower_hex(value.substr(colon + 1, 64), pubkey);
+}
+
 bool id_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-'
          || c == '_';
@@ -241,7 +254,7 @@ std::vector<std::string_view> root_addresses(const event& ev) {
   if (ev.kind != comment_kind)
     return addresses;
   for (const auto& t : ev.tags)
-    if (t.size() >= 2 && t[0] == "A")
+    if (t.size() >= 2 && t[0] == "A" && names_room_address(t[1]))
       addresses.push_back(t[1]);
   return addresses;
 }

@@ -112,7 +112,8 @@ inline constexpr std::array<std::uint32_t, 5> borrower_kinds{deletion_kind, reac
 /// The addresses a comment names its root by (`A` tags, "<kind>:<pubkey>:<d>", as apps write
 /// them for an article or a calendar event), whether or not it names rooms of its own: it
 /// borrows the rooms of each one's live version as it borrows those of an `E` root
-/// (storage/store_plan.cpp reads them). Empty for other kinds.
+/// (storage/store_plan.cpp reads them). Only addresses that can be in rooms
+/// (keeps_rooms_of_replaced), with a lowercase pubkey; empty for other kinds.
 [[nodiscard]] std::vector<std::string_view> root_addresses(const event& ev);
 /// A comment names at most this many roots by address: each is locked and read with the batch.
 inline constexpr std::size_t max_root_addresses = 16;

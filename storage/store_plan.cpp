@@ -458,7 +458,7 @@ batch_keys keys_of(std::span<const event_write> writes) {
       keys.room_referents.push_back({w.community_id, referent});
     for (auto& root : root_addresses_read(w)) {
       keys.borrowing_addresses.push_back(root);
-      keys.addresses.push_back(std::move(root));
+      keys.read_addresses.push_back(std::move(root));
     }
   }
   sort_unique(keys.room_referents);
@@ -474,6 +474,12 @@ batch_keys keys_of(std::span<const event_write> writes) {
   sort_unique(keys.rooms);
   sort_unique(keys.ids);
   sort_unique(keys.addresses);
+  sort_unique(keys.read_addresses);
+  std::erase_if(keys.read_addresses, [&](const address& root) {
+    return std::binary_search(keys.addresses.begin(), keys.addresses.end(), root);
+  });
+  keys.addresses.insert(keys.addresses.end(), keys.read_addresses.begin(), keys.read_addresses.end());
+  sort_unique(keys.addresses);
   sort_unique(keys.borrowing_addresses);
   sort_unique(keys.authors);
   return keys;
@@ -484,7 +490,7 @@ std::vector<lock_request> locks_for(const batch_keys& keys) {
   for (const auto& [community, deletes_ids] : keys.communities)
     wanted[community_lock_key(community)] |= deletes_ids;
   for (const auto& addr : keys.addresses)
-    wanted[address_lock_key(addr)] = true;
+    wanted[address_lock_key(addr)] |= !std::binary_search(keys.read_addresses.begin(), keys.read_addresses.end(), addr);
   std::vector<lock_request> locks;
   for (const auto& [key, exclusive] : wanted)
     locks.push_back({key, exclusive});

@@ -89,7 +89,10 @@ struct batch_snapshot {
 /// The keys a batch touches: what to lock and what to read.
 struct batch_keys {
   std::vector<event_key> ids;          ///< the writes' ids and the ids their `e` tags delete
-  std::vector<address> addresses;      ///< the writes' addresses and those their `a` tags delete
+  std::vector<address> addresses;      ///< the writes' addresses, those their `a` tags delete, comments' roots
+  /// Of `addresses`, those the batch only reads (comments' roots, root_addresses_read) and
+  /// neither writes nor deletes: locked shared, so comments on one root do not queue.
+  std::vector<address> read_addresses;
   std::map<std::int64_t, bool> communities; ///< community -> deletes by id or author (exclusive lock)
   std::vector<std::pair<std::int64_t, protocol::bytes32>> authors; ///< (community, pubkey)
   /// (community, room) of event_write::rooms, and the `h` of the comment roots written in the batch

@@ -23,8 +23,11 @@ using self_ptr = caf::stateful_actor<access_watcher_state>*;
 /// mailbox's notifications are served.
 using reload_turn_atom = caf::atom_constant<caf::atom("reloadturn")>;
 using check_turn_atom = caf::atom_constant<caf::atom("checkturn")>;
+/// A reload min_reload_interval held back is due.
+using deferred_atom = caf::atom_constant<caf::atom("deferred")>;
 constexpr reload_turn_atom reload_turn_atom_v{};
 constexpr check_turn_atom check_turn_atom_v{};
+constexpr deferred_atom deferred_atom_v{};
 
 /// Communities one turn reloads (about 8 round trips each): a pod serving thousands of them
 /// still answers a notification within a turn, not after all of them.
@@ -109,6 +112,29 @@ bool deliver(self_ptr self, std::int64_t community_id, const member_cache& cache
   return true;
 }
 
+/// Whether a reload of the community for `version` waits, min_reload_interval after the last
+/// one: then the newest version heard of is kept, and taken when the time is up (deferred_atom).
+/// Otherwise the reload about to happen is noted.
+bool held_back(self_ptr self, std::int64_t community_id, std::int64_t version) {
+  auto& st = self->state;
+  const auto now = std::chrono::steady_clock::now();
+  auto [last, first] = st.last_reloads.try_emplace(community_id, now);
+  if (first || now - last->second >= st.args.min_reload_interval) {
+    last->second = now;
+    st.reloads_deferred.erase(community_id);
+    return false;
+  }
+  auto [deferred, new_wait] = st.reloads_deferred.try_emplace(community_id, version);
+  deferred->second = std::max(deferred->second, version);
+  if (new_wait) {
+    bump(st.args.metrics->access_reloads_deferred);
+    self->delayed_send(self, std::chrono::duration_cast<std::chrono::milliseconds>(
+                               last->second + st.args.min_reload_interval - now) + std::chrono::milliseconds(1),
+                       deferred_atom_v, community_id);
+  }
+  return true;
+}
+
 /// Reloads the community when this pod does not hold `version` yet, then
 /// delivers what the changes up to the version it holds or reloaded wrote: never further than
 /// the database says, so a notification naming a version that does not exist (anyone connected
@@ -121,6 +147,8 @@ bool catch_up(self_ptr self, std::int64_t community_id, std::int64_t version) {
   const auto& cache = *community->members;
   (void)delivered_through(self, community_id, cache); // before the reload moves what it holds
   if (version > cache.whole_version()) {
+    if (held_back(self, community_id, version))
+      return true;
     auto loaded = reload(self, community_id);
     if (!loaded)
       return false;
@@ -181,6 +209,7 @@ void follow_registry(self_ptr self, const std::vector<std::int64_t>& ids) {
   const std::unordered_set<std::int64_t> served(ids.begin(), ids.end());
   std::erase_if(st.delivered, [&](const auto& entry) { return !served.contains(entry.first); });
   std::erase_if(st.loads_on_their_way, [&](const auto& entry) { return !served.contains(entry.first); });
+  std::erase_if(st.last_reloads, [&](const auto& entry) { return !served.contains(entry.first); });
   for (auto id : ids)
     if (auto community = st.args.registry->find(id))
       (void)delivered_through(self, id, *community->members);
@@ -273,6 +302,8 @@ bool check_versions(self_ptr self) {
       else if (it != versions->end() && it->second == sent->second)
         continue; // the state of this version is in its actor's mailbox
     }
+    if (st.reloads_deferred.contains(id))
+      continue; // taken when its interval ends
     const bool moved = it == versions->end() || it->second != held[i];
     if (moved && taken++ == communities_per_turn)
       return true;
@@ -347,6 +378,15 @@ caf::behavior access_watcher(caf::stateful_actor<access_watcher_state>* self,
     // The bridge holds an event whose origin had `version`: read the database now, not at the
     // notification (which may lag) or the next check.
     [=](access_atom, std::int64_t community_id, std::int64_t version) {
+      (void)catch_up(self, community_id, version);
+    },
+    // A held-back reload is due; a database error leaves it to the next version check.
+    [=](deferred_atom, std::int64_t community_id) {
+      auto deferred = self->state.reloads_deferred.find(community_id);
+      if (deferred == self->state.reloads_deferred.end())
+        return; // taken meanwhile
+      const auto version = deferred->second;
+      self->state.reloads_deferred.erase(deferred);
       (void)catch_up(self, community_id, version);
     },
     [=](tick_atom) {

@@ -26,6 +26,11 @@ struct access_watcher_args {
   std::chrono::milliseconds check_interval{1000};
   /// Where the LISTEN connection leaves notifications (notice_atom wakes the watcher).
   std::shared_ptr<notice_inbox> notices = std::make_shared<notice_inbox>();
+  /// A community's state is reloaded for a newer version at most once in this time; a change
+  /// within it is taken at its end, with every other change made meanwhile. A member who joins
+  /// and leaves rooms in a loop changes the version as fast as the writers go, and each change
+  /// would have every pod read the whole community again.
+  std::chrono::milliseconds min_reload_interval{100};
 };
 
 /// How far a pod's clock may be from the database's before the pod logs an error: other pods
@@ -65,6 +70,10 @@ struct access_watcher_state {
   /// Communities whose retaken state was read before a write of the pod's own: read again at
   /// the next check, after the version check (which rewinds a pod whose write a failover lost).
   std::unordered_set<std::int64_t> retakes_owed;
+  /// When each community's state was last reloaded for a newer version (min_reload_interval).
+  std::unordered_map<std::int64_t, std::chrono::steady_clock::time_point> last_reloads;
+  /// Communities whose reload waits for min_reload_interval: the newest version heard of.
+  std::unordered_map<std::int64_t, std::int64_t> reloads_deferred;
   unsigned ticks = 0;
   bool clock_off = false; ///< the last measure was past max_database_clock_offset_ms (logged once)
   static inline const char* name = "access-watcher";

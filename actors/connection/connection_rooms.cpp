@@ -21,13 +21,14 @@ protocol::room_reader connection::reader_of(const cached_room& room,
 
 std::optional<rejection> connection::check_room_event(const protocol::event& ev,
                                                       std::int64_t now) const {
+  // Before the room: a comment without `h` names its roots by address (A tags).
+  if (auto too_many = protocol::too_many_rooms(ev))
+    return protocol::invalid(*too_many);
   const std::string* room = protocol::room_of(ev);
   if (!room)
     return std::nullopt;
   if (auto late = protocol::check_room_time(ev, now, policy_.room_late_seconds))
     return late;
-  if (auto too_many = protocol::too_many_rooms(ev))
-    return protocol::invalid(*too_many);
   if (ev.kind == protocol::room_create_kind || !policy_.members)
     return std::nullopt;
   // A deletion removes only its author's own events (checked where it is applied), and Flotilla

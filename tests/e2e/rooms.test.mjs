@@ -276,6 +276,9 @@ describe('rooms in a community, as Flotilla uses them', () => {
     assert.deepEqual(watching.events, [], 'the comment went live to someone outside the room')
     assert.equal((await carol.read(relay, [{ kinds: [1111], '#A': [root] }])).events.length, 0)
     assert.deepEqual((await bob.read(relay, [{ kinds: [1111], '#A': [root] }])).events.map((e) => e.id), [posted.event.id])
+    // Each root by address is read and locked with the batch: a comment names at most 16.
+    const many = makeEvent(1111, { content: 'spam', tags: Array.from({ length: 17 }, (_, i) => ['A', `31923:${bob.pk}:d${i}`]) })
+    refused(await bob.publish(relay, many), /^invalid: a comment names at most 16 roots by address/)
   })
 
   it("keeps reports of a private room's events to the room, as Flotilla's makeReport sends them (no h)", async () => {

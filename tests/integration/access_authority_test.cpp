@@ -530,3 +530,38 @@ TEST_CASE_METHOD(membership_fixture, "a reload of every community serves notific
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   CHECK(world.metrics->access_reloads.load() - before >= served);
 }
+
+TEST_CASE_METHOD(membership_fixture, "a burst of changes to one community is reloaded at most once per interval, the last one taken",
+                 "[integration][authority]") {
+  // A member joining and leaving rooms in a loop bumps the version as fast as the writers go;
+  // without the interval, every pod would read the whole community again for each change.
+  actor_world world;
+  REQUIRE(world.registry->ensure(community, [&] { return storage::load_access(connection, community); }));
+  auto handle = world.registry->find(community);
+  REQUIRE(handle);
+  auto notices = std::make_shared<actors::notice_inbox>();
+  actors::access_watcher_args args{database.conninfo(), world.registry, world.idle, world.metrics,
+                                   std::chrono::seconds(60), notices};
+  args.min_reload_interval = std::chrono::milliseconds(1000);
+  auto watcher = world.spawn_detached(actors::access_watcher, std::move(args));
+  const auto before = world.metrics->access_reloads.load();
+  constexpr int changes = 20;
+  protocol::bytes32 last{};
+  for (int i = 0; i < changes; ++i) {
+    last = key_of(static_cast<std::uint8_t>(100 + i));
+    (void)scalar(connection, "INSERT INTO members (community_id, pubkey, role) VALUES ($1::bigint, '\\x"
+                               + protocol::to_hex(last) + "'::bytea, 'member') RETURNING 1",
+                 {std::to_string(community)});
+    if (notices->add(std::to_string(community) + " " + std::to_string(version_of(connection, community))))
+      caf::anon_send(watcher, actors::notice_atom_v);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10)); // each notification its own wake-up
+  }
+  for (int i = 0; i < 400 && !handle->members->is_member(last); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  CHECK(handle->members->is_member(last));
+  const auto reloads = world.metrics->access_reloads.load() - before;
+  INFO("reloads for " << changes << " changes: " << reloads);
+  CHECK(reloads >= 2);
+  CHECK(reloads <= 3); // the first at once, the rest at the end of the interval (or two)
+  CHECK(world.metrics->access_reloads_deferred.load() >= 1);
+}

@@ -407,6 +407,11 @@ TEST_CASE("a comment names its roots by address in A tags, at most 16 of them", 
   CHECK(borrows_from_referents(comment));
   CHECK_FALSE(borrows_from_referents(comb::test::sign_event(bob(), 1111, "", {{"A", article}, {"h", "pizza"}})));
   CHECK_FALSE(borrows_from_referents(comb::test::sign_event(bob(), 1111, "", {{"K", "30023"}})));
+  // Only an address that can be in a room, its key in lowercase: not a profile's, not room state.
+  const std::string key(64, 'a');
+  for (const std::string& value : {"0:" + key + ":", "39000:" + key + ":pizza", "30023:" + std::string(64, 'A') + ":x",
+                                   "30023:" + key, "x:" + key + ":plan"})
+    CHECK(root_addresses(comb::test::sign_event(bob(), 1111, "", {{"A", value}})).empty());
   // Only a comment's A names a root: a reaction's a does not.
   CHECK(root_addresses(comb::test::sign_event(bob(), 7, "+", {{"A", article}})).empty());
   std::vector<std::vector<std::string>> roots(max_root_addresses, {"A", article});

@@ -2,6 +2,7 @@
 // The pure plan of a write batch (storage::plan_batch), where it needs no database.
 #include <catch2/catch.hpp>
 
+#include "protocol/hex.hpp"
 #include "storage/store_plan.hpp"
 #include "support/signed_events.hpp"
 
@@ -58,4 +59,27 @@ TEST_CASE("a version its address's deletion covers is planned for deletion by it
   std::vector<storage::event_write> writes{write_of(deletion)};
   auto plan = storage::plan_batch(writes, holding(article));
   CHECK(plan.deletes == std::vector<event_key>{{community, article.id}});
+}
+
+// A comment only reads its root's live version: comments on one article share its lock, and
+// only a batch that also writes the article takes it exclusively.
+TEST_CASE("a comment's root by address is locked shared, exclusively when the batch writes it",
+          "[storage][store_plan]") {
+  auto author = protocol::key_pair::generate();
+  auto article = test::sign_event(author, 30023, "", {{"d", "plan"}}, 1000);
+  const std::string root = "30023:" + protocol::to_hex(author.public_key()) + ":plan";
+  auto comment = test::sign_event(author, 1111, "", {{"A", root}, {"K", "30023"}}, 1001);
+  auto root_address = storage::address_of_event(community, article);
+  REQUIRE(root_address);
+  const auto lock = storage::address_lock_key(*root_address);
+  auto lock_of = [&](const std::vector<storage::event_write>& writes) {
+    auto keys = storage::keys_of(writes);
+    CHECK(keys.borrowing_addresses == std::vector{*root_address});
+    for (const auto& l : storage::locks_for(keys))
+      if (l.key == lock)
+        return std::optional(l.exclusive);
+    return std::optional<bool>();
+  };
+  CHECK(lock_of({write_of(comment)}) == std::optional(false));
+  CHECK(lock_of({write_of(article), write_of(comment)}) == std::optional(true));
 }

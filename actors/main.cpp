@@ -75,7 +75,8 @@ int main(int argc, char** argv) {
                    + comb::conf::default_config_file + " when it exists");
   app.add_flag("--print-config", print_config, "print the effective configuration and exit");
   app.add_flag("--check-config", check_config,
-               "check the settings (addresses resolved, secrets, Redis URL) and exit: 0 when the "
+               "check the settings (database URL set, key file, addresses resolved, secrets, Redis URL) "
+               "and exit: 0 when the "
                "relay may start with them");
   app.set_version_flag("--version", "comb-relay " COMB_VERSION);
   for (const auto& option : comb::conf::all_options()) {

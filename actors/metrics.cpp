@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "actors/metrics.hpp"
 
+#include "storage/pg_connection.hpp"
+
 #include <sstream>
 
 namespace comb::actors {
@@ -66,6 +68,12 @@ std::string relay_metrics::render() const {
   write(out, "comb_vanish_other_communities_total", "counter",
         "Communities a request to vanish was carried out in besides the one it was sent to.", vanish_other_communities);
   write(out, "comb_events_store_failed_total", "counter", "Events the database could not store.", events_failed);
+  write(out, "comb_database_lock_timeouts_total", "counter",
+        "Statements that waited past the lock timeout (10 s) for a lock another session held.",
+        storage::pg_timeouts().lock);
+  write(out, "comb_database_statement_timeouts_total", "counter",
+        "Statements the database cancelled past the statement timeout (COMB_STATEMENT_TIMEOUT_MS).",
+        storage::pg_timeouts().statement);
   write(out, "comb_fanout_deliveries_total", "counter", "Live events delivered to subscriptions.", deliveries);
   write(out, "comb_fanout_filters_checked_total", "counter",
         "Subscription filters checked against live events (each at most once per event).",

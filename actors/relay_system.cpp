@@ -330,7 +330,24 @@ public:
 
 } // namespace
 
+/// A key file that exists must load (one that does not is made at the first start).
+std::optional<std::string> relay_key_problem(const conf::relay_settings& s) {
+  const std::string key_file = s.effective_relay_key_file();
+  std::error_code looked;
+  if (!std::filesystem::exists(key_file, looked))
+    return looked ? std::optional("cannot look for relay key file " + key_file + ": " + looked.message())
+                  : std::nullopt;
+  std::string error;
+  if (!conf::load_relay_key(key_file, false, error))
+    return error;
+  return std::nullopt;
+}
+
 std::optional<std::string> startup_problem(const conf::relay_settings& s) {
+  if (s.database_url.empty())
+    return "COMB_DATABASE_URL is not set (tools/run.sh starts a private Postgres and sets it)";
+  if (auto problem = relay_key_problem(s))
+    return problem;
   if (auto problem = bridge_settings_problem(s))
     return problem;
   // Listen names are resolved before the database is touched, so a typo creates no community.
@@ -344,6 +361,11 @@ std::optional<std::string> startup_problem(const conf::relay_settings& s) {
 
 int run_relay(const conf::relay_settings& configured) {
   conf::relay_settings s = configured;
+  // Before the key file is made: a pod that cannot start leaves no new key behind.
+  if (auto problem = startup_problem(s)) {
+    spdlog::critical("{}", *problem);
+    return 1;
+  }
   std::string key_error;
   const std::string key_file = s.effective_relay_key_file();
   std::error_code unknown; // a folder it may not look into: load_relay_key says what is wrong
@@ -355,14 +377,6 @@ int run_relay(const conf::relay_settings& configured) {
   }
   if (!key_existed) // the database refuses it if it belongs to another key (check_relay_identity)
     spdlog::warn("created a new relay key in {}: every pod of a deployment needs the same key file", key_file);
-  if (s.database_url.empty()) {
-    spdlog::critical("COMB_DATABASE_URL is not set (tools/run.sh starts a private Postgres and sets it)");
-    return 1;
-  }
-  if (auto problem = startup_problem(s)) {
-    spdlog::critical("{}", *problem);
-    return 1;
-  }
 
   caf::actor_system_config config;
   config.set("scheduler.max-threads", static_cast<std::size_t>(s.worker_threads));

@@ -8,8 +8,9 @@
 
 namespace comb::actors {
 
-/// What conf::load_settings cannot check alone, checked before anything is created: the cluster
-/// secret and COMB_REDIS_URL (password never shown), and that the listen addresses resolve.
+/// What conf::load_settings cannot check alone, checked before anything is created (the relay
+/// key file included): a database URL, a key file that loads if it exists, the cluster secret
+/// and COMB_REDIS_URL (password never shown), and that the listen addresses resolve.
 /// Nothing when the pod may start. `comb-relay --check-config` prints it.
 [[nodiscard]] std::optional<std::string> startup_problem(const conf::relay_settings& settings);
 

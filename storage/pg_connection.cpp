@@ -284,6 +284,22 @@ std::optional<pg_reply> pg_connection::refuse_statement(std::string_view sql) {
   return reply;
 }
 
+pg_timeout_counts& pg_timeouts() noexcept {
+  static pg_timeout_counts counts;
+  return counts;
+}
+
+namespace {
+
+void count_timeout(const std::string& sqlstate) {
+  if (sqlstate == "55P03")
+    pg_timeouts().lock.fetch_add(1, std::memory_order_relaxed);
+  else if (sqlstate == "57014")
+    pg_timeouts().statement.fetch_add(1, std::memory_order_relaxed);
+}
+
+} // namespace
+
 pg_reply pg_connection::wrap(::pg_result* raw, bool ends_transaction) {
   pg_reply reply;
   reply.result_.reset(raw);
@@ -293,6 +309,7 @@ pg_reply pg_connection::wrap(::pg_result* raw, bool ends_transaction) {
   if (!succeeded) {
     const char* state = raw ? PQresultErrorField(raw, PG_DIAG_SQLSTATE) : nullptr;
     reply.sqlstate_ = state ? state : "";
+    count_timeout(reply.sqlstate_);
     reply.error_ = first_line(raw ? PQresultErrorMessage(raw) : PQerrorMessage(conn_));
     if (reply.error_.starts_with("ERROR:  "))
       reply.error_.erase(0, 8);

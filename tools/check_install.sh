@@ -21,5 +21,7 @@ unit="$root/lib/systemd/system/comb-relay.service"
 grep -qx "StateDirectory=comb" "$unit" || { echo "install: unit without StateDirectory=comb" >&2; exit 1; }
 grep -qx "ExecStart=$prefix/bin/comb-relay" "$unit" || { echo "install: unit runs another binary" >&2; exit 1; }
 "$root/bin/comb-relay" --version
-env -u COMB_CONFIG "$root/bin/comb-relay" --config "$stage/etc/comb/comb.toml" --check-config
+# The database is the operator's to name (COMB_DATABASE_URL, or database_url in the file).
+env -u COMB_CONFIG COMB_DATABASE_URL=postgresql://comb@127.0.0.1/comb \
+  "$root/bin/comb-relay" --config "$stage/etc/comb/comb.toml" --check-config
 echo "install: staged install under $prefix checked"

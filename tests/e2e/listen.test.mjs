@@ -3,6 +3,11 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import { chmod, mkdtemp, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
 import {
   Relay, createDatabase, dropDatabase, freePort, keys, sign, startRelay, stopRelayCleanly, within,
 } from './harness.mjs'
@@ -62,6 +67,36 @@ describe('listen addresses', () => {
     } finally {
       await dropDatabase(database)
     }
+  })
+
+  it('a start its settings stop leaves no new relay key; --check-config names what is wrong', async () => {
+    const folder = await mkdtemp(path.join(tmpdir(), 'comb-key-'))
+    const keyFile = path.join(folder, 'relay.key')
+    const database = await createDatabase()
+    try {
+      await failedStart({ COMB_LISTEN: `nowhere.invalid:${await freePort()}`, COMB_RELAY_KEY_FILE: keyFile }, database)
+      assert.equal(existsSync(keyFile), false, 'a key file was made by a start that could not proceed')
+    } finally {
+      await dropDatabase(database)
+    }
+    const bin = process.env.COMB_RELAY_BIN
+      || path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../build/bin/comb-relay')
+    const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('COMB_')))
+    const check = (env) => new Promise((resolve) => execFile(bin, ['--check-config'],
+      { env: { ...inherited, COMB_CONFIG: '', COMB_LISTEN: '127.0.0.1:0', COMB_METRICS_LISTEN: 'off', ...env }, timeout: 20000 },
+      (error, stdout, stderr) => resolve({ code: error ? error.code : 0, out: stdout + stderr })))
+    const noDatabase = await check({ COMB_RELAY_KEY_FILE: keyFile })
+    assert.equal(noDatabase.code, 2)
+    assert.match(noDatabase.out, /COMB_DATABASE_URL is not set/)
+    const url = { COMB_DATABASE_URL: process.env.COMB_TEST_DATABASE_URL, COMB_RELAY_KEY_FILE: keyFile }
+    assert.equal((await check(url)).code, 0, 'a key file not made yet is made at the first start')
+    await writeFile(keyFile, `${'1'.repeat(64)}\n`)
+    await chmod(keyFile, 0o644)
+    const shared = await check(url)
+    assert.equal(shared.code, 2)
+    assert.match(shared.out, /is readable by group or others/)
+    await chmod(keyFile, 0o600)
+    assert.equal((await check(url)).code, 0)
   })
 
   it('[zz] is not an IPv6 address: refused by the settings, naming COMB_LISTEN', async () => {

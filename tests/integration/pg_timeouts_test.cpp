@@ -64,6 +64,25 @@ TEST_CASE_METHOD(test::store_fixture, "a batch waits for a community's held lock
   CHECK(again.front().result == status::stored);
 }
 
+TEST_CASE_METHOD(test::store_fixture, "statements ended by the lock or statement timeout are counted",
+                 "[integration][pg_connection][timeouts]") {
+  storage::pg_connection psql(database.conninfo());
+  (void)scalar(psql, "BEGIN");
+  (void)scalar(psql, "SELECT id::text FROM communities WHERE id = $1::bigint FOR UPDATE", {std::to_string(community)});
+  auto policy = quick_locks();
+  policy.statement_timeout_ms = 1000; // past the lock timeout (300 ms), which a lock wait meets first
+  storage::pg_connection waiting(database.conninfo(), policy);
+  const auto locks_before = storage::pg_timeouts().lock.load();
+  const auto statements_before = storage::pg_timeouts().statement.load();
+  CHECK_FALSE(waiting.exec("SELECT 1 FROM communities WHERE id = $1::bigint FOR UPDATE", {std::to_string(community)}).ok());
+  CHECK(storage::pg_timeouts().lock.load() == locks_before + 1);
+  CHECK(storage::pg_timeouts().statement.load() == statements_before);
+  CHECK_FALSE(waiting.exec("SELECT pg_sleep(2)").ok());
+  CHECK(storage::pg_timeouts().statement.load() == statements_before + 1);
+  CHECK(storage::pg_timeouts().lock.load() == locks_before + 1);
+  (void)scalar(psql, "ROLLBACK");
+}
+
 TEST_CASE_METHOD(test::store_fixture, "a write refused as read-only drops the session, and the next reaches a writable one",
                  "[integration][pg_connection][timeouts]") {
   // A primary demoted in a failover, or a standby the name pointed at: its sessions refuse writes.

@@ -96,6 +96,7 @@ void print_keys(const protocol::key_pair& relay_key, const std::string& primary_
 /// Lists written at start-up, for this pod's fan-out.
 struct startup_lists {
   bool ok = false;
+  bool key_refused = false; ///< the database belongs to another relay key (check_relay_identity)
   std::vector<committed_event> lists;
   std::string primary_host; ///< the configured community's
 };
@@ -198,6 +199,7 @@ startup_lists prepare_database(const conf::relay_settings& s, const protocol::ke
   }
   if (auto problem = storage::check_relay_identity(connection, key, s.effective_relay_key_file())) {
     spdlog::critical("{}", *problem);
+    out.key_refused = true;
     return out;
   }
   auto host = protocol::host_of_relay_url(s.effective_public_url());
@@ -428,8 +430,13 @@ int run_relay(const conf::relay_settings& configured) {
   }
   s.listen = with_port(s.listen, acceptors.front().local_endpoint().port());
   auto startup = prepare_database(s, *key);
-  if (!startup.ok)
+  if (!startup.ok) {
+    // A key this start made and the database refused is of no use: the next start, with the
+    // deployment's key file in place, must not find this one there.
+    if (startup.key_refused && !key_existed && std::filesystem::remove(key_file, unknown))
+      spdlog::info("removed {}, the key this start made", key_file);
     return 1;
+  }
   auto metrics = std::make_shared<relay_metrics>();
   auto communities = std::make_shared<community_directory>(std::chrono::seconds(5));
   pod_actors pod;

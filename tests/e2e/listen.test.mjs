@@ -99,6 +99,20 @@ describe('listen addresses', () => {
     assert.equal((await check(url)).code, 0)
   })
 
+  it('a key the database refuses (it belongs to another relay key) is not left in the key file', async () => {
+    const database = await createDatabase()
+    const keyFile = path.join(await mkdtemp(path.join(tmpdir(), 'comb-key-')), 'relay.key')
+    try {
+      const first = await startRelay({}, { database }) // records its own key
+      await stopRelayCleanly(first)
+      const message = await failedStart({ COMB_RELAY_KEY_FILE: keyFile }, database)
+      assert.match(message, /relay key/)
+      assert.equal(existsSync(keyFile), false, 'the refused key stayed in its file')
+    } finally {
+      await dropDatabase(database)
+    }
+  })
+
   it('[zz] is not an IPv6 address: refused by the settings, naming COMB_LISTEN', async () => {
     const database = await createDatabase()
     try {

@@ -138,7 +138,10 @@ std::optional<rejection> read_arguments(const event& ev, room_request& request) 
         return invalid("a code tag (1 to 256 bytes) is required");
       return std::nullopt;
     case room_action::join:
+      // NIP-29 names it `code`; newer welshman (RoomJoin setClaim) sends `claim`.
       request.code = optional_value(ev, "code").value_or("");
+      if (request.code.empty())
+        request.code = optional_value(ev, "claim").value_or("");
       return std::nullopt;
     case room_action::update_pins:
       return read_pins(ev, request);

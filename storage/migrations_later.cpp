@@ -496,6 +496,13 @@ SELECT DISTINCT c.community_id, c.event_id, 'room', h.value, c.created_at, c.kin
                    AND o.event_id = c.event_id AND o.name IN ('h', 'room'));
 )sql";
 
+// Newer welshman sends a room join's invite code as `claim` (protocol::parse_room_request):
+// such joins stored before, whose code admits whoever reads it, go as those with `code` went
+// (migration 31). Their tags go by trigger.
+constexpr const char* migration_44 = R"sql(
+DELETE FROM events WHERE kind = 9021 AND raw LIKE '%["claim",%';
+)sql";
+
 constexpr migration migrations[] = {
   {22, "events' store time for the gap fill; a community's events skip their tag probes when it"
        " is deleted", migration_22},
@@ -521,6 +528,7 @@ constexpr migration migrations[] = {
   {41, "users removed from a room by a moderator, whom an invite code does not let back in", migration_41},
   {42, "the deployment's relay key", migration_42},
   {43, "comments borrow the rooms of the roots they name by address", migration_43},
+  {44, "room joins that carried invite codes as claim deleted", migration_44},
 };
 
 } // namespace

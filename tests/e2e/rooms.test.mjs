@@ -98,6 +98,17 @@ describe('rooms in a community, as Flotilla uses them', () => {
     const withCode = makeRoomJoinEvent(secret)
     withCode.tags.push(['code', code])
     accepted(await bob.publish(relay, withCode))
+    // Newer welshman (RoomJoin setClaim) sends the code as `claim`: it admits the same, and the
+    // join carrying it is not stored either (its code would admit whoever read it).
+    const dave = appUser()
+    await dave.authenticated(relay)
+    const claimed = makeRoomJoinEvent(secret)
+    claimed.tags.push(['claim', code])
+    const daveJoin = await dave.publish(relay, claimed)
+    accepted(daveJoin)
+    assert.ok(members(await roomState(owner, relay, ROOM_MEMBERS, secret.h)).includes(dave.pk))
+    assert.ok(!(await owner.read(relay, [{ kinds: [9021], '#h': [secret.h] }])).events.some((e) => e.id === daveJoin.event.id))
+    dave.close()
     const note = await bob.publish(relay, makeEvent(9, { content: 'members only', tags: [['h', secret.h]] }))
     accepted(note)
     // Carol is not in the room: she may not post in it, nor read it. Its group metadata she

@@ -577,3 +577,15 @@ TEST_CASE("migration 43: comments that name their root by address get the rooms 
   scalar(c, "DELETE FROM events WHERE id = '\\x0b' RETURNING 1");
   CHECK(scalar(c, "SELECT count(*) FROM event_tags WHERE name = 'room'") == "0");
 }
+
+TEST_CASE("migration 44: room joins stored with invite codes as claim are deleted", "[integration][migrations]") {
+  test::fresh_database db;
+  storage::pg_connection c(db.conninfo());
+  const auto* claims_gone = &migrated_up_to(c, 44);
+  auto community = scalar(c, "INSERT INTO communities (host) VALUES ('x.example') RETURNING id");
+  insert_tagged(c, community, "\\x0a", R"({"kind":9021,"tags":[["h","locked"],["claim","abc"]],"content":""})", {});
+  insert_tagged(c, community, "\\x0b", R"({"kind":9021,"tags":[["h","lobby"]],"content":"[\"claim\",\"x\"]"})", {});
+  scalar(c, "UPDATE events SET kind = 9021 RETURNING 1");
+  REQUIRE(c.exec_script(claims_gone->sql).ok());
+  CHECK(scalar(c, "SELECT string_agg(encode(id, 'hex'), ',') FROM events") == "0b");
+}

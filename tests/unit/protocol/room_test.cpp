@@ -74,6 +74,10 @@ TEST_CASE("room requests are read from their tags", "[room]") {
 TEST_CASE("a join carrying an invite code is applied but not kept", "[room]") {
   CHECK_FALSE(request_event_kept(request_of(comb::test::sign_event(alice(), 9021, "", {{"h", "pizza"}, {"code", "xyz"}}))));
   CHECK(request_event_kept(request_of(comb::test::sign_event(alice(), 9021, "", {{"h", "pizza"}}))));
+  // Newer welshman sends the code as `claim`: read and withheld the same way.
+  auto claimed = request_of(comb::test::sign_event(alice(), 9021, "", {{"h", "pizza"}, {"claim", "xyz"}}));
+  CHECK(claimed.code == "xyz");
+  CHECK_FALSE(request_event_kept(claimed));
   CHECK(request_event_kept(request_of(comb::test::sign_event(alice(), 9009, "", {{"h", "pizza"}, {"code", "xyz"}}))));
 }
 

@@ -186,8 +186,22 @@ bool wait_for_auth(connection_self self, protocol::req_message& message, const p
   return true;
 }
 
+/// A REQ none of whose filters can match anything (welshman 0.11 probes a quiet socket with
+/// `{"ids":[]}`) is answered EOSE at once, whoever asks: it needs no reader, no AUTH and no live
+/// subscription, and tells nothing. It replaces a subscription of its id as any REQ does.
+bool answered_as_empty(connection_self self, const protocol::req_message& message) {
+  if (message.filters.empty() || !std::ranges::all_of(message.filters, protocol::matches_nothing))
+    return false;
+  forget_waiting(self->state, message.subscription_id);
+  end_subscription(self, message.subscription_id);
+  send_frame(self, protocol::render_eose(message.subscription_id));
+  return true;
+}
+
 void answer_req(connection_self self, protocol::req_message& message, bool may_wait) {
   auto& st = self->state;
+  if (answered_as_empty(self, message))
+    return;
   if (auto refused = st.logic->may_read()) {
     if (!wait_for_auth(self, message, *refused, may_wait))
       refuse_subscription(self, message.subscription_id, *refused);

@@ -438,6 +438,14 @@ describe('Flotilla rooms and sync in a closed space', () => {
     assert.equal(end[0], 'CLOSED') // this closed community wants AUTH first, but it still answers
     assert.match(end[2], /^auth-required: /)
     assert.equal(client.closeInfo, null)
+    // welshman 0.11 probes a quiet socket with a REQ that matches nothing: EOSE at once, before
+    // AUTH too (it would otherwise wait 3 s for an AUTH, and the probe gives up after 10 s).
+    const probed = Date.now()
+    client.send(['REQ', 'PING-1', { ids: [] }])
+    const probe = await client.history('PING-1')
+    assert.equal(probe.end[0], 'EOSE')
+    assert.deepEqual(probe.events, [])
+    assert.ok(Date.now() - probed < 1000, `the probe was answered after ${Date.now() - probed} ms`)
     await client.close()
     for (const user of [owner, alice]) user.close()
   })

@@ -37,6 +37,16 @@ bool has_flag(const event& ev, std::string_view name) {
                      [name](const tag& t) { return !t.empty() && t[0] == name; });
 }
 
+/// A join's invite code: the first non-empty `code`, else `claim` (newer welshman's RoomJoin
+/// setClaim), so that a join carrying a code anywhere is withheld (request_event_kept).
+std::string join_code(const event& ev) {
+  for (std::string_view name : {"code", "claim"})
+    for (const auto& t : ev.tags)
+      if (t.size() >= 2 && t[0] == name && !t[1].empty())
+        return t[1];
+  return {};
+}
+
 std::optional<std::string> optional_value(const event& ev, std::string_view name) {
   if (const std::string* value = first_tag_value(ev, name))
     return *value;
@@ -138,10 +148,7 @@ std::optional<rejection> read_arguments(const event& ev, room_request& request) 
         return invalid("a code tag (1 to 256 bytes) is required");
       return std::nullopt;
     case room_action::join:
-      // NIP-29 names it `code`; newer welshman (RoomJoin setClaim) sends `claim`.
-      request.code = optional_value(ev, "code").value_or("");
-      if (request.code.empty())
-        request.code = optional_value(ev, "claim").value_or("");
+      request.code = join_code(ev);
       return std::nullopt;
     case room_action::update_pins:
       return read_pins(ev, request);

@@ -498,9 +498,10 @@ SELECT DISTINCT c.community_id, c.event_id, 'room', h.value, c.created_at, c.kin
 
 // Newer welshman sends a room join's invite code as `claim` (protocol::parse_room_request):
 // such joins stored before, whose code admits whoever reads it, go as those with `code` went
-// (migration 31). Their tags go by trigger.
+// (migration 31); one whose claims are all empty carried no code and stays. Their tags go by
+// trigger.
 constexpr const char* migration_44 = R"sql(
-DELETE FROM events WHERE kind = 9021 AND raw LIKE '%["claim",%';
+DELETE FROM events WHERE kind = 9021 AND raw ~ '\["claim","[^"]';
 )sql";
 
 constexpr migration migrations[] = {

@@ -78,6 +78,10 @@ TEST_CASE("a join carrying an invite code is applied but not kept", "[room]") {
   auto claimed = request_of(comb::test::sign_event(alice(), 9021, "", {{"h", "pizza"}, {"claim", "xyz"}}));
   CHECK(claimed.code == "xyz");
   CHECK_FALSE(request_event_kept(claimed));
+  // An empty one first does not hide a code after it.
+  auto second = request_of(comb::test::sign_event(alice(), 9021, "", {{"h", "pizza"}, {"code", ""}, {"claim", ""}, {"claim", "xyz"}}));
+  CHECK(second.code == "xyz");
+  CHECK(request_event_kept(request_of(comb::test::sign_event(alice(), 9021, "", {{"h", "pizza"}, {"claim", ""}}))));
   CHECK(request_event_kept(request_of(comb::test::sign_event(alice(), 9009, "", {{"h", "pizza"}, {"code", "xyz"}}))));
 }
 

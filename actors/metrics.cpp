@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "actors/metrics.hpp"
 
-#include "storage/pg_connection.hpp"
+#include "storage/pg_timeouts.hpp"
 
 #include <sstream>
 

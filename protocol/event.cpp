@@ -71,4 +71,16 @@ std::string address_of(const event& ev) {
   return out;
 }
 
+std::optional<address_value> parse_address_value(std::string_view value) noexcept {
+  const auto colon = value.find(':');
+  if (colon == std::string_view::npos || value.size() < colon + 66 || value[colon + 65] != ':')
+    return std::nullopt;
+  address_value out;
+  auto [end, ec] = std::from_chars(value.data(), value.data() + colon, out.kind);
+  if (ec != std::errc() || end != value.data() + colon || !decode_lower_hex(value.substr(colon + 1, 64), out.pubkey))
+    return std::nullopt;
+  out.d = value.substr(colon + 66);
+  return out;
+}
+
 } // namespace comb::protocol

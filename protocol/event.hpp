@@ -53,4 +53,14 @@ enum class kind_class { regular, replaceable, ephemeral, addressable };
 /// "<kind>:<pubkey hex>:<d>", the address NIP-01 and NIP-09 use for addressable events.
 [[nodiscard]] std::string address_of(const event& ev);
 
+/// An address as an `a` or `A` tag writes it (address_of), read by its grammar alone: a kind in
+/// digits, a lowercase pubkey, the `d` after the second colon. Whether the kind has addresses is
+/// the caller's to check.
+struct address_value {
+  std::uint32_t kind = 0;
+  bytes32 pubkey{};
+  std::string_view d; ///< into the parsed text
+};
+[[nodiscard]] std::optional<address_value> parse_address_value(std::string_view value) noexcept;
+
 } // namespace comb::protocol

@@ -9,17 +9,10 @@
 namespace comb::protocol {
 namespace {
 
-/// An `A` value naming an address that can be in rooms (keeps_rooms_of_replaced):
-/// "<kind>:<lowercase pubkey hex>:<d>", as the database compares it.
+/// An `A` value naming an address that can be in rooms (keeps_rooms_of_replaced).
 bool names_room_address(std::string_view value) {
-  const auto colon = value.find(':');
-  std::uint32_t kind = 0;
-  if (colon == std::string_view::npos || value.size() < colon + 66 || value[colon + 65] != ':')
-    return false;
-  auto [end, ec] = std::from_chars(value.data(), value.data() + colon, kind);
-  bytes32 pubkey{};
-  return ec == std::errc() && end == value.data() + colon && keeps_rooms_of_replaced(kind)
-         && decode_lower_hex(value.substr(colon + 1, 64), pubkey);
+  auto named = parse_address_value(value);
+  return named && keeps_rooms_of_replaced(named->kind);
 }
 
 bool id_char(char c) {

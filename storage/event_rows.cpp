@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <charconv>
 #include <cstring>
 #include <set>
 
@@ -48,21 +47,12 @@ std::optional<address> address_of_event(std::int64_t community_id, const protoco
 }
 
 std::optional<address> parse_a_tag(std::int64_t community_id, std::string_view value) {
-  auto first = value.find(':');
-  if (first == std::string_view::npos || value.size() < first + 1 + 64 + 1
-      || value[first + 1 + 64] != ':')
+  auto named = protocol::parse_address_value(value);
+  if (!named || !has_address(named->kind))
     return std::nullopt;
-  std::uint32_t kind = 0;
-  auto [end, ec] = std::from_chars(value.data(), value.data() + first, kind);
-  if (ec != std::errc() || end != value.data() + first || !has_address(kind))
+  if (protocol::classify(named->kind) == protocol::kind_class::replaceable && !named->d.empty())
     return std::nullopt;
-  auto pubkey = protocol::array_from_hex<32>(value.substr(first + 1, 64));
-  if (!pubkey)
-    return std::nullopt;
-  std::string_view d = value.substr(first + 1 + 64 + 1);
-  if (protocol::classify(kind) == protocol::kind_class::replaceable && !d.empty())
-    return std::nullopt;
-  return address{community_id, *pubkey, kind, address_key(d)};
+  return address{community_id, named->pubkey, named->kind, address_key(named->d)};
 }
 
 std::vector<std::pair<char, std::string>> indexed_tags(const protocol::event& ev) {

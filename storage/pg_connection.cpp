@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "storage/pg_connection.hpp"
+#include "storage/pg_timeouts.hpp"
 
 #include <endian.h>
 
@@ -283,22 +284,6 @@ std::optional<pg_reply> pg_connection::refuse_statement(std::string_view sql) {
                         : "the database connection was lost during this transaction";
   return reply;
 }
-
-pg_timeout_counts& pg_timeouts() noexcept {
-  static pg_timeout_counts counts;
-  return counts;
-}
-
-namespace {
-
-void count_timeout(const std::string& sqlstate) {
-  if (sqlstate == "55P03")
-    pg_timeouts().lock.fetch_add(1, std::memory_order_relaxed);
-  else if (sqlstate == "57014")
-    pg_timeouts().statement.fetch_add(1, std::memory_order_relaxed);
-}
-
-} // namespace
 
 pg_reply pg_connection::wrap(::pg_result* raw, bool ends_transaction) {
   pg_reply reply;

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -78,15 +77,6 @@ private:
   std::string sqlstate_;
   bool connection_lost_ = false;
 };
-
-/// Statements this process's connections saw fail by a timeout, for the metrics: waiting past
-/// lock_timeout for a lock (55P03), running past statement_timeout (57014, which a cancel
-/// request also raises; comb sends none).
-struct pg_timeout_counts {
-  std::atomic<std::uint64_t> lock{0};
-  std::atomic<std::uint64_t> statement{0};
-};
-[[nodiscard]] pg_timeout_counts& pg_timeouts() noexcept;
 
 /// How hard to try when the server is unreachable.
 struct pg_reconnect_policy {

@@ -115,14 +115,14 @@ std::vector<protocol::bytes32> referents_read(const event_write& w) {
 }
 
 /// The addresses of a comment's roots whose live versions' rooms a write needs
-/// (protocol::root_addresses), read as its roots by id are (referents_read); only kinds that
-/// can be in rooms (protocol::keeps_rooms_of_replaced).
+/// (protocol::root_addresses: only those that can be in rooms), read as its roots by id are
+/// (referents_read).
 std::vector<address> root_addresses_read(const event_write& w) {
   std::vector<address> roots;
   if (!posting_checked(w) && protocol::room_of(*w.ev))
     return roots;
   for (auto value : protocol::root_addresses(*w.ev))
-    if (auto root = parse_a_tag(w.community_id, value); root && protocol::keeps_rooms_of_replaced(root->kind))
+    if (auto root = parse_a_tag(w.community_id, value))
       roots.push_back(std::move(*root));
   return roots;
 }

@@ -13,6 +13,7 @@
 
 #include "protocol/hex.hpp"
 #include "storage/migrations.hpp"
+#include "storage/pg_timeouts.hpp"
 #include "support/pg_test_database.hpp"
 #include "support/test_events.hpp"
 

@@ -150,6 +150,17 @@ TEST_CASE("tag helpers read d, protected and expiration", "[protocol][event]") {
   CHECK(is_protected(ev));
   CHECK(expiration_of(ev) == 1800000000);
   CHECK(address_of(ev) == "30023:" + to_hex(ev.pubkey) + ":post-1");
+  // Read back by its grammar: the d keeps any colon; a key must be 64 lowercase hex digits.
+  const std::string value = address_of(ev) + ":part";
+  auto named = parse_address_value(value);
+  REQUIRE(named);
+  CHECK(named->kind == 30023);
+  CHECK(named->pubkey == ev.pubkey);
+  CHECK(named->d == "post-1:part");
+  CHECK(parse_address_value("0:" + to_hex(ev.pubkey) + ":")->d.empty());
+  for (const std::string& bad : {"30023:" + to_hex(ev.pubkey), "x:" + to_hex(ev.pubkey) + ":d",
+                                 "30023:" + std::string(64, 'A') + ":d", "30023:" + std::string(63, 'a') + "::d"})
+    CHECK_FALSE(parse_address_value(bad));
 
   event plain = signed_event(30023, {{"expiration", "soon"}, {"e", "-"}});
   CHECK(d_tag(plain).empty());

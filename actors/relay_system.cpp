@@ -295,7 +295,8 @@ bool spawn_actors(caf::actor_system& system, asio::io_context& io, const conf::r
   caf::anon_send(pod.bridge->actor, bridge_watcher{pod.access_watcher, pod.gap_filler});
   pod.management = system.spawn<caf::detached>(
     management_actor, management_args{s.database_url, key, pod.registry, communities,
-                                      metrics, std::chrono::seconds(10)});
+                                      metrics, std::chrono::seconds(10), s.invite_uses,
+                                      s.invite_ttl_seconds});
   return true;
 }
 

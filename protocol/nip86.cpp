@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "protocol/nip86.hpp"
 
+#include <algorithm>
 #include <array>
 #include <boost/json.hpp>
 
@@ -14,7 +15,8 @@ constexpr std::array<std::string_view, management_method_count> method_names{
   "supportedmethods",  "banpubkey",     "unbanpubkey",     "listbannedpubkeys",
   "allowpubkey",       "unallowpubkey", "listallowedpubkeys", "banevent",
   "allowevent",        "listbannedevents", "changerelayname", "changerelaydescription",
-  "changerelayicon",   "listrooms",     "listroommembers",
+  "changerelayicon",   "listrooms",     "listroommembers", "listclaims",
+  "createclaim",       "deleteclaim",
 };
 
 using parse_result = result<management_request, management_parse_error>;
@@ -37,7 +39,19 @@ bool takes_target(method m) {
 
 bool takes_text(method m) {
   return m == method::change_relay_name || m == method::change_relay_description
-         || m == method::change_relay_icon || m == method::list_room_members;
+         || m == method::change_relay_icon || m == method::list_room_members
+         || m == method::create_claim || m == method::delete_claim;
+}
+
+/// Methods whose one string param may not be empty.
+bool needs_text(method m) {
+  return m == method::list_room_members || m == method::create_claim || m == method::delete_claim;
+}
+
+/// A new code must be hard to guess and survive a link and a tag unchanged.
+bool is_acceptable_chosen_claim(std::string_view claim) {
+  return claim.size() >= min_chosen_claim_bytes
+         && std::all_of(claim.begin(), claim.end(), [](char c) { return c > ' ' && c < 0x7f; });
 }
 
 std::size_t text_bound(method m) {
@@ -46,6 +60,8 @@ std::size_t text_bound(method m) {
     case method::change_relay_description: return max_relay_description_bytes;
     case method::change_relay_icon: return max_relay_icon_bytes;
     case method::list_room_members: return 64; // a room id
+    case method::create_claim:
+    case method::delete_claim: return max_claim_bytes;
     default: return max_reason_bytes;
   }
 }
@@ -92,8 +108,9 @@ parse_result params_of(method m, std::string_view name, const json::array& given
     if (takes_text(m) && text_index >= params.size())
       return bad_params(name, "a string param is required");
     // "" clears a name, description or icon: Flotilla sends it when a field is emptied.
-    if (m == method::list_room_members && text->empty())
-      return bad_params(name, "a room id is required");
+    if (needs_text(m) && text->empty())
+      return bad_params(name, m == method::list_room_members ? "a room id is required"
+                                                             : "an invite code is required");
     if (text->size() > text_bound(m))
       return bad_params(name, "param is longer than " + std::to_string(text_bound(m)) + " bytes");
     // Postgres takes text params as C strings: a NUL would cut the text short without a word.
@@ -102,6 +119,9 @@ parse_result params_of(method m, std::string_view name, const json::array& given
     if (m == method::change_relay_icon && !text->empty() && !text->starts_with("https://")
         && !text->starts_with("http://"))
       return bad_params(name, "the icon must be an http(s) URL");
+    if (m == method::create_claim && !is_acceptable_chosen_claim(*text))
+      return bad_params(name, "an invite code must be at least " + std::to_string(min_chosen_claim_bytes)
+                                + " visible ASCII characters, without spaces");
     request.text = std::move(*text);
   }
   if (params.size() > text_index + (takes_target(m) || takes_text(m) ? 1 : 0))
@@ -123,7 +143,8 @@ bool is_read_only(management_method m) noexcept {
     case method::list_allowed_pubkeys:
     case method::list_banned_events:
     case method::list_rooms:
-    case method::list_room_members: return true;
+    case method::list_room_members:
+    case method::list_claims: return true;
     default: return false;
   }
 }

@@ -29,10 +29,13 @@ enum class management_method {
   change_relay_icon,
   list_rooms,        ///< comb's: the community's NIP-29 rooms
   list_room_members, ///< comb's: one room's members and their room roles
+  list_claims,       ///< NIP-43 invite codes (nips PR #2408, which newer Flotilla calls)
+  create_claim,      ///< an invite code the caller chose
+  delete_claim,
 };
 
-inline constexpr std::size_t management_method_count = 15;
-static_assert(static_cast<std::size_t>(management_method::list_room_members) + 1
+inline constexpr std::size_t management_method_count = 18;
+static_assert(static_cast<std::size_t>(management_method::delete_claim) + 1
               == management_method_count);
 
 /// Request bodies larger than this are refused before they are parsed.
@@ -41,6 +44,11 @@ inline constexpr std::size_t max_reason_bytes = 1024;
 inline constexpr std::size_t max_relay_name_bytes = 256;
 inline constexpr std::size_t max_relay_description_bytes = 4096;
 inline constexpr std::size_t max_relay_icon_bytes = 2048;
+/// A claim (invite code) as joins carry it: at most this long (a longer one never admits).
+inline constexpr std::size_t max_claim_bytes = 256;
+/// A code chosen with createclaim: at least this long, visible ASCII only. Newer Flotilla picks
+/// 16-17 random digits; a short code would be guessed.
+inline constexpr std::size_t min_chosen_claim_bytes = 8;
 
 /// The wire name, e.g. "banpubkey".
 [[nodiscard]] std::string_view method_name(management_method method) noexcept;
@@ -51,7 +59,7 @@ inline constexpr std::size_t max_relay_icon_bytes = 2048;
 [[nodiscard]] bool is_read_only(management_method method) noexcept;
 
 /// One parsed call: `target` is the pubkey or event id of the methods that take one, `text` the
-/// reason, or the new name, description or icon URL.
+/// reason, the new name, description or icon URL, the room id or the claim.
 struct management_request {
   management_method method = management_method::supported_methods;
   std::optional<bytes32> target;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <exception>
 
+#include "storage/membership_rules.hpp"
 #include "storage/pg_connection.hpp"
 
 namespace comb::storage {
@@ -89,7 +90,7 @@ revoke_result invite_store::revoke(std::int64_t community_id, std::string_view h
     if (matches.text(0, 1) == "t")
       return revoke_result::already_revoked;
     auto updated = connection_.exec(
-      "UPDATE invites SET revoked = true WHERE community_id = $1::bigint"
+      "UPDATE invites SET revoked = true, claim = NULL WHERE community_id = $1::bigint"
       " AND code_hash = $2::text AND NOT revoked",
       {std::to_string(community_id), std::string(matches.text(0, 0))});
     if (!updated.ok()) {
@@ -97,6 +98,28 @@ revoke_result invite_store::revoke(std::int64_t community_id, std::string_view h
       return revoke_result::failed;
     }
     return updated.affected_rows() > 0 ? revoke_result::revoked : revoke_result::already_revoked;
+  } catch (const std::exception& e) {
+    last_error_ = e.what();
+    return revoke_result::failed;
+  }
+}
+
+revoke_result invite_store::revoke_code(std::int64_t community_id, std::string_view code) {
+  try {
+    last_error_.clear();
+    // A revoked code is no longer shown (listclaims), so its plain text goes.
+    auto reply = connection_.exec(
+      "UPDATE invites i SET revoked = true, claim = NULL FROM (SELECT revoked FROM invites"
+      " WHERE community_id = $1::bigint AND code_hash = $2::text FOR UPDATE) before"
+      " WHERE i.community_id = $1::bigint AND i.code_hash = $2::text RETURNING before.revoked",
+      {std::to_string(community_id), invite_code_hash(code)});
+    if (!reply.ok()) {
+      last_error_ = reply.error();
+      return revoke_result::failed;
+    }
+    if (reply.rows() == 0)
+      return revoke_result::not_found;
+    return reply.text(0, 0) == "t" ? revoke_result::already_revoked : revoke_result::revoked;
   } catch (const std::exception& e) {
     last_error_ = e.what();
     return revoke_result::failed;

@@ -41,6 +41,10 @@ public:
   /// Revokes the one invite whose code hash starts with `hash_prefix` (lowercase hex).
   [[nodiscard]] revoke_result revoke(std::int64_t community_id, std::string_view hash_prefix);
 
+  /// Revokes the invite whose code is `code` (NIP-86 deleteclaim: whoever knows a code may end
+  /// it, minted or chosen).
+  [[nodiscard]] revoke_result revoke_code(std::int64_t community_id, std::string_view code);
+
   /// Deletes invites that expired before `now` (unix seconds), in chunks; how many.
   std::uint64_t purge_expired(std::int64_t now);
 

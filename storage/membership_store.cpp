@@ -401,66 +401,6 @@ std::optional<std::vector<member>> membership_store::members(std::int64_t commun
   }
 }
 
-namespace {
-
-/// Whether `requester` may mint invites in `community` (SQL placeholders): the owner or an
-/// admin, or a member where the community lets members invite; the stored roles decide.
-std::string may_invite_sql(const char* community, const char* requester) {
-  return std::string("EXISTS (SELECT 1 FROM members m JOIN communities c ON c.id = m.community_id"
-                     " WHERE m.community_id = ") + community + "::bigint AND m.pubkey = " + requester
-         + "::bytea AND (m.role IN ('owner', 'admin') OR c.members_may_invite))";
-}
-
-/// The open invites `requester` minted in `community` in the day before `now`.
-std::string open_invites_sql(const char* community, const char* requester, const char* now) {
-  return std::string("(SELECT count(*) FROM invites i WHERE i.community_id = ") + community
-         + "::bigint AND i.created_by = " + requester + "::bytea AND i.expires_at > " + now
-         + "::bigint AND NOT i.revoked AND (i.max_uses = 0 OR i.use_count < i.max_uses)"
-           " AND i.created_at > to_timestamp(" + now + "::bigint) - interval '1 day')";
-}
-
-} // namespace
-
-std::optional<minted_invite> membership_store::mint_invite(
-  std::int64_t community_id, const std::optional<protocol::bytes32>& requester,
-  std::int64_t max_uses, std::int64_t ttl_seconds, std::int64_t now) {
-  last_error_.clear();
-  std::array<std::uint8_t, 16> secret{};
-  protocol::fill_random(secret);
-  minted_invite invite{protocol::to_hex(secret), now + ttl_seconds, max_uses};
-  // A user may invite only as the owner or an admin, or as a member where the community allows
-  // it, and holds a bounded number of open invites; checked here, against the stored roles, not
-  // against any cache.
-  last_invite_refusal_ = invite_refusal::none;
-  auto reply = connection_.exec(
-    "INSERT INTO invites (community_id, code_hash, max_uses, expires_at, created_by)"
-    " SELECT $1::bigint, $2::text, $3::int, $4::bigint, $5::bytea"
-    " WHERE $5::bytea IS NULL OR (" + may_invite_sql("$1", "$5") + " AND "
-      + open_invites_sql("$1", "$5", "$6") + " < $7::bigint)",
-    {std::to_string(community_id), invite_code_hash(invite.code), std::to_string(max_uses),
-     std::to_string(invite.expires_at),
-     requester ? std::optional(bytea_param(*requester)) : std::nullopt, std::to_string(now),
-     std::to_string(max_open_invites_per_user)});
-  if (!reply.ok()) {
-    last_error_ = reply.error();
-    return std::nullopt;
-  }
-  if (reply.affected_rows() != 0)
-    return invite;
-  if (!requester)
-    return std::nullopt; // the operator is never refused: nothing to tell
-  // Refused: a user who may invite but is at the cap (and may retry tomorrow) is told so.
-  auto at_cap = connection_.exec(
-    "SELECT " + may_invite_sql("$1", "$2") + " AND " + open_invites_sql("$1", "$2", "$3")
-      + " >= $4::bigint",
-    {std::to_string(community_id), bytea_param(*requester), std::to_string(now),
-     std::to_string(max_open_invites_per_user)});
-  last_invite_refusal_ = at_cap.ok() && at_cap.rows() == 1 && at_cap.text(0, 0) == "t"
-                           ? invite_refusal::too_many
-                           : invite_refusal::not_allowed;
-  return std::nullopt;
-}
-
 bool membership_store::members_may_invite(std::int64_t community_id) {
   auto reply = connection_.exec("SELECT members_may_invite FROM communities WHERE id = $1::bigint",
                                 {std::to_string(community_id)});

@@ -6,6 +6,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -35,8 +36,12 @@ using second_waiter = std::function<std::int64_t(std::int64_t)>;
 /// admin whose app mints one each time its invite dialog opens. The operator is not bounded.
 inline constexpr std::int64_t max_open_invites_per_user = 100;
 
-/// Why a user's invite was not minted.
-enum class invite_refusal { none, not_allowed, too_many };
+/// Why a user's invite was not minted. `taken`: a chosen code (create_claim) the community
+/// already has.
+enum class invite_refusal { none, not_allowed, too_many, taken };
+
+/// listclaims answers at most this many codes: an admin may hold many, and apps use the first.
+inline constexpr std::int64_t max_listed_claims = 100;
 
 /// A minted invite: the plain code (shown once, stored only hashed) and its bounds.
 struct minted_invite {
@@ -109,6 +114,20 @@ public:
                                                          std::int64_t ttl_seconds,
                                                          std::int64_t now);
 
+  /// Stores `claim`, a code `requester` chose (NIP-86 createclaim), as mint_invite stores a
+  /// minted one and under the same rules, and keeps it in plain text as well, so listclaims
+  /// can show it to the community's owner and admins (newer Flotilla puts the first in its
+  /// invite links). False when not stored: `last_error()` is set on a database error, else
+  /// `last_invite_refusal()` says why (`taken` when the community has the code already).
+  [[nodiscard]] bool create_claim(std::int64_t community_id, const protocol::bytes32& requester,
+                                  std::string_view claim, std::int64_t max_uses,
+                                  std::int64_t ttl_seconds, std::int64_t now);
+
+  /// The plain codes of the open chosen claims (create_claim) whose creator may still invite,
+  /// the longest-lived first, at most `max_listed_claims`; nothing on a database error.
+  [[nodiscard]] std::optional<std::vector<std::string>> open_claims(std::int64_t community_id,
+                                                                    std::int64_t now);
+
   /// The key that signs the community's lists, deltas, room state and invites (28935), and that
   /// its NIP-11 `self` names; nothing on a database error (see last_error()).
   [[nodiscard]] std::optional<protocol::key_pair> signing_key(std::int64_t community_id);
@@ -128,6 +147,12 @@ private:
                                               std::span<const membership_command> commands,
                                               std::int64_t now);
   [[nodiscard]] bool live_list_outdated(std::int64_t community_id);
+  /// Inserts one invite (mint_invite, create_claim): whether it was stored; on a refusal,
+  /// last_invite_refusal_ says why.
+  [[nodiscard]] bool insert_invite(std::int64_t community_id,
+                                   const std::optional<protocol::bytes32>& requester,
+                                   std::string_view code, std::optional<std::string_view> claim,
+                                   std::int64_t max_uses, std::int64_t expires_at, std::int64_t now);
   void leave_rooms(std::int64_t community_id, const std::vector<protocol::bytes32>& removed,
                    std::int64_t now, membership_write& out);
   void write_role_definitions(std::int64_t community_id, std::int64_t created_at,

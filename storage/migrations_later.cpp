@@ -504,6 +504,33 @@ constexpr const char* migration_44 = R"sql(
 DELETE FROM events WHERE kind = 9021 AND raw ~ '\["claim","[^"]';
 )sql";
 
+// An invite code an owner or admin chose over NIP-86 (createclaim) is kept in plain text as
+// well as hashed, so listclaims can show it to them (membership_store::open_claims); minted
+// codes stay hashed only, and a revoked code loses its text.
+constexpr const char* migration_45 = R"sql(
+ALTER TABLE invites ADD COLUMN claim TEXT NULL;
+)sql";
+
+// NIP-88 poll votes (1018) borrow the rooms of the poll they name (protocol::borrower_kinds):
+// newer Flotilla sends them without an `h`. Votes stored before get the `room` rows they would
+// get now, and those rows go with them.
+constexpr const char* migration_46 = R"sql(
+INSERT INTO event_tags (community_id, event_id, name, value, created_at, kind)
+SELECT DISTINCT r.community_id, r.event_id, 'room', h.value, r.created_at, r.kind
+  FROM event_tags r
+  JOIN event_tags h ON h.community_id = r.community_id AND h.name IN ('h', 'room')
+   AND h.event_id = CASE WHEN r.value ~ '^[0-9a-f]{64}$' THEN decode(r.value, 'hex') END
+ WHERE r.kind = 1018 AND r.name = 'e'
+   AND NOT EXISTS (SELECT 1 FROM event_tags o WHERE o.community_id = r.community_id
+                   AND o.event_id = r.event_id AND o.name IN ('h', 'room'));
+
+DROP TRIGGER borrowed_rooms_deleted ON events;
+CREATE TRIGGER borrowed_rooms_deleted AFTER DELETE ON events
+  FOR EACH ROW WHEN (OLD.kind IN (5, 7, 1018, 1111, 1984, 9735)
+                     OR (OLD.kind BETWEEN 30000 AND 39999 AND OLD.kind NOT BETWEEN 39000 AND 39005))
+  EXECUTE FUNCTION comb_borrowed_rooms_deleted();
+)sql";
+
 constexpr migration migrations[] = {
   {22, "events' store time for the gap fill; a community's events skip their tag probes when it"
        " is deleted", migration_22},
@@ -530,6 +557,8 @@ constexpr migration migrations[] = {
   {42, "the deployment's relay key", migration_42},
   {43, "comments borrow the rooms of the roots they name by address", migration_43},
   {44, "room joins that carried invite codes as claim deleted", migration_44},
+  {45, "invite codes chosen over NIP-86 kept for listclaims", migration_45},
+  {46, "poll votes borrow the rooms of their poll", migration_46},
 };
 
 } // namespace

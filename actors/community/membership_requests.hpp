@@ -6,6 +6,7 @@
 #include <string>
 
 #include "protocol/event.hpp"
+#include "protocol/nip86.hpp"
 #include "protocol/result.hpp"
 #include "protocol/room.hpp"
 #include "storage/membership.hpp"
@@ -19,9 +20,10 @@ inline constexpr std::uint32_t add_member_kind = 9030;
 inline constexpr std::uint32_t remove_member_kind = 9031;
 inline constexpr std::uint32_t change_role_kind = 9032;
 
-/// The longest invite code a join may claim: the relay mints codes of 32 characters, and a
-/// longer claim, refused before it is queued, would weigh on the community's queue of requests.
-inline constexpr std::size_t max_claim_bytes = 256;
+/// The longest invite code a join may claim: the relay mints codes of 32 characters and
+/// createclaim takes at most this many, and a longer claim, refused before it is queued, would
+/// weigh on the community's queue of requests.
+using protocol::max_claim_bytes;
 
 /// Joins and leaves one connection may have waiting for their outcome, of the community and of
 /// its rooms each: it makes them for its own key, which needs one at a time, and each takes a

@@ -9,7 +9,6 @@
 #include "actors/clock.hpp"
 #include "actors/messages.hpp"
 #include "protocol/nip98.hpp"
-#include "storage/membership_store.hpp"
 #include "storage/room_store.hpp"
 
 namespace comb::actors {
@@ -189,6 +188,49 @@ management_reply change_info(self_ptr self, std::int64_t community_id,
   return management_success("true");
 }
 
+/// `createclaim`: the caller's own code, stored as a minted invite is (hashed, bounded, valid
+/// while its creator may invite) and kept for listclaims.
+management_reply create_claim(self_ptr self, std::int64_t community_id, const admitted_call& call) {
+  auto& st = self->state;
+  if (st.members->create_claim(community_id, call.caller, call.request.text, st.args.invite_max_uses,
+                               st.args.invite_ttl_seconds, unix_now()))
+    return management_success("true");
+  if (!st.members->last_error().empty())
+    return database_trouble();
+  switch (st.members->last_invite_refusal()) {
+    case storage::invite_refusal::taken:
+      return management_refusal(200, management_outcome::error,
+                                "this invite code is taken; choose another");
+    case storage::invite_refusal::too_many:
+      return management_refusal(200, management_outcome::error,
+                                "you made " + std::to_string(storage::max_open_invites_per_user)
+                                  + " invites in the last day that are still open; wait for some to be used or expire");
+    default: return no_longer_manager();
+  }
+}
+
+/// `listclaims`: the open codes made with createclaim, as strings (apps put the first in their
+/// invite links); minted codes are stored hashed and cannot be shown.
+management_reply list_claims(self_ptr self, std::int64_t community_id) {
+  auto claims = self->state.members->open_claims(community_id, unix_now());
+  if (!claims)
+    return database_trouble();
+  boost::json::array out;
+  for (auto& claim : *claims)
+    out.emplace_back(claim);
+  return management_success(boost::json::serialize(out));
+}
+
+/// `deleteclaim`: revokes the code, minted or chosen.
+management_reply delete_claim(self_ptr self, std::int64_t community_id, const std::string& claim) {
+  switch (self->state.invites->revoke_code(community_id, claim)) {
+    case storage::revoke_result::revoked:
+    case storage::revoke_result::already_revoked: return management_success("true");
+    case storage::revoke_result::failed: return database_trouble();
+    default: return management_refusal(200, management_outcome::error, "no such invite code");
+  }
+}
+
 /// Sends a member or pubkey-ban method to the community actor; the answer comes with its
 /// membership write (member_done_atom), or not at all (overdue_atom).
 void request_membership(self_ptr self, std::int64_t community_id, storage::membership_command command,
@@ -251,6 +293,9 @@ void run(self_ptr self, const management_call& call, admitted_call admitted,
     case management_method::list_room_members:
       result = list_room_members(self, community, admitted.request.text);
       break;
+    case management_method::list_claims: result = list_claims(self, community); break;
+    case management_method::create_claim: result = create_claim(self, community, admitted); break;
+    case management_method::delete_claim: result = delete_claim(self, community, admitted.request.text); break;
     default: result = change_info(self, community, admitted); break;
   }
   answer(self, method, reply, std::move(result));
@@ -298,6 +343,8 @@ caf::behavior management_actor(caf::stateful_actor<management_state>* self, mana
   st.connection = std::make_unique<storage::pg_connection>(st.args.database_url);
   st.store = std::make_unique<storage::management_store>(*st.connection, *st.args.relay_key);
   st.communities = std::make_unique<storage::community_store>(*st.connection);
+  st.members = std::make_unique<storage::membership_store>(*st.connection, *st.args.relay_key);
+  st.invites = std::make_unique<storage::invite_store>(*st.connection);
   return {
     [=](manage_atom, const management_call& call, const management_callback& reply) {
       on_call(self, call, reply);

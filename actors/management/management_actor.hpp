@@ -15,7 +15,9 @@
 #include "actors/metrics.hpp"
 #include "protocol/nip86.hpp"
 #include "storage/community_store.hpp"
+#include "storage/invite_store.hpp"
 #include "storage/management_store.hpp"
+#include "storage/membership_store.hpp"
 #include "storage/pg_connection.hpp"
 
 namespace comb::actors {
@@ -30,6 +32,9 @@ struct management_args {
   std::shared_ptr<community_directory> directory_cache;
   std::shared_ptr<relay_metrics> metrics; ///< may be unset (tests)
   std::chrono::seconds timeout{10};
+  /// Bounds of a code made with createclaim, as of one minted for a REQ of 28935.
+  std::int64_t invite_max_uses = 1;
+  std::int64_t invite_ttl_seconds = 24 * 3600;
 };
 
 /// A call waiting for its community actor's membership write.
@@ -43,6 +48,8 @@ struct management_state {
   std::unique_ptr<storage::pg_connection> connection;
   std::unique_ptr<storage::management_store> store;
   std::unique_ptr<storage::community_store> communities;
+  std::unique_ptr<storage::membership_store> members; ///< invites: createclaim, listclaims
+  std::unique_ptr<storage::invite_store> invites;     ///< deleteclaim
   std::unordered_map<std::uint64_t, pending_call> pending;
   std::uint64_t next_ticket = 1;
   static inline const char* name = "management";
@@ -52,7 +59,8 @@ struct management_state {
 /// auth event was never used (in Postgres, so across pods) and that the caller is the
 /// community's owner or an admin; then runs the method. Member and pubkey-ban changes go to the
 /// community actor as membership commands (each writes its list and delta in one transaction,
-/// and the member and ban caches follow); event bans and info changes are written here.
+/// and the member and ban caches follow); event bans, info changes and invite codes (claims)
+/// are written here.
 caf::behavior management_actor(caf::stateful_actor<management_state>* self, management_args args);
 
 } // namespace comb::actors

@@ -188,6 +188,44 @@ describe('Flotilla joining a closed space', () => {
     }
   })
 
+  it('invites as newer Flotilla does, with a code it registers over NIP-86 (listclaims, createclaim)', async () => {
+    const { relay } = ctx
+    const owner = appUser(ownerSecret)
+    const people = [appUser(), appUser()]
+    try {
+      // Access.prepareInvite: supportedmethods, then the first of listclaims, else a code of its
+      // own (randomId: the digits of Math.random()) registered with createclaim.
+      const methods = (await owner.manage(relay, 'supportedmethods')).result
+      for (const m of ['listclaims', 'createclaim', 'deleteclaim']) assert.ok(methods.includes(m), m)
+      assert.deepEqual(await owner.manage(relay, 'listclaims'), { result: [] }, 'minted codes are not shown')
+      const claim = Math.random().toString().slice(2)
+      assert.deepEqual(await owner.manage(relay, 'createclaim', [claim]), { result: true })
+      assert.deepEqual(await owner.manage(relay, 'listclaims'), { result: [claim] }, 'the next invite reuses it')
+      await pause(1100) // the same call in the same second is the same NIP-98 event, spent once
+      assert.match((await owner.manage(relay, 'createclaim', [claim])).error, /taken/)
+      assert.match((await owner.manage(relay, 'createclaim', ['1234'])).error, /at least 8/)
+
+      // The link's `c` reaches RelayJoin, which sends the claim tag only when it is non-empty.
+      const [first, second] = people
+      await first.authenticated(relay)
+      assert.equal(thunkError(await first.publish(relay, makeEvent(RELAY_JOIN, { tags: [['-'], ['claim', claim]] }))), '')
+      assert.ok((await memberList(owner, relay)).includes(first.pk))
+      // A plain member is not staff: an error, which prepareInvite takes as "no claim".
+      assert.ok((await first.manage(relay, 'listclaims')).error)
+      assert.ok((await first.manage(relay, 'createclaim', [Math.random().toString().slice(2)])).error)
+
+      assert.deepEqual(await owner.manage(relay, 'deleteclaim', [claim]), { result: true })
+      assert.deepEqual(await owner.manage(relay, 'listclaims'), { result: [] })
+      await second.authenticated(relay)
+      const refused = thunkError(await second.publish(relay, makeEvent(RELAY_JOIN, { tags: [['-'], ['claim', claim]] })))
+      assert.match(refused, /^restricted: /)
+      assert.ok(refused.includes('invite code'), refused)
+    } finally {
+      owner.close()
+      for (const person of people) person.close()
+    }
+  })
+
   it('keeps every subscription a member opens before AUTH is done, however many rooms they follow', async () => {
     const { relay } = ctx
     const owner = appUser(ownerSecret)

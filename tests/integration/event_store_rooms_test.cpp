@@ -181,3 +181,27 @@ TEST_CASE_METHOD(test::store_fixture, "a comment naming its root only by address
   REQUIRE(counted.ok);
   CHECK(counted.count == 2); // the two on roots in no room
 }
+
+TEST_CASE_METHOD(test::store_fixture, "a poll vote that names only its poll is hidden where the poll is",
+                 "[integration][event_store][rooms]") {
+  author alice{35}, bob{36};
+  auto poll = alice.sign(1068, now - 20, {{"h", "office"}, {"option", "yes"}});
+  auto vote = bob.sign(protocol::poll_vote_kind, now - 10, {{"e", protocol::to_hex(poll->id)}, {"response", "yes"}});
+  for (const auto& ev : {poll, vote})
+    REQUIRE(store_one(events, community, ev).result == status::stored);
+  CHECK(test::scalar(connection, "SELECT string_agg(value, ',') FROM event_tags WHERE name = 'room'"
+                                 " AND event_id = decode($1, 'hex')", {protocol::to_hex(vote->id)}) == "office");
+  protocol::filter votes;
+  votes.kinds = std::vector<std::uint32_t>{protocol::poll_vote_kind};
+  auto read = [&](const protocol::room_hiding& hiding) {
+    auto result = events.query_chunks(community, {votes}, now, 100, 1 << 20,
+                                      [](storage::query_result) { return true; }, {}, hiding);
+    REQUIRE(result.ok);
+    return result.events;
+  };
+  protocol::room_hiding outsider;
+  outsider.unseen = {"office"};
+  CHECK(read(outsider).empty());
+  CHECK(events.count(community, {votes}, now, outsider).count == 0);
+  CHECK(read(protocol::room_hiding{}) == jsons_of({vote}));
+}

@@ -7,9 +7,12 @@
 
 #include "storage/filter_sql.hpp"
 #include "storage/migrations.hpp"
+#include "support/migration_steps.hpp"
 #include "support/pg_test_database.hpp"
 
 using namespace comb;
+using comb::test::insert_tagged;
+using comb::test::migrated_up_to;
 using comb::test::scalar;
 
 namespace {
@@ -21,19 +24,6 @@ std::string applied_versions(storage::pg_connection& c) {
 std::string expected_versions() {
   auto all = storage::all_migrations();
   return std::to_string(all.size()) + ':' + std::to_string(all.back().version);
-}
-
-/// Applies every migration before `version` and returns that one, not applied: a test stores
-/// rows as they were stored before it, then applies it.
-const storage::migration& migrated_up_to(storage::pg_connection& c, int version) {
-  const storage::migration* found = nullptr;
-  for (const auto& m : storage::all_migrations())
-    if (m.version < version)
-      REQUIRE(c.exec_script(m.sql).ok());
-    else if (m.version == version)
-      found = &m;
-  REQUIRE(found);
-  return *found;
 }
 
 } // namespace
@@ -169,18 +159,6 @@ TEST_CASE("migration 17: a read driven by one tag value is an index-only scan, s
 }
 
 namespace {
-
-/// One event of `community` with `raw` and a tag row for each (name, value) of `rows`, all at
-/// created_at 7.
-void insert_tagged(storage::pg_connection& c, const std::string& community, const char* id,
-                   const std::string& raw, std::initializer_list<std::pair<const char*, const char*>> rows) {
-  scalar(c, "INSERT INTO events (community_id, id, pubkey, created_at, kind, raw)"
-            " VALUES ($1::bigint, $2::bytea, '\\x02', 7, 1, $3) RETURNING 1",
-         {community, std::string(id), raw});
-  for (const auto& [name, value] : rows)
-    scalar(c, "INSERT INTO event_tags VALUES ($1::bigint, $2::bytea, $3, $4, 7, 1) RETURNING 1",
-           {community, std::string(id), std::string(name), std::string(value)});
-}
 
 /// 3,000 events (created at 1 to 3,000) with three tag rows each (e, p and t), as the writer
 /// stores them.

@@ -152,7 +152,7 @@ TEST_CASE("only supportedmethods and the lists are reads", "[unit][nip86]") {
   }
   CHECK(reads == std::vector<std::string_view>{"supportedmethods", "listbannedpubkeys",
                                                "listallowedpubkeys", "listbannedevents",
-                                               "listrooms", "listroommembers"});
+                                               "listrooms", "listroommembers", "listclaims"});
 }
 
 TEST_CASE("a text param holding a NUL is refused, not cut short", "[protocol][nip86]") {
@@ -161,4 +161,34 @@ TEST_CASE("a text param holding a NUL is refused, not cut short", "[protocol][ni
   CHECK(name.message.find("NUL") != std::string::npos);
   auto reason = parse_error(R"({"method":"banpubkey","params":[")" + alice + R"(","spam\u0000"]})");
   CHECK(reason.message.find("NUL") != std::string::npos);
+}
+
+TEST_CASE("claims parse as newer Flotilla sends them: a code of its own choosing, at least 8 "
+          "visible characters", "[protocol][nip86]") {
+  auto list = parse_management_request(R"({"method":"listclaims","params":[]})");
+  REQUIRE(list.ok());
+  CHECK(list->method == management_method::list_claims);
+  CHECK(parse_error(R"({"method":"listclaims","params":["x"]})").message == "too many params");
+
+  auto create = parse_management_request(R"({"method":"createclaim","params":["41970534216794373"]})");
+  REQUIRE(create.ok());
+  CHECK(create->method == management_method::create_claim);
+  CHECK(create->text == "41970534216794373");
+  CHECK(parse_management_request(R"({"method":"createclaim","params":["12345678"]})").ok());
+  CHECK(parse_management_request(R"({"method":"createclaim","params":[")" + std::string(max_claim_bytes, 'c')
+                                 + R"("]})").ok());
+  for (const std::string& bad : std::vector<std::string>{R"([])", R"([""])", R"(["1234567"])", R"(["1234 5678"])", R"([12345678])",
+                                R"(["12345678","extra"])", R"(["café-café"])", R"(["tab\tcode12"])",
+                                "[\"" + std::string(max_claim_bytes + 1, 'c') + "\"]"}) {
+    INFO(bad);
+    auto refused = parse_error(R"({"method":"createclaim","params":)" + bad + "}");
+    CHECK_FALSE(refused.malformed);
+    CHECK(refused.method == "createclaim");
+  }
+
+  auto remove = parse_management_request(R"({"method":"deleteclaim","params":["short"]})");
+  REQUIRE(remove.ok()); // any code the relay may hold, minted or chosen
+  CHECK(remove->method == management_method::delete_claim);
+  CHECK(remove->text == "short");
+  CHECK(parse_error(R"({"method":"deleteclaim","params":[""]})").message == "an invite code is required");
 }

@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: MIT
+// Invites as users make them: minted by the relay (a REQ for 28935) or chosen by the caller
+// (NIP-86 createclaim), under the same rules, and the chosen ones listed back (listclaims).
+#include "storage/membership_store.hpp"
+
+#include <array>
+#include <exception>
+
+#include "protocol/hex.hpp"
+#include "storage/membership_rules.hpp"
+#include "storage/pg_array.hpp"
+#include "storage/pg_connection.hpp"
+
+namespace comb::storage {
+namespace {
+
+/// Whether `requester` may mint invites in `community` (SQL placeholders): the owner or an
+/// admin, or a member where the community lets members invite; the stored roles decide.
+std::string may_invite_sql(const char* community, const char* requester) {
+  return std::string("EXISTS (SELECT 1 FROM members m JOIN communities c ON c.id = m.community_id"
+                     " WHERE m.community_id = ") + community + "::bigint AND m.pubkey = " + requester
+         + "::bytea AND (m.role IN ('owner', 'admin') OR c.members_may_invite))";
+}
+
+/// Where an invite of `alias` is open at `now`: unexpired, unrevoked, not used up.
+std::string open_invite_sql(const char* alias, const char* now) {
+  std::string a(alias);
+  return a + ".expires_at > " + now + "::bigint AND NOT " + a + ".revoked AND (" + a
+         + ".max_uses = 0 OR " + a + ".use_count < " + a + ".max_uses)";
+}
+
+/// The open invites `requester` minted in `community` in the day before `now`.
+std::string open_invites_sql(const char* community, const char* requester, const char* now) {
+  return std::string("(SELECT count(*) FROM invites i WHERE i.community_id = ") + community
+         + "::bigint AND i.created_by = " + requester + "::bytea AND " + open_invite_sql("i", now)
+         + " AND i.created_at > to_timestamp(" + now + "::bigint) - interval '1 day')";
+}
+
+} // namespace
+
+bool membership_store::insert_invite(std::int64_t community_id,
+                                     const std::optional<protocol::bytes32>& requester,
+                                     std::string_view code, std::optional<std::string_view> claim,
+                                     std::int64_t max_uses, std::int64_t expires_at, std::int64_t now) {
+  last_invite_refusal_ = invite_refusal::none;
+  auto hash = invite_code_hash(code);
+  // A user may invite only as the owner or an admin, or as a member where the community allows
+  // it, and holds a bounded number of open invites; checked here, against the stored roles, not
+  // against any cache.
+  auto reply = connection_.exec(
+    "INSERT INTO invites (community_id, code_hash, max_uses, expires_at, created_by, claim)"
+    " SELECT $1::bigint, $2::text, $3::int, $4::bigint, $5::bytea, $8::text"
+    " WHERE $5::bytea IS NULL OR (" + may_invite_sql("$1", "$5") + " AND "
+      + open_invites_sql("$1", "$5", "$6") + " < $7::bigint)"
+    " ON CONFLICT (community_id, code_hash) DO NOTHING",
+    {std::to_string(community_id), hash, std::to_string(max_uses), std::to_string(expires_at),
+     requester ? std::optional(bytea_param(*requester)) : std::nullopt, std::to_string(now),
+     std::to_string(max_open_invites_per_user),
+     claim ? std::optional(std::string(*claim)) : std::nullopt});
+  if (!reply.ok()) {
+    last_error_ = reply.error();
+    return false;
+  }
+  if (reply.affected_rows() != 0)
+    return true;
+  auto why = connection_.exec(
+    "SELECT EXISTS (SELECT 1 FROM invites WHERE community_id = $1::bigint AND code_hash = $5::text),"
+    " $2::bytea IS NOT NULL AND " + may_invite_sql("$1", "$2") + " AND "
+      + open_invites_sql("$1", "$2", "$3") + " >= $4::bigint",
+    {std::to_string(community_id), requester ? std::optional(bytea_param(*requester)) : std::nullopt,
+     std::to_string(now), std::to_string(max_open_invites_per_user), hash});
+  if (!why.ok()) {
+    last_error_ = why.error();
+    return false;
+  }
+  last_invite_refusal_ = why.text(0, 0) == "t"   ? invite_refusal::taken
+                         : why.text(0, 1) == "t" ? invite_refusal::too_many // may retry tomorrow
+                                                 : invite_refusal::not_allowed;
+  return false;
+}
+
+std::optional<minted_invite> membership_store::mint_invite(
+  std::int64_t community_id, const std::optional<protocol::bytes32>& requester,
+  std::int64_t max_uses, std::int64_t ttl_seconds, std::int64_t now) {
+  last_error_.clear();
+  std::array<std::uint8_t, 16> secret{};
+  protocol::fill_random(secret);
+  minted_invite invite{protocol::to_hex(secret), now + ttl_seconds, max_uses};
+  if (!insert_invite(community_id, requester, invite.code, std::nullopt, max_uses, invite.expires_at, now))
+    return std::nullopt;
+  return invite;
+}
+
+bool membership_store::create_claim(std::int64_t community_id, const protocol::bytes32& requester,
+                                    std::string_view claim, std::int64_t max_uses,
+                                    std::int64_t ttl_seconds, std::int64_t now) {
+  last_error_.clear();
+  return insert_invite(community_id, requester, claim, claim, max_uses, now + ttl_seconds, now);
+}
+
+std::optional<std::vector<std::string>> membership_store::open_claims(std::int64_t community_id,
+                                                                      std::int64_t now) {
+  last_error_.clear();
+  try {
+    // A code whose creator lost the right to invite admits no one (minter_may_invite): not shown.
+    auto reply = connection_.exec(
+      "SELECT i.claim FROM invites i WHERE i.community_id = $1::bigint AND i.claim IS NOT NULL AND "
+        + open_invite_sql("i", "$2") + " AND " + may_invite_sql("$1", "i.created_by")
+        + " ORDER BY i.expires_at DESC, i.code_hash LIMIT $3::bigint",
+      {std::to_string(community_id), std::to_string(now), std::to_string(max_listed_claims)});
+    if (!reply.ok()) {
+      last_error_ = reply.error();
+      return std::nullopt;
+    }
+    std::vector<std::string> claims;
+    for (int row = 0; row < reply.rows(); ++row)
+      claims.emplace_back(reply.text(row, 0));
+    return claims;
+  } catch (const std::exception& e) {
+    last_error_ = e.what();
+    return std::nullopt;
+  }
+}
+
+} // namespace comb::storage

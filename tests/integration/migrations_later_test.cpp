@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: MIT
+// Migrations from 45 on: each applied to rows stored as the pods before it stored them.
+#include <catch2/catch.hpp>
+
+#include "support/migration_steps.hpp"
+#include "support/pg_test_database.hpp"
+
+using namespace comb;
+using comb::test::insert_tagged;
+using comb::test::migrated_up_to;
+using comb::test::scalar;
+
+TEST_CASE("migration 45: invites keep a chosen code's text beside its hash", "[integration][migrations]") {
+  test::fresh_database db;
+  storage::pg_connection c(db.conninfo());
+  const auto* claims = &migrated_up_to(c, 45);
+  auto community = scalar(c, "INSERT INTO communities (host) VALUES ('x.example') RETURNING id");
+  scalar(c, "INSERT INTO invites (community_id, code_hash, expires_at) VALUES ($1::bigint, 'h', 9) RETURNING 1",
+         {community});
+  REQUIRE(c.exec_script(claims->sql).ok());
+  CHECK(scalar(c, "SELECT count(*) FROM invites WHERE claim IS NULL") == "1"); // minted: hash only
+}
+
+TEST_CASE("migration 46: poll votes get the rooms of their poll, and lose them with themselves",
+          "[integration][migrations]") {
+  test::fresh_database db;
+  storage::pg_connection c(db.conninfo());
+  const auto* borrowing = &migrated_up_to(c, 46);
+  auto community = scalar(c, "INSERT INTO communities (host) VALUES ('x.example') RETURNING id");
+  const std::string poll_hex(64, 'a');
+  // A poll in the office, a vote naming it only (which borrowed nothing before), one with an h of
+  // its own, and one naming a poll by a malformed id.
+  insert_tagged(c, community, ("\\x" + poll_hex).c_str(), "{}", {{"h", "office"}});
+  insert_tagged(c, community, "\\x0b", "{}", {{"e", poll_hex.c_str()}, {"response", "yes"}});
+  insert_tagged(c, community, "\\x0c", "{}", {{"e", poll_hex.c_str()}, {"h", "lobby"}});
+  insert_tagged(c, community, "\\x0d", "{}", {{"e", std::string(64, 'A').c_str()}});
+  scalar(c, "UPDATE events SET kind = CASE WHEN id = decode($1, 'hex') THEN 1068 ELSE 1018 END RETURNING 1",
+         {poll_hex});
+  scalar(c, "UPDATE event_tags t SET kind = e.kind FROM events e WHERE e.id = t.event_id RETURNING 1");
+  REQUIRE(c.exec_script(borrowing->sql).ok());
+  CHECK(scalar(c, "SELECT string_agg(encode(event_id, 'hex') || ':' || value, ',' ORDER BY event_id)"
+                  " FROM event_tags WHERE name = 'room' AND kind = 1018") == "0b:office");
+  scalar(c, "DELETE FROM events WHERE id = '\\x0b' RETURNING 1");
+  CHECK(scalar(c, "SELECT count(*) FROM event_tags WHERE name = 'room' AND kind = 1018") == "0");
+}

@@ -48,10 +48,14 @@ bool needs_text(method m) {
   return m == method::list_room_members || m == method::create_claim || m == method::delete_claim;
 }
 
-/// A new code must be hard to guess and survive a link and a tag unchanged.
+/// A new code must be hard to guess and survive a link and a tag unchanged (RFC 3986's
+/// unreserved characters).
 bool is_acceptable_chosen_claim(std::string_view claim) {
-  return claim.size() >= min_chosen_claim_bytes
-         && std::all_of(claim.begin(), claim.end(), [](char c) { return c > ' ' && c < 0x7f; });
+  auto unreserved = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-'
+           || c == '.' || c == '_' || c == '~';
+  };
+  return claim.size() >= min_chosen_claim_bytes && std::all_of(claim.begin(), claim.end(), unreserved);
 }
 
 std::size_t text_bound(method m) {
@@ -121,7 +125,7 @@ parse_result params_of(method m, std::string_view name, const json::array& given
       return bad_params(name, "the icon must be an http(s) URL");
     if (m == method::create_claim && !is_acceptable_chosen_claim(*text))
       return bad_params(name, "an invite code must be at least " + std::to_string(min_chosen_claim_bytes)
-                                + " visible ASCII characters, without spaces");
+                                + " characters, of letters, digits and -._~ only");
     request.text = std::move(*text);
   }
   if (params.size() > text_index + (takes_target(m) || takes_text(m) ? 1 : 0))
@@ -147,6 +151,10 @@ bool is_read_only(management_method m) noexcept {
     case method::list_claims: return true;
     default: return false;
   }
+}
+
+bool may_reuse_auth(management_method m) noexcept {
+  return is_read_only(m) && m != method::list_claims;
 }
 
 std::optional<management_method> parse_method_name(std::string_view name) noexcept {

@@ -46,9 +46,10 @@ inline constexpr std::size_t max_relay_description_bytes = 4096;
 inline constexpr std::size_t max_relay_icon_bytes = 2048;
 /// A claim (invite code) as joins carry it: at most this long (a longer one never admits).
 inline constexpr std::size_t max_claim_bytes = 256;
-/// A code chosen with createclaim: at least this long, visible ASCII only. Newer Flotilla picks
-/// 16-17 random digits; a short code would be guessed.
-inline constexpr std::size_t min_chosen_claim_bytes = 8;
+/// A code chosen with createclaim: at least this long, of letters, digits and `-._~` only (it
+/// travels in a link unescaped). Newer Flotilla picks 16-17 random digits; a short code would be
+/// guessed, and it may admit any number of people for days.
+inline constexpr std::size_t min_chosen_claim_bytes = 12;
 
 /// The wire name, e.g. "banpubkey".
 [[nodiscard]] std::string_view method_name(management_method method) noexcept;
@@ -57,6 +58,10 @@ inline constexpr std::size_t min_chosen_claim_bytes = 8;
 
 /// Methods that only read (supportedmethods, list*): the same call repeated changes nothing.
 [[nodiscard]] bool is_read_only(management_method method) noexcept;
+
+/// Reads whose auth event may be used again within its window (apps ask the same list twice in
+/// a second): every read but listclaims, whose answer admits people to the community.
+[[nodiscard]] bool may_reuse_auth(management_method method) noexcept;
 
 /// One parsed call: `target` is the pubkey or event id of the methods that take one, `text` the
 /// reason, the new name, description or icon URL, the room id or the claim.

@@ -63,18 +63,26 @@ bool membership_store::insert_invite(std::int64_t community_id,
   }
   if (reply.affected_rows() != 0)
     return true;
+  // Refused, or the code is there already: the caller's own open claim (a retried createclaim)
+  // is as good as stored now.
   auto why = connection_.exec(
-    "SELECT EXISTS (SELECT 1 FROM invites WHERE community_id = $1::bigint AND code_hash = $5::text),"
+    "SELECT EXISTS (SELECT 1 FROM invites i WHERE i.community_id = $1::bigint AND i.code_hash = $5::text"
+    "  AND i.created_by = $2::bytea AND i.claim = $6::text AND " + open_invite_sql("i", "$3")
+      + " AND " + may_invite_sql("$1", "$2") + "),"
+    " EXISTS (SELECT 1 FROM invites WHERE community_id = $1::bigint AND code_hash = $5::text),"
     " $2::bytea IS NOT NULL AND " + may_invite_sql("$1", "$2") + " AND "
       + open_invites_sql("$1", "$2", "$3") + " >= $4::bigint",
     {std::to_string(community_id), requester ? std::optional(bytea_param(*requester)) : std::nullopt,
-     std::to_string(now), std::to_string(max_open_invites_per_user), hash});
+     std::to_string(now), std::to_string(max_open_invites_per_user), hash,
+     claim ? std::optional(std::string(*claim)) : std::nullopt});
   if (!why.ok()) {
     last_error_ = why.error();
     return false;
   }
-  last_invite_refusal_ = why.text(0, 0) == "t"   ? invite_refusal::taken
-                         : why.text(0, 1) == "t" ? invite_refusal::too_many // may retry tomorrow
+  if (why.text(0, 0) == "t")
+    return true;
+  last_invite_refusal_ = why.text(0, 1) == "t"   ? invite_refusal::taken
+                         : why.text(0, 2) == "t" ? invite_refusal::too_many // may retry tomorrow
                                                  : invite_refusal::not_allowed;
   return false;
 }

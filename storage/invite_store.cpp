@@ -5,6 +5,7 @@
 #include <exception>
 
 #include "storage/membership_rules.hpp"
+#include "storage/pg_array.hpp"
 #include "storage/pg_connection.hpp"
 
 namespace comb::storage {
@@ -104,25 +105,34 @@ revoke_result invite_store::revoke(std::int64_t community_id, std::string_view h
   }
 }
 
-revoke_result invite_store::revoke_code(std::int64_t community_id, std::string_view code) {
+code_deletion invite_store::delete_code(std::int64_t community_id, std::string_view code,
+                                        const protocol::bytes32& requester) {
   try {
     last_error_.clear();
-    // A revoked code is no longer shown (listclaims), so its plain text goes.
-    auto reply = connection_.exec(
-      "UPDATE invites i SET revoked = true, claim = NULL FROM (SELECT revoked FROM invites"
-      " WHERE community_id = $1::bigint AND code_hash = $2::text FOR UPDATE) before"
-      " WHERE i.community_id = $1::bigint AND i.code_hash = $2::text RETURNING before.revoked",
-      {std::to_string(community_id), invite_code_hash(code)});
-    if (!reply.ok()) {
-      last_error_ = reply.error();
-      return revoke_result::failed;
+    const pg_params params{std::to_string(community_id), invite_code_hash(code), bytea_param(requester)};
+    auto deleted = connection_.exec(
+      "DELETE FROM invites i WHERE i.community_id = $1::bigint AND i.code_hash = $2::text"
+      " AND EXISTS (SELECT 1 FROM members m WHERE m.community_id = $1::bigint AND m.pubkey = $3::bytea"
+      "  AND (m.role = 'owner' OR (m.role = 'admin' AND i.created_by IS NOT NULL"
+      "   AND NOT EXISTS (SELECT 1 FROM members o WHERE o.community_id = $1::bigint"
+      "                   AND o.pubkey = i.created_by AND o.role = 'owner'))))",
+      params);
+    if (!deleted.ok()) {
+      last_error_ = deleted.error();
+      return code_deletion::failed;
     }
-    if (reply.rows() == 0)
-      return revoke_result::not_found;
-    return reply.text(0, 0) == "t" ? revoke_result::already_revoked : revoke_result::revoked;
+    if (deleted.affected_rows() > 0)
+      return code_deletion::deleted;
+    auto held = connection_.exec("SELECT EXISTS (SELECT 1 FROM invites WHERE community_id = $1::bigint"
+                                 " AND code_hash = $2::text)", {params[0], params[1]});
+    if (!held.ok()) {
+      last_error_ = held.error();
+      return code_deletion::failed;
+    }
+    return held.text(0, 0) == "t" ? code_deletion::not_allowed : code_deletion::not_found;
   } catch (const std::exception& e) {
     last_error_ = e.what();
-    return revoke_result::failed;
+    return code_deletion::failed;
   }
 }
 

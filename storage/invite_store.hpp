@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "protocol/hex.hpp"
+
 namespace comb::storage {
 
 class pg_connection;
@@ -20,6 +22,9 @@ struct invite_summary {
   bool revoked = false;
   std::string created_by; ///< hex public key; "" when the operator minted it
 };
+
+/// What deleting one invite by its code did.
+enum class code_deletion { deleted, not_found, not_allowed, failed };
 
 enum class revoke_result {
   revoked,
@@ -41,9 +46,11 @@ public:
   /// Revokes the one invite whose code hash starts with `hash_prefix` (lowercase hex).
   [[nodiscard]] revoke_result revoke(std::int64_t community_id, std::string_view hash_prefix);
 
-  /// Revokes the invite whose code is `code` (NIP-86 deleteclaim: whoever knows a code may end
-  /// it, minted or chosen).
-  [[nodiscard]] revoke_result revoke_code(std::int64_t community_id, std::string_view code);
+  /// Deletes the invite whose code is `code` (NIP-86 deleteclaim), minted or chosen, when
+  /// `requester` is, by the stored roles, the owner, or an admin and the code is neither the
+  /// owner's nor the operator's. Deleted, not revoked: nothing stays behind for a user to pile up.
+  [[nodiscard]] code_deletion delete_code(std::int64_t community_id, std::string_view code,
+                                          const protocol::bytes32& requester);
 
   /// Deletes invites that expired before `now` (unix seconds), in chunks; how many.
   std::uint64_t purge_expired(std::int64_t now);

@@ -80,10 +80,11 @@ std::vector<std::string> rooms_of_referents(std::int64_t community_id,
   return rooms;
 }
 
-/// A comment posts in the rooms it borrows, so a restricted one must let its author post there
-/// (a report only points at what it reports). An import restores what the community held.
+/// A comment and a poll vote post in the rooms they borrow, so a restricted one must let their
+/// author post there (a report only points at what it reports). An import restores what the
+/// community held.
 bool posting_checked(const event_write& w) {
-  return w.recheck_access && w.ev->kind == protocol::comment_kind;
+  return w.recheck_access && (w.ev->kind == protocol::comment_kind || w.ev->kind == protocol::poll_vote_kind);
 }
 
 /// An edit that keeps the rooms of the version it replaces (protocol::keeps_rooms_of_replaced).

@@ -46,7 +46,7 @@ management_reply database_trouble() {
 
 /// The checks in the order NIP-86 clients expect them: shape of the request, NIP-98 (401),
 /// the caller's role (403), the auth event not used before (401), then the params (200).
-/// A read (supportedmethods, list*) may use its auth event again within the event's window:
+/// A read (supportedmethods, list* but listclaims) may use its auth event again within the event's window:
 /// apps ask the same list twice in one second (Flotilla's banned list), which is one event id,
 /// and the event's payload hash binds it to that exact body, so no change can ride on it.
 std::variant<admitted_call, management_reply> admit(self_ptr self, const management_call& call) {
@@ -64,7 +64,7 @@ std::variant<admitted_call, management_reply> admit(self_ptr self, const managem
   if (!*manager)
     return no_longer_manager();
   auto request = protocol::parse_management_request(call.body);
-  if (!request || !protocol::is_read_only(request.value().method)) {
+  if (!request || !protocol::may_reuse_auth(request.value().method)) {
     auto fresh = st.store->spend_http_auth(auth->id, auth->created_at + management_auth_window_seconds, now);
     if (!fresh)
       return database_trouble();
@@ -221,13 +221,17 @@ management_reply list_claims(self_ptr self, std::int64_t community_id) {
   return management_success(boost::json::serialize(out));
 }
 
-/// `deleteclaim`: revokes the code, minted or chosen.
-management_reply delete_claim(self_ptr self, std::int64_t community_id, const std::string& claim) {
-  switch (self->state.invites->revoke_code(community_id, claim)) {
-    case storage::revoke_result::revoked:
-    case storage::revoke_result::already_revoked: return management_success("true");
-    case storage::revoke_result::failed: return database_trouble();
-    default: return management_refusal(200, management_outcome::error, "no such invite code");
+/// `deleteclaim`: deletes the code, minted or chosen; an admin's not the owner's nor the
+/// operator's, as with bans.
+management_reply delete_claim(self_ptr self, std::int64_t community_id, const admitted_call& call) {
+  switch (self->state.invites->delete_code(community_id, call.request.text, call.caller)) {
+    case storage::code_deletion::deleted: return management_success("true");
+    case storage::code_deletion::not_allowed:
+      return management_refusal(403, management_outcome::forbidden,
+                                "your role does not allow this (only the owner deletes the owner's and the operator's invite codes)");
+    case storage::code_deletion::not_found:
+      return management_refusal(200, management_outcome::error, "no such invite code");
+    default: return database_trouble();
   }
 }
 
@@ -295,7 +299,7 @@ void run(self_ptr self, const management_call& call, admitted_call admitted,
       break;
     case management_method::list_claims: result = list_claims(self, community); break;
     case management_method::create_claim: result = create_claim(self, community, admitted); break;
-    case management_method::delete_claim: result = delete_claim(self, community, admitted.request.text); break;
+    case management_method::delete_claim: result = delete_claim(self, community, admitted); break;
     default: result = change_info(self, community, admitted); break;
   }
   answer(self, method, reply, std::move(result));

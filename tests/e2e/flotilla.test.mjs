@@ -200,10 +200,13 @@ describe('Flotilla joining a closed space', () => {
       assert.deepEqual(await owner.manage(relay, 'listclaims'), { result: [] }, 'minted codes are not shown')
       const claim = Math.random().toString().slice(2)
       assert.deepEqual(await owner.manage(relay, 'createclaim', [claim]), { result: true })
+      // The same call in the same second is the same NIP-98 event, and a listclaims or a change
+      // spends its event: an app that asks again within the second gets "auth event already used".
+      await pause(1100)
       assert.deepEqual(await owner.manage(relay, 'listclaims'), { result: [claim] }, 'the next invite reuses it')
-      await pause(1100) // the same call in the same second is the same NIP-98 event, spent once
-      assert.match((await owner.manage(relay, 'createclaim', [claim])).error, /taken/)
-      assert.match((await owner.manage(relay, 'createclaim', ['1234'])).error, /at least 8/)
+      assert.equal((await owner.manage(relay, 'listclaims')).error, 'auth event already used')
+      assert.deepEqual(await owner.manage(relay, 'createclaim', [claim]), { result: true }, 'a retry is as good')
+      assert.match((await owner.manage(relay, 'createclaim', ['1234'])).error, /at least 12/)
 
       // The link's `c` reaches RelayJoin, which sends the claim tag only when it is non-empty.
       const [first, second] = people
@@ -215,6 +218,7 @@ describe('Flotilla joining a closed space', () => {
       assert.ok((await first.manage(relay, 'createclaim', [Math.random().toString().slice(2)])).error)
 
       assert.deepEqual(await owner.manage(relay, 'deleteclaim', [claim]), { result: true })
+      await pause(1100)
       assert.deepEqual(await owner.manage(relay, 'listclaims'), { result: [] })
       await second.authenticated(relay)
       const refused = thunkError(await second.publish(relay, makeEvent(RELAY_JOIN, { tags: [['-'], ['claim', claim]] })))

@@ -182,15 +182,28 @@ TEST_CASE_METHOD(test::store_fixture, "a comment naming its root only by address
   CHECK(counted.count == 2); // the two on roots in no room
 }
 
-TEST_CASE_METHOD(test::store_fixture, "a poll vote that names only its poll is hidden where the poll is",
-                 "[integration][event_store][rooms]") {
-  author alice{35}, bob{36};
+TEST_CASE_METHOD(test::store_fixture, "a poll vote that names only its poll is hidden where the poll is, and "
+                 "posts there", "[integration][event_store][rooms]") {
+  author alice{35}, bob{36}, outsider{37};
+  const std::string id = std::to_string(community);
+  (void)test::scalar(connection, "INSERT INTO rooms (community_id, room_id, restricted) VALUES"
+                                 " ($1::bigint, 'office', true) RETURNING 1", {id});
+  for (auto* member : {&alice, &bob})
+    (void)test::scalar(connection, "INSERT INTO room_members (community_id, room_id, pubkey)"
+                                   " VALUES ($1::bigint, 'office', decode($2, 'hex')) RETURNING 1",
+                       {id, protocol::to_hex(member->pubkey())});
   auto poll = alice.sign(1068, now - 20, {{"h", "office"}, {"option", "yes"}});
-  auto vote = bob.sign(protocol::poll_vote_kind, now - 10, {{"e", protocol::to_hex(poll->id)}, {"response", "yes"}});
+  auto vote_of = [&](author& who, std::int64_t at) {
+    return who.sign(protocol::poll_vote_kind, at, {{"e", protocol::to_hex(poll->id)}, {"response", "yes"}});
+  };
+  auto vote = vote_of(bob, now - 10);
   for (const auto& ev : {poll, vote})
     REQUIRE(store_one(events, community, ev).result == status::stored);
   CHECK(test::scalar(connection, "SELECT string_agg(value, ',') FROM event_tags WHERE name = 'room'"
                                  " AND event_id = decode($1, 'hex')", {protocol::to_hex(vote->id)}) == "office");
+  // Only those who may post in the restricted room vote in its polls.
+  test::check_outcome(store_one(events, community, vote_of(outsider, now - 9)), status::refused,
+                      storage::msg_room_restricted);
   protocol::filter votes;
   votes.kinds = std::vector<std::uint32_t>{protocol::poll_vote_kind};
   auto read = [&](const protocol::room_hiding& hiding) {
@@ -199,9 +212,9 @@ TEST_CASE_METHOD(test::store_fixture, "a poll vote that names only its poll is h
     REQUIRE(result.ok);
     return result.events;
   };
-  protocol::room_hiding outsider;
-  outsider.unseen = {"office"};
-  CHECK(read(outsider).empty());
-  CHECK(events.count(community, {votes}, now, outsider).count == 0);
+  protocol::room_hiding unseen;
+  unseen.unseen = {"office"};
+  CHECK(read(unseen).empty());
+  CHECK(events.count(community, {votes}, now, unseen).count == 0);
   CHECK(read(protocol::room_hiding{}) == jsons_of({vote}));
 }

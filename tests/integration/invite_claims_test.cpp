@@ -63,6 +63,8 @@ TEST_CASE_METHOD(claims_fixture, "a chosen code admits as a minted one does and 
   CHECK_FALSE(create(admin, "41970534216794373"));
   CHECK(members.last_invite_refusal() == invite_refusal::taken);
   CHECK(members.last_error().empty());
+  CHECK(create(owner, "41970534216794373")); // the owner's own call, retried
+  CHECK(listed_claims().size() == 1);
   CHECK_FALSE(create(bob, "bobs-own-code")); // a plain member, and members may not invite here
   CHECK(members.last_invite_refusal() == invite_refusal::not_allowed);
   CHECK_FALSE(create(key(9), "strangers-code"));
@@ -83,38 +85,52 @@ TEST_CASE_METHOD(claims_fixture, "a chosen code admits as a minted one does and 
   CHECK(join(key(5), "admins-longer-lived") == outcome::invite_invalid);
 }
 
-TEST_CASE_METHOD(claims_fixture, "deleteclaim revokes a code, chosen or minted, and forgets its text",
+TEST_CASE_METHOD(claims_fixture, "deleteclaim deletes a code, chosen or minted, as the caller's role allows",
                  "[integration][invites]") {
   storage::invite_store invites(connection);
-  REQUIRE(create(owner, "to-be-deleted", 3600, 0));
-  CHECK(invites.revoke_code(community, "to-be-deleted") == storage::revoke_result::revoked);
-  CHECK(invites.revoke_code(community, "to-be-deleted") == storage::revoke_result::already_revoked);
-  CHECK(invites.revoke_code(community, "never-made") == storage::revoke_result::not_found);
-  CHECK(listed_claims().empty());
-  CHECK(join(key(6), "to-be-deleted") == outcome::invite_invalid);
-  CHECK(scalar(connection, "SELECT count(*) FROM invites WHERE claim IS NOT NULL") == "0");
+  using storage::code_deletion;
+  REQUIRE(create(admin, "admins-own-code", 3600, 0));
+  REQUIRE(create(owner, "owners-own-code", 3600, 0));
+  auto operators = members.mint_invite(community, std::nullopt, 0, 3600, now_seconds());
+  REQUIRE(operators);
+  // An admin ends their own codes, not the owner's nor the operator's; a member none.
+  CHECK(invites.delete_code(community, "owners-own-code", admin) == code_deletion::not_allowed);
+  CHECK(invites.delete_code(community, operators->code, admin) == code_deletion::not_allowed);
+  CHECK(invites.delete_code(community, "admins-own-code", bob) == code_deletion::not_allowed);
+  CHECK(invites.delete_code(community, "admins-own-code", admin) == code_deletion::deleted);
+  CHECK(invites.delete_code(community, "admins-own-code", admin) == code_deletion::not_found);
+  CHECK(invites.delete_code(community, "never-made-at-all", owner) == code_deletion::not_found);
+  CHECK(join(key(6), "admins-own-code") == outcome::invite_invalid);
+  // Nothing stays behind: a loop of create and delete leaves no rows.
+  CHECK(scalar(connection, "SELECT count(*) FROM invites WHERE code_hash = $1::text",
+               {storage::invite_code_hash("admins-own-code")}) == "0");
+  CHECK(listed_claims() == std::vector<std::string>{"owners-own-code"});
 
-  auto minted = members.mint_invite(community, owner, 0, 3600, now_seconds());
-  REQUIRE(minted);
-  CHECK(listed_claims().empty()); // minted codes are kept only hashed: nothing to show
-  CHECK(invites.revoke_code(community, minted->code) == storage::revoke_result::revoked);
-  CHECK(join(key(6), minted->code) == outcome::invite_invalid);
+  // The owner ends any: the operator's minted code too, which listclaims never showed.
+  CHECK(invites.delete_code(community, operators->code, owner) == code_deletion::deleted);
+  CHECK(join(key(6), operators->code) == outcome::invite_invalid);
 
-  // Codes are per community: another may choose the same one.
+  // Codes are per community: another may hold the same one, and neither sees or ends the other's.
   auto other = add_community("other.example");
-  REQUIRE(paced(members, other, std::vector{command(membership_change::provision_owner, owner, member_role::owner)})
+  REQUIRE(paced(members, other, std::vector{command(membership_change::provision_owner, admin, member_role::owner)})
             .committed);
-  REQUIRE(members.create_claim(other, owner, "to-be-deleted", 1, 3600, now_seconds()));
+  REQUIRE(members.create_claim(other, admin, "owners-own-code", 1, 3600, now_seconds()));
+  REQUIRE(members.create_claim(other, admin, "only-in-the-other", 1, 3600, now_seconds()));
+  CHECK(listed_claims() == std::vector<std::string>{"owners-own-code"});
+  CHECK(invites.delete_code(community, "only-in-the-other", owner) == code_deletion::not_found);
+  CHECK(invites.delete_code(other, "owners-own-code", admin) == code_deletion::deleted);
+  CHECK(listed_claims() == std::vector<std::string>{"owners-own-code"});
 }
 
-TEST_CASE_METHOD(claims_fixture, "chosen codes count toward a user's bound on open invites",
+TEST_CASE_METHOD(claims_fixture, "chosen codes count toward a user's bound on open invites; listclaims shows 100",
                  "[integration][invites]") {
   int made = 0;
-  while (made <= storage::max_open_invites_per_user && create(admin, "bulk-code-" + std::to_string(made)))
+  while (made <= storage::max_open_invites_per_user && create(admin, "bulk-admin-code-" + std::to_string(made)))
     ++made;
   CHECK(made == storage::max_open_invites_per_user);
   CHECK(members.last_invite_refusal() == invite_refusal::too_many);
   CHECK_FALSE(members.mint_invite(community, admin, 0, 3600, now_seconds()));
+  for (int i = 0; i < 10; ++i)
+    REQUIRE(create(owner, "bulk-owner-code-" + std::to_string(i))); // each user has their own bound
   CHECK(static_cast<std::int64_t>(listed_claims().size()) == storage::max_listed_claims);
-  CHECK(create(owner, "owners-own-bound")); // each user has their own
 }

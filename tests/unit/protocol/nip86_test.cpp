@@ -163,8 +163,8 @@ TEST_CASE("a text param holding a NUL is refused, not cut short", "[protocol][ni
   CHECK(reason.message.find("NUL") != std::string::npos);
 }
 
-TEST_CASE("claims parse as newer Flotilla sends them: a code of its own choosing, at least 8 "
-          "visible characters", "[protocol][nip86]") {
+TEST_CASE("claims parse as newer Flotilla sends them: a code of its own choosing, at least 12 "
+          "characters a link carries unescaped", "[protocol][nip86]") {
   auto list = parse_management_request(R"({"method":"listclaims","params":[]})");
   REQUIRE(list.ok());
   CHECK(list->method == management_method::list_claims);
@@ -174,11 +174,11 @@ TEST_CASE("claims parse as newer Flotilla sends them: a code of its own choosing
   REQUIRE(create.ok());
   CHECK(create->method == management_method::create_claim);
   CHECK(create->text == "41970534216794373");
-  CHECK(parse_management_request(R"({"method":"createclaim","params":["12345678"]})").ok());
+  CHECK(parse_management_request(R"({"method":"createclaim","params":["Ab-9._~Zz-0q"]})").ok());
   CHECK(parse_management_request(R"({"method":"createclaim","params":[")" + std::string(max_claim_bytes, 'c')
                                  + R"("]})").ok());
-  for (const std::string& bad : std::vector<std::string>{R"([])", R"([""])", R"(["1234567"])", R"(["1234 5678"])", R"([12345678])",
-                                R"(["12345678","extra"])", R"(["café-café"])", R"(["tab\tcode12"])",
+  for (const std::string& bad : std::vector<std::string>{R"([])", R"([""])", R"(["12345678901"])", R"(["123456 789012"])", R"([123456789012])",
+                                R"(["123456789012","extra"])", R"(["1234567890&c=x"])", R"(["1234567890/#?"])", R"(["café-café"])", R"(["tab\tcode12"])",
                                 "[\"" + std::string(max_claim_bytes + 1, 'c') + "\"]"}) {
     INFO(bad);
     auto refused = parse_error(R"({"method":"createclaim","params":)" + bad + "}");

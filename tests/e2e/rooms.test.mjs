@@ -318,6 +318,27 @@ describe('rooms in a community, as Flotilla uses them', () => {
     assert.deepEqual(await ids(bob, [{ kinds: [1984] }]), [secretReport.event.id, publicReport.event.id].sort())
   })
 
+  it("keeps votes on a private room's poll to the room, as newer Flotilla sends them (no h), and to its posters", async () => {
+    const { relay } = ctx
+    // NIP-88: the poll names its room; a vote names only the poll (e) and its choice.
+    const poll = await owner.publish(relay, makeEvent(1068, { content: 'Pizza tonight?', tags: [
+      ['h', secret.h], ['option', 'yes', 'Yes'], ['option', 'no', 'No'], ['polltype', 'singlechoice']] }))
+    accepted(poll)
+    const vote = (user, choice) => user.publish(relay, makeEvent(1018, { tags: [['e', poll.event.id], ['response', choice]] }))
+    const watching = carol.listen(relay, [{ kinds: [1018] }])
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    const bobs = await vote(bob, 'yes')
+    accepted(bobs)
+    // carol, outside the restricted room, may not vote in it.
+    refused(await vote(carol, 'no'), /^restricted:/)
+    await new Promise((resolve) => setTimeout(resolve, 500))
+    watching.stop()
+    assert.deepEqual(watching.events, [], 'no vote reaches a non-member live')
+    const ids = async (user) => (await user.read(relay, [{ kinds: [1018], '#e': [poll.event.id] }])).events.map((e) => e.id)
+    assert.deepEqual(await ids(carol), [])
+    assert.deepEqual(await ids(bob), [bobs.event.id])
+  })
+
   it('lets a moderator delete a message for everyone', async () => {
     const { relay } = ctx
     accepted(await owner.publish(relay, makeEvent(9000, { tags: [['h', room.h], ['p', bob.pk, 'moderator']] })))

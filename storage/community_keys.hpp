@@ -31,6 +31,8 @@ public:
   [[nodiscard]] std::set<protocol::bytes32> own_keys(pg_connection& connection,
                                                      std::int64_t community_id);
 
+  [[nodiscard]] const protocol::key_pair& relay_key() const noexcept { return relay_key_; }
+
 private:
   protocol::key_pair relay_key_;
   std::unordered_map<std::int64_t, protocol::key_pair> keys_;

@@ -6,6 +6,7 @@
 #include <array>
 #include <exception>
 
+#include "protocol/claim_seal.hpp"
 #include "protocol/hex.hpp"
 #include "storage/membership_rules.hpp"
 #include "storage/pg_array.hpp"
@@ -40,7 +41,7 @@ std::string open_invites_sql(const char* community, const char* requester, const
 
 bool membership_store::insert_invite(std::int64_t community_id,
                                      const std::optional<protocol::bytes32>& requester,
-                                     std::string_view code, std::optional<std::string_view> claim,
+                                     std::string_view code, std::optional<std::string_view> sealed,
                                      std::int64_t max_uses, std::int64_t expires_at, std::int64_t now) {
   last_invite_refusal_ = invite_refusal::none;
   auto hash = invite_code_hash(code);
@@ -56,7 +57,7 @@ bool membership_store::insert_invite(std::int64_t community_id,
     {std::to_string(community_id), hash, std::to_string(max_uses), std::to_string(expires_at),
      requester ? std::optional(bytea_param(*requester)) : std::nullopt, std::to_string(now),
      std::to_string(max_open_invites_per_user),
-     claim ? std::optional(std::string(*claim)) : std::nullopt});
+     sealed ? std::optional(std::string(*sealed)) : std::nullopt});
   if (!reply.ok()) {
     last_error_ = reply.error();
     return false;
@@ -67,14 +68,13 @@ bool membership_store::insert_invite(std::int64_t community_id,
   // is as good as stored now.
   auto why = connection_.exec(
     "SELECT EXISTS (SELECT 1 FROM invites i WHERE i.community_id = $1::bigint AND i.code_hash = $5::text"
-    "  AND i.created_by = $2::bytea AND i.claim = $6::text AND " + open_invite_sql("i", "$3")
+    "  AND i.created_by = $2::bytea AND i.claim IS NOT NULL AND " + open_invite_sql("i", "$3")
       + " AND " + may_invite_sql("$1", "$2") + "),"
     " EXISTS (SELECT 1 FROM invites WHERE community_id = $1::bigint AND code_hash = $5::text),"
     " $2::bytea IS NOT NULL AND " + may_invite_sql("$1", "$2") + " AND "
       + open_invites_sql("$1", "$2", "$3") + " >= $4::bigint",
     {std::to_string(community_id), requester ? std::optional(bytea_param(*requester)) : std::nullopt,
-     std::to_string(now), std::to_string(max_open_invites_per_user), hash,
-     claim ? std::optional(std::string(*claim)) : std::nullopt});
+     std::to_string(now), std::to_string(max_open_invites_per_user), hash});
   if (!why.ok()) {
     last_error_ = why.error();
     return false;
@@ -103,7 +103,13 @@ bool membership_store::create_claim(std::int64_t community_id, const protocol::b
                                     std::string_view claim, std::int64_t max_uses,
                                     std::int64_t ttl_seconds, std::int64_t now) {
   last_error_.clear();
-  return insert_invite(community_id, requester, claim, claim, max_uses, now + ttl_seconds, now);
+  try {
+    auto sealed = protocol::seal_claim(keys_.relay_key(), community_id, claim);
+    return insert_invite(community_id, requester, claim, sealed, max_uses, now + ttl_seconds, now);
+  } catch (const std::exception& e) {
+    last_error_ = e.what();
+    return false;
+  }
 }
 
 std::optional<std::vector<std::string>> membership_store::open_claims(std::int64_t community_id,
@@ -120,9 +126,12 @@ std::optional<std::vector<std::string>> membership_store::open_claims(std::int64
       last_error_ = reply.error();
       return std::nullopt;
     }
+    // A code sealed under another relay key (a restore into another deployment) does not open:
+    // it still admits, by its hash, and is not shown.
     std::vector<std::string> claims;
     for (int row = 0; row < reply.rows(); ++row)
-      claims.emplace_back(reply.text(row, 0));
+      if (auto claim = protocol::open_claim(keys_.relay_key(), community_id, reply.text(row, 0)))
+        claims.push_back(std::move(*claim));
     return claims;
   } catch (const std::exception& e) {
     last_error_ = e.what();

@@ -115,9 +115,9 @@ public:
                                                          std::int64_t now);
 
   /// Stores `claim`, a code `requester` chose (NIP-86 createclaim), as mint_invite stores a
-  /// minted one and under the same rules, and keeps it in plain text as well, so listclaims
-  /// can show it to the community's owner and admins (newer Flotilla puts the first in its
-  /// invite links). False when not stored: `last_error()` is set on a database error, else
+  /// minted one and under the same rules, and keeps it sealed with the relay key as well
+  /// (protocol::seal_claim), so listclaims can show it to the community's owner and admins
+  /// (newer Flotilla puts the first in its invite links). False when not stored: `last_error()` is set on a database error, else
   /// `last_invite_refusal()` says why (`taken` when the community has the code already).
   [[nodiscard]] bool create_claim(std::int64_t community_id, const protocol::bytes32& requester,
                                   std::string_view claim, std::int64_t max_uses,
@@ -147,11 +147,11 @@ private:
                                               std::span<const membership_command> commands,
                                               std::int64_t now);
   [[nodiscard]] bool live_list_outdated(std::int64_t community_id);
-  /// Inserts one invite (mint_invite, create_claim): whether it was stored; on a refusal,
-  /// last_invite_refusal_ says why.
+  /// Inserts one invite (mint_invite, create_claim; `sealed`: the chosen code, sealed): whether
+  /// it was stored; on a refusal, last_invite_refusal_ says why.
   [[nodiscard]] bool insert_invite(std::int64_t community_id,
                                    const std::optional<protocol::bytes32>& requester,
-                                   std::string_view code, std::optional<std::string_view> claim,
+                                   std::string_view code, std::optional<std::string_view> sealed,
                                    std::int64_t max_uses, std::int64_t expires_at, std::int64_t now);
   void leave_rooms(std::int64_t community_id, const std::vector<protocol::bytes32>& removed,
                    std::int64_t now, membership_write& out);

@@ -504,9 +504,9 @@ constexpr const char* migration_44 = R"sql(
 DELETE FROM events WHERE kind = 9021 AND raw ~ '\["claim","[^"]';
 )sql";
 
-// An invite code an owner or admin chose over NIP-86 (createclaim) is kept in plain text as
-// well as hashed, so listclaims can show it to them (membership_store::open_claims); minted
-// codes stay hashed only, and a revoked code loses its text.
+// An invite code an owner or admin chose over NIP-86 (createclaim) is kept sealed with the
+// relay key (protocol::seal_claim) as well as hashed, so listclaims can show it to them
+// (membership_store::open_claims); minted codes stay hashed only, and a revoked code loses it.
 constexpr const char* migration_45 = R"sql(
 ALTER TABLE invites ADD COLUMN claim TEXT NULL;
 )sql";

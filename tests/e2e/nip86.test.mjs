@@ -187,6 +187,14 @@ describe('NIP-86 management of a community', () => {
     const riding = await post(relay, readAuth, { method: 'banpubkey', params: [carol.pk] })
     assert.equal(riding.status, 401)
     assert.match(riding.json.error, /payload/)
+    // But listclaims, whose answer admits people, is spent once as a change is: a header read
+    // from a proxy's log lists no codes.
+    const claims = { method: 'listclaims', params: [] }
+    const claimsAuth = await signedAuth(relay, owner, claims)
+    assert.equal((await post(relay, claimsAuth, claims)).status, 200)
+    const claimsAgain = await post(relay, claimsAuth, claims)
+    assert.equal(claimsAgain.status, 401)
+    assert.match(claimsAgain.json.error, /already used/)
 
     const { reply: banOwner } = await manage(relay, admin, ManagementMethod.BanPubkey, [owner.pk])
     assert.match(banOwner.error, /owner/)

@@ -3,7 +3,9 @@
 // stored under the rules of minted invites, listed while they admit, ended by revocation.
 #include <catch2/catch.hpp>
 
+#include "protocol/claim_seal.hpp"
 #include "storage/invite_store.hpp"
+#include "storage/pg_array.hpp"
 #include "storage/membership_rules.hpp"
 
 #include "support/membership_fixture.hpp"
@@ -56,9 +58,21 @@ TEST_CASE_METHOD(claims_fixture, "a chosen code admits as a minted one does and 
   CHECK(listed_claims().empty());
   REQUIRE(create(owner, "41970534216794373"));
   CHECK(listed_claims() == std::vector<std::string>{"41970534216794373"});
-  // Stored hashed as every code is; the plain text is kept beside it for listclaims.
-  CHECK(scalar(connection, "SELECT count(*) FROM invites WHERE code_hash = $1::text AND claim = $2::text",
-               {storage::invite_code_hash("41970534216794373"), "41970534216794373"}) == "1");
+  // Stored hashed as every code is; beside it, sealed with the relay key for listclaims, so the
+  // database alone holds no code.
+  auto sealed = scalar(connection, "SELECT claim FROM invites WHERE code_hash = $1::text",
+                       {storage::invite_code_hash("41970534216794373")});
+  CHECK(sealed.find("41970534216794373") == std::string::npos);
+  CHECK(protocol::open_claim(relay_key, community, sealed) == "41970534216794373");
+  // One sealed under another key (a restore into another deployment) still admits, unshown.
+  auto foreign = protocol::key_pair::generate();
+  REQUIRE(scalar(connection, "INSERT INTO invites (community_id, code_hash, expires_at, created_by, claim)"
+                             " VALUES ($1::bigint, $2::text, $3::bigint, $4::bytea, $5::text) RETURNING 1",
+                 {std::to_string(community), storage::invite_code_hash("from-elsewhere-1"),
+                  std::to_string(now_seconds() + 3600), storage::bytea_param(owner),
+                  protocol::seal_claim(foreign, community, "from-elsewhere-1")}) == "1");
+  CHECK(listed_claims() == std::vector<std::string>{"41970534216794373"});
+  CHECK(join(key(7), "from-elsewhere-1") == outcome::changed);
 
   CHECK_FALSE(create(admin, "41970534216794373"));
   CHECK(members.last_invite_refusal() == invite_refusal::taken);

@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: MIT
+#include <catch2/catch.hpp>
+
+#include "protocol/claim_seal.hpp"
+
+using namespace comb::protocol;
+
+TEST_CASE("a sealed invite code opens only with its relay key, for its community, untouched",
+          "[protocol][claims]") {
+  auto relay = key_pair::generate();
+  auto sealed = seal_claim(relay, 7, "41970534216794373");
+  CHECK(sealed.find("41970534216794373") == std::string::npos);
+  CHECK(open_claim(relay, 7, sealed) == "41970534216794373");
+  CHECK(seal_claim(relay, 7, "41970534216794373") != sealed); // a fresh nonce each time
+
+  CHECK_FALSE(open_claim(relay, 8, sealed));                      // moved to another community's row
+  CHECK_FALSE(open_claim(key_pair::generate(), 7, sealed));       // another deployment's key
+  for (std::size_t at : {std::size_t{0}, std::size_t{30}, sealed.size() - 1}) {
+    auto tampered = sealed;
+    tampered[at] = tampered[at] == '0' ? '1' : '0';
+    CHECK_FALSE(open_claim(relay, 7, tampered));
+  }
+  for (std::string_view garbage : {"", "00", "not hex at all", "ABCDEF"})
+    CHECK_FALSE(open_claim(relay, 7, garbage));
+  CHECK_FALSE(open_claim(relay, 7, sealed.substr(0, sealed.size() - 2)));
+  CHECK(open_claim(relay, 7, seal_claim(relay, 7, "")) == "");
+}

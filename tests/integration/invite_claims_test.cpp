@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Invite codes chosen over NIP-86 (createclaim, listclaims, deleteclaim) against a real Postgres:
-// stored under the rules of minted invites, listed while they admit, ended by revocation.
+// stored under the rules of minted invites, listed while they admit, ended by deletion.
 #include <catch2/catch.hpp>
 
 #include "protocol/claim_seal.hpp"

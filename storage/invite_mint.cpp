@@ -118,7 +118,7 @@ std::optional<std::vector<std::string>> membership_store::open_claims(std::int64
   try {
     // A code whose creator lost the right to invite admits no one (minter_may_invite): not shown.
     auto reply = connection_.exec(
-      "SELECT i.claim FROM invites i WHERE i.community_id = $1::bigint AND i.claim IS NOT NULL AND "
+      "SELECT i.claim, i.code_hash FROM invites i WHERE i.community_id = $1::bigint AND i.claim IS NOT NULL AND "
         + open_invite_sql("i", "$2") + " AND " + may_invite_sql("$1", "i.created_by")
         + " ORDER BY i.expires_at DESC, i.code_hash LIMIT $3::bigint",
       {std::to_string(community_id), std::to_string(now), std::to_string(max_listed_claims)});
@@ -127,11 +127,13 @@ std::optional<std::vector<std::string>> membership_store::open_claims(std::int64
       return std::nullopt;
     }
     // A code sealed under another relay key (a restore into another deployment) does not open:
-    // it still admits, by its hash, and is not shown.
+    // it still admits, by its hash, and is not shown; nor is one moved onto another row (a hand
+    // edit), which would show that row's state.
     std::vector<std::string> claims;
     for (int row = 0; row < reply.rows(); ++row)
       if (auto claim = protocol::open_claim(keys_.relay_key(), community_id, reply.text(row, 0)))
-        claims.push_back(std::move(*claim));
+        if (invite_code_hash(*claim) == reply.text(row, 1))
+          claims.push_back(std::move(*claim));
     return claims;
   } catch (const std::exception& e) {
     last_error_ = e.what();

@@ -123,12 +123,17 @@ code_deletion invite_store::delete_code(std::int64_t community_id, std::string_v
     }
     if (deleted.affected_rows() > 0)
       return code_deletion::deleted;
-    auto held = connection_.exec("SELECT EXISTS (SELECT 1 FROM invites WHERE community_id = $1::bigint"
-                                 " AND code_hash = $2::text)", {params[0], params[1]});
+    auto held = connection_.exec(
+      "SELECT EXISTS (SELECT 1 FROM invites WHERE community_id = $1::bigint AND code_hash = $2::text),"
+      " EXISTS (SELECT 1 FROM members WHERE community_id = $1::bigint AND pubkey = $3::bytea"
+      "         AND role IN ('owner', 'admin'))",
+      params);
     if (!held.ok()) {
       last_error_ = held.error();
       return code_deletion::failed;
     }
+    if (held.text(0, 1) != "t")
+      return code_deletion::not_manager; // demoted while the call waited
     return held.text(0, 0) == "t" ? code_deletion::not_allowed : code_deletion::not_found;
   } catch (const std::exception& e) {
     last_error_ = e.what();

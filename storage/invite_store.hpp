@@ -24,7 +24,8 @@ struct invite_summary {
 };
 
 /// What deleting one invite by its code did.
-enum class code_deletion { deleted, not_found, not_allowed, failed };
+/// `not_manager`: the requester is (no longer) the owner or an admin.
+enum class code_deletion { deleted, not_found, not_allowed, not_manager, failed };
 
 enum class revoke_result {
   revoked,

@@ -231,6 +231,7 @@ management_reply delete_claim(self_ptr self, std::int64_t community_id, const ad
                                 "your role does not allow this (only the owner deletes the owner's and the operator's invite codes)");
     case storage::code_deletion::not_found:
       return management_refusal(200, management_outcome::error, "no such invite code");
+    case storage::code_deletion::not_manager: return no_longer_manager();
     default: return database_trouble();
   }
 }

@@ -90,12 +90,26 @@ TEST_CASE_METHOD(claims_fixture, "a chosen code admits as a minted one does and 
 
   CHECK(join(key(4), "41970534216794373") == outcome::changed);
   CHECK(listed_claims() == std::vector<std::string>{"admins-longer-lived"}); // used up
+  CHECK_FALSE(create(owner, "41970534216794373")); // no longer open: not the caller's retry
+  CHECK(members.last_invite_refusal() == invite_refusal::taken);
+  auto minted = members.mint_invite(community, owner, 1, 3600, now_seconds());
+  REQUIRE(minted);
+  CHECK_FALSE(create(owner, minted->code)); // the caller's, but minted: never shown, not a retry
+  CHECK(members.last_invite_refusal() == invite_refusal::taken);
   CHECK(join(key(5), "41970534216794373") == outcome::invite_exhausted);
   CHECK(join(key(5), "already-expired") == outcome::invite_expired);
 
   // A demoted admin's codes admit no one, so they are not offered.
   REQUIRE(apply(command(membership_change::update_role, admin, member_role::member)).committed);
   CHECK(listed_claims().empty());
+  CHECK_FALSE(create(admin, "admins-longer-lived")); // nor a retry by one who may no longer invite
+  // A sealed code copied onto another open row by hand is not shown for that row too.
+  REQUIRE(create(owner, "owners-fresh-code-1"));
+  REQUIRE(scalar(connection, "UPDATE invites SET claim = (SELECT claim FROM invites WHERE code_hash = $1::text)"
+                             " WHERE code_hash = $2::text RETURNING 1",
+                 {storage::invite_code_hash("owners-fresh-code-1"), storage::invite_code_hash("from-elsewhere-1")})
+          == "1");
+  CHECK(listed_claims() == std::vector<std::string>{"owners-fresh-code-1"});
   CHECK(join(key(5), "admins-longer-lived") == outcome::invite_invalid);
 }
 
@@ -110,7 +124,7 @@ TEST_CASE_METHOD(claims_fixture, "deleteclaim deletes a code, chosen or minted, 
   // An admin ends their own codes, not the owner's nor the operator's; a member none.
   CHECK(invites.delete_code(community, "owners-own-code", admin) == code_deletion::not_allowed);
   CHECK(invites.delete_code(community, operators->code, admin) == code_deletion::not_allowed);
-  CHECK(invites.delete_code(community, "admins-own-code", bob) == code_deletion::not_allowed);
+  CHECK(invites.delete_code(community, "admins-own-code", bob) == code_deletion::not_manager);
   CHECK(invites.delete_code(community, "admins-own-code", admin) == code_deletion::deleted);
   CHECK(invites.delete_code(community, "admins-own-code", admin) == code_deletion::not_found);
   CHECK(invites.delete_code(community, "never-made-at-all", owner) == code_deletion::not_found);

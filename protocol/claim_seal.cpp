@@ -4,9 +4,10 @@
 #include <array>
 #include <memory>
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <stdexcept>
 #include <vector>
+
+#include "protocol/sha256.hpp"
 
 namespace comb::protocol {
 namespace {
@@ -21,15 +22,7 @@ struct cipher_context_free {
 using cipher_context = std::unique_ptr<EVP_CIPHER_CTX, cipher_context_free>;
 
 bytes32 sealing_key(const key_pair& relay_key) {
-  bytes32 out{};
-  unsigned int length = 0;
-  const auto& secret = relay_key.secret();
-  if (!HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
-            reinterpret_cast<const unsigned char*>(derivation_label.data()), derivation_label.size(),
-            out.data(), &length)
-      || length != out.size())
-    throw std::runtime_error("HMAC-SHA256 failed");
-  return out;
+  return hmac_sha256(relay_key.secret(), derivation_label);
 }
 
 std::array<unsigned char, 8> associated_data(std::int64_t community_id) {

@@ -1,25 +1,14 @@
 // SPDX-License-Identifier: MIT
 #include "protocol/community_key.hpp"
 
-#include <openssl/hmac.h>
-#include <stdexcept>
 #include <string>
+
+#include "protocol/sha256.hpp"
 
 namespace comb::protocol {
 namespace {
 
 constexpr std::string_view derivation_label = "comb community signing key v1";
-
-bytes32 hmac_sha256(const bytes32& key, std::string_view message) {
-  bytes32 out{};
-  unsigned int length = 0;
-  if (!HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
-            reinterpret_cast<const unsigned char*>(message.data()), message.size(), out.data(),
-            &length)
-      || length != out.size())
-    throw std::runtime_error("HMAC-SHA256 failed");
-  return out;
-}
 
 } // namespace
 

@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <memory>
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <stdexcept>
 
 namespace comb::protocol {
 namespace {
@@ -43,6 +45,17 @@ bytes32 sha256(std::string_view data) noexcept {
       || EVP_DigestFinal_ex(ctx, digest.data(), &length) != 1 || length != digest.size())
     std::abort(); // cannot fail for SHA-256 in memory
   return digest;
+}
+
+bytes32 hmac_sha256(const bytes32& key, std::string_view message) {
+  bytes32 out{};
+  unsigned int length = 0;
+  if (!HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+            reinterpret_cast<const unsigned char*>(message.data()), message.size(), out.data(),
+            &length)
+      || length != out.size())
+    throw std::runtime_error("HMAC-SHA256 failed");
+  return out;
 }
 
 } // namespace comb::protocol

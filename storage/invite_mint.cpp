@@ -45,6 +45,7 @@ bool membership_store::insert_invite(std::int64_t community_id,
                                      std::int64_t max_uses, std::int64_t expires_at, std::int64_t now) {
   last_invite_refusal_ = invite_refusal::none;
   auto hash = invite_code_hash(code);
+  const auto requester_param = requester ? std::optional(bytea_param(*requester)) : std::nullopt;
   // A user may invite only as the owner or an admin, or as a member where the community allows
   // it, and holds a bounded number of open invites; checked here, against the stored roles, not
   // against any cache.
@@ -55,7 +56,7 @@ bool membership_store::insert_invite(std::int64_t community_id,
       + open_invites_sql("$1", "$5", "$6") + " < $7::bigint)"
     " ON CONFLICT (community_id, code_hash) DO NOTHING",
     {std::to_string(community_id), hash, std::to_string(max_uses), std::to_string(expires_at),
-     requester ? std::optional(bytea_param(*requester)) : std::nullopt, std::to_string(now),
+     requester_param, std::to_string(now),
      std::to_string(max_open_invites_per_user),
      sealed ? std::optional(std::string(*sealed)) : std::nullopt});
   if (!reply.ok()) {
@@ -73,8 +74,7 @@ bool membership_store::insert_invite(std::int64_t community_id,
     " EXISTS (SELECT 1 FROM invites WHERE community_id = $1::bigint AND code_hash = $5::text),"
     " $2::bytea IS NOT NULL AND " + may_invite_sql("$1", "$2") + " AND "
       + open_invites_sql("$1", "$2", "$3") + " >= $4::bigint",
-    {std::to_string(community_id), requester ? std::optional(bytea_param(*requester)) : std::nullopt,
-     std::to_string(now), std::to_string(max_open_invites_per_user), hash});
+    {std::to_string(community_id), requester_param, std::to_string(now), std::to_string(max_open_invites_per_user), hash});
   if (!why.ok()) {
     last_error_ = why.error();
     return false;

@@ -29,10 +29,6 @@ using storage::member_role;
 
 namespace {
 
-protocol::bytes32 key(std::uint8_t seed) {
-  return author(seed).pubkey();
-}
-
 /// Stores `ev` as comb stores the relay's events (a list without tag rows).
 void store(membership_fixture& f, const protocol::event& ev) {
   storage::relay_signed_event stored{ev, protocol::render_event_json(ev)};

@@ -20,10 +20,6 @@ using outcome = storage::membership_outcome;
 
 namespace {
 
-protocol::bytes32 key(std::uint8_t seed) {
-  return author(seed).pubkey();
-}
-
 struct claims_fixture : membership_fixture {
   claims_fixture() {
     REQUIRE(apply(command(membership_change::provision_owner, owner, member_role::owner)).committed);

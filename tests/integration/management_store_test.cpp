@@ -25,10 +25,6 @@ using outcome = storage::membership_outcome;
 
 namespace {
 
-protocol::bytes32 key(std::uint8_t seed) {
-  return author(seed).pubkey();
-}
-
 storage::membership_command by(storage::membership_command c, const protocol::bytes32& requester,
                                std::string reason = {}) {
   c.requested_by = requester;

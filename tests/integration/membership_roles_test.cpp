@@ -28,10 +28,6 @@ using outcome = storage::membership_outcome;
 
 namespace {
 
-protocol::bytes32 key(std::uint8_t seed) {
-  return author(seed).pubkey();
-}
-
 /// The community's 33534s as (d, created_at), oldest first.
 std::vector<std::pair<std::string, std::int64_t>> definitions(membership_fixture& f) {
   storage::pg_connection reader(f.database.conninfo());

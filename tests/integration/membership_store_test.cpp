@@ -42,9 +42,6 @@ bool list_matches_members(membership_fixture& f, std::int64_t community) {
   return f.members.verify(community).matches;
 }
 
-protocol::bytes32 key(std::uint8_t seed) {
-  return author(seed).pubkey();
-}
 
 } // namespace
 

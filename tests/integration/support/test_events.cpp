@@ -86,4 +86,8 @@ std::pair<event_ptr, event_ptr> same_second_pair(const author& who,
   return {first, second};
 }
 
+protocol::bytes32 key(std::uint8_t seed) {
+  return author(seed).pubkey();
+}
+
 } // namespace comb::test

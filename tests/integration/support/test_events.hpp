@@ -52,6 +52,9 @@ void check_outcome(const storage::store_outcome& outcome, storage::store_outcome
 
 [[nodiscard]] std::string hex(const protocol::bytes32& value);
 
+/// The public key of the fixed test key `seed` (author(seed)).
+[[nodiscard]] protocol::bytes32 key(std::uint8_t seed);
+
 /// Two events of `kind` by `who` at the same second, returned lowest id first.
 [[nodiscard]] std::pair<event_ptr, event_ptr> same_second_pair(const author& who,
                                                                std::uint32_t kind,

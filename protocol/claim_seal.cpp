@@ -13,6 +13,7 @@ namespace comb::protocol {
 namespace {
 
 constexpr std::string_view derivation_label = "comb invite claim sealing key v1";
+constexpr std::string_view lookup_label = "comb invite claim lookup key v1";
 constexpr std::size_t nonce_bytes = 12;
 constexpr std::size_t tag_bytes = 16;
 
@@ -79,6 +80,13 @@ std::optional<std::string> open_claim(const key_pair& relay_key, std::int64_t co
       || EVP_CipherFinal_ex(ctx.get(), out + written, &finished) != 1) // the tag is checked here
     return std::nullopt;
   return claim;
+}
+
+std::string claim_lookup_hash(const key_pair& relay_key, std::int64_t community_id, std::string_view claim) {
+  auto id = associated_data(community_id);
+  std::string message(reinterpret_cast<const char*>(id.data()), id.size());
+  message.append(claim);
+  return to_hex(hmac_sha256(hmac_sha256(relay_key.secret(), lookup_label), message));
 }
 
 } // namespace comb::protocol

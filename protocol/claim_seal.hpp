@@ -23,4 +23,11 @@ namespace comb::protocol {
 [[nodiscard]] std::optional<std::string> open_claim(const key_pair& relay_key, std::int64_t community_id,
                                                     std::string_view sealed);
 
+/// The hash a chosen code is looked up by in `community_id` (lowercase hex): HMAC-SHA256 under
+/// another key derived from the relay key. A minted code (128 random bits) is safe behind a
+/// plain SHA-256; a chosen one may have far fewer bits (newer Flotilla's: about 52), and a copy
+/// of the database alone must give no way to test guesses against it.
+[[nodiscard]] std::string claim_lookup_hash(const key_pair& relay_key, std::int64_t community_id,
+                                            std::string_view claim);
+
 } // namespace comb::protocol

@@ -41,10 +41,8 @@ std::string open_invites_sql(const char* community, const char* requester, const
 
 bool membership_store::insert_invite(std::int64_t community_id,
                                      const std::optional<protocol::bytes32>& requester,
-                                     std::string_view code, std::optional<std::string_view> sealed,
-                                     std::int64_t max_uses, std::int64_t expires_at, std::int64_t now) {
+                                     const new_invite& invite, std::int64_t now) {
   last_invite_refusal_ = invite_refusal::none;
-  auto hash = invite_code_hash(code);
   const auto requester_param = requester ? std::optional(bytea_param(*requester)) : std::nullopt;
   // A user may invite only as the owner or an admin, or as a member where the community allows
   // it, and holds a bounded number of open invites; checked here, against the stored roles, not
@@ -52,13 +50,13 @@ bool membership_store::insert_invite(std::int64_t community_id,
   auto reply = connection_.exec(
     "INSERT INTO invites (community_id, code_hash, max_uses, expires_at, created_by, claim)"
     " SELECT $1::bigint, $2::text, $3::int, $4::bigint, $5::bytea, $8::text"
-    " WHERE $5::bytea IS NULL OR (" + may_invite_sql("$1", "$5") + " AND "
-      + open_invites_sql("$1", "$5", "$6") + " < $7::bigint)"
+    " WHERE ($5::bytea IS NULL OR (" + may_invite_sql("$1", "$5") + " AND "
+      + open_invites_sql("$1", "$5", "$6") + " < $7::bigint))"
+    " AND NOT EXISTS (SELECT 1 FROM invites WHERE community_id = $1::bigint AND code_hash = $9::text)"
     " ON CONFLICT (community_id, code_hash) DO NOTHING",
-    {std::to_string(community_id), hash, std::to_string(max_uses), std::to_string(expires_at),
-     requester_param, std::to_string(now),
-     std::to_string(max_open_invites_per_user),
-     sealed ? std::optional(std::string(*sealed)) : std::nullopt});
+    {std::to_string(community_id), invite.hash, std::to_string(invite.max_uses),
+     std::to_string(invite.expires_at), requester_param, std::to_string(now),
+     std::to_string(max_open_invites_per_user), invite.sealed, invite.also_taken_by});
   if (!reply.ok()) {
     last_error_ = reply.error();
     return false;
@@ -68,13 +66,14 @@ bool membership_store::insert_invite(std::int64_t community_id,
   // Refused, or the code is there already: the caller's own open claim (a retried createclaim)
   // is as good as stored now.
   auto why = connection_.exec(
-    "SELECT EXISTS (SELECT 1 FROM invites i WHERE i.community_id = $1::bigint AND i.code_hash = $5::text"
+    "SELECT EXISTS (SELECT 1 FROM invites i WHERE i.community_id = $1::bigint AND i.code_hash IN ($5::text, $6::text)"
     "  AND i.created_by = $2::bytea AND i.claim IS NOT NULL AND " + open_invite_sql("i", "$3")
       + " AND " + may_invite_sql("$1", "$2") + "),"
-    " EXISTS (SELECT 1 FROM invites WHERE community_id = $1::bigint AND code_hash = $5::text),"
+    " EXISTS (SELECT 1 FROM invites WHERE community_id = $1::bigint AND code_hash IN ($5::text, $6::text)),"
     " $2::bytea IS NOT NULL AND " + may_invite_sql("$1", "$2") + " AND "
       + open_invites_sql("$1", "$2", "$3") + " >= $4::bigint",
-    {std::to_string(community_id), requester_param, std::to_string(now), std::to_string(max_open_invites_per_user), hash});
+    {std::to_string(community_id), requester_param, std::to_string(now),
+     std::to_string(max_open_invites_per_user), invite.hash, invite.also_taken_by});
   if (!why.ok()) {
     last_error_ = why.error();
     return false;
@@ -94,7 +93,9 @@ std::optional<minted_invite> membership_store::mint_invite(
   std::array<std::uint8_t, 16> secret{};
   protocol::fill_random(secret);
   minted_invite invite{protocol::to_hex(secret), now + ttl_seconds, max_uses};
-  if (!insert_invite(community_id, requester, invite.code, std::nullopt, max_uses, invite.expires_at, now))
+  // 128 random bits: a plain hash is safe, and the operator's CLI finds the code by it.
+  if (!insert_invite(community_id, requester,
+                     {invite_code_hash(invite.code), std::nullopt, std::nullopt, max_uses, invite.expires_at}, now))
     return std::nullopt;
   return invite;
 }
@@ -104,8 +105,13 @@ bool membership_store::create_claim(std::int64_t community_id, const protocol::b
                                     std::int64_t ttl_seconds, std::int64_t now) {
   last_error_.clear();
   try {
-    auto sealed = protocol::seal_claim(keys_.relay_key(), community_id, claim);
-    return insert_invite(community_id, requester, claim, sealed, max_uses, now + ttl_seconds, now);
+    // Stored under the keyed hash, and refused when the community has it under the plain one.
+    auto hashes = invite_hashes(keys_.relay_key(), community_id, claim);
+    return insert_invite(community_id, requester,
+                         {std::move(hashes.chosen), std::move(hashes.minted),
+                          protocol::seal_claim(keys_.relay_key(), community_id, claim), max_uses,
+                          now + ttl_seconds},
+                         now);
   } catch (const std::exception& e) {
     last_error_ = e.what();
     return false;
@@ -131,9 +137,11 @@ std::optional<std::vector<std::string>> membership_store::open_claims(std::int64
     // edit), which would show that row's state.
     std::vector<std::string> claims;
     for (int row = 0; row < reply.rows(); ++row)
-      if (auto claim = protocol::open_claim(keys_.relay_key(), community_id, reply.text(row, 0)))
-        if (invite_code_hash(*claim) == reply.text(row, 1))
+      if (auto claim = protocol::open_claim(keys_.relay_key(), community_id, reply.text(row, 0))) {
+        auto hashes = invite_hashes(keys_.relay_key(), community_id, *claim);
+        if (hashes.chosen == reply.text(row, 1) || hashes.minted == reply.text(row, 1))
           claims.push_back(std::move(*claim));
+      }
     return claims;
   } catch (const std::exception& e) {
     last_error_ = e.what();

@@ -105,13 +105,13 @@ revoke_result invite_store::revoke(std::int64_t community_id, std::string_view h
   }
 }
 
-code_deletion invite_store::delete_code(std::int64_t community_id, std::string_view code,
+code_deletion invite_store::delete_code(std::int64_t community_id, const invite_code_hashes& code,
                                         const protocol::bytes32& requester) {
   try {
     last_error_.clear();
-    const pg_params params{std::to_string(community_id), invite_code_hash(code), bytea_param(requester)};
+    const pg_params params{std::to_string(community_id), code.chosen, bytea_param(requester), code.minted};
     auto deleted = connection_.exec(
-      "DELETE FROM invites i WHERE i.community_id = $1::bigint AND i.code_hash = $2::text"
+      "DELETE FROM invites i WHERE i.community_id = $1::bigint AND i.code_hash IN ($2::text, $4::text)"
       " AND EXISTS (SELECT 1 FROM members m WHERE m.community_id = $1::bigint AND m.pubkey = $3::bytea"
       "  AND (m.role = 'owner' OR (m.role = 'admin' AND i.created_by IS NOT NULL"
       "   AND NOT EXISTS (SELECT 1 FROM members o WHERE o.community_id = $1::bigint"
@@ -124,7 +124,7 @@ code_deletion invite_store::delete_code(std::int64_t community_id, std::string_v
     if (deleted.affected_rows() > 0)
       return code_deletion::deleted;
     auto held = connection_.exec(
-      "SELECT EXISTS (SELECT 1 FROM invites WHERE community_id = $1::bigint AND code_hash = $2::text),"
+      "SELECT EXISTS (SELECT 1 FROM invites WHERE community_id = $1::bigint AND code_hash IN ($2::text, $4::text)),"
       " EXISTS (SELECT 1 FROM members WHERE community_id = $1::bigint AND pubkey = $3::bytea"
       "         AND role IN ('owner', 'admin'))",
       params);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "protocol/hex.hpp"
+#include "storage/membership_rules.hpp"
 
 namespace comb::storage {
 
@@ -47,10 +48,10 @@ public:
   /// Revokes the one invite whose code hash starts with `hash_prefix` (lowercase hex).
   [[nodiscard]] revoke_result revoke(std::int64_t community_id, std::string_view hash_prefix);
 
-  /// Deletes the invite whose code is `code` (NIP-86 deleteclaim), minted or chosen, when
+  /// Deletes the invite of `code` (NIP-86 deleteclaim; invite_hashes), minted or chosen, when
   /// `requester` is, by the stored roles, the owner, or an admin and the code is neither the
   /// owner's nor the operator's. Deleted, not revoked: nothing stays behind for a user to pile up.
-  [[nodiscard]] code_deletion delete_code(std::int64_t community_id, std::string_view code,
+  [[nodiscard]] code_deletion delete_code(std::int64_t community_id, const invite_code_hashes& code,
                                           const protocol::bytes32& requester);
 
   /// Deletes invites that expired before `now` (unix seconds), in chunks; how many.

@@ -11,11 +11,13 @@
 #include <vector>
 
 #include "protocol/hex.hpp"
+#include "protocol/signature.hpp"
 #include "storage/membership.hpp"
 
 namespace comb::storage {
 
-/// An invite as the rules need it, keyed by the SHA-256 of its code.
+/// An invite as the rules need it, keyed by the SHA-256 of its code (invite_code_hash), whichever
+/// key the row has.
 struct invite_state {
   std::int64_t expires_at = 0;
   std::int64_t max_uses = 0; ///< 0: unlimited
@@ -26,6 +28,7 @@ struct invite_state {
   /// as the owner or an admin, or as a member where `members_may_invite`.
   std::optional<protocol::bytes32> created_by;
   bool members_may_invite = false;
+  std::string stored_hash; ///< the row's code_hash
 };
 
 /// What a batch changed, as the members table needs it: written in this order, so that no
@@ -132,7 +135,18 @@ joins_in_closed_community(std::span<const membership_command> commands);
                                                   const membership_command& command,
                                                   membership_outcome first);
 
-/// The invites table key of a code: SHA-256 of the code, hex.
+/// The invites table key of a minted code: SHA-256 of the code, hex. Blanks around the code
+/// (a pasted link) are not part of it.
 [[nodiscard]] std::string invite_code_hash(std::string_view code);
+
+/// The two keys a code may be stored under in a community's invites: `chosen`, a chosen code's
+/// (createclaim: protocol::claim_lookup_hash), and `minted`, a minted code's (invite_code_hash;
+/// also chosen codes stored before the keyed hash). Every lookup by code tries both.
+struct invite_code_hashes {
+  std::string chosen;
+  std::string minted;
+};
+[[nodiscard]] invite_code_hashes invite_hashes(const protocol::key_pair& relay_key,
+                                               std::int64_t community_id, std::string_view code);
 
 } // namespace comb::storage

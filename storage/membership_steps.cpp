@@ -58,16 +58,19 @@ std::vector<member> read_members(pg_connection& c, std::int64_t community_id) {
 }
 
 std::map<std::string, invite_state> read_invites(pg_connection& c, std::int64_t community_id,
-                                                 std::span<const membership_command> commands) {
+                                                 std::span<const membership_command> commands,
+                                                 const protocol::key_pair& relay_key) {
   pg_array hashes;
-  bool any = false;
+  std::map<std::string, std::string> minted_of_chosen;
   for (const auto& command : commands)
     if (command.change == membership_change::claim_invite) {
-      hashes.add_text(invite_code_hash(command.invite_code));
-      any = true;
+      auto code = invite_hashes(relay_key, community_id, command.invite_code);
+      hashes.add_text(code.chosen);
+      hashes.add_text(code.minted);
+      minted_of_chosen.emplace(std::move(code.chosen), std::move(code.minted));
     }
   std::map<std::string, invite_state> invites;
-  if (!any)
+  if (minted_of_chosen.empty())
     return invites;
   auto reply = must(c.exec("SELECT i.code_hash, i.expires_at, i.max_uses, i.use_count, i.revoked,"
                            " COALESCE(encode(i.created_by, 'hex'), ''), c.members_may_invite"
@@ -78,10 +81,16 @@ std::map<std::string, invite_state> read_invites(pg_connection& c, std::int64_t 
                     "read invites");
   for (int row = 0; row < reply.rows(); ++row) {
     invite_state invite{reply.integer(row, 1), reply.integer(row, 2), reply.integer(row, 3),
-                        reply.text(row, 4) == "t", false, std::nullopt, reply.text(row, 6) == "t"};
+                        reply.text(row, 4) == "t", false, std::nullopt, reply.text(row, 6) == "t",
+                        std::string(reply.text(row, 0))};
     if (!reply.text(row, 5).empty())
       invite.created_by = hex_field(reply, row, 5);
-    invites[std::string(reply.text(row, 0))] = invite;
+    // The rules find a code by its plain hash. Were a code stored under both keys (createclaim
+    // refuses that, but a hand edit may not), its keyed row is the one used.
+    if (auto chosen = minted_of_chosen.find(invite.stored_hash); chosen != minted_of_chosen.end())
+      invites.insert_or_assign(chosen->second, std::move(invite));
+    else
+      invites.try_emplace(invite.stored_hash, std::move(invite));
   }
   return invites;
 }
@@ -138,7 +147,7 @@ void write_used_invites(pg_connection& c, std::int64_t community_id,
   pg_array hashes, counts;
   for (const auto& [hash, invite] : invites)
     if (invite.used) {
-      hashes.add_text(hash);
+      hashes.add_text(invite.stored_hash);
       counts.add_integer(invite.use_count);
     }
   must(c.exec("UPDATE invites i SET use_count = u.use_count"

@@ -33,9 +33,11 @@ std::int64_t noted_version(pg_connection& connection, std::int64_t community_id,
 /// The members in list order.
 std::vector<member> read_members(pg_connection& c, std::int64_t community_id);
 
-/// The invites the commands claim, locked for update, by code hash.
+/// The invites the commands claim, locked for update, by the plain hash of the code
+/// (invite_code_hash), whether stored under it or under the relay key's (invite_hashes).
 std::map<std::string, invite_state> read_invites(pg_connection& c, std::int64_t community_id,
-                                                 std::span<const membership_command> commands);
+                                                 std::span<const membership_command> commands,
+                                                 const protocol::key_pair& relay_key);
 
 /// The allowlist, when a command backfills it; otherwise empty.
 std::vector<protocol::bytes32> read_allowlist(pg_connection& c, std::int64_t community_id,

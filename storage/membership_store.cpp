@@ -240,7 +240,7 @@ membership_write membership_store::apply_locked(std::int64_t community_id,
   // Read after the row lock, in a statement of its own: it sees every list committed before.
   std::string list_id = live_list_id(community_id);
   roster members(members_before(community_id, state_version, list_id));
-  auto invites = read_invites(connection_, community_id, commands);
+  auto invites = read_invites(connection_, community_id, commands, keys_.relay_key());
   auto allowlist = read_allowlist(connection_, community_id, commands);
   auto bans = read_bans(connection_, community_id, commands, members.owner());
   auto claims = claim_requests(connection_, community_id, commands, now);

@@ -147,12 +147,19 @@ private:
                                               std::span<const membership_command> commands,
                                               std::int64_t now);
   [[nodiscard]] bool live_list_outdated(std::int64_t community_id);
-  /// Inserts one invite (mint_invite, create_claim; `sealed`: the chosen code, sealed): whether
-  /// it was stored; on a refusal, last_invite_refusal_ says why.
+  /// An invite as insert_invite stores it.
+  struct new_invite {
+    std::string hash;                         ///< the row's code_hash
+    std::optional<std::string> also_taken_by; ///< the code's hash under the other key, if any
+    std::optional<std::string> sealed;        ///< a chosen code, sealed
+    std::int64_t max_uses = 0;
+    std::int64_t expires_at = 0;
+  };
+  /// Inserts one invite (mint_invite, create_claim): whether it was stored; on a refusal,
+  /// last_invite_refusal_ says why.
   [[nodiscard]] bool insert_invite(std::int64_t community_id,
                                    const std::optional<protocol::bytes32>& requester,
-                                   std::string_view code, std::optional<std::string_view> sealed,
-                                   std::int64_t max_uses, std::int64_t expires_at, std::int64_t now);
+                                   const new_invite& invite, std::int64_t now);
   void leave_rooms(std::int64_t community_id, const std::vector<protocol::bytes32>& removed,
                    std::int64_t now, membership_write& out);
   void write_role_definitions(std::int64_t community_id, std::int64_t created_at,

@@ -44,6 +44,10 @@ struct claims_fixture : membership_fixture {
     return apply(c).results[0].outcome;
   }
 
+  storage::invite_code_hashes hashes(std::string_view claim, std::int64_t in = 0) {
+    return storage::invite_hashes(relay_key, in == 0 ? community : in, claim);
+  }
+
   protocol::bytes32 owner = key(1), admin = key(2), bob = key(3);
 };
 
@@ -54,10 +58,12 @@ TEST_CASE_METHOD(claims_fixture, "a chosen code admits as a minted one does and 
   CHECK(listed_claims().empty());
   REQUIRE(create(owner, "41970534216794373"));
   CHECK(listed_claims() == std::vector<std::string>{"41970534216794373"});
-  // Stored hashed as every code is; beside it, sealed with the relay key for listclaims, so the
-  // database alone holds no code.
+  // Stored under a hash keyed by the relay key, so the database alone gives no way to test
+  // guesses at a short code; beside it, sealed with the relay key for listclaims.
+  CHECK(scalar(connection, "SELECT count(*) FROM invites WHERE code_hash = $1::text",
+               {storage::invite_code_hash("41970534216794373")}) == "0");
   auto sealed = scalar(connection, "SELECT claim FROM invites WHERE code_hash = $1::text",
-                       {storage::invite_code_hash("41970534216794373")});
+                       {hashes("41970534216794373").chosen});
   CHECK(sealed.find("41970534216794373") == std::string::npos);
   CHECK(protocol::open_claim(relay_key, community, sealed) == "41970534216794373");
   // One sealed under another key (a restore into another deployment) still admits, unshown.
@@ -103,7 +109,7 @@ TEST_CASE_METHOD(claims_fixture, "a chosen code admits as a minted one does and 
   REQUIRE(create(owner, "owners-fresh-code-1"));
   REQUIRE(scalar(connection, "UPDATE invites SET claim = (SELECT claim FROM invites WHERE code_hash = $1::text)"
                              " WHERE code_hash = $2::text RETURNING 1",
-                 {storage::invite_code_hash("owners-fresh-code-1"), storage::invite_code_hash("from-elsewhere-1")})
+                 {hashes("owners-fresh-code-1").chosen, storage::invite_code_hash("from-elsewhere-1")})
           == "1");
   CHECK(listed_claims() == std::vector<std::string>{"owners-fresh-code-1"});
   CHECK(join(key(5), "admins-longer-lived") == outcome::invite_invalid);
@@ -118,20 +124,20 @@ TEST_CASE_METHOD(claims_fixture, "deleteclaim deletes a code, chosen or minted, 
   auto operators = members.mint_invite(community, std::nullopt, 0, 3600, now_seconds());
   REQUIRE(operators);
   // An admin ends their own codes, not the owner's nor the operator's; a member none.
-  CHECK(invites.delete_code(community, "owners-own-code", admin) == code_deletion::not_allowed);
-  CHECK(invites.delete_code(community, operators->code, admin) == code_deletion::not_allowed);
-  CHECK(invites.delete_code(community, "admins-own-code", bob) == code_deletion::not_manager);
-  CHECK(invites.delete_code(community, "admins-own-code", admin) == code_deletion::deleted);
-  CHECK(invites.delete_code(community, "admins-own-code", admin) == code_deletion::not_found);
-  CHECK(invites.delete_code(community, "never-made-at-all", owner) == code_deletion::not_found);
+  CHECK(invites.delete_code(community, hashes("owners-own-code"), admin) == code_deletion::not_allowed);
+  CHECK(invites.delete_code(community, hashes(operators->code), admin) == code_deletion::not_allowed);
+  CHECK(invites.delete_code(community, hashes("admins-own-code"), bob) == code_deletion::not_manager);
+  CHECK(invites.delete_code(community, hashes("admins-own-code"), admin) == code_deletion::deleted);
+  CHECK(invites.delete_code(community, hashes("admins-own-code"), admin) == code_deletion::not_found);
+  CHECK(invites.delete_code(community, hashes("never-made-at-all"), owner) == code_deletion::not_found);
   CHECK(join(key(6), "admins-own-code") == outcome::invite_invalid);
   // Nothing stays behind: a loop of create and delete leaves no rows.
-  CHECK(scalar(connection, "SELECT count(*) FROM invites WHERE code_hash = $1::text",
-               {storage::invite_code_hash("admins-own-code")}) == "0");
+  CHECK(scalar(connection, "SELECT count(*) FROM invites WHERE code_hash IN ($1::text, $2::text)",
+               {hashes("admins-own-code").chosen, hashes("admins-own-code").minted}) == "0");
   CHECK(listed_claims() == std::vector<std::string>{"owners-own-code"});
 
   // The owner ends any: the operator's minted code too, which listclaims never showed.
-  CHECK(invites.delete_code(community, operators->code, owner) == code_deletion::deleted);
+  CHECK(invites.delete_code(community, hashes(operators->code), owner) == code_deletion::deleted);
   CHECK(join(key(6), operators->code) == outcome::invite_invalid);
 
   // Codes are per community: another may hold the same one, and neither sees or ends the other's.
@@ -141,8 +147,8 @@ TEST_CASE_METHOD(claims_fixture, "deleteclaim deletes a code, chosen or minted, 
   REQUIRE(members.create_claim(other, admin, "owners-own-code", 1, 3600, now_seconds()));
   REQUIRE(members.create_claim(other, admin, "only-in-the-other", 1, 3600, now_seconds()));
   CHECK(listed_claims() == std::vector<std::string>{"owners-own-code"});
-  CHECK(invites.delete_code(community, "only-in-the-other", owner) == code_deletion::not_found);
-  CHECK(invites.delete_code(other, "owners-own-code", admin) == code_deletion::deleted);
+  CHECK(invites.delete_code(community, hashes("only-in-the-other"), owner) == code_deletion::not_found);
+  CHECK(invites.delete_code(other, hashes("owners-own-code", other), admin) == code_deletion::deleted);
   CHECK(listed_claims() == std::vector<std::string>{"owners-own-code"});
 }
 
@@ -157,4 +163,33 @@ TEST_CASE_METHOD(claims_fixture, "chosen codes count toward a user's bound on op
   for (int i = 0; i < 10; ++i)
     REQUIRE(create(owner, "bulk-owner-code-" + std::to_string(i))); // each user has their own bound
   CHECK(static_cast<std::int64_t>(listed_claims().size()) == storage::max_listed_claims);
+}
+
+TEST_CASE_METHOD(claims_fixture, "a chosen code stored under the plain hash, as before the keyed one, still works",
+                 "[integration][invites]") {
+  // As createclaim stored it before codes were keyed by the relay key.
+  REQUIRE(scalar(connection, "INSERT INTO invites (community_id, code_hash, max_uses, expires_at, created_by, claim)"
+                             " VALUES ($1::bigint, $2::text, 2, $3::bigint, $4::bytea, $5::text) RETURNING 1",
+                 {std::to_string(community), storage::invite_code_hash("stored-plainly-1"),
+                  std::to_string(now_seconds() + 3600), storage::bytea_param(admin),
+                  protocol::seal_claim(relay_key, community, "stored-plainly-1")}) == "1");
+  CHECK(listed_claims() == std::vector<std::string>{"stored-plainly-1"});
+  CHECK_FALSE(create(owner, "stored-plainly-1")); // not a second row under the other key
+  CHECK(members.last_invite_refusal() == invite_refusal::taken);
+  CHECK(create(admin, "stored-plainly-1")); // its creator's retry
+  CHECK(scalar(connection, "SELECT count(*) FROM invites WHERE community_id = $1::bigint",
+               {std::to_string(community)}) == "1");
+  CHECK(join(key(4), " stored-plainly-1\n") == outcome::changed); // pasted with blanks around
+  CHECK(scalar(connection, "SELECT use_count FROM invites WHERE code_hash = $1::text",
+               {storage::invite_code_hash("stored-plainly-1")}) == "1");
+  storage::invite_store invites(connection);
+  CHECK(invites.delete_code(community, hashes("stored-plainly-1"), owner) == storage::code_deletion::deleted);
+  CHECK(join(key(5), "stored-plainly-1") == outcome::invite_invalid);
+
+  // A keyed code, pasted with blanks around, is found and its own row used.
+  REQUIRE(create(owner, "stored-keyed-1"));
+  CHECK(join(key(6), "\tstored-keyed-1 ") == outcome::changed);
+  CHECK(scalar(connection, "SELECT use_count FROM invites WHERE code_hash = $1::text",
+               {hashes("stored-keyed-1").chosen}) == "1");
+  CHECK(join(key(7), "stored-keyed-1") == outcome::invite_exhausted);
 }

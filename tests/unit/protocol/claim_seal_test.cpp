@@ -2,6 +2,8 @@
 #include <catch2/catch.hpp>
 
 #include "protocol/claim_seal.hpp"
+#include "protocol/hex.hpp"
+#include "protocol/sha256.hpp"
 
 using namespace comb::protocol;
 
@@ -24,4 +26,17 @@ TEST_CASE("a sealed invite code opens only with its relay key, for its community
     CHECK_FALSE(open_claim(relay, 7, garbage));
   CHECK_FALSE(open_claim(relay, 7, sealed.substr(0, sealed.size() - 2)));
   CHECK(open_claim(relay, 7, seal_claim(relay, 7, "")) == "");
+}
+
+TEST_CASE("a chosen code's lookup hash is keyed by the relay key and bound to its community",
+          "[protocol][claims]") {
+  auto relay = key_pair::generate();
+  auto hash = claim_lookup_hash(relay, 7, "41970534216794373");
+  CHECK(hash.size() == 64);
+  CHECK(hash.find_first_not_of("0123456789abcdef") == std::string::npos);
+  CHECK(claim_lookup_hash(relay, 7, "41970534216794373") == hash); // found again by the same code
+  CHECK(hash != to_hex(sha256("41970534216794373")));               // not testable without the key
+  CHECK(claim_lookup_hash(key_pair::generate(), 7, "41970534216794373") != hash);
+  CHECK(claim_lookup_hash(relay, 8, "41970534216794373") != hash);
+  CHECK(claim_lookup_hash(relay, 7, "41970534216794374") != hash);
 }

@@ -23,6 +23,13 @@ std::string may_invite_sql(const char* community, const char* requester) {
          + "::bytea AND (m.role IN ('owner', 'admin') OR c.members_may_invite))";
 }
 
+/// Whether `community` (an SQL placeholder) is archived: its joins are refused, so no user mints
+/// a code for it; the operator still may, for after the archive ends.
+std::string archived_sql(const char* community) {
+  return std::string("EXISTS (SELECT 1 FROM communities WHERE id = ") + community
+         + "::bigint AND archived_at IS NOT NULL)";
+}
+
 /// Where an invite of `alias` is open at `now`: unexpired, unrevoked, not used up.
 std::string open_invite_sql(const char* alias, const char* now) {
   std::string a(alias);
@@ -50,8 +57,8 @@ bool membership_store::insert_invite(std::int64_t community_id,
   auto reply = connection_.exec(
     "INSERT INTO invites (community_id, code_hash, max_uses, expires_at, created_by, claim)"
     " SELECT $1::bigint, $2::text, $3::int, $4::bigint, $5::bytea, $8::text"
-    " WHERE ($5::bytea IS NULL OR (" + may_invite_sql("$1", "$5") + " AND "
-      + open_invites_sql("$1", "$5", "$6") + " < $7::bigint))"
+    " WHERE ($5::bytea IS NULL OR (" + may_invite_sql("$1", "$5") + " AND NOT " + archived_sql("$1")
+      + " AND " + open_invites_sql("$1", "$5", "$6") + " < $7::bigint))"
     " AND NOT EXISTS (SELECT 1 FROM invites WHERE community_id = $1::bigint AND code_hash = $9::text)"
     " ON CONFLICT (community_id, code_hash) DO NOTHING",
     {std::to_string(community_id), invite.hash, std::to_string(invite.max_uses),
@@ -71,7 +78,8 @@ bool membership_store::insert_invite(std::int64_t community_id,
       + " AND " + may_invite_sql("$1", "$2") + "),"
     " EXISTS (SELECT 1 FROM invites WHERE community_id = $1::bigint AND code_hash IN ($5::text, $6::text)),"
     " $2::bytea IS NOT NULL AND " + may_invite_sql("$1", "$2") + " AND "
-      + open_invites_sql("$1", "$2", "$3") + " >= $4::bigint",
+      + open_invites_sql("$1", "$2", "$3") + " >= $4::bigint,"
+    " $2::bytea IS NOT NULL AND " + archived_sql("$1"),
     {std::to_string(community_id), requester_param, std::to_string(now),
      std::to_string(max_open_invites_per_user), invite.hash, invite.also_taken_by});
   if (!why.ok()) {
@@ -80,7 +88,8 @@ bool membership_store::insert_invite(std::int64_t community_id,
   }
   if (why.text(0, 0) == "t")
     return true;
-  last_invite_refusal_ = why.text(0, 1) == "t"   ? invite_refusal::taken
+  last_invite_refusal_ = why.text(0, 3) == "t"   ? invite_refusal::archived
+                         : why.text(0, 1) == "t" ? invite_refusal::taken
                          : why.text(0, 2) == "t" ? invite_refusal::too_many // may retry tomorrow
                                                  : invite_refusal::not_allowed;
   return false;

@@ -38,7 +38,7 @@ inline constexpr std::int64_t max_open_invites_per_user = 100;
 
 /// Why a user's invite was not minted. `taken`: a chosen code (create_claim) the community
 /// already has.
-enum class invite_refusal { none, not_allowed, too_many, taken };
+enum class invite_refusal { none, not_allowed, too_many, taken, archived };
 
 /// listclaims answers at most this many codes: an admin may hold many, and apps use the first.
 inline constexpr std::int64_t max_listed_claims = 100;

@@ -201,6 +201,8 @@ management_reply create_claim(self_ptr self, std::int64_t community_id, const ad
     case storage::invite_refusal::taken:
       return management_refusal(200, management_outcome::error,
                                 "this invite code is taken; choose another");
+    case storage::invite_refusal::archived:
+      return management_refusal(403, management_outcome::forbidden, "this community is archived");
     case storage::invite_refusal::too_many:
       return management_refusal(200, management_outcome::error,
                                 "you made " + std::to_string(storage::max_open_invites_per_user)

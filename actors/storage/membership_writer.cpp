@@ -59,6 +59,8 @@ caf::behavior membership_writer(caf::stateful_actor<membership_writer_state>* se
       invite_reply reply;
       if (key)
         reply.event_json = std::make_shared<const std::string>(invite_event_json(*key, invite->code));
+      else if (s.store->last_invite_refusal() == storage::invite_refusal::archived)
+        reply.refusal = "restricted: this community is archived";
       else if (s.store->last_invite_refusal() == storage::invite_refusal::too_many)
         reply.refusal = "rate-limited: you made " + std::to_string(storage::max_open_invites_per_user)
                         + " invites in the last day that are still open; wait for some to be used or expire";

@@ -193,3 +193,20 @@ TEST_CASE_METHOD(claims_fixture, "a chosen code stored under the plain hash, as 
                {hashes("stored-keyed-1").chosen}) == "1");
   CHECK(join(key(7), "stored-keyed-1") == outcome::invite_exhausted);
 }
+
+TEST_CASE_METHOD(claims_fixture, "no user makes a code in an archived community; the operator still may",
+                 "[integration][invites]") {
+  REQUIRE(create(owner, "before-the-archive"));
+  REQUIRE(scalar(connection, "UPDATE communities SET archived_at = now() WHERE id = $1::bigint RETURNING 1",
+                 {std::to_string(community)}) == "1");
+  CHECK_FALSE(create(owner, "after-the-archive"));
+  CHECK(members.last_invite_refusal() == invite_refusal::archived);
+  CHECK(members.last_error().empty());
+  CHECK_FALSE(members.mint_invite(community, admin, 1, 3600, now_seconds())); // a 28935 too
+  CHECK(members.last_invite_refusal() == invite_refusal::archived);
+  CHECK_FALSE(create(bob, "members-code-archived")); // the archive is the one reason any user hears
+  CHECK(members.last_invite_refusal() == invite_refusal::archived);
+  CHECK(members.mint_invite(community, std::nullopt, 1, 3600, now_seconds())); // for after the archive
+  storage::invite_store invites(connection);
+  CHECK(invites.delete_code(community, hashes("before-the-archive"), owner) == storage::code_deletion::deleted);
+}

@@ -202,6 +202,11 @@ startup_lists prepare_database(const conf::relay_settings& s, const protocol::ke
     out.key_refused = true;
     return out;
   }
+  storage::membership_store members(connection, key);
+  if (auto moved = members.key_plain_claims(); !moved)
+    spdlog::warn("could not move chosen invite codes to keyed hashes (they still admit): {}", members.last_error());
+  else if (*moved > 0)
+    spdlog::info("moved {} chosen invite code(s) to keyed hashes", *moved);
   auto host = protocol::host_of_relay_url(s.effective_public_url());
   storage::community_store communities(connection);
   auto community = communities.ensure(*host, loopback_aliases(s), s.access == "closed");

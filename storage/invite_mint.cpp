@@ -141,9 +141,9 @@ std::optional<std::vector<std::string>> membership_store::open_claims(std::int64
       last_error_ = reply.error();
       return std::nullopt;
     }
-    // A code sealed under another relay key (a restore into another deployment) does not open:
-    // it still admits, by its hash, and is not shown; nor is one moved onto another row (a hand
-    // edit), which would show that row's state.
+    // A code sealed under another relay key (a relay key changed by hand) does not open, and is
+    // not shown; nor is one moved onto another row (a hand edit), which would show that row's
+    // state.
     std::vector<std::string> claims;
     for (int row = 0; row < reply.rows(); ++row)
       if (auto claim = protocol::open_claim(keys_.relay_key(), community_id, reply.text(row, 0))) {
@@ -152,6 +152,51 @@ std::optional<std::vector<std::string>> membership_store::open_claims(std::int64
           claims.push_back(std::move(*claim));
       }
     return claims;
+  } catch (const std::exception& e) {
+    last_error_ = e.what();
+    return std::nullopt;
+  }
+}
+
+std::optional<std::int64_t> membership_store::key_plain_claims() {
+  last_error_.clear();
+  constexpr int page_rows = 1000;
+  try {
+    std::int64_t keyed = 0;
+    std::string after_community = "0", after_hash;
+    for (;;) {
+      auto page = connection_.exec(
+        "SELECT community_id, code_hash, claim FROM invites WHERE claim IS NOT NULL"
+        " AND (community_id, code_hash) > ($1::bigint, $2::text) ORDER BY community_id, code_hash LIMIT $3::int",
+        {after_community, after_hash, std::to_string(page_rows)});
+      if (!page.ok()) {
+        last_error_ = page.error();
+        return std::nullopt;
+      }
+      for (int row = 0; row < page.rows(); ++row) {
+        after_community = page.text(row, 0);
+        after_hash = page.text(row, 1);
+        auto claim = protocol::open_claim(keys_.relay_key(), page.integer(row, 0), page.text(row, 2));
+        if (!claim)
+          continue; // sealed under another key: its hash is plain already, and stays
+        auto hashes = invite_hashes(keys_.relay_key(), page.integer(row, 0), *claim);
+        if (hashes.minted != after_hash)
+          continue;
+        // Another pod starting at once re-keys it first, or the code is there under both keys
+        // (a hand edit): then this row stays as it is.
+        auto moved = connection_.exec(
+          "UPDATE invites SET code_hash = $3::text WHERE community_id = $1::bigint AND code_hash = $2::text"
+          " AND NOT EXISTS (SELECT 1 FROM invites WHERE community_id = $1::bigint AND code_hash = $3::text)",
+          {after_community, after_hash, hashes.chosen});
+        if (!moved.ok()) {
+          last_error_ = moved.error();
+          return std::nullopt;
+        }
+        keyed += moved.affected_rows();
+      }
+      if (page.rows() < page_rows)
+        return keyed;
+    }
   } catch (const std::exception& e) {
     last_error_ = e.what();
     return std::nullopt;

@@ -51,7 +51,7 @@ std::optional<std::vector<invite_summary>> invite_store::list(std::int64_t commu
     last_error_.clear();
     auto reply = connection_.exec(
       "SELECT code_hash, max_uses, use_count, expires_at, revoked,"
-      " COALESCE(encode(created_by, 'hex'), '') FROM invites WHERE community_id = $1::bigint"
+      " COALESCE(encode(created_by, 'hex'), ''), claim IS NOT NULL FROM invites WHERE community_id = $1::bigint"
       " ORDER BY created_at DESC, code_hash",
       {std::to_string(community_id)});
     if (!reply.ok()) {
@@ -62,7 +62,7 @@ std::optional<std::vector<invite_summary>> invite_store::list(std::int64_t commu
     for (int row = 0; row < reply.rows(); ++row)
       out.push_back({std::string(reply.text(row, 0)), reply.integer(row, 1), reply.integer(row, 2),
                      reply.integer(row, 3), reply.text(row, 4) == "t",
-                     std::string(reply.text(row, 5))});
+                     std::string(reply.text(row, 5)), reply.text(row, 6) == "t"});
     return out;
   } catch (const std::exception& e) {
     last_error_ = e.what();
@@ -105,10 +105,12 @@ revoke_result invite_store::revoke(std::int64_t community_id, std::string_view h
   }
 }
 
-code_deletion invite_store::delete_code(std::int64_t community_id, const invite_code_hashes& code,
+code_deletion invite_store::delete_code(std::int64_t community_id, std::string_view claim,
+                                        const protocol::key_pair& relay_key,
                                         const protocol::bytes32& requester) {
   try {
     last_error_.clear();
+    const auto code = invite_hashes(relay_key, community_id, claim);
     const pg_params params{std::to_string(community_id), code.chosen, bytea_param(requester), code.minted};
     auto deleted = connection_.exec(
       "DELETE FROM invites i WHERE i.community_id = $1::bigint AND i.code_hash IN ($2::text, $4::text)"

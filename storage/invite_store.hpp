@@ -14,14 +14,16 @@ namespace comb::storage {
 
 class pg_connection;
 
-/// A stored invite as operators see it. The code itself is never stored, only its hash.
+/// A stored invite as operators see it: by its hash; a chosen code is stored sealed too, which
+/// only the relay key opens.
 struct invite_summary {
-  std::string code_hash; ///< SHA-256 of the code, hex
+  std::string code_hash; ///< minted: SHA-256 of the code; chosen: keyed (invite_hashes); hex
   std::int64_t max_uses = 0; ///< 0: unlimited
   std::int64_t use_count = 0;
   std::int64_t expires_at = 0; ///< unix seconds
   bool revoked = false;
   std::string created_by; ///< hex public key; "" when the operator minted it
+  bool chosen = false;    ///< made with NIP-86 createclaim, not minted
 };
 
 /// What deleting one invite by its code did.
@@ -48,10 +50,12 @@ public:
   /// Revokes the one invite whose code hash starts with `hash_prefix` (lowercase hex).
   [[nodiscard]] revoke_result revoke(std::int64_t community_id, std::string_view hash_prefix);
 
-  /// Deletes the invite of `code` (NIP-86 deleteclaim; invite_hashes), minted or chosen, when
+  /// Deletes the invite of `claim` (NIP-86 deleteclaim), minted or chosen (found by either hash
+  /// under `relay_key`: invite_hashes), when
   /// `requester` is, by the stored roles, the owner, or an admin and the code is neither the
   /// owner's nor the operator's. Deleted, not revoked: nothing stays behind for a user to pile up.
-  [[nodiscard]] code_deletion delete_code(std::int64_t community_id, const invite_code_hashes& code,
+  [[nodiscard]] code_deletion delete_code(std::int64_t community_id, std::string_view claim,
+                                          const protocol::key_pair& relay_key,
                                           const protocol::bytes32& requester);
 
   /// Deletes invites that expired before `now` (unix seconds), in chunks; how many.

@@ -128,6 +128,11 @@ public:
   [[nodiscard]] std::optional<std::vector<std::string>> open_claims(std::int64_t community_id,
                                                                     std::int64_t now);
 
+  /// Moves the chosen codes stored under the plain hash (createclaim before codes were keyed)
+  /// to the keyed one (invite_hashes), so that a copy of the database gives no way to test
+  /// guesses at them either; run at start. How many moved, or nothing on a database error.
+  [[nodiscard]] std::optional<std::int64_t> key_plain_claims();
+
   /// The key that signs the community's lists, deltas, room state and invites (28935), and that
   /// its NIP-11 `self` names; nothing on a database error (see last_error()).
   [[nodiscard]] std::optional<protocol::key_pair> signing_key(std::int64_t community_id);

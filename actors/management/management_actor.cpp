@@ -226,8 +226,8 @@ management_reply list_claims(self_ptr self, std::int64_t community_id) {
 /// `deleteclaim`: deletes the code, minted or chosen; an admin's not the owner's nor the
 /// operator's, as with bans.
 management_reply delete_claim(self_ptr self, std::int64_t community_id, const admitted_call& call) {
-  auto code = storage::invite_hashes(*self->state.args.relay_key, community_id, call.request.text);
-  switch (self->state.invites->delete_code(community_id, code, call.caller)) {
+  switch (self->state.invites->delete_code(community_id, call.request.text, *self->state.args.relay_key,
+                                           call.caller)) {
     case storage::code_deletion::deleted: return management_success("true");
     case storage::code_deletion::not_allowed:
       return management_refusal(403, management_outcome::forbidden,

@@ -52,7 +52,18 @@ TEST_CASE("invite create prints the code once and stores only its hash", "[cli]"
       CHECK_FALSE(invite.at("revoked").as_bool());
       CHECK_FALSE(invite.at("expired").as_bool());
       CHECK(invite.at("use_count").as_int64() == 0);
+      CHECK_FALSE(invite.at("chosen").as_bool());
     }
+    CHECK_THAT(human.out, Catch::Contains("active\tminted"));
+    // A code an admin chose (NIP-86 createclaim) is kept sealed beside its hash: marked, not shown.
+    f.sql("UPDATE invites SET claim = 'sealed' WHERE code_hash = $1", {hash});
+    CHECK_THAT(f.admin_ok({"invite", "list", "c.example"}).out,
+               Catch::Contains(hash.substr(0, 12) + "\t0/2\t") && Catch::Contains("active\tchosen"));
+    auto marked = f.admin_ok({"invite", "list", "c.example", "--json"}).json();
+    int chosen = 0;
+    for (const auto& invite : marked.at("invites").as_array())
+      chosen += invite.at("chosen").as_bool() ? 1 : 0;
+    CHECK(chosen == 1);
     CHECK(f.admin({"invite", "list", "nowhere.example"}).exit_code == 2);
   }
   SECTION("revoke by hash prefix") {

@@ -66,7 +66,8 @@ TEST_CASE_METHOD(claims_fixture, "a chosen code admits as a minted one does and 
                        {hashes("41970534216794373").chosen});
   CHECK(sealed.find("41970534216794373") == std::string::npos);
   CHECK(protocol::open_claim(relay_key, community, sealed) == "41970534216794373");
-  // One sealed under another key (a restore into another deployment) still admits, unshown.
+  // One sealed under another key and stored under the plain hash (made before codes were keyed,
+  // then the relay key changed) still admits, unshown.
   auto foreign = protocol::key_pair::generate();
   REQUIRE(scalar(connection, "INSERT INTO invites (community_id, code_hash, expires_at, created_by, claim)"
                              " VALUES ($1::bigint, $2::text, $3::bigint, $4::bytea, $5::text) RETURNING 1",
@@ -124,12 +125,12 @@ TEST_CASE_METHOD(claims_fixture, "deleteclaim deletes a code, chosen or minted, 
   auto operators = members.mint_invite(community, std::nullopt, 0, 3600, now_seconds());
   REQUIRE(operators);
   // An admin ends their own codes, not the owner's nor the operator's; a member none.
-  CHECK(invites.delete_code(community, hashes("owners-own-code"), admin) == code_deletion::not_allowed);
-  CHECK(invites.delete_code(community, hashes(operators->code), admin) == code_deletion::not_allowed);
-  CHECK(invites.delete_code(community, hashes("admins-own-code"), bob) == code_deletion::not_manager);
-  CHECK(invites.delete_code(community, hashes("admins-own-code"), admin) == code_deletion::deleted);
-  CHECK(invites.delete_code(community, hashes("admins-own-code"), admin) == code_deletion::not_found);
-  CHECK(invites.delete_code(community, hashes("never-made-at-all"), owner) == code_deletion::not_found);
+  CHECK(invites.delete_code(community, "owners-own-code", relay_key, admin) == code_deletion::not_allowed);
+  CHECK(invites.delete_code(community, operators->code, relay_key, admin) == code_deletion::not_allowed);
+  CHECK(invites.delete_code(community, "admins-own-code", relay_key, bob) == code_deletion::not_manager);
+  CHECK(invites.delete_code(community, "admins-own-code", relay_key, admin) == code_deletion::deleted);
+  CHECK(invites.delete_code(community, "admins-own-code", relay_key, admin) == code_deletion::not_found);
+  CHECK(invites.delete_code(community, "never-made-at-all", relay_key, owner) == code_deletion::not_found);
   CHECK(join(key(6), "admins-own-code") == outcome::invite_invalid);
   // Nothing stays behind: a loop of create and delete leaves no rows.
   CHECK(scalar(connection, "SELECT count(*) FROM invites WHERE code_hash IN ($1::text, $2::text)",
@@ -137,7 +138,7 @@ TEST_CASE_METHOD(claims_fixture, "deleteclaim deletes a code, chosen or minted, 
   CHECK(listed_claims() == std::vector<std::string>{"owners-own-code"});
 
   // The owner ends any: the operator's minted code too, which listclaims never showed.
-  CHECK(invites.delete_code(community, hashes(operators->code), owner) == code_deletion::deleted);
+  CHECK(invites.delete_code(community, operators->code, relay_key, owner) == code_deletion::deleted);
   CHECK(join(key(6), operators->code) == outcome::invite_invalid);
 
   // Codes are per community: another may hold the same one, and neither sees or ends the other's.
@@ -147,8 +148,8 @@ TEST_CASE_METHOD(claims_fixture, "deleteclaim deletes a code, chosen or minted, 
   REQUIRE(members.create_claim(other, admin, "owners-own-code", 1, 3600, now_seconds()));
   REQUIRE(members.create_claim(other, admin, "only-in-the-other", 1, 3600, now_seconds()));
   CHECK(listed_claims() == std::vector<std::string>{"owners-own-code"});
-  CHECK(invites.delete_code(community, hashes("only-in-the-other"), owner) == code_deletion::not_found);
-  CHECK(invites.delete_code(other, hashes("owners-own-code", other), admin) == code_deletion::deleted);
+  CHECK(invites.delete_code(community, "only-in-the-other", relay_key, owner) == code_deletion::not_found);
+  CHECK(invites.delete_code(other, "owners-own-code", relay_key, admin) == code_deletion::deleted);
   CHECK(listed_claims() == std::vector<std::string>{"owners-own-code"});
 }
 
@@ -183,8 +184,26 @@ TEST_CASE_METHOD(claims_fixture, "a chosen code stored under the plain hash, as 
   CHECK(scalar(connection, "SELECT use_count FROM invites WHERE code_hash = $1::text",
                {storage::invite_code_hash("stored-plainly-1")}) == "1");
   storage::invite_store invites(connection);
-  CHECK(invites.delete_code(community, hashes("stored-plainly-1"), owner) == storage::code_deletion::deleted);
+  CHECK(invites.delete_code(community, "stored-plainly-1", relay_key, owner) == storage::code_deletion::deleted);
   CHECK(join(key(5), "stored-plainly-1") == outcome::invite_invalid);
+
+  // At start the relay moves such codes to the keyed hash; one sealed under another key stays.
+  REQUIRE(scalar(connection, "INSERT INTO invites (community_id, code_hash, max_uses, expires_at, created_by, claim)"
+                             " VALUES ($1::bigint, $2::text, 2, $3::bigint, $4::bytea, $5::text),"
+                             "        ($1::bigint, $6::text, 2, $3::bigint, $4::bytea, $7::text) RETURNING 1",
+                 {std::to_string(community), storage::invite_code_hash("stored-plainly-2"),
+                  std::to_string(now_seconds() + 3600), storage::bytea_param(admin),
+                  protocol::seal_claim(relay_key, community, "stored-plainly-2"),
+                  storage::invite_code_hash("sealed-elsewhere-2"),
+                  protocol::seal_claim(protocol::key_pair::generate(), community, "sealed-elsewhere-2")})
+          == "1");
+  CHECK(members.key_plain_claims() == 1);
+  CHECK(members.key_plain_claims() == 0);
+  CHECK(scalar(connection, "SELECT count(*) FROM invites WHERE code_hash IN ($1::text, $2::text)",
+               {hashes("stored-plainly-2").chosen, storage::invite_code_hash("sealed-elsewhere-2")}) == "2");
+  CHECK(listed_claims() == std::vector<std::string>{"stored-plainly-2"});
+  CHECK(join(key(8), "stored-plainly-2") == outcome::changed);
+  CHECK(join(key(9), "sealed-elsewhere-2") == outcome::changed);
 
   // A keyed code, pasted with blanks around, is found and its own row used.
   REQUIRE(create(owner, "stored-keyed-1"));
@@ -208,5 +227,5 @@ TEST_CASE_METHOD(claims_fixture, "no user makes a code in an archived community;
   CHECK(members.last_invite_refusal() == invite_refusal::archived);
   CHECK(members.mint_invite(community, std::nullopt, 1, 3600, now_seconds())); // for after the archive
   storage::invite_store invites(connection);
-  CHECK(invites.delete_code(community, hashes("before-the-archive"), owner) == storage::code_deletion::deleted);
+  CHECK(invites.delete_code(community, "before-the-archive", relay_key, owner) == storage::code_deletion::deleted);
 }

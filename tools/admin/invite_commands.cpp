@@ -60,17 +60,17 @@ int run_list(const admin_options& options, const invite_args& args, reporter& ou
       return out.fail(exit_code::database, "database error: " + store.last_error());
     const auto now = unix_now();
     boost::json::array rows;
-    out.say("HASH_PREFIX\tUSES\tEXPIRES_AT\tSTATE");
+    out.say("HASH_PREFIX\tUSES\tEXPIRES_AT\tSTATE\tKIND");
     for (const auto& invite : *invites) {
       auto prefix = invite.code_hash.substr(0, shown_hash_chars);
       bool expired = invite.expires_at <= now;
       rows.push_back({{"hash_prefix", prefix}, {"use_count", invite.use_count},
                       {"max_uses", invite.max_uses}, {"expires_at", invite.expires_at},
                       {"expired", expired}, {"revoked", invite.revoked},
-                      {"created_by", invite.created_by}});
+                      {"created_by", invite.created_by}, {"chosen", invite.chosen}});
       const char* state = invite.revoked ? "revoked" : expired ? "expired" : "active";
       out.say(prefix + '\t' + uses_text(invite) + '\t' + std::to_string(invite.expires_at) + '\t'
-              + state);
+              + state + '\t' + (invite.chosen ? "chosen" : "minted"));
     }
     out.fields()["invites"] = std::move(rows);
     return as_int(exit_code::ok);

@@ -215,17 +215,39 @@ bool room_action_allowed(const room_state& room, const room_request& request,
   return room_action_allowed(request.action, rank_in(find_member(room, request.author)), actor);
 }
 
+namespace {
+
+/// A request naming a room hidden from its author, answered as one naming no room would be: a
+/// leave by someone not in it, a join refused, anything else.
+room_plan as_if_no_room(const room_state& before, const room_request& request, const room_context& context) {
+  if (request.action == room_action::leave)
+    return outcome_only(room_outcome::not_member);
+  if (request.action != room_action::join)
+    return outcome_only(room_outcome::no_such_room);
+  auto plan = join(before, request, context);
+  if (plan.outcome == room_outcome::not_in_community || plan.outcome == room_outcome::invite_required)
+    return outcome_only(room_outcome::no_such_room);
+  return plan;
+}
+
+} // namespace
+
 room_plan plan_room_change(const room_state& before, const room_request& request,
                            const room_context& context) {
+  const bool unseen = before.exists
+                      && room_unseen(before.meta.flags, {find_member(before, request.author) != nullptr, false,
+                                                         community_manager(context.actor)});
   if (request.action == room_action::create_room) {
-    if (before.exists)
+    if (before.exists && !unseen)
       return outcome_only(room_outcome::room_exists);
-    if (!room_action_allowed(before, request, context.actor))
+    if (unseen || !room_action_allowed(before, request, context.actor))
       return outcome_only(room_outcome::not_allowed);
     return create(request);
   }
   if (!before.exists)
     return outcome_only(room_outcome::no_such_room);
+  if (unseen)
+    return as_if_no_room(before, request, context);
   if (!room_action_allowed(before, request, context.actor))
     return outcome_only(room_outcome::not_allowed);
   switch (request.action) {
@@ -285,6 +307,10 @@ void hide_room(room_hiding& hiding, const std::string& room, const room_flags& f
 
 bool request_event_kept(const room_request& request) {
   return !(request.action == room_action::join && !request.code.empty());
+}
+
+bool room_unseen(const room_flags& flags, const room_reader& reader) {
+  return flags.hidden && !reader.member && !reader.room_admin && !reader.community_admin;
 }
 
 bool room_write_allowed(const room_flags& flags, std::uint32_t kind, const room_reader& author) {

@@ -214,6 +214,12 @@ void hide_room(room_hiding& hiding, const std::string& room, const room_flags& f
 [[nodiscard]] bool room_write_allowed(const room_flags& flags, std::uint32_t kind,
                                       const room_reader& author);
 
+/// Whether `reader` may not even learn that the room exists: a hidden room, to anyone outside
+/// it who is not the community's owner or an admin. Whatever they write naming it is answered
+/// as if it named no room (connection::check_room_event, refuse_room_request, plan_room_change),
+/// so guessing ids tells them nothing; only an open hidden room's join lets them in, by design.
+[[nodiscard]] bool room_unseen(const room_flags& flags, const room_reader& reader);
+
 /// Removes `pubkey` from the room; true when they were in it (their roles go with them).
 bool remove_member(room_state& room, const bytes32& pubkey);
 

@@ -30,7 +30,12 @@ membership_reply room_reply_for(std::uint32_t kind, protocol::room_outcome outco
       if (kind == protocol::room_leave_kind)
         return {true, "duplicate: you are not a member of this room"};
       return {false, "invalid: not a member of this room"};
-    case o::no_such_room: return {false, "invalid: there is no such room in this community"};
+    // A leave of a room that does not exist (or is hidden from its author) leaves things as
+    // asked, as one of a room its author is not in.
+    case o::no_such_room:
+      if (kind == protocol::room_leave_kind)
+        return {true, "duplicate: you are not a member of this room"};
+      return {false, "invalid: there is no such room in this community"};
     // Flotilla's room form sends a create before every edit and goes on only when the refusal
     // says "already".
     case o::room_exists: return {false, "duplicate: a room with this id already exists"};

@@ -29,26 +29,27 @@ std::optional<rejection> connection::check_room_event(const protocol::event& ev,
     return std::nullopt;
   if (auto late = protocol::check_room_time(ev, now, policy_.room_late_seconds))
     return late;
-  if (ev.kind == protocol::room_create_kind || !policy_.members)
+  // A request is judged once parsed, by refuse_room_request and its transaction: a malformed
+  // one is refused the same whether its room exists or not.
+  if (protocol::is_room_request_kind(ev.kind) || !policy_.members)
     return std::nullopt;
   // A deletion removes only its author's own events (checked where it is applied), and Flotilla
   // tags it with the room of what it deletes: someone who left a restricted room may still take
   // back what they posted there.
   bool deletion = ev.kind == 5;
   auto rooms = policy_.members->rooms();
-  // A request acts on its first `h`; any other event is posted to every room it names, so each
-  // must exist and let the author write (as every one must let a reader read: rooms_visible).
-  bool request = protocol::is_room_request_kind(ev.kind);
+  // The event is posted to every room it names, so each must exist and let the author write (as
+  // every one must let a reader read: rooms_visible). A room hidden from the author is one that
+  // does not exist, to them.
   for (const auto& t : ev.tags) {
-    if (t.size() < 2 || t[0] != "h" || (request && &t[1] != room))
-      continue;
-    if (t[1] == general_room)
+    if (t.size() < 2 || t[0] != "h" || t[1] == general_room)
       continue;
     const cached_room* cached = rooms->find(t[1]);
-    if (!cached)
+    const auto author = cached ? reader_of(*cached, ev.pubkey) : protocol::room_reader{};
+    if (!cached || protocol::room_unseen(cached->flags, author))
       return protocol::invalid("there is no room \"" + t[1].substr(0, protocol::max_room_id_bytes)
                                + "\" in this community");
-    if (!request && !deletion && !protocol::room_write_allowed(cached->flags, ev.kind, reader_of(*cached, ev.pubkey)))
+    if (!deletion && !protocol::room_write_allowed(cached->flags, ev.kind, author))
       return rejection{reason::restricted, "only members of this room may post in it"};
   }
   return std::nullopt;
@@ -60,14 +61,22 @@ std::optional<protocol::room_outcome> connection::refuse_room_request(const prot
     return std::nullopt;
   auto standing = storage::standing_of(policy_.members->role_of(request.author));
   auto rooms = policy_.members->rooms();
-  const cached_room* room = rooms->find(request.room);
+  const cached_room* room = request.room == general_room ? nullptr : rooms->find(request.room);
   const bool create = request.action == room_action::create_room;
+  const bool joins = request.action == room_action::join || request.action == room_action::leave;
   auto rank = protocol::room_rank::none;
   if (room)
     if (auto it = room->members.find(request.author); it != room->members.end())
       rank = it->second;
-  // A room the cache lacks: a create of a new one, or a request check_room_event answered.
-  if (protocol::room_action_allowed(request.action, rank, standing) || (!room && !create))
+  // A room hidden from the author is answered as one that does not exist, in the words its
+  // transaction uses (plan_room_change): a join or a leave of one goes on, since an open hidden
+  // room admits anyone who knows its id.
+  const bool unseen = room && protocol::room_unseen(room->flags, reader_of(*room, request.author));
+  if (!room && !create)
+    return protocol::room_outcome::no_such_room;
+  if (unseen && !joins)
+    return create ? protocol::room_outcome::not_allowed : protocol::room_outcome::no_such_room;
+  if (protocol::room_action_allowed(request.action, rank, standing))
     return std::nullopt;
   return create && room ? protocol::room_outcome::room_exists : protocol::room_outcome::not_allowed;
 }

@@ -141,13 +141,16 @@ TEST_CASE("a bridged ephemeral event in a restricted room is withheld unless its
   open.set_closed(false);
   (void)open.replace({{member_key.public_key(), storage::member_role::member},
                       {admin_key.public_key(), storage::member_role::admin}});
-  protocol::room_state restricted, free_for_all;
-  restricted.exists = free_for_all.exists = true;
+  protocol::room_state restricted, free_for_all, hidden;
+  restricted.exists = free_for_all.exists = hidden.exists = true;
   restricted.id = "board";
   restricted.meta.flags.restricted = true;
   restricted.members = {{member_key.public_key(), {}}};
   free_for_all.id = "lobby";
-  open.set_rooms(std::make_shared<const room_index>(std::vector{restricted, free_for_all}), 1);
+  hidden.id = "den"; // not restricted, but to outsiders a room that does not exist
+  hidden.meta.flags.hidden = true;
+  hidden.members = {{member_key.public_key(), {}}};
+  open.set_rooms(std::make_shared<const room_index>(std::vector{restricted, free_for_all, hidden}), 1);
   auto in_room = [](const protocol::key_pair& who, std::vector<protocol::tag> tags) {
     return test::sign_event(who, 20001, "typing", std::move(tags));
   };
@@ -156,6 +159,9 @@ TEST_CASE("a bridged ephemeral event in a restricted room is withheld unless its
   CHECK_FALSE(withholds_bridged(in_room(member_key, {{"h", "board"}}), open));
   CHECK_FALSE(withholds_bridged(in_room(admin_key, {{"h", "board"}}), open)); // the community's admins may
   CHECK_FALSE(withholds_bridged(in_room(removed_key, {{"h", "lobby"}}), open));
+  CHECK(withholds_bridged(in_room(removed_key, {{"h", "den"}}), open));
+  CHECK_FALSE(withholds_bridged(in_room(member_key, {{"h", "den"}}), open));
+  CHECK_FALSE(withholds_bridged(in_room(admin_key, {{"h", "den"}}), open));
   CHECK_FALSE(withholds_bridged(in_room(removed_key, {{"h", "_"}}), open));
   CHECK_FALSE(withholds_bridged(in_room(removed_key, {{"h", "gone"}}), open)); // readers hide a deleted room's
 }

@@ -139,6 +139,44 @@ describe('rooms in a community, as Flotilla uses them', () => {
     await anonymous.close()
   })
 
+  it('answers whoever a hidden room is hidden from as if it did not exist', async () => {
+    const { relay } = ctx
+    const den = makeRoomMeta({ name: 'Den', isHidden: true, isClosed: true, isPrivate: true })
+    accepted(await owner.publish(relay, makeRoomCreateEvent(den)))
+    accepted(await owner.publish(relay, makeRoomEditEvent(den)))
+    const nowhere = makeRoomMeta({ name: 'Nowhere' }) // never created
+    // Carol is a member of the community, not of the room: she guesses ids. Every answer is the
+    // one an id of no room gets, the id aside.
+    const answer = async (make, meta) => {
+      const result = await carol.publish(relay, make(meta))
+      return `${result.status} ${result.detail.replaceAll(meta.h, '<id>')}`
+    }
+    const probes = [
+      (m) => makeEvent(9, { content: 'anyone?', tags: [['h', m.h]] }),
+      (m) => makeEvent(5, { tags: [['e', '0'.repeat(64)], ['h', m.h]] }),
+      (m) => makeRoomCreateEvent(m),
+      (m) => makeRoomEditEvent(m),
+      (m) => makeRoomJoinEvent(m),
+      (m) => makeRoomLeaveEvent(m),
+      (m) => makeEvent(9000, { tags: [['h', m.h], ['p', carol.pk]] }),
+    ]
+    for (const make of probes) {
+      const kind = make(den).kind
+      assert.equal(await answer(make, den), await answer(make, nowhere), `kind ${kind}`)
+    }
+    // The owner sees it; once in, so does Carol, and the open-room join still admits by its id.
+    refused(await owner.publish(relay, makeRoomCreateEvent(den)), /^duplicate: .*already/)
+    const code = 'den-door-code'
+    accepted(await owner.publish(relay, makeEvent(9009, { tags: [['h', den.h], ['code', code]] })))
+    const withCode = makeRoomJoinEvent(den)
+    withCode.tags.push(['code', code])
+    accepted(await carol.publish(relay, withCode))
+    accepted(await carol.publish(relay, makeEvent(9, { content: 'hello den', tags: [['h', den.h]] })))
+    refused(await carol.publish(relay, makeRoomJoinEvent(den)), /^duplicate: /)
+    accepted(await carol.publish(relay, makeRoomLeaveEvent(den)))
+    accepted(await owner.publish(relay, makeRoomDeleteEvent(den))) // the tests below count rooms
+  })
+
   it("keeps a private room's calendar event in the room when Flotilla's edit leaves its h out", async () => {
     const { relay } = ctx
     // CalendarEventForm: d, title, location, start, end, D; the h only when created in a room

@@ -54,7 +54,9 @@ TEST_CASE_METHOD(room_fixture, "creating a room writes its four state events and
   // watching for new 39000s joins, reads or posts in it before it becomes private or closed.
   CHECK(count("SELECT concat_ws(',', private, restricted, hidden, closed) FROM rooms WHERE community_id = $1::bigint")
         == "t,t,t,t");
-  CHECK(run(alice, 9021, {}).outcome == room_outcome::invite_required);
+  // Hidden too: to anyone outside it, a room that does not exist.
+  CHECK(run(alice, 9021, {}).outcome == room_outcome::no_such_room);
+  CHECK(run(alice, 9022, {}).outcome == room_outcome::not_member);
   REQUIRE(run(owner, 9002, {{"name", "Pizza"}}).outcome == room_outcome::changed);
   CHECK(count("SELECT concat_ws(',', private, restricted, hidden, closed) FROM rooms WHERE community_id = $1::bigint")
         == "f,f,f,f");

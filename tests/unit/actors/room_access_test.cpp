@@ -3,6 +3,7 @@
 // restricted writes, private and hidden reads, invite codes, relay-only room state.
 #include <catch2/catch.hpp>
 
+#include "actors/community/room_requests.hpp"
 #include "actors/connection/connection.hpp"
 #include "protocol/canonical_json.hpp"
 #include "protocol/room.hpp"
@@ -113,6 +114,63 @@ TEST_CASE("posts to rooms: unknown rooms, late events and restricted rooms are r
   for (std::uint32_t kind : {39000u, 39001u, 39002u, 39003u, 39005u})
     CHECK(c.admit_event(test::sign_event(admin, kind, "", {{"d", "open"}}), now, 9 + kind % 10)->text()
           == "restricted: only the relay may publish kind " + std::to_string(kind));
+}
+
+TEST_CASE("a hidden room is, to whoever it is hidden from, a room that does not exist", "[actors][rooms]") {
+  auto policy = policy_with_rooms();
+  policy.host = "relay.test";
+  auto now = test::unix_now();
+  std::uint64_t n = 0;
+  // What `who` hears for an event of `kind` naming `room`: the early reply, as text (OK true or
+  // false: room_reply_for), or "" when it goes on to its transaction.
+  auto answer = [&](const protocol::key_pair& who, std::uint32_t kind, const std::string& h,
+                    std::vector<protocol::tag> more = {}) -> std::string {
+    auto c = authed_as(who, policy);
+    more.insert(more.begin(), protocol::tag{"h", h});
+    auto ev = test::sign_event(who, kind, "", more, now);
+    if (auto refused = c.admit_event(ev, now, ++n))
+      return refused->text();
+    if (!protocol::is_room_request_kind(kind))
+      return "";
+    auto request = protocol::parse_room_request(ev);
+    if (!request)
+      return request.error().text();
+    auto early = c.refuse_room_request(request.value());
+    if (!early)
+      return "";
+    auto reply = actors::room_reply_for(kind, *early);
+    return (reply.accepted ? "true " : "false ") + reply.message;
+  };
+  auto as_nowhere = [&](const protocol::key_pair& who, std::uint32_t kind, std::vector<protocol::tag> more = {}) {
+    auto ghost = answer(who, kind, "ghost", more);
+    auto nowhere = answer(who, kind, "nowhere", more);
+    if (auto at = nowhere.find("nowhere"); at != std::string::npos)
+      nowhere.replace(at, 7, "ghost");
+    return ghost == nowhere;
+  };
+  const auto someone = protocol::to_hex(member.public_key());
+  for (std::uint32_t kind : {9u, 11u, 7u, 5u, 1111u})
+    CHECK(as_nowhere(outsider, kind));
+  CHECK(answer(outsider, 9, "ghost") == "invalid: there is no room \"ghost\" in this community");
+  CHECK(answer(outsider, 5, "ghost").starts_with("invalid: ")); // a deletion too
+  CHECK(as_nowhere(outsider, 9007));
+  CHECK(answer(outsider, 9007, "ghost") == "false restricted: your role does not allow this in this room");
+  for (std::uint32_t kind : {9000u, 9001u})
+    CHECK(as_nowhere(outsider, kind, {{"p", someone}}));
+  for (std::uint32_t kind : {9002u, 9008u, 9009u})
+    CHECK(as_nowhere(outsider, kind));
+  CHECK(answer(outsider, 9000, "ghost", {{"p", someone}}) == "false invalid: there is no such room in this community");
+  // A join or a leave of a room that does not exist is answered at once, as the transaction
+  // answers one of a hidden room (protocol::plan_room_change), which an open one joins.
+  CHECK(answer(outsider, 9022, "nowhere") == "true duplicate: you are not a member of this room");
+  CHECK(answer(outsider, 9021, "nowhere") == "false invalid: there is no such room in this community");
+  CHECK(answer(outsider, 9021, "ghost").empty());
+  CHECK(answer(outsider, 9022, "ghost").empty());
+  // Those it is not hidden from: its members and the community's admins.
+  CHECK(answer(member, 9, "ghost").empty());
+  CHECK(answer(admin, 9, "ghost").empty());
+  CHECK(answer(admin, 9007, "ghost").empty()); // its transaction says the room exists
+  CHECK(answer(member, 9007, "ghost") == "false duplicate: a room with this id already exists");
 }
 
 TEST_CASE("reads of rooms follow their flags", "[actors][rooms]") {

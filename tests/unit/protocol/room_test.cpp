@@ -233,6 +233,36 @@ TEST_CASE("joins and leaves", "[room]") {
   CHECK(plan_room_change(open, leave, {}).outcome == room_outcome::not_member);
 }
 
+TEST_CASE("a hidden room is answered to whoever it is hidden from as a room that does not exist", "[room]") {
+  auto by = [](const key_pair& who, std::uint32_t kind, std::vector<comb::protocol::tag> more = {}) {
+    more.insert(more.begin(), {"h", "pizza"});
+    return request_of(comb::test::sign_event(who, kind, "", more));
+  };
+  const room_state nothing; // no room of that id
+  auto hidden_closed = room_with({}, {true, true, true, true});
+  room_context member{community_standing::member, community_standing::member};
+  const auto someone = to_hex(alice().public_key());
+  for (const auto& room : {nothing, hidden_closed}) {
+    CHECK(plan_room_change(room, by(bob(), 9021), member).outcome == room_outcome::no_such_room);
+    CHECK(plan_room_change(room, by(bob(), 9007), member).outcome == room_outcome::not_allowed);
+    CHECK(plan_room_change(room, by(bob(), 9000, {{"p", someone}}), member).outcome == room_outcome::no_such_room);
+    CHECK(plan_room_change(room, by(bob(), 9002), member).outcome == room_outcome::no_such_room);
+  }
+  // A leave of either leaves things as asked (room_reply_for says the same for both).
+  CHECK(plan_room_change(hidden_closed, by(bob(), 9022), member).outcome == room_outcome::not_member);
+  CHECK(plan_room_change(nothing, by(bob(), 9022), member).outcome == room_outcome::no_such_room);
+  // A valid code still admits; the id of an open hidden room is its invitation.
+  room_context with_code = member;
+  with_code.code_valid = true;
+  CHECK(plan_room_change(hidden_closed, by(bob(), 9021), with_code).outcome == room_outcome::changed);
+  // Not hidden from its members, nor from the community's owner and admins.
+  auto with_bob = room_with({{bob().public_key(), {}}}, {true, true, true, true});
+  CHECK(plan_room_change(with_bob, by(bob(), 9007), member).outcome == room_outcome::room_exists);
+  room_context admin{community_standing::admin, community_standing::admin};
+  CHECK(plan_room_change(hidden_closed, by(bob(), 9007), admin).outcome == room_outcome::room_exists);
+  CHECK(plan_room_change(hidden_closed, by(bob(), 9002), admin).outcome == room_outcome::changed);
+}
+
 TEST_CASE("a newcomer to a hidden or private room gets the state it hid from them, signed again", "[room]") {
   auto join = request_of(comb::test::sign_event(bob(), 9021, "", {{"h", "pizza"}}));
   auto put = request_of(comb::test::sign_event(alice(), 9000, "",

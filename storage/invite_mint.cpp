@@ -49,6 +49,19 @@ std::string open_invites_sql(const char* community, const char* requester, const
 bool membership_store::insert_invite(std::int64_t community_id,
                                      const std::optional<protocol::bytes32>& requester,
                                      const new_invite& invite, std::int64_t now) {
+  // A refusal is explained by a statement of its own: a code deleted in between (deleteclaim)
+  // leaves no reason for it, and the insert is tried again, once.
+  for (int attempt = 0; attempt < 2; ++attempt)
+    if (insert_invite_once(community_id, requester, invite, now) || !last_error_.empty()
+        || last_invite_refusal_ != invite_refusal::none)
+      return last_error_.empty() && last_invite_refusal_ == invite_refusal::none;
+  last_invite_refusal_ = invite_refusal::taken; // and gone again: a code in contention
+  return false;
+}
+
+bool membership_store::insert_invite_once(std::int64_t community_id,
+                                          const std::optional<protocol::bytes32>& requester,
+                                          const new_invite& invite, std::int64_t now) {
   last_invite_refusal_ = invite_refusal::none;
   const auto requester_param = requester ? std::optional(bytea_param(*requester)) : std::nullopt;
   // A user may invite only as the owner or an admin, or as a member where the community allows
@@ -79,7 +92,8 @@ bool membership_store::insert_invite(std::int64_t community_id,
     " EXISTS (SELECT 1 FROM invites WHERE community_id = $1::bigint AND code_hash IN ($5::text, $6::text)),"
     " $2::bytea IS NOT NULL AND " + may_invite_sql("$1", "$2") + " AND "
       + open_invites_sql("$1", "$2", "$3") + " >= $4::bigint,"
-    " $2::bytea IS NOT NULL AND " + archived_sql("$1"),
+    " $2::bytea IS NOT NULL AND " + archived_sql("$1") + ","
+    " $2::bytea IS NULL OR " + may_invite_sql("$1", "$2"),
     {std::to_string(community_id), requester_param, std::to_string(now),
      std::to_string(max_open_invites_per_user), invite.hash, invite.also_taken_by});
   if (!why.ok()) {
@@ -91,7 +105,8 @@ bool membership_store::insert_invite(std::int64_t community_id,
   last_invite_refusal_ = why.text(0, 3) == "t"   ? invite_refusal::archived
                          : why.text(0, 1) == "t" ? invite_refusal::taken
                          : why.text(0, 2) == "t" ? invite_refusal::too_many // may retry tomorrow
-                                                 : invite_refusal::not_allowed;
+                         : why.text(0, 4) != "t" ? invite_refusal::not_allowed
+                                                 : invite_refusal::none;
   return false;
 }
 

@@ -165,6 +165,10 @@ private:
   [[nodiscard]] bool insert_invite(std::int64_t community_id,
                                    const std::optional<protocol::bytes32>& requester,
                                    const new_invite& invite, std::int64_t now);
+  /// One try of insert_invite: false with no error and no refusal when nothing explains why.
+  [[nodiscard]] bool insert_invite_once(std::int64_t community_id,
+                                        const std::optional<protocol::bytes32>& requester,
+                                        const new_invite& invite, std::int64_t now);
   void leave_rooms(std::int64_t community_id, const std::vector<protocol::bytes32>& removed,
                    std::int64_t now, membership_write& out);
   void write_role_definitions(std::int64_t community_id, std::int64_t created_at,

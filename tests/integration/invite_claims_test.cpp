@@ -229,3 +229,23 @@ TEST_CASE_METHOD(claims_fixture, "no user makes a code in an archived community;
   storage::invite_store invites(connection);
   CHECK(invites.delete_code(community, "before-the-archive", relay_key, owner) == storage::code_deletion::deleted);
 }
+
+TEST_CASE_METHOD(claims_fixture, "a code deleted between createclaim's insert and its reason is stored on the retry",
+                 "[integration][invites]") {
+  REQUIRE(create(owner, "contended-code-1"));
+  // The owner's deleteclaim lands right after the admin's insert found the code taken: a trigger
+  // on that very statement deletes the owner's row, so the reason's statement finds none.
+  const auto owners = hashes("contended-code-1").chosen;
+  REQUIRE(connection.exec("CREATE FUNCTION delete_owners_code() RETURNS trigger LANGUAGE plpgsql AS $$"
+                          " BEGIN DELETE FROM invites WHERE code_hash = '" + owners + "' AND created_by = '\\x"
+                            + protocol::to_hex(owner) + "'::bytea; RETURN NULL; END $$")
+            .ok());
+  REQUIRE(connection.exec("CREATE TRIGGER owners_code_deleted AFTER INSERT ON invites"
+                          " FOR EACH STATEMENT EXECUTE FUNCTION delete_owners_code()")
+            .ok());
+  CHECK(create(admin, "contended-code-1"));
+  CHECK(members.last_invite_refusal() == invite_refusal::none);
+  CHECK(scalar(connection, "SELECT encode(created_by, 'hex') FROM invites WHERE code_hash = $1::text", {owners})
+        == protocol::to_hex(admin));
+  REQUIRE(connection.exec("DROP TRIGGER owners_code_deleted ON invites").ok());
+}

@@ -407,8 +407,9 @@ std::optional<pg_reply> carry_out_vanish(pg_connection& connection, const vanish
   return remembered.ok() ? std::nullopt : std::optional(std::move(remembered));
 }
 
-/// A stored room's row (community in column 0, the room's id in `id_column`, its `restricted`
-/// flag in `restricted_column`) into the snapshot's rooms.
+/// A stored room's row (community in column 0, the room's id in `id_column`, in
+/// `restricted_column` whether only its members post: `restricted`, or `hidden`, a room that
+/// does not exist to outsiders, protocol::room_unseen) into the snapshot's rooms.
 void add_room_row(const pg_reply& reply, int row, int id_column, int restricted_column,
                   batch_snapshot& snapshot) {
   std::pair<std::int64_t, std::string> room{reply.integer(row, 0), std::string(reply.text(row, id_column))};
@@ -477,7 +478,7 @@ std::variant<batch_snapshot, pg_reply> begin_with_snapshot(pg_connection& connec
   // its room's late events are refused) or waits for this batch (and deletes them with the rest).
   const pg_params room_params = room_columns(keys.rooms);
   auto rooms_reply = read_if(statements, !keys.rooms.empty(),
-                             "SELECT r.community_id, r.room_id, r.restricted, r.private OR r.hidden"
+                             "SELECT r.community_id, r.room_id, r.restricted OR r.hidden, r.private OR r.hidden"
                              " FROM unnest($1::bigint[], $2::text[])"
                              " AS k(community_id, room_id) JOIN rooms r ON r.community_id = k.community_id"
                              " AND r.room_id = k.room_id",
@@ -488,7 +489,7 @@ std::variant<batch_snapshot, pg_reply> begin_with_snapshot(pg_connection& connec
   // or those it borrowed itself (a report of a comment): one partial index each.
   const pg_params referent_params = id_columns(keys.room_referents);
   static const std::string referents_sql =
-    std::string("SELECT t.community_id, t.event_id, t.value, r.restricted"
+    std::string("SELECT t.community_id, t.event_id, t.value, r.restricted OR r.hidden"
                 " FROM unnest($1::bigint[], $2::bytea[]) AS k(community_id, id)") + rooms_of_keyed_events;
   auto referents_reply = read_if(statements, !keys.room_referents.empty(), referents_sql, referent_params);
   // The rooms of the live version of each address a write may borrow them from
@@ -496,7 +497,7 @@ std::variant<batch_snapshot, pg_reply> begin_with_snapshot(pg_connection& connec
   // read after the community lock too, and whether each is restricted: the edit posts there.
   const pg_params version_params = address_columns(keys.borrowing_addresses);
   static const std::string versions_sql =
-    std::string("SELECT t.community_id, t.event_id, t.value, r.restricted"
+    std::string("SELECT t.community_id, t.event_id, t.value, r.restricted OR r.hidden"
                 " FROM unnest($1::bigint[], $2::bytea[], $3::int[], $4::text[])"
                 " AS a(community_id, pubkey, kind, d_tag) CROSS JOIN LATERAL (SELECT e.community_id, e.id"
                 " FROM events e WHERE e.community_id = a.community_id AND e.pubkey = a.pubkey"

@@ -218,3 +218,35 @@ TEST_CASE_METHOD(test::store_fixture, "a poll vote that names only its poll is h
   CHECK(events.count(community, {votes}, now, unseen).count == 0);
   CHECK(read(protocol::room_hiding{}) == jsons_of({vote}));
 }
+
+TEST_CASE_METHOD(test::store_fixture, "the batch holds a hidden room to its members as a restricted one, "
+                 "whatever the pod's cache let through", "[integration][event_store][rooms]") {
+  author alice{38}, outsider{39};
+  const std::string id = std::to_string(community);
+  // Not restricted: outsiders may not know it exists, so they do not post there either.
+  (void)test::scalar(connection, "INSERT INTO rooms (community_id, room_id, hidden) VALUES"
+                                 " ($1::bigint, 'den', true) RETURNING 1", {id});
+  (void)test::scalar(connection, "INSERT INTO room_members (community_id, room_id, pubkey)"
+                                 " VALUES ($1::bigint, 'den', decode($2, 'hex')) RETURNING 1",
+                     {id, protocol::to_hex(alice.pubkey())});
+  // As the connection hands them over: admitted into the room its h names.
+  auto in_den = [&](const test::event_ptr& ev) {
+    auto write = test::write_of(community, ev);
+    write.rooms = {"den"};
+    std::vector<storage::event_write> writes{write};
+    return events.store_batch(writes).at(0);
+  };
+  auto note = alice.sign(9, now - 20, {{"h", "den"}});
+  REQUIRE(in_den(note).result == status::stored);
+  test::check_outcome(in_den(outsider.sign(9, now - 19, {{"h", "den"}})), status::refused,
+                      storage::msg_room_restricted);
+  // Nor by a comment or a reaction that names the member's note without the room's h.
+  const auto root = protocol::to_hex(note->id);
+  test::check_outcome(store_one(events, community,
+                                outsider.sign(protocol::comment_kind, now - 18,
+                                              {{"E", root}, {"K", "9"}, {"e", root}, {"k", "9"}})),
+                      status::refused, storage::msg_room_restricted);
+  test::check_outcome(in_den(outsider.sign(7, now - 17, {{"e", root}, {"h", "den"}})), status::refused,
+                      storage::msg_room_restricted);
+  CHECK(in_den(alice.sign(7, now - 16, {{"e", root}, {"h", "den"}})).result == status::stored);
+}

@@ -249,4 +249,10 @@ TEST_CASE_METHOD(test::store_fixture, "the batch holds a hidden room to its memb
   test::check_outcome(in_den(outsider.sign(7, now - 17, {{"e", root}, {"h", "den"}})), status::refused,
                       storage::msg_room_restricted);
   CHECK(in_den(alice.sign(7, now - 16, {{"e", root}, {"h", "den"}})).result == status::stored);
+  // The community's owner and admins see every room: not in it, they still post there.
+  author admin{40};
+  (void)test::scalar(connection, "INSERT INTO members (community_id, pubkey, role) VALUES"
+                                 " ($1::bigint, decode($2, 'hex'), 'admin') RETURNING 1",
+                     {id, protocol::to_hex(admin.pubkey())});
+  CHECK(in_den(admin.sign(9, now - 15, {{"h", "den"}})).result == status::stored);
 }

@@ -87,6 +87,15 @@ vacuum_writes() {
   echo "  comb vacuum done" >&2
 }
 
+# Where comb's query phase found its pages: blocks of the query store read from outside
+# Postgres's shared buffers (the OS page cache or the disk) against those found in them, from
+# pg_stat_database around the phase (backends report within a second or so), to tell whether the
+# writer's store of the same cluster pushed the query store's pages out between rounds.
+query_blocks() {
+  psql "${COMB_TEST_DATABASE_URL%/*}/bench_sbsq" -Atq -F ' ' \
+    -c "SELECT blks_read, blks_hit FROM pg_stat_database WHERE datname = 'bench_sbsq'" 2>>"$out/comb.stderr" || true
+}
+
 # The host's CPU accounting over the rounds (/proc/stat): on a shared VM, time stolen by other
 # guests slows both relays and inflates every CPU-per-operation figure of the sitting.
 head -1 /proc/stat > "$out/procstat.start"
@@ -101,8 +110,15 @@ for round in $(seq "$rounds"); do
     # capped at 200,000 ÷ strfry's rate. These offer 500,000, to find where each relay saturates.
     run "$relay" fanout1000x500 fanout --subscribers 1000 --rate 500 --seconds "$seconds"
     run "$relay" fanout200x2500 fanout --subscribers 200 --rate 2500 --seconds "$seconds"
-    [ "$relay" = comb ] && vacuum_writes
+    [ "$relay" = comb ] && vacuum_writes && blocks_before=$(query_blocks)
     run "${relay}q" query query --events 0 --connections 4 --seconds $((seconds * 3))
+    if [ "$relay" = comb ]; then
+      sleep 2 # the readers' last counts
+      read -r read0 hit0 <<< "${blocks_before:-0 0}"
+      read -r read1 hit1 <<< "$(query_blocks)"
+      echo "{\"blocks_read\": $(( ${read1:-0} - read0 )), \"blocks_hit\": $(( ${hit1:-0} - hit0 ))}" \
+        >> "$out/comb.queryblocks.jsonl"
+    fi
     run "$relay" connections connections --connections 5000 --seconds 30
   done
 done
@@ -185,6 +201,10 @@ print("|---|---:|---:|---:|")
 for r in rows:
     print("| " + " | ".join(r) + " |")
 
+blocks = list(zip(values("comb", "queryblocks", "blocks_read"), values("comb", "queryblocks", "blocks_hit")))
+if blocks:
+    print("\ncomb's query phase, blocks of the query store read from outside shared buffers / found in them, per round: "
+          + ", ".join(f"{r:,.0f} / {h:,.0f}" for r, h in blocks) + ".")
 vacuums = values("comb", "vacuum", "vacuum_cpu_s")
 if vacuums:
     print(f"\ncomb's writer store vacuumed before each query phase (what autovacuum would do there): "

@@ -74,8 +74,8 @@ for db in bench_sbs bench_sbsq; do psql "${COMB_TEST_DATABASE_URL%/*}/$db" -qc "
 
 # What comb's write phases of a round left for autovacuum (tens of thousands of rows), done before
 # its query phase: on 2 cores an autovacuum of the writer's store otherwise lands in whichever
-# phase comes next (in sitting 46 it ran through comb's second query phase, and that round's `#e`
-# p99 and CPU were the ones that missed). Its CPU is written down, not hidden: one process (no
+# phase comes next (in sitting 46 it ran through comb's second query phase; rounds differ as much
+# without it, docs/benchmarks.md). Its CPU is written down, not hidden: one process (no
 # parallel workers, as autovacuum), its backend's own /proc ticks, in $out/comb.vacuum.jsonl.
 vacuum_writes() {
   local ticks

@@ -314,6 +314,8 @@ bool room_unseen(const room_flags& flags, const room_reader& reader) {
 }
 
 bool room_write_allowed(const room_flags& flags, std::uint32_t kind, const room_reader& author) {
+  if (room_unseen(flags, author))
+    return false;
   if (!flags.restricted || author.member || author.community_admin)
     return true;
   return kind == reaction_kind && room_event_visible(flags, kind, author);

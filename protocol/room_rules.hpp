@@ -209,8 +209,9 @@ void hide_room(room_hiding& hiding, const std::string& room, const room_flags& f
 [[nodiscard]] bool request_event_kept(const room_request& request);
 
 /// Whether the author may post a regular event of `kind` to the room: in a `restricted` room only
-/// its members (and community owner and admins) write. A reaction is not a post: anyone who
-/// reads the room may react (Flotilla offers it on every message it shows).
+/// its members (and community owner and admins) write, and in a room hidden from the author
+/// (room_unseen) nobody. A reaction is not a post: anyone who reads the room may react (Flotilla
+/// offers it on every message it shows). The batch's SQL holds hidden rooms as restricted ones.
 [[nodiscard]] bool room_write_allowed(const room_flags& flags, std::uint32_t kind,
                                       const room_reader& author);
 

@@ -51,10 +51,12 @@ bool membership_store::insert_invite(std::int64_t community_id,
                                      const new_invite& invite, std::int64_t now) {
   // A refusal is explained by a statement of its own: a code deleted in between (deleteclaim)
   // leaves no reason for it, and the insert is tried again, once.
-  for (int attempt = 0; attempt < 2; ++attempt)
-    if (insert_invite_once(community_id, requester, invite, now) || !last_error_.empty()
-        || last_invite_refusal_ != invite_refusal::none)
-      return last_error_.empty() && last_invite_refusal_ == invite_refusal::none;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (insert_invite_once(community_id, requester, invite, now))
+      return true;
+    if (!last_error_.empty() || last_invite_refusal_ != invite_refusal::none)
+      return false;
+  }
   last_invite_refusal_ = invite_refusal::taken; // and gone again: a code in contention
   return false;
 }

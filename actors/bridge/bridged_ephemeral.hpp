@@ -10,8 +10,8 @@ namespace comb::actors {
 /// Whether this pod withholds `ev`, bridged from another pod, because its member cache says the
 /// author may not post it: an ephemeral event whose author is not a member of a closed
 /// community, or may not write in a room it names (a `restricted` room: its members, the
-/// community's owner and admins; a hidden room: its members, the community's owner and admins,
-/// as connection::check_room_event admits). The origin admitted
+/// community's owner and admins; a hidden room the same, protocol::room_write_allowed, as
+/// connection::check_room_event admits). The origin admitted
 /// it by its own cache; a stored event was checked again by the database in the transaction
 /// that stored it, but an ephemeral event never meets the database, so a pod cut off from
 /// Postgres (removals it never saw) would otherwise speak for a removed member on every pod.
@@ -29,10 +29,7 @@ namespace comb::actors {
     // every reader's connection hides what a deleted room held.
     const bool names_room = t.size() >= 2 && t[0] == "h" && t[1] != protocol::general_room;
     const cached_room* room = names_room ? rooms->find(t[1]) : nullptr;
-    if (!room)
-      continue;
-    const auto author = standing_in(*room, &members, ev.pubkey);
-    if (protocol::room_unseen(room->flags, author) || !protocol::room_write_allowed(room->flags, ev.kind, author))
+    if (room && !protocol::room_write_allowed(room->flags, ev.kind, standing_in(*room, &members, ev.pubkey)))
       return true;
   }
   return false;

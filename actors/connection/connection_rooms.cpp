@@ -62,19 +62,19 @@ std::optional<protocol::room_outcome> connection::refuse_room_request(const prot
   auto standing = storage::standing_of(policy_.members->role_of(request.author));
   auto rooms = policy_.members->rooms();
   const cached_room* room = rooms->find(request.room);
+  // A join or a leave goes on whatever the cache holds, to be answered by one path, checks and
+  // bounds whether its room is unknown, hidden from the author or neither (an open hidden room
+  // admits anyone who knows its id, and a room another pod just made may be missing here).
+  if (request.action == room_action::join || request.action == room_action::leave)
+    return std::nullopt;
   const bool create = request.action == room_action::create_room;
-  const bool joins = request.action == room_action::join || request.action == room_action::leave;
   auto rank = protocol::room_rank::none;
   if (room)
     if (auto it = room->members.find(request.author); it != room->members.end())
       rank = it->second;
   // A room hidden from the author is answered as one that does not exist, in the words its
-  // transaction uses (plan_room_change). A join or a leave goes on either way, to be answered by
-  // the same path, checks and bounds (an open hidden room admits anyone who knows its id, and a
-  // room another pod just made may be missing here).
+  // transaction uses (plan_room_change).
   const bool unseen = room && protocol::room_unseen(room->flags, reader_of(*room, request.author));
-  if (joins)
-    return std::nullopt;
   if (!room && !create)
     return protocol::room_outcome::no_such_room;
   if (unseen)

@@ -312,6 +312,12 @@ TEST_CASE("who reads and writes a room", "[room]") {
   restricted_private.is_private = true;
   CHECK_FALSE(room_write_allowed(restricted_private, reaction_kind, outsider));
   CHECK(room_write_allowed(restricted_private, reaction_kind, member));
+  // A hidden room, restricted or not, is none to an outsider: nothing of theirs goes in.
+  for (auto kind : {9u, reaction_kind}) {
+    CHECK_FALSE(room_write_allowed(hidden, kind, outsider));
+    CHECK(room_write_allowed(hidden, kind, member));
+    CHECK(room_write_allowed(hidden, kind, admin));
+  }
 }
 
 namespace {

@@ -17,6 +17,16 @@ bool is_lower_hex(std::string_view text) {
   });
 }
 
+/// SQL: the requester ($3) may delete the invite row `row`: they are the owner, or an admin and
+/// the row is neither the owner's nor the operator's (created_by NULL), by the stored roles.
+std::string requester_may_delete(std::string_view row) {
+  const std::string r(row);
+  return "EXISTS (SELECT 1 FROM members m WHERE m.community_id = $1::bigint AND m.pubkey = $3::bytea"
+         " AND (m.role = 'owner' OR (m.role = 'admin' AND " + r + ".created_by IS NOT NULL"
+         " AND NOT EXISTS (SELECT 1 FROM members o WHERE o.community_id = $1::bigint"
+         "                 AND o.pubkey = " + r + ".created_by AND o.role = 'owner'))))";
+}
+
 } // namespace
 
 invite_store::invite_store(pg_connection& connection) : connection_(connection) {}
@@ -112,12 +122,13 @@ code_deletion invite_store::delete_code(std::int64_t community_id, std::string_v
     last_error_.clear();
     const auto code = invite_hashes(relay_key, community_id, claim);
     const pg_params params{std::to_string(community_id), code.chosen, bytea_param(requester), code.minted};
+    // All of the code's rows or none: a code stored under both hashes (a rolling upgrade, a hand
+    // edit) may be the owner's under one, and deleting only the admin's row would answer true
+    // while the code still admits.
     auto deleted = connection_.exec(
       "DELETE FROM invites i WHERE i.community_id = $1::bigint AND i.code_hash IN ($2::text, $4::text)"
-      " AND EXISTS (SELECT 1 FROM members m WHERE m.community_id = $1::bigint AND m.pubkey = $3::bytea"
-      "  AND (m.role = 'owner' OR (m.role = 'admin' AND i.created_by IS NOT NULL"
-      "   AND NOT EXISTS (SELECT 1 FROM members o WHERE o.community_id = $1::bigint"
-      "                   AND o.pubkey = i.created_by AND o.role = 'owner'))))",
+      " AND NOT EXISTS (SELECT 1 FROM invites k WHERE k.community_id = $1::bigint"
+      "                 AND k.code_hash IN ($2::text, $4::text) AND NOT " + requester_may_delete("k") + ")",
       params);
     if (!deleted.ok()) {
       last_error_ = deleted.error();

@@ -53,7 +53,8 @@ public:
   /// Deletes the invite of `claim` (NIP-86 deleteclaim), minted or chosen (found by either hash
   /// under `relay_key`: invite_hashes), when
   /// `requester` is, by the stored roles, the owner, or an admin and the code is neither the
-  /// owner's nor the operator's. Deleted, not revoked: nothing stays behind for a user to pile up.
+  /// owner's nor the operator's; a code stored under both hashes goes whole or not at all.
+  /// Deleted, not revoked: nothing stays behind for a user to pile up.
   [[nodiscard]] code_deletion delete_code(std::int64_t community_id, std::string_view claim,
                                           const protocol::key_pair& relay_key,
                                           const protocol::bytes32& requester);

@@ -213,6 +213,28 @@ TEST_CASE_METHOD(claims_fixture, "a chosen code stored under the plain hash, as 
   CHECK(join(key(7), "stored-keyed-1") == outcome::invite_exhausted);
 }
 
+TEST_CASE_METHOD(claims_fixture, "a code stored under both hashes is deleted whole or not at all",
+                 "[integration][invites]") {
+  // The admin's keyed row, and the owner's plain one as a pod before keyed codes would add it.
+  REQUIRE(create(admin, "under-both-keys-1", 3600, 5));
+  REQUIRE(scalar(connection, "INSERT INTO invites (community_id, code_hash, max_uses, expires_at, created_by, claim)"
+                             " VALUES ($1::bigint, $2::text, 5, $3::bigint, $4::bytea, $5::text) RETURNING 1",
+                 {std::to_string(community), storage::invite_code_hash("under-both-keys-1"),
+                  std::to_string(now_seconds() + 3600), storage::bytea_param(owner),
+                  protocol::seal_claim(relay_key, community, "under-both-keys-1")}) == "1");
+  auto rows = [&] {
+    return scalar(connection, "SELECT count(*) FROM invites WHERE code_hash IN ($1::text, $2::text)",
+                  {hashes("under-both-keys-1").chosen, hashes("under-both-keys-1").minted});
+  };
+  storage::invite_store invites(connection);
+  CHECK(invites.delete_code(community, "under-both-keys-1", relay_key, admin) == storage::code_deletion::not_allowed);
+  CHECK(rows() == "2");
+  CHECK(join(key(4), "under-both-keys-1") == outcome::changed);
+  CHECK(invites.delete_code(community, "under-both-keys-1", relay_key, owner) == storage::code_deletion::deleted);
+  CHECK(rows() == "0");
+  CHECK(join(key(5), "under-both-keys-1") == outcome::invite_invalid);
+}
+
 TEST_CASE_METHOD(claims_fixture, "no user makes a code in an archived community; the operator still may",
                  "[integration][invites]") {
   REQUIRE(create(owner, "before-the-archive"));

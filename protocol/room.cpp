@@ -46,14 +46,6 @@ std::optional<std::string> optional_value(const event& ev, std::string_view name
   return std::nullopt;
 }
 
-result<bytes32> subject_of(const event& ev) {
-  const std::string* p = first_tag_value(ev, "p");
-  auto pubkey = p ? array_from_hex<32>(*p) : std::nullopt;
-  if (!pubkey)
-    return invalid("a p tag with the user's hex pubkey is required");
-  return *pubkey;
-}
-
 std::optional<room_action> action_of(std::uint32_t kind) {
   switch (kind) {
     case room_put_user_kind: return room_action::put_user;
@@ -105,7 +97,7 @@ std::optional<rejection> read_arguments(const event& ev, room_request& request) 
   switch (request.action) {
     case room_action::put_user:
     case room_action::remove_user: {
-      auto subject = subject_of(ev);
+      auto subject = named_user(ev);
       if (!subject)
         return subject.error();
       request.subject = subject.value();
@@ -296,6 +288,17 @@ std::vector<std::string> rooms_of_event(const event& ev) {
     if (t.size() >= 2 && t[0] == "h")
       rooms.push_back(t[1]);
   return rooms;
+}
+
+result<bytes32> named_user(const event& ev) {
+  const std::string* p = first_tag_value(ev, "p");
+  auto pubkey = p ? array_from_hex<32>(*p) : std::nullopt;
+  if (!pubkey)
+    return invalid("a p tag with the user's hex pubkey is required");
+  for (const auto& t : ev.tags)
+    if (t.size() >= 2 && t[0] == "p" && array_from_hex<32>(t[1]) != pubkey)
+      return invalid("one user per request: every p tag must name the same hex pubkey");
+  return *pubkey;
 }
 
 result<room_request> parse_room_request(const event& ev) {

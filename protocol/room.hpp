@@ -193,6 +193,12 @@ struct room_request {
 /// Reads a 9000-9022 event; why not, for one that lacks what its kind needs (`invalid:`).
 [[nodiscard]] result<room_request> parse_room_request(const event& ev);
 
+/// The one user a request to add or remove someone names in its `p` tags (a room's 9000 and
+/// 9001, the community's 9030-9032): `invalid:` when none names a hex pubkey or two name
+/// different users. A request applied to its first user only would answer true for others it
+/// left out, and its stored event would claim a change the state does not hold.
+[[nodiscard]] result<bytes32> named_user(const event& ev);
+
 /// NIP-29 late publication: an event posted to a room more than `late_seconds` before `now`
 /// is refused (`invalid:`); events without an `h` tag are not concerned.
 [[nodiscard]] std::optional<rejection> check_room_time(const event& ev, std::int64_t now,

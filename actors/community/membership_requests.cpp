@@ -10,14 +10,6 @@ using storage::membership_outcome;
 
 namespace {
 
-protocol::result<protocol::bytes32> target_of(const protocol::event& ev) {
-  const std::string* p = protocol::first_tag_value(ev, "p");
-  auto pubkey = p ? protocol::array_from_hex<32>(*p) : std::nullopt;
-  if (!pubkey)
-    return protocol::invalid("a p tag with the member's hex pubkey is required");
-  return *pubkey;
-}
-
 protocol::result<storage::member_role> role_of(const protocol::event& ev, bool required) {
   const std::string* name = protocol::first_tag_value(ev, "role");
   if (!name)
@@ -72,7 +64,7 @@ protocol::result<storage::membership_command> admin_command(const protocol::even
                                                             const membership_context& context) {
   if (auto wrong = check_relay_tag(ev, context.host))
     return *wrong;
-  auto target = target_of(ev);
+  auto target = protocol::named_user(ev);
   if (!target)
     return target.error();
   // A 9031 naming its own author is a leave, which the database takes from anyone.

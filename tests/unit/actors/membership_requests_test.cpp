@@ -135,6 +135,23 @@ TEST_CASE("9030-9032 must name this community in a relay tag", "[unit][actors][n
   }
 }
 
+TEST_CASE("9030-9032 name one member: p tags naming two are refused, not applied to the first",
+          "[unit][actors][nip43]") {
+  auto now = test::unix_now();
+  auto p = protocol::to_hex(carol.public_key());
+  auto two = test::sign_event(alice, add_member_kind, "",
+                              {{"p", p}, {"p", protocol::to_hex(bob.public_key())}, {"relay", "wss://hive.test"}});
+  CHECK(message_of(membership_command_for(two, closed_hive, now))
+        == "invalid: one user per request: every p tag must name the same hex pubkey");
+  auto garbled = test::sign_event(alice, remove_member_kind, "", {{"p", p}, {"p", "carol"}, {"relay", "wss://hive.test"}});
+  CHECK(message_of(membership_command_for(garbled, closed_hive, now))
+        == "invalid: one user per request: every p tag must name the same hex pubkey");
+  auto twice = test::sign_event(alice, add_member_kind, "", {{"p", p}, {"p", p}, {"relay", "wss://hive.test"}});
+  auto command = membership_command_for(twice, closed_hive, now);
+  REQUIRE(command);
+  CHECK(command.value().subject == carol.public_key());
+}
+
 TEST_CASE("membership requests outside the request window are refused", "[unit][actors][nip43]") {
   auto now = test::unix_now();
   auto stale = test::sign_event(carol, leave_request_kind, "", {}, now - storage::request_window_seconds - 1);

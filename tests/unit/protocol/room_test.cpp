@@ -71,6 +71,21 @@ TEST_CASE("room requests are read from their tags", "[room]") {
   CHECK(request_of(comb::test::sign_event(alice(), 9021, "", {{"h", "pizza"}, {"h", "pizza"}})).room == "pizza");
 }
 
+TEST_CASE("a 9000 or 9001 names one user: several are refused, not applied to the first alone", "[room]") {
+  // Applied to its first `p` only, a request naming two would answer true for the second and
+  // be stored claiming a change the room's state does not hold.
+  const auto bob_hex = to_hex(bob().public_key());
+  for (std::uint32_t kind : {9000u, 9001u}) {
+    INFO(kind);
+    auto two = parse_room_request(comb::test::sign_event(
+      alice(), kind, "", {{"h", "pizza"}, {"p", bob_hex}, {"p", to_hex(relay().public_key())}}));
+    REQUIRE_FALSE(two);
+    CHECK(two.error().text() == "invalid: one user per request: every p tag must name the same hex pubkey");
+    auto twice = request_of(comb::test::sign_event(alice(), kind, "", {{"h", "pizza"}, {"p", bob_hex}, {"p", bob_hex}}));
+    CHECK(twice.subject == bob().public_key());
+  }
+}
+
 TEST_CASE("a join carrying an invite code is applied but not kept", "[room]") {
   CHECK_FALSE(request_event_kept(request_of(comb::test::sign_event(alice(), 9021, "", {{"h", "pizza"}, {"code", "xyz"}}))));
   CHECK(request_event_kept(request_of(comb::test::sign_event(alice(), 9021, "", {{"h", "pizza"}}))));

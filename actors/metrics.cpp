@@ -130,6 +130,7 @@ std::string relay_metrics::render() const {
   write(out, "comb_events_refused_storage_busy_total", "counter", "Events refused rate-limited: because 256 MiB of events already waited for the pod's writers.", events_refused_storage_busy);
   write(out, "comb_superseded_frames_dropped_total", "counter", "Relay-signed lists and room states (13534, 33534, 39000-39005) dropped unwritten from a socket's queue because a newer one for the same subscription followed.", superseded_frames_dropped);
   write(out, "comb_room_requests_refused_early_total", "counter", "Room requests (9000-9010) refused at the connection: the pod's cache of roles says their author may not make them, or their event is over 64 KiB.", room_requests_refused_early);
+  write(out, "comb_store_requests_rate_limited_total", "counter", "Membership and room requests refused before their transaction by the per-address request bucket (the one HTTP requests and upgrades draw on).", store_requests_rate_limited);
   write(out, "comb_connections_refused_busy_total", "counter", "Sockets and HTTP requests refused at a pod-wide cap (503): sockets, addresses, request bodies being read.", connections_refused_busy);
   write(out, "comb_pings_refused_total", "counter", "Connections cut for pinging past their own ping bucket.", pings_refused);
   write(out, "comb_refusals_unanswered_total", "counter", "Refused sockets closed without an HTTP status, past the number answered at once.", refusals_unanswered);

@@ -118,6 +118,7 @@ struct relay_metrics {
   std::atomic<std::uint64_t> superseded_frames_dropped{0};
   /// Room requests the pod's cache of roles refused before they took a place in the room queue.
   std::atomic<std::uint64_t> room_requests_refused_early{0};
+  std::atomic<std::uint64_t> store_requests_rate_limited{0}; ///< membership and room requests, per address
   std::atomic<std::uint64_t> connections_refused_busy{0};    ///< pod-wide socket cap (503)
   std::atomic<std::uint64_t> pings_refused{0};  ///< connections cut for pinging past their own ping bucket
   std::atomic<std::uint64_t> refusals_unanswered{0};  ///< refused sockets closed without a status (too many answered at once)

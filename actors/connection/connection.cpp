@@ -163,6 +163,12 @@ std::optional<rejection> connection::charge_frame(double cost, double clock) {
   return std::nullopt;
 }
 
+std::optional<rejection> connection::charge_store_request(double clock) {
+  if (policy_.ip && !policy_.ip->try_take_request(clock))
+    return rejection{reason::rate_limited, "too many membership and room requests from your address; try again shortly"};
+  return std::nullopt;
+}
+
 bool connection::closed_community() const {
   // The database's current word (the community actor keeps it in the cache) beats the access
   // the community had when this connection opened.

@@ -299,6 +299,12 @@ public:
   /// says `rate-limited:`. `clock` is a monotonic second count.
   [[nodiscard]] std::optional<protocol::rejection> charge_frame(double cost, double clock);
 
+  /// Takes one request from the address's request bucket (the one HTTP requests and upgrades
+  /// draw on) for a membership or room request about to cost the store a transaction: the
+  /// per-connection bounds alone let one address, from many sockets, keep a community's
+  /// membership queue busy. A refusal says `rate-limited:`.
+  [[nodiscard]] std::optional<protocol::rejection> charge_store_request(double clock);
+
   // -- queries ----------------------------------------------------------------------------------
 
   /// True when one more REQ or COUNT query may start now; otherwise it must wait.

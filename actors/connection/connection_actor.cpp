@@ -49,14 +49,22 @@ void reply_to_rejected_frame(self_ptr self, const protocol::frame_rejection& r) 
 
 /// Membership and room requests wait on the community actor: as many as events may wait on
 /// storage, no more, and only a few joins and leaves of each kind, which a connection makes for
-/// its own key. Past that, the request is refused (true).
+/// its own key; each takes one from its address's request bucket. Past that, the request is
+/// refused (true).
 bool too_many_awaiting(self_ptr self, const protocol::event& ev, connection_state::own_lane lane) {
   auto& st = self->state;
   auto own = std::count_if(st.awaiting_membership.begin(), st.awaiting_membership.end(),
                            [&](const auto& waiting) { return waiting.second.lane == lane; });
   if (st.awaiting_membership.size() < st.args.policy.max_events_in_flight
-      && (lane == connection_state::own_lane::none || static_cast<std::size_t>(own) < max_waiting_self_requests))
-    return false;
+      && (lane == connection_state::own_lane::none || static_cast<std::size_t>(own) < max_waiting_self_requests)) {
+    auto over_rate = st.logic->charge_store_request(monotonic_seconds());
+    if (!over_rate)
+      return false;
+    bump(st.args.metrics->events_rejected);
+    bump(st.args.metrics->store_requests_rate_limited);
+    send_frame(self, protocol::render_ok(ev.id, false, over_rate->text()));
+    return true;
+  }
   bump(st.args.metrics->events_rejected);
   send_frame(self, protocol::render_ok(ev.id, false, "rate-limited: too many membership requests awaiting an answer"));
   return true;

@@ -183,6 +183,47 @@ caf::behavior recording_rooms(caf::event_based_actor*, std::shared_ptr<std::size
 
 } // namespace
 
+TEST_CASE_METHOD(fixture, "membership and room requests draw on their address's request bucket, over its sockets",
+                 "[actor][connection][bounds]") {
+  // Each costs the store a transaction: from many sockets one address would otherwise keep the
+  // community's membership queue busy within every per-connection bound.
+  auto asked = std::make_shared<std::vector<storage::membership_command>>();
+  community = system->spawn(recording_community, asked);
+  spawned.push_back(community);
+  ip_limits limits;
+  limits.request_rate = 0.001; // nothing comes back during the test
+  limits.request_burst = 2;
+  base_policy.ip = std::make_shared<ip_budget>(limits);
+  base_policy.members = std::make_shared<member_cache>();
+  (void)base_policy.members->replace({{bob.public_key(), storage::member_role::admin}});
+  base_policy.members->set_closed(false);
+  auto add = [&](const client& c, const char* note) {
+    auto ev = test::sign_event(bob, 9030, note, {{"p", protocol::to_hex(protocol::key_pair::generate().public_key())},
+                                                 {"relay", "wss://hive.test"}});
+    say(c, test::event_frame(ev));
+    return ev;
+  };
+  auto first = connect(false), second = connect(false);
+  for (const auto* c : {&first, &second}) {
+    auto auth = authenticate(*c, bob);
+    REQUIRE(c->sink->take() == std::vector<std::string>{ok_frame(auth, true, "")});
+  }
+  (void)add(first, "one");
+  (void)add(second, "two");
+  CHECK(first.sink->take().empty());
+  CHECK(second.sink->take().empty());
+  CHECK(asked->size() == 2);
+
+  const std::string refusal = "rate-limited: too many membership and room requests from your address; try again shortly";
+  auto third = add(first, "three");
+  CHECK(first.sink->take() == std::vector<std::string>{ok_frame(third, false, refusal)});
+  auto join = test::sign_event(bob, 28934, "", {});
+  say(second, test::event_frame(join));
+  CHECK(second.sink->take() == std::vector<std::string>{ok_frame(join, false, refusal)});
+  CHECK(asked->size() == 2);
+  CHECK(metrics->store_requests_rate_limited.load() == 2);
+}
+
 TEST_CASE_METHOD(fixture, "a connection has only a few room joins and leaves waiting, beside its community ones",
                  "[actor][connection][bounds]") {
   // Each of one person's joins and leaves of a room takes a second of the room's own: a key

@@ -16,7 +16,7 @@ constexpr std::array<std::string_view, management_method_count> method_names{
   "allowpubkey",       "unallowpubkey", "listallowedpubkeys", "banevent",
   "allowevent",        "listbannedevents", "changerelayname", "changerelaydescription",
   "changerelayicon",   "listrooms",     "listroommembers", "listclaims",
-  "createclaim",       "deleteclaim",
+  "createclaim",       "deleteclaim",   "listmethodassignees",
 };
 
 using parse_result = result<management_request, management_parse_error>;
@@ -148,7 +148,8 @@ bool is_read_only(management_method m) noexcept {
     case method::list_banned_events:
     case method::list_rooms:
     case method::list_room_members:
-    case method::list_claims: return true;
+    case method::list_claims:
+    case method::list_method_assignees: return true;
     default: return false;
   }
 }
@@ -211,10 +212,27 @@ std::string render_management_entries(const std::vector<management_entry>& entri
   return json::serialize(out);
 }
 
-std::string render_supported_methods() {
+namespace {
+
+json::array every_method_but_supported() {
   json::array out;
   for (std::size_t i = 1; i < method_names.size(); ++i)
     out.emplace_back(method_names[i]);
+  return out;
+}
+
+} // namespace
+
+std::string render_supported_methods() {
+  return json::serialize(every_method_but_supported());
+}
+
+std::string render_method_assignees(const std::vector<bytes32>& managers) {
+  const json::array methods = every_method_but_supported();
+  json::array out;
+  out.reserve(managers.size());
+  for (const auto& pubkey : managers)
+    out.push_back(json::object{{"pubkey", to_hex(pubkey)}, {"methods", methods}});
   return json::serialize(out);
 }
 

@@ -32,10 +32,13 @@ enum class management_method {
   list_claims,       ///< NIP-43 invite codes (nips PR #2408, which newer Flotilla calls)
   create_claim,      ///< an invite code the caller chose
   delete_claim,
+  /// Who holds which methods (nips PR #2439, which newer Flotilla lists a space's admins with):
+  /// here the owner and the admins, every method; granting single methods is not served.
+  list_method_assignees,
 };
 
-inline constexpr std::size_t management_method_count = 18;
-static_assert(static_cast<std::size_t>(management_method::delete_claim) + 1
+inline constexpr std::size_t management_method_count = 19;
+static_assert(static_cast<std::size_t>(management_method::list_method_assignees) + 1
               == management_method_count);
 
 /// Request bodies larger than this are refused before they are parsed.
@@ -102,5 +105,9 @@ struct management_entry {
 
 /// `["banpubkey", ...]`: every method but supportedmethods itself.
 [[nodiscard]] std::string render_supported_methods();
+
+/// `[{"pubkey": "<hex>", "methods": [...]}, ...]`: each of `managers` holding every method
+/// render_supported_methods lists (listmethodassignees).
+[[nodiscard]] std::string render_method_assignees(const std::vector<bytes32>& managers);
 
 } // namespace comb::protocol

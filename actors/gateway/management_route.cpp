@@ -63,8 +63,7 @@ std::optional<management_reply> refusal_at_edge(gateway_context& context, const 
     return std::nullopt;
   if (storage::manages(handle->members->role_of(std::get<protocol::event>(checked).pubkey)))
     return std::nullopt;
-  return management_refusal(403, management_outcome::forbidden,
-                            "only the community's owner or an admin may manage it");
+  return refusal_to_non_manager(call.body);
 }
 
 } // namespace

@@ -62,7 +62,7 @@ std::variant<admitted_call, management_reply> admit(self_ptr self, const managem
   if (!manager)
     return database_trouble();
   if (!*manager)
-    return no_longer_manager();
+    return refusal_to_non_manager(call.body);
   auto request = protocol::parse_management_request(call.body);
   if (!request || !protocol::may_reuse_auth(request.value().method)) {
     auto fresh = st.store->spend_http_auth(auth->id, auth->created_at + management_auth_window_seconds, now);
@@ -86,6 +86,18 @@ management_reply list_members(self_ptr self, std::int64_t community_id) {
     entries.push_back({m.pubkey, m.role == storage::member_role::member
                                    ? std::string() : std::string(storage::role_name(m.role))});
   return management_success(protocol::render_management_entries(entries, "pubkey"));
+}
+
+/// `listmethodassignees`: the owner and the admins, who hold every method.
+management_reply list_method_assignees(self_ptr self, std::int64_t community_id) {
+  auto members = storage::load_members(*self->state.connection, community_id);
+  if (!members)
+    return database_trouble();
+  std::vector<protocol::bytes32> managers;
+  for (const auto& m : *members)
+    if (storage::manages(m.role))
+      managers.push_back(m.pubkey);
+  return management_success(protocol::render_method_assignees(managers));
 }
 
 /// comb's NIP-86 extension: `listrooms` -> [{"id", "name", "flags": [...], "members": n}].
@@ -304,6 +316,7 @@ void run(self_ptr self, const management_call& call, admitted_call admitted,
     case management_method::list_claims: result = list_claims(self, community); break;
     case management_method::create_claim: result = create_claim(self, community, admitted); break;
     case management_method::delete_claim: result = delete_claim(self, community, admitted); break;
+    case management_method::list_method_assignees: result = list_method_assignees(self, community); break;
     default: result = change_info(self, community, admitted); break;
   }
   answer(self, method, reply, std::move(result));

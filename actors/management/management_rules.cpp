@@ -86,6 +86,14 @@ membership_command_for(const protocol::management_request& request,
   return command;
 }
 
+management_reply refusal_to_non_manager(std::string_view body) {
+  auto request = protocol::parse_management_request(body);
+  if (request && request->method == protocol::management_method::supported_methods)
+    return management_success("[]");
+  return management_refusal(403, management_outcome::forbidden,
+                            "only the community's owner or an admin may manage it");
+}
+
 management_reply management_reply_for(storage::membership_outcome outcome) {
   using o = storage::membership_outcome;
   switch (outcome) {

@@ -64,6 +64,12 @@ void count_management_call(relay_metrics& metrics, std::string_view body, manage
 [[nodiscard]] std::variant<protocol::event, management_reply> check_call_auth(const management_call& call,
                                                                             std::int64_t now);
 
+/// The answer to a signed call from someone who is not the community's owner or an admin: an
+/// empty supportedmethods (NIP-86 answers it for the signer: newer Flotilla asks it of every
+/// user, takes whoever gets a non-empty one for staff, and reads the result as an array, which a
+/// 403's null is not), 403 for any other method.
+[[nodiscard]] management_reply refusal_to_non_manager(std::string_view body);
+
 /// The membership command a member or pubkey-ban method asks for, signed off by `caller` (the
 /// role rules are checked again inside the transaction); nothing for the other methods.
 [[nodiscard]] std::optional<storage::membership_command>

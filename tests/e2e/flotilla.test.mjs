@@ -69,6 +69,22 @@ describe('Flotilla managing a closed space', () => {
     assert.deepEqual(await owner.manage(relay, 'allowpubkey', [bob.pk]), { result: true })
     assert.equal(await isSpaceAdmin(bob, relay), false, 'a plain member is no admin')
     assert.equal(await isSpaceAdmin(stranger, relay), false)
+    // Newer Flotilla asks every user, keeps `result` (a default only for a missing one) and reads
+    // its length: a member and a stranger get an empty array, not a refusal's null.
+    assert.deepEqual(await bob.manage(relay, 'supportedmethods'), { result: [] })
+    assert.deepEqual(await stranger.manage(relay, 'supportedmethods'), { result: [] })
+    assert.match((await bob.manage(relay, 'listallowedpubkeys')).error, /owner or an admin/)
+  })
+
+  it('lists the space\'s admins as newer Flotilla does (listmethodassignees)', async () => {
+    const { relay } = ctx
+    const methods = (await owner.manage(relay, 'supportedmethods')).result
+    assert.ok(methods.includes('listmethodassignees'))
+    assert.ok(!methods.includes('assignmethod'), 'granting single methods is not served')
+    const { result } = await owner.manage(relay, 'listmethodassignees')
+    assert.deepEqual(result, [{ pubkey: owner.pk, methods }], 'the owner, holding every method; bob is no admin')
+    assert.match((await bob.manage(relay, 'listmethodassignees')).error, /owner or an admin/)
+    assert.match((await owner.manage(relay, 'assignmethod', [bob.pk, 'banpubkey'])).error, /unsupported method/)
   })
 
   it('edits the space as its edit form does, emptied description included', async () => {

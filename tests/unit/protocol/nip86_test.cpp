@@ -152,7 +152,26 @@ TEST_CASE("only supportedmethods and the lists are reads", "[unit][nip86]") {
   }
   CHECK(reads == std::vector<std::string_view>{"supportedmethods", "listbannedpubkeys",
                                                "listallowedpubkeys", "listbannedevents",
-                                               "listrooms", "listroommembers", "listclaims"});
+                                               "listrooms", "listroommembers", "listclaims",
+                                               "listmethodassignees"});
+}
+
+TEST_CASE("listmethodassignees lists each manager with every method, as newer Flotilla reads it",
+          "[protocol][nip86]") {
+  auto list = parse_management_request(R"({"method":"listmethodassignees","params":[]})");
+  REQUIRE(list.ok());
+  CHECK(list->method == management_method::list_method_assignees);
+  CHECK_FALSE(parse_management_request(R"({"method":"listmethodassignees","params":["x"]})").ok());
+  // Granting single methods is not served: an app asking gets "unsupported method", not true.
+  CHECK(parse_error(R"({"method":"assignmethod","params":[")" + alice + R"(","banpubkey"]})").message
+        == "unsupported method: assignmethod");
+
+  const auto owner = *array_from_hex<32>(alice);
+  auto rows = boost::json::parse(render_method_assignees({owner})).as_array();
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0].at("pubkey").as_string() == alice);
+  CHECK(rows[0].at("methods") == boost::json::parse(render_supported_methods()));
+  CHECK(boost::json::parse(render_method_assignees({})).as_array().empty());
 }
 
 TEST_CASE("a text param holding a NUL is refused, not cut short", "[protocol][nip86]") {

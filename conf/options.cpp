@@ -160,7 +160,7 @@ std::vector<option> make_options() {
     number<double>("limits.ip_frame_rate", "COMB_IP_FRAME_RATE", "frame tokens per second one client address may use over all its connections", [](S& s) -> auto& { return s.ip_frame_rate; }, 0.01, 1e8),
     number<double>("limits.ip_frame_burst", "COMB_IP_FRAME_BURST", "frame tokens one client address may use at once", [](S& s) -> auto& { return s.ip_frame_burst; }, 1, 1e8),
     number<double>("limits.ip_request_rate", "COMB_IP_REQUEST_RATE", "HTTP requests, WebSocket upgrades and membership or room requests per second per client address", [](S& s) -> auto& { return s.ip_request_rate; }, 0.01, 1e7),
-    number<double>("limits.ip_request_burst", "COMB_IP_REQUEST_BURST", "HTTP requests and upgrades one client address may make at once", [](S& s) -> auto& { return s.ip_request_burst; }, 1, 1e7),
+    number<double>("limits.ip_request_burst", "COMB_IP_REQUEST_BURST", "HTTP requests, upgrades and membership or room requests one client address may make at once", [](S& s) -> auto& { return s.ip_request_burst; }, 1, 1e7),
     number<sz>("limits.max_connections_per_ip", "COMB_MAX_CONNECTIONS_PER_IP", "sockets one client address may hold open, counted from accept", [](S& s) -> auto& { return s.max_connections_per_ip; }, 1, 1000000),
     number<sz>("limits.max_tracked_ips", "COMB_MAX_TRACKED_IPS", "client addresses the per-address bounds remember at once; past it new addresses get 503", [](S& s) -> auto& { return s.max_tracked_ips; }, 1000, 100000000),
     number<std::uint32_t>("limits.upgrade_timeout_seconds", "COMB_UPGRADE_TIMEOUT_SECONDS", "time from accept to a complete HTTP request or WebSocket upgrade", [](S& s) -> auto& { return s.upgrade_timeout_seconds; }, 1, 3600),

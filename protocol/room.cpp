@@ -101,12 +101,19 @@ std::optional<rejection> read_arguments(const event& ev, room_request& request) 
       if (!subject)
         return subject.error();
       request.subject = subject.value();
-      for (const auto& t : ev.tags)
-        if (t.size() >= 2 && t[0] == "p" && array_from_hex<32>(t[1]) == request.subject) {
-          request.roles.assign(t.begin() + 2, t.end());
-          break;
-        }
-      std::erase_if(request.roles, [](const std::string& role) { return role.empty(); });
+      // The same user named twice must be given the same roles: applying one tag's would leave
+      // the stored event claiming the other's.
+      bool first = true;
+      for (const auto& t : ev.tags) {
+        if (t.size() < 2 || t[0] != "p")
+          continue;
+        std::vector<std::string> roles(t.begin() + 2, t.end());
+        std::erase_if(roles, [](const std::string& role) { return role.empty(); });
+        if (!first && roles != request.roles)
+          return invalid("one user per request: every p tag must name the same hex pubkey and roles");
+        request.roles = std::move(roles);
+        first = false;
+      }
       if (request.roles.size() > max_roles_per_member
           || !std::all_of(request.roles.begin(), request.roles.end(), valid_role_name))
         return invalid("at most 8 roles, each 1 to 32 letters, digits, '-' or '_'");

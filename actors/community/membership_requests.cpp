@@ -18,6 +18,10 @@ protocol::result<storage::member_role> role_of(const protocol::event& ev, bool r
   auto role = storage::parse_role(*name);
   if (!role)
     return protocol::invalid("role must be admin or member");
+  // Two role tags must agree: applying the first would leave the stored event claiming the other.
+  for (const auto& t : ev.tags)
+    if (t.size() >= 2 && t[0] == "role" && t[1] != *name)
+      return protocol::invalid("one role per request: role tags name different roles");
   return *role;
 }
 

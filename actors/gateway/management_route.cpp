@@ -79,7 +79,8 @@ asio::awaitable<http_response> answer_management(gateway_context& context,
                                                       "NIP-86 is served on the relay's URL, /"));
   management_call call = call_of(request, community_id, std::move(host));
   if (auto refused = refusal_at_edge(context, call)) {
-    bump(context.metrics->management_calls_refused_early);
+    if (refused->status != 200) // an empty supportedmethods is an answer, not a refusal
+      bump(context.metrics->management_calls_refused_early);
     count_management_call(*context.metrics, call.body, refused->outcome);
     co_return response_of(request, *refused);
   }

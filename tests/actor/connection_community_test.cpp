@@ -220,8 +220,12 @@ TEST_CASE_METHOD(fixture, "membership and room requests draw on their address's 
   auto join = test::sign_event(bob, 28934, "", {});
   say(second, test::event_frame(join));
   CHECK(second.sink->take() == std::vector<std::string>{ok_frame(join, false, refusal)});
+  // A room join goes to the same queue, and the same bucket.
+  auto room_join = test::sign_event(bob, protocol::room_join_kind, "", {{"h", "pizza"}});
+  say(first, test::event_frame(room_join));
+  CHECK(first.sink->take() == std::vector<std::string>{ok_frame(room_join, false, refusal)});
   CHECK(asked->size() == 2);
-  CHECK(metrics->store_requests_rate_limited.load() == 2);
+  CHECK(metrics->store_requests_rate_limited.load() == 3);
 }
 
 TEST_CASE_METHOD(fixture, "a connection has only a few room joins and leaves waiting, beside its community ones",

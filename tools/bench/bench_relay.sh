@@ -6,6 +6,8 @@
 #   bash tools/bench/bench_relay.sh stop NAME
 # Extra COMB_* settings in the environment pass through (e.g. COMB_WS_DEFLATE=false).
 # BENCH_KEEP_DB=1 keeps the database of an earlier start of NAME (a preloaded store).
+# BENCH_DB_SOCKET=1 reaches Postgres on its Unix socket (COMB_TEST_PG_DIR), as the run command's
+# private Postgres is reached, instead of on 127.0.0.1.
 set -euo pipefail
 cmd=$1 name=$2
 state=/tmp/comb-bench-relay-$name
@@ -17,12 +19,17 @@ start)
   db="bench_${name//-/_}"
   [ "${BENCH_KEEP_DB:-0}" = 1 ] ||
     PGOPTIONS=--client-min-messages=warning psql -q "$base" -o /dev/null -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db" >/dev/null
+  url="${base%/*}/$db"
+  if [ "${BENCH_DB_SOCKET:-0}" = 1 ]; then
+    pg_port=${base##*:}
+    url="postgresql://postgres@/$db?host=${COMB_TEST_PG_DIR:?source the services env first}&port=${pg_port%%/*}"
+  fi
   data=$(mktemp -d)
   echo "$data" > "$state/data"
   ulimit -n "$(ulimit -Hn)"  # 10,000 connections need more than the default
   # The key outlives the data folder: a kept database refuses any other (relay_identity).
   COMB_RELAY_KEY_FILE="/tmp/comb-bench-relay-$name.key" \
-  COMB_DATABASE_URL="${base%/*}/$db" COMB_DATA_DIR="$data" COMB_LISTEN="127.0.0.1:$port" \
+  COMB_DATABASE_URL="$url" COMB_DATA_DIR="$data" COMB_LISTEN="127.0.0.1:$port" \
   COMB_EVENT_RATE=${COMB_EVENT_RATE:-100000} COMB_EVENT_BURST=${COMB_EVENT_BURST:-100000} \
   COMB_MAX_CONNECTIONS=${COMB_MAX_CONNECTIONS:-20000} COMB_LOG_LEVEL=${COMB_LOG_LEVEL:-warn} \
   COMB_FRAME_RATE=${COMB_FRAME_RATE:-1000000} COMB_FRAME_BURST=${COMB_FRAME_BURST:-1000000} \

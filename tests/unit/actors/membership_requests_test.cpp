@@ -135,7 +135,7 @@ TEST_CASE("9030-9032 must name this community in a relay tag", "[unit][actors][n
   }
 }
 
-TEST_CASE("9030-9032 name one member: p tags naming two are refused, not applied to the first",
+TEST_CASE("9030-9032 name one member and one role: tags naming two are refused, not applied to the first",
           "[unit][actors][nip43]") {
   auto now = test::unix_now();
   auto p = protocol::to_hex(carol.public_key());
@@ -150,6 +150,16 @@ TEST_CASE("9030-9032 name one member: p tags naming two are refused, not applied
   auto command = membership_command_for(twice, closed_hive, now);
   REQUIRE(command);
   CHECK(command.value().subject == carol.public_key());
+
+  auto two_roles = test::sign_event(alice, change_role_kind, "",
+                                    {{"p", p}, {"role", "member"}, {"role", "admin"}, {"relay", "wss://hive.test"}});
+  CHECK(message_of(membership_command_for(two_roles, closed_hive, now))
+        == "invalid: one role per request: role tags name different roles");
+  auto same_role = test::sign_event(alice, change_role_kind, "",
+                                    {{"p", p}, {"role", "admin"}, {"role", "admin"}, {"relay", "wss://hive.test"}});
+  auto promoted = membership_command_for(same_role, closed_hive, now);
+  REQUIRE(promoted);
+  CHECK(promoted.value().role == storage::member_role::admin);
 }
 
 TEST_CASE("membership requests outside the request window are refused", "[unit][actors][nip43]") {

@@ -84,6 +84,14 @@ TEST_CASE("a 9000 or 9001 names one user: several are refused, not applied to th
     auto twice = request_of(comb::test::sign_event(alice(), kind, "", {{"h", "pizza"}, {"p", bob_hex}, {"p", bob_hex}}));
     CHECK(twice.subject == bob().public_key());
   }
+  // Named twice, one user must be given the same roles each time.
+  auto differing = parse_room_request(comb::test::sign_event(
+    alice(), 9000, "", {{"h", "pizza"}, {"p", bob_hex}, {"p", bob_hex, "admin"}}));
+  REQUIRE_FALSE(differing);
+  CHECK(differing.error().text() == "invalid: one user per request: every p tag must name the same hex pubkey and roles");
+  auto agreeing = request_of(comb::test::sign_event(
+    alice(), 9000, "", {{"h", "pizza"}, {"p", bob_hex, "moderator"}, {"p", bob_hex, "moderator", ""}}));
+  CHECK(agreeing.roles == std::vector<std::string>{"moderator"});
 }
 
 TEST_CASE("a join carrying an invite code is applied but not kept", "[room]") {

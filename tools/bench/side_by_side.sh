@@ -110,6 +110,9 @@ for round in $(seq "$rounds"); do
     # capped at 200,000 ÷ strfry's rate. These offer 500,000, to find where each relay saturates.
     run "$relay" fanout1000x500 fanout --subscribers 1000 --rate 500 --seconds "$seconds"
     run "$relay" fanout200x2500 fanout --subscribers 200 --rate 2500 --seconds "$seconds"
+    # On a faster host (sitting 47) comb delivered the whole 500,000/s too: these offer twice that.
+    run "$relay" fanout1000x1000 fanout --subscribers 1000 --rate 1000 --seconds "$seconds"
+    run "$relay" fanout200x5000 fanout --subscribers 200 --rate 5000 --seconds "$seconds"
     [ "$relay" = comb ] && vacuum_writes && blocks_before=$(query_blocks)
     run "${relay}q" query query --events 0 --connections 4 --seconds $((seconds * 3))
     if [ "$relay" = comb ]; then
@@ -182,7 +185,8 @@ vs, vc = verifies("strfry"), verifies("comb")
 rows.append(("same: relay CPU per accepted event in signature verifies (each round's verify rate)",
              fmt(vs), fmt(vc), fmt(vs / vc) if vs and vc else "n/a"))
 for subs, rate, name in ((1000, 200, "fanout1000"), (200, 1000, "fanout200"), (10, 2000, "fanout10"),
-                         (1000, 500, "fanout1000x500"), (200, 2500, "fanout200x2500")):
+                         (1000, 500, "fanout1000x500"), (200, 2500, "fanout200x2500"),
+                         (1000, 1000, "fanout1000x1000"), (200, 5000, "fanout200x5000")):
     row(f"fan-out {subs:,} subscribers × {rate:,} ev/s: deliveries/s", name, "deliveries_per_s")
     row(f"same: p50 publish→deliver ms (ratio: strfry ÷ comb)", name, "p50_ms", False)
     row(f"same: CPU µs per delivery (relay; comb: relay + Postgres; ratio on the relay)", name, "relay_cpu_us_per_delivery", False, "db_cpu_us_per_delivery")

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <exception>
+#include <utility>
 
 #include "protocol/claim_seal.hpp"
 #include "protocol/hex.hpp"
@@ -148,26 +149,38 @@ std::optional<std::vector<std::string>> membership_store::open_claims(std::int64
                                                                       std::int64_t now) {
   last_error_.clear();
   try {
-    // A code whose creator lost the right to invite admits no one (minter_may_invite): not shown.
-    auto reply = connection_.exec(
-      "SELECT i.claim, i.code_hash FROM invites i WHERE i.community_id = $1::bigint AND i.claim IS NOT NULL AND "
-        + open_invite_sql("i", "$2") + " AND " + may_invite_sql("$1", "i.created_by")
-        + " ORDER BY i.expires_at DESC, i.code_hash LIMIT $3::bigint",
-      {std::to_string(community_id), std::to_string(now), std::to_string(max_listed_claims)});
-    if (!reply.ok()) {
-      last_error_ = reply.error();
-      return std::nullopt;
-    }
-    // A code sealed under another relay key (a relay key changed by hand) does not open, and is
-    // not shown; nor is one moved onto another row (a hand edit), which would show that row's
-    // state.
+    // Page after page, since rows that do not open (below) take no place in the answer, but
+    // only so many: a community holding thousands of such rows costs a bounded read.
+    constexpr int pages_at_most = 8;
     std::vector<std::string> claims;
-    for (int row = 0; row < reply.rows(); ++row)
-      if (auto claim = protocol::open_claim(keys_.relay_key(), community_id, reply.text(row, 0))) {
-        auto hashes = invite_hashes(keys_.relay_key(), community_id, *claim);
-        if (hashes.chosen == reply.text(row, 1) || hashes.minted == reply.text(row, 1))
-          claims.push_back(std::move(*claim));
+    std::string after_expiry, after_hash; // empty: from the start
+    for (int page = 0; page < pages_at_most && std::cmp_less(claims.size(), max_listed_claims); ++page) {
+      // A code whose creator lost the right to invite admits no one (minter_may_invite): not shown.
+      auto reply = connection_.exec(
+        "SELECT i.claim, i.code_hash, i.expires_at FROM invites i WHERE i.community_id = $1::bigint"
+        " AND i.claim IS NOT NULL AND " + open_invite_sql("i", "$2") + " AND " + may_invite_sql("$1", "i.created_by")
+          + " AND ($4::bigint IS NULL OR (i.expires_at, i.code_hash) < ($4::bigint, $5::text))"
+          + " ORDER BY i.expires_at DESC, i.code_hash DESC LIMIT $3::bigint",
+        {std::to_string(community_id), std::to_string(now), std::to_string(max_listed_claims),
+         after_expiry.empty() ? std::optional<std::string>() : std::optional(after_expiry), after_hash});
+      if (!reply.ok()) {
+        last_error_ = reply.error();
+        return std::nullopt;
       }
+      // A code sealed under another relay key (a relay key changed by hand) does not open, and
+      // is not shown; nor is one moved onto another row (a hand edit), which would show that
+      // row's state.
+      for (int row = 0; row < reply.rows() && std::cmp_less(claims.size(), max_listed_claims); ++row)
+        if (auto claim = protocol::open_claim(keys_.relay_key(), community_id, reply.text(row, 0))) {
+          auto hashes = invite_hashes(keys_.relay_key(), community_id, *claim);
+          if (hashes.chosen == reply.text(row, 1) || hashes.minted == reply.text(row, 1))
+            claims.push_back(std::move(*claim));
+        }
+      if (std::cmp_less(reply.rows(), max_listed_claims))
+        break;
+      after_expiry = std::string(reply.text(reply.rows() - 1, 2));
+      after_hash = std::string(reply.text(reply.rows() - 1, 1));
+    }
     return claims;
   } catch (const std::exception& e) {
     last_error_ = e.what();

@@ -166,6 +166,20 @@ TEST_CASE_METHOD(claims_fixture, "chosen codes count toward a user's bound on op
   CHECK(static_cast<std::int64_t>(listed_claims().size()) == storage::max_listed_claims);
 }
 
+TEST_CASE_METHOD(claims_fixture, "codes that do not open under the relay key take no place in listclaims",
+                 "[integration][invites]") {
+  REQUIRE(create(owner, "opens-under-our-key", 3600));
+  // More than a page of rows sealed under another key (a relay key changed by hand), each
+  // living longer than the code that opens, so that each page of the listing starts with them.
+  const auto elsewhere = protocol::seal_claim(protocol::key_pair::generate(), community, "sealed-elsewhere");
+  REQUIRE(scalar(connection, "INSERT INTO invites (community_id, code_hash, max_uses, expires_at, created_by, claim)"
+                             " SELECT $1::bigint, 'elsewhere-' || n, 0, $2::bigint + n, $3::bytea, $4::text"
+                             " FROM generate_series(1, $5::int) AS n RETURNING 1",
+                 {std::to_string(community), std::to_string(now_seconds() + 7200), storage::bytea_param(owner),
+                  elsewhere, std::to_string(storage::max_listed_claims + 50)}) == "1");
+  CHECK(listed_claims() == std::vector<std::string>{"opens-under-our-key"});
+}
+
 TEST_CASE_METHOD(claims_fixture, "a chosen code stored under the plain hash, as before the keyed one, still works",
                  "[integration][invites]") {
   // As createclaim stored it before codes were keyed by the relay key.

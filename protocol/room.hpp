@@ -83,18 +83,22 @@ inline constexpr std::size_t max_roles_per_member = 8;
 /// Some events name the room of what they refer to only through it: Flotilla copies no `h`
 /// onto a NIP-22 comment (makeComment) nor onto a NIP-56 report (makeReport), its reactions and
 /// deletions copy the `h` of what they react to or delete, which a comment has none of, and a
-/// NIP-57 zap receipt comes from the payee's Lightning service, which knows no rooms, and newer
-/// Flotilla's NIP-88 poll vote names its poll only. Such an event without an `h` of its own
+/// NIP-57 zap receipt comes from the payee's Lightning service, which knows no rooms, newer
+/// Flotilla's NIP-88 poll vote names its poll only, and newer welshman's pin (39067) the message
+/// it pins (its id, and maybe its title, would show a private room's message to every reader of
+/// the community). Such an event without an `h` of its own
 /// borrows the rooms of the events it refers to (its referents): a comment's `E` tags (its
 /// thread's root), the `e` tags of the others (what it deletes, reacts to, reports, zapped, votes
-/// in), whether the referent names its rooms or borrows them too.
+/// in, pins), whether the referent names its rooms or borrows them too.
 inline constexpr std::uint32_t deletion_kind = 5;
 inline constexpr std::uint32_t reaction_kind = 7;
 inline constexpr std::uint32_t poll_vote_kind = 1018;
 inline constexpr std::uint32_t comment_kind = 1111;
 inline constexpr std::uint32_t report_kind = 1984;
-inline constexpr std::array<std::uint32_t, 6> borrower_kinds{deletion_kind, reaction_kind, poll_vote_kind,
-                                                             comment_kind, report_kind, zap_receipt_kind};
+inline constexpr std::uint32_t pin_kind = 39067;
+inline constexpr std::array<std::uint32_t, 7> borrower_kinds{deletion_kind, reaction_kind, poll_vote_kind,
+                                                             comment_kind, report_kind, zap_receipt_kind,
+                                                             pin_kind};
 [[nodiscard]] constexpr bool borrows_rooms(std::uint32_t kind) noexcept {
   return std::ranges::find(borrower_kinds, kind) != borrower_kinds.end();
 }

@@ -531,6 +531,20 @@ CREATE TRIGGER borrowed_rooms_deleted AFTER DELETE ON events
   EXECUTE FUNCTION comb_borrowed_rooms_deleted();
 )sql";
 
+// Pins (39067, newer welshman) name the message they pin by its `e` only: those stored before
+// get the rooms of what they pin, as poll votes did (migration 46). The trigger that deletes
+// borrowed rooms already covers them (an addressable kind outside 39000-39005).
+constexpr const char* migration_47 = R"sql(
+INSERT INTO event_tags (community_id, event_id, name, value, created_at, kind)
+SELECT DISTINCT r.community_id, r.event_id, 'room', h.value, r.created_at, r.kind
+  FROM event_tags r
+  JOIN event_tags h ON h.community_id = r.community_id AND h.name IN ('h', 'room')
+   AND h.event_id = CASE WHEN r.value ~ '^[0-9a-f]{64}$' THEN decode(r.value, 'hex') END
+ WHERE r.kind = 39067 AND r.name = 'e'
+   AND NOT EXISTS (SELECT 1 FROM event_tags o WHERE o.community_id = r.community_id
+                   AND o.event_id = r.event_id AND o.name IN ('h', 'room'));
+)sql";
+
 constexpr migration migrations[] = {
   {22, "events' store time for the gap fill; a community's events skip their tag probes when it"
        " is deleted", migration_22},
@@ -559,6 +573,7 @@ constexpr migration migrations[] = {
   {44, "room joins that carried invite codes as claim deleted", migration_44},
   {45, "invite codes chosen over NIP-86 kept for listclaims", migration_45},
   {46, "poll votes borrow the rooms of their poll", migration_46},
+  {47, "pins borrow the rooms of what they pin", migration_47},
 };
 
 } // namespace

@@ -182,8 +182,8 @@ TEST_CASE_METHOD(test::store_fixture, "a comment naming its root only by address
   CHECK(counted.count == 2); // the two on roots in no room
 }
 
-TEST_CASE_METHOD(test::store_fixture, "a poll vote that names only its poll is hidden where the poll is, and "
-                 "posts there", "[integration][event_store][rooms]") {
+TEST_CASE_METHOD(test::store_fixture, "a poll vote or a pin that names only its poll is hidden where the poll "
+                 "is, and posts there", "[integration][event_store][rooms]") {
   author alice{35}, bob{36}, outsider{37};
   const std::string id = std::to_string(community);
   (void)test::scalar(connection, "INSERT INTO rooms (community_id, room_id, restricted) VALUES"
@@ -197,15 +197,22 @@ TEST_CASE_METHOD(test::store_fixture, "a poll vote that names only its poll is h
     return who.sign(protocol::poll_vote_kind, at, {{"e", protocol::to_hex(poll->id)}, {"response", "yes"}});
   };
   auto vote = vote_of(bob, now - 10);
-  for (const auto& ev : {poll, vote})
+  // Newer welshman's pin names what it pins by its `e` (and boards by `A`), no `h`.
+  auto pin_of = [&](author& who, std::int64_t at) {
+    return who.sign(protocol::pin_kind, at, {{"d", "pin-" + std::to_string(at)}, {"e", protocol::to_hex(poll->id)}});
+  };
+  auto pin = pin_of(bob, now - 8);
+  for (const auto& ev : {poll, vote, pin})
     REQUIRE(store_one(events, community, ev).result == status::stored);
-  CHECK(test::scalar(connection, "SELECT string_agg(value, ',') FROM event_tags WHERE name = 'room'"
-                                 " AND event_id = decode($1, 'hex')", {protocol::to_hex(vote->id)}) == "office");
-  // Only those who may post in the restricted room vote in its polls.
+  for (const auto& borrower : {vote, pin})
+    CHECK(test::scalar(connection, "SELECT string_agg(value, ',') FROM event_tags WHERE name = 'room'"
+                                   " AND event_id = decode($1, 'hex')", {protocol::to_hex(borrower->id)}) == "office");
+  // Only those who may post in the restricted room vote in its polls; a pin, like a reaction,
+  // is not a post.
   test::check_outcome(store_one(events, community, vote_of(outsider, now - 9)), status::refused,
                       storage::msg_room_restricted);
   protocol::filter votes;
-  votes.kinds = std::vector<std::uint32_t>{protocol::poll_vote_kind};
+  votes.kinds = std::vector<std::uint32_t>{protocol::poll_vote_kind, protocol::pin_kind};
   auto read = [&](const protocol::room_hiding& hiding) {
     auto result = events.query_chunks(community, {votes}, now, 100, 1 << 20,
                                       [](storage::query_result) { return true; }, {}, hiding);
@@ -216,7 +223,7 @@ TEST_CASE_METHOD(test::store_fixture, "a poll vote that names only its poll is h
   unseen.unseen = {"office"};
   CHECK(read(unseen).empty());
   CHECK(events.count(community, {votes}, now, unseen).count == 0);
-  CHECK(read(protocol::room_hiding{}) == jsons_of({vote}));
+  CHECK(read(protocol::room_hiding{}) == jsons_of({pin, vote}));
 }
 
 TEST_CASE_METHOD(test::store_fixture, "the batch holds a hidden room to its members as a restricted one, "

@@ -513,10 +513,11 @@ TEST_CASE("a comment without an h borrows the rooms of its E roots, a report tho
   CHECK_FALSE(may_match_borrower(reports));
   CHECK(may_match_borrower(filter{}));
   // Flotilla's reaction to a comment and its deletion copy the comment's h, which it has none
-  // of, and newer Flotilla's poll vote (1018) names its poll only: each borrows through its `e`
+  // of, newer Flotilla's poll vote (1018) names its poll only, and a pin (39067) what it pins:
+  // each borrows through its `e`
   // tags; with an h of its own it belongs to that room instead.
   const std::string comment_id(64, 'c');
-  for (std::uint32_t kind : {5U, 7U, 1018U}) {
+  for (std::uint32_t kind : {5U, 7U, 1018U, 39067U}) {
     auto referring = comb::test::sign_event(bob(), kind, "+", {{"k", "1111"}, {"e", comment_id}, {"p", thread}});
     CHECK(room_referents(referring) == std::vector<bytes32>{*array_from_hex<32>(comment_id)});
     CHECK(room_referents(comb::test::sign_event(bob(), kind, "+", {{"e", comment_id}, {"h", "pizza"}})).empty());

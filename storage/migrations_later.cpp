@@ -532,8 +532,9 @@ CREATE TRIGGER borrowed_rooms_deleted AFTER DELETE ON events
 )sql";
 
 // Pins (39067, newer welshman) name the message they pin by its `e` only: those stored before
-// get the rooms of what they pin, as poll votes did (migration 46). The trigger that deletes
-// borrowed rooms already covers them (an addressable kind outside 39000-39005).
+// get the rooms of what they pin, as poll votes did (migration 46), also those that kept the
+// rooms of a version they replaced. The trigger that deletes borrowed rooms already covers them
+// (an addressable kind outside 39000-39005).
 constexpr const char* migration_47 = R"sql(
 INSERT INTO event_tags (community_id, event_id, name, value, created_at, kind)
 SELECT DISTINCT r.community_id, r.event_id, 'room', h.value, r.created_at, r.kind
@@ -542,7 +543,9 @@ SELECT DISTINCT r.community_id, r.event_id, 'room', h.value, r.created_at, r.kin
    AND h.event_id = CASE WHEN r.value ~ '^[0-9a-f]{64}$' THEN decode(r.value, 'hex') END
  WHERE r.kind = 39067 AND r.name = 'e'
    AND NOT EXISTS (SELECT 1 FROM event_tags o WHERE o.community_id = r.community_id
-                   AND o.event_id = r.event_id AND o.name IN ('h', 'room'));
+                   AND o.event_id = r.event_id AND o.name = 'h')
+   AND NOT EXISTS (SELECT 1 FROM event_tags o WHERE o.community_id = r.community_id
+                   AND o.event_id = r.event_id AND o.name = 'room' AND o.value = h.value);
 )sql";
 
 constexpr migration migrations[] = {

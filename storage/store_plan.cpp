@@ -88,8 +88,11 @@ bool posting_checked(const event_write& w) {
 }
 
 /// An edit that keeps the rooms of the version it replaces (protocol::keeps_rooms_of_replaced).
+/// A borrower naming what it refers to (a pin) takes that referent's rooms instead: a new
+/// version pinning another message is in that message's rooms, not also in the last one's.
 bool keeps_rooms_of_replaced(const protocol::event& ev) {
-  return protocol::keeps_rooms_of_replaced(ev.kind) && !protocol::room_of(ev);
+  return protocol::keeps_rooms_of_replaced(ev.kind) && !protocol::room_of(ev)
+         && !protocol::borrows_from_referents(ev);
 }
 
 /// The rooms a write names whose posting rule the batch checks again: the pod's cache admitted

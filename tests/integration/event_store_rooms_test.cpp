@@ -226,6 +226,28 @@ TEST_CASE_METHOD(test::store_fixture, "a poll vote or a pin that names only its 
   CHECK(read(protocol::room_hiding{}) == jsons_of({pin, vote}));
 }
 
+TEST_CASE_METHOD(test::store_fixture, "a pin's new version is in the rooms of what it pins now, not also in "
+                 "the last one's", "[integration][event_store][rooms]") {
+  author alice{40}, bob{41};
+  const std::string id = std::to_string(community);
+  for (const char* room : {"office", "board"}) {
+    (void)test::scalar(connection, "INSERT INTO rooms (community_id, room_id, restricted) VALUES"
+                                   " ($1::bigint, $2, true) RETURNING 1", {id, room});
+    for (auto* member : {&alice, &bob})
+      (void)test::scalar(connection, "INSERT INTO room_members (community_id, room_id, pubkey)"
+                                     " VALUES ($1::bigint, $2, decode($3, 'hex')) RETURNING 1",
+                         {id, room, protocol::to_hex(member->pubkey())});
+  }
+  auto in_office = alice.sign(9, now - 30, {{"h", "office"}});
+  auto on_board = alice.sign(9, now - 29, {{"h", "board"}});
+  auto first = bob.sign(protocol::pin_kind, now - 20, {{"d", "my-pin"}, {"e", protocol::to_hex(in_office->id)}});
+  auto second = bob.sign(protocol::pin_kind, now - 10, {{"d", "my-pin"}, {"e", protocol::to_hex(on_board->id)}});
+  for (const auto& ev : {in_office, on_board, first, second})
+    REQUIRE(store_one(events, community, ev).result == status::stored);
+  CHECK(test::scalar(connection, "SELECT string_agg(value, ',') FROM event_tags WHERE name = 'room'"
+                                 " AND event_id = decode($1, 'hex')", {protocol::to_hex(second->id)}) == "board");
+}
+
 TEST_CASE_METHOD(test::store_fixture, "the batch holds a hidden room to its members as a restricted one, "
                  "whatever the pod's cache let through", "[integration][event_store][rooms]") {
   author alice{38}, outsider{39};

@@ -153,7 +153,8 @@ std::optional<std::vector<std::string>> membership_store::open_claims(std::int64
     // only so many: a community holding thousands of such rows costs a bounded read.
     constexpr int pages_at_most = 8;
     std::vector<std::string> claims;
-    std::string after_expiry, after_hash; // empty: from the start
+    std::optional<std::string> after_expiry; // none: from the start
+    std::string after_hash;
     for (int page = 0; page < pages_at_most && std::cmp_less(claims.size(), max_listed_claims); ++page) {
       // A code whose creator lost the right to invite admits no one (minter_may_invite): not shown.
       auto reply = connection_.exec(
@@ -161,8 +162,8 @@ std::optional<std::vector<std::string>> membership_store::open_claims(std::int64
         " AND i.claim IS NOT NULL AND " + open_invite_sql("i", "$2") + " AND " + may_invite_sql("$1", "i.created_by")
           + " AND ($4::bigint IS NULL OR (i.expires_at, i.code_hash) < ($4::bigint, $5::text))"
           + " ORDER BY i.expires_at DESC, i.code_hash DESC LIMIT $3::bigint",
-        {std::to_string(community_id), std::to_string(now), std::to_string(max_listed_claims),
-         after_expiry.empty() ? std::optional<std::string>() : std::optional(after_expiry), after_hash});
+        {std::to_string(community_id), std::to_string(now), std::to_string(max_listed_claims), after_expiry,
+         after_hash});
       if (!reply.ok()) {
         last_error_ = reply.error();
         return std::nullopt;

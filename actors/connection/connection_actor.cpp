@@ -51,22 +51,24 @@ void reply_to_rejected_frame(self_ptr self, const protocol::frame_rejection& r) 
 /// storage, no more, and only a few joins and leaves of each kind, which a connection makes for
 /// its own key; each takes one from its address's request bucket. Past that, the request is
 /// refused (true).
-bool too_many_awaiting(self_ptr self, const protocol::event& ev, connection_state::own_lane lane) {
+bool refused_before_queue(self_ptr self, const protocol::event& ev, connection_state::own_lane lane) {
   auto& st = self->state;
   auto own = std::count_if(st.awaiting_membership.begin(), st.awaiting_membership.end(),
                            [&](const auto& waiting) { return waiting.second.lane == lane; });
-  if (st.awaiting_membership.size() < st.args.policy.max_events_in_flight
-      && (lane == connection_state::own_lane::none || static_cast<std::size_t>(own) < max_waiting_self_requests)) {
-    auto over_rate = st.logic->charge_store_request(monotonic_seconds());
-    if (!over_rate)
-      return false;
+  const bool places_left =
+    st.awaiting_membership.size() < st.args.policy.max_events_in_flight
+    && (lane == connection_state::own_lane::none || static_cast<std::size_t>(own) < max_waiting_self_requests);
+  if (!places_left) {
     bump(st.args.metrics->events_rejected);
-    bump(st.args.metrics->store_requests_rate_limited);
-    send_frame(self, protocol::render_ok(ev.id, false, over_rate->text()));
+    send_frame(self, protocol::render_ok(ev.id, false, "rate-limited: too many membership requests awaiting an answer"));
     return true;
   }
+  auto over_rate = st.logic->charge_store_request(monotonic_seconds());
+  if (!over_rate)
+    return false;
   bump(st.args.metrics->events_rejected);
-  send_frame(self, protocol::render_ok(ev.id, false, "rate-limited: too many membership requests awaiting an answer"));
+  bump(st.args.metrics->store_requests_rate_limited);
+  send_frame(self, protocol::render_ok(ev.id, false, over_rate->text()));
   return true;
 }
 
@@ -88,7 +90,7 @@ void request_membership_change(self_ptr self, const protocol::event& ev) {
   // A 9031 naming its sender is a leave: bounded as one, as the community's queue counts it.
   const auto lane = is_self_request(command.value()) ? connection_state::own_lane::community
                                                       : connection_state::own_lane::none;
-  if (too_many_awaiting(self, ev, lane))
+  if (refused_before_queue(self, ev, lane))
     return;
   bump(st.args.metrics->events_accepted);
   std::uint64_t ticket = st.next_ticket++;
@@ -138,7 +140,7 @@ void request_room_change(self_ptr self, const protocol::event& ev) {
   // They wait on the community actor with membership requests, bounded together.
   const auto lane = is_own_room_request_kind(ev.kind) ? connection_state::own_lane::room
                                                       : connection_state::own_lane::none;
-  if (too_many_awaiting(self, ev, lane))
+  if (refused_before_queue(self, ev, lane))
     return;
   bump(st.args.metrics->events_accepted);
   std::uint64_t ticket = st.next_ticket++;

@@ -194,8 +194,11 @@ std::optional<std::string> too_many_rooms(const event& ev) {
   const auto room_tags = std::ranges::count_if(ev.tags, [](const auto& t) { return t.size() >= 2 && t[0] == "h"; });
   if (static_cast<std::size_t>(room_tags) > max_rooms_per_event)
     return "an event names at most " + std::to_string(max_rooms_per_event) + " rooms (h tags)";
-  if (root_addresses(ev).size() > max_root_addresses)
-    return "a comment names at most " + std::to_string(max_root_addresses) + " roots by address (A tags)";
+  if (referent_addresses(ev).size() > max_referent_addresses)
+    return ev.kind == comment_kind
+             ? "a comment names at most " + std::to_string(max_referent_addresses) + " roots by address (A tags)"
+             : "an event without a room names at most " + std::to_string(max_referent_addresses)
+                 + " addresses (a tags)";
   return std::nullopt;
 }
 
@@ -251,18 +254,20 @@ std::vector<bytes32> room_referents(const event& ev) {
   return thread_referents(ev);
 }
 
-std::vector<std::string_view> root_addresses(const event& ev) {
+std::vector<std::string_view> referent_addresses(const event& ev) {
   std::vector<std::string_view> addresses;
-  if (ev.kind != comment_kind)
+  const bool comment = ev.kind == comment_kind;
+  if (!borrows_rooms(ev.kind) || (!comment && room_of(ev)))
     return addresses;
+  const std::string_view address_tag = comment ? "A" : "a";
   for (const auto& t : ev.tags)
-    if (t.size() >= 2 && t[0] == "A" && names_room_address(t[1]))
+    if (t.size() >= 2 && t[0] == address_tag && names_room_address(t[1]))
       addresses.push_back(t[1]);
   return addresses;
 }
 
 bool borrows_from_referents(const event& ev) {
-  return borrows_rooms(ev.kind) && !room_of(ev) && (!room_referents(ev).empty() || !root_addresses(ev).empty());
+  return borrows_rooms(ev.kind) && !room_of(ev) && (!room_referents(ev).empty() || !referent_addresses(ev).empty());
 }
 
 std::vector<bytes32> thread_referents(const event& ev) {

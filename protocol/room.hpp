@@ -51,8 +51,8 @@ inline constexpr std::size_t max_room_id_bytes = 64;
 /// thousands of copies of `["h","_"]` would cost each of them a scan. Flotilla writes one.
 inline constexpr std::size_t max_rooms_per_event = 16;
 
-/// When `ev` names more rooms than max_rooms_per_event, or a comment more roots by address than
-/// max_root_addresses, why it is refused (without a prefix).
+/// When `ev` names more rooms than max_rooms_per_event, or more addresses it borrows from than
+/// max_referent_addresses, why it is refused (without a prefix).
 [[nodiscard]] std::optional<std::string> too_many_rooms(const event& ev);
 
 /// A 9000 may give a member at most this many roles.
@@ -115,16 +115,18 @@ inline constexpr std::array<std::uint32_t, 7> borrower_kinds{deletion_kind, reac
 /// The ids of an event's referents (lowercase hex, as the database reads them:
 /// storage/filter_sql.cpp `borrowed_rooms_sql`); empty for an event that borrows no rooms.
 [[nodiscard]] std::vector<bytes32> room_referents(const event& ev);
-/// The addresses a comment names its root by (`A` tags, "<kind>:<pubkey>:<d>", as apps write
-/// them for an article or a calendar event), whether or not it names rooms of its own: it
-/// borrows the rooms of each one's live version as it borrows those of an `E` root
-/// (storage/store_plan.cpp reads them). Only addresses that can be in rooms
-/// (keeps_rooms_of_replaced), with a lowercase pubkey; empty for other kinds.
-[[nodiscard]] std::vector<std::string_view> root_addresses(const event& ev);
-/// A comment names at most this many roots by address: each is locked and read with the batch.
-inline constexpr std::size_t max_root_addresses = 16;
+/// The addresses ("<kind>:<pubkey>:<d>") whose live versions' rooms `ev` borrows, as it borrows
+/// those of the referents it names by id (storage/store_plan.cpp reads them): a comment's `A`
+/// tags (its root: an article, a calendar event), whether or not it names rooms of its own;
+/// another borrower's `a` tags (what it deletes, pins, reacts to by address) when it names none,
+/// so a private room's calendar event deleted by its address does not show that address to the
+/// community. Only addresses that can be in rooms (keeps_rooms_of_replaced), with a lowercase
+/// pubkey; empty for other kinds.
+[[nodiscard]] std::vector<std::string_view> referent_addresses(const event& ev);
+/// An event borrows from at most this many addresses: each is locked and read with the batch.
+inline constexpr std::size_t max_referent_addresses = 16;
 /// Whether `ev` borrows rooms from what it refers to: a borrower without an `h` that names a
-/// referent, by id (room_referents) or, a comment, by address (root_addresses).
+/// referent, by id (room_referents) or by address (referent_addresses).
 [[nodiscard]] bool borrows_from_referents(const event& ev);
 /// The ids of what a comment or a report refers to (its `E`, its `e` tags), whether or not it
 /// names rooms of its own: a comment in a thread of a restricted room is posted there, whatever

@@ -10,7 +10,10 @@ namespace comb::storage {
 /// Migrations 1 to 21 (storage/migrations.cpp): the schema's foundation.
 [[nodiscard]] std::span<const migration> first_migrations() noexcept;
 
-/// Migrations 22 on (storage/migrations_later.cpp).
+/// Migrations 22 to 47 (storage/migrations_later.cpp).
 [[nodiscard]] std::span<const migration> later_migrations() noexcept;
+
+/// Migrations 48 on (storage/migrations_latest.cpp).
+[[nodiscard]] std::span<const migration> latest_migrations() noexcept;
 
 } // namespace comb::storage

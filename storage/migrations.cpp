@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// Migrations 1 to 21, and the list of all (migrations 22 on: storage/migrations_later.cpp).
+// Migrations 1 to 21, and the list of all (22 to 47: storage/migrations_later.cpp; 48 on:
+// storage/migrations_latest.cpp).
 #include "storage/migrations.hpp"
 
 #include <vector>
@@ -389,6 +390,7 @@ std::span<const migration> all_migrations() noexcept {
   static const std::vector<migration> all = [] {
     std::vector<migration> out(first_migrations().begin(), first_migrations().end());
     out.insert(out.end(), later_migrations().begin(), later_migrations().end());
+    out.insert(out.end(), latest_migrations().begin(), latest_migrations().end());
     return out;
   }();
   return all;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Migrations 22 on: the store time for gap fills, hand edits that bump state versions, rooms
+// Migrations 22 to 47: the store time for gap fills, hand edits that bump state versions, rooms
 // borrowed by comments, reports, zaps, reactions and deletions, requests to vanish, room invite
 // codes. Released migrations are never edited: a fix is a new migration.
 #include "storage/migration_parts.hpp"

@@ -118,14 +118,14 @@ std::vector<protocol::bytes32> referents_read(const event_write& w) {
   return posting_checked(w) ? protocol::thread_referents(*w.ev) : protocol::room_referents(*w.ev);
 }
 
-/// The addresses of a comment's roots whose live versions' rooms a write needs
-/// (protocol::root_addresses: only those that can be in rooms), read as its roots by id are
+/// The addresses whose live versions' rooms a write needs (protocol::referent_addresses: a
+/// comment's roots, what another borrower names by address), read as its referents by id are
 /// (referents_read).
-std::vector<address> root_addresses_read(const event_write& w) {
+std::vector<address> referent_addresses_read(const event_write& w) {
   std::vector<address> roots;
   if (!posting_checked(w) && protocol::room_of(*w.ev))
     return roots;
-  for (auto value : protocol::root_addresses(*w.ev))
+  for (auto value : protocol::referent_addresses(*w.ev))
     if (auto root = parse_a_tag(w.community_id, value))
       roots.push_back(std::move(*root));
   return roots;
@@ -269,11 +269,11 @@ private:
     return kept;
   }
 
-  /// The rooms of a write's referents and roots by address (referents_read, root_addresses_read);
+  /// The rooms of a write's referents, by id and by address (referents_read, referent_addresses_read);
   /// nothing when it names none.
   [[nodiscard]] std::optional<std::vector<std::string>> rooms_of_thread(const event_write& w) const {
     auto referents = referents_read(w);
-    auto roots = root_addresses_read(w);
+    auto roots = referent_addresses_read(w);
     if (referents.empty() && roots.empty())
       return std::nullopt;
     std::optional<std::vector<std::string>> rooms = rooms_of_referents_here(w.community_id, referents);
@@ -460,7 +460,7 @@ batch_keys keys_of(std::span<const event_write> writes) {
       keys.rooms.emplace_back(w.community_id, room);
     for (const auto& referent : referents_read(w))
       keys.room_referents.push_back({w.community_id, referent});
-    for (auto& root : root_addresses_read(w)) {
+    for (auto& root : referent_addresses_read(w)) {
       keys.borrowing_addresses.push_back(root);
       keys.read_addresses.push_back(std::move(root));
     }
@@ -541,7 +541,7 @@ std::vector<room_poster> room_posters_to_read(std::span<const event_write> write
       auto found = by_id.find(key);
       return found == by_id.end() ? nullptr : found->second;
     });
-    for (const auto& root : root_addresses_read(w))
+    for (const auto& root : referent_addresses_read(w))
       for (const auto& room : rooms_at_address(root, writes, snapshot, nullptr))
         rooms.push_back(room);
     for (const auto& room : rooms)

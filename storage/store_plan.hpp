@@ -89,8 +89,9 @@ struct batch_snapshot {
 /// The keys a batch touches: what to lock and what to read.
 struct batch_keys {
   std::vector<event_key> ids;          ///< the writes' ids and the ids their `e` tags delete
-  std::vector<address> addresses;      ///< the writes' addresses, those their `a` tags delete, comments' roots
-  /// Of `addresses`, those the batch only reads (comments' roots, root_addresses_read) and
+  /// The writes' addresses, those their `a` tags delete, those they borrow rooms from.
+  std::vector<address> addresses;
+  /// Of `addresses`, those the batch only reads (referent_addresses_read) and
   /// neither writes nor deletes: locked shared, so comments on one root do not queue.
   std::vector<address> read_addresses;
   std::map<std::int64_t, bool> communities; ///< community -> deletes by id or author (exclusive lock)

@@ -21,7 +21,7 @@ protocol::room_reader connection::reader_of(const cached_room& room,
 
 std::optional<rejection> connection::check_room_event(const protocol::event& ev,
                                                       std::int64_t now) const {
-  // Before the room: a comment without `h` names its roots by address (A tags).
+  // Before the room: an event without `h` may borrow rooms from addresses it names.
   if (auto too_many = protocol::too_many_rooms(ev))
     return protocol::invalid(*too_many);
   const std::string* room = protocol::room_of(ev);

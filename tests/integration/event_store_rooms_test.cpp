@@ -285,3 +285,46 @@ TEST_CASE_METHOD(test::store_fixture, "the batch holds a hidden room to its memb
                      {id, protocol::to_hex(admin.pubkey())});
   CHECK(in_den(admin.sign(9, now - 15, {{"h", "den"}})).result == status::stored);
 }
+
+TEST_CASE_METHOD(test::store_fixture, "a deletion or a pin that names a private room's calendar event by its "
+                 "address only is hidden where the event is", "[integration][event_store][rooms]") {
+  author alice{42}, bob{43};
+  const std::string id = std::to_string(community);
+  (void)test::scalar(connection, "INSERT INTO rooms (community_id, room_id, restricted) VALUES"
+                                 " ($1::bigint, 'office', true) RETURNING 1", {id});
+  (void)test::scalar(connection, "INSERT INTO room_members (community_id, room_id, pubkey)"
+                                 " VALUES ($1::bigint, 'office', decode($2, 'hex')) RETURNING 1",
+                     {id, protocol::to_hex(alice.pubkey())});
+  const std::string address = "31923:" + protocol::to_hex(alice.pubkey()) + ":offsite";
+  auto meeting = alice.sign(31923, now - 30, {{"d", "offsite"}, {"h", "office"}, {"title", "Offsite"}});
+  // Anyone who reads the room may pin; the pin and the deletion name the event by `a` only.
+  auto pin = bob.sign(protocol::pin_kind, now - 20, {{"d", "pin-1"}, {"a", address}});
+  auto deletion = alice.sign(protocol::deletion_kind, now - 10, {{"a", address}, {"k", "31923"}});
+  // One with a room of its own is stored in that room only.
+  auto in_lobby = bob.sign(protocol::reaction_kind, now - 19, {{"a", address}, {"h", "lobby"}});
+  (void)test::scalar(connection, "INSERT INTO rooms (community_id, room_id) VALUES ($1::bigint, 'lobby') RETURNING 1",
+                     {id});
+  REQUIRE(store_one(events, community, meeting).result == status::stored);
+  for (const auto& borrower : {pin, deletion}) {
+    auto stored = store_one(events, community, borrower);
+    test::check_outcome(stored, status::stored, "");
+    CHECK(stored.borrowed_rooms == std::vector<std::string>{"office"});
+  }
+  auto lobby = store_one(events, community, in_lobby);
+  test::check_outcome(lobby, status::stored, "");
+  CHECK_FALSE(lobby.borrowed_rooms);
+  CHECK(test::scalar(connection, "SELECT count(*) FROM events WHERE kind = 31923") == "0"); // deleted
+  protocol::filter by_address;
+  by_address.tags.push_back({'a', {address}});
+  auto read = [&](const protocol::room_hiding& hiding) {
+    auto result = events.query_chunks(community, {by_address}, now, 100, 1 << 20,
+                                      [](storage::query_result) { return true; }, {}, hiding);
+    REQUIRE(result.ok);
+    return result.events;
+  };
+  protocol::room_hiding unseen;
+  unseen.unseen = {"office"};
+  CHECK(read(unseen) == jsons_of({in_lobby}));
+  CHECK(events.count(community, {by_address}, now, unseen).count == 1);
+  CHECK(read(protocol::room_hiding{}) == jsons_of({deletion, in_lobby, pin}));
+}

@@ -67,3 +67,31 @@ TEST_CASE("migration 47: pins get the rooms of the message they pin, and lose th
   scalar(c, "DELETE FROM events WHERE id IN ('\\x0b', '\\x0d') RETURNING 1");
   CHECK(scalar(c, "SELECT count(*) FROM event_tags WHERE name = 'room' AND kind = 39067") == "0");
 }
+
+TEST_CASE("migration 48: borrowers naming an address only get the rooms of its live version",
+          "[integration][migrations]") {
+  test::fresh_database db;
+  storage::pg_connection c(db.conninfo());
+  const auto* by_address = &migrated_up_to(c, 48);
+  auto community = scalar(c, "INSERT INTO communities (host) VALUES ('x.example') RETURNING id");
+  const std::string author(64, 'a');
+  // A calendar event in the office; a deletion and a pin naming it by address only, a reaction
+  // with an h of its own, a pin naming an address with no live version, one naming room state.
+  insert_tagged(c, community, "\\x0a", "{}", {{"d", "offsite"}, {"h", "office"}});
+  scalar(c, "UPDATE events SET kind = 31923, d_tag = 'offsite', pubkey = decode($1, 'hex') RETURNING 1", {author});
+  const std::string meeting = "31923:" + author + ":offsite";
+  insert_tagged(c, community, "\\x0b", "{}", {{"a", meeting.c_str()}, {"k", "31923"}});
+  insert_tagged(c, community, "\\x0c", "{}", {{"d", "pin"}, {"a", meeting.c_str()}});
+  insert_tagged(c, community, "\\x0d", "{}", {{"a", meeting.c_str()}, {"h", "lobby"}});
+  insert_tagged(c, community, "\\x0e", "{}", {{"d", "pin-2"}, {"a", ("31923:" + author + ":gone").c_str()}});
+  insert_tagged(c, community, "\\x0f", "{}", {{"d", "pin-3"}, {"a", ("39000:" + author + ":office").c_str()}});
+  scalar(c, "UPDATE events SET kind = CASE id WHEN '\\x0b' THEN 5 WHEN '\\x0d' THEN 7 ELSE 39067 END"
+            " WHERE id <> '\\x0a' RETURNING 1");
+  scalar(c, "UPDATE event_tags t SET kind = e.kind FROM events e WHERE e.id = t.event_id RETURNING 1");
+  REQUIRE(c.exec_script(by_address->sql).ok());
+  REQUIRE(c.exec_script(by_address->sql).ok()); // a second run adds nothing
+  CHECK(scalar(c, "SELECT string_agg(encode(event_id, 'hex') || ':' || value, ',' ORDER BY event_id) FROM event_tags"
+                  " WHERE name = 'room'") == "0b:office,0c:office");
+  scalar(c, "DELETE FROM events WHERE id IN ('\\x0b', '\\x0c') RETURNING 1");
+  CHECK(scalar(c, "SELECT count(*) FROM event_tags WHERE name = 'room'") == "0");
+}

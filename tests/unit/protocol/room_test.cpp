@@ -470,7 +470,7 @@ TEST_CASE("relay-signed room state has the NIP-29 shape", "[room]") {
 TEST_CASE("a comment names its roots by address in A tags, at most 16 of them", "[room]") {
   const std::string article = "30023:" + std::string(64, 'a') + ":plan";
   auto comment = comb::test::sign_event(bob(), 1111, "", {{"K", "30023"}, {"A", article}, {"a", article}});
-  CHECK(root_addresses(comment) == std::vector<std::string_view>{article});
+  CHECK(referent_addresses(comment) == std::vector<std::string_view>{article});
   CHECK(borrows_from_referents(comment));
   CHECK_FALSE(borrows_from_referents(comb::test::sign_event(bob(), 1111, "", {{"A", article}, {"h", "pizza"}})));
   CHECK_FALSE(borrows_from_referents(comb::test::sign_event(bob(), 1111, "", {{"K", "30023"}})));
@@ -478,14 +478,37 @@ TEST_CASE("a comment names its roots by address in A tags, at most 16 of them", 
   const std::string key(64, 'a');
   for (const std::string& value : {"0:" + key + ":", "39000:" + key + ":pizza", "30023:" + std::string(64, 'A') + ":x",
                                    "30023:" + key, "x:" + key + ":plan"})
-    CHECK(root_addresses(comb::test::sign_event(bob(), 1111, "", {{"A", value}})).empty());
-  // Only a comment's A names a root: a reaction's a does not.
-  CHECK(root_addresses(comb::test::sign_event(bob(), 7, "+", {{"A", article}})).empty());
-  std::vector<std::vector<std::string>> roots(max_root_addresses, {"A", article});
+    CHECK(referent_addresses(comb::test::sign_event(bob(), 1111, "", {{"A", value}})).empty());
+  // Only a comment's A names a root; another borrower names what it refers to by a.
+  CHECK(referent_addresses(comb::test::sign_event(bob(), 7, "+", {{"A", article}})).empty());
+  std::vector<std::vector<std::string>> roots(max_referent_addresses, {"A", article});
   CHECK_FALSE(too_many_rooms(comb::test::sign_event(bob(), 1111, "", roots)));
   roots.push_back({"A", article});
   CHECK(too_many_rooms(comb::test::sign_event(bob(), 1111, "", roots))
         == "a comment names at most 16 roots by address (A tags)");
+}
+
+TEST_CASE("a deletion, a pin or a reaction without an h borrows from the addresses its a tags name", "[room]") {
+  const std::string meeting = "31923:" + std::string(64, 'a') + ":offsite";
+  for (std::uint32_t kind : {deletion_kind, pin_kind, reaction_kind}) {
+    auto by_address = comb::test::sign_event(bob(), kind, "", {{"d", "x"}, {"a", meeting}, {"A", meeting}});
+    CHECK(referent_addresses(by_address) == std::vector<std::string_view>{meeting});
+    CHECK(borrows_from_referents(by_address));
+    // One with a room of its own is stored there, and borrows nothing.
+    auto in_room = comb::test::sign_event(bob(), kind, "", {{"a", meeting}, {"h", "pizza"}});
+    CHECK(referent_addresses(in_room).empty());
+    CHECK_FALSE(borrows_from_referents(in_room));
+  }
+  // Not a kind that borrows, not an address that can be in a room.
+  CHECK(referent_addresses(comb::test::sign_event(bob(), 1, "", {{"a", meeting}})).empty());
+  CHECK(referent_addresses(comb::test::sign_event(bob(), 5, "", {{"a", "0:" + std::string(64, 'a') + ":"}})).empty());
+  std::vector<std::vector<std::string>> named(max_referent_addresses, {"a", meeting});
+  CHECK_FALSE(too_many_rooms(comb::test::sign_event(bob(), deletion_kind, "", named)));
+  named.push_back({"a", meeting});
+  CHECK(too_many_rooms(comb::test::sign_event(bob(), deletion_kind, "", named))
+        == "an event without a room names at most 16 addresses (a tags)");
+  named.push_back({"h", "pizza"});
+  CHECK_FALSE(too_many_rooms(comb::test::sign_event(bob(), deletion_kind, "", named)));
 }
 
 TEST_CASE("a comment without an h borrows the rooms of its E roots, a report those of its e", "[room]") {

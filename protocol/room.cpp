@@ -194,7 +194,12 @@ std::optional<std::string> too_many_rooms(const event& ev) {
   const auto room_tags = std::ranges::count_if(ev.tags, [](const auto& t) { return t.size() >= 2 && t[0] == "h"; });
   if (static_cast<std::size_t>(room_tags) > max_rooms_per_event)
     return "an event names at most " + std::to_string(max_rooms_per_event) + " rooms (h tags)";
-  if (referent_addresses(ev).size() > max_referent_addresses)
+  // A deletion's addresses are its author's own, each already read as a deletion target and
+  // bounded as one (max_deletion_targets); the rooms it borrows past the bound are the "carried
+  // out, not kept" path's (storage/store_plan.cpp), not a refusal.
+  auto addresses = ev.kind == deletion_kind ? std::vector<std::string_view>{} : referent_addresses(ev);
+  std::ranges::sort(addresses);
+  if (static_cast<std::size_t>(std::ranges::unique(addresses).begin() - addresses.begin()) > max_referent_addresses)
     return ev.kind == comment_kind
              ? "a comment names at most " + std::to_string(max_referent_addresses) + " roots by address (A tags)"
              : "an event without a room names at most " + std::to_string(max_referent_addresses)

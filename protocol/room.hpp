@@ -51,8 +51,9 @@ inline constexpr std::size_t max_room_id_bytes = 64;
 /// thousands of copies of `["h","_"]` would cost each of them a scan. Flotilla writes one.
 inline constexpr std::size_t max_rooms_per_event = 16;
 
-/// When `ev` names more rooms than max_rooms_per_event, or more addresses it borrows from than
-/// max_referent_addresses, why it is refused (without a prefix).
+/// When `ev` names more rooms than max_rooms_per_event, or more distinct addresses it borrows
+/// from than max_referent_addresses (but a deletion, whose targets are bounded as such), why it
+/// is refused (without a prefix).
 [[nodiscard]] std::optional<std::string> too_many_rooms(const event& ev);
 
 /// A 9000 may give a member at most this many roles.

@@ -9,9 +9,11 @@ namespace {
 // that names what it refers to by address (`a`) borrows the rooms of that address's live version
 // (protocol::referent_addresses), as a comment's `A` does (migration 43): a private room's
 // calendar event deleted by its address showed that address to the community. Those stored
-// before get the rows they would get now, from the address's live version where one is left (a
-// deletion's own target is gone; a later version at its address is usually in the same rooms).
-// The trigger that deletes borrowed rooms already covers these kinds (migrations 46, 47).
+// before get the rows they would get now, from the address's live version where one is left: a
+// deletion stored before whose target is gone (most are) stays as it was, with no rooms; one
+// whose address holds a version again gets that version's. Each version's `h` and `room` rows
+// are probed apart, one partial index each (event_tags_room, event_tags_comment_room). The
+// trigger that deletes borrowed rooms already covers these kinds (migrations 46, 47).
 constexpr const char* migration_48 = R"sql(
 INSERT INTO event_tags (community_id, event_id, name, value, created_at, kind)
 SELECT DISTINCT c.community_id, c.event_id, 'room', h.value, c.created_at, c.kind
@@ -22,7 +24,10 @@ SELECT DISTINCT c.community_id, c.event_id, 'room', h.value, c.created_at, c.kin
                              substr(c.value, 72) AS d) a
   JOIN events v ON v.community_id = c.community_id AND v.pubkey = a.pubkey AND v.kind = a.kind
    AND v.d_tag = a.d
-  JOIN event_tags h ON h.community_id = v.community_id AND h.event_id = v.id AND h.name IN ('h', 'room')
+  CROSS JOIN LATERAL (SELECT value FROM event_tags WHERE community_id = v.community_id AND event_id = v.id
+                       AND name = 'h'
+                      UNION ALL SELECT value FROM event_tags WHERE community_id = v.community_id
+                       AND event_id = v.id AND name = 'room') h
  WHERE c.kind IN (5, 7, 1018, 1984, 9735, 39067) AND c.name = 'a'
    AND a.kind NOT BETWEEN 39000 AND 39005
    AND NOT EXISTS (SELECT 1 FROM event_tags o WHERE o.community_id = c.community_id

@@ -87,12 +87,19 @@ bool posting_checked(const event_write& w) {
   return w.recheck_access && (w.ev->kind == protocol::comment_kind || w.ev->kind == protocol::poll_vote_kind);
 }
 
-/// An edit that keeps the rooms of the version it replaces (protocol::keeps_rooms_of_replaced).
-/// A borrower naming what it refers to (a pin) takes that referent's rooms instead: a new
-/// version pinning another message is in that message's rooms, not also in the last one's.
-bool keeps_rooms_of_replaced(const protocol::event& ev) {
-  return protocol::keeps_rooms_of_replaced(ev.kind) && !protocol::room_of(ev)
-         && !protocol::borrows_from_referents(ev);
+/// An edit without its `h` that may keep the rooms of the version it replaces
+/// (protocol::keeps_rooms_of_replaced). A borrower (a pin) keeps them only where what it names
+/// lends it none (batch_replay::consider): a new version pinning another message is in that
+/// message's rooms, not also in the last one's, but one whose message was deleted since stays
+/// where the pin was.
+bool may_keep_rooms_of_replaced(const protocol::event& ev) {
+  return protocol::keeps_rooms_of_replaced(ev.kind) && !protocol::room_of(ev);
+}
+
+/// Whether an edit keeping the rooms it replaces posts there again, so its author must still
+/// be allowed to post there: not a pin, which anyone who reads may write, as a reaction.
+bool edit_posts_again(const protocol::event& ev) {
+  return may_keep_rooms_of_replaced(ev) && !protocol::borrows_rooms(ev.kind);
 }
 
 /// The rooms a write names whose posting rule the batch checks again: the pod's cache admitted
@@ -228,10 +235,11 @@ private:
         auto old = state_.events.find(current->second);
         if (old != state_.events.end() && stored_version_wins(old->second, current->second.id, ev))
           return outcome(store_outcome::status::duplicate, msg_have_newer);
-        if (keeps_rooms_of_replaced(ev)) {
+        if (may_keep_rooms_of_replaced(ev) && (!borrowed_rooms || borrowed_rooms->empty())) {
           borrowed_rooms = with_rooms_of_version(std::move(borrowed_rooms), current->second);
           // It posts there again: someone removed from a restricted room does not edit into it.
-          if (w.recheck_access && borrowed_rooms && posts_where_not_allowed(w, *borrowed_rooms))
+          if (w.recheck_access && edit_posts_again(ev) && borrowed_rooms
+              && posts_where_not_allowed(w, *borrowed_rooms))
             return outcome(store_outcome::status::refused, msg_room_restricted);
         }
         remove(current->second);
@@ -442,7 +450,7 @@ batch_keys keys_of(std::span<const event_write> writes) {
     if (w.admitted_as)
       keys.authors.emplace_back(w.community_id, *w.admitted_as);
     if (auto addr = address_of_event(w.community_id, *w.ev)) {
-      if (keeps_rooms_of_replaced(*w.ev))
+      if (may_keep_rooms_of_replaced(*w.ev))
         keys.borrowing_addresses.push_back(*addr);
       keys.addresses.push_back(std::move(*addr));
     }
@@ -531,7 +539,7 @@ std::vector<room_poster> room_posters_to_read(std::span<const event_write> write
   for (const auto& w : writes) {
     for (const auto& room : own_rooms_checked(w))
       wanted(w, room);
-    if (w.recheck_access && keeps_rooms_of_replaced(*w.ev))
+    if (w.recheck_access && edit_posts_again(*w.ev))
       for (const auto& room : rooms_of_versions(w, writes, snapshot))
         wanted(w, room);
     if (!posting_checked(w))

@@ -52,12 +52,17 @@ void count(self_ptr self, const storage::membership_write& write) {
   }
 }
 
-void publish(self_ptr self, const protocol::event& ev, std::string json) {
+/// A write's event goes live: to the local fan-out when this pod's cache holds the write
+/// (`cache_holds_it`), and to the other pods, which deliver it once they hold `stored_version`.
+void publish(self_ptr self, const protocol::event& ev, std::string json, std::int64_t stored_version = 0,
+             bool cache_holds_it = true) {
   auto& st = self->state;
   committed_event committed{st.args.community_id,
                             {std::make_shared<const protocol::event>(ev),
-                             std::make_shared<const std::string>(std::move(json))}};
-  self->send(st.args.fanout, publish_atom_v, committed);
+                             std::make_shared<const std::string>(std::move(json))},
+                            stored_version};
+  if (cache_holds_it)
+    self->send(st.args.fanout, publish_atom_v, committed);
   if (st.args.bridge)
     self->send(st.args.bridge, publish_atom_v, committed);
 }
@@ -252,8 +257,11 @@ void wait_for_room_clock(self_ptr self, std::int64_t retry_at) {
                      std::move(room), retry_at);
 }
 
-/// After a room transaction: its events go live (each request, the new state, an issued 9000 or
-/// 9001), the cache takes the state read after the commit, and each requester hears its outcome.
+/// After a room transaction: the cache takes the state read after the commit, its events go
+/// live (each request, the new state, an issued 9000 or 9001), and each requester hears its
+/// outcome. When that read failed, the cache does not hold the change (a room made private is
+/// public to it): the events reach local readers from the access watcher, after it reloads the
+/// state for them, as another writer's would.
 void on_room_applied(self_ptr self, const room_applied& applied) {
   auto& st = self->state;
   if (applied.batch.retry_at != 0) {
@@ -267,7 +275,7 @@ void on_room_applied(self_ptr self, const room_applied& applied) {
   const auto& writes = applied.batch.writes;
   for (const auto& write : writes)
     for (const auto& ev : write.events)
-      publish(self, ev.ev, ev.json);
+      publish(self, ev.ev, ev.json, write.state_version, applied.access.has_value());
   for (std::size_t i = 0; i < batch.size(); ++i) {
     auto outcome = i < writes.size() && writes[i].committed ? writes[i].outcome
                                                             : protocol::room_outcome::failed;

@@ -31,6 +31,7 @@ struct fake_membership_db {
   std::vector<std::string> room_requests; ///< rooms named by room requests, in arrival order
   std::optional<std::size_t> room_wait;   ///< index of a room request told to wait a second
   std::vector<std::size_t> room_batches;  ///< the size of each room batch the writer was sent
+  bool room_state_unread = false;         ///< the read after a room commit fails
   bool remove_from_rooms = false;         ///< membership writes say they rewrote the rooms
 };
 
@@ -60,7 +61,8 @@ inline room_applied room_write_of(fake_membership_db& db, const std::vector<stor
     room.meta.flags.is_private = true;
     access.rooms.push_back(room);
   }
-  applied.access = access;
+  if (!db.room_state_unread)
+    applied.access = access;
   return applied;
 }
 

@@ -24,6 +24,23 @@ TEST_CASE_METHOD(fixture, "room requests of different rooms go one transaction a
   CHECK(cache->rooms_version() == cache->version());
 }
 
+TEST_CASE_METHOD(fixture, "a room change whose state could not be read after its commit waits for the reload "
+                 "to go live here", "[actor][community][rooms]") {
+  db->room_state_unread = true;
+  queue_room(1, "pizza");
+  scheduler->run();
+  // Answered (it committed), but the cache does not hold it: its events would go out under the
+  // rooms as they were before; the access watcher delivers them after it reloads.
+  CHECK(seen->room_replies
+        == std::vector<std::pair<std::uint64_t, protocol::room_outcome>>{{1, protocol::room_outcome::changed}});
+  CHECK_FALSE(cache->rooms()->find("pizza"));
+  CHECK(seen->published == 0);
+  db->room_state_unread = false;
+  queue_room(2, "pasta");
+  scheduler->run();
+  CHECK(seen->published == 1);
+}
+
 TEST_CASE_METHOD(fixture, "one room's requests waiting go together in one transaction, in order",
                  "[actor][community][rooms]") {
   auto bob = protocol::key_pair::generate();

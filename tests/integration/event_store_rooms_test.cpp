@@ -290,8 +290,8 @@ TEST_CASE_METHOD(test::store_fixture, "a deletion or a pin that names a private 
                  "address only is hidden where the event is", "[integration][event_store][rooms]") {
   author alice{42}, bob{43};
   const std::string id = std::to_string(community);
-  (void)test::scalar(connection, "INSERT INTO rooms (community_id, room_id, restricted) VALUES"
-                                 " ($1::bigint, 'office', true) RETURNING 1", {id});
+  (void)test::scalar(connection, "INSERT INTO rooms (community_id, room_id, private, restricted) VALUES"
+                                 " ($1::bigint, 'office', true, true) RETURNING 1", {id});
   (void)test::scalar(connection, "INSERT INTO room_members (community_id, room_id, pubkey)"
                                  " VALUES ($1::bigint, 'office', decode($2, 'hex')) RETURNING 1",
                      {id, protocol::to_hex(alice.pubkey())});
@@ -327,4 +327,34 @@ TEST_CASE_METHOD(test::store_fixture, "a deletion or a pin that names a private 
   CHECK(read(unseen) == jsons_of({in_lobby}));
   CHECK(events.count(community, {by_address}, now, unseen).count == 1);
   CHECK(read(protocol::room_hiding{}) == jsons_of({deletion, in_lobby, pin}));
+}
+
+TEST_CASE_METHOD(test::store_fixture, "a deletion by address in the batch that writes its target borrows the "
+                 "target's rooms; a pin's edit whose message is gone keeps the pin's", "[integration][event_store][rooms]") {
+  author alice{44}, bob{45};
+  const std::string id = std::to_string(community);
+  (void)test::scalar(connection, "INSERT INTO rooms (community_id, room_id, private) VALUES"
+                                 " ($1::bigint, 'office', true) RETURNING 1", {id});
+  auto meeting = alice.sign(31923, now - 30, {{"d", "offsite"}, {"h", "office"}});
+  auto deletion = alice.sign(protocol::deletion_kind, now - 29,
+                             {{"a", "31923:" + protocol::to_hex(alice.pubkey()) + ":offsite"}});
+  auto outcomes = events.store_batch(std::vector{test::write_of(community, meeting), test::write_of(community, deletion)});
+  REQUIRE(outcomes.size() == 2);
+  test::check_outcome(outcomes[1], status::stored, "");
+  CHECK(outcomes[1].borrowed_rooms == std::vector<std::string>{"office"});
+  CHECK(test::scalar(connection, "SELECT count(*) FROM events WHERE kind = 31923") == "0");
+
+  // Bob pins a message of the office; the message goes; his edit of the pin stays in the office.
+  auto message = alice.sign(9, now - 20, {{"h", "office"}});
+  auto pin = bob.sign(protocol::pin_kind, now - 19, {{"d", "pin-1"}, {"e", protocol::to_hex(message->id)}});
+  auto edit = bob.sign(protocol::pin_kind, now - 10,
+                       {{"d", "pin-1"}, {"e", protocol::to_hex(message->id)}, {"description", "still"}});
+  for (const auto& ev : {message, pin})
+    REQUIRE(store_one(events, community, ev).result == status::stored);
+  REQUIRE(store_one(events, community, alice.sign(protocol::deletion_kind, now - 15,
+                                                  {{"e", protocol::to_hex(message->id)}, {"h", "office"}}))
+            .result == status::stored);
+  auto edited = store_one(events, community, edit);
+  test::check_outcome(edited, status::stored, "");
+  CHECK(edited.borrowed_rooms == std::vector<std::string>{"office"});
 }

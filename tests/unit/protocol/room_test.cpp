@@ -481,7 +481,9 @@ TEST_CASE("a comment names its roots by address in A tags, at most 16 of them", 
     CHECK(referent_addresses(comb::test::sign_event(bob(), 1111, "", {{"A", value}})).empty());
   // Only a comment's A names a root; another borrower names what it refers to by a.
   CHECK(referent_addresses(comb::test::sign_event(bob(), 7, "+", {{"A", article}})).empty());
-  std::vector<std::vector<std::string>> roots(max_referent_addresses, {"A", article});
+  std::vector<std::vector<std::string>> roots;
+  for (std::size_t i = 0; i < max_referent_addresses; ++i)
+    roots.push_back({"A", article + std::to_string(i)});
   CHECK_FALSE(too_many_rooms(comb::test::sign_event(bob(), 1111, "", roots)));
   roots.push_back({"A", article});
   CHECK(too_many_rooms(comb::test::sign_event(bob(), 1111, "", roots))
@@ -502,13 +504,19 @@ TEST_CASE("a deletion, a pin or a reaction without an h borrows from the address
   // Not a kind that borrows, not an address that can be in a room.
   CHECK(referent_addresses(comb::test::sign_event(bob(), 1, "", {{"a", meeting}})).empty());
   CHECK(referent_addresses(comb::test::sign_event(bob(), 5, "", {{"a", "0:" + std::string(64, 'a') + ":"}})).empty());
-  std::vector<std::vector<std::string>> named(max_referent_addresses, {"a", meeting});
-  CHECK_FALSE(too_many_rooms(comb::test::sign_event(bob(), deletion_kind, "", named)));
+  // At most 16 distinct addresses; the same one named twice counts once.
+  std::vector<std::vector<std::string>> named;
+  for (std::size_t i = 0; i < max_referent_addresses; ++i)
+    named.push_back({"a", meeting + std::to_string(i)});
+  named.push_back({"a", meeting + "0"});
+  CHECK_FALSE(too_many_rooms(comb::test::sign_event(bob(), pin_kind, "", named)));
   named.push_back({"a", meeting});
-  CHECK(too_many_rooms(comb::test::sign_event(bob(), deletion_kind, "", named))
+  CHECK(too_many_rooms(comb::test::sign_event(bob(), pin_kind, "", named))
         == "an event without a room names at most 16 addresses (a tags)");
-  named.push_back({"h", "pizza"});
+  // A deletion's addresses are bounded as its targets are, not here.
   CHECK_FALSE(too_many_rooms(comb::test::sign_event(bob(), deletion_kind, "", named)));
+  named.push_back({"h", "pizza"});
+  CHECK_FALSE(too_many_rooms(comb::test::sign_event(bob(), pin_kind, "", named)));
 }
 
 TEST_CASE("a comment without an h borrows the rooms of its E roots, a report those of its e", "[room]") {

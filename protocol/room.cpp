@@ -198,8 +198,9 @@ std::optional<std::string> too_many_rooms(const event& ev) {
   // bounded as one (max_deletion_targets); the rooms it borrows past the bound are the "carried
   // out, not kept" path's (storage/store_plan.cpp), not a refusal.
   auto addresses = ev.kind == deletion_kind ? std::vector<std::string_view>{} : referent_addresses(ev);
-  std::ranges::sort(addresses);
-  if (static_cast<std::size_t>(std::ranges::unique(addresses).begin() - addresses.begin()) > max_referent_addresses)
+  std::sort(addresses.begin(), addresses.end());
+  addresses.erase(std::unique(addresses.begin(), addresses.end()), addresses.end());
+  if (addresses.size() > max_referent_addresses)
     return ev.kind == comment_kind
              ? "a comment names at most " + std::to_string(max_referent_addresses) + " roots by address (A tags)"
              : "an event without a room names at most " + std::to_string(max_referent_addresses)

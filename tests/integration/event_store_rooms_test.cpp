@@ -18,6 +18,25 @@ namespace {
 
 constexpr std::int64_t now = 1'700'000'000;
 
+/// Adds `room` to the fixture's community with each of `flags` (a boolean column of `rooms`)
+/// set, and `members` in it.
+void add_room(test::store_fixture& store, const std::string& room, const std::vector<std::string>& flags,
+              const std::vector<const author*>& members = {}) {
+  const std::string community = std::to_string(store.community);
+  std::string columns, values;
+  for (const auto& flag : flags) {
+    columns += ", " + flag;
+    values += ", true";
+  }
+  (void)test::scalar(store.connection, "INSERT INTO rooms (community_id, room_id" + columns
+                                         + ") VALUES ($1::bigint, $2" + values + ") RETURNING 1",
+                     {community, room});
+  for (const auto* member : members)
+    (void)test::scalar(store.connection, "INSERT INTO room_members (community_id, room_id, pubkey)"
+                                         " VALUES ($1::bigint, $2, decode($3, 'hex')) RETURNING 1",
+                       {community, room, protocol::to_hex(member->pubkey())});
+}
+
 } // namespace
 
 TEST_CASE_METHOD(test::store_fixture,
@@ -144,12 +163,7 @@ TEST_CASE_METHOD(test::store_fixture, "an event borrows the rooms of at most 16 
 TEST_CASE_METHOD(test::store_fixture, "a comment naming its root only by address borrows the rooms of its live version",
                  "[integration][event_store][rooms]") {
   author member{35}, outsider{36};
-  const std::string id = std::to_string(community);
-  (void)test::scalar(connection, "INSERT INTO rooms (community_id, room_id, restricted) VALUES"
-                                 " ($1::bigint, 'office', true) RETURNING 1", {id});
-  (void)test::scalar(connection, "INSERT INTO room_members (community_id, room_id, pubkey)"
-                                 " VALUES ($1::bigint, 'office', decode($2, 'hex')) RETURNING 1",
-                     {id, protocol::to_hex(member.pubkey())});
+  add_room(*this, "office", {"restricted"}, {&member});
   const std::string plan = "30023:" + protocol::to_hex(member.pubkey()) + ":plan";
   auto comment = [&](author& who, std::int64_t at, const std::string& root) {
     return who.sign(protocol::comment_kind, at, {{"K", "30023"}, {"A", root}, {"P", protocol::to_hex(member.pubkey())}});
@@ -185,13 +199,7 @@ TEST_CASE_METHOD(test::store_fixture, "a comment naming its root only by address
 TEST_CASE_METHOD(test::store_fixture, "a poll vote or a pin that names only its poll is hidden where the poll "
                  "is, and posts there", "[integration][event_store][rooms]") {
   author alice{35}, bob{36}, outsider{37};
-  const std::string id = std::to_string(community);
-  (void)test::scalar(connection, "INSERT INTO rooms (community_id, room_id, restricted) VALUES"
-                                 " ($1::bigint, 'office', true) RETURNING 1", {id});
-  for (auto* member : {&alice, &bob})
-    (void)test::scalar(connection, "INSERT INTO room_members (community_id, room_id, pubkey)"
-                                   " VALUES ($1::bigint, 'office', decode($2, 'hex')) RETURNING 1",
-                       {id, protocol::to_hex(member->pubkey())});
+  add_room(*this, "office", {"restricted"}, {&alice, &bob});
   auto poll = alice.sign(1068, now - 20, {{"h", "office"}, {"option", "yes"}});
   auto vote_of = [&](author& who, std::int64_t at) {
     return who.sign(protocol::poll_vote_kind, at, {{"e", protocol::to_hex(poll->id)}, {"response", "yes"}});
@@ -229,14 +237,8 @@ TEST_CASE_METHOD(test::store_fixture, "a poll vote or a pin that names only its 
 TEST_CASE_METHOD(test::store_fixture, "a pin's new version is in the rooms of what it pins now, not also in "
                  "the last one's", "[integration][event_store][rooms]") {
   author alice{40}, bob{41};
-  const std::string id = std::to_string(community);
   for (const char* room : {"office", "board"}) {
-    (void)test::scalar(connection, "INSERT INTO rooms (community_id, room_id, restricted) VALUES"
-                                   " ($1::bigint, $2, true) RETURNING 1", {id, room});
-    for (auto* member : {&alice, &bob})
-      (void)test::scalar(connection, "INSERT INTO room_members (community_id, room_id, pubkey)"
-                                     " VALUES ($1::bigint, $2, decode($3, 'hex')) RETURNING 1",
-                         {id, room, protocol::to_hex(member->pubkey())});
+    add_room(*this, room, {"restricted"}, {&alice, &bob});
   }
   auto in_office = alice.sign(9, now - 30, {{"h", "office"}});
   auto on_board = alice.sign(9, now - 29, {{"h", "board"}});
@@ -253,11 +255,7 @@ TEST_CASE_METHOD(test::store_fixture, "the batch holds a hidden room to its memb
   author alice{38}, outsider{39};
   const std::string id = std::to_string(community);
   // Not restricted: outsiders may not know it exists, so they do not post there either.
-  (void)test::scalar(connection, "INSERT INTO rooms (community_id, room_id, hidden) VALUES"
-                                 " ($1::bigint, 'den', true) RETURNING 1", {id});
-  (void)test::scalar(connection, "INSERT INTO room_members (community_id, room_id, pubkey)"
-                                 " VALUES ($1::bigint, 'den', decode($2, 'hex')) RETURNING 1",
-                     {id, protocol::to_hex(alice.pubkey())});
+  add_room(*this, "den", {"hidden"}, {&alice});
   // As the connection hands them over: admitted into the room its h names.
   auto in_den = [&](const test::event_ptr& ev) {
     auto write = test::write_of(community, ev);
@@ -289,12 +287,7 @@ TEST_CASE_METHOD(test::store_fixture, "the batch holds a hidden room to its memb
 TEST_CASE_METHOD(test::store_fixture, "a deletion or a pin that names a private room's calendar event by its "
                  "address only is hidden where the event is", "[integration][event_store][rooms]") {
   author alice{42}, bob{43};
-  const std::string id = std::to_string(community);
-  (void)test::scalar(connection, "INSERT INTO rooms (community_id, room_id, private, restricted) VALUES"
-                                 " ($1::bigint, 'office', true, true) RETURNING 1", {id});
-  (void)test::scalar(connection, "INSERT INTO room_members (community_id, room_id, pubkey)"
-                                 " VALUES ($1::bigint, 'office', decode($2, 'hex')) RETURNING 1",
-                     {id, protocol::to_hex(alice.pubkey())});
+  add_room(*this, "office", {"private", "restricted"}, {&alice});
   const std::string address = "31923:" + protocol::to_hex(alice.pubkey()) + ":offsite";
   auto meeting = alice.sign(31923, now - 30, {{"d", "offsite"}, {"h", "office"}, {"title", "Offsite"}});
   // Anyone who reads the room may pin; the pin and the deletion name the event by `a` only.
@@ -302,8 +295,7 @@ TEST_CASE_METHOD(test::store_fixture, "a deletion or a pin that names a private 
   auto deletion = alice.sign(protocol::deletion_kind, now - 10, {{"a", address}, {"k", "31923"}});
   // One with a room of its own is stored in that room only.
   auto in_lobby = bob.sign(protocol::reaction_kind, now - 19, {{"a", address}, {"h", "lobby"}});
-  (void)test::scalar(connection, "INSERT INTO rooms (community_id, room_id) VALUES ($1::bigint, 'lobby') RETURNING 1",
-                     {id});
+  add_room(*this, "lobby", {});
   REQUIRE(store_one(events, community, meeting).result == status::stored);
   for (const auto& borrower : {pin, deletion}) {
     auto stored = store_one(events, community, borrower);
@@ -332,9 +324,7 @@ TEST_CASE_METHOD(test::store_fixture, "a deletion or a pin that names a private 
 TEST_CASE_METHOD(test::store_fixture, "a deletion by address in the batch that writes its target borrows the "
                  "target's rooms; a pin's edit whose message is gone keeps the pin's", "[integration][event_store][rooms]") {
   author alice{44}, bob{45};
-  const std::string id = std::to_string(community);
-  (void)test::scalar(connection, "INSERT INTO rooms (community_id, room_id, private) VALUES"
-                                 " ($1::bigint, 'office', true) RETURNING 1", {id});
+  add_room(*this, "office", {"private"});
   auto meeting = alice.sign(31923, now - 30, {{"d", "offsite"}, {"h", "office"}});
   auto deletion = alice.sign(protocol::deletion_kind, now - 29,
                              {{"a", "31923:" + protocol::to_hex(alice.pubkey()) + ":offsite"}});

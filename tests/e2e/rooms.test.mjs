@@ -330,6 +330,30 @@ describe('rooms in a community, as Flotilla uses them', () => {
     refused(await bob.publish(relay, many), /^invalid: a comment names at most 16 roots by address/)
   })
 
+  it("keeps a pin or a deletion that names a private room's calendar event only by its address (a) in the room", async () => {
+    const { relay } = ctx
+    accepted(await bob.publish(relay, makeEvent(31923, { tags: [['d', 'standup'], ['title', 'Standup'], ['h', secret.h]] })))
+    const address = `31923:${bob.pk}:standup`
+    const watching = carol.listen(relay, [{ kinds: [5, 39067] }])
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    // A pin as welshman 0.12 writes one (its own d, what it pins), and a NIP-09 deletion by
+    // address as clients that delete an addressable event write it: a and k, no e, no h.
+    const pin = await bob.publish(relay, makeEvent(39067, { tags: [['d', makeSecret().slice(0, 16)], ['a', address]] }))
+    accepted(pin)
+    const deletion = await bob.publish(relay, makeEvent(5, { tags: [['a', address], ['k', '31923']] }))
+    accepted(deletion)
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    watching.stop()
+    assert.deepEqual(watching.events, [], 'the pin or the deletion went live to someone outside the room')
+    assert.equal((await carol.read(relay, [{ kinds: [5, 39067], '#a': [address] }])).events.length, 0)
+    const anonymous = await RawClient.open(relay)
+    assert.equal((await anonymous.req('r', { kinds: [5, 39067], '#a': [address] })).events.length, 0)
+    await anonymous.close()
+    const seen = (await bob.read(relay, [{ kinds: [5, 39067], '#a': [address] }])).events.map((e) => e.id)
+    assert.deepEqual(seen.sort(), [pin.event.id, deletion.event.id].sort())
+    assert.equal((await bob.read(relay, [{ kinds: [31923], '#d': ['standup'] }])).events.length, 0)
+  })
+
   it("keeps reports of a private room's events to the room, as Flotilla's makeReport sends them (no h)", async () => {
     const { relay } = ctx
     // welshman's makeReport: p the author, e the event with the reason; no h.

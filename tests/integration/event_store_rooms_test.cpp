@@ -37,6 +37,15 @@ void add_room(test::store_fixture& store, const std::string& room, const std::ve
                        {community, room, protocol::to_hex(member->pubkey())});
 }
 
+/// The events a reader with `hiding` gets for `f` from the fixture's community, newest first.
+std::vector<std::string> read_as(test::store_fixture& store, const protocol::filter& f,
+                                 const protocol::room_hiding& hiding) {
+  auto result = store.events.query_chunks(store.community, {f}, now, 100, 1 << 20,
+                                          [](storage::query_result) { return true; }, {}, hiding);
+  REQUIRE(result.ok);
+  return result.events;
+}
+
 } // namespace
 
 TEST_CASE_METHOD(test::store_fixture,
@@ -60,12 +69,7 @@ TEST_CASE_METHOD(test::store_fixture,
   for (const auto& ev : {general, fresh_thread, fresh[0], fresh[1], lobby_thread, on_fresh, on_lobby, gone})
     REQUIRE(store_one(events, community, ev).result == status::stored);
 
-  auto read = [&](const protocol::filter& f, const protocol::room_hiding& hiding) {
-    auto result = events.query_chunks(community, {f}, now, 100, 1 << 20,
-                                      [](storage::query_result) { return true; }, {}, hiding);
-    REQUIRE(result.ok);
-    return result.events;
-  };
+  auto read = [&](const protocol::filter& f, const protocol::room_hiding& hiding) { return read_as(*this, f, hiding); };
   auto count = [&](const protocol::filter& f, const protocol::room_hiding& hiding) {
     auto counted = events.count(community, {f}, now, hiding);
     REQUIRE(counted.ok);
@@ -120,10 +124,7 @@ TEST_CASE_METHOD(test::store_fixture,
   hiding.unseen = {"office"};
   hiding.reader = me;
   hiding.unknown_hidden = true;
-  auto result = events.query_chunks(community, {joins}, now, 100, 1 << 20,
-                                    [](storage::query_result) { return true; }, {}, hiding);
-  REQUIRE(result.ok);
-  CHECK(result.events == jsons_of({into_office}));
+  CHECK(read_as(*this, joins, hiding) == jsons_of({into_office}));
   auto counted = events.count(community, {joins}, now, hiding);
   REQUIRE(counted.ok);
   CHECK(counted.count == 1);
@@ -221,12 +222,7 @@ TEST_CASE_METHOD(test::store_fixture, "a poll vote or a pin that names only its 
                       storage::msg_room_restricted);
   protocol::filter votes;
   votes.kinds = std::vector<std::uint32_t>{protocol::poll_vote_kind, protocol::pin_kind};
-  auto read = [&](const protocol::room_hiding& hiding) {
-    auto result = events.query_chunks(community, {votes}, now, 100, 1 << 20,
-                                      [](storage::query_result) { return true; }, {}, hiding);
-    REQUIRE(result.ok);
-    return result.events;
-  };
+  auto read = [&](const protocol::room_hiding& hiding) { return read_as(*this, votes, hiding); };
   protocol::room_hiding unseen;
   unseen.unseen = {"office"};
   CHECK(read(unseen).empty());
@@ -308,12 +304,7 @@ TEST_CASE_METHOD(test::store_fixture, "a deletion or a pin that names a private 
   CHECK(test::scalar(connection, "SELECT count(*) FROM events WHERE kind = 31923") == "0"); // deleted
   protocol::filter by_address;
   by_address.tags.push_back({'a', {address}});
-  auto read = [&](const protocol::room_hiding& hiding) {
-    auto result = events.query_chunks(community, {by_address}, now, 100, 1 << 20,
-                                      [](storage::query_result) { return true; }, {}, hiding);
-    REQUIRE(result.ok);
-    return result.events;
-  };
+  auto read = [&](const protocol::room_hiding& hiding) { return read_as(*this, by_address, hiding); };
   protocol::room_hiding unseen;
   unseen.unseen = {"office"};
   CHECK(read(unseen) == jsons_of({in_lobby}));

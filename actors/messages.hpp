@@ -155,6 +155,9 @@ inline constexpr auth_wait_atom auth_wait_atom_v{};
 /// To a connection holding a query back: a storage reader ended one (reader_waits).
 using resume_atom = caf::atom_constant<caf::atom("resume")>;
 inline constexpr resume_atom resume_atom_v{};
+/// To a connection whose query replies wait for its pod to catch up: look again.
+using state_check_atom = caf::atom_constant<caf::atom("statecheck")>;
+inline constexpr state_check_atom state_check_atom_v{};
 using shutdown_atom = caf::atom_constant<caf::atom("shutdown")>;
 inline constexpr shutdown_atom shutdown_atom_v{};
 /// The pod is stopping: a connection closes once everything it was asked is answered; the

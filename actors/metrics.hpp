@@ -92,6 +92,8 @@ struct relay_metrics {
   std::atomic<std::uint64_t> bridge_floor_raised{0};
   std::atomic<std::uint64_t> bridge_held{0};
   std::atomic<std::uint64_t> events_awaited{0};
+  std::atomic<std::uint64_t> replies_awaited{0};
+  std::atomic<std::uint64_t> replies_awaited_too_long{0};
   std::atomic<std::uint64_t> deletions_not_kept{0};
   std::atomic<std::uint64_t> bridge_hold_dropped{0};
   std::atomic<std::int64_t> bridge_holding{0};

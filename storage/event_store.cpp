@@ -228,9 +228,15 @@ struct page_columns {
   int upto = 1;
   int created_at = 2; ///< NULL except on a row the reply may go on after
   int id = 3;
+  int state_version = 4;
 };
-constexpr page_columns body_rows{1, 2, 3};  ///< bounded_history_sql
-constexpr page_columns key_rows{2, 3, 0};   ///< bounded_history_keys_sql
+constexpr page_columns body_rows{1, 2, 3, 4}; ///< bounded_history_sql
+constexpr page_columns key_rows{2, 3, 0, 4};  ///< bounded_history_keys_sql
+
+/// The community's state version a page was read at; 0 for a page without rows.
+std::int64_t read_at(const pg_reply& rows, page_columns columns) {
+  return rows.rows() == 0 ? 0 : rows.binary_integer(0, columns.state_version);
+}
 
 /// An id as a bytea field of a binary-format row holds it: its 32 bytes.
 std::optional<protocol::bytes32> id_of_field(std::string_view bytes) {
@@ -466,12 +472,14 @@ query_result event_store::query_chunks(std::int64_t community_id,
     const query_result empty_chunk{true, {}, {}, false};
     query_result chunk = empty_chunk;
     std::size_t bytes = 0;
+    std::int64_t read_at_version = 0; // of every page read so far: a chunk may span two
     // Counts an event taken into the chunk; hands the chunk on once it holds chunk_bytes.
     auto counted = [&](std::size_t size) {
       bytes += size;
       if (bytes < chunk_bytes)
         return true;
       bytes = 0;
+      chunk.state_version = read_at_version;
       return on_chunk(std::exchange(chunk, empty_chunk));
     };
     auto take = [&](shared_body body) {
@@ -505,6 +513,8 @@ query_result event_store::query_chunks(std::int64_t community_id,
       auto reply = read_with_retry(connection_, *statement);
       if (!reply.ok())
         return query_result{false, {}, read_failed};
+      const auto columns = bodies_ ? key_rows : body_rows;
+      read_at_version = std::max(read_at_version, read_at(reply, columns));
       if (bodies_) {
         auto found = bodies_of(connection_, *bodies_, community_id, reply);
         if (!found)
@@ -517,9 +527,10 @@ query_result event_store::query_chunks(std::int64_t community_id,
           if (!take_row(reply.text(row, 0)))
             return abandoned;
       }
-      page = next_page(*page, reply, chunk_bytes, bodies_ ? key_rows : body_rows);
+      page = next_page(*page, reply, chunk_bytes, columns);
     }
     chunk.last = true;
+    chunk.state_version = read_at_version;
     return chunk;
   } catch (const std::exception&) {
     return query_result{false, {}, read_failed};
@@ -538,9 +549,9 @@ count_result event_store::count(std::int64_t community_id,
     if (!reply.ok() || reply.rows() != 1)
       return count_result{false, 0, read_failed};
     auto counted = static_cast<std::uint64_t>(reply.integer(0, 0));
-    if (counted > max_counted_events)
-      return count_result{true, max_counted_events, {}, true};
-    return count_result{true, counted, {}};
+    const bool approximate = counted > max_counted_events;
+    return count_result{true, approximate ? max_counted_events : counted, {}, approximate,
+                        reply.integer(0, 1)};
   } catch (const std::exception&) {
     return count_result{false, 0, read_failed};
   }

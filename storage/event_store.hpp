@@ -86,6 +86,10 @@ struct query_result {
   /// With query_chunks' `share`: the events' JSON in place of `events`, shared with the pod's
   /// body cache (a connection frames it without copying it; the socket writes it from there).
   std::vector<shared_body> shared = {};
+  /// The community's state version its rows were read at (the newest of its pages'; 0: no row
+  /// was read): a pod holding an older state holds the chunk until it has caught up, as the
+  /// rows may show what that state's change hides.
+  std::int64_t state_version = 0;
 };
 
 
@@ -107,6 +111,7 @@ struct count_result {
   std::uint64_t count = 0;
   std::string error;
   bool approximate = false; ///< more events match than were counted (max_counted_events)
+  std::int64_t state_version = 0; ///< the community's, read with the count (as query_result's)
 };
 
 /// Events in Postgres, scoped by community. One instance per connection; not thread-safe.

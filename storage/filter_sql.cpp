@@ -443,17 +443,20 @@ std::optional<sql_statement> bounded_select(std::int64_t community_id,
   std::string bound = params.add(std::to_string(max_bytes), "bigint");
   std::string last_row = params.add(std::to_string(rows_bound), "bigint");
   std::string goes_on = "upto >= " + bound + " OR n = " + last_row;
+  // Read in the rows' own snapshot (an init plan, once per statement): the reader's pod holds
+  // back rows read past the community state it has (history_wait).
+  const std::string read_at = ", " + std::string(state_version_read);
   const std::string window = " OVER w AS upto, row_number() OVER w AS n FROM (" + inner->text
                              + ") AS h WINDOW w AS (ORDER BY created_at DESC, id ROWS UNBOUNDED"
                                " PRECEDING)) AS w";
   if (keys_only)
     inner->text = "SELECT id, v, CASE WHEN " + goes_on + " THEN upto END, CASE WHEN " + goes_on
-                  + " THEN created_at END FROM (SELECT"
+                  + " THEN created_at END" + read_at + " FROM (SELECT"
                   " created_at, id, v, octet_length(raw) AS size, sum(octet_length(raw))" + window
                   + " WHERE upto - size < " + bound + " ORDER BY created_at DESC, id";
   else
     inner->text = "SELECT raw, upto, CASE WHEN " + goes_on + " THEN created_at END, CASE WHEN "
-                  + goes_on + " THEN id END FROM (SELECT raw, created_at, id, sum(octet_length(raw))"
+                  + goes_on + " THEN id END" + read_at + " FROM (SELECT raw, created_at, id, sum(octet_length(raw))"
                   + window + " WHERE upto - octet_length(raw) < " + bound
                   + " ORDER BY created_at DESC, id";
   inner->params = params.take();
@@ -527,7 +530,9 @@ std::optional<sql_statement> count_sql(std::int64_t community_id,
     for (auto& select : selects)
       select += " LIMIT " + cap;
   std::string rows = selects.size() == 1 ? selects.front() : union_of(selects);
-  return sql_statement{"SELECT count(*) FROM (" + rows + " LIMIT " + cap + ") AS m", params.take(), false};
+  return sql_statement{"SELECT count(*), " + std::string(state_version_read) + " FROM (" + rows
+                         + " LIMIT " + cap + ") AS m",
+                       params.take(), false};
 }
 
 } // namespace comb::storage

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "protocol/filter.hpp"
@@ -55,9 +56,14 @@ struct history_page {
   std::uint32_t max_rows = 0;
 };
 
+/// The community's state version ($1), as a column of a statement's rows: read in their snapshot.
+inline constexpr std::string_view state_version_read =
+  "(SELECT state_version FROM communities WHERE id = $1::bigint)";
+
 /// history_sql's rows as long as their JSON adds up to less than `max_bytes` (the row that
 /// reaches it included), each as (raw, upto, created_at, id): `upto` is the bytes of JSON up to
-/// and including that row; `created_at` and `id`, its place in the reply's order (the cursor of
+/// and including that row (then the community's state version in the same snapshot,
+/// state_version_read); `created_at` and `id`, its place in the reply's order (the cursor of
 /// the next page), are NULL except on a row the reply may go on after: the one that reaches
 /// `max_bytes`, or the last a LIMIT allowed (the filter's, or `page.max_rows`). The reply is
 /// whole when its last row has no place (or there is no row); otherwise the next page goes on
@@ -75,7 +81,7 @@ struct history_page {
 
 /// bounded_history_sql's rows without their JSON, for a reader that holds bodies already
 /// (event_body_cache): the same rows, order, limits and byte bound, each as (id, v, upto,
-/// created_at): `id` (bytea) and `v` (the row version, `xmin`) name the body;
+/// created_at, state version): `id` (bytea) and `v` (the row version, `xmin`) name the body;
 /// `upto` (as above) and `created_at` are NULL except on a row the reply may go on after,
 /// whose place is then (`created_at`, `id`). Each row is about a tenth of its JSON.
 [[nodiscard]] std::optional<sql_statement> bounded_history_keys_sql(
@@ -97,7 +103,8 @@ inline constexpr std::uint64_t max_counted_events = 10000;
 
 /// NIP-45: one statement returning a single row with the number of distinct matching events
 /// the reader may see (`hiding`: NIP-29 rooms, as a REQ would show them), max_counted_events + 1
-/// at most; limits are ignored. Nothing when no filter can match.
+/// at most, and the community's state version it was counted at; limits are ignored. Nothing
+/// when no filter can match.
 [[nodiscard]] std::optional<sql_statement> count_sql(std::int64_t community_id,
                                                      const std::vector<protocol::filter>& filters,
                                                      std::int64_t now,

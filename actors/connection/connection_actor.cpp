@@ -14,6 +14,7 @@
 #include "actors/community/room_requests.hpp"
 #include "actors/connection/connection_drain.hpp"
 #include "actors/connection/count_requests.hpp"
+#include "actors/connection/query_replies.hpp"
 #include "actors/connection/subscription_requests.hpp"
 #include "actors/connection/waiting_queries.hpp"
 #include "actors/vital_watch.hpp"
@@ -408,6 +409,8 @@ std::vector<storage::shared_body> shared_events(storage::query_result& result) {
   return shared;
 }
 
+} // namespace
+
 void on_history(self_ptr self, const std::string& sub, std::uint64_t generation,
                 storage::query_result& result) {
   auto& st = self->state;
@@ -456,6 +459,8 @@ void on_history(self_ptr self, const std::string& sub, std::uint64_t generation,
     st.queries_under_way.erase(query);
   }
 }
+
+namespace {
 
 /// Revocation: a closed community's member who lost membership loses every subscription now.
 void on_revoke(self_ptr self, const pubkey_list& pubkeys) {
@@ -545,11 +550,13 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, conn
       if (auto& pending = self->state.args.frames_pending)
         pending->handled(text.size());
     },
-    [=](history_atom, const std::string& sub, std::uint64_t generation,
-        storage::query_result& result) { on_history(self, sub, generation, result); },
-    [=](counted_atom, const std::string&, std::uint64_t ticket, const storage::count_result& result) {
-      on_counted(self, ticket, result);
+    [=](history_atom, std::string& sub, std::uint64_t generation, storage::query_result& result) {
+      on_query_reply(self, history_chunk_reply{std::move(sub), generation, std::move(result)});
     },
+    [=](counted_atom, const std::string&, std::uint64_t ticket, storage::count_result& result) {
+      on_query_reply(self, count_reply{ticket, std::move(result)});
+    },
+    [=](state_check_atom) { on_state_check(self); },
     [=](tick_atom) {
       self->state.echo_expiry_scheduled = false;
       self->state.logic->expire_history_echoes(monotonic_seconds());

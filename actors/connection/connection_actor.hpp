@@ -11,6 +11,7 @@
 
 #include "actors/connection/connection.hpp"
 #include "actors/connection/frame_ledger.hpp"
+#include "actors/connection/replies_awaiting_state.hpp"
 #include "actors/connection/reqs_awaiting_auth.hpp"
 #include "actors/messages.hpp"
 #include "actors/metrics.hpp"
@@ -112,6 +113,9 @@ struct connection_state {
   std::shared_ptr<bool> waiting_for_room = std::make_shared<bool>(false);
   /// What this connection's history replies hold on their way out; readers pace by it.
   history_flow_ptr history;
+  /// History chunks and COUNT answers read past the community state this pod holds.
+  replies_awaiting_state awaiting_state{max_state_wait_seconds};
+  bool state_check_scheduled = false;
   static inline const char* name = "connection";
 };
 
@@ -125,6 +129,10 @@ inline void send_frame(connection_self self, std::string frame) {
 /// Shared by the actor's files: starts the REQs and COUNTs that wait while there are places.
 /// Returns how many started.
 std::size_t start_waiting_queries(connection_self self);
+
+/// Shared by the actor's files: one chunk of a history reply, sent (or dropped) now.
+void on_history(connection_self self, const std::string& sub, std::uint64_t generation,
+                storage::query_result& result);
 
 /// Shared by the actor's files: the storage reader a query goes to.
 [[nodiscard]] const caf::actor& reader_for(connection_self self);

@@ -67,6 +67,7 @@ struct fake_store {
   std::vector<history_request> held_queries;
   int store_calls = 0;
   int count_calls = 0;
+  std::int64_t count_read_at = 0; ///< the state version each COUNT says it was read at
   caf::actor fanout; ///< told about each stored event, as the real writer does
   bool hold_writes = false;      ///< store requests wait in held_writes, unanswered
   std::vector<ok_route> held_writes;
@@ -124,7 +125,7 @@ inline caf::behavior fake_storage(caf::event_based_actor* self, std::shared_ptr<
       for (const auto& ev : store->events)
         n += protocol::matches_any(request.filters, ev) && !unseen(ev);
       self->send(request.reply_to, counted_atom_v, request.subscription_id, request.generation,
-                 storage::count_result{true, n, {}});
+                 storage::count_result{true, n, {}, false, store->count_read_at});
     },
   };
 }

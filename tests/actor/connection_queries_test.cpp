@@ -53,6 +53,78 @@ TEST_CASE_METHOD(fixture, "a COUNT taken while a room turned private is counted 
   CHECK(store->count_calls == 3);
 }
 
+namespace {
+
+/// The pod holds the whole state of the community at `version`, with `rooms`.
+void state_at(member_cache& cache, std::int64_t version, std::vector<protocol::room_state> rooms) {
+  cache.set_rooms(std::make_shared<const room_index>(std::move(rooms), cache.rooms().get()), version);
+  cache.set_version(version);
+  cache.set_access_version(version);
+}
+
+protocol::room_flags private_flags() {
+  protocol::room_flags flags;
+  flags.is_private = true;
+  return flags;
+}
+
+} // namespace
+
+TEST_CASE_METHOD(fixture, "a history reply read past the state the pod holds waits for it and is checked against it",
+                 "[actor][connection][rooms]") {
+  base_policy.members = std::make_shared<member_cache>();
+  state_at(*base_policy.members, 1, {room_with_flags("lounge", {})});
+  auto in_room = test::sign_event(alice, 9, "in the lounge", {{"h", "lounge"}});
+  auto elsewhere = test::sign_event(alice, 9, "elsewhere");
+  auto c = connect();
+  say(c, R"(["REQ","s",{"kinds":[9]}])");
+  REQUIRE(store->held_queries.size() == 1);
+  const auto request = store->held_queries.front();
+  // Read after another pod made the lounge private (state 2), which this pod has not loaded.
+  storage::query_result read{true, {protocol::render_event_json(in_room), protocol::render_event_json(elsewhere)}, {}};
+  read.state_version = 2;
+  caf::anon_send(c.actor, history_atom_v, request.subscription_id, request.generation, read);
+  run();
+  CHECK(c.sink->take().empty());
+  CHECK(metrics->replies_awaited.load() == 1);
+  scheduler->trigger_timeouts();
+  run();
+  CHECK(c.sink->take().empty()); // still at state 1: it waits on
+
+  state_at(*base_policy.members, 2, {room_with_flags("lounge", private_flags())});
+  scheduler->trigger_timeouts();
+  run();
+  CHECK(c.sink->take() == std::vector<std::string>{event_on("s", elsewhere), R"(["EOSE","s"])"});
+  CHECK(metrics->replies_awaited_too_long.load() == 0);
+
+  // A reply read at a state the pod holds goes at once.
+  say(c, R"(["REQ","t",{"kinds":[9]}])");
+  const auto next = store->held_queries.back();
+  caf::anon_send(c.actor, history_atom_v, next.subscription_id, next.generation, read);
+  run();
+  CHECK(c.sink->take() == std::vector<std::string>{event_on("t", elsewhere), R"(["EOSE","t"])"});
+  CHECK(metrics->replies_awaited.load() == 1);
+}
+
+TEST_CASE_METHOD(fixture, "a COUNT read past the state the pod holds waits for it and is counted again under it",
+                 "[actor][connection][rooms]") {
+  base_policy.members = std::make_shared<member_cache>();
+  state_at(*base_policy.members, 1, {room_with_flags("lounge", {})});
+  store->events.push_back(test::sign_event(alice, 9, "in the lounge", {{"h", "lounge"}}));
+  store->events.push_back(test::sign_event(alice, 9, "elsewhere"));
+  store->count_read_at = 2;
+  auto c = connect();
+  say(c, R"(["COUNT","n",{"kinds":[9]}])");
+  CHECK(c.sink->take().empty());
+  CHECK(store->count_calls == 1);
+
+  state_at(*base_policy.members, 2, {room_with_flags("lounge", private_flags())});
+  scheduler->trigger_timeouts();
+  run();
+  CHECK(c.sink->take() == std::vector<std::string>{R"(["COUNT","n",{"count":1}])"});
+  CHECK(store->count_calls == 2); // the rooms it was asked with changed: counted again
+}
+
 TEST_CASE_METHOD(fixture, "a COUNT asks no more than one REQ may hold", "[actor][connection][bounds]") {
   base_policy.max_filter_values = 3;
   base_policy.max_broad_filters = 1;

@@ -3,6 +3,7 @@
 // must hold before they deliver it (committed_event::stored_version).
 #include <catch2/catch.hpp>
 
+#include "storage/event_body_cache.hpp"
 #include "support/pg_test_database.hpp"
 #include "support/test_events.hpp"
 
@@ -14,6 +15,8 @@ using status = comb::storage::store_outcome::status;
 namespace {
 
 constexpr std::int64_t now = 1'700'000'000;
+
+bool on_nothing(const storage::query_result&) { return true; }
 
 } // namespace
 
@@ -48,4 +51,43 @@ TEST_CASE_METHOD(test::store_fixture, "a stored event carries its community's st
   auto later = store_one(events, community, alice.sign(1, now + 2));
   REQUIRE(later.result == status::stored);
   CHECK(later.state_version == outcomes[0].state_version + 1);
+}
+
+TEST_CASE_METHOD(test::store_fixture, "every history chunk and count says the community's state version its rows were read at",
+                 "[integration][event_store][access]") {
+  author alice{8};
+  storage::event_body_cache bodies{1 << 20};
+  storage::event_store cached{connection, &bodies};
+  for (int i = 0; i < 40; ++i)
+    REQUIRE(store_one(events, community, alice.sign(1, now + i, {}, std::string(200, 'x'))).result == status::stored);
+  // Another pod's change, after the events: a reader's pod must hold it before it sends them.
+  const auto version = std::stoll(test::scalar(connection, "UPDATE communities SET state_version = state_version + 5"
+                                                           " WHERE id = $1::bigint RETURNING state_version",
+                                               {std::to_string(community)}));
+  protocol::filter notes;
+  notes.kinds = std::vector<std::uint32_t>{1};
+  for (auto* store : {&events, &cached}) {
+    std::vector<std::int64_t> read_at;
+    auto on_chunk = [&](storage::query_result chunk) {
+      read_at.push_back(chunk.state_version);
+      return true;
+    };
+    auto last = store->query_chunks(community, {notes}, now + 100, 500, 2048, on_chunk, true);
+    REQUIRE(last.ok);
+    read_at.push_back(last.state_version);
+    REQUIRE(read_at.size() > 2); // several pages and chunks
+    for (auto v : read_at)
+      CHECK(v == version);
+  }
+  auto counted = events.count(community, {notes}, now + 100);
+  REQUIRE(counted.ok);
+  CHECK(counted.count == 40);
+  CHECK(counted.state_version == version);
+
+  // No row read: nothing to hold.
+  protocol::filter none;
+  none.kinds = std::vector<std::uint32_t>{7};
+  auto empty = cached.query_chunks(community, {none}, now + 100, 500, 2048, on_nothing, true);
+  REQUIRE(empty.ok);
+  CHECK(empty.state_version == 0);
 }

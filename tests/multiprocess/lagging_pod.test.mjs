@@ -3,6 +3,8 @@
 //   the community until it has the removal, so the member the origin already removed never gets
 //   one, and the remaining members get it once the pod catches up; one that waited too long is
 //   dropped from the hold and filled from Postgres again, under the same rule;
+// - REQs and COUNTs a pod reads after a removal it has not loaded wait until it has, so the
+//   removed member reads nothing there and the others read all;
 // - a captured envelope, published again within the skew minute after the pod restarted (its
 //   memory of envelopes empty), is refused and counted.
 import { describe, it, before, after } from 'node:test'
@@ -120,6 +122,42 @@ for (const transport of ['redis', 'cluster links']) describe(`a pod that has not
     await released
     assert.equal((await b.sql(`SELECT count(*) FROM events WHERE id = '\\x${post.id}'::bytea`)).trim(), '0')
     for (const client of [ownerOnA, removedOnB]) await client.close()
+  })
+
+  it('answers no REQ or COUNT pod b read after a removal it has not loaded, and the others once it has', async () => {
+    const ownerOnA = await authed(a, owner)
+    const removed = keys()
+    const staying = keys()
+    const removedOnB = await memberReadingOnB(removed, ownerOnA)
+    const stayingOnB = await memberReadingOnB(staying, ownerOnA)
+    const note = sign(owner.sk, { content: 'history the removed member may no longer read' })
+    assert.equal((await ownerOnA.publish(note)).ok, true)
+    const awaitedBefore = await b.metric('comb_replies_awaited_total')
+
+    // Pod b still lists the member while its reload waits, so the REQ and COUNT pass its checks;
+    // their rows come from a database that has the removal.
+    const { released } = await stallReloads(a, 2500)
+    assert.equal((await ownerOnA.publish(sign(owner.sk, { kind: 9031, tags: [['p', removed.pk], ['relay', a.url]] }))).message,
+      'info: member removed')
+    removedOnB.send(['REQ', 'again', { kinds: [1], limit: 20 }])
+    removedOnB.send(['COUNT', 'how-many', { kinds: [1] }])
+    stayingOnB.send(['REQ', 'mine', { kinds: [1], limit: 20 }])
+
+    const again = await removedOnB.history('again', 10000)
+    assert.deepEqual(again.events.map((e) => e.id), [], 'the removed member read no history on pod b')
+    assert.equal(again.end[0], 'CLOSED')
+    assert.match(again.end[2], /^restricted: /)
+    const counted = await removedOnB.take((f) => ['COUNT', 'CLOSED'].includes(f[0]) && f[1] === 'how-many',
+      'the answer to the COUNT', 10000)
+    assert.equal(counted[0], 'CLOSED')
+    assert.match(counted[2], /^restricted: /)
+    const mine = await stayingOnB.history('mine', 10000)
+    assert.equal(mine.end[0], 'EOSE')
+    assert.ok(mine.events.some((e) => e.id === note.id), 'the staying member read it once pod b caught up')
+    assert.ok((await b.metric('comb_replies_awaited_total')) > awaitedBefore, 'pod b held the replies')
+    assert.equal(await b.metric('comb_replies_awaited_too_long_total'), 0)
+    await released
+    for (const client of [ownerOnA, removedOnB, stayingOnB]) await client.close()
   })
 
   it('withholds on pod a the ephemeral events pod b still admits from the member pod a removed', async () => {

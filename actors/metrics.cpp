@@ -112,7 +112,7 @@ std::string relay_metrics::render() const {
   write(out, "comb_bridge_held_total", "counter", "Bridged events held until this pod reached the community state version their origin had.", bridge_held);
   write(out, "comb_deletions_not_kept_total", "counter", "Deletions (kind 5) carried out but neither stored nor served: they name events this community does not hold.", deletions_not_kept);
   write(out, "comb_events_awaited_total", "counter", "Events this pod stored whose commit read a newer community state version than the pod held: held like bridged events before local delivery.", events_awaited);
-  write(out, "comb_replies_awaited_total", "counter", "REQ history chunks and COUNT answers read at a newer community state version than this pod held: held until it has that state, as their rows are checked against it.", replies_awaited);
+  write(out, "comb_replies_awaited_total", "counter", "REQ history chunks and COUNT answers held until this pod had the community state version they were read at (their rows are checked against it), or behind one that was.", replies_awaited);
   write(out, "comb_replies_awaited_too_long_total", "counter", "Held REQ history chunks and COUNT answers whose pod did not reach their state version within 5 s: refused with CLOSED, not sent.", replies_awaited_too_long);
   write(out, "comb_bridge_hold_dropped_total", "counter", "Held bridged events dropped: the pod did not reach their version within 5 s, or the hold was full.", bridge_hold_dropped);
   write(out, "comb_bridge_holding", "gauge", "Bridged events held now.", bridge_holding);

@@ -444,7 +444,7 @@ std::optional<sql_statement> bounded_select(std::int64_t community_id,
   std::string last_row = params.add(std::to_string(rows_bound), "bigint");
   std::string goes_on = "upto >= " + bound + " OR n = " + last_row;
   // Read in the rows' own snapshot (an init plan, once per statement): the reader's pod holds
-  // back rows read past the community state it has (history_wait).
+  // back rows read past the community state it has (actors/connection/query_replies.cpp).
   const std::string read_at = ", " + std::string(state_version_read);
   const std::string window = " OVER w AS upto, row_number() OVER w AS n FROM (" + inner->text
                              + ") AS h WINDOW w AS (ORDER BY created_at DESC, id ROWS UNBOUNDED"

@@ -534,6 +534,7 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, conn
   auto& st = self->state;
   st.args = std::move(args);
   st.logic.emplace(st.args.policy, st.args.challenge);
+  st.awaiting_state = replies_awaiting_state(st.args.state_wait_seconds);
   st.history = std::make_shared<history_flow>();
   st.history->sink = st.args.sink;
   send_frame(self, protocol::render_auth_challenge(st.args.challenge));

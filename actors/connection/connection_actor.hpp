@@ -40,6 +40,8 @@ struct connection_args {
   /// Bytes of frames the socket handed over and this actor has not finished; the socket stops
   /// reading while it is high, so a flood queues in the client's TCP window, not in our memory.
   std::shared_ptr<frame_ledger> frames_pending;
+  /// How long a query reply waits for the pod to reach the state it was read at (tests shorten it).
+  double state_wait_seconds = max_state_wait_seconds;
 };
 
 /// Invite REQs (28935) waiting on the pod's one membership writer, over every connection: it
@@ -116,6 +118,7 @@ struct connection_state {
   /// History chunks and COUNT answers read past the community state this pod holds.
   replies_awaiting_state awaiting_state{max_state_wait_seconds};
   bool state_check_scheduled = false;
+  std::int64_t state_check_delay_ms = 0; ///< until the next look, growing while they wait
   static inline const char* name = "connection";
 };
 

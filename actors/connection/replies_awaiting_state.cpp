@@ -12,8 +12,17 @@ void replies_awaiting_state::wait(query_reply reply, double now) {
 }
 
 std::vector<replies_awaiting_state::released> replies_awaiting_state::release(std::int64_t held,
-                                                                              double now) {
+                                                                              double now,
+                                                                              const taken_check& taken) {
   std::vector<released> out;
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    if (taken(it->reply)) {
+      ++it;
+      continue;
+    }
+    out.push_back(released{std::move(it->reply), false});
+    it = waiting_.erase(it);
+  }
   while (!waiting_.empty()) {
     auto& front = waiting_.front();
     const bool caught_up = read_at(front.reply) <= held;

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -39,7 +40,7 @@ inline constexpr double max_state_wait_seconds = 5.0;
 /// this pod has not loaded it yet. The rows are checked against the pod's state as they are
 /// sent, so each waits until the pod holds the state it was read at (or its patience runs out:
 /// it is then refused, not sent). Replies leave in the order they came, so a subscription's
-/// chunks stay in order. Bounded by what may be read for a connection at once (the history
+/// chunks stay in order; one its subscription no longer takes does not wait. Bounded by what may be read for a connection at once (the history
 /// budget and the COUNTs in flight).
 class replies_awaiting_state {
 public:
@@ -59,9 +60,13 @@ public:
     bool late = false;
   };
 
+  /// Whether anyone still takes a reply (its subscription open, its COUNT unanswered): one
+  /// nobody takes only gives back what it held, in any order.
+  using taken_check = std::function<bool(const query_reply&)>;
+
   /// From the front, in order: the replies read at a state the pod holds now (`held`), and
-  /// those that waited past the patience.
-  [[nodiscard]] std::vector<released> release(std::int64_t held, double now);
+  /// those that waited past the patience; and, wherever they wait, those nobody takes.
+  [[nodiscard]] std::vector<released> release(std::int64_t held, double now, const taken_check& taken);
 
   [[nodiscard]] bool empty() const { return waiting_.empty(); }
 

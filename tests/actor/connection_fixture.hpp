@@ -164,6 +164,8 @@ struct fixture : comb::test::test_system {
   connection_policy base_policy;
   /// The pod's reader queues, as the connections `connect` opens see them (none unless set).
   std::shared_ptr<reader_waits> readers_waiting;
+  /// How long the connections `connect` opens hold a reply read past their pod's state.
+  double state_wait_seconds = max_state_wait_seconds;
   /// The pod's count of invite REQs waiting on the membership writer (none unless set).
   std::shared_ptr<std::atomic<std::size_t>> invites_waiting;
 
@@ -192,6 +194,7 @@ struct fixture : comb::test::test_system {
     args.metrics = metrics;
     args.community = community;
     args.membership_writer = membership_writer;
+    args.state_wait_seconds = state_wait_seconds;
     c.actor = system->spawn(connection_actor, std::move(args));
     spawned.push_back(c.actor);
     run();

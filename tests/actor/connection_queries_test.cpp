@@ -95,7 +95,6 @@ TEST_CASE_METHOD(fixture, "a history reply read past the state the pod holds wai
   scheduler->trigger_timeouts();
   run();
   CHECK(c.sink->take() == std::vector<std::string>{event_on("s", elsewhere), R"(["EOSE","s"])"});
-  CHECK(metrics->replies_awaited_too_long.load() == 0);
 
   // A reply read at a state the pod holds goes at once.
   say(c, R"(["REQ","t",{"kinds":[9]}])");
@@ -123,6 +122,76 @@ TEST_CASE_METHOD(fixture, "a COUNT read past the state the pod holds waits for i
   run();
   CHECK(c.sink->take() == std::vector<std::string>{R"(["COUNT","n",{"count":1}])"});
   CHECK(store->count_calls == 2); // the rooms it was asked with changed: counted again
+}
+
+TEST_CASE_METHOD(fixture, "a reply its pod never caught up with is refused; its places are given back",
+                 "[actor][connection][access]") {
+  state_wait_seconds = 0; // refused at the first look
+  base_policy.max_queries_in_flight = 1;
+  base_policy.members = std::make_shared<member_cache>();
+  state_at(*base_policy.members, 1, {});
+  auto note = test::sign_event(alice, 1, "read past the pod's state");
+  store->events.push_back(note);
+  store->count_read_at = 2;
+  auto c = connect();
+  say(c, R"(["REQ","s",{"kinds":[1]}])");
+  REQUIRE(store->held_queries.size() == 1);
+  const auto request = store->held_queries.front();
+  store->held_queries.clear();
+  storage::query_result read{true, {protocol::render_event_json(note)}, {}};
+  read.state_version = 2;
+  caf::anon_send(c.actor, history_atom_v, request.subscription_id, request.generation, read);
+  run();
+  CHECK(c.sink->take().empty());
+  scheduler->trigger_timeouts();
+  run();
+  const std::string not_caught_up =
+    "error: this relay has not yet caught up with a change of who may read this community; try again";
+  CHECK(c.sink->take() == std::vector<std::string>{protocol::render_closed("s", not_caught_up)});
+  CHECK(metrics->replies_awaited_too_long.load() == 1);
+
+  // The one query place is free again: a COUNT is read (past the state too, and refused alike).
+  say(c, R"(["COUNT","n",{"kinds":[1]}])");
+  CHECK(store->count_calls == 1);
+  scheduler->trigger_timeouts();
+  run();
+  CHECK(c.sink->take() == std::vector<std::string>{protocol::render_closed("n", not_caught_up)});
+  // Caught up: both are answered.
+  state_at(*base_policy.members, 2, {});
+  say(c, R"(["COUNT","m",{"kinds":[1]}])");
+  CHECK(c.sink->take() == std::vector<std::string>{R"(["COUNT","m",{"count":1}])"});
+  say(c, R"(["REQ","t",{"kinds":[1]}])");
+  release_history();
+  CHECK(c.sink->take() == std::vector<std::string>{event_on("t", note), R"(["EOSE","t"])"});
+}
+
+TEST_CASE_METHOD(fixture, "a held reply whose subscription ended holds up no other",
+                 "[actor][connection][access]") {
+  base_policy.members = std::make_shared<member_cache>();
+  state_at(*base_policy.members, 1, {});
+  auto note = test::sign_event(alice, 1, "a note");
+  store->events.push_back(note);
+  auto c = connect();
+  say(c, R"(["REQ","s",{"kinds":[1]}])");
+  const auto request = store->held_queries.front();
+  store->held_queries.clear();
+  storage::query_result read{true, {protocol::render_event_json(note)}, {}};
+  read.state_version = 2;
+  read.last = false;
+  caf::anon_send(c.actor, history_atom_v, request.subscription_id, request.generation, read);
+  run();
+  REQUIRE(c.sink->take().empty());
+  // The client replaces the REQ: the new one's reply, read at the state the pod holds, goes at
+  // once; the old one's held chunk, and the rest of its reply, only give their places back.
+  say(c, R"(["REQ","s",{"kinds":[1],"limit":5}])");
+  release_history();
+  CHECK(c.sink->take() == std::vector<std::string>{event_on("s", note), R"(["EOSE","s"])"});
+  read.last = true;
+  caf::anon_send(c.actor, history_atom_v, request.subscription_id, request.generation, read);
+  scheduler->trigger_timeouts();
+  run();
+  CHECK(c.sink->take().empty());
+  CHECK(metrics->replies_awaited_too_long.load() == 0);
 }
 
 TEST_CASE_METHOD(fixture, "a COUNT asks no more than one REQ may hold", "[actor][connection][bounds]") {

@@ -2,6 +2,7 @@
 // What the store tells of the community's state as each event committed: the version receivers
 // must hold before they deliver it (committed_event::stored_version).
 #include <catch2/catch.hpp>
+#include <algorithm>
 
 #include "storage/event_body_cache.hpp"
 #include "support/pg_test_database.hpp"
@@ -66,23 +67,36 @@ TEST_CASE_METHOD(test::store_fixture, "every history chunk and count says the co
                                                {std::to_string(community)}));
   protocol::filter notes;
   notes.kinds = std::vector<std::uint32_t>{1};
+  auto bump = [&] {
+    return std::stoll(test::scalar(connection, "UPDATE communities SET state_version = state_version + 1"
+                                               " WHERE id = $1::bigint RETURNING state_version",
+                                   {std::to_string(community)}));
+  };
+  std::int64_t expected = version;
   for (auto* store : {&events, &cached}) {
+    // Another change while the reply is read: the pages after it say so, and no chunk says less
+    // than the pages its rows came from.
     std::vector<std::int64_t> read_at;
     auto on_chunk = [&](storage::query_result chunk) {
       read_at.push_back(chunk.state_version);
+      if (read_at.size() == 1)
+        expected = bump();
       return true;
     };
+    const auto before = expected;
     auto last = store->query_chunks(community, {notes}, now + 100, 500, 2048, on_chunk, true);
     REQUIRE(last.ok);
     read_at.push_back(last.state_version);
     REQUIRE(read_at.size() > 2); // several pages and chunks
-    for (auto v : read_at)
-      CHECK(v == version);
+    CHECK(read_at.front() == before);
+    CHECK(read_at.back() == expected);
+    CHECK(expected == before + 1);
+    CHECK(std::is_sorted(read_at.begin(), read_at.end()));
   }
   auto counted = events.count(community, {notes}, now + 100);
   REQUIRE(counted.ok);
   CHECK(counted.count == 40);
-  CHECK(counted.state_version == version);
+  CHECK(counted.state_version == expected);
 
   // No row read: nothing to hold.
   protocol::filter none;

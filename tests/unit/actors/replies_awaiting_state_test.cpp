@@ -17,6 +17,8 @@ query_reply count_read_at(std::uint64_t ticket, std::int64_t version) {
   return count_reply{ticket, comb::storage::count_result{true, 3, {}, false, version}};
 }
 
+bool everyone(const query_reply&) { return true; }
+
 std::vector<std::string> names(const std::vector<replies_awaiting_state::released>& out) {
   std::vector<std::string> seen;
   for (const auto& r : out)
@@ -40,10 +42,10 @@ TEST_CASE("a reply waits only when read past the state the pod holds, or behind 
   waiting.wait(count_read_at(7, 3), 100.5);
   waiting.wait(chunk_read_at("b", 6), 101.0);
 
-  CHECK(waiting.release(4, 101.0).empty()); // the front still waits: nothing passes it
-  CHECK(names(waiting.release(5, 101.0)) == std::vector<std::string>{"a", "count 7"});
-  CHECK(waiting.release(5, 105.9).empty());
-  CHECK(names(waiting.release(5, 106.0)) == std::vector<std::string>{"b late"});
+  CHECK(waiting.release(4, 101.0, everyone).empty()); // the front still waits: nothing passes it
+  CHECK(names(waiting.release(5, 101.0, everyone)) == std::vector<std::string>{"a", "count 7"});
+  CHECK(waiting.release(5, 105.9, everyone).empty());
+  CHECK(names(waiting.release(5, 106.0, everyone)) == std::vector<std::string>{"b late"});
   CHECK(waiting.empty());
 }
 
@@ -53,6 +55,21 @@ TEST_CASE("a reply that waited past the patience goes as late; those behind it w
   waiting.wait(chunk_read_at("a", 9), 100.0);
   waiting.wait(chunk_read_at("b", 9), 103.0);
   waiting.wait(chunk_read_at("c", 2), 103.0);
-  CHECK(names(waiting.release(2, 105.0)) == std::vector<std::string>{"a late"});
-  CHECK(names(waiting.release(2, 108.0)) == std::vector<std::string>{"b late", "c"});
+  CHECK(names(waiting.release(2, 105.0, everyone)) == std::vector<std::string>{"a late"});
+  CHECK(names(waiting.release(2, 108.0, everyone)) == std::vector<std::string>{"b late", "c"});
+}
+
+TEST_CASE("a reply nobody takes any more leaves at once, wherever it waits",
+          "[unit][connection][access]") {
+  replies_awaiting_state waiting(5.0);
+  waiting.wait(chunk_read_at("a", 9), 100.0);
+  waiting.wait(chunk_read_at("closed", 9), 100.0);
+  waiting.wait(count_read_at(3, 9), 100.0);
+  auto all_but_closed = [](const query_reply& reply) {
+    const auto* chunk = std::get_if<history_chunk_reply>(&reply);
+    return !chunk || chunk->sub != "closed";
+  };
+  CHECK(names(waiting.release(2, 101.0, all_but_closed)) == std::vector<std::string>{"closed"});
+  CHECK(waiting.release(2, 101.0, all_but_closed).empty());
+  CHECK(names(waiting.release(9, 101.0, all_but_closed)) == std::vector<std::string>{"a", "count 3"});
 }

@@ -3,6 +3,7 @@
 
 #include <charconv>
 
+#include "protocol/hex.hpp"
 #include "protocol/sha256.hpp"
 
 namespace comb::protocol {
@@ -108,6 +109,25 @@ std::string render_event_json(const event& ev) {
   append_hex(out, ev.sig);
   out += "\"}";
   return out;
+}
+
+namespace {
+
+std::optional<bytes32> hex_value_of(std::string_view json, std::string_view key) {
+  auto at = json.find(key);
+  if (at == std::string_view::npos || json.size() - at - key.size() < 64)
+    return std::nullopt;
+  return array_from_hex<32>(json.substr(at + key.size(), 64));
+}
+
+} // namespace
+
+std::optional<rendered_identity> identity_of_rendered(std::string_view json) {
+  auto id = hex_value_of(json, "\"id\":\"");
+  auto pubkey = hex_value_of(json, "\"pubkey\":\"");
+  if (!id || !pubkey)
+    return std::nullopt;
+  return rendered_identity{*id, *pubkey};
 }
 
 } // namespace comb::protocol

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -20,5 +21,14 @@ void append_json_string(std::string& out, std::string_view text);
 
 /// The event as a JSON object; rendered once per accepted event and reused for every delivery.
 [[nodiscard]] std::string render_event_json(const event& ev);
+
+/// Who wrote an event given as its JSON object, and its id, without parsing the rest: only an
+/// object's own key can be followed by `":"` (a quote inside a string is escaped), and an event
+/// has no object but itself. Nothing when either is missing or not 64 hex digits.
+struct rendered_identity {
+  bytes32 id{};
+  bytes32 pubkey{};
+};
+[[nodiscard]] std::optional<rendered_identity> identity_of_rendered(std::string_view json);
 
 } // namespace comb::protocol

@@ -69,8 +69,12 @@ void write_bans(pg_connection& c, std::int64_t community_id, const std::vector<b
                   {community, bytea_param(ban.pubkey)}),
            "unban");
     else
+      // A ban the plan writes again is one the owner or the operator takes over (ban).
       must(c.exec("INSERT INTO banned_pubkeys (community_id, pubkey, reason, banned_by)"
-                  " VALUES ($1::bigint, $2::bytea, $3::text, $4::bytea) ON CONFLICT DO NOTHING",
+                  " VALUES ($1::bigint, $2::bytea, $3::text, $4::bytea)"
+                  " ON CONFLICT (community_id, pubkey) DO UPDATE SET banned_by = EXCLUDED.banned_by,"
+                  " reason = CASE WHEN EXCLUDED.reason = '' THEN banned_pubkeys.reason"
+                  " ELSE EXCLUDED.reason END",
                   {community, bytea_param(ban.pubkey), ban.reason,
                    ban.banned_by ? std::optional(bytea_param(*ban.banned_by)) : std::nullopt}),
            "ban");

@@ -57,7 +57,7 @@ std::vector<std::string> split_hosts(std::string_view text) {
 pg_reply change_with_note(pg_connection& connection, std::string& error, const char* sql,
                           const pg_params& params, std::int64_t id,
                           const std::optional<protocol::bytes32>& manager = std::nullopt,
-                          bool* forbidden = nullptr, bool lock_events = false) {
+                          lifecycle_result* refused = nullptr, bool lock_events = false) {
   // On failure `error` is set and the reply is empty.
   auto failed = [&](const std::string& why) {
     error = why;
@@ -67,18 +67,21 @@ pg_reply change_with_note(pg_connection& connection, std::string& error, const c
   if (auto begin = connection.exec("BEGIN"); !begin.ok())
     return failed(begin.error());
   // The row lock first, as membership writers take it.
-  auto locked = connection.exec("SELECT 1 FROM communities WHERE id = $1::bigint FOR NO KEY UPDATE",
+  auto locked = connection.exec("SELECT archived_at IS NOT NULL FROM communities"
+                                " WHERE id = $1::bigint FOR NO KEY UPDATE",
                                 {std::to_string(id)});
   if (!locked.ok())
     return failed(locked.error());
   if (manager) {
-    auto manages = is_manager(connection, id, *manager);
+    // A manager changes nothing of an archived community (the operator may); the row decides.
+    const bool archived = locked.rows() > 0 && locked.text(0, 0) == std::string_view("t");
+    auto manages = archived ? std::optional(true) : is_manager(connection, id, *manager);
     if (!manages)
       return failed("could not read the caller's role");
-    if (!*manages) {
+    if (archived || !*manages) {
       (void)connection.exec("ROLLBACK");
-      if (forbidden)
-        *forbidden = true;
+      if (refused)
+        *refused = archived ? lifecycle_result::archived : lifecycle_result::forbidden;
       return pg_reply{};
     }
   }
@@ -111,12 +114,12 @@ lifecycle_result update_result(pg_connection& connection, std::string& error, co
                                const pg_params& params, std::int64_t id,
                                const std::optional<protocol::bytes32>& manager = std::nullopt,
                                bool lock_events = false) {
-  bool forbidden = false;
-  auto reply = change_with_note(connection, error, sql, params, id, manager, &forbidden, lock_events);
+  auto refused = lifecycle_result::changed;
+  auto reply = change_with_note(connection, error, sql, params, id, manager, &refused, lock_events);
   if (!error.empty())
     return lifecycle_result::failed;
-  if (forbidden)
-    return lifecycle_result::forbidden;
+  if (refused != lifecycle_result::changed)
+    return refused;
   if (reply.affected_rows() > 0)
     return lifecycle_result::changed;
   auto exists = connection.exec("SELECT 1 FROM communities WHERE id = $1::bigint",

@@ -57,6 +57,7 @@ enum class lifecycle_result {
   not_found,   ///< no community with that id
   host_exists, ///< add_host: the host already serves a community
   forbidden,   ///< set_info: `requested_by` no longer manages the community
+  archived,    ///< set_info: `requested_by` met an archived community
   failed,      ///< database error, see last_error()
 };
 

@@ -92,8 +92,8 @@ management_result management_store::lock_for(std::int64_t community_id,
   // The community row first, as membership writers take it (their ban batches take the event
   // lock after it): the same order everywhere, so the two never deadlock; and a change of roles
   // holds it, so the role read after it is the one that stands.
-  auto row = connection_.exec("SELECT state_version FROM communities WHERE id = $1::bigint"
-                              " FOR NO KEY UPDATE",
+  auto row = connection_.exec("SELECT state_version, archived_at IS NOT NULL FROM communities"
+                              " WHERE id = $1::bigint FOR NO KEY UPDATE",
                               {std::to_string(community_id)});
   if (!row.ok()) {
     last_error_ = row.error();
@@ -104,6 +104,9 @@ management_result management_store::lock_for(std::int64_t community_id,
     last_version_ = row.integer(0, 0);
   if (!manager)
     return management_result::changed;
+  // The row decides, not the host lookup that let the call in (a pod's, a moment old).
+  if (row.rows() > 0 && row.text(0, 1) == std::string_view("t"))
+    return management_result::archived;
   auto manages = is_manager(connection_, community_id, *manager);
   if (!manages) {
     last_error_ = "could not read the caller's role";
@@ -204,9 +207,17 @@ management_result management_store::ban_event_locked(std::int64_t community_id,
                                   " AND id = $2::bytea",
                                   {community, bytea_param(event_id)});
   auto banned = deleted.ok()
+                  // The owner banning again takes an admin's ban over, so no admin lifts it.
                   ? connection_.exec("INSERT INTO banned_events (community_id, event_id, reason,"
                                      " banned_by) VALUES ($1::bigint, $2::bytea, $3::text, $4::bytea)"
-                                     " ON CONFLICT (community_id, event_id) DO NOTHING",
+                                     " ON CONFLICT (community_id, event_id) DO UPDATE SET"
+                                     " banned_by = EXCLUDED.banned_by, reason = CASE WHEN"
+                                     " EXCLUDED.reason = '' THEN banned_events.reason ELSE"
+                                     " EXCLUDED.reason END"
+                                     " WHERE banned_events.banned_by IS NOT NULL"
+                                     " AND banned_events.banned_by <> EXCLUDED.banned_by"
+                                     " AND EXCLUDED.banned_by IN (SELECT pubkey FROM members"
+                                     " WHERE community_id = $1::bigint AND role = 'owner')",
                                      {community, bytea_param(event_id), reason,
                                       bytea_param(banned_by)})
                   : std::move(deleted);

@@ -52,6 +52,7 @@ enum class management_result {
   full,      ///< the community holds `max_banned_events` event bans already
   forbidden, ///< the caller is no longer the community's owner or an admin
   owner_held, ///< an admin may not: the owner wrote the event, or the owner or the operator made the ban
+  archived,  ///< a NIP-86 caller's change met an archived community
   failed,    ///< database error, see last_error()
 };
 

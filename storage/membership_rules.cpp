@@ -115,7 +115,8 @@ step update_role(roster& r, const membership_command& c) {
 
 /// NIP-86 banpubkey: the ban is stored whether or not they are a member; a member is removed.
 /// One the owner or the operator makes joins `owner_held` at once, so an admin's unban later in
-/// the same batch cannot lift it.
+/// the same batch cannot lift it; made again by them, an admin's ban becomes theirs (write_bans
+/// takes it over), so no admin lifts what the owner meant to stand.
 step ban(roster& r, const membership_command& c, std::set<protocol::bytes32>& banned,
          std::set<protocol::bytes32>& owner_held, membership_plan& plan,
          const std::set<protocol::bytes32>& relay_keys) {
@@ -124,14 +125,16 @@ step ban(roster& r, const membership_command& c, std::set<protocol::bytes32>& ba
   auto role = r.role_of(c.subject);
   if (role == member_role::owner)
     return {outcome::is_owner};
-  bool newly = banned.insert(c.subject).second;
-  if (newly) {
+  const bool by_owner = !c.requested_by || r.role_of(*c.requested_by) == member_role::owner;
+  const bool newly = banned.insert(c.subject).second;
+  const bool taken_over = !newly && by_owner && !owner_held.contains(c.subject);
+  if (newly || taken_over) {
     plan.bans.push_back({c.subject, c.reason, false, c.requested_by});
-    if (!c.requested_by || r.role_of(*c.requested_by) == member_role::owner)
+    if (by_owner)
       owner_held.insert(c.subject);
   }
   if (!role)
-    return {newly ? outcome::changed : outcome::nothing_to_do};
+    return {newly || taken_over ? outcome::changed : outcome::nothing_to_do};
   r.remove(c.subject);
   return changed(8001);
 }

@@ -6,9 +6,11 @@
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
+#include <string_view>
 #include <unordered_set>
 #include <vector>
 
+#include "protocol/canonical_json.hpp"
 #include "protocol/hex.hpp"
 #include "storage/management_store.hpp"
 
@@ -38,6 +40,19 @@ public:
       return false;
     std::shared_lock lock(mutex_);
     return pubkeys_.contains(ev.pubkey) || events_.contains(ev.id);
+  }
+
+  /// withholds for an event given as its JSON (a history row): it was read before a ban this
+  /// pod has loaded since, or it would not be there. One whose author and id cannot be read is
+  /// withheld while any ban stands.
+  [[nodiscard]] bool withholds_rendered(std::string_view json) const {
+    if (!any_.load(std::memory_order_acquire))
+      return false;
+    auto identity = protocol::identity_of_rendered(json);
+    if (!identity)
+      return true;
+    std::shared_lock lock(mutex_);
+    return pubkeys_.contains(identity->pubkey) || events_.contains(identity->id);
   }
 
   /// Replaces everything with the bans stored as of state version `as_of`

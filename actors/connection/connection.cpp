@@ -295,6 +295,13 @@ bool connection::banned_out(const protocol::event& ev) const {
   return policy_.bans && policy_.bans->withholds(ev);
 }
 
+bool connection::banned_rendered(std::string_view json) const {
+  if (!policy_.bans || !policy_.bans->withholds_rendered(json))
+    return false;
+  auto kind = protocol::rendered_kind(json);
+  return !kind || !protocol::relay_signed_kind(*kind);
+}
+
 std::optional<rejection> connection::authenticate(const protocol::event& ev, std::int64_t now) {
   protocol::auth_expectation expected{challenge_, policy_.host, now, 600};
   if (auto bad = protocol::check_auth_event(ev, expected))
@@ -430,7 +437,8 @@ history_frames connection::history_reply(const std::string& id, std::uint64_t ge
   // A room hidden since the query started: its SQL kept what borrows that room's access.
   const bool lost_room = any_room && !events.empty() && lost_a_room(sub);
   for (auto& json : events) {
-    if (!json || (any_room && !rendered_visible(*json)))
+    // A row read before a ban this pod has loaded since goes no further than one held live.
+    if (!json || (any_room && !rendered_visible(*json)) || banned_rendered(*json))
       continue;
     if (lost_room && borrows_unnamed_rooms(*json)) {
       ++withheld_;

@@ -456,6 +456,8 @@ private:
                                  bool names_reader, gone_rooms gone) const;
   /// A live event this pod's ban list now withholds (author or id banned).
   [[nodiscard]] bool banned_out(const protocol::event& ev) const;
+  /// banned_out for a history row (its JSON).
+  [[nodiscard]] bool banned_rendered(std::string_view json) const;
 
   struct subscription {
     std::uint64_t generation = 0;

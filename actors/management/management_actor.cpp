@@ -39,6 +39,10 @@ management_reply no_longer_manager() {
                             "only the community's owner or an admin may manage it");
 }
 
+management_reply community_archived() {
+  return management_reply_for(storage::membership_outcome::archived);
+}
+
 management_reply database_trouble() {
   return management_refusal(503, management_outcome::failed,
                             "the database is unavailable, please retry");
@@ -159,6 +163,8 @@ management_reply change_event_ban(self_ptr self, std::int64_t community_id,
     return database_trouble();
   if (result == storage::management_result::forbidden)
     return no_longer_manager();
+  if (result == storage::management_result::archived)
+    return community_archived();
   if (result == storage::management_result::owner_held)
     return management_refusal(403, management_outcome::forbidden,
                               ban ? "your role does not allow this (only the owner bans the owner's events)"
@@ -195,6 +201,8 @@ management_reply change_info(self_ptr self, std::int64_t community_id,
     return database_trouble();
   if (result == storage::lifecycle_result::forbidden)
     return no_longer_manager();
+  if (result == storage::lifecycle_result::archived)
+    return community_archived();
   if (st.args.directory_cache)
     st.args.directory_cache->forget_all(); // this pod's NIP-11 shows it at once
   return management_success("true");
@@ -214,7 +222,7 @@ management_reply create_claim(self_ptr self, std::int64_t community_id, const ad
       return management_refusal(200, management_outcome::error,
                                 "this invite code is taken; choose another");
     case storage::invite_refusal::archived:
-      return management_refusal(403, management_outcome::forbidden, "this community is archived");
+      return community_archived();
     case storage::invite_refusal::too_many:
       return management_refusal(200, management_outcome::error,
                                 "you made " + std::to_string(storage::max_open_invites_per_user)

@@ -194,6 +194,23 @@ TEST_CASE_METHOD(fixture, "a held reply whose subscription ended holds up no oth
   CHECK(metrics->replies_awaited_too_long.load() == 0);
 }
 
+TEST_CASE_METHOD(fixture, "history rows read before a ban the pod loaded since are not sent",
+                 "[actor][connection][bans]") {
+  base_policy.bans = std::make_shared<ban_list>();
+  auto by_bob = test::sign_event(bob, 1, "bob's, banned while the reply was read");
+  auto banned_note = test::sign_event(alice, 1, "an event banned while the reply was read");
+  auto kept = test::sign_event(alice, 1, "kept");
+  for (const auto& ev : {by_bob, banned_note, kept})
+    store->events.push_back(ev);
+  auto c = connect();
+  say(c, R"(["REQ","s",{"kinds":[1]}])");
+  REQUIRE(store->held_queries.size() == 1);
+  base_policy.bans->set_pubkey(bob.public_key(), true, 0);
+  base_policy.bans->set_event(banned_note.id, true, 0);
+  release_history();
+  CHECK(c.sink->take() == std::vector<std::string>{event_on("s", kept), R"(["EOSE","s"])"});
+}
+
 TEST_CASE_METHOD(fixture, "a COUNT asks no more than one REQ may hold", "[actor][connection][bounds]") {
   base_policy.max_filter_values = 3;
   base_policy.max_broad_filters = 1;

@@ -385,3 +385,49 @@ TEST_CASE_METHOD(banned_community, "an admin bans no event of the owner's, as no
   CHECK(count_of(*this, stored_count) == "0");
   CHECK(count_of(*this, banned_count) == "2");
 }
+
+TEST_CASE_METHOD(banned_community, "the owner banning again what an admin banned makes the ban the owner's",
+                 "[integration][nip86]") {
+  // A pubkey: the admin's ban, then the owner's; no admin lifts it after.
+  REQUIRE(apply(by(command(membership_change::ban_pubkey, erin), admin, "spam")).results[0].outcome
+          == outcome::changed);
+  CHECK(apply(by(command(membership_change::ban_pubkey, erin), owner)).results[0].outcome == outcome::changed);
+  CHECK(apply(by(command(membership_change::ban_pubkey, erin), owner)).results[0].outcome == outcome::nothing_to_do);
+  CHECK(apply(by(command(membership_change::ban_pubkey, erin), admin2)).results[0].outcome == outcome::nothing_to_do);
+  for (const auto& lifter : {admin, admin2})
+    CHECK(apply(by(command(membership_change::unban_pubkey, erin), lifter)).results[0].outcome
+          == outcome::not_allowed);
+  auto bans = banned_pubkeys(*this);
+  REQUIRE(bans.size() == 1);
+  CHECK(bans[0].reason == "spam"); // the owner gave none: the admin's stays
+  CHECK(apply(by(command(membership_change::unban_pubkey, erin), owner)).results[0].outcome == outcome::changed);
+
+  // An event: the same.
+  storage::management_store store(connection, relay_key);
+  auto post = author(4).sign(1, now_seconds(), {}, "banned twice");
+  CHECK(store.ban_event(community, post->id, "", admin, admin) == storage::management_result::changed);
+  CHECK(store.ban_event(community, post->id, "", owner, owner) == storage::management_result::changed);
+  CHECK(store.ban_event(community, post->id, "", owner, owner) == storage::management_result::unchanged);
+  CHECK(store.ban_event(community, post->id, "", admin2, admin2) == storage::management_result::unchanged);
+  CHECK(store.allow_event(community, post->id, admin) == storage::management_result::owner_held);
+  CHECK(store.allow_event(community, post->id, owner) == storage::management_result::changed);
+}
+
+TEST_CASE_METHOD(banned_community, "a manager's event ban or NIP-11 edit meets an archived community refused",
+                 "[integration][nip86]") {
+  storage::management_store store(connection, relay_key);
+  auto post = author(4).sign(1, now_seconds(), {}, "kept in the archive");
+  check_outcome(store_one(events, community, post), storage::store_outcome::status::stored, "");
+  REQUIRE(communities.set_archived(community, true) == storage::lifecycle_result::changed);
+  // Let in by a host lookup a moment old: the row decides.
+  CHECK(store.ban_event(community, post->id, "", owner, owner) == storage::management_result::archived);
+  CHECK(store.allow_event(community, post->id, owner) == storage::management_result::archived);
+  CHECK(count_of(*this, "SELECT count(*) FROM events WHERE kind = 1") == "1");
+  storage::community_info_update rename;
+  rename.name = "Renamed";
+  rename.requested_by = owner;
+  CHECK(communities.set_info(community, rename) == storage::lifecycle_result::archived);
+  // The operator may.
+  rename.requested_by.reset();
+  CHECK(communities.set_info(community, rename) == storage::lifecycle_result::changed);
+}

@@ -35,6 +35,7 @@ int report_lifecycle(lifecycle_result result, const storage::community_store& st
     case lifecycle_result::not_found:
       return out.fail(exit_code::not_found, "not found: the community no longer exists");
     case lifecycle_result::forbidden: // only for a NIP-86 caller; comb-admin names none
+    case lifecycle_result::archived:
       return out.fail(exit_code::not_allowed, "not allowed: the caller no longer manages it");
     case lifecycle_result::failed: break;
   }

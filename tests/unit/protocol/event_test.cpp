@@ -202,3 +202,16 @@ TEST_CASE("an event's parsed size counts each tag string", "[protocol][event]") 
   event long_text = signed_event(1, {}, std::string(1000, 'x'));
   CHECK(parsed_bytes(long_text) >= 1000);
 }
+
+TEST_CASE("a rendered event's author and id are read without parsing it", "[protocol][event]") {
+  // Content and tags that spell the keys do not mislead: their quotes are escaped.
+  event ev = signed_event(1, {{"id", "00"}, {"pubkey", std::string(64, 'f')}},
+                          "\"id\":\"" + std::string(64, 'a') + "\",\"pubkey\":\"" + std::string(64, 'b'));
+  auto identity = identity_of_rendered(render_event_json(ev));
+  REQUIRE(identity);
+  CHECK(identity->id == ev.id);
+  CHECK(identity->pubkey == ev.pubkey);
+  CHECK_FALSE(identity_of_rendered(R"({"id":"0a","pubkey":"0b"})"));
+  CHECK_FALSE(identity_of_rendered(R"({"kind":1})"));
+  CHECK_FALSE(identity_of_rendered(""));
+}

@@ -321,4 +321,15 @@ bool room_write_allowed(const room_flags& flags, std::uint32_t kind, const room_
   return kind == reaction_kind && room_event_visible(flags, kind, author);
 }
 
+bool takes_posting_away(const room_state& before, const room_plan& plan, room_action action) {
+  if (plan.outcome != room_outcome::changed)
+    return false;
+  const auto& was = before.meta.flags;
+  const auto& now = plan.after.meta.flags;
+  const bool members_only = now.restricted || now.hidden; // anyone posts in another room
+  if (action == room_action::remove_user || action == room_action::leave)
+    return members_only;
+  return action == room_action::edit_metadata && members_only && !(was.restricted || was.hidden);
+}
+
 } // namespace comb::protocol

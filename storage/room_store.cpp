@@ -371,6 +371,9 @@ room_write apply_locked(pg_connection& c, const protocol::key_pair& relay,
     out.outcome = *bound;
     return out;
   }
+  // Exclusive, as a room's deletion takes it: a batch in flight read the room's writers under it.
+  if (protocol::takes_posting_away(before, plan, request.action))
+    lock_community_events(c, community_id);
   std::int64_t newest = room_clock(c, community_id, request.room);
   // protocol::sign_room_deletion: a deletion no newer than the room's state gets the relay's own.
   const bool relay_deletes = plan.deleted && command.ev.created_at <= newest;

@@ -149,3 +149,22 @@ TEST_CASE_METHOD(closing_fixture, "a failed close rolls back the flag and the ro
   CHECK(room_rows() == "3");
   CHECK(listed_members() == std::vector<std::string>{owner.pubkey_hex(), alice.pubkey_hex()});
 }
+
+TEST_CASE_METHOD(room_fixture, "a room change that takes posting away waits for the event batches in flight",
+                 "[integration][rooms][race]") {
+  // A batch in flight read the room's writers under the community's event lock, held shared to
+  // its commit: a change committed before that commit would let in a post by whoever it took
+  // posting from. It waits for the batch, and the batches after it read it.
+  REQUIRE(apply(command(membership_change::add_member, alice.pubkey())).committed);
+  open_room();
+  REQUIRE(run(alice, 9021, {}).outcome == protocol::room_outcome::changed);
+  auto waits_for_a_batch = [&](const std::function<void()>& change) {
+    return waits_for_event_batch(database.conninfo(), connection, community, change);
+  };
+  storage::room_write restricted;
+  CHECK(waits_for_a_batch([&] { restricted = run(owner, 9002, {{"name", "pizza"}, {"restricted"}}); }));
+  CHECK(restricted.outcome == protocol::room_outcome::changed);
+  storage::room_write removed;
+  CHECK(waits_for_a_batch([&] { removed = run(owner, 9001, {{"p", alice.pubkey_hex()}}); }));
+  CHECK(removed.outcome == protocol::room_outcome::changed);
+}

@@ -556,3 +556,42 @@ TEST_CASE("a comment without an h borrows the rooms of its E roots, a report tho
     CHECK(may_match_borrower(reports));
   }
 }
+
+TEST_CASE("which room changes take posting away from someone", "[room]") {
+  auto leave = request_of(comb::test::sign_event(bob(), 9022, "", {{"h", "pizza"}}));
+  const room_member bob_in{bob().public_key(), {}};
+  room_flags restricted;
+  restricted.restricted = true;
+  room_flags hidden;
+  hidden.hidden = true;
+  room_flags closed;
+  closed.closed = true;
+  // Leaving (or being removed from) a room only members post in; not an open one.
+  for (auto flags : {restricted, hidden}) {
+    auto room = room_with({bob_in}, flags);
+    CHECK(takes_posting_away(room, plan_room_change(room, leave, {}), room_action::leave));
+  }
+  auto open = room_with({bob_in});
+  CHECK_FALSE(takes_posting_away(open, plan_room_change(open, leave, {}), room_action::leave));
+  auto removal = request_of(comb::test::sign_event(alice(), 9001, "", {{"h", "pizza"}, {"p", to_hex(bob().public_key())}}));
+  auto kept_out = room_with({bob_in}, restricted);
+  CHECK(takes_posting_away(kept_out, plan_room_change(kept_out, removal, {community_standing::admin}),
+                           room_action::remove_user));
+  // A no-op takes nothing.
+  auto empty = room_with({}, restricted);
+  CHECK_FALSE(takes_posting_away(empty, plan_room_change(empty, leave, {}), room_action::leave));
+  // An edit that makes the room restricted or hidden, not one that leaves it so or opens it.
+  auto edit_to = [&](const room_flags& was, std::vector<comb::protocol::tag> flags) {
+    flags.insert(flags.begin(), {"h", "pizza"});
+    auto edit = request_of(comb::test::sign_event(alice(), 9002, "", flags));
+    auto room = room_with({bob_in}, was);
+    return takes_posting_away(room, plan_room_change(room, edit, {community_standing::admin}),
+                              room_action::edit_metadata);
+  };
+  CHECK(edit_to({}, {{"restricted"}}));
+  CHECK(edit_to({}, {{"hidden"}}));
+  CHECK(edit_to(closed, {{"restricted"}, {"closed"}}));
+  CHECK_FALSE(edit_to(restricted, {{"restricted"}, {"name", "new name"}}));
+  CHECK_FALSE(edit_to({}, {{"closed"}}));
+  CHECK_FALSE(edit_to(restricted, {}));
+}

@@ -128,9 +128,10 @@ enum class room_rank : std::uint8_t { none, member, moderator, admin };
 
 /// Whether the planned change takes from someone the right to post in the room: they leave or
 /// are removed from a room only members post in (restricted, or hidden: a hidden room holds its
-/// writers to its members too), or it becomes one. Such a change waits for the community's event batches in flight and holds the
-/// next ones back (storage/room_store.cpp apply_locked): each read the room's writers before it,
-/// and would store a post by someone it removed after it committed.
+/// writers to its members too), or it becomes one. Such a change waits for the community's
+/// event batches in flight and holds the next ones back (storage/room_store.cpp apply_locked):
+/// each read the room's writers before it, and would store a post by someone it removed after
+/// it committed.
 [[nodiscard]] bool takes_posting_away(const room_state& before, const room_plan& plan, room_action action);
 
 /// Who reads what of a room: `private` rooms show non-members only their 39000 (and 39003),

@@ -38,8 +38,7 @@ public:
   [[nodiscard]] bool withholds(const protocol::event& ev) const {
     if (!any_.load(std::memory_order_acquire))
       return false;
-    std::shared_lock lock(mutex_);
-    return pubkeys_.contains(ev.pubkey) || events_.contains(ev.id);
+    return holds(ev.pubkey, ev.id);
   }
 
   /// withholds for an event given as its JSON (a history row): it was read before a ban this
@@ -49,10 +48,7 @@ public:
     if (!any_.load(std::memory_order_acquire))
       return false;
     auto identity = protocol::identity_of_rendered(json);
-    if (!identity)
-      return true;
-    std::shared_lock lock(mutex_);
-    return pubkeys_.contains(identity->pubkey) || events_.contains(identity->id);
+    return !identity || holds(identity->pubkey, identity->id);
   }
 
   /// Replaces everything with the bans stored as of state version `as_of`
@@ -109,6 +105,12 @@ public:
   }
 
 private:
+  /// Whether the author or the id is banned.
+  [[nodiscard]] bool holds(const protocol::bytes32& pubkey, const protocol::bytes32& id) const {
+    std::shared_lock lock(mutex_);
+    return pubkeys_.contains(pubkey) || events_.contains(id);
+  }
+
   using set = std::unordered_set<protocol::bytes32, protocol::bytes32_hash>;
 
   struct own_change {

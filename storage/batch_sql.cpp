@@ -278,6 +278,22 @@ std::string event_rows(std::span<const event_write> writes, const std::vector<st
   return rows.str();
 }
 
+/// What each of an event's tag rows copies of its event row (migration 49): what a read by tag
+/// checks and sizes the event by, without reading the event row.
+struct event_copies {
+  std::int64_t community_id = 0;
+  const protocol::event* ev = nullptr;
+  std::optional<std::int64_t> expires_at;
+  std::int32_t size = 0; ///< the bytes of its JSON as stored (event_rows)
+  std::uint32_t version = 0;
+};
+
+event_copies copies_of(const event_write& w, std::uint32_t transaction) {
+  const std::size_t size = w.json ? w.json->size() : protocol::render_event_json(*w.ev).size();
+  return {w.community_id, w.ev.get(), protocol::expiration_of(*w.ev), static_cast<std::int32_t>(size),
+          transaction};
+}
+
 /// Inserts the planned events. A plain insert, not `ON CONFLICT DO NOTHING`: the snapshot read
 /// under the batch's locks already found none of these ids stored, and the speculative insertion
 /// that ON CONFLICT needs costs every event a second probe of the primary key and one more WAL
@@ -294,14 +310,21 @@ std::optional<pg_reply> insert_events(pg_connection& connection,
   return reply.ok() ? std::nullopt : std::optional(std::move(reply));
 }
 
-void add_tag_row(pg_copy_rows& rows, const event_write& w, std::string_view name, std::string_view value) {
+void add_tag_row(pg_copy_rows& rows, const event_copies& of, std::string_view name, std::string_view value) {
   rows.row();
-  rows.add_int8(w.community_id);
-  rows.add_bytes(w.ev->id);
+  rows.add_int8(of.community_id);
+  rows.add_bytes(of.ev->id);
   rows.add_bytes(name);
   rows.add_bytes(value);
-  rows.add_int8(w.ev->created_at);
-  rows.add_int4(static_cast<std::int32_t>(w.ev->kind));
+  rows.add_int8(of.ev->created_at);
+  rows.add_int4(static_cast<std::int32_t>(of.ev->kind));
+  rows.add_bytes(of.ev->pubkey);
+  if (of.expires_at)
+    rows.add_int8(*of.expires_at);
+  else
+    rows.add_null();
+  rows.add_int4(of.size);
+  rows.add_int8(of.version);
 }
 
 /// Each event's indexed tags, and the rooms it borrows (store_outcome::borrowed_rooms: a comment,
@@ -309,20 +332,26 @@ void add_tag_row(pg_copy_rows& rows, const event_write& w, std::string_view name
 /// (a filter's tags are one letter).
 std::optional<pg_reply> insert_tags(pg_connection& connection,
                                     std::span<const event_write> writes,
-                                    const store_plan& plan) {
-  pg_copy_rows rows(6);
+                                    const store_plan& plan, std::uint32_t transaction) {
+  pg_copy_rows rows(10);
   for (std::size_t index : plan.inserts) {
     const event_write& w = writes[index];
-    for (const auto& [tag_name, tag_value] : indexed_tags(*w.ev))
-      add_tag_row(rows, w, std::string_view(&tag_name, 1), tag_value);
-    if (const auto& rooms = plan.outcomes[index].borrowed_rooms)
+    const auto tags = indexed_tags(*w.ev);
+    const auto& rooms = plan.outcomes[index].borrowed_rooms;
+    if (tags.empty() && (!rooms || rooms->empty()))
+      continue;
+    const event_copies copies = copies_of(w, transaction);
+    for (const auto& [tag_name, tag_value] : tags)
+      add_tag_row(rows, copies, std::string_view(&tag_name, 1), tag_value);
+    if (rooms)
       for (const auto& room : *rooms)
-        add_tag_row(rows, w, borrowed_room_tag, room);
+        add_tag_row(rows, copies, borrowed_room_tag, room);
   }
   if (rows.rows() == 0)
     return std::nullopt;
   auto reply = connection.copy_in(
-    "COPY event_tags (community_id, event_id, name, value, created_at, kind)"
+    "COPY event_tags (community_id, event_id, name, value, created_at, kind, pubkey, expires_at,"
+    " size, version)"
     " FROM STDIN (FORMAT binary)",
     rows.str());
   return reply.ok() ? std::nullopt : std::optional(std::move(reply));
@@ -455,8 +484,7 @@ std::optional<std::size_t> read_if(std::vector<pg_connection::pipelined>& statem
 
 std::variant<batch_snapshot, pg_reply> begin_with_snapshot(pg_connection& connection,
                                                            const std::vector<lock_request>& locks,
-                                                           const batch_keys& keys,
-                                                           bool with_transaction) {
+                                                           const batch_keys& keys) {
   pg_array lock_keys;
   pg_array exclusive;
   for (const auto& lock : locks) {
@@ -503,8 +531,7 @@ std::variant<batch_snapshot, pg_reply> begin_with_snapshot(pg_connection& connec
                 " FROM events e WHERE e.community_id = a.community_id AND e.pubkey = a.pubkey"
                 " AND e.kind = a.kind AND e.d_tag = a.d_tag OFFSET 0) k") + rooms_of_keyed_events;
   auto versions_reply = read_if(statements, !keys.borrowing_addresses.empty(), versions_sql, version_params);
-  if (with_transaction)
-    statements.push_back({"SELECT txid_current() % 4294967296", nullptr, {}});
+  statements.push_back({"SELECT txid_current() % 4294967296", nullptr, {}});
   statements.push_back({snapshot_sql(!keys.addresses.empty()), &read_params,
                         std::vector<bool>(read_params.size(), true)});
   // Every statement of the batch runs its generic plan, planned once per connection: the plans
@@ -531,8 +558,7 @@ std::variant<batch_snapshot, pg_reply> begin_with_snapshot(pg_connection& connec
   }
   add_rooms_of_events(replies, referents_reply, snapshot.referent_rooms, snapshot);
   add_rooms_of_events(replies, versions_reply, snapshot.version_rooms, snapshot);
-  if (with_transaction)
-    snapshot.transaction = static_cast<std::uint32_t>(replies[replies.size() - 2].integer(0, 0));
+  snapshot.transaction = static_cast<std::uint32_t>(replies[replies.size() - 2].integer(0, 0));
   return snapshot;
 }
 
@@ -568,7 +594,7 @@ std::optional<pg_reply> read_room_posters(pg_connection& connection,
 
 std::optional<pg_reply> write_plan(pg_connection& connection,
                                    std::span<const event_write> writes,
-                                   store_plan& plan) {
+                                   store_plan& plan, std::uint32_t transaction) {
   if (auto failed = delete_events(connection, plan.deletes))
     return failed;
   for (const auto& request : plan.vanishes)
@@ -577,7 +603,7 @@ std::optional<pg_reply> write_plan(pg_connection& connection,
   if (!plan.inserts.empty()) {
     if (auto failed = insert_events(connection, writes, plan.inserts))
       return failed;
-    if (auto failed = insert_tags(connection, writes, plan))
+    if (auto failed = insert_tags(connection, writes, plan, transaction))
       return failed;
   }
   return remember_deletions(connection, plan);

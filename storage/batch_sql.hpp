@@ -20,12 +20,10 @@ namespace comb::storage {
 /// Opens the batch's transaction, takes its advisory locks (in the given, ascending, order) and
 /// reads what the database holds for the batch's ids and addresses: three statements in one
 /// round trip (a pipeline). The read starts only once the locks are granted, so it sees every
-/// batch that held them before. After a failure the caller rolls back.
-/// `with_transaction`: also reads the transaction's id (batch_snapshot::transaction), a fourth
-/// statement in the same round trip.
+/// batch that held them before. After a failure the caller rolls back. It also reads the
+/// transaction's id (batch_snapshot::transaction), the version of the rows the batch inserts.
 [[nodiscard]] std::variant<batch_snapshot, pg_reply> begin_with_snapshot(
-  pg_connection& connection, const std::vector<lock_request>& locks, const batch_keys& keys,
-  bool with_transaction = false);
+  pg_connection& connection, const std::vector<lock_request>& locks, const batch_keys& keys);
 
 /// Reads which of `posters` may post in their room (batch_snapshot::room_posters), in the
 /// batch's transaction after begin_with_snapshot; a failed read is the caller's to roll back.
@@ -35,9 +33,10 @@ namespace comb::storage {
 
 /// Writes the plan. An insert that finds its id already stored (a concurrent writer of the same
 /// event committed after the snapshot was read) fails with unique_violation (23505): the
-/// caller replays the batch, whose snapshot then holds that id.
+/// caller replays the batch, whose snapshot then holds that id. `transaction`: the batch's
+/// (batch_snapshot::transaction), which each tag row carries as its event's version.
 [[nodiscard]] std::optional<pg_reply> write_plan(pg_connection& connection,
                                                  std::span<const event_write> writes,
-                                                 store_plan& plan);
+                                                 store_plan& plan, std::uint32_t transaction);
 
 } // namespace comb::storage

@@ -45,7 +45,7 @@ std::optional<pg_reply> plan_and_write(pg_connection& connection,
                                        std::vector<store_outcome>& outcomes,
                                        std::uint32_t* transaction) {
   const batch_keys keys = keys_of(writes);
-  auto snapshot = begin_with_snapshot(connection, locks_for(keys), keys, transaction != nullptr);
+  auto snapshot = begin_with_snapshot(connection, locks_for(keys), keys);
   if (auto* failed = std::get_if<pg_reply>(&snapshot))
     return std::move(*failed);
   auto& read = std::get<batch_snapshot>(snapshot);
@@ -54,7 +54,7 @@ std::optional<pg_reply> plan_and_write(pg_connection& connection,
   if (auto failed = read_room_posters(connection, room_posters_to_read(writes, read), read))
     return failed;
   store_plan plan = plan_batch(writes, read);
-  if (auto failed = write_plan(connection, writes, plan))
+  if (auto failed = write_plan(connection, writes, plan, read.transaction))
     return failed;
   outcomes = std::move(plan.outcomes);
   return std::nullopt;

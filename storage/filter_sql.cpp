@@ -275,31 +275,46 @@ std::string after_sql(std::string_view at, std::string_view id, const history_cu
          + " > " + last + ')';
 }
 
+/// The rows of a read by tag that needs no event row (`tag_rows_only`), named `e` with the
+/// columns where_sql reads of an event: each tag row carries its event's author, expiry, size
+/// and row version (migration 49), all in event_tags_value, so on vacuumed pages the read is an
+/// index-only scan of it. Postgres pulls the subquery up: its rows still leave the index in
+/// (created_at DESC) order.
+constexpr const char* tag_rows_as_events =
+  "(SELECT t.community_id, t.event_id AS id, t.created_at, t.kind, t.pubkey, t.expires_at, t.size,"
+  " t.version FROM event_tags t WHERE t.community_id = $1::bigint AND t.name = ";
+
 std::string tag_driven_select(const protocol::filter& f, std::uint32_t limit,
                               const std::string& columns, param_list& params,
-                              const history_cursor* after) {
+                              const history_cursor* after, bool tag_rows_only) {
   // One statement per placeholder: the operands of `+` are evaluated in no fixed order.
   const auto& tag = f.tags.front();
   std::string name = params.add(std::string(1, tag.name), "text");
   std::string value = params.add(std::string(indexable_values(tag).front()), "text");
   std::string where = where_sql(f, params, keys_from::first_tag);
+  const std::string created_at = tag_rows_only ? "e.created_at" : "t.created_at";
+  const std::string id = tag_rows_only ? "e.id" : "t.event_id";
   if (after)
-    where += " AND " + after_sql("t.created_at", "t.event_id", *after, params);
+    where += " AND " + after_sql(created_at, id, *after, params);
   std::string limit_param = params.add(std::to_string(limit), "bigint");
+  const std::string order = " ORDER BY " + created_at + " DESC, " + id + " LIMIT " + limit_param;
+  if (tag_rows_only)
+    return "SELECT " + columns + " FROM " + tag_rows_as_events + name + " AND t.value = " + value
+           + ") AS e WHERE " + where + order;
   return "SELECT " + columns
          + " FROM event_tags t JOIN events e ON e.community_id = t.community_id"
            " AND e.id = t.event_id WHERE t.community_id = $1::bigint AND t.name = "
-         + name + " AND t.value = " + value + " AND " + where
-         + " ORDER BY t.created_at DESC, t.event_id LIMIT " + limit_param;
+         + name + " AND t.value = " + value + " AND " + where + order;
 }
 
 /// One filter's newest `limit` rows (after `after`, if any), newest first, as `columns` of `e`;
-/// `versions`: `columns` names the row's version, `e.xmin`.
+/// `versions`: `columns` names the row's version, `e.xmin`, and its size, and no other column
+/// of the event row (a read by tag then reads tag rows only, whose version is `e.version`).
 std::string filter_select(const protocol::filter& f, std::uint32_t limit,
                           const std::string& columns, param_list& params,
                           const history_cursor* after = nullptr, bool versions = false) {
   if (reads_by_tag(f))
-    return tag_driven_select(f, limit, columns, params, after);
+    return tag_driven_select(f, limit, columns, params, after, versions);
   if (!reads_per_range(f)) {
     std::string sql = "SELECT " + columns + " FROM events e WHERE " + where_sql(f, params);
     if (after)
@@ -376,6 +391,8 @@ std::optional<sql_statement> history_select(const std::vector<protocol::filter>&
   const history_cursor* after = page.after ? &*page.after : nullptr;
   const bool versions = columns == row_columns::with_version;
   const std::string version_column = versions ? ", e.xmin AS v" : "";
+  // A keyed read sends no JSON: its rows' sizes bound its pages (bounded_select).
+  const std::string body = versions ? "octet_length(e.raw) AS size" : "e.raw";
   if (wanted.size() == 1) {
     // One filter: the rows sent so far were its own, so they count against its limit.
     std::uint32_t limit = wanted[0].second;
@@ -390,11 +407,13 @@ std::optional<sql_statement> history_select(const std::vector<protocol::filter>&
     // (about 3 ms against 1 ms for 100 rows), and its plan is the read of its one tag value.
     const bool by_tag = reads_by_tag(*wanted[0].first);
     // A tag-driven read is ordered by its tag row's copy of the keys (t.created_at, t.event_id,
-    // both in event_tags_value): named from `t`, the order columns tell Postgres that the rows
-    // leave the read already sorted, so the running total of bounded_history_sql sorts nothing.
+    // both in event_tags_value): named from `t` (or from the tag rows' subquery `e`, which
+    // Postgres pulls up into `t`), the order columns tell Postgres that the rows leave the read
+    // already sorted, so the running total of bounded_history_sql sorts nothing.
     const std::string selected = columns == row_columns::raw ? "e.raw"
-                                 : by_tag ? "e.raw, t.created_at, t.event_id AS id" + version_column
-                                          : "e.raw, e.created_at, e.id" + version_column;
+                                 : by_tag && versions ? "e.size, e.created_at, e.id, e.version AS v"
+                                 : by_tag ? "e.raw, t.created_at, t.event_id AS id"
+                                          : body + ", e.created_at, e.id" + version_column;
     return sql_statement{filter_select(*wanted[0].first, limit, selected, params, after, versions),
                          {}, by_tag};
   }
@@ -407,7 +426,7 @@ std::optional<sql_statement> history_select(const std::vector<protocol::filter>&
   std::vector<std::string> selects;
   for (const auto& [f, limit] : wanted)
     selects.push_back(filter_select(*f, limit, "e.id, e.created_at", params));
-  std::string sql = std::string("SELECT e.raw")
+  std::string sql = "SELECT " + body
                     + (columns != row_columns::raw ? ", m.created_at, m.id" + version_column : "")
                     + " FROM (" + union_of(selects)
                     + ") AS m JOIN events e ON e.community_id = $1::bigint AND e.id = m.id";
@@ -452,7 +471,7 @@ std::optional<sql_statement> bounded_select(std::int64_t community_id,
   if (keys_only)
     inner->text = "SELECT id, v, CASE WHEN " + goes_on + " THEN upto END, CASE WHEN " + goes_on
                   + " THEN created_at END" + read_at + " FROM (SELECT"
-                  " created_at, id, v, octet_length(raw) AS size, sum(octet_length(raw))" + window
+                  " created_at, id, v, size, sum(size)" + window
                   + " WHERE upto - size < " + bound + " ORDER BY created_at DESC, id";
   else
     inner->text = "SELECT raw, upto, CASE WHEN " + goes_on + " THEN created_at END, CASE WHEN "

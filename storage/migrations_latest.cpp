@@ -36,8 +36,56 @@ SELECT DISTINCT c.community_id, c.event_id, 'room', h.value, c.created_at, c.kin
                    AND o.event_id = c.event_id AND o.name = 'room' AND o.value = h.value);
 )sql";
 
+// A history read driven by one tag value (`#e` with one id: the replies to a note) answers from
+// event_tags_value alone, without a probe of `events` per row: three quarters of such a read's
+// Postgres time (issue 16, docs/benchmarks.md) went to that join, for the few columns each row
+// is checked and sized with: its author (bans), its expiry, its JSON's length and its row version
+// (`xmin`, what the readers' body cache keys on). Each tag row keeps a copy of them, carried in
+// the index so the read visits no heap on vacuumed pages. An event row is never updated by the
+// relay (it is deleted and inserted again, with its tag rows); the copies follow a hand edit of
+// events all the same. Rows inserted without them (the relay's own writers other than the batch
+// COPY, a pod of an older release during a rolling upgrade) get them from their event row, which
+// each writer inserts first in the same transaction.
+constexpr const char* migration_49 = R"sql(
+ALTER TABLE event_tags ADD COLUMN pubkey BYTEA, ADD COLUMN expires_at BIGINT,
+  ADD COLUMN size INTEGER, ADD COLUMN version BIGINT;
+UPDATE event_tags t SET pubkey = e.pubkey, expires_at = e.expires_at, size = octet_length(e.raw),
+       version = e.xmin::text::bigint
+  FROM events e WHERE e.community_id = t.community_id AND e.id = t.event_id;
+
+CREATE OR REPLACE FUNCTION comb_event_tag_copies() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  SELECT e.pubkey, e.expires_at, octet_length(e.raw), e.xmin::text::bigint
+    INTO NEW.pubkey, NEW.expires_at, NEW.size, NEW.version
+    FROM events e WHERE e.community_id = NEW.community_id AND e.id = NEW.event_id;
+  RETURN NEW;
+END $$;
+CREATE TRIGGER event_tag_copies BEFORE INSERT ON event_tags FOR EACH ROW
+  WHEN (NEW.version IS NULL) EXECUTE FUNCTION comb_event_tag_copies();
+
+CREATE OR REPLACE FUNCTION comb_event_edited() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  UPDATE event_tags SET pubkey = NEW.pubkey, expires_at = NEW.expires_at,
+         size = octet_length(NEW.raw),
+         version = (SELECT e.xmin::text::bigint FROM events e
+                     WHERE e.community_id = NEW.community_id AND e.id = NEW.id)
+   WHERE community_id = NEW.community_id AND event_id = NEW.id;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER event_edited AFTER UPDATE OF pubkey, expires_at, raw ON events FOR EACH ROW
+  WHEN (OLD.pubkey IS DISTINCT FROM NEW.pubkey OR OLD.expires_at IS DISTINCT FROM NEW.expires_at
+        OR OLD.raw IS DISTINCT FROM NEW.raw)
+  EXECUTE FUNCTION comb_event_edited();
+
+CREATE INDEX event_tags_value_copies ON event_tags (community_id, name, value, created_at DESC)
+  INCLUDE (event_id, kind, pubkey, expires_at, size, version);
+DROP INDEX event_tags_value;
+ALTER INDEX event_tags_value_copies RENAME TO event_tags_value;
+)sql";
+
 constexpr migration migrations[] = {
   {48, "deletions, pins and other borrowers borrow the rooms of what they name by address", migration_48},
+  {49, "tag rows carry what a read by tag checks of their event, so it reads no event row", migration_49},
 };
 
 } // namespace

@@ -232,3 +232,50 @@ TEST_CASE_METHOD(cache_fixture, "an event stored again with another body is serv
   CHECK(read_both({protocol::filter{}}) == std::vector{raw});
   CHECK(read_both({protocol::filter{}}) == std::vector{raw});
 }
+
+TEST_CASE_METHOD(cache_fixture, "a read by one tag value answers from tag rows as the event rows do",
+                 "[integration][event_store][cache]") {
+  // A cached store reads a filter of one tag value from the copies its tag rows carry of their
+  // event (migration 49), the plain one from the event rows: both answer alike whatever the
+  // filter, the bans, the clock or the rooms hidden.
+  const std::string root(64, 'c');
+  author bob(42);
+  auto kept = alice.sign(1, now - 10, {{"e", root}, {"t", "x"}}, "kept");
+  auto expiring = alice.sign(1, now - 9, {{"e", root}, {"expiration", std::to_string(now + 5)}}, "soon gone");
+  auto reaction = alice.sign(7, now - 8, {{"e", root}}, "+");
+  auto by_bob = bob.sign(1, now - 7, {{"e", root}}, "banned soon");
+  auto in_office = alice.sign(1, now - 6, {{"e", root}, {"h", "office"}}, "private");
+  store({kept, expiring, reaction}, true);
+  store({by_bob, in_office}, false);
+  protocol::filter replies;
+  replies.tags.push_back({'e', {root}});
+  CHECK(read_both({replies}) == jsons_of({in_office, by_bob, reaction, expiring, kept}));
+  auto reactions = replies;
+  reactions.kinds = std::vector<std::uint32_t>{7};
+  CHECK(read_both({reactions}) == jsons_of({reaction}));
+  auto tagged_x = replies;
+  tagged_x.tags.push_back({'t', {"x"}});
+  CHECK(read_both({tagged_x}) == jsons_of({kept}));
+  auto newest_two = replies;
+  newest_two.limit = 2;
+  CHECK(read_both({newest_two}) == jsons_of({in_office, by_bob}));
+  CHECK(read_both({replies}, 0, now + 5) == jsons_of({in_office, by_bob, reaction, kept}));
+  scalar(connection, "INSERT INTO banned_pubkeys (community_id, pubkey) VALUES ($1::bigint, decode($2, 'hex'))"
+                     " RETURNING 1", {std::to_string(community), bob.pubkey_hex()});
+  CHECK(read_both({replies}) == jsons_of({in_office, reaction, expiring, kept}));
+  protocol::room_hiding hiding;
+  hiding.unseen = {"office"};
+  auto hidden_read = [&](storage::event_store& store) {
+    std::vector<std::string> out;
+    auto rest = store.query_chunks(community, {replies}, now, default_limit, 1 << 16,
+                                   [&](storage::query_result chunk) {
+                                     out.insert(out.end(), chunk.events.begin(), chunk.events.end());
+                                     return true;
+                                   }, false, hiding);
+    REQUIRE(rest.ok);
+    out.insert(out.end(), rest.events.begin(), rest.events.end());
+    return out;
+  };
+  CHECK(hidden_read(cached) == jsons_of({reaction, expiring, kept}));
+  CHECK(hidden_read(events) == jsons_of({reaction, expiring, kept}));
+}

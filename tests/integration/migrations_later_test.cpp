@@ -100,3 +100,32 @@ TEST_CASE("migration 48: borrowers naming an address only get the rooms of its l
   scalar(c, "DELETE FROM events WHERE id IN ('\\x0b', '\\x0c') RETURNING 1");
   CHECK(scalar(c, "SELECT count(*) FROM event_tags WHERE name = 'room'") == "0");
 }
+
+TEST_CASE("migration 49: tag rows copy what a read by tag checks of their event, and keep it exact",
+          "[integration][migrations]") {
+  test::fresh_database db;
+  storage::pg_connection c(db.conninfo());
+  const auto* copies = &migrated_up_to(c, 49);
+  auto community = scalar(c, "INSERT INTO communities (host) VALUES ('x.example') RETURNING id");
+  insert_tagged(c, community, "\\x0a", "{\"a\":1}", {{"e", "root"}, {"p", "someone"}});
+  scalar(c, "UPDATE events SET expires_at = 99, pubkey = '\\x0b0b' WHERE id = '\\x0a' RETURNING 1");
+  REQUIRE(c.exec_script(copies->sql).ok());
+  const std::string disagreeing =
+    "SELECT count(*) FROM event_tags t JOIN events e ON e.community_id = t.community_id"
+    " AND e.id = t.event_id WHERE (t.pubkey, t.expires_at, t.size, t.version) IS DISTINCT FROM"
+    " (e.pubkey, e.expires_at, octet_length(e.raw), e.xmin::text::bigint)";
+  CHECK(scalar(c, "SELECT string_agg(encode(pubkey, 'hex') || ':' || expires_at || ':' || size, ',')"
+                  " FROM event_tags") == "0b0b:99:7,0b0b:99:7");
+  CHECK(scalar(c, disagreeing) == "0");
+  // A row inserted without them (another writer, a pod of the release before) gets them.
+  insert_tagged(c, community, "\\x0c", "{\"bb\":22}", {{"e", "root"}});
+  CHECK(scalar(c, "SELECT size FROM event_tags WHERE event_id = '\\x0c'") == "9");
+  // A hand edit of the event row is followed.
+  scalar(c, "UPDATE events SET raw = '{}', expires_at = NULL WHERE id = '\\x0a' RETURNING 1");
+  CHECK(scalar(c, "SELECT string_agg(coalesce(expires_at::text, '-') || ':' || size, ',') FROM event_tags"
+                  " WHERE event_id = '\\x0a'") == "-:2,-:2");
+  CHECK(scalar(c, disagreeing) == "0");
+  // The read by tag finds its rows, with their copies, in the index alone.
+  CHECK(scalar(c, "SELECT indexdef FROM pg_indexes WHERE indexname = 'event_tags_value'").find(
+          "INCLUDE (event_id, kind, pubkey, expires_at, size, version)") != std::string::npos);
+}

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <thread>
 #include <cstdlib>
+#include <exception>
 #include <memory>
 
 #include <libpq-fe.h>
@@ -44,6 +45,21 @@ void run_admin(const std::string& sql_prefix, const std::string& name, const cha
   REQUIRE(reply.ok());
 }
 
+/// How many tag rows disagree with their event row on what they copy of it (migration 49: what a
+/// read by tag checks and sizes without reading the event row); "0" before that migration.
+std::string tag_copies_disagreeing(const std::string& conninfo) {
+  storage::pg_connection c(conninfo);
+  auto migrated = c.exec("SELECT 1 FROM information_schema.columns WHERE table_name = 'event_tags'"
+                         " AND column_name = 'version'");
+  if (!migrated.ok() || migrated.rows() == 0)
+    return migrated.ok() ? "0" : migrated.error();
+  auto reply = c.exec(
+    "SELECT count(*) FROM event_tags t JOIN events e ON e.community_id = t.community_id"
+    " AND e.id = t.event_id WHERE (t.pubkey, t.expires_at, t.size, t.version) IS DISTINCT FROM"
+    " (e.pubkey, e.expires_at, octet_length(e.raw), e.xmin::text::bigint)");
+  return reply.ok() && reply.rows() == 1 ? std::string(reply.text(0, 0)) : reply.error();
+}
+
 } // namespace
 
 std::string admin_conninfo() {
@@ -77,6 +93,12 @@ fresh_database::fresh_database()
 }
 
 fresh_database::~fresh_database() {
+  // Every test's store, whatever wrote it, keeps its tag rows' copies of their events exact.
+  if (std::uncaught_exceptions() == 0) {
+    const std::string disagreeing = tag_copies_disagreeing(conninfo_);
+    INFO("tag rows whose copies of their event disagree with it (migration 49)");
+    CHECK(disagreeing == "0");
+  }
   try {
     storage::pg_connection admin(admin_conninfo());
     (void)admin.exec("DROP DATABASE IF EXISTS \"" + name_ + "\" WITH (FORCE)");

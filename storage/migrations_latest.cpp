@@ -41,12 +41,22 @@ SELECT DISTINCT c.community_id, c.event_id, 'room', h.value, c.created_at, c.kin
 // Postgres time (issue 16, docs/benchmarks.md) went to that join, for the few columns each row
 // is checked and sized with: its author (bans), its expiry, its JSON's length and its row version
 // (`xmin`, what the readers' body cache keys on). Each tag row keeps a copy of them, carried in
-// the index so the read visits no heap on vacuumed pages. An event row is never updated by the
-// relay (it is deleted and inserted again, with its tag rows); the copies follow a hand edit of
-// events all the same. Rows inserted without them (the relay's own writers other than the batch
-// COPY, a pod of an older release during a rolling upgrade) get them from their event row, which
-// each writer inserts first in the same transaction.
+// the index so the read visits no heap on vacuumed pages. A read by tag no longer drops a tag row
+// whose event is gone, so there must be none: those left by a hand edit go first, and a tag row
+// inserted without its event is refused. An event row is never updated by the relay (it is
+// deleted and inserted again, with its tag rows); the copies follow a hand edit all the same, its
+// tag rows found as its deletion finds them. Rows inserted without copies (the relay's writers
+// other than the batch COPY, a pod of an older release during a rolling upgrade) get them from
+// their event row, which each writer inserts first in the same transaction.
+// `events` is locked before `event_tags`, in the order every writer takes them: a batch of an
+// older pod between its two COPYs then finishes first instead of deadlocking with the migration.
+// Reads by tag and writes of events wait for the rewrite of event_tags and its index (seconds per
+// million tag rows).
 constexpr const char* migration_49 = R"sql(
+LOCK TABLE events IN SHARE ROW EXCLUSIVE MODE;
+LOCK TABLE event_tags IN ACCESS EXCLUSIVE MODE;
+DELETE FROM event_tags t
+ WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.community_id = t.community_id AND e.id = t.event_id);
 ALTER TABLE event_tags ADD COLUMN pubkey BYTEA, ADD COLUMN expires_at BIGINT,
   ADD COLUMN size INTEGER, ADD COLUMN version BIGINT;
 UPDATE event_tags t SET pubkey = e.pubkey, expires_at = e.expires_at, size = octet_length(e.raw),
@@ -58,24 +68,40 @@ BEGIN
   SELECT e.pubkey, e.expires_at, octet_length(e.raw), e.xmin::text::bigint
     INTO NEW.pubkey, NEW.expires_at, NEW.size, NEW.version
     FROM events e WHERE e.community_id = NEW.community_id AND e.id = NEW.event_id;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'a tag row of community % names no stored event', NEW.community_id
+      USING ERRCODE = 'foreign_key_violation';
+  END IF;
   RETURN NEW;
 END $$;
 CREATE TRIGGER event_tag_copies BEFORE INSERT ON event_tags FOR EACH ROW
   WHEN (NEW.version IS NULL) EXECUTE FUNCTION comb_event_tag_copies();
 
 CREATE OR REPLACE FUNCTION comb_event_edited() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  doc TEXT := OLD.raw;
+  row_version BIGINT := (SELECT e.xmin::text::bigint FROM events e
+                      WHERE e.community_id = NEW.community_id AND e.id = NEW.id);
 BEGIN
+  IF OLD.kind = 13534 THEN
+    RETURN NULL; -- a NIP-43 member list has no tag rows
+  END IF;
+  IF strpos(doc, '\u0000') > 0 THEN
+    doc := regexp_replace(doc, '(?<=(?:^|[^\\])(?:\\\\)*)\\u0000', '\\ufffd', 'g');
+  END IF;
+  UPDATE event_tags tag_row SET pubkey = NEW.pubkey, expires_at = NEW.expires_at,
+         size = octet_length(NEW.raw), version = row_version
+    FROM (SELECT DISTINCT t ->> 0 AS name, t ->> 1 AS value
+            FROM json_array_elements(doc::json -> 'tags') AS t
+           WHERE json_typeof(t) = 'array' AND length(t ->> 0) = 1 AND t ->> 1 IS NOT NULL) AS tag
+   WHERE tag_row.community_id = OLD.community_id AND tag_row.name = tag.name AND tag_row.value = tag.value
+     AND tag_row.created_at = OLD.created_at AND tag_row.event_id = OLD.id;
   UPDATE event_tags SET pubkey = NEW.pubkey, expires_at = NEW.expires_at,
-         size = octet_length(NEW.raw),
-         version = (SELECT e.xmin::text::bigint FROM events e
-                     WHERE e.community_id = NEW.community_id AND e.id = NEW.id)
-   WHERE community_id = NEW.community_id AND event_id = NEW.id;
+         size = octet_length(NEW.raw), version = row_version
+   WHERE community_id = OLD.community_id AND event_id = OLD.id AND name = 'room';
   RETURN NULL;
 END $$;
-CREATE TRIGGER event_edited AFTER UPDATE OF pubkey, expires_at, raw ON events FOR EACH ROW
-  WHEN (OLD.pubkey IS DISTINCT FROM NEW.pubkey OR OLD.expires_at IS DISTINCT FROM NEW.expires_at
-        OR OLD.raw IS DISTINCT FROM NEW.raw)
-  EXECUTE FUNCTION comb_event_edited();
+CREATE TRIGGER event_edited AFTER UPDATE ON events FOR EACH ROW EXECUTE FUNCTION comb_event_edited();
 
 CREATE INDEX event_tags_value_copies ON event_tags (community_id, name, value, created_at DESC)
   INCLUDE (event_id, kind, pubkey, expires_at, size, version);

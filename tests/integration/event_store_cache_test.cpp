@@ -278,4 +278,19 @@ TEST_CASE_METHOD(cache_fixture, "a read by one tag value answers from tag rows a
   };
   CHECK(hidden_read(cached) == jsons_of({reaction, expiring, kept}));
   CHECK(hidden_read(events) == jsons_of({reaction, expiring, kept}));
+  // Read in pages of about two events, each going on after the last: the same chunks.
+  auto chunks_of = [&](storage::event_store& store) {
+    std::vector<std::vector<std::string>> chunks;
+    auto rest = store.query_chunks(community, {replies}, now, default_limit, 2 * test::json_of(kept).size(),
+                                   [&](storage::query_result chunk) {
+                                     chunks.push_back(std::move(chunk.events));
+                                     return true;
+                                   });
+    REQUIRE(rest.ok);
+    chunks.push_back(std::move(rest.events));
+    return chunks;
+  };
+  auto paged = chunks_of(cached);
+  CHECK(paged == chunks_of(events));
+  CHECK(paged.size() >= 2);
 }

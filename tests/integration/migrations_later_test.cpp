@@ -107,19 +107,28 @@ TEST_CASE("migration 49: tag rows copy what a read by tag checks of their event,
   storage::pg_connection c(db.conninfo());
   const auto* copies = &migrated_up_to(c, 49);
   auto community = scalar(c, "INSERT INTO communities (host) VALUES ('x.example') RETURNING id");
-  insert_tagged(c, community, "\\x0a", "{\"a\":1}", {{"e", "root"}, {"p", "someone"}});
+  const std::string raw = R"({"tags":[["e","root"],["p","someone"]]})";
+  insert_tagged(c, community, "\\x0a", raw, {{"e", "root"}, {"p", "someone"}});
   scalar(c, "UPDATE events SET expires_at = 99, pubkey = '\\x0b0b' WHERE id = '\\x0a' RETURNING 1");
+  // A tag row whose event is gone (a hand edit of its `raw` hid it from the deletion) would
+  // now be read: it goes.
+  insert_tagged(c, community, "\\x0d", "{}", {{"e", "root"}});
+  scalar(c, "DELETE FROM events WHERE id = '\\x0d' RETURNING 1");
   REQUIRE(c.exec_script(copies->sql).ok());
+  CHECK(scalar(c, "SELECT count(*) FROM event_tags WHERE event_id = '\\x0d'") == "0");
   const std::string disagreeing =
     "SELECT count(*) FROM event_tags t JOIN events e ON e.community_id = t.community_id"
     " AND e.id = t.event_id WHERE (t.pubkey, t.expires_at, t.size, t.version) IS DISTINCT FROM"
     " (e.pubkey, e.expires_at, octet_length(e.raw), e.xmin::text::bigint)";
   CHECK(scalar(c, "SELECT string_agg(encode(pubkey, 'hex') || ':' || expires_at || ':' || size, ',')"
-                  " FROM event_tags") == "0b0b:99:7,0b0b:99:7");
+                  " FROM event_tags") == "0b0b:99:" + std::to_string(raw.size()) + ",0b0b:99:"
+                                          + std::to_string(raw.size()));
   CHECK(scalar(c, disagreeing) == "0");
   // A row inserted without them (another writer, a pod of the release before) gets them.
   insert_tagged(c, community, "\\x0c", "{\"bb\":22}", {{"e", "root"}});
   CHECK(scalar(c, "SELECT size FROM event_tags WHERE event_id = '\\x0c'") == "9");
+  // One naming no stored event is refused.
+  CHECK_FALSE(c.exec("INSERT INTO event_tags VALUES ($1::bigint, '\\x0e', 'e', 'root', 7, 1)", {community}).ok());
   // A hand edit of the event row is followed.
   scalar(c, "UPDATE events SET raw = '{}', expires_at = NULL WHERE id = '\\x0a' RETURNING 1");
   CHECK(scalar(c, "SELECT string_agg(coalesce(expires_at::text, '-') || ':' || size, ',') FROM event_tags"

@@ -46,7 +46,8 @@ void run_admin(const std::string& sql_prefix, const std::string& name, const cha
 }
 
 /// How many tag rows disagree with their event row on what they copy of it (migration 49: what a
-/// read by tag checks and sizes without reading the event row); "0" before that migration.
+/// read by tag checks and sizes without reading the event row), or name no stored event (a read
+/// by tag would count it); "0" before that migration.
 std::string tag_copies_disagreeing(const std::string& conninfo) {
   storage::pg_connection c(conninfo);
   auto migrated = c.exec("SELECT 1 FROM information_schema.columns WHERE table_name = 'event_tags'"
@@ -54,9 +55,9 @@ std::string tag_copies_disagreeing(const std::string& conninfo) {
   if (!migrated.ok() || migrated.rows() == 0)
     return migrated.ok() ? "0" : migrated.error();
   auto reply = c.exec(
-    "SELECT count(*) FROM event_tags t JOIN events e ON e.community_id = t.community_id"
-    " AND e.id = t.event_id WHERE (t.pubkey, t.expires_at, t.size, t.version) IS DISTINCT FROM"
-    " (e.pubkey, e.expires_at, octet_length(e.raw), e.xmin::text::bigint)");
+    "SELECT count(*) FROM event_tags t LEFT JOIN events e ON e.community_id = t.community_id"
+    " AND e.id = t.event_id WHERE e.id IS NULL OR (t.pubkey, t.expires_at, t.size, t.version)"
+    " IS DISTINCT FROM (e.pubkey, e.expires_at, octet_length(e.raw), e.xmin::text::bigint)");
   return reply.ok() && reply.rows() == 1 ? std::string(reply.text(0, 0)) : reply.error();
 }
 

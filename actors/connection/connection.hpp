@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <optional>
 #include <string_view>
@@ -16,6 +15,7 @@
 
 #include "actors/community/ban_list.hpp"
 #include "actors/frame_sink.hpp"
+#include "actors/lazy_deque.hpp"
 #include "actors/community/member_cache.hpp"
 #include "actors/connection/ip_table.hpp"
 #include "actors/connection/rate_limiter.hpp"
@@ -500,7 +500,7 @@ private:
   std::optional<protocol::bytes32> admitted_as_; ///< admitted_as
   rate_limiter events_rate_;
   rate_limiter frames_rate_;
-  std::deque<std::int64_t> weights_in_flight_; ///< of the events sent to storage, oldest first
+  lazy_deque<std::int64_t> weights_in_flight_; ///< of the events sent to storage, oldest first
   std::int64_t storage_bytes_in_flight_ = 0;
   std::size_t queries_in_flight_ = 0;
   std::size_t withheld_ = 0;

@@ -3,7 +3,6 @@
 
 #include <atomic>
 #include <caf/all.hpp>
-#include <deque>
 #include <memory>
 #include <optional>
 #include <unordered_map>
@@ -13,6 +12,7 @@
 #include "actors/connection/frame_ledger.hpp"
 #include "actors/connection/replies_awaiting_state.hpp"
 #include "actors/connection/reqs_awaiting_auth.hpp"
+#include "actors/lazy_deque.hpp"
 #include "actors/messages.hpp"
 #include "actors/metrics.hpp"
 #include "actors/storage/reader_waits.hpp"
@@ -100,7 +100,7 @@ struct connection_state {
   /// REQs (their live part, which starts their query) and COUNTs waiting for one of the
   /// policy's `max_queries_in_flight` places; bounded by the subscription cap and
   /// `max_waiting_counts`.
-  std::deque<std::variant<live_request, history_request>> waiting_queries;
+  lazy_deque<std::variant<live_request, history_request>> waiting_queries;
   std::size_t waiting_counts = 0;
   /// COUNTs at a reader, by ticket: each as it was sent, with how often it was counted again.
   struct count_in_flight {

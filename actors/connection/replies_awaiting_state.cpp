@@ -15,6 +15,8 @@ std::vector<replies_awaiting_state::released> replies_awaiting_state::release(st
                                                                               double now,
                                                                               const taken_check& taken) {
   std::vector<released> out;
+  if (waiting_.empty())
+    return out;
   for (auto it = waiting_.begin(); it != waiting_.end();) {
     if (taken(it->reply)) {
       ++it;

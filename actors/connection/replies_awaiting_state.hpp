@@ -2,12 +2,12 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <string>
 #include <variant>
 #include <vector>
 
+#include "actors/lazy_deque.hpp"
 #include "storage/event_store.hpp"
 
 namespace comb::actors {
@@ -75,7 +75,7 @@ private:
     query_reply reply;
     double since = 0;
   };
-  std::deque<entry> waiting_;
+  lazy_deque<entry> waiting_;
   double patience_;
 };
 

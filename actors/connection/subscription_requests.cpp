@@ -20,7 +20,7 @@ namespace {
 /// filters are not kept (a client repeating REQ and CLOSE with fresh ids while queries wait
 /// would otherwise pile them up behind the first still open).
 void forget_waiting(connection_state& st, const std::string& id) {
-  std::erase_if(st.waiting_queries, [&](const auto& waiting) {
+  erase_if(st.waiting_queries, [&](const auto& waiting) {
     const auto* req = std::get_if<live_request>(&waiting);
     return req && req->subscription_id == id;
   });

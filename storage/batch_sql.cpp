@@ -2,11 +2,10 @@
 #include "storage/batch_sql.hpp"
 
 #include <algorithm>
-#include <tuple>
 
-#include "protocol/canonical_json.hpp"
 #include "protocol/hex.hpp"
 #include "protocol/nip62.hpp"
+#include "storage/batch_rows.hpp"
 #include "storage/pg_array.hpp"
 
 namespace comb::storage {
@@ -240,60 +239,6 @@ std::optional<pg_reply> delete_events(pg_connection& connection, std::vector<eve
   return std::nullopt;
 }
 
-// The inserts are COPYs in binary format: no array literal to escape here and parse there, no
-// function scan unnesting columns into rows, and Postgres inserts the rows in bulk (one WAL
-// record per heap page rather than per row).
-
-/// The events' rows, in (community, id) order: two writers or pods inserting the same events
-/// then wait on each other's unique-index entries in one order, and never deadlock.
-std::string event_rows(std::span<const event_write> writes, const std::vector<std::size_t>& inserts) {
-  std::vector<std::size_t> ordered = inserts;
-  std::sort(ordered.begin(), ordered.end(), [&](std::size_t a, std::size_t b) {
-    return std::tie(writes[a].community_id, writes[a].ev->id)
-           < std::tie(writes[b].community_id, writes[b].ev->id);
-  });
-  pg_copy_rows rows(8);
-  for (std::size_t index : ordered) {
-    const event_write& w = writes[index];
-    const protocol::event& ev = *w.ev;
-    rows.row();
-    rows.add_int8(w.community_id);
-    rows.add_bytes(ev.id);
-    rows.add_bytes(ev.pubkey);
-    rows.add_int8(ev.created_at);
-    rows.add_int4(static_cast<std::int32_t>(ev.kind));
-    if (auto addr = address_of_event(w.community_id, ev))
-      rows.add_bytes(std::string_view(addr->d_key));
-    else
-      rows.add_null();
-    if (auto expiry = protocol::expiration_of(ev))
-      rows.add_int8(*expiry);
-    else
-      rows.add_null();
-    if (w.json)
-      rows.add_bytes(std::string_view(*w.json));
-    else
-      rows.add_bytes(std::string_view(protocol::render_event_json(ev)));
-  }
-  return rows.str();
-}
-
-/// What each of an event's tag rows copies of its event row (migration 49): what a read by tag
-/// checks and sizes the event by, without reading the event row.
-struct event_copies {
-  std::int64_t community_id = 0;
-  const protocol::event* ev = nullptr;
-  std::optional<std::int64_t> expires_at;
-  std::int32_t size = 0; ///< the bytes of its JSON as stored (event_rows)
-  std::uint32_t version = 0;
-};
-
-event_copies copies_of(const event_write& w, std::uint32_t transaction) {
-  const std::size_t size = w.json ? w.json->size() : protocol::render_event_json(*w.ev).size();
-  return {w.community_id, w.ev.get(), protocol::expiration_of(*w.ev), static_cast<std::int32_t>(size),
-          transaction};
-}
-
 /// Inserts the planned events. A plain insert, not `ON CONFLICT DO NOTHING`: the snapshot read
 /// under the batch's locks already found none of these ids stored, and the speculative insertion
 /// that ON CONFLICT needs costs every event a second probe of the primary key and one more WAL
@@ -303,57 +248,18 @@ event_copies copies_of(const event_write& w, std::uint32_t transaction) {
 std::optional<pg_reply> insert_events(pg_connection& connection,
                                       std::span<const event_write> writes,
                                       const std::vector<std::size_t>& inserts) {
-  auto reply = connection.copy_in(
-    "COPY events (community_id, id, pubkey, created_at, kind, d_tag, expires_at, raw)"
-    " FROM STDIN (FORMAT binary)",
-    event_rows(writes, inserts));
+  auto reply = connection.copy_in(event_copy_sql, event_rows(writes, inserts));
   return reply.ok() ? std::nullopt : std::optional(std::move(reply));
 }
 
-void add_tag_row(pg_copy_rows& rows, const event_copies& of, std::string_view name, std::string_view value) {
-  rows.row();
-  rows.add_int8(of.community_id);
-  rows.add_bytes(of.ev->id);
-  rows.add_bytes(name);
-  rows.add_bytes(value);
-  rows.add_int8(of.ev->created_at);
-  rows.add_int4(static_cast<std::int32_t>(of.ev->kind));
-  rows.add_bytes(of.ev->pubkey);
-  if (of.expires_at)
-    rows.add_int8(*of.expires_at);
-  else
-    rows.add_null();
-  rows.add_int4(of.size);
-  rows.add_int8(of.version);
-}
-
-/// Each event's indexed tags, and the rooms it borrows (store_outcome::borrowed_rooms: a comment,
-/// a report, an addressable edit without its `h`) as rows named `room`, which no filter can name
-/// (a filter's tags are one letter).
+/// Inserts the planned events' tag rows (tag_rows).
 std::optional<pg_reply> insert_tags(pg_connection& connection,
                                     std::span<const event_write> writes,
                                     const store_plan& plan, std::uint32_t transaction) {
-  pg_copy_rows rows(10);
-  for (std::size_t index : plan.inserts) {
-    const event_write& w = writes[index];
-    const auto tags = indexed_tags(*w.ev);
-    const auto& rooms = plan.outcomes[index].borrowed_rooms;
-    if (tags.empty() && (!rooms || rooms->empty()))
-      continue;
-    const event_copies copies = copies_of(w, transaction);
-    for (const auto& [tag_name, tag_value] : tags)
-      add_tag_row(rows, copies, std::string_view(&tag_name, 1), tag_value);
-    if (rooms)
-      for (const auto& room : *rooms)
-        add_tag_row(rows, copies, borrowed_room_tag, room);
-  }
-  if (rows.rows() == 0)
+  auto rows = tag_rows(writes, plan, transaction);
+  if (!rows)
     return std::nullopt;
-  auto reply = connection.copy_in(
-    "COPY event_tags (community_id, event_id, name, value, created_at, kind, pubkey, expires_at,"
-    " size, version)"
-    " FROM STDIN (FORMAT binary)",
-    rows.str());
+  auto reply = connection.copy_in(tag_copy_sql, *rows);
   return reply.ok() ? std::nullopt : std::optional(std::move(reply));
 }
 

@@ -50,8 +50,8 @@ SELECT DISTINCT c.community_id, c.event_id, 'room', h.value, c.created_at, c.kin
 // their event row, which each writer inserts first in the same transaction.
 // `events` is locked before `event_tags`, in the order every writer takes them: a batch of an
 // older pod between its two COPYs then finishes first instead of deadlocking with the migration.
-// Reads by tag and writes of events wait for the rewrite of event_tags and its index (seconds per
-// million tag rows).
+// Reads by tag and writes of events wait for the rewrite of event_tags and its index: about half a
+// minute per million tag rows (9 s for the 300,000 of a 100,000-event store on a 2-core VM).
 constexpr const char* migration_49 = R"sql(
 LOCK TABLE events IN SHARE ROW EXCLUSIVE MODE;
 LOCK TABLE event_tags IN ACCESS EXCLUSIVE MODE;

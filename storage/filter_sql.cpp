@@ -284,13 +284,23 @@ constexpr const char* tag_rows_as_events =
   "(SELECT t.community_id, t.event_id AS id, t.created_at, t.kind, t.pubkey, t.expires_at, t.size,"
   " t.version FROM event_tags t WHERE t.community_id = $1::bigint AND t.name = ";
 
-std::string tag_driven_select(const protocol::filter& f, std::uint32_t limit,
-                              const std::string& columns, param_list& params,
-                              const history_cursor* after, bool tag_rows_only) {
+/// The placeholders of a filter's first tag condition's name and one value (reads_by_tag).
+std::pair<std::string, std::string> first_tag_params(const protocol::filter& f, param_list& params) {
   // One statement per placeholder: the operands of `+` are evaluated in no fixed order.
   const auto& tag = f.tags.front();
   std::string name = params.add(std::string(1, tag.name), "text");
   std::string value = params.add(std::string(indexable_values(tag).front()), "text");
+  return {std::move(name), std::move(value)};
+}
+
+std::string tag_rows_named(const std::string& name, const std::string& value) {
+  return std::string(tag_rows_as_events) + name + " AND t.value = " + value + ") AS e";
+}
+
+std::string tag_driven_select(const protocol::filter& f, std::uint32_t limit,
+                              const std::string& columns, param_list& params,
+                              const history_cursor* after, bool tag_rows_only) {
+  auto [name, value] = first_tag_params(f, params);
   std::string where = where_sql(f, params, keys_from::first_tag);
   const std::string created_at = tag_rows_only ? "e.created_at" : "t.created_at";
   const std::string id = tag_rows_only ? "e.id" : "t.event_id";
@@ -299,8 +309,7 @@ std::string tag_driven_select(const protocol::filter& f, std::uint32_t limit,
   std::string limit_param = params.add(std::to_string(limit), "bigint");
   const std::string order = " ORDER BY " + created_at + " DESC, " + id + " LIMIT " + limit_param;
   if (tag_rows_only)
-    return "SELECT " + columns + " FROM " + tag_rows_as_events + name + " AND t.value = " + value
-           + ") AS e WHERE " + where + order;
+    return "SELECT " + columns + " FROM " + tag_rows_named(name, value) + " WHERE " + where + order;
   return "SELECT " + columns
          + " FROM event_tags t JOIN events e ON e.community_id = t.community_id"
            " AND e.id = t.event_id WHERE t.community_id = $1::bigint AND t.name = "
@@ -530,6 +539,19 @@ std::optional<sql_statement> event_bodies_sql(std::int64_t community_id,
                        {std::to_string(community_id), wanted.str()}, true, {false, true}, true};
 }
 
+namespace {
+
+/// One filter's matching ids for count_sql. A filter read by one tag value counts its tag rows,
+/// which carry what the conditions read of their event (migration 49): no event row is read.
+std::string count_select(const protocol::filter& f, param_list& params) {
+  if (!reads_by_tag(f))
+    return "SELECT e.id FROM events e WHERE " + where_sql(f, params);
+  auto [name, value] = first_tag_params(f, params);
+  return "SELECT e.id FROM " + tag_rows_named(name, value) + " WHERE " + where_sql(f, params, keys_from::first_tag);
+}
+
+} // namespace
+
 std::optional<sql_statement> count_sql(std::int64_t community_id,
                                        const std::vector<protocol::filter>& filters,
                                        std::int64_t now,
@@ -539,7 +561,7 @@ std::optional<sql_statement> count_sql(std::int64_t community_id,
   std::vector<std::string> selects;
   for (const auto& f : filters)
     if (can_match(f))
-      selects.push_back("SELECT e.id FROM events e WHERE " + where_sql(f, params));
+      selects.push_back(count_select(f, params));
   if (selects.empty())
     return std::nullopt;
   // Each branch of a union is cut too: Postgres removes duplicates by hashing or sorting, which

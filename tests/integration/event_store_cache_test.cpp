@@ -263,6 +263,12 @@ TEST_CASE_METHOD(cache_fixture, "a read by one tag value answers from tag rows a
   scalar(connection, "INSERT INTO banned_pubkeys (community_id, pubkey) VALUES ($1::bigint, decode($2, 'hex'))"
                      " RETURNING 1", {std::to_string(community), bob.pubkey_hex()});
   CHECK(read_both({replies}) == jsons_of({in_office, reaction, expiring, kept}));
+  // A count by one tag value counts the same tag rows' copies.
+  CHECK(events.count(community, {replies}, now).count == 4);
+  CHECK(events.count(community, {replies}, now + 5).count == 3);
+  CHECK(events.count(community, {reactions}, now).count == 1);
+  CHECK(events.count(community, {tagged_x}, now).count == 1);
+  CHECK(events.count(community, {replies, reactions}, now).count == 4);
   protocol::room_hiding hiding;
   hiding.unseen = {"office"};
   auto hidden_read = [&](storage::event_store& store) {
@@ -278,6 +284,7 @@ TEST_CASE_METHOD(cache_fixture, "a read by one tag value answers from tag rows a
   };
   CHECK(hidden_read(cached) == jsons_of({reaction, expiring, kept}));
   CHECK(hidden_read(events) == jsons_of({reaction, expiring, kept}));
+  CHECK(events.count(community, {replies}, now, hiding).count == 3);
   // Read in pages of about two events, each going on after the last: the same chunks.
   auto chunks_of = [&](storage::event_store& store) {
     std::vector<std::vector<std::string>> chunks;

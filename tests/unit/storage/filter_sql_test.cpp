@@ -342,6 +342,13 @@ TEST_CASE("only a read driven by one tag value is marked as having a fixed plan"
   auto counted = count_sql(1, {by_tag}, 0);
   REQUIRE(counted);
   CHECK_FALSE(counted->fixed_plan);
+  // Counted from the tag rows' copies of their events (migration 49), as a keyed read is.
+  CHECK(contains(counted->text, "FROM (SELECT t.community_id, t.event_id AS id"));
+  CHECK_FALSE(contains(counted->text, "events e"));
+  CHECK(placeholders_in(counted->text) == counted->params.size());
+  auto counted_with_kinds = count_sql(1, {by_tag, by_author}, 0);
+  REQUIRE(counted_with_kinds);
+  CHECK(contains(counted_with_kinds->text, "FROM events e"));
 }
 
 TEST_CASE("a later page of a history reply starts at its cursor and counts what was sent",

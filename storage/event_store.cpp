@@ -31,7 +31,7 @@ struct batch_attempt {
   std::vector<store_outcome> outcomes; ///< set when committed, or planned when its COMMIT failed
   std::optional<pg_reply> failure;
   bool commit_sent = false; ///< a failed COMMIT leaves the outcome unknown: never replay it
-  std::uint32_t transaction = 0; ///< the inserted rows' version (xmin), when asked for
+  std::uint32_t transaction = 0; ///< the inserted rows' version (xmin); 0 when not read
 };
 
 std::vector<store_outcome> all_failed(std::size_t count) {
@@ -40,17 +40,17 @@ std::vector<store_outcome> all_failed(std::size_t count) {
 }
 
 /// Opens the transaction, locks, reads, plans and writes; the caller commits or rolls back.
+/// `transaction`: set to the transaction's id, the version of the rows it inserts.
 std::optional<pg_reply> plan_and_write(pg_connection& connection,
                                        std::span<const event_write> writes,
                                        std::vector<store_outcome>& outcomes,
-                                       std::uint32_t* transaction) {
+                                       std::uint32_t& transaction) {
   const batch_keys keys = keys_of(writes);
   auto snapshot = begin_with_snapshot(connection, locks_for(keys), keys);
   if (auto* failed = std::get_if<pg_reply>(&snapshot))
     return std::move(*failed);
   auto& read = std::get<batch_snapshot>(snapshot);
-  if (transaction)
-    *transaction = read.transaction;
+  transaction = read.transaction;
   if (auto failed = read_room_posters(connection, room_posters_to_read(writes, read), read))
     return failed;
   store_plan plan = plan_batch(writes, read);
@@ -110,13 +110,10 @@ pg_reply commit_reading_versions(pg_connection& connection, std::span<const even
   return std::move(replies.front());
 }
 
-/// `with_transaction`: the attempt reads its transaction's id (batch_attempt::transaction).
-batch_attempt attempt_batch(pg_connection& connection, std::span<const event_write> writes,
-                            bool with_transaction) {
+batch_attempt attempt_batch(pg_connection& connection, std::span<const event_write> writes) {
   batch_attempt attempt;
   std::vector<store_outcome> outcomes;
-  if (auto failed = plan_and_write(connection, writes, outcomes,
-                                   with_transaction ? &attempt.transaction : nullptr)) {
+  if (auto failed = plan_and_write(connection, writes, outcomes, attempt.transaction)) {
     // Its own failure changes nothing: the batch is lost (and without a transaction, a no-op).
     (void)connection.exec("ROLLBACK");
     attempt.failure = std::move(failed);
@@ -395,7 +392,7 @@ std::vector<store_outcome> event_store::store_together(std::span<const event_wri
       return {};
     // Each attempt that commits leaves its stored bodies with the readers' cache.
     auto attempt = [this](std::span<const event_write> some) {
-      batch_attempt made = attempt_batch(connection_, some, bodies_ != nullptr);
+      batch_attempt made = attempt_batch(connection_, some);
       remember_stored(bodies_, some, made);
       return made;
     };

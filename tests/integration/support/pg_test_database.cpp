@@ -45,9 +45,8 @@ void run_admin(const std::string& sql_prefix, const std::string& name, const cha
   REQUIRE(reply.ok());
 }
 
-/// How many tag rows disagree with their event row on what they copy of it (migration 49: what a
-/// read by tag checks and sizes without reading the event row), or name no stored event (a read
-/// by tag would count it); "0" before that migration.
+} // namespace
+
 std::string tag_copies_disagreeing(const std::string& conninfo) {
   storage::pg_connection c(conninfo);
   auto migrated = c.exec("SELECT 1 FROM information_schema.columns WHERE table_name = 'event_tags'"
@@ -60,8 +59,6 @@ std::string tag_copies_disagreeing(const std::string& conninfo) {
     " IS DISTINCT FROM (e.pubkey, e.expires_at, octet_length(e.raw), e.xmin::text::bigint)");
   return reply.ok() && reply.rows() == 1 ? std::string(reply.text(0, 0)) : reply.error();
 }
-
-} // namespace
 
 std::string admin_conninfo() {
   const char* url = std::getenv("COMB_TEST_DATABASE_URL");

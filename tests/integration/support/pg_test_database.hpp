@@ -49,6 +49,11 @@ struct store_fixture {
   std::int64_t community = 0;
 };
 
+/// How many tag rows disagree with their event row on what they copy of it (migration 49: what a
+/// read by tag checks and sizes without reading the event row), or name no stored event (a read
+/// by tag would count it): "0", also before that migration; an error's text otherwise.
+[[nodiscard]] std::string tag_copies_disagreeing(const std::string& conninfo);
+
 /// Runs one statement on a separate connection and returns the first field ("" if none);
 /// fails the test on error.
 std::string scalar(storage::pg_connection& connection,

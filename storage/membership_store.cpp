@@ -260,9 +260,11 @@ membership_write membership_store::apply_locked(std::int64_t community_id,
     if (!takes_away || newest_list_at > now)
       throw list_must_wait{takes_away ? newest_list_at : newest_list_at + 1};
   }
-  // A member removed from a closed community may not post from this commit on: a batch that
-  // read them as a member commits before it (bans take the lock in read_bans).
-  if (locked.text(0, 2) == "t" && !members.changes().removed.empty())
+  // Whoever this takes posting from may not post from this commit on: a batch that read them as
+  // a poster commits before it. A removal takes the community (when closed) and its restricted
+  // rooms (whoever leaves it leaves them, open or closed); a demoted admin no longer posts in
+  // every restricted room. Bans take the lock in read_bans.
+  if (takes_access(members, plan))
     lock_community_events(connection_, community_id);
   record_request_outcomes(connection_, community_id, claims, plan.outcomes);
   membership_write out;

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "storage/community_store.hpp"
+#include "storage/store_plan.hpp"
 #include "support/room_fixture.hpp"
 
 using namespace comb;
@@ -167,4 +168,33 @@ TEST_CASE_METHOD(room_fixture, "a room change that takes posting away waits for 
   storage::room_write removed;
   CHECK(waits_for_a_batch([&] { removed = run(owner, 9001, {{"p", alice.pubkey_hex()}}); }));
   CHECK(removed.outcome == protocol::room_outcome::changed);
+}
+
+TEST_CASE_METHOD(room_fixture, "a community removal or an admin's demotion waits for the event batches in flight",
+                 "[integration][rooms][race]") {
+  // In an open community too: whoever leaves it leaves its restricted rooms, and an admin posts
+  // in every restricted room. A batch in flight read them as posters under the community's event
+  // lock; the change waits for its commit, and the batches after it read the change.
+  REQUIRE(apply(command(membership_change::add_member, alice.pubkey())).committed);
+  REQUIRE(apply(command(membership_change::add_member, bob.pubkey())).committed);
+  REQUIRE(apply(command(membership_change::update_role, bob.pubkey(), member_role::admin)).committed);
+  open_room();
+  REQUIRE(run(alice, 9021, {}).outcome == protocol::room_outcome::changed);
+  REQUIRE(run(owner, 9002, {{"name", "pizza"}, {"restricted"}}).outcome == protocol::room_outcome::changed);
+  auto waits_for_a_batch = [&](const std::function<void()>& change) {
+    return waits_for_event_batch(database.conninfo(), connection, community, change);
+  };
+  storage::membership_write removed, demoted;
+  CHECK(waits_for_a_batch([&] { removed = apply(command(membership_change::remove_member, alice.pubkey())); }));
+  REQUIRE(removed.committed);
+  CHECK(waits_for_a_batch(
+    [&] { demoted = apply(command(membership_change::update_role, bob.pubkey(), member_role::member)); }));
+  REQUIRE(demoted.committed);
+  auto post = [&](author& who) {
+    auto write = write_of(community, who.sign(9, now, {{"h", "pizza"}}, "after the change"));
+    write.rooms = {"pizza"}; // as the pod admitted it before it heard of the change
+    return events.store_batch(std::vector{write}).at(0);
+  };
+  check_outcome(post(alice), storage::store_outcome::status::refused, storage::msg_room_restricted);
+  check_outcome(post(bob), storage::store_outcome::status::refused, storage::msg_room_restricted);
 }

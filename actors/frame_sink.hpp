@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -18,7 +19,14 @@ enum class close_reason : std::uint16_t {
   too_big = 1009,        ///< a frame over the size limit
   internal_error = 1011, ///< the connection's actor failed
   slow_reader = 4000,    ///< pending outbound bytes passed the bound
+  stalled_reader = 4001, ///< its socket took no byte for the idle timeout while frames waited
 };
+
+/// A reader cut for its unread output: its socket is dropped without a close frame, which could
+/// not get through.
+[[nodiscard]] inline bool is_cut(std::optional<close_reason> why) {
+  return why == close_reason::slow_reader || why == close_reason::stalled_reader;
+}
 
 /// A live EVENT frame whose event JSON is shared by every subscriber it goes to: the frame is
 /// `*head` (`["EVENT","<sub>",`, shared by every frame of its subscription), then `*json`, then

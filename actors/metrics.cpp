@@ -79,6 +79,7 @@ std::string relay_metrics::render() const {
         "Subscription filters checked against live events (each at most once per event).",
         fanout_filters_checked);
   write(out, "comb_slow_reader_disconnects_total", "counter", "Connections cut for unread output.", slow_reader_disconnects);
+  write(out, "comb_stalled_reader_disconnects_total", "counter", "Connections cut for a socket that took no byte for the idle timeout while output waited.", stalled_reader_disconnects);
   write(out, "comb_direct_writes_total", "counter", "Writes made by the thread that queued the frames, the socket's writer being idle.", direct_writes);
   write(out, "comb_oversize_disconnects_total", "counter", "Connections cut for an oversize frame.", oversize_disconnects);
   write(out, "comb_io_handler_exceptions_total", "counter", "Exceptions that escaped a socket operation: the operation was dropped, the pod ran on (each is a fault to report).", io_handler_exceptions);

@@ -69,6 +69,7 @@ struct relay_metrics {
   std::atomic<std::uint64_t> deliveries{0};
   std::atomic<std::uint64_t> fanout_filters_checked{0};
   std::atomic<std::uint64_t> slow_reader_disconnects{0};
+  std::atomic<std::uint64_t> stalled_reader_disconnects{0};
   std::atomic<std::uint64_t> direct_writes{0}; ///< frames written by the thread that queued them
   std::atomic<std::uint64_t> oversize_disconnects{0};
   std::atomic<std::uint64_t> io_handler_exceptions{0};

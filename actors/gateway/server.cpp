@@ -481,8 +481,8 @@ namespace {
 /// The socket's writer; when it ends, however it ends (a coroutine an escaping exception
 /// destroyed never calls co_spawn's handler), the reader's wait for it ends too.
 asio::awaitable<void> write_then_tell(std::shared_ptr<ws_stream> ws, std::shared_ptr<websocket_outbox> outbox,
-                                      frame_writing writing, std::shared_ptr<asio::steady_timer> done,
-                                      std::shared_ptr<bool> finished) {
+                                      frame_writing writing, std::chrono::seconds stall_limit,
+                                      std::shared_ptr<asio::steady_timer> done, std::shared_ptr<bool> finished) {
   struct tell {
     std::shared_ptr<asio::steady_timer> done;
     std::shared_ptr<bool> finished;
@@ -491,7 +491,7 @@ asio::awaitable<void> write_then_tell(std::shared_ptr<ws_stream> ws, std::shared
       done->cancel();
     }
   } told{std::move(done), std::move(finished)};
-  co_await write_loop(std::move(ws), std::move(outbox), writing);
+  co_await write_loop(std::move(ws), std::move(outbox), writing, stall_limit);
 }
 
 } // namespace
@@ -543,7 +543,11 @@ asio::awaitable<void> server::run_websocket(std::unique_ptr<tcp_stream> stream, 
   auto writer_done = std::make_shared<asio::steady_timer>(executor, asio::steady_timer::time_point::max());
   auto writer_finished = std::make_shared<bool>(false);
   auto writing = context_->settings.deflate ? frame_writing::by_beast : frame_writing::gathered;
-  asio::co_spawn(executor, write_then_tell(session.ws, session.outbox, writing, writer_done, writer_finished),
+  // A socket that takes nothing while frames wait is cut after the idle timeout, as a peer that
+  // sends nothing is.
+  const std::chrono::seconds stall_limit(context_->settings.idle_timeout_seconds);
+  asio::co_spawn(executor,
+                 write_then_tell(session.ws, session.outbox, writing, stall_limit, writer_done, writer_finished),
                  asio::detached);
   co_await read_loop(session, metrics,
                      {context_->settings.max_inbound_bytes, context_->settings.max_pod_inbound_bytes},

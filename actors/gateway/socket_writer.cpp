@@ -50,17 +50,78 @@ private:
   bool corked_ = false;
 };
 
+/// Cuts a connection whose socket takes no byte for `limit` while the writer waits to write: a
+/// peer that stops reading and keeps its connection open (a window it never opens, its own half
+/// closed, or a frame sent now and then so that the idle timer never fires) would otherwise hold
+/// its socket, its queue and its share of the pod's outbound bound for as long as it liked. One
+/// timer, made at the first wait and re-armed only when it fires: a wait costs a clock read.
+class stall_watch {
+public:
+  stall_watch(std::weak_ptr<ws_stream> ws, std::shared_ptr<websocket_outbox> outbox,
+              std::chrono::seconds limit)
+    : ws_(std::move(ws)), outbox_(std::move(outbox)), limit_(limit) {}
+
+  /// Before a wait for the socket (room in it, or the gate Beast holds while it writes).
+  void waiting(const asio::any_io_executor& strand) {
+    if (!state_)
+      state_ = std::make_shared<state>(strand);
+    state_->since = asio::steady_timer::clock_type::now();
+    if (!state_->armed)
+      arm(state_, state_->since + limit_);
+  }
+
+  /// The socket took bytes (or the write ended).
+  void progressed() {
+    if (state_)
+      state_->since = asio::steady_timer::time_point::max();
+  }
+
+private:
+  struct state {
+    explicit state(const asio::any_io_executor& strand) : timer(strand) {}
+    asio::steady_timer timer;
+    asio::steady_timer::time_point since = asio::steady_timer::time_point::max();
+    bool armed = false;
+  };
+
+  void arm(const std::shared_ptr<state>& s, asio::steady_timer::time_point deadline) {
+    s->armed = true;
+    s->timer.expires_at(deadline);
+    s->timer.async_wait([s, ws = ws_, outbox = outbox_, limit = limit_](error_code ec) {
+      s->armed = false;
+      if (ec || s->since == asio::steady_timer::time_point::max())
+        return; // the writer is gone, or not waiting: its next wait arms the timer again
+      if (asio::steady_timer::clock_type::now() < s->since + limit) {
+        stall_watch(ws, outbox, limit).arm(s, s->since + limit);
+        return;
+      }
+      auto stream = ws.lock();
+      if (stream && outbox->cut_stalled()) {
+        error_code ignored; // closing aborts the write that waits; the writer then ends
+        beast::get_lowest_layer(*stream).socket().close(ignored);
+      }
+    });
+  }
+
+  std::weak_ptr<ws_stream> ws_;
+  std::shared_ptr<websocket_outbox> outbox_;
+  std::chrono::seconds limit_;
+  std::shared_ptr<state> state_;
+};
+
 /// Every frame of `frames` in one gathered write, between (never inside) Beast's own writes.
 /// The relay calls `sendmsg` itself: Asio hands at most 64 buffers (32 frames) to one call, so
 /// a 100-event REQ reply took four, each waking the client. One coroutine, entering the gate
 /// without another when it is free: each nested coroutine was a frame allocated per write.
 /// `entered`: a direct write left the gate entered for this batch (gate_handed_over).
 asio::awaitable<error_code> write_gathered(ws_stream& ws, const std::vector<outbound_frame>& frames,
-                                           bool entered) {
+                                           bool entered, stall_watch& stall) {
   gathered_buffers gathered(frames);
   std::shared_ptr<socket_write_gate> gate = ws.next_layer().gate();
-  if (!entered && !gate->try_enter())
+  if (!entered && !gate->try_enter()) {
+    stall.waiting(ws.get_executor());
     co_await gate->enter();
+  }
   error_code ec = websocket::error::closed;
   if (!gate->closed()) {
     ec = {};
@@ -72,12 +133,15 @@ asio::awaitable<error_code> write_gathered(ws_stream& ws, const std::vector<outb
       } else if (ec == asio::error::would_block) {
         // A full socket: Asio's own write waits for room, and tries again under the lock its
         // reactor holds for the socket's readiness, so no wake-up is lost in between.
+        stall.waiting(ws.get_executor());
         auto [write_ec, n] = co_await socket.async_write_some(gathered.next_buffers(), use_tuple);
+        stall.progressed();
         ec = write_ec;
         gathered.advance(n);
       }
     }
   }
+  stall.progressed();
   gate->leave();
   co_return ec;
 }
@@ -91,10 +155,13 @@ std::array<asio::const_buffer, 3> payload_of(const outbound_frame& frame) {
 }
 
 asio::awaitable<error_code> write_by_beast(ws_stream& ws, burst_cork& cork, const outbound_frame& frame,
-                                           const websocket_outbox& outbox) {
+                                           const websocket_outbox& outbox, stall_watch& stall) {
   cork.hold(outbox.pending_bytes() > frame.size());
   ws.text(true);
+  // Beast writes a frame whole, so here the watch times the whole frame, not each part.
+  stall.waiting(ws.get_executor());
   auto [ec, n] = co_await ws.async_write(payload_of(frame), use_tuple);
+  stall.progressed();
   if (outbox.pending_bytes() <= frame.size())
     cork.hold(false);
   co_return ec;
@@ -109,7 +176,7 @@ std::size_t bytes_in(const std::vector<outbound_frame>& frames) {
 
 asio::awaitable<void> close_socket(ws_stream& ws, std::optional<close_reason> closing) {
   auto why = closing.value_or(close_reason::going_away);
-  if (why == close_reason::slow_reader) {
+  if (is_cut(why)) {
     // Its socket buffer is full, so not even a close frame would get through: drop it.
     beast::get_lowest_layer(ws).close();
     co_return;
@@ -128,14 +195,16 @@ const char* describe(std::optional<close_reason> why) {
     case close_reason::policy: return "community archived or deleted";
     case close_reason::too_big: return "frame over the size limit";
     case close_reason::slow_reader: return "slow reader: outbound bound reached";
+    case close_reason::stalled_reader: return "stalled reader: its socket took nothing for the idle timeout";
     case close_reason::internal_error: return "internal error (the connection's actor failed)";
   }
   return "unknown";
 }
 
-asio::awaitable<void> write_loop(std::shared_ptr<ws_stream> ws,
-                                 std::shared_ptr<websocket_outbox> outbox, frame_writing how) {
+asio::awaitable<void> write_loop(std::shared_ptr<ws_stream> ws, std::shared_ptr<websocket_outbox> outbox,
+                                 frame_writing how, std::chrono::seconds stall_limit) {
   burst_cork cork(*ws);
+  stall_watch stall(ws, outbox, stall_limit);
   bool gathered = how == frame_writing::gathered;
   if (gathered)
     outbox->write_directly(beast::get_lowest_layer(*ws).socket().native_handle(), ws->next_layer().gate());
@@ -146,9 +215,9 @@ asio::awaitable<void> write_loop(std::shared_ptr<ws_stream> ws,
     error_code ec;
     // Not a conditional expression: g++ 12 miscompiles co_await inside `?:`.
     if (gathered)
-      ec = co_await write_gathered(*ws, batch, outbox->gate_handed_over());
+      ec = co_await write_gathered(*ws, batch, outbox->gate_handed_over(), stall);
     else
-      ec = co_await write_by_beast(*ws, cork, batch.front(), *outbox);
+      ec = co_await write_by_beast(*ws, cork, batch.front(), *outbox, stall);
     std::size_t still_pending = outbox->written(bytes_in(batch));
     // While frames wait the batch's room is reused; once the queue runs dry the room of a burst
     // is released, so an idle connection keeps at most kept_batch_room frames' worth (a few

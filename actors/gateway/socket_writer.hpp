@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <optional>
 
@@ -19,10 +20,11 @@ enum class frame_writing {
 };
 
 /// The socket's writer coroutine: writes what the outbox hands out until the connection ends,
-/// then closes it with the outbox's reason, or just drops the socket of a slow reader.
+/// then closes it with the outbox's reason, or just drops the socket of a reader cut for its
+/// unread output (past the outbound bound, or a socket that took nothing for `stall_limit`).
 boost::asio::awaitable<void> write_loop(std::shared_ptr<ws_stream> ws,
                                         std::shared_ptr<websocket_outbox> outbox,
-                                        frame_writing how);
+                                        frame_writing how, std::chrono::seconds stall_limit);
 
 /// For the log line of a closed connection.
 [[nodiscard]] const char* describe(std::optional<close_reason> why);

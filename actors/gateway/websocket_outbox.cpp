@@ -240,6 +240,16 @@ void websocket_outbox::on_overflow(std::function<void()> abort) {
   abort_ = std::move(abort);
 }
 
+bool websocket_outbox::cut_stalled() {
+  std::lock_guard lock(mutex_);
+  if (is_cut(closing_))
+    return false;
+  closing_ = close_reason::stalled_reader;
+  drop_queued_if([](const outbound_frame&) { return true; });
+  bump(metrics_->stalled_reader_disconnects);
+  return true;
+}
+
 void websocket_outbox::close(close_reason why) {
   {
     std::lock_guard lock(mutex_);
@@ -300,7 +310,7 @@ asio::awaitable<bool> websocket_outbox::next_batch(std::vector<outbound_frame>& 
   for (;;) {
     {
       std::lock_guard lock(mutex_);
-      if (closing_ == close_reason::slow_reader)
+      if (is_cut(closing_))
         co_return false;
       if (!queue_.empty()) {
         take_batch(batch, max_frames, max_bytes);

@@ -110,6 +110,11 @@ public:
   /// What to run on the strand when a reader falls past the bound (close its socket).
   void on_overflow(std::function<void()> abort);
 
+  /// The socket took nothing for the idle timeout while frames waited: the connection is cut
+  /// as a slow reader's is (its queue dropped, counted). False when it was cut already. The
+  /// caller closes the socket.
+  [[nodiscard]] bool cut_stalled();
+
   [[nodiscard]] std::size_t pending_bytes() const;
 
   /// The writer found the queue empty and waits: a frame queued now is written by the caller

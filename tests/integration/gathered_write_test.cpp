@@ -49,7 +49,7 @@ asio::awaitable<void> serve_one(tcp::acceptor& acceptor, relay_side& side,
   }
   auto [ec] = co_await side.ws->async_accept(use_tuple);
   CHECK_FALSE(ec);
-  asio::co_spawn(executor, write_loop(side.ws, side.outbox, how), asio::detached);
+  asio::co_spawn(executor, write_loop(side.ws, side.outbox, how, std::chrono::seconds(60)), asio::detached);
   beast::flat_buffer buffer;
   for (;;) {
     auto [read_ec, n] = co_await side.ws->async_read(buffer, use_tuple);

@@ -80,6 +80,7 @@ struct relay_settings {
   std::uint32_t upgrade_timeout_seconds = 10; ///< from accept to a finished request or upgrade
   std::size_t max_open_filters = 500;        ///< filters held by one connection's subscriptions
   std::size_t max_open_filter_values = 10000; ///< ids, authors, kinds, tag values held, summed
+  std::size_t max_open_filter_bytes = 1024 * 1024; ///< their bytes (an id or author: 32)
   std::size_t max_broad_filters = 10; ///< filters with no id, author, kind or tag per connection
   std::size_t max_queries_in_flight = 8; ///< REQ/COUNT queries of one connection at once
   std::size_t max_deletion_targets = 1000; ///< events/addresses one kind 5 may name (Flotilla deletes an account in 500 events, with their addresses)

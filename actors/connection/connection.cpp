@@ -138,10 +138,14 @@ filter_cost cost_of(const std::vector<protocol::filter>& filters) {
   filter_cost cost;
   for (const auto& f : filters) {
     ++cost.filters;
-    std::size_t values = (f.ids ? f.ids->size() : 0) + (f.authors ? f.authors->size() : 0)
-                         + (f.kinds ? f.kinds->size() : 0);
-    for (const auto& tag : f.tags)
+    const std::size_t keys = (f.ids ? f.ids->size() : 0) + (f.authors ? f.authors->size() : 0);
+    std::size_t values = keys + (f.kinds ? f.kinds->size() : 0);
+    cost.value_bytes += keys * sizeof(protocol::bytes32);
+    for (const auto& tag : f.tags) {
       values += tag.values.size();
+      for (const auto& value : tag.values)
+        cost.value_bytes += value.size();
+    }
     cost.values += values;
     if (!f.ids && !f.authors && !f.kinds && f.tags.empty())
       ++cost.broad;
@@ -362,6 +366,10 @@ std::optional<rejection> over_budget(const filter_cost& total, const connection_
   if (total.values > policy.max_filter_values)
     return rejection{reason::rate_limited, "too many filter values " + std::string(where)
                                              + at_most(policy.max_filter_values)};
+  if (total.value_bytes > policy.max_filter_value_bytes)
+    return rejection{reason::rate_limited, "filter values too long " + std::string(where)
+                                             + " (at most " + std::to_string(policy.max_filter_value_bytes)
+                                             + " bytes)"};
   if (total.broad > policy.max_broad_filters)
     return rejection{reason::rate_limited, "too many filters without ids, authors, kinds or tags"
                                              + at_most(policy.max_broad_filters)};

@@ -76,6 +76,9 @@ struct connection_policy {
   /// What the open subscriptions of one connection may hold in the fan-out index.
   std::size_t max_filters = 500;        ///< filters, summed over subscriptions
   std::size_t max_filter_values = 10000; ///< ids, authors, kinds and tag values, summed
+  /// Their bytes, summed: the index keeps each tag value twice (the filter and its key), and
+  /// 10,000 values of 512 bytes held about 14 MB per connection.
+  std::size_t max_filter_value_bytes = 1024 * 1024;
   std::size_t max_broad_filters = 10;   ///< filters with no id, author, kind or tag condition
   /// Events and addresses one deletion request (kind 5) may name: each becomes a stored mark.
   std::size_t max_deletion_targets = 100;
@@ -106,11 +109,13 @@ inline constexpr double indexed_tags_per_token = 50;
 struct filter_cost {
   std::size_t filters = 0;
   std::size_t values = 0;
+  std::size_t value_bytes = 0; ///< tag values' lengths, and 32 per id or author
   std::size_t broad = 0;
 
   filter_cost& operator+=(const filter_cost& other) noexcept {
     filters += other.filters;
     values += other.values;
+    value_bytes += other.value_bytes;
     broad += other.broad;
     return *this;
   }
@@ -118,6 +123,7 @@ struct filter_cost {
   filter_cost& operator-=(const filter_cost& other) noexcept {
     filters -= other.filters;
     values -= other.values;
+    value_bytes -= other.value_bytes;
     broad -= other.broad;
     return *this;
   }

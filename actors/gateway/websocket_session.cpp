@@ -65,6 +65,7 @@ connection_policy policy_for(const gateway_context& context, const storage::comm
   policy.auth_cost = s.auth_cost;
   policy.max_filters = s.max_open_filters;
   policy.max_filter_values = s.max_open_filter_values;
+  policy.max_filter_value_bytes = s.max_open_filter_bytes;
   policy.max_broad_filters = s.max_broad_filters;
   policy.max_queries_in_flight = s.max_queries_in_flight;
   policy.max_deletion_targets = s.max_deletion_targets;

@@ -196,6 +196,30 @@ TEST_CASE("a connection's subscriptions hold at most the filter budget", "[actor
   CHECK(c.open_subscription("d", {filter_of(R"({"kinds":[5,6]})")}));
 }
 
+TEST_CASE("a connection's subscriptions hold at most the filter bytes budget", "[actors][connection]") {
+  connection_policy policy;
+  policy.max_filter_value_bytes = 2000;
+  connection c(policy, "challenge");
+  auto values_of = [](int count, char letter) {
+    std::string list;
+    for (int i = 0; i < count; ++i)
+      list += (i ? ",\"" : "\"") + std::string(499, letter) + std::to_string(i % 10) + "\"";
+    return list;
+  };
+  CHECK(c.open_subscription("a", {filter_of(R"({"#t":[)" + values_of(3, 'x') + "]}")})); // 1,500
+  auto long_values = c.open_subscription("b", {filter_of(R"({"#t":[)" + values_of(2, 'y') + "]}")});
+  REQUIRE_FALSE(long_values);
+  CHECK(long_values.error().text().starts_with("rate-limited: filter values too long open on this connection"));
+  // Ids and authors count 32 bytes each: 15 fit beside the 1,500.
+  std::string authors;
+  for (int i = 0; i < 16; ++i)
+    authors += (i ? ",\"" : "\"") + std::string(62, 'a') + (i < 10 ? "0" : "1") + std::to_string(i % 10) + "\"";
+  CHECK_FALSE(c.open_subscription("b", {filter_of(R"({"authors":[)" + authors + "]}")}));
+  CHECK(c.close_subscription("a"));
+  CHECK(c.open_subscription("b", {filter_of(R"({"authors":[)" + authors + "]}")}));
+  CHECK(c.held_cost().value_bytes == 16 * 32);
+}
+
 TEST_CASE("tag values longer than storage indexes are dropped from filters", "[actors][connection]") {
   std::vector<protocol::filter> filters{filter_of(R"({"#t":["short",")" + std::string(600, 'x') + R"("]})")};
   actors::drop_unindexed_tag_values(filters);

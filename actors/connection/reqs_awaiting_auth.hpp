@@ -12,9 +12,11 @@ namespace comb::actors {
 
 /// How long a REQ that needs AUTH, sent by a connection that has not authenticated yet, waits
 /// for it before it is answered `CLOSED auth-required:`. welshman (Flotilla) authenticates as
-/// the challenge arrives, and meanwhile sends the REQs of every room and feed of the space; it
-/// sends again only the last 50 of those refused for want of AUTH, so a user with many rooms
-/// lost the first ones (their live subscriptions) for the whole session. A client that waits
+/// the challenge arrives, and meanwhile sends the REQs of every room and feed of the space; after
+/// the AUTH's OK it sends again only the last 51 messages it sent before (refused or not), and it
+/// hides an `auth-required:` CLOSED, so a user with many rooms lost the first ones (their live
+/// subscriptions) for the whole session. A signer slower than this (a bunker, an extension's
+/// first prompt) loses them still. A client that waits
 /// for the refusal to authenticate (nostr-tools' onauth) gets it this much later, once.
 inline constexpr std::chrono::seconds auth_grace{3};
 
@@ -24,7 +26,7 @@ inline constexpr std::chrono::milliseconds auth_retry_window{500};
 /// The REQs an anonymous connection sent that wait for its AUTH (auth_grace), in arrival order,
 /// one per subscription id (a later REQ of the id replaces it), bounded as open subscriptions
 /// are: their count and their filters' cost (connection_policy). Past a bound a REQ does not
-/// wait: it is refused at once, as before. Once the AUTH came, welshman sends the last 50
+/// wait: it is refused at once, as before. Once the AUTH came, welshman sends the last 51
 /// again: a REQ of an id that waits takes its place and is answered at once; those it does not
 /// send again are answered after auth_retry_window. Answering them at the AUTH, before the
 /// retries, answered those twice (and an invite REQ minted two invites), and welshman drops an

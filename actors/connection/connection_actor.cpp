@@ -170,8 +170,10 @@ bool hold_join_for_auth(self_ptr self, const protocol::event& ev, const protocol
       || protocol::parsed_bytes(ev) > max_join_awaiting_auth_bytes)
     return false;
   // One grace timer serves the REQs and joins waiting: a running one covers this join too.
-  if (st.joins_awaiting_auth.empty() && st.awaiting_auth.empty())
+  if (st.joins_awaiting_auth.empty() && st.awaiting_auth.empty()) {
+    st.auth_wait_extended = false;
     self->delayed_send(self, auth_grace, auth_wait_atom_v, ++st.auth_wait);
+  }
   st.joins_awaiting_auth.push_back(ev);
   bump(st.args.metrics->joins_awaited_auth);
   return true;
@@ -248,6 +250,19 @@ void answer_event(self_ptr self, protocol::event_message& message, bool may_wait
 void on_event(self_ptr self, protocol::event_message& message) {
   bump(self->state.args.metrics->messages_event);
   answer_event(self, message, true);
+}
+
+/// At auth_grace, the REQs and joins still waiting for AUTH wait on to auth_grace_when_lost where
+/// refusing them now would lose them (reqs_awaiting_auth.hpp); true then.
+bool wait_longer_for_auth(self_ptr self) {
+  auto& st = self->state;
+  if (st.auth_wait_extended || st.logic->authenticated())
+    return false;
+  if (st.joins_awaiting_auth.empty() && st.awaiting_auth.size() <= welshman_resent)
+    return false;
+  st.auth_wait_extended = true;
+  self->delayed_send(self, auth_grace_when_lost - auth_grace, auth_wait_atom_v, ++st.auth_wait);
+  return true;
 }
 
 /// The AUTH came (answered as their author would be now) or the grace ended (refused).
@@ -566,7 +581,7 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, conn
     },
     [=](resume_atom) { on_resume(self); },
     [=](auth_wait_atom, std::uint64_t round) {
-      if (round == self->state.auth_wait) {
+      if (round == self->state.auth_wait && !wait_longer_for_auth(self)) {
         release_joins(self);
         release_awaiting_auth(self);
       }

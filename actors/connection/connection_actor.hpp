@@ -76,6 +76,7 @@ struct connection_state {
   /// grace's timer, so one of an earlier wait is ignored.
   reqs_awaiting_auth awaiting_auth;
   std::uint64_t auth_wait = 0;
+  bool auth_wait_extended = false; ///< the wait runs on to auth_grace_when_lost
   /// Join requests (28934) sent before AUTH, waiting for it as REQs do (auth_grace, the same
   /// timer): welshman sends a join at once and never again, and hides the `auth-required:`
   /// refusal, so Flotilla's visitor was never added. At most max_joins_awaiting_auth.

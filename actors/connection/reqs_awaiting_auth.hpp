@@ -20,6 +20,16 @@ namespace comb::actors {
 /// for the refusal to authenticate (nostr-tools' onauth) gets it this much later, once.
 inline constexpr std::chrono::seconds auth_grace{3};
 
+/// How many of the messages it sent before the AUTH's OK welshman sends again after it.
+inline constexpr std::size_t welshman_resent = 51;
+
+/// How long, in all, the wait lasts when a refusal at auth_grace would lose what waits: more REQs
+/// wait than welshman sends again (the first ones are the live subscriptions), or a join waits
+/// (welshman never sends one again). A slow signer (a NIP-46 bunker, an extension's first
+/// prompt) then loses nothing, while a client that authenticates only when refused, and sends
+/// few REQs first, is refused at auth_grace as before.
+inline constexpr std::chrono::seconds auth_grace_when_lost{20};
+
 /// How long after a successful AUTH the REQs that waited for it wait for the client's retries.
 inline constexpr std::chrono::milliseconds auth_retry_window{500};
 

@@ -181,8 +181,10 @@ bool wait_for_auth(connection_self self, protocol::req_message& message, const p
                              st.logic->held_cost()))
     return false;
   bump(st.args.metrics->queries_awaited_auth);
-  if (st.awaiting_auth.size() == 1)
+  if (st.awaiting_auth.size() == 1) {
+    st.auth_wait_extended = false;
     self->delayed_send(self, auth_grace, auth_wait_atom_v, ++st.auth_wait);
+  }
   return true;
 }
 

@@ -317,6 +317,10 @@ TEST_CASE_METHOD(fixture, "a join request that waited for an AUTH that never cam
   auto join = test::sign_event(bob, 28934, "", {});
   say(c, test::event_frame(join));
   CHECK(c.sink->take().empty());
+  // welshman never sends a join again: it waits past auth_grace, for a slow signer's AUTH.
+  scheduler->trigger_timeouts();
+  run();
+  CHECK(c.sink->take().empty());
   scheduler->trigger_timeouts();
   run();
   CHECK(c.sink->take()
@@ -330,7 +334,7 @@ TEST_CASE_METHOD(fixture, "a join request that waited for an AUTH that never cam
 TEST_CASE_METHOD(fixture, "REQs sent before AUTH wait for it and are answered once it comes",
                  "[actor][connection][auth]") {
   // welshman sends the REQs of every room as the socket opens, authenticates as the challenge
-  // arrives, and sends again only the last 50 refused for want of AUTH.
+  // arrives, and after its OK sends again only the last 51 messages it sent.
   auto c = connect(true);
   say(c, R"(["REQ","kept",{"kinds":[1]}])");
   say(c, R"(["REQ","closed-meanwhile",{"kinds":[1]}])");
@@ -353,6 +357,47 @@ TEST_CASE_METHOD(fixture, "REQs sent before AUTH wait for it and are answered on
   scheduler->trigger_timeouts();
   run();
   CHECK(c.sink->take().empty());
+}
+
+TEST_CASE_METHOD(fixture, "more REQs than welshman sends again wait longer for a slow AUTH",
+                 "[actor][connection][auth]") {
+  // Flotilla opens three REQs per room before AUTH; after the AUTH's OK welshman sends again only
+  // the last 51 messages, so the first ones, refused at auth_grace, were lost for the session.
+  auto wait_then_answer = [&](std::size_t reqs, bool authenticates) {
+    auto c = connect(true);
+    for (std::size_t i = 0; i < reqs; ++i)
+      say(c, R"(["REQ","r)" + std::to_string(i) + R"(",{"kinds":[1]}])");
+    CHECK(c.sink->take().empty());
+    scheduler->trigger_timeouts(); // auth_grace
+    run();
+    auto refused = c.sink->take();
+    if (reqs <= welshman_resent) {
+      CHECK(refused.size() == reqs); // all of them are sent again: refused as before
+      return;
+    }
+    CHECK(refused.empty());
+    if (authenticates) {
+      auto auth = test::sign_event(alice, 22242, "", {{"relay", "wss://hive.test"}, {"challenge", c.challenge}});
+      say(c, "[\"AUTH\"," + protocol::render_event_json(auth) + "]");
+      CHECK(c.sink->take() == std::vector<std::string>{ok_frame(auth, true, "")});
+    }
+    scheduler->trigger_timeouts(); // auth_grace_when_lost, or the retries' window after the AUTH
+    run();
+    std::vector<std::string> answers;
+    for (std::size_t round = 0; round < reqs && answers.size() < reqs; ++round) { // 8 queries at once
+      release_history();
+      run();
+      for (auto& frame : c.sink->take())
+        answers.push_back(std::move(frame));
+    }
+    REQUIRE(answers.size() == reqs);
+    CHECK(answers.front()
+          == (authenticates ? protocol::render_eose("r0")
+                            : R"(["CLOSED","r0","auth-required: this community requires authentication"])"));
+  };
+  SECTION("as many as welshman sends again") { wait_then_answer(welshman_resent, false); }
+  SECTION("more, and the AUTH comes late") { wait_then_answer(welshman_resent + 1, true); }
+  SECTION("more, and no AUTH comes") { wait_then_answer(welshman_resent + 1, false); }
 }
 
 TEST_CASE_METHOD(fixture, "REQs waiting for AUTH are bounded as open subscriptions are",

@@ -20,10 +20,15 @@ export function thunkError(result) {
  * timer per signature that it never clears, so a test file using it exits about 30 s after its
  * last test.)
  */
-export function appUser(secret = makeSecret()) {
+export function appUser(secret = makeSecret(), { authDelayMs = 0 } = {}) {
   const signer = Nip01Signer.fromSecret(secret)
+  // A slow signer (a NIP-46 bunker, an extension's first prompt) takes this long over the AUTH.
+  const signAuth = async (template) => {
+    if (authDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, authDelayMs))
+    return signer.sign(template)
+  }
   const pool = new Pool({
-    makeSocket: (url) => new Socket(url, [...defaultSocketPolicies, makeSocketPolicyAuth({ sign: signer.sign })]),
+    makeSocket: (url) => new Socket(url, [...defaultSocketPolicies, makeSocketPolicyAuth({ sign: signAuth })]),
   })
   const context = { pool }
   return {
@@ -45,7 +50,7 @@ export function appUser(secret = makeSecret()) {
     async authenticated(relay) {
       const socket = pool.get(relay.url)
       socket.attemptToOpen()
-      for (let i = 0; i < 250 && socket.auth.status !== AuthStatus.Ok; i++)
+      for (let i = 0; i < 250 + authDelayMs / 20 && socket.auth.status !== AuthStatus.Ok; i++)
         await new Promise((resolve) => setTimeout(resolve, 20))
       assert.equal(socket.auth.status, AuthStatus.Ok, `AUTH by socket policy: ${socket.auth.details}`)
     },

@@ -545,10 +545,14 @@ void connection::drop_replaced_held(subscription& sub, const live_event& newer) 
       ++count;
       freed += held.json->size();
     }
-  // Only when the newer one is then held: a list dropped for one that does not fit would leave
-  // the client the events after it without either.
+  // Only when the newer one is then held, within the subscription's bounds and the connection's:
+  // a list dropped for one that does not fit would leave the client the events after it without
+  // either.
+  const std::size_t newer_bytes = newer.json->size();
   if (count == 0 || sub.held.size() - count >= policy_.max_buffered_live
-      || sub.held_bytes - freed + newer.json->size() > policy_.max_buffered_live_bytes)
+      || sub.held_bytes - freed + newer_bytes > policy_.max_buffered_live_bytes
+      || held_live_ - count >= policy_.max_buffered_live_per_connection
+      || held_live_bytes_ - freed + newer_bytes > policy_.max_buffered_live_bytes_per_connection)
     return;
   std::erase_if(sub.held, [&](const live_event& held) { return replaced_by(held, *newer.ev, address); });
   sub.held_bytes -= freed;

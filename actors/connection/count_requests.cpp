@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "actors/connection/count_requests.hpp"
+#include "actors/connection/subscription_requests.hpp"
 
 #include "protocol/gift_wraps.hpp"
 #include "protocol/relay_message.hpp"
@@ -9,6 +10,10 @@ namespace comb::actors {
 namespace {
 
 void refuse(connection_self self, const std::string& sub, const std::string& why) {
+  // CLOSED means closed: a REQ of the same id open on this connection ends with it, as it does
+  // when a COUNT of its id is refused by the rate limits (refuse_subscription), so the client
+  // is never sent events on an id it was told is closed.
+  close_subscription_of(self, sub);
   send_frame(self, protocol::render_closed(sub, why));
 }
 

@@ -44,6 +44,11 @@ void end_subscription(connection_self self, const std::string& id) {
 
 } // namespace
 
+void close_subscription_of(connection_self self, const std::string& id) {
+  forget_waiting(self->state, id);
+  end_subscription(self, id);
+}
+
 void end_query(connection_state& st, const std::string& id) {
   if (auto it = st.queries_under_way.find(id); it != st.queries_under_way.end()) {
     it->second.ended->store(true, std::memory_order_release);
@@ -58,12 +63,10 @@ void end_queries(connection_state& st) {
 }
 
 void refuse_subscription(connection_self self, const std::string& id, const protocol::rejection& why) {
-  auto& st = self->state;
-  forget_waiting(st, id);
   if (why.why == protocol::reason::rate_limited)
-    bump(st.args.metrics->queries_refused);
+    bump(self->state.args.metrics->queries_refused);
   // A refused REQ ends the subscription of that id, if one was open: CLOSED means closed.
-  end_subscription(self, id);
+  close_subscription_of(self, id);
   send_frame(self, protocol::render_closed(id, why.text()));
 }
 
@@ -270,8 +273,7 @@ void await_retries(connection_self self) {
 void on_close(connection_self self, const protocol::close_message& message) {
   auto& st = self->state;
   bump(st.args.metrics->messages_close);
-  forget_waiting(st, message.subscription_id);
-  end_subscription(self, message.subscription_id);
+  close_subscription_of(self, message.subscription_id);
 }
 
 } // namespace comb::actors

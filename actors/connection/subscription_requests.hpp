@@ -12,6 +12,9 @@ void on_req(connection_self self, protocol::req_message& message);
 /// A CLOSE: the subscription ends, and nothing of it still waiting to start is kept.
 void on_close(connection_self self, const protocol::close_message& message);
 
+/// Subscription `id` ends if it was open, and nothing of it still waiting to start is kept.
+void close_subscription_of(connection_self self, const std::string& id);
+
 /// The one CLOSED for subscription `id`, which ends it if it was open.
 void refuse_subscription(connection_self self, const std::string& id, const protocol::rejection& why);
 

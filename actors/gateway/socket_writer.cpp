@@ -60,6 +60,14 @@ public:
   stall_watch(std::weak_ptr<ws_stream> ws, std::shared_ptr<websocket_outbox> outbox,
               std::chrono::seconds limit)
     : ws_(std::move(ws)), outbox_(std::move(outbox)), limit_(limit) {}
+  stall_watch(const stall_watch&) = delete;
+  stall_watch& operator=(const stall_watch&) = delete;
+
+  /// The writer ended: its timer lets go of the outbox now, not when it would have fired.
+  ~stall_watch() {
+    if (state_)
+      state_->timer.cancel();
+  }
 
   /// Before a wait for the socket (room in it, or the gate Beast holds while it writes).
   void waiting(const asio::any_io_executor& strand) {
@@ -67,7 +75,7 @@ public:
       state_ = std::make_shared<state>(strand);
     state_->since = asio::steady_timer::clock_type::now();
     if (!state_->armed)
-      arm(state_, state_->since + limit_);
+      arm(state_, ws_, outbox_, limit_);
   }
 
   /// The socket took bytes (or the write ended).
@@ -84,15 +92,17 @@ private:
     bool armed = false;
   };
 
-  void arm(const std::shared_ptr<state>& s, asio::steady_timer::time_point deadline) {
+  /// Fires `limit` after the current wait began; a wait that began later is timed again.
+  static void arm(const std::shared_ptr<state>& s, const std::weak_ptr<ws_stream>& ws,
+                  const std::shared_ptr<websocket_outbox>& outbox, std::chrono::seconds limit) {
     s->armed = true;
-    s->timer.expires_at(deadline);
-    s->timer.async_wait([s, ws = ws_, outbox = outbox_, limit = limit_](error_code ec) {
+    s->timer.expires_at(s->since + limit);
+    s->timer.async_wait([s, ws, outbox, limit](error_code ec) {
       s->armed = false;
       if (ec || s->since == asio::steady_timer::time_point::max())
         return; // the writer is gone, or not waiting: its next wait arms the timer again
       if (asio::steady_timer::clock_type::now() < s->since + limit) {
-        stall_watch(ws, outbox, limit).arm(s, s->since + limit);
+        arm(s, ws, outbox, limit);
         return;
       }
       auto stream = ws.lock();

@@ -469,6 +469,20 @@ TEST_CASE("a connection that asks to wait after the readers emptied is woken at 
   CHECK(waits.waiters() == 0);
 }
 
+TEST_CASE_METHOD(fixture, "a COUNT refused under the id of an open REQ ends that REQ: CLOSED means closed",
+                 "[actor][connection]") {
+  auto c = connect(false); // an open community: anonymous readers read, gift wraps need AUTH
+  say(c, R"(["REQ","x",{"kinds":[1]}])");
+  release_history();
+  CHECK(c.sink->take() == std::vector<std::string>{protocol::render_eose("x")});
+  REQUIRE(state_of(c).logic->subscription_count() == 1);
+  say(c, R"(["COUNT","x",{"kinds":[1059]}])");
+  auto closed = c.sink->take();
+  REQUIRE(closed.size() == 1);
+  CHECK(closed.front().rfind(R"(["CLOSED","x","auth-required: )", 0) == 0);
+  CHECK(state_of(c).logic->subscription_count() == 0);
+}
+
 TEST_CASE_METHOD(fixture, "a REQ ended by a malformed REQ of its id is not kept", "[actor][connection][bounds]") {
   auto c = one_place_taken(*this);
   // Fresh ids each time, each ended by a REQ that does not parse: before, each one's start time

@@ -125,6 +125,28 @@ TEST_CASE("a held list is replaced only by one that is then held in its place", 
   CHECK(frames[2].find(protocol::to_hex(post.id)) != std::string::npos);
 }
 
+TEST_CASE("a held list is replaced only by one that then fits the connection's bound too", "[actors][outbox]") {
+  actors::connection_policy policy;
+  policy.max_buffered_live_bytes_per_connection = 3000;
+  actors::connection reader(policy, "challenge");
+  auto other = reader.open_subscription("other");
+  auto s = reader.open_subscription("s");
+  REQUIRE(other.ok());
+  REQUIRE(s.ok());
+  const auto now = test::unix_now();
+  auto post = test::sign_event(someone, 1, std::string(1500, 'p')); // about 1,750 bytes held
+  auto small_list = test::sign_event(relay, 13534, std::string(500, 'm'), {{"-"}}, now - 1);
+  auto large_list = test::sign_event(relay, 13534, std::string(1200, 'm'), {{"-"}}, now);
+  CHECK_FALSE(reader.live_arrived("other", other.value(), live_of(post), 0));
+  for (const auto& ev : {small_list, large_list})
+    CHECK_FALSE(reader.live_arrived("s", s.value(), live_of(ev), 0));
+  // In the older list's place the newer one would pass what the connection may hold: the client
+  // gets the older list, not neither.
+  auto frames = reader.history_arrived("s", s.value(), {});
+  REQUIRE(frames.size() == 2);
+  CHECK(frames[1].find(protocol::to_hex(small_list.id)) != std::string::npos);
+}
+
 TEST_CASE("a connection's empty queue takes a frame larger than its bound; a queue holding anything is cut by one",
           "[actors][outbox]") {
   boost::asio::io_context io;

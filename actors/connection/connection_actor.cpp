@@ -252,19 +252,6 @@ void on_event(self_ptr self, protocol::event_message& message) {
   answer_event(self, message, true);
 }
 
-/// At auth_grace, the REQs and joins still waiting for AUTH wait on to auth_grace_when_lost where
-/// refusing them now would lose them (reqs_awaiting_auth.hpp); true then.
-bool wait_longer_for_auth(self_ptr self) {
-  auto& st = self->state;
-  if (st.auth_wait_extended || st.logic->authenticated())
-    return false;
-  if (st.joins_awaiting_auth.empty() && st.awaiting_auth.size() <= welshman_resent)
-    return false;
-  st.auth_wait_extended = true;
-  self->delayed_send(self, auth_grace_when_lost - auth_grace, auth_wait_atom_v, ++st.auth_wait);
-  return true;
-}
-
 /// The AUTH came (answered as their author would be now) or the grace ended (refused).
 void release_joins(self_ptr self) {
   for (auto& ev : std::exchange(self->state.joins_awaiting_auth, {})) {

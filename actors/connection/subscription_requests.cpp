@@ -262,6 +262,19 @@ void release_awaiting_auth(connection_self self) {
     answer_req(self, message, false);
 }
 
+/// At auth_grace, the REQs and joins still waiting for AUTH wait on to auth_grace_when_lost where
+/// refusing them now would lose them (reqs_awaiting_auth.hpp); true then.
+bool wait_longer_for_auth(connection_self self) {
+  auto& st = self->state;
+  if (st.auth_wait_extended || st.logic->authenticated())
+    return false;
+  if (st.joins_awaiting_auth.empty() && st.awaiting_auth.size() <= welshman_resent)
+    return false;
+  st.auth_wait_extended = true;
+  self->delayed_send(self, auth_grace_when_lost - auth_grace, auth_wait_atom_v, ++st.auth_wait);
+  return true;
+}
+
 /// AUTH came: the REQs that waited for it are answered after the retries' window.
 void await_retries(connection_self self) {
   auto& st = self->state;

@@ -34,6 +34,10 @@ void on_minted(connection_self self, std::uint64_t ticket, const invite_reply& r
 /// client's own retries take their places first.
 void await_retries(connection_self self);
 
+/// At auth_grace, the REQs and joins still waiting for AUTH wait on to auth_grace_when_lost where
+/// refusing them now would lose them (reqs_awaiting_auth.hpp); true then.
+[[nodiscard]] bool wait_longer_for_auth(connection_self self);
+
 /// The wait for AUTH is over (it came and the retries' window passed, or auth_grace ran out):
 /// every REQ still waiting is answered as it would be now, without waiting again.
 void release_awaiting_auth(connection_self self);

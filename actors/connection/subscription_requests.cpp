@@ -184,7 +184,9 @@ bool wait_for_auth(connection_self self, protocol::req_message& message, const p
                              st.logic->held_cost()))
     return false;
   bump(st.args.metrics->queries_awaited_auth);
-  if (st.awaiting_auth.size() == 1) {
+  // One timer serves the REQs and joins waiting: a running one covers this REQ too, so the
+  // wait, once extended, is never started again while anything still waits.
+  if (st.awaiting_auth.size() == 1 && st.joins_awaiting_auth.empty()) {
     st.auth_wait_extended = false;
     self->delayed_send(self, auth_grace, auth_wait_atom_v, ++st.auth_wait);
   }

@@ -69,11 +69,12 @@ public:
       state_->timer.cancel();
   }
 
-  /// Before a wait for the socket (room in it, or the gate Beast holds while it writes).
-  void waiting(const asio::any_io_executor& strand) {
+  /// Before a wait for the socket (room in it, or the gate Beast holds while it writes);
+  /// `allowance` more where the wait covers a whole frame.
+  void waiting(const asio::any_io_executor& strand, std::chrono::seconds allowance = {}) {
     if (!state_)
       state_ = std::make_shared<state>(strand);
-    state_->since = asio::steady_timer::clock_type::now();
+    state_->since = asio::steady_timer::clock_type::now() + allowance;
     if (!state_->armed)
       arm(state_, ws_, outbox_, limit_);
   }
@@ -168,8 +169,9 @@ asio::awaitable<error_code> write_by_beast(ws_stream& ws, burst_cork& cork, cons
                                            const websocket_outbox& outbox, stall_watch& stall) {
   cork.hold(outbox.pending_bytes() > frame.size());
   ws.text(true);
-  // Beast writes a frame whole, so here the watch times the whole frame, not each part.
-  stall.waiting(ws.get_executor());
+  // Beast writes a frame whole, so here the watch times the whole frame, not each part: a reader
+  // that keeps taking a large frame at 1 KiB a second or more is not cut for its length.
+  stall.waiting(ws.get_executor(), std::chrono::seconds(frame.size() / 1024));
   auto [ec, n] = co_await ws.async_write(payload_of(frame), use_tuple);
   stall.progressed();
   if (outbox.pending_bytes() <= frame.size())

@@ -331,6 +331,23 @@ TEST_CASE_METHOD(fixture, "a join request that waited for an AUTH that never cam
   CHECK(c.sink->take().empty());
 }
 
+TEST_CASE_METHOD(fixture, "a REQ sent while a join waits for AUTH does not start the wait again",
+                 "[actor][connection][auth]") {
+  auto c = connect(true);
+  auto join = test::sign_event(bob, 28934, "", {});
+  say(c, test::event_frame(join));
+  scheduler->trigger_timeouts(); // auth_grace: the join waits on to auth_grace_when_lost
+  run();
+  CHECK(c.sink->take().empty());
+  say(c, R"(["REQ","late",{"kinds":[1]}])");
+  CHECK(c.sink->take().empty());
+  // The join's wait ends at auth_grace_when_lost, the REQ's with it: one more timer, not a new
+  // grace and a new extension after it.
+  scheduler->trigger_timeouts();
+  run();
+  CHECK(c.sink->take().size() == 2);
+}
+
 TEST_CASE_METHOD(fixture, "REQs sent before AUTH wait for it and are answered once it comes",
                  "[actor][connection][auth]") {
   // welshman sends the REQs of every room as the socket opens, authenticates as the challenge

@@ -31,7 +31,7 @@ struct batch_attempt {
   std::vector<store_outcome> outcomes; ///< set when committed, or planned when its COMMIT failed
   std::optional<pg_reply> failure;
   bool commit_sent = false; ///< a failed COMMIT leaves the outcome unknown: never replay it
-  std::uint32_t transaction = 0; ///< the inserted rows' version (xmin); 0 when not read
+  std::uint32_t transaction = 0; ///< the inserted rows' version (xmin); 0 until read
 };
 
 std::vector<store_outcome> all_failed(std::size_t count) {

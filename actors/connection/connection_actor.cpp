@@ -169,12 +169,8 @@ bool hold_join_for_auth(self_ptr self, const protocol::event& ev, const protocol
       || st.logic->authenticated() || st.joins_awaiting_auth.size() >= max_joins_awaiting_auth
       || protocol::parsed_bytes(ev) > max_join_awaiting_auth_bytes)
     return false;
-  // One grace timer serves the REQs and joins waiting: a running one covers this join too.
-  if (st.joins_awaiting_auth.empty() && st.awaiting_auth.empty()) {
-    st.auth_wait_extended = false;
-    self->delayed_send(self, auth_grace, auth_wait_atom_v, ++st.auth_wait);
-  }
   st.joins_awaiting_auth.push_back(ev);
+  start_auth_wait(self);
   bump(st.args.metrics->joins_awaited_auth);
   return true;
 }

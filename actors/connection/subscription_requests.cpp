@@ -184,12 +184,7 @@ bool wait_for_auth(connection_self self, protocol::req_message& message, const p
                              st.logic->held_cost()))
     return false;
   bump(st.args.metrics->queries_awaited_auth);
-  // One timer serves the REQs and joins waiting: a running one covers this REQ too, so the
-  // wait, once extended, is never started again while anything still waits.
-  if (st.awaiting_auth.size() == 1 && st.joins_awaiting_auth.empty()) {
-    st.auth_wait_extended = false;
-    self->delayed_send(self, auth_grace, auth_wait_atom_v, ++st.auth_wait);
-  }
+  start_auth_wait(self);
   return true;
 }
 
@@ -262,6 +257,14 @@ void release_awaiting_auth(connection_self self) {
   ++st.auth_wait; // a timer still running finds nothing of its own
   for (auto& message : st.awaiting_auth.take())
     answer_req(self, message, false);
+}
+
+void start_auth_wait(connection_self self) {
+  auto& st = self->state;
+  if (st.awaiting_auth.size() + st.joins_awaiting_auth.size() != 1)
+    return;
+  st.auth_wait_extended = false;
+  self->delayed_send(self, auth_grace, auth_wait_atom_v, ++st.auth_wait);
 }
 
 /// At auth_grace, the REQs and joins still waiting for AUTH wait on to auth_grace_when_lost where

@@ -34,6 +34,11 @@ void on_minted(connection_self self, std::uint64_t ticket, const invite_reply& r
 /// client's own retries take their places first.
 void await_retries(connection_self self);
 
+/// After a REQ or a join began to wait for AUTH: when it is the only one waiting, the one timer
+/// that serves them all starts (auth_grace). A running one covers it, so the wait, once
+/// extended, is never started again while anything still waits.
+void start_auth_wait(connection_self self);
+
 /// At auth_grace, the REQs and joins still waiting for AUTH wait on to auth_grace_when_lost where
 /// refusing them now would lose them (reqs_awaiting_auth.hpp); true then.
 [[nodiscard]] bool wait_longer_for_auth(connection_self self);

@@ -57,9 +57,8 @@ private:
 /// timer, made at the first wait and re-armed only when it fires: a wait costs a clock read.
 class stall_watch {
 public:
-  stall_watch(std::weak_ptr<ws_stream> ws, std::shared_ptr<websocket_outbox> outbox,
-              std::chrono::seconds limit)
-    : ws_(std::move(ws)), outbox_(std::move(outbox)), limit_(limit) {}
+  stall_watch(std::shared_ptr<websocket_outbox> outbox, std::chrono::seconds limit)
+    : outbox_(std::move(outbox)), limit_(limit) {}
   stall_watch(const stall_watch&) = delete;
   stall_watch& operator=(const stall_watch&) = delete;
 
@@ -74,47 +73,41 @@ public:
   void waiting(const asio::any_io_executor& strand, std::chrono::seconds allowance = {}) {
     if (!state_)
       state_ = std::make_shared<state>(strand);
-    state_->since = asio::steady_timer::clock_type::now() + allowance;
+    state_->deadline = asio::steady_timer::clock_type::now() + limit_ + allowance;
     if (!state_->armed)
-      arm(state_, ws_, outbox_, limit_);
+      arm(state_, outbox_);
   }
 
   /// The socket took bytes (or the write ended).
   void progressed() {
     if (state_)
-      state_->since = asio::steady_timer::time_point::max();
+      state_->deadline = asio::steady_timer::time_point::max();
   }
 
 private:
   struct state {
     explicit state(const asio::any_io_executor& strand) : timer(strand) {}
     asio::steady_timer timer;
-    asio::steady_timer::time_point since = asio::steady_timer::time_point::max();
+    /// Of the current wait; max while the writer does not wait.
+    asio::steady_timer::time_point deadline = asio::steady_timer::time_point::max();
     bool armed = false;
   };
 
-  /// Fires `limit` after the current wait began; a wait that began later is timed again.
-  static void arm(const std::shared_ptr<state>& s, const std::weak_ptr<ws_stream>& ws,
-                  const std::shared_ptr<websocket_outbox>& outbox, std::chrono::seconds limit) {
+  /// Fires at the current wait's deadline; a wait that began later is timed again.
+  static void arm(const std::shared_ptr<state>& s, const std::shared_ptr<websocket_outbox>& outbox) {
     s->armed = true;
-    s->timer.expires_at(s->since + limit);
-    s->timer.async_wait([s, ws, outbox, limit](error_code ec) {
+    s->timer.expires_at(s->deadline);
+    s->timer.async_wait([s, outbox](error_code ec) {
       s->armed = false;
-      if (ec || s->since == asio::steady_timer::time_point::max())
+      if (ec || s->deadline == asio::steady_timer::time_point::max())
         return; // the writer is gone, or not waiting: its next wait arms the timer again
-      if (asio::steady_timer::clock_type::now() < s->since + limit) {
-        arm(s, ws, outbox, limit);
-        return;
-      }
-      auto stream = ws.lock();
-      if (stream && outbox->cut_stalled()) {
-        error_code ignored; // closing aborts the write that waits; the writer then ends
-        beast::get_lowest_layer(*stream).socket().close(ignored);
-      }
+      if (asio::steady_timer::clock_type::now() < s->deadline)
+        arm(s, outbox);
+      else
+        outbox->cut_stalled(); // closing the socket aborts the write that waits
     });
   }
 
-  std::weak_ptr<ws_stream> ws_;
   std::shared_ptr<websocket_outbox> outbox_;
   std::chrono::seconds limit_;
   std::shared_ptr<state> state_;
@@ -216,7 +209,7 @@ const char* describe(std::optional<close_reason> why) {
 asio::awaitable<void> write_loop(std::shared_ptr<ws_stream> ws, std::shared_ptr<websocket_outbox> outbox,
                                  frame_writing how, std::chrono::seconds stall_limit) {
   burst_cork cork(*ws);
-  stall_watch stall(ws, outbox, stall_limit);
+  stall_watch stall(outbox, stall_limit);
   bool gathered = how == frame_writing::gathered;
   if (gathered)
     outbox->write_directly(beast::get_lowest_layer(*ws).socket().native_handle(), ws->next_layer().gate());

@@ -240,14 +240,17 @@ void websocket_outbox::on_overflow(std::function<void()> abort) {
   abort_ = std::move(abort);
 }
 
-bool websocket_outbox::cut_stalled() {
-  std::lock_guard lock(mutex_);
-  if (is_cut(closing_))
-    return false;
-  closing_ = close_reason::stalled_reader;
-  drop_queued_if([](const outbound_frame&) { return true; });
-  bump(metrics_->stalled_reader_disconnects);
-  return true;
+void websocket_outbox::cut_stalled() {
+  {
+    std::lock_guard lock(mutex_);
+    if (is_cut(closing_))
+      return;
+    closing_ = close_reason::stalled_reader;
+    drop_queued_if([](const outbound_frame&) { return true; });
+    bump(metrics_->stalled_reader_disconnects);
+  }
+  if (abort_)
+    abort_();
 }
 
 void websocket_outbox::close(close_reason why) {

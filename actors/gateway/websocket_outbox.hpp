@@ -107,13 +107,13 @@ public:
   /// rest is written (a pong between the two parts would corrupt the frame).
   [[nodiscard]] bool gate_handed_over();
 
-  /// What to run on the strand when a reader falls past the bound (close its socket).
+  /// What to run on the strand when a reader is cut (past the bound, or stalled): close its socket.
   void on_overflow(std::function<void()> abort);
 
-  /// The socket took nothing for the idle timeout while frames waited: the connection is cut
-  /// as a slow reader's is (its queue dropped, counted). False when it was cut already. The
-  /// caller closes the socket.
-  [[nodiscard]] bool cut_stalled();
+  /// On the strand: the socket took nothing for the idle timeout while frames waited. The
+  /// connection is cut as a slow reader's is: its queue dropped, counted, and its socket closed
+  /// by the `on_overflow` action. Nothing when it was cut already.
+  void cut_stalled();
 
   [[nodiscard]] std::size_t pending_bytes() const;
 

@@ -13,11 +13,21 @@ namespace {
 
 using self_ptr = caf::stateful_actor<community_state>*;
 
+/// The next batch goes to the writer, unless one is under way or the queue waits for the clock.
+/// A command that may take access ends that wait, and the batch then reaches it whatever the
+/// batch bound (the queue's bound bounds it): the writer writes a removal or a ban one second
+/// ahead of a list however far ahead it is (`membership_store::apply_locked`), so neither it nor
+/// what was queued before it waits for that list's second, and their order is kept.
 void dispatch(self_ptr self) {
   auto& st = self->state;
+  if (st.waiting_for_clock && st.access_change_queued)
+    st.waiting_for_clock = false; // its wake, when it comes, is stale (clock_wait)
   if (!st.in_flight.empty() || st.queue.empty() || st.waiting_for_clock)
     return;
-  st.in_flight = st.queue.take(st.args.batch_max);
+  std::size_t take = st.args.batch_max;
+  if (std::exchange(st.access_change_queued, false))
+    take = std::max(take, st.queue.reach_of_access_changes());
+  st.in_flight = st.queue.take(take);
   std::vector<storage::membership_command> commands;
   commands.reserve(st.in_flight.size());
   for (const auto& waiting : st.in_flight)
@@ -215,7 +225,8 @@ void wait_for_clock(self_ptr self, std::int64_t retry_at) {
   auto due = std::chrono::system_clock::time_point(std::chrono::seconds(retry_at));
   auto delay = std::chrono::duration_cast<std::chrono::milliseconds>(
     due - std::chrono::system_clock::now());
-  self->delayed_send(self, std::max(delay, std::chrono::milliseconds(1)), wake_atom_v);
+  self->delayed_send(self, std::max(delay, std::chrono::milliseconds(1)), wake_atom_v, ++st.clock_wait);
+  dispatch(self); // a removal or ban queued while the batch ran goes now
 }
 
 void on_applied(self_ptr self, const storage::membership_write& write) {
@@ -306,6 +317,7 @@ caf::behavior community_actor(caf::stateful_actor<community_state>* self, commun
                      storage::membership_result::of(storage::membership_outcome::busy));
         return;
       }
+      self->state.access_change_queued |= may_take_access(command);
       dispatch(self);
     },
     [=](refresh_atom, const storage::community_access& state) { refresh(self, state); },
@@ -328,7 +340,9 @@ caf::behavior community_actor(caf::stateful_actor<community_state>* self, commun
       take_whatever_version(self);
       refresh(self, state);
     },
-    [=](wake_atom) {
+    [=](wake_atom, std::uint64_t wait) {
+      if (wait != self->state.clock_wait)
+        return;
       self->state.waiting_for_clock = false;
       dispatch(self);
     },

@@ -40,6 +40,11 @@ struct community_state {
   bool archived = false;
   /// The newest list has this second: commands wait for the next one, then go together.
   bool waiting_for_clock = false;
+  /// Each wait for the clock has its number: a wake from a wait ended early is stale.
+  std::uint64_t clock_wait = 0;
+  /// A command that may take access was queued since the last batch was taken: it ends a wait
+  /// for the clock (a list far ahead must not hold a ban or a removal back).
+  bool access_change_queued = false;
   std::chrono::steady_clock::time_point batch_started;
   std::chrono::steady_clock::time_point clock_warned; ///< last warning of a list ahead of the clock
   /// Room requests waiting and the one room batch under way.

@@ -13,6 +13,27 @@ bool is_self_request(const storage::membership_command& command) noexcept {
              || command.change == membership_change::remove_member);
 }
 
+bool may_take_access(const storage::membership_command& command) noexcept {
+  if (is_self_request(command))
+    return false; // a leave waits as joins do: anyone may send one
+  switch (command.change) {
+    case membership_change::remove_member:
+    case membership_change::remove_member_if_role:
+    case membership_change::update_role:
+    case membership_change::provision_owner:
+    case membership_change::transfer_owner:
+    case membership_change::ban_pubkey: return true;
+    default: return false;
+  }
+}
+
+std::size_t membership_queue::reach_of_access_changes() const noexcept {
+  for (std::size_t i = waiting_.size(); i > 0; --i)
+    if (may_take_access(waiting_[i - 1].command))
+      return i;
+  return 0;
+}
+
 bool membership_queue::push(queued_command waiting) {
   bool self_request = is_self_request(waiting.command);
   if (waiting_.size() >= max_queued_commands

@@ -32,6 +32,12 @@ inline constexpr std::size_t max_queued_self_requests = max_queued_commands / 4 
 /// share the smaller lane of the queue.
 [[nodiscard]] bool is_self_request(const storage::membership_command& command) noexcept;
 
+/// A command by an admin, an owner or the operator that may take someone's access away (a
+/// removal, a ban, a role change, a transfer): it does not wait behind a list far ahead of the
+/// clock. The writer decides from the plan whether it does (`takes_access`); this only says it
+/// might. A user's own leave is not one: anyone may send those, and they wait as joins do.
+[[nodiscard]] bool may_take_access(const storage::membership_command& command) noexcept;
+
 /// The commands waiting, in arrival order, bounded per lane.
 class membership_queue {
 public:
@@ -41,6 +47,9 @@ public:
   [[nodiscard]] std::vector<queued_command> take(std::size_t max);
   /// A batch taken and not applied goes back to the front, in its order, whatever the bounds.
   void put_back(std::vector<queued_command> batch);
+
+  /// How many commands from the front reach the last one that may take access (0: none).
+  [[nodiscard]] std::size_t reach_of_access_changes() const noexcept;
 
   [[nodiscard]] bool empty() const noexcept { return waiting_.empty(); }
   [[nodiscard]] std::size_t size() const noexcept { return waiting_.size(); }

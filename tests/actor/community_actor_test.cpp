@@ -93,6 +93,39 @@ TEST_CASE_METHOD(fixture, "commands that must wait for the next second go togeth
           {1, outcome::changed}, {2, outcome::changed}, {3, outcome::already_member}});
 }
 
+TEST_CASE_METHOD(fixture, "a ban or a removal ends a wait for the clock and goes with what waited",
+                 "[actor][community]") {
+  auto removal = GENERATE(membership_change::ban_pubkey, membership_change::remove_member);
+  db->wait_batch = 0; // a list far ahead: the join must wait for its second
+  queue(1, cmd(membership_change::add_member, 2));
+  auto leave = cmd(membership_change::remove_member, 4);
+  leave.requested_by = leave.subject; // a user's own leave waits, as joins do
+  queue(3, leave);
+  scheduler->run();
+  REQUIRE(db->batches.size() == 1);
+  queue(2, cmd(removal, 3));
+  scheduler->run(); // no timeout fired: the removal did not wait for the clock
+  REQUIRE(db->batches.size() == 2);
+  CHECK(db->batches[1].size() == 3); // in their order, one transaction
+  CHECK(db->batches[1][2].change == removal);
+  CHECK(seen->replies.size() == 3);
+  scheduler->trigger_timeouts(); // the first wait's wake is stale: nothing more goes
+  scheduler->run();
+  CHECK(db->batches.size() == 2);
+}
+
+TEST_CASE_METHOD(fixture, "a ban queued while a batch runs does not wait when that batch must",
+                 "[actor][community]") {
+  db->wait_batch = 0;
+  queue(1, cmd(membership_change::add_member, 2));
+  queue(2, cmd(membership_change::ban_pubkey, 3)); // queued before the first batch answers
+  scheduler->run();
+  REQUIRE(db->batches.size() == 2);
+  CHECK(db->batches[0].size() == 1);
+  CHECK(db->batches[1].size() == 2);
+  CHECK(seen->replies.size() == 2);
+}
+
 TEST_CASE_METHOD(fixture, "the database's state replaces the cache only when it is newer",
                  "[actor][community]") {
   queue(1, cmd(membership_change::add_member, 2));
@@ -378,18 +411,19 @@ TEST_CASE_METHOD(fixture, "joins and leaves fill only their lane of the queue, t
   using reply = std::pair<std::uint64_t, outcome>;
   CHECK(seen->replies == std::vector<reply>{{last_in_lane + 1, outcome::busy}, {last_in_lane + 2, outcome::busy}});
 
-  // An admin's removal of a joiner, and the operator's add, still find a place.
-  auto removal = cmd(membership_change::remove_member, 5);
-  removal.requested_by = key(1);
-  queue(last_in_lane + 3, removal);
-  queue(last_in_lane + 4, cmd(membership_change::add_member, 250));
+  // The operator's add, and an admin's removal of a joiner, still find a place; the removal
+  // does not wait for the clock, and takes everything queued before it along.
+  queue(last_in_lane + 3, cmd(membership_change::add_member, 250));
   scheduler->run();
   CHECK(seen->replies.size() == 2);
-  scheduler->trigger_timeouts();
+  auto removal = cmd(membership_change::remove_member, 5);
+  removal.requested_by = key(1);
+  queue(last_in_lane + 4, removal);
   scheduler->run();
   REQUIRE(seen->replies.size() == last_in_lane + 4);
   CHECK(seen->replies.back().first == last_in_lane + 4);
   CHECK(seen->replies.back().second != outcome::busy);
+  CHECK(db->batches.size() == 2); // past the batch bound, through the removal
 }
 
 TEST_CASE_METHOD(fixture, "an archive marks the community ended before its sessions are closed, an unarchive clears it",

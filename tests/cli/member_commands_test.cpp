@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // comb-admin member add|remove|set-role|list, transfer-owner
 #include <catch2/catch.hpp>
+#include <filesystem>
 
 #include "cli_fixture.hpp"
 
@@ -120,4 +121,36 @@ TEST_CASE("transfer-owner moves ownership and the old owner stays a member", "[c
   CHECK(f.listed("c.example") == members_set{{alice, "member"}, {newcomer, "owner"}});
   CHECK(f.admin({"transfer-owner", "nowhere.example", alice}).exit_code == 2);
   CHECK(f.admin({"transfer-owner", "c.example", "npub1zzz"}).exit_code == 1);
+}
+
+namespace {
+
+/// libfaketime, which the test command installs (tools/packages.txt): a process it is preloaded
+/// into reads a clock shifted by FAKETIME.
+std::string faketime_library() {
+  namespace fs = std::filesystem;
+  for (const auto& dir : fs::directory_iterator("/usr/lib"))
+    if (auto candidate = dir.path() / "faketime" / "libfaketime.so.1"; fs::exists(candidate))
+      return candidate.string();
+  return {};
+}
+
+} // namespace
+
+TEST_CASE("comb-admin on a machine whose clock is an hour ahead signs lists at the database's time",
+          "[cli]") {
+  const auto library = faketime_library();
+  REQUIRE_FALSE(library.empty());
+  cli_fixture f;
+  auto [owner, owner_npub] = random_pubkey();
+  auto [alice, alice_npub] = random_pubkey();
+  const std::map<std::string, std::string> hour_ahead{{"LD_PRELOAD", library}, {"FAKETIME", "+1h"}};
+  REQUIRE(f.admin({"community", "create", "c.example", "--owner", owner_npub}, hour_ahead).exit_code == 0);
+  REQUIRE(f.admin({"member", "add", "c.example", alice_npub}, hour_ahead).exit_code == 0);
+  CHECK(f.listed("c.example") == members_set{{owner, "owner"}, {alice, "member"}});
+  // Lists keep pace with the clock: one an hour ahead would hold every join on every pod for an hour.
+  auto ahead = f.sql("SELECT max(created_at) - extract(epoch FROM now())::bigint FROM events"
+                     " WHERE kind IN (13534, 8000)");
+  CHECK(std::stoll(ahead) <= 5);
+  CHECK(std::stoll(ahead) >= -5);
 }

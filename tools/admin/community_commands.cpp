@@ -139,7 +139,7 @@ storage::access_switch switch_access_paced(storage::community_store& store, std:
     auto done = store.set_access(id, closed, key, now);
     if (done.retry_at == 0)
       return done;
-    now = storage::sleep_until_second(done.retry_at);
+    now = sleep_until_database_second(done.retry_at);
   }
 }
 

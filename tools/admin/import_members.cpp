@@ -143,7 +143,7 @@ std::optional<std::size_t> members_from_list(std::FILE* file, const import_polic
     return std::nullopt;
   auto commands = add_commands(members);
   storage::membership_store store(session.connection, *key);
-  auto write = store.apply_paced(community.id, commands, unix_now(), storage::sleep_until_second);
+  auto write = store.apply_paced(community.id, commands, unix_now(), sleep_until_database_second);
   if (!write.committed) {
     out.fail(exit_code::database, "database error, no member added: " + write.error);
     return std::nullopt;

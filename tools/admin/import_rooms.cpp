@@ -172,7 +172,7 @@ std::optional<std::size_t> rooms_from_state(std::FILE* file, const import_policy
   auto restore = storage::restore_rooms(session.connection, *key, community.id, rooms, unix_now());
   for (int wait = 0; !restore.committed && restore.retry_at != 0 && wait < max_waits; ++wait)
     restore = storage::restore_rooms(session.connection, *key, community.id, rooms,
-                                     storage::sleep_until_second(restore.retry_at));
+                                     sleep_until_database_second(restore.retry_at));
   if (!restore.committed) {
     out.fail(exit_code::database, "database error, no room created: " + restore.error);
     return std::nullopt;

@@ -113,7 +113,7 @@ int apply_and_report(const admin_options& options, admin_session& session,
   // A change in a second that already has a list waits for the next one (lists keep pace
   // with the clock); the notification it raises makes every pod enforce it.
   auto write = store.apply_paced(community.id, std::span(&command, 1), unix_now(),
-                                 storage::sleep_until_second);
+                                 sleep_until_database_second);
   return report_write(options, community, command, write, out);
 }
 

@@ -2,16 +2,35 @@
 #include "admin/session.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <chrono>
+#include <thread>
 
 #include "conf/relay_key.hpp"
 #include "protocol/host.hpp"
 #include "protocol/nip19.hpp"
+#include "storage/database_clock.hpp"
 #include "storage/migrations.hpp"
 #include "storage/relay_identity.hpp"
 
 namespace comb::admin {
+
+namespace {
+
+/// How far the database's clock is ahead of this machine's, measured as a session opens.
+/// comb-admin runs wherever the operator is; a list it signed with a clock an hour ahead would
+/// hold every join on every pod for that hour (lists keep pace with the clock), so its times are
+/// the database's, which every pod's clock is watched against (comb_database_clock_offset_ms).
+std::atomic<std::int64_t> database_ahead_ms{0};
+
+std::int64_t local_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+           std::chrono::system_clock::now().time_since_epoch())
+    .count();
+}
+
+} // namespace
 
 std::string admin_options::effective_key_file() const {
   return key_file.empty() ? data_dir + "/relay.key" : key_file;
@@ -34,6 +53,8 @@ std::unique_ptr<admin_session> open_session(const admin_options& options, report
     out.fail(exit_code::database, *error);
     return nullptr;
   }
+  if (auto ahead = storage::database_clock_offset_ms(session->connection))
+    database_ahead_ms.store(*ahead);
   return session;
 }
 
@@ -98,9 +119,13 @@ std::string npub_of(const protocol::bytes32& pubkey) {
 }
 
 std::int64_t unix_now() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-           std::chrono::system_clock::now().time_since_epoch())
-    .count();
+  return (local_ms() + database_ahead_ms.load()) / 1000;
+}
+
+std::int64_t sleep_until_database_second(std::int64_t second) {
+  const auto local_due = std::chrono::milliseconds(second * 1000 - database_ahead_ms.load());
+  std::this_thread::sleep_until(std::chrono::system_clock::time_point(local_due));
+  return unix_now();
 }
 
 void describe_community(const storage::community_row& community, reporter& out) {

@@ -71,7 +71,11 @@ int on_community(const admin_options& options, std::string_view host, reporter& 
 
 [[nodiscard]] std::string npub_of(const protocol::bytes32& pubkey);
 
+/// The database's clock, in Unix seconds, as measured when the last session opened.
 [[nodiscard]] std::int64_t unix_now();
+
+/// Sleeps until the database's clock reaches `second`; returns unix_now() then.
+std::int64_t sleep_until_database_second(std::int64_t second);
 
 /// Records the community in the JSON result.
 void describe_community(const storage::community_row& community, reporter& out);

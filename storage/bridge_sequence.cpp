@@ -19,6 +19,8 @@ std::optional<std::int64_t> origin_sequences::heard(std::string_view origin, env
     run& known = it->second;
     if (heartbeat && sent <= known.newest_sent_ms && number.seq <= known.last_seq)
       return std::nullopt; // a replay, or late behind newer news: it tells nothing new
+    if (!heartbeat && number.seq <= known.last_seq)
+      return std::nullopt; // the second copy of an envelope (a replay, two transports)
     known.newest_sent_ms = std::max(known.newest_sent_ms, sent);
     const bool skipped = heartbeat ? number.seq > known.last_seq : number.seq > known.last_seq + 1;
     const std::int64_t since = known.heard_ms;

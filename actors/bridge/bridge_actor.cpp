@@ -268,8 +268,14 @@ void receive(self_ptr self, const std::string& payload) {
   const auto raises = st.replays.floor_raises();
   auto verdict = st.replays.admit(e.community_id, e.ev->id, e.sent_ms, now);
   bump(st.args.metrics->bridge_floor_raised, st.replays.floor_raises() - raises);
-  if (verdict != storage::replay_verdict::fresh)
+  if (verdict != storage::replay_verdict::fresh) {
+    // Its origin sent this event again under a new number (a client repeating an ephemeral
+    // event, a client of two pods): the number still counts, or the next would look like a gap
+    // and every other pod would fill from Postgres. The MAC and the send time were checked.
+    if (verdict == storage::replay_verdict::seen)
+      note_number(self, e, now);
     return refuse_replay(self, verdict);
+  }
   note_number(self, e, now);
   bump(st.args.metrics->bridge_received);
   committed_event committed{e.community_id, live_event{e.ev, e.event_json, e.borrowed_rooms}};

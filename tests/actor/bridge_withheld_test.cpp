@@ -203,6 +203,29 @@ TEST_CASE_METHOD(fixture, "a pod sharing this pod's node id is heard, not taken 
   CHECK(metrics->bridge_namesakes == 1);
 }
 
+TEST_CASE_METHOD(fixture, "an event its origin sends twice under two numbers is delivered once and is no gap",
+                 "[actors][bridge][fill]") {
+  start_bridge_recording_fills();
+  // A client repeats an ephemeral event: its pod carries it to the others twice.
+  auto repeated = test::sign_event(member_key, 20001, "typing");
+  const auto json = protocol::render_event_json(repeated);
+  const storage::envelope_number first{storage::envelope_clock_ms() - 60'000, 1};
+  auto send = [&](const std::string& payload) {
+    REQUIRE(inbound->try_take(payload.size()));
+    caf::anon_send(bridge, redis_atom_v, payload);
+    scheduler->run();
+  };
+  send(storage::encode_numbered_envelope("secret", "node-b", first, open_community, 1, json));
+  send(storage::encode_numbered_envelope("secret", "node-b", {first.boot_ms, 2}, open_community, 1, json));
+  send(storage::encode_heartbeat("secret", "node-b", {first.boot_ms, 2}));
+  send(storage::encode_numbered_envelope("secret", "node-b", {first.boot_ms, 3}, open_community, 1,
+                                         protocol::render_event_json(test::sign_event(member_key, 1, "next"))));
+  CHECK(delivered->size() == 2);
+  CHECK(metrics->bridge_replays == 1);
+  CHECK(metrics->bridge_sequence_gaps == 0);
+  CHECK(fills->empty());
+}
+
 TEST_CASE_METHOD(fixture, "a held event that expired, and a fill Postgres did not answer, are filled again, later each time",
                  "[actors][bridge][fill]") {
   using namespace std::chrono_literals;

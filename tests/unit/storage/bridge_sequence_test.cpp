@@ -253,3 +253,15 @@ TEST_CASE("an envelope carries a comment's rooms, room ids only and boundedly ma
     CHECK_FALSE(overridden.error().unauthenticated);
   }
 }
+
+TEST_CASE("a numbered envelope heard again does not push back the quiet marks of a silent origin",
+          "[bridge]") {
+  storage::origin_sequences seen(start);
+  const auto heard = start + 1'000;
+  CHECK(seen.heard("pod-a", {boot, 3}, false, heard - 10, heard - 10) == start);
+  CHECK_FALSE(seen.heard("pod-a", {boot, 4}, false, heard, heard));
+  // pod-a goes silent; its envelope 4, captured, is published again 5 s later.
+  CHECK_FALSE(seen.heard("pod-a", {boot, 4}, false, heard + 5'000, heard));
+  CHECK(seen.quiet(heard + 6'000) == heard); // the first mark still falls when it was due
+  CHECK_FALSE(seen.heard("pod-a", {boot, 5}, false, heard + 7'000, heard + 7'000));
+}

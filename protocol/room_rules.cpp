@@ -171,6 +171,7 @@ std::string_view room_outcome_name(room_outcome outcome) noexcept {
     case room_outcome::nothing_to_do: return "nothing_to_do";
     case room_outcome::already_processed: return "already_processed";
     case room_outcome::deleted: return "deleted";
+    case room_outcome::vanished: return "vanished";
     case room_outcome::too_many_rooms: return "too_many_rooms";
     case room_outcome::too_many_members: return "too_many_members";
     case room_outcome::too_many_invites: return "too_many_invites";

@@ -64,6 +64,7 @@ enum class room_outcome {
   nothing_to_do,    ///< an edit that changes nothing, a delete of nothing
   already_processed,///< this request event was applied before
   deleted,          ///< this request event was deleted (NIP-09, a 9005): not applied again
+  vanished,         ///< its author asked to vanish (NIP-62) after signing it: never applied
   too_many_rooms,   ///< create past the rooms a community may have
   too_many_members, ///< a join or put past the members a room may have
   too_many_invites, ///< a 9009 past the codes a room may have

@@ -14,4 +14,9 @@ class pg_connection;
 /// a switch to closed, an archive. Throws statement_failed.
 void lock_community_events(pg_connection& c, std::int64_t community_id);
 
+/// Takes it shared, as an event batch does, for a write that stores a client's event outside the
+/// batches (a room request): a deletion by id or a request to vanish either committed before it
+/// and is read, or waits for it and deletes what it stored. Throws statement_failed.
+void share_community_events(pg_connection& c, std::int64_t community_id);
+
 } // namespace comb::storage

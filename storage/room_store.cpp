@@ -326,6 +326,9 @@ room_write apply_locked(pg_connection& c, const protocol::key_pair& relay,
                      "lock community");
   if (locked.rows() == 0)
     throw statement_failed("community " + community + " does not exist");
+  // After the row lock, as every other holder takes them: a lock order of their own would not
+  // make a cycle with the batches, which take this lock first and the row only in KEY SHARE.
+  share_community_events(c, community_id);
   room_write out;
   out.committed = true;
   if (row_exists(c, "SELECT 1 FROM events WHERE community_id = $1::bigint AND id = $2::bytea",
@@ -340,6 +343,14 @@ room_write apply_locked(pg_connection& c, const protocol::key_pair& relay,
                     " AND pubkey = $3::bytea",
              {community, bytea_param(command.ev.id), bytea_param(command.ev.pubkey)}, "find deleted request")) {
     out.outcome = room_outcome::deleted;
+    return out;
+  }
+  // NIP-62: nothing its author signed up to the line they drew comes back, a room request either.
+  if (row_exists(c, "SELECT 1 FROM vanished WHERE community_id = $1::bigint AND pubkey = $2::bytea"
+                    " AND until >= $3::bigint",
+             {community, bytea_param(command.ev.pubkey), std::to_string(command.ev.created_at)},
+             "find request to vanish")) {
+    out.outcome = room_outcome::vanished;
     return out;
   }
   // Decided here, under the lock, as membership writes decide theirs: the connection's look at

@@ -338,8 +338,13 @@ private:
       if (key.community_id == w.community_id
           && ((stored.pubkey == author && stored.created_at <= until) || wraps_for(key, addressee)))
         gone.push_back(key);
-    for (const auto& key : gone)
+    for (const auto& key : gone) {
+      // A wrap written earlier in this batch is remembered as deleted, as carry_out_vanish
+      // remembers a stored one: its author is a key used once, and no line stops it coming back.
+      if (wraps_for(key, addressee))
+        remember_deleted(tombstone{key, state_.events.at(key).pubkey});
       remove(key);
+    }
     plan_.vanishes.push_back(
       vanish_request{w.community_id, author, until, w.ev->id, w.json, !gone.empty() || !w.recheck_access});
     return outcome(store_outcome::status::applied, "");
@@ -356,6 +361,11 @@ private:
       return false;
     return std::any_of(ev.tags.begin(), ev.tags.end(),
                        [&](const protocol::tag& t) { return t.size() >= 2 && t[0] == "p" && t[1] == addressee; });
+  }
+
+  void remember_deleted(const tombstone& mark) {
+    if (state_.tombstones.insert(mark).second)
+      plan_.tombstones.push_back(mark);
   }
 
   /// By value: callers pass the key held by a node of `state_.current`, which this erases.
@@ -413,8 +423,7 @@ private:
     const protocol::event& ev = *w.ev;
     for (const auto& id : e_tag_ids(ev)) {
       tombstone mark{{w.community_id, id}, ev.pubkey};
-      if (state_.tombstones.insert(mark).second)
-        plan_.tombstones.push_back(mark);
+      remember_deleted(mark);
       auto target = state_.events.find(mark.key);
       if (target != state_.events.end() && target->second.pubkey == ev.pubkey
           && target->second.kind != deletion_kind)

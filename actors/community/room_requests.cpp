@@ -23,6 +23,8 @@ membership_reply room_reply_for(std::uint32_t kind, protocol::room_outcome outco
       return {true, "duplicate: already a member with these roles"};
     case o::already_processed: return {true, "duplicate: this request was already processed"};
     case o::deleted: return {false, "blocked: this request was deleted"};
+    case o::vanished:
+      return {false, "blocked: the author of this request asked this relay to delete their events"};
     case o::nothing_to_do: return {true, "duplicate: nothing to change"};
     // A leave by someone not in the room leaves things as asked: Flotilla's "Access Pending"
     // sends one, shows any refusal but `duplicate:` as an error and keeps its state.

@@ -108,6 +108,8 @@ TEST_CASE_METHOD(test::store_fixture, "in one batch, a request to vanish takes w
   check_outcome(outcomes[4], status::stored, "");
   check_outcome(outcomes[5], status::stored, "");
   CHECK(everything(*this) == jsons_of({newer, bobs}));
+  // The wrap to her, sent again, stays deleted, as one stored before the request would.
+  check_outcome(store_one(events, community, wrap), status::refused, storage::msg_deleted_id);
 }
 
 TEST_CASE_METHOD(test::store_fixture, "a request to vanish waits for the batches writing in its community, then deletes what they stored",

@@ -204,15 +204,21 @@ void committed(self_ptr self, const storage::membership_write& write) {
   self->state.args.cache->confirm_access(write.previous_version, write.state_version);
   if (self->state.args.bans && self->state.args.cache->access_version() == write.state_version)
     self->state.args.bans->settled(write.state_version);
+  // A change committed before this write and not loaded yet (a switch to closed by comb-admin,
+  // another pod's removal) keeps the cache below it: the local fan-out would check this write's
+  // events by rules the database no longer has. The access watcher then delivers them, from
+  // noted_events, after it reloads the state they need; the other pods wait for it (bridge).
+  const auto version = write.state_version;
+  const bool cache_holds_it = self->state.args.cache->whole_version() >= version;
   for (const auto& room_event : write.room_events)
-    publish(self, room_event.ev, room_event.json);
+    publish(self, room_event.ev, room_event.json, version, cache_holds_it);
   for (const auto& definition : write.role_definitions)
-    publish(self, definition.ev, definition.json);
+    publish(self, definition.ev, definition.json, version, cache_holds_it);
   if (write.list)
-    publish(self, *write.list, write.list_json);
+    publish(self, *write.list, write.list_json, version, cache_holds_it);
   for (const auto& result : write.results)
     if (result.delta)
-      publish(self, *result.delta, result.delta_json);
+      publish(self, *result.delta, result.delta_json, version, cache_holds_it);
 }
 
 /// The newest list has this second: the batch goes back to the front of the queue, and the

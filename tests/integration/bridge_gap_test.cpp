@@ -176,6 +176,28 @@ TEST_CASE_METHOD(test::store_fixture,
   CHECK(asked_again == lost_at_ms);
 }
 
+TEST_CASE_METHOD(test::store_fixture, "a fill reaches back by the database's clock when the pod's is off",
+                 "[integration][bridge]") {
+  author alice{25};
+  (void)store_one(events, community, alice.sign(1, now, {}, "stored by the database's clock"));
+  const auto database_ms = std::stoll(scalar(connection, "SELECT floor(extract(epoch FROM now()))")) * 1000;
+  test::actor_world world;
+  REQUIRE(world.registry->ensure(community, [&] { return storage::load_access(connection, community); }));
+  caf::scoped_actor bridge{*world.system};
+  auto metrics = std::make_shared<actors::relay_metrics>();
+  // This pod's clock is two minutes ahead of the database's, as its access watcher measured.
+  metrics->database_clock_offset_ms.store(-120'000);
+  metrics->database_clock_known.store(true);
+  auto filler = world.spawn_detached(actors::gap_filler,
+                                     actors::gap_filler_args{database.conninfo(), world.registry, bridge, metrics});
+  caf::anon_send(filler, actors::ready_atom_v, database_ms + 120'000); // the loss, by the pod's clock
+  std::vector<std::string> handed;
+  bridge->receive([&](actors::gap_atom, const actors::committed_event& committed, std::int64_t,
+                      std::int64_t) { handed.push_back(committed.event.ev->content); },
+                  caf::after(std::chrono::seconds(10)) >> [] {});
+  CHECK(handed == std::vector<std::string>{"stored by the database's clock"});
+}
+
 TEST_CASE_METHOD(test::store_fixture, "a fill reads at most its bytes over every community, and counts the cut",
                  "[integration][bridge]") {
   author alice{24};

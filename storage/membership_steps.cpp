@@ -112,12 +112,39 @@ std::vector<protocol::bytes32> read_allowlist(pg_connection& c, std::int64_t com
   return pubkeys;
 }
 
-void write_member_changes(pg_connection& c, std::int64_t community_id,
-                          const member_changes& changes, const std::string& added_by) {
-  pg_array demote_keys, demote_roles, promote_keys, promote_roles, removed, added_keys, added_roles;
+namespace {
+
+bool names_who_joins(const membership_command& command) {
+  switch (command.change) {
+    case membership_change::add_member:
+    case membership_change::claim_membership:
+    case membership_change::claim_invite:
+    case membership_change::provision_owner:
+    case membership_change::transfer_owner: return true;
+    default: return false;
+  }
+}
+
+/// Who added `pubkey`: the last command of the batch that added them, or the batch's own label
+/// for a member no command names (an allowlist's backfill). An admin's ban in the same batch as
+/// a stranger's join is not who let the stranger in.
+std::string added_by_for(const protocol::bytes32& pubkey, std::span<const membership_command> commands) {
+  for (auto it = commands.rbegin(); it != commands.rend(); ++it)
+    if (it->subject == pubkey && names_who_joins(*it) && !it->added_by.empty())
+      return it->added_by;
+  return added_by_of(commands);
+}
+
+} // namespace
+
+void write_member_changes(pg_connection& c, std::int64_t community_id, const member_changes& changes,
+                          std::span<const membership_command> commands) {
+  pg_array demote_keys, demote_roles, promote_keys, promote_roles, removed, added_keys, added_roles, added_by;
   add_members(demote_keys, demote_roles, changes.demoted);
   add_members(promote_keys, promote_roles, changes.promoted);
   add_members(added_keys, added_roles, changes.added);
+  for (const auto& m : changes.added)
+    added_by.add_text(added_by_for(m.pubkey, commands));
   for (const auto& pubkey : changes.removed)
     removed.add_bytea(pubkey);
   const std::string community = std::to_string(community_id);
@@ -136,9 +163,9 @@ void write_member_changes(pg_connection& c, std::int64_t community_id,
   // WITH ORDINALITY keeps the list order of the new members in `position`.
   if (!changes.added.empty())
     must(c.exec("INSERT INTO members (community_id, pubkey, role, added_by)"
-                " SELECT $1::bigint, u.pubkey, u.role, $4 FROM unnest($2::bytea[], $3::text[])"
-                " WITH ORDINALITY AS u(pubkey, role, n) ORDER BY u.n",
-                {community, added_keys.str(), added_roles.str(), added_by}),
+                " SELECT $1::bigint, u.pubkey, u.role, u.added_by FROM unnest($2::bytea[], $3::text[], $4::text[])"
+                " WITH ORDINALITY AS u(pubkey, role, added_by, n) ORDER BY u.n",
+                {community, added_keys.str(), added_roles.str(), added_by.str()}),
          "add members");
 }
 

@@ -44,9 +44,10 @@ std::vector<protocol::bytes32> read_allowlist(pg_connection& c, std::int64_t com
                                               std::span<const membership_command> commands);
 
 /// Writes a batch's changes in the order `member_changes` gives, so the table never holds two
-/// owners; each step is one statement, whatever the batch's size.
-void write_member_changes(pg_connection& c, std::int64_t community_id,
-                          const member_changes& changes, const std::string& added_by);
+/// owners; each step is one statement, whatever the batch's size. Each added member is recorded
+/// as added by the command of `commands` that added them.
+void write_member_changes(pg_connection& c, std::int64_t community_id, const member_changes& changes,
+                          std::span<const membership_command> commands);
 
 void write_used_invites(pg_connection& c, std::int64_t community_id,
                         const std::map<std::string, invite_state>& invites);

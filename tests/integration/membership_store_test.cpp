@@ -222,6 +222,26 @@ TEST_CASE_METHOD(membership_fixture, "a batch applies commands in order with one
         == std::set<std::pair<std::string, std::string>>{{protocol::to_hex(key(3)), "member"}});
 }
 
+TEST_CASE_METHOD(membership_fixture, "each member a batch adds is recorded as added by the command that added them",
+                 "[integration][membership]") {
+  auto ban = command(membership_change::ban_pubkey, key(4));
+  ban.added_by = "nip86:" + protocol::to_hex(key(9));
+  auto join = command(membership_change::claim_membership, key(2));
+  join.requested_by = key(2);
+  join.added_by = "join";
+  auto add = command(membership_change::add_member, key(3));
+  add.added_by = "operator";
+  std::vector<storage::membership_command> batch{ban, join, add};
+  auto w = paced(members, community, batch);
+  require_list_is_live(*this, w, community);
+  auto added_by = [&](std::uint8_t who) {
+    return scalar(connection, "SELECT added_by FROM members WHERE community_id = $1::bigint AND pubkey = decode($2, 'hex')",
+                  {std::to_string(community), protocol::to_hex(key(who))});
+  };
+  CHECK(added_by(2) == "join"); // not the admin whose ban shared the batch
+  CHECK(added_by(3) == "operator");
+}
+
 TEST_CASE_METHOD(membership_fixture, "communities keep separate members and lists",
                  "[integration][membership]") {
   auto other = add_community("b.example");

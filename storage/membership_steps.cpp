@@ -125,26 +125,31 @@ bool names_who_joins(const membership_command& command) {
   }
 }
 
-/// Who added `pubkey`: the last command of the batch that added them, or the batch's own label
-/// for a member no command names (an allowlist's backfill). An admin's ban in the same batch as
-/// a stranger's join is not who let the stranger in.
-std::string added_by_for(const protocol::bytes32& pubkey, std::span<const membership_command> commands) {
-  for (auto it = commands.rbegin(); it != commands.rend(); ++it)
-    if (it->subject == pubkey && names_who_joins(*it) && !it->added_by.empty())
-      return it->added_by;
+/// Who added `pubkey`: the last command of the batch that added them (changed), or the batch's
+/// own label for a member no command names (an allowlist's backfill). An admin's ban in the same
+/// batch as a stranger's join is not who let the stranger in, nor is a join that found them in.
+std::string added_by_for(const protocol::bytes32& pubkey, std::span<const membership_command> commands,
+                         std::span<const membership_outcome> outcomes) {
+  for (std::size_t i = std::min(commands.size(), outcomes.size()); i > 0; --i) {
+    const auto& command = commands[i - 1];
+    if (command.subject == pubkey && names_who_joins(command) && !command.added_by.empty()
+        && outcomes[i - 1] == membership_outcome::changed)
+      return command.added_by;
+  }
   return added_by_of(commands);
 }
 
 } // namespace
 
 void write_member_changes(pg_connection& c, std::int64_t community_id, const member_changes& changes,
-                          std::span<const membership_command> commands) {
+                          std::span<const membership_command> commands,
+                          std::span<const membership_outcome> outcomes) {
   pg_array demote_keys, demote_roles, promote_keys, promote_roles, removed, added_keys, added_roles, added_by;
   add_members(demote_keys, demote_roles, changes.demoted);
   add_members(promote_keys, promote_roles, changes.promoted);
   add_members(added_keys, added_roles, changes.added);
   for (const auto& m : changes.added)
-    added_by.add_text(added_by_for(m.pubkey, commands));
+    added_by.add_text(added_by_for(m.pubkey, commands, outcomes));
   for (const auto& pubkey : changes.removed)
     removed.add_bytea(pubkey);
   const std::string community = std::to_string(community_id);

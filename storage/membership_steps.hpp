@@ -45,9 +45,10 @@ std::vector<protocol::bytes32> read_allowlist(pg_connection& c, std::int64_t com
 
 /// Writes a batch's changes in the order `member_changes` gives, so the table never holds two
 /// owners; each step is one statement, whatever the batch's size. Each added member is recorded
-/// as added by the command of `commands` that added them.
+/// as added by the command of `commands` that added them (`outcomes`: each command's, in order).
 void write_member_changes(pg_connection& c, std::int64_t community_id, const member_changes& changes,
-                          std::span<const membership_command> commands);
+                          std::span<const membership_command> commands,
+                          std::span<const membership_outcome> outcomes);
 
 void write_used_invites(pg_connection& c, std::int64_t community_id,
                         const std::map<std::string, invite_state>& invites);

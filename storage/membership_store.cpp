@@ -284,7 +284,7 @@ membership_write membership_store::apply_locked(std::int64_t community_id,
     if (!ban.lifted && std::find(leaving.begin(), leaving.end(), ban.pubkey) == leaving.end())
       leaving.push_back(ban.pubkey);
   if (plan.list_changed) {
-    write_member_changes(connection_, community_id, members.changes(), commands);
+    write_member_changes(connection_, community_id, members.changes(), commands, plan.outcomes);
     leave_rooms(community_id, leaving, now, out);
     write_used_invites(connection_, community_id, invites);
     write_list(community_id, newest_list_at, commands, plan.delta_kinds, now, out);

@@ -14,20 +14,19 @@ namespace {
 using self_ptr = caf::stateful_actor<community_state>*;
 
 /// The next batch goes to the writer, unless one is under way or the queue waits for the clock.
-/// A command that may take access ends that wait, and the batch then reaches it whatever the
-/// batch bound (the queue's bound bounds it): the writer writes a removal or a ban one second
-/// ahead of a list however far ahead it is (`membership_store::apply_locked`), so neither it nor
-/// what was queued before it waits for that list's second, and their order is kept.
+/// A command that may take access ends that wait, and every batch reaches the last such command
+/// queued whatever the batch bound (the queue's bound bounds it): the writer writes a removal or
+/// a ban at most one second ahead of a list however far ahead it is
+/// (`membership_store::apply_locked`), so neither it nor what was queued before it waits behind
+/// batch after batch of joins each waiting for its own second, and their order is kept.
 void dispatch(self_ptr self) {
   auto& st = self->state;
   if (st.waiting_for_clock && st.access_change_queued)
     st.waiting_for_clock = false; // its wake, when it comes, is stale (clock_wait)
   if (!st.in_flight.empty() || st.queue.empty() || st.waiting_for_clock)
     return;
-  std::size_t take = st.args.batch_max;
-  if (std::exchange(st.access_change_queued, false))
-    take = std::max(take, st.queue.reach_of_access_changes());
-  st.in_flight = st.queue.take(take);
+  st.access_change_queued = false;
+  st.in_flight = st.queue.take(std::max(st.args.batch_max, st.queue.reach_of_access_changes()));
   std::vector<storage::membership_command> commands;
   commands.reserve(st.in_flight.size());
   for (const auto& waiting : st.in_flight)

@@ -114,6 +114,28 @@ TEST_CASE_METHOD(fixture, "a ban or a removal ends a wait for the clock and goes
   CHECK(db->batches.size() == 2);
 }
 
+TEST_CASE_METHOD(fixture, "a removal behind more than a batch of joins goes in the next batch, after a wait too",
+                 "[actor][community]") {
+  db->wait_batch = 0;  // a list far ahead: the first join waits
+  db->more_waits = {1}; // the list is a second ahead: the batch with the removal waits once too
+  queue(1, cmd(membership_change::add_member, 2));
+  scheduler->run();
+  const std::uint64_t joins = 600; // past the batch bound (512)
+  for (std::uint64_t ticket = 2; ticket < 2 + joins; ++ticket)
+    queue(ticket, cmd(membership_change::add_member, static_cast<std::uint8_t>(ticket % 200 + 3)));
+  scheduler->run();
+  REQUIRE(db->batches.size() == 1);
+  queue(2 + joins, cmd(membership_change::ban_pubkey, 250));
+  scheduler->run();
+  REQUIRE(db->batches.size() == 2);
+  CHECK(db->batches[1].size() == joins + 2);
+  scheduler->trigger_timeouts(); // its second begins
+  scheduler->run();
+  REQUIRE(db->batches.size() == 3);
+  CHECK(db->batches[2].size() == joins + 2); // not 512 joins waiting for a second of their own
+  CHECK(seen->replies.size() == joins + 2);
+}
+
 TEST_CASE_METHOD(fixture, "a ban queued while a batch runs does not wait when that batch must",
                  "[actor][community]") {
   db->wait_batch = 0;

@@ -27,6 +27,7 @@ struct fake_membership_db {
   std::vector<std::vector<storage::membership_command>> batches;
   std::optional<std::size_t> fail_batch; ///< index in `batches` of the batch to fail
   std::optional<std::size_t> wait_batch; ///< index of a batch told to wait for the next second
+  std::set<std::size_t> more_waits;      ///< indexes of other batches told to wait
   std::int64_t version = 0;
   std::vector<std::string> room_requests; ///< rooms named by room requests, in arrival order
   std::optional<std::size_t> room_wait;   ///< index of a room request told to wait a second
@@ -73,7 +74,7 @@ inline caf::behavior fake_membership_writer(caf::event_based_actor* self,
     [=](apply_atom, std::int64_t, const std::vector<storage::membership_command>& commands) {
       db->batches.push_back(commands);
       storage::membership_write write;
-      if (db->wait_batch == db->batches.size() - 1) {
+      if (db->wait_batch == db->batches.size() - 1 || db->more_waits.contains(db->batches.size() - 1)) {
         write.error = "waiting";
         write.results.assign(commands.size(), storage::membership_result::of(outcome::failed));
         write.retry_at = test::unix_now() + 1;

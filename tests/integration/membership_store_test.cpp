@@ -231,7 +231,10 @@ TEST_CASE_METHOD(membership_fixture, "each member a batch adds is recorded as ad
   join.added_by = "join";
   auto add = command(membership_change::add_member, key(3));
   add.added_by = "operator";
-  std::vector<storage::membership_command> batch{ban, join, add};
+  auto joins_too = command(membership_change::claim_membership, key(3)); // finds them in already
+  joins_too.requested_by = key(3);
+  joins_too.added_by = "join";
+  std::vector<storage::membership_command> batch{ban, join, add, joins_too};
   auto w = paced(members, community, batch);
   require_list_is_live(*this, w, community);
   auto added_by = [&](std::uint8_t who) {

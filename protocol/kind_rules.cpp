@@ -13,6 +13,10 @@ bool relay_signed_kind(std::uint32_t kind) noexcept {
          || is_room_state_kind(kind);
 }
 
+bool relay_only_kind(std::uint32_t kind) noexcept {
+  return relay_signed_kind(kind) || kind == room_creation_grant_kind;
+}
+
 bool state_request_kind(std::uint32_t kind) noexcept {
   return kind == 28934 || kind == 28936 || (kind >= 9000 && kind <= 9022)
          || (kind >= 9030 && kind <= 9032);

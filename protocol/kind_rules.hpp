@@ -16,6 +16,11 @@ namespace comb::protocol {
 /// A grant of room creation to the user its `p` names, as Flotilla reads it (from any author).
 inline constexpr std::uint32_t room_creation_grant_kind = 19004;
 
+/// Kinds nobody but the relay may publish here, live or by import: those it signs, and 19004,
+/// which Flotilla reads from any author as the relay's grant of room creation to the user its
+/// `p` names (comb grants it by role and never writes one).
+[[nodiscard]] bool relay_only_kind(std::uint32_t kind) noexcept;
+
 /// Requests that act on a community's state when a relay receives them: NIP-43 joins and
 /// leaves (28934, 28936), NIP-29 moderation (9000-9022) and comb's member commands
 /// (9030-9032). Replaying one out of its moment (an import) would change members.

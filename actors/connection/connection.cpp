@@ -26,13 +26,6 @@ namespace {
 
 constexpr std::string_view rendered_id_prefix = "{\"id\":\"";
 
-/// Kinds only the relay signs (NIP-43, NIP-29 room state); a client copy would forge
-/// membership, roles or a room. Also 19004, which Flotilla reads from any author as the relay's
-/// grant of room creation to the user its `p` names: comb grants it by role and never writes one.
-bool relay_only_kind(std::uint32_t kind) {
-  return protocol::relay_signed_kind(kind) || kind == protocol::room_creation_grant_kind;
-}
-
 rejection not_a_member() {
   return {reason::restricted, "you are not a member of this community"};
 }
@@ -252,7 +245,7 @@ std::optional<rejection> connection::admit_event(const protocol::event& ev, std:
     return refused;
   if (ev.kind == protocol::auth_kind)
     return protocol::invalid("AUTH events are sent with AUTH, not EVENT");
-  if (relay_only_kind(ev.kind))
+  if (protocol::relay_only_kind(ev.kind))
     return rejection{reason::restricted, "only the relay may publish kind " + std::to_string(ev.kind)};
   if (ev.kind == 5 && deletion_targets(ev) > policy_.max_deletion_targets)
     return rejection{reason::invalid, "a deletion may name at most "

@@ -91,13 +91,20 @@ std::optional<http_response> probe_route(const http_request& request,
   return std::nullopt;
 }
 
+/// The metrics listener's answers carry no CORS header: a page a browser on the pod's machine
+/// (or on an operator's end of a forwarded port) opens must not read the metrics, nor the
+/// detailed readiness that names the database's host and user.
 http_response metrics_route(const http_request& request, const gateway_context& context) {
-  if (request.target() == "/metrics" && request.method() == http::verb::get)
-    return text_response(request, http::status::ok, context.metrics->render(),
-                         "text/plain; version=0.0.4");
-  if (auto probe = probe_route(request, context, true))
-    return std::move(*probe);
-  return text_response(request, http::status::not_found, "not found\n");
+  auto response = [&] {
+    if (request.target() == "/metrics" && request.method() == http::verb::get)
+      return text_response(request, http::status::ok, context.metrics->render(),
+                           "text/plain; version=0.0.4");
+    if (auto probe = probe_route(request, context, true))
+      return std::move(*probe);
+    return text_response(request, http::status::not_found, "not found\n");
+  }();
+  response.erase(http::field::access_control_allow_origin);
+  return response;
 }
 
 namespace {

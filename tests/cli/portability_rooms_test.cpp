@@ -191,10 +191,29 @@ TEST_CASE("an import refuses an event naming more than 16 rooms, as the relay do
     rooms.push_back({"h", "room" + std::to_string(i)});
   auto path = file_in(f, "rooms.jsonl");
   write_lines(path, {json_of(sign_event(alice, 1, "in seventeen rooms", rooms)),
-                     json_of(sign_event(alice, 1, "in one room", {{"h", "room0"}}))});
+                     json_of(sign_event(alice, 1, "in the general room", {{"h", "_"}}))});
   auto run = f.admin({"import", "a.example", "--in", path, "--json"});
   INFO(run.err);
   REQUIRE(run.exit_code == 0);
   CHECK(refused(run.json(), "too_many_rooms") == 1);
   CHECK(count_of(run.json(), "stored") == 1);
+}
+
+TEST_CASE("an import refuses an event posted to a room the community does not have, as the relay does",
+          "[cli][portability]") {
+  // Exported from a community with a private room, imported without --rooms-from-state: stored,
+  // its messages would be read by anyone here, as no room of this community hides them.
+  cli_fixture f;
+  auto owner = protocol::key_pair::generate();
+  auto alice = protocol::key_pair::generate();
+  f.admin_ok({"community", "create", "a.example", "--owner", npub(owner)});
+  auto path = file_in(f, "private.jsonl");
+  write_lines(path, {json_of(sign_event(alice, 9, "said in a private room", {{"h", "secret"}})),
+                     json_of(sign_event(alice, 1, "said to everyone"))});
+  auto run = f.admin({"import", "a.example", "--in", path, "--json"});
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  CHECK(refused(run.json(), "no_such_room") == 1);
+  CHECK(count_of(run.json(), "stored") == 1);
+  CHECK(f.sql("SELECT count(*) FROM events WHERE kind = 9") == "0");
 }

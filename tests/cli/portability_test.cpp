@@ -235,7 +235,8 @@ TEST_CASE("import never replays relay-signed events, requests or AUTH, and keeps
   auto alice = protocol::key_pair::generate();
   f.admin_ok({"community", "create", "a.example", "--owner", npub(owner)});
   std::vector<std::string> lines;
-  for (std::uint32_t kind : {13534u, 8000u, 8001u, 33534u, 28935u, 39000u, 39005u})
+  // 19004 too: Flotilla reads a grant of room creation from any author.
+  for (std::uint32_t kind : {13534u, 8000u, 8001u, 33534u, 28935u, 39000u, 39005u, 19004u})
     lines.push_back(json_of(sign_event(alice, kind, "", {{"d", "x"}})));
   for (std::uint32_t kind : {28934u, 28936u, 9000u, 9022u, 9030u, 9032u})
     lines.push_back(json_of(sign_event(alice, kind, "")));
@@ -251,7 +252,7 @@ TEST_CASE("import never replays relay-signed events, requests or AUTH, and keeps
   INFO(run.err);
   REQUIRE(run.exit_code == 0);
   auto result = run.json();
-  CHECK(refused(result, "relay_signed") == 7);
+  CHECK(refused(result, "relay_signed") == 8);
   CHECK(refused(result, "state_request") == 6);
   CHECK(refused(result, "auth") == 1);
   CHECK(refused(result, "ephemeral") == 1);

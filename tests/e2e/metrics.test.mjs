@@ -91,6 +91,11 @@ describe('metrics', () => {
     assert.equal(onListener.status, 200)
     assert.match(onListener.body, /comb_sockets_open /)
     assert.equal((await httpGet(relay.metricsPort, '/healthz')).status, 200)
+    // No page a browser opens may read them (nor the detailed readiness) across origins.
+    for (const target of ['/metrics', '/readyz', '/nothing']) {
+      const answer = await httpGet(relay.metricsPort, target, { Origin: 'https://evil.example' })
+      assert.equal(answer.headers['access-control-allow-origin'], undefined, target)
+    }
   })
 
   it('serve 64 connections at once on their listener; past it one is closed unread and counted', async () => {

@@ -15,6 +15,7 @@
 #include "conf/settings.hpp"
 #include "protocol/canonical_json.hpp"
 #include "protocol/nip62.hpp"
+#include "protocol/room.hpp"
 #include "storage/event_store.hpp"
 #include "storage/membership_store.hpp"
 #include "storage/store_plan.hpp"
@@ -116,9 +117,12 @@ private:
     auto shared = std::make_shared<const protocol::event>(std::move(ev.value()));
     auto json = std::make_shared<const std::string>(protocol::render_event_json(*shared));
     pending_bytes_ += json->size();
-    // No rooms and no access check: an import restores what a community held, its former
-    // members' events included (import_rules decide what it takes).
-    pending_.push_back({line.number, {community_.id, std::move(shared), std::move(json), {}, false}});
+    // No access check: an import restores what a community held, its former members' events
+    // included (import_rules decide what it takes). But its rooms must exist, as live: readers
+    // of a community with no such room would be shown a private room's messages.
+    auto rooms = protocol::rooms_of_event(*shared);
+    std::erase(rooms, std::string(protocol::general_room));
+    pending_.push_back({line.number, {community_.id, std::move(shared), std::move(json), std::move(rooms), false}});
     return true;
   }
 
@@ -191,6 +195,8 @@ private:
       return "banned";
     if (message == storage::msg_vanished)
       return "vanished";
+    if (message == storage::msg_room_deleted)
+      return "no_such_room";
     return "blocked";
   }
 

@@ -24,9 +24,9 @@ line_refusal refused(std::string reason, std::string message) {
 std::optional<line_refusal> kind_refusal(const protocol::event& ev) {
   if (ev.kind == protocol::auth_kind)
     return refused("auth", "AUTH events are never stored");
-  if (protocol::relay_signed_kind(ev.kind))
+  if (protocol::relay_only_kind(ev.kind))
     return refused("relay_signed", "kind " + std::to_string(ev.kind)
-                                     + " is signed by a relay; this one writes its own");
+                                     + " is only the relay's; this one writes its own");
   if (protocol::state_request_kind(ev.kind))
     return refused("state_request", "kind " + std::to_string(ev.kind)
                                       + " is a request that acts on state, not replayed");

@@ -105,9 +105,7 @@ constexpr const char* snapshot_by_id =
   " FROM unnest($1::bigint[], $2::bytea[]) AS k(community_id, id) CROSS JOIN LATERAL"
   " (SELECT * FROM deleted_events t WHERE t.community_id = k.community_id"
   " AND t.event_id = k.id OFFSET 0) t"
-  " UNION ALL SELECT 'b', b.community_id, b.event_id, NULL, (b.banned_by IS NOT NULL AND NOT EXISTS"
-  " (SELECT 1 FROM members o WHERE o.community_id = b.community_id AND o.pubkey = b.banned_by"
-  " AND o.role = 'owner'))::int, NULL, NULL"
+  " UNION ALL SELECT 'b', b.community_id, b.event_id, NULL, NULL, NULL, NULL"
   " FROM unnest($1::bigint[], $2::bytea[]) AS k(community_id, id) CROSS JOIN LATERAL"
   " (SELECT * FROM banned_events b WHERE b.community_id = k.community_id AND b.event_id = k.id"
   " OFFSET 0) b"
@@ -115,7 +113,7 @@ constexpr const char* snapshot_by_id =
   " FROM unnest($3::bigint[], $4::bytea[]) AS a(community_id, pubkey) CROSS JOIN LATERAL"
   " (SELECT * FROM banned_pubkeys b WHERE b.community_id = a.community_id"
   " AND b.pubkey = a.pubkey OFFSET 0) b"
-  " UNION ALL SELECT 'm', m.community_id, NULL, m.pubkey, (m.role = 'owner')::int, NULL, NULL"
+  " UNION ALL SELECT 'm', m.community_id, NULL, m.pubkey, NULL, NULL, NULL"
   " FROM unnest($3::bigint[], $4::bytea[]) AS a(community_id, pubkey) CROSS JOIN LATERAL"
   " (SELECT * FROM members m WHERE m.community_id = a.community_id"
   " AND m.pubkey = a.pubkey OFFSET 0) m"
@@ -192,13 +190,6 @@ void add_community_row(const pg_reply& reply, int row, batch_snapshot& snapshot)
     snapshot.archived_communities.insert(community);
 }
 
-void add_ban_row(const pg_reply& reply, int row, batch_snapshot& snapshot) {
-  event_key key{reply.integer(row, 1), bytes32_field(reply, row, 2)};
-  snapshot.banned_ids.insert(key);
-  if (reply.integer(row, 4) != 0)
-    snapshot.banned_by_admins.insert(key);
-}
-
 /// One row of snapshot_sql into the snapshot, by its first column.
 void add_snapshot_row(const pg_reply& reply, int row, batch_snapshot& snapshot) {
   const std::int64_t community = reply.integer(row, 1);
@@ -213,13 +204,9 @@ void add_snapshot_row(const pg_reply& reply, int row, batch_snapshot& snapshot) 
                                      static_cast<std::uint32_t>(reply.integer(row, 4)),
                                      std::string(reply.text(row, 6))}] = reply.integer(row, 5);
       break;
-    case 'b': add_ban_row(reply, row, snapshot); break;
+    case 'b': snapshot.banned_ids.insert(event_key{community, bytes32_field(reply, row, 2)}); break;
     case 'p': snapshot.banned_authors.emplace(community, bytes32_field(reply, row, 3)); break;
-    case 'm':
-      snapshot.member_authors.emplace(community, bytes32_field(reply, row, 3));
-      if (reply.integer(row, 4) != 0)
-        snapshot.owner_authors.emplace(community, bytes32_field(reply, row, 3));
-      break;
+    case 'm': snapshot.member_authors.emplace(community, bytes32_field(reply, row, 3)); break;
     case 'v': snapshot.vanished_until[{community, bytes32_field(reply, row, 3)}] = reply.integer(row, 5); break;
     case 'c': add_community_row(reply, row, snapshot); break;
     default: break;

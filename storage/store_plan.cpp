@@ -184,8 +184,7 @@ private:
       return outcome(store_outcome::status::duplicate, msg_already_have);
     if (const char* refused = refused_access(w))
       return outcome(store_outcome::status::refused, refused);
-    if (state_.banned_ids.contains(key)
-        && !(state_.banned_by_admins.contains(key) && state_.owner_authors.contains({w.community_id, ev.pubkey})))
+    if (state_.banned_ids.contains(key))
       return outcome(store_outcome::status::refused, msg_banned_event);
     if (state_.banned_authors.contains({w.community_id, ev.pubkey}))
       return outcome(store_outcome::status::refused, msg_banned_author);

@@ -58,9 +58,6 @@ struct batch_snapshot {
   std::map<address, event_key> current;         ///< live version of each address of the batch
   std::map<address, std::int64_t> deleted_until; ///< NIP-09 address deletions
   std::set<event_key> banned_ids;               ///< NIP-86 banevent, for the batch's ids
-  /// Of those, the bans an admin made (not the owner, not the operator): an admin bans no event
-  /// of the owner's, so such a ban, made before the owner's event arrived, does not refuse it.
-  std::set<event_key> banned_by_admins;
   std::set<std::pair<std::int64_t, protocol::bytes32>> banned_authors; ///< NIP-86 banpubkey
   /// The batch's communities that no longer exist (deleted before the batch locked them).
   std::set<std::int64_t> missing_communities;
@@ -69,8 +66,6 @@ struct batch_snapshot {
   std::set<std::int64_t> archived_communities;
   /// Of the batch's (community, author) pairs, those where the author is a member.
   std::set<std::pair<std::int64_t, protocol::bytes32>> member_authors;
-  /// Of those, the community's owner.
-  std::set<std::pair<std::int64_t, protocol::bytes32>> owner_authors;
   /// Of the batch's (community, author) pairs, those who asked to vanish (NIP-62): up to when.
   std::map<std::pair<std::int64_t, protocol::bytes32>, std::int64_t> vanished_until;
   /// Of the rooms the batch's writes were admitted into and its comment roots' rooms, those that exist.

@@ -386,24 +386,6 @@ TEST_CASE_METHOD(banned_community, "an admin bans no event of the owner's, as no
   CHECK(count_of(*this, banned_count) == "2");
 }
 
-TEST_CASE_METHOD(banned_community, "an admin's ban of an event not stored yet does not refuse the owner's",
-                 "[integration][nip86]") {
-  // Seen elsewhere first (another relay, another community of the deployment), banned here before
-  // it arrived: the owner's own event is not an admin's to ban.
-  storage::management_store store(connection, relay_key);
-  auto owners = author(1).sign(1, now_seconds(), {}, "the owner's, published later here");
-  auto bobs = author(4).sign(1, now_seconds(), {}, "a member's");
-  auto owner_banned = author(1).sign(1, now_seconds(), {}, "the owner's, which the owner banned");
-  CHECK(store.ban_event(community, owners->id, "", admin, admin) == storage::management_result::changed);
-  CHECK(store.ban_event(community, bobs->id, "", admin, admin) == storage::management_result::changed);
-  CHECK(store.ban_event(community, owner_banned->id, "", owner, owner) == storage::management_result::changed);
-  check_outcome(store_one(events, community, owners), storage::store_outcome::status::stored, "");
-  check_outcome(store_one(events, community, bobs), storage::store_outcome::status::refused,
-                storage::msg_banned_event);
-  check_outcome(store_one(events, community, owner_banned), storage::store_outcome::status::refused,
-                storage::msg_banned_event);
-}
-
 TEST_CASE_METHOD(banned_community, "the owner banning again what an admin banned makes the ban the owner's",
                  "[integration][nip86]") {
   // A pubkey: the admin's ban, then the owner's; no admin lifts it after.

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "protocol/nip86.hpp"
@@ -52,6 +53,12 @@ struct relay_metrics {
   /// How far the database's clock is ahead of the pod's, in ms (the access watcher measures it).
   std::atomic<std::int64_t> database_clock_offset_ms{0};
   std::atomic<bool> database_clock_known{false}; ///< measured at least once
+  /// database_clock_offset_ms once measured; nothing before.
+  [[nodiscard]] std::optional<std::int64_t> database_clock_ahead_ms() const {
+    if (!database_clock_known.load(std::memory_order_relaxed))
+      return std::nullopt;
+    return database_clock_offset_ms.load(std::memory_order_relaxed);
+  }
   std::atomic<std::uint64_t> access_events_delivered{0}; ///< events of access changes read back
   std::atomic<std::uint64_t> messages_event{0};
   std::atomic<std::uint64_t> messages_req{0};

@@ -343,11 +343,10 @@ void measure_clock(self_ptr self) {
 } // namespace
 
 std::string clock_problem(const relay_metrics& metrics) {
-  if (!metrics.database_clock_known.load(std::memory_order_relaxed))
+  const auto measured = metrics.database_clock_ahead_ms();
+  if (!measured || std::abs(*measured) <= max_database_clock_offset_ms)
     return {};
-  const auto offset = metrics.database_clock_offset_ms.load(std::memory_order_relaxed);
-  if (std::abs(offset) <= max_database_clock_offset_ms)
-    return {};
+  const auto offset = *measured;
   return "this pod's clock is " + std::to_string(std::abs(offset) / 1000) + " s "
          + (offset > 0 ? "behind" : "ahead of") + " the database's";
 }

@@ -58,15 +58,6 @@ std::size_t hand_on(self_ptr self, std::int64_t id, std::vector<storage::recent_
   return handed;
 }
 
-/// How far the database's clock is ahead of this pod's, as the access watcher last measured it:
-/// a loss is timed by the pod's clock, `stored_at` by the database's, and a pod does not stop for
-/// a database whose clock drifted (comb_database_clock_offset_ms).
-std::int64_t database_ahead_ms(const relay_metrics* metrics) {
-  if (!metrics || !metrics->database_clock_known.load(std::memory_order_relaxed))
-    return 0;
-  return metrics->database_clock_offset_ms.load(std::memory_order_relaxed);
-}
-
 /// What other pods published from `lost_at_ms` until now may never have reached this pod's
 /// subscribers. Each served community's events stored since then go to the bridge, whatever
 /// their created_at (a client may publish an old event); a minute earlier, for Postgres's clock
@@ -81,7 +72,11 @@ std::int64_t database_ahead_ms(const relay_metrics* metrics) {
 void fill_gap(self_ptr self, std::int64_t lost_at_ms) {
   auto& st = self->state;
   const auto now = unix_now();
-  const std::int64_t since = (lost_at_ms + database_ahead_ms(st.args.metrics.get())) / 1000 - 60;
+  // The loss is timed by this pod's clock, `stored_at` by the database's, and a pod does not
+  // stop for a database whose clock drifted: the offset the access watcher measured moves it.
+  const auto& metrics = st.args.metrics;
+  const std::int64_t database_ahead = metrics ? metrics->database_clock_ahead_ms().value_or(0) : 0;
+  const std::int64_t since = (lost_at_ms + database_ahead) / 1000 - 60;
   const auto& budget = st.args.budget;
   fill_tally tally;
   for (auto id : st.args.registry->community_ids()) {

@@ -45,14 +45,16 @@ std::string render_alert_json(const alert& a, std::string_view community, std::i
 std::vector<std::string> alert_environment(const alert& a, std::string_view community,
                                            std::string_view json) {
   std::string keys;
-  for (const auto& key : a.members)
-    keys += (keys.empty() ? "" : " ") + key;
-  return {
+  for (std::size_t i = 0; i < a.members.size() && i < members_in_environment; ++i)
+    keys += (keys.empty() ? "" : " ") + a.members[i];
+  std::vector<std::string> environment{
     "COMB_ALERT_COMMUNITY=" + std::string(community),
     "COMB_ALERT_MEMBERS=" + keys,
     "COMB_ALERT_COUNT=" + std::to_string(a.members.size()),
-    "COMB_ALERT_JSON=" + std::string(json),
   };
+  if (json.size() <= json_in_environment)
+    environment.push_back("COMB_ALERT_JSON=" + std::string(json));
+  return environment;
 }
 
 } // namespace comb::watch

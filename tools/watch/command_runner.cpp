@@ -2,8 +2,10 @@
 #include "tools/watch/command_runner.hpp"
 
 #include <csignal>
+#include <fcntl.h>
 #include <cstring>
 #include <iostream>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,6 +29,33 @@ std::vector<std::string> merged_environment(const std::vector<std::string>& extr
   return merged;
 }
 
+/// An anonymous memory file holding `text`, read from its start; -1 on failure (errno set).
+int file_holding(std::string_view text) {
+  int fd = ::memfd_create("comb-watch-alert", MFD_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  std::size_t written = 0;
+  while (written < text.size()) {
+    auto n = ::write(fd, text.data() + written, text.size() - written);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      int error = errno;
+      ::close(fd);
+      errno = error;
+      return -1;
+    }
+    written += static_cast<std::size_t>(n);
+  }
+  if (::lseek(fd, 0, SEEK_SET) < 0) {
+    int error = errno;
+    ::close(fd);
+    errno = error;
+    return -1;
+  }
+  return fd;
+}
+
 } // namespace
 
 command_runner::command_runner(boost::asio::io_context& io, std::string command)
@@ -34,8 +63,13 @@ command_runner::command_runner(boost::asio::io_context& io, std::string command)
   await_children();
 }
 
-void command_runner::run(const std::vector<std::string>& extra_environment) {
-  // Everything the child needs is built before fork, so the child only calls execve.
+bool command_runner::run(const std::vector<std::string>& extra_environment, std::string_view input) {
+  // Everything the child needs is built before fork, so the child only calls dup2 and execve.
+  int input_file = file_holding(input);
+  if (input_file < 0) {
+    std::cerr << "comb-watch: could not hold the alert for --exec: " << std::strerror(errno) << "\n";
+    return false;
+  }
   auto environment = merged_environment(extra_environment);
   std::vector<char*> envp;
   for (auto& entry : environment)
@@ -46,11 +80,21 @@ void command_runner::run(const std::vector<std::string>& extra_environment) {
   char* argv[] = {shell.data(), dash_c.data(), command_.data(), nullptr};
   pid_t child = ::fork();
   if (child == 0) {
+    // dup2 leaves the close-on-exec flag behind, except onto itself (stdin was closed).
+    bool input_ready = input_file == STDIN_FILENO ? ::fcntl(input_file, F_SETFD, 0) == 0
+                                                  : ::dup2(input_file, STDIN_FILENO) >= 0;
+    if (!input_ready)
+      ::_exit(126);
     ::execve(argv[0], argv, envp.data());
     ::_exit(127);
   }
-  if (child < 0)
-    std::cerr << "comb-watch: could not start --exec command: " << std::strerror(errno) << "\n";
+  int fork_error = errno;
+  ::close(input_file);
+  if (child < 0) {
+    std::cerr << "comb-watch: could not start --exec command: " << std::strerror(fork_error) << "\n";
+    return false;
+  }
+  return true;
 }
 
 void command_runner::await_children() {

@@ -4,6 +4,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace comb::watch {
@@ -14,8 +15,10 @@ class command_runner {
 public:
   command_runner(boost::asio::io_context& io, std::string command);
 
-  /// Starts the command with `extra_environment` ("NAME=value") added to ours.
-  void run(const std::vector<std::string>& extra_environment);
+  /// Starts the command with `extra_environment` ("NAME=value") added to ours and `input` on
+  /// its standard input (held in a memory file, so a command that never reads it stalls
+  /// nothing). False when it could not be started.
+  bool run(const std::vector<std::string>& extra_environment, std::string_view input);
 
 private:
   void await_children();

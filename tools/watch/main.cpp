@@ -88,7 +88,8 @@ int main(int argc, char** argv) {
   app.add_option("--state", args.state_dir,
                  "folder for the ledgers (default $XDG_STATE_HOME/comb-watch)");
   app.add_option("--exec", args.exec_command,
-                 "command run through /bin/sh -c for each alert, with COMB_ALERT_* set");
+                 "command run through /bin/sh -c for each alert, with COMB_ALERT_* set and the alert's JSON"
+                 " on its standard input");
   app.add_flag("--json", args.json, "print alerts as JSON lines");
   CLI11_PARSE(app, argc, argv);
   return run(args);

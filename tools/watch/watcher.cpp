@@ -272,7 +272,7 @@ void watcher::emit(const alert& a) {
   auto json = render_alert_json(a, community, unix_now());
   std::cout << (options_.json ? json : render_alert_text(a, community)) << std::endl;
   if (runner_)
-    runner_->run(alert_environment(a, community, json));
+    runner_->run(alert_environment(a, community, json), json + "\n");
 }
 
 } // namespace comb::watch

@@ -15,14 +15,14 @@ namespace {
 constexpr std::int64_t now = 1'700'000'000;
 
 std::vector<std::string> export_all(test::store_fixture& f, const storage::export_range& range,
-                                    std::size_t fetch_rows) {
+                                    std::size_t keys_per_fetch, std::size_t page_bytes = 1 << 20) {
   std::vector<std::string> lines;
   auto error = storage::export_events(f.connection, f.community, range, now,
                                       [&](std::string_view json) {
                                         lines.emplace_back(json);
                                         return true;
                                       },
-                                      fetch_rows);
+                                      storage::export_paging{keys_per_fetch, page_bytes});
   REQUIRE_FALSE(error);
   return lines;
 }
@@ -62,8 +62,35 @@ TEST_CASE("export leaves out expired events and other communities' and stops whe
   CHECK(export_all(f, {}, 500).size() == 2);
   std::size_t taken = 0;
   auto error = storage::export_events(f.connection, f.community, {}, now,
-                                      [&](std::string_view) { return ++taken < 1; }, 1);
+                                      [&](std::string_view) { return ++taken < 1; }, {1});
   CHECK_FALSE(error);
   CHECK(taken == 1);
+  CHECK(f.connection.exec("SELECT 1").ok());
+}
+
+TEST_CASE("export reads events in pages of bounded bytes, in order, a larger event alone",
+          "[export]") {
+  test::store_fixture f;
+  author alice(1);
+  std::vector<std::string> contents;
+  for (int i = 0; i < 12; ++i) {
+    // Sizes around the page budget: some pages hold two events, some one, one event exceeds it.
+    std::string content(i == 5 ? 9000 : 1500 + 300 * (i % 3), static_cast<char>('a' + i));
+    contents.push_back(content);
+    (void)store_one(f.events, f.community, alice.sign(1, now - 100 + i, {}, content));
+  }
+  for (std::size_t keys : {std::size_t{1}, std::size_t{4}, std::size_t{500}}) {
+    auto lines = export_all(f, {}, keys, 4096);
+    REQUIRE(lines.size() == contents.size());
+    for (std::size_t i = 0; i < lines.size(); ++i)
+      CHECK(boost::json::parse(lines[i]).as_object().at("content") == contents[i].c_str());
+  }
+  // Stopped in the middle of a page: nothing after it is handed over.
+  std::size_t taken = 0;
+  auto error = storage::export_events(f.connection, f.community, {}, now,
+                                      [&](std::string_view) { return ++taken < 3; },
+                                      {500, 1 << 20});
+  CHECK_FALSE(error);
+  CHECK(taken == 3);
   CHECK(f.connection.exec("SELECT 1").ok());
 }

@@ -14,6 +14,7 @@
 #include "actors/connection/connection.hpp"
 #include "actors/fanout/subscription_index.hpp"
 #include "actors/frame_sink.hpp"
+#include "actors/waiting_place.hpp"
 #include "protocol/filter.hpp"
 #include "storage/access_state.hpp"
 #include "storage/event_store.hpp"
@@ -63,7 +64,7 @@ using apply_atom = caf::atom_constant<caf::atom("apply")>;           ///< (apply
 inline constexpr apply_atom apply_atom_v{};
 using applied_atom = caf::atom_constant<caf::atom("applied")>;       ///< (applied_atom, membership_write)
 inline constexpr applied_atom applied_atom_v{};
-using mint_atom = caf::atom_constant<caf::atom("mint")>;             ///< (mint_atom, ticket, community, requester)
+using mint_atom = caf::atom_constant<caf::atom("mint")>;             ///< (mint_atom, ticket, community, requester, waiting_place_ptr)
 inline constexpr mint_atom mint_atom_v{};
 using minted_atom = caf::atom_constant<caf::atom("minted")>;         ///< (minted_atom, ticket, invite_reply)
 inline constexpr minted_atom minted_atom_v{};
@@ -307,6 +308,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::storage::membership_result)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::storage::membership_write)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::storage::community_access)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::invite_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::waiting_place_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::pubkey_list)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::subscription_matches)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(comb::actors::live_batch)

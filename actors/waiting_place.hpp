@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <memory>
 
 namespace comb::actors {
 
@@ -10,6 +11,12 @@ namespace comb::actors {
 /// management actor, the membership writer's invites: each does one thing at a time). Held for as long as the request waits and
 /// given back however it ends; past `max` waiting, no place is taken and the request is answered
 /// at once instead of queueing in front of real ones.
+class waiting_place;
+
+/// A place shared with a message: given back once the message has been handled (or dropped),
+/// whatever became of its sender.
+using waiting_place_ptr = std::shared_ptr<waiting_place>;
+
 class waiting_place {
 public:
   waiting_place(std::atomic<std::size_t>& waiting, std::size_t max) noexcept

@@ -81,11 +81,10 @@ struct connection_state {
   /// timer): welshman sends a join at once and never again, and hides the `auth-required:`
   /// refusal, so Flotilla's visitor was never added. At most max_joins_awaiting_auth.
   std::vector<protocol::event> joins_awaiting_auth;
-  /// A REQ that asked for an invite (28935), held until it is minted, and its place among the
-  /// pod's (given back however it ends, the connection's included).
+  /// A REQ that asked for an invite (28935), held until it is minted (its place among the
+  /// pod's waiting mints travels with the mint message).
   struct awaiting_mint {
     protocol::req_message message;
-    std::unique_ptr<waiting_place> place;
     bool abandoned = false; ///< its subscription was closed or replaced: nothing is sent
   };
   /// By ticket.

@@ -153,9 +153,10 @@ void request_invite(connection_self self, protocol::req_message& message) {
     send_frame(self, protocol::render_closed(message.subscription_id, over->text()));
     return;
   }
-  std::unique_ptr<waiting_place> place;
+  // The place goes with the mint, not with the connection: it is the writer's queue it bounds.
+  waiting_place_ptr place;
   if (st.args.invites_waiting) {
-    place = std::make_unique<waiting_place>(*st.args.invites_waiting, max_waiting_invites);
+    place = std::make_shared<waiting_place>(*st.args.invites_waiting, max_waiting_invites);
     if (!place->taken()) {
       bump(st.args.metrics->queries_refused);
       send_frame(self, protocol::render_closed(message.subscription_id,
@@ -165,8 +166,8 @@ void request_invite(connection_self self, protocol::req_message& message) {
   }
   std::uint64_t ticket = st.next_ticket++;
   self->send(st.args.membership_writer, mint_atom_v, ticket, st.args.policy.community_id,
-             *st.logic->authenticated());
-  st.awaiting_invite.emplace(ticket, connection_state::awaiting_mint{std::move(message), std::move(place)});
+             *st.logic->authenticated(), std::move(place));
+  st.awaiting_invite.emplace(ticket, connection_state::awaiting_mint{std::move(message)});
 }
 
 /// A REQ refused for want of AUTH, from a connection that has not authenticated, waits for it

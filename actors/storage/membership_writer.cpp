@@ -51,7 +51,10 @@ caf::behavior membership_writer(caf::stateful_actor<membership_writer_state>* se
       self->send(caf::actor_cast<caf::actor>(self->current_sender()), room_applied_atom_v,
                  std::move(applied));
     },
-    [=](mint_atom, std::uint64_t ticket, std::int64_t community, const protocol::bytes32& requester) {
+    // `place` (the pod's count of mints waiting here) is given back as this message goes,
+    // answered or not, even when the connection that asked ended first.
+    [=](mint_atom, std::uint64_t ticket, std::int64_t community, const protocol::bytes32& requester,
+        const waiting_place_ptr&) {
       auto& s = self->state;
       auto invite = s.store->mint_invite(community, requester, s.args->invite_max_uses,
                                          s.args->invite_ttl_seconds, unix_now());

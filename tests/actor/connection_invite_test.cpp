@@ -11,16 +11,18 @@ using namespace comb::test_connection;
 
 namespace {
 
-/// Stands in for the membership writer: records each mint it is asked for, answers none.
+/// Stands in for the membership writer: records each mint it is asked for, answers none, and
+/// holds each one's place among the pod's until it is answered (as the writer's mailbox does).
 struct mint_asked {
   std::uint64_t ticket = 0;
   caf::actor from;
+  waiting_place_ptr place;
 };
 
 caf::behavior recording_writer(caf::event_based_actor* self, std::shared_ptr<std::vector<mint_asked>> asked) {
   return {
-    [=](mint_atom, std::uint64_t ticket, std::int64_t, const protocol::bytes32&) {
-      asked->push_back({ticket, caf::actor_cast<caf::actor>(self->current_sender())});
+    [=](mint_atom, std::uint64_t ticket, std::int64_t, const protocol::bytes32&, const waiting_place_ptr& place) {
+      asked->push_back({ticket, caf::actor_cast<caf::actor>(self->current_sender()), place});
     },
   };
 }
@@ -50,9 +52,10 @@ struct invite_fixture : fixture {
     return c;
   }
 
-  void answer(const mint_asked& mint) {
+  void answer(mint_asked& mint) {
     invite_reply reply;
     reply.refusal = "restricted: you may not create invites in this community";
+    mint.place.reset();
     caf::anon_send(mint.from, minted_atom_v, mint.ticket, reply);
     run();
   }
@@ -136,15 +139,28 @@ TEST_CASE_METHOD(invite_fixture, "the pod has a bounded number of invite REQs wa
         == std::vector<std::string>{
           protocol::render_closed("inv", "rate-limited: too many invite requests are waiting; retry shortly")});
   CHECK(asked->size() == 1);
-  // An answer gives its place back; so does a connection that ends with one waiting.
+  // An answer gives its place back.
   answer(asked->front());
   CHECK(*invites_waiting == max_waiting_invites - 1);
   say(other, invite_req);
   CHECK(asked->size() == 2);
   CHECK(*invites_waiting == max_waiting_invites);
+  // A connection that ends with one waiting does not: its mint still waits on the writer (a
+  // client closing its sockets at once would otherwise queue mints there without a bound).
   caf::anon_send_exit(other.actor, caf::exit_reason::user_shutdown);
   run();
+  CHECK(*invites_waiting == max_waiting_invites);
+  (void)admin.sink->take(); // the first one's refusal
+  say(admin, invite_req_named("again"));
+  CHECK(admin.sink->take()
+        == std::vector<std::string>{
+          protocol::render_closed("again", "rate-limited: too many invite requests are waiting; retry shortly")});
+  CHECK(asked->size() == 2);
+  // The writer handled it (its answer went nowhere): the place is free.
+  answer(asked->back());
   CHECK(*invites_waiting == max_waiting_invites - 1);
+  say(admin, invite_req_named("again"));
+  CHECK(asked->size() == 3);
 }
 
 TEST_CASE_METHOD(invite_fixture, "an invite REQ replaces the subscription of its id, refused or not",

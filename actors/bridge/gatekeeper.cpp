@@ -90,8 +90,11 @@ gatekeeper::gatekeeper(caf::actor_config& config, gatekeeper_args args)
     handshake_(args_.node_id, args_.secret, args_.limits) {}
 
 void gatekeeper::enqueue(caf::mailbox_element_ptr element, caf::execution_unit* unit) {
-  // Any thread (the network's workers among them): atomics and spdlog only.
-  if (element && admitted_at_gate(element->content())) {
+  // Any thread (the network's workers among them): atomics and spdlog only. A peer sets the
+  // message id itself: only a plain one reaches a handler, which gives back the place it takes
+  // (CAF drops a reply nobody awaits, and routes stream categories elsewhere, before any
+  // handler runs, so such a message would keep its place for good).
+  if (element && element->mid.is_async() && admitted_at_gate(element->content())) {
     const bool ours = element->content().match_elements<gate_order>();
     if (ours || mailbox_.try_take(network_bytes(element->content()))) {
       caf::event_based_actor::enqueue(std::move(element), unit);

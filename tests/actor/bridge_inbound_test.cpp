@@ -75,6 +75,31 @@ TEST_CASE_METHOD(fixture, "a flood on the cluster port is cut at the mailbox, co
   scheduler->run();
 }
 
+TEST_CASE_METHOD(fixture, "a peer's reply or stream message takes no place at the gate, so the gate never fills",
+                 "[actor][bridge][bounds]") {
+  auto bridge = system->spawn([]() -> caf::behavior { return {[](envelope_atom, const std::string&) {}}; });
+  auto gate = system->spawn<gatekeeper>(gatekeeper_args{"node-a", "secret", bridge, metrics, {}});
+  scheduler->run();
+  // A peer chooses the id its messages carry: replies to nothing (CAF drops them unread) and
+  // stream messages of an accepted shape.
+  auto element_with = [](caf::message_id id) {
+    return caf::make_mailbox_element(nullptr, id, {}, welcome_atom_v);
+  };
+  for (int i = 0; i < 10'000; ++i)
+    caf::actor_cast<caf::abstract_actor*>(gate)->enqueue(element_with(caf::make_message_id(i + 1).response_id()), nullptr);
+  caf::actor_cast<caf::abstract_actor*>(gate)->enqueue(element_with(caf::make_message_id(caf::message_priority::normal).with_category(caf::message_id::downstream_message_category)), nullptr);
+  scheduler->run();
+  CHECK(metrics->cluster_dropped_messages == 10'001);
+  CHECK(metrics->bridge_inbound_dropped == 0);
+  // A real peer's hello is still read.
+  caf::anon_send(gate, hello_atom_v, std::string("node-x"), std::string("nonce"));
+  CHECK(metrics->bridge_inbound_dropped == 0);
+  scheduler->run();
+  caf::anon_send(gate, gate_order{gate_order::kind::stop, {}, {}});
+  caf::anon_send_exit(bridge, caf::exit_reason::user_shutdown);
+  scheduler->run();
+}
+
 TEST_CASE_METHOD(fixture, "the bridge gives back what an envelope took once it has checked it",
                  "[actor][bridge][bounds]") {
   auto args = bridge_of_node_a();

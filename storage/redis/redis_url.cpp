@@ -23,12 +23,10 @@ std::optional<std::string> parse_database(std::string_view path, redis_endpoint&
   return std::nullopt;
 }
 
-/// Where the user part ends: the last '@' before the path (a password may hold an '@' that was
-/// not encoded).
+/// Where the user part ends: the last '@' (a password may hold an '@' or a '/' that was not
+/// encoded; a Redis URL's host and path hold neither, so whatever comes before it is hidden).
 std::size_t userinfo_end(std::string_view rest) {
-  const auto slash = rest.find('/');
-  const auto authority = rest.substr(0, slash);
-  return authority.rfind('@');
+  return rest.rfind('@');
 }
 
 } // namespace

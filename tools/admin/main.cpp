@@ -30,10 +30,12 @@ void add_shared_options(CLI::App& app, admin_options& options) {
   app.add_option("--key-file", options.key_file,
                  "relay secret key file (default <data-dir>/relay.key)")
     ->envname("COMB_RELAY_KEY_FILE");
-  app.add_option("--redis-url", options.redis_url, "Redis, to push changed lists to every pod")
+  app.add_option("--redis-url", options.redis_url, "Redis, to push changed lists to every pod (a password in it is better given as"
+                 " COMB_REDIS_URL: a command line is visible to every user of the host)")
     ->envname("COMB_REDIS_URL");
   app.add_option("--cluster-secret", options.cluster_secret,
-                 "the pods' cluster secret: live pushes carry a MAC made with it")
+                 "the pods' cluster secret: live pushes carry a MAC made with it (better given as"
+                 " COMB_CLUSTER_SECRET: a command line is visible to every user of the host)")
     ->envname("COMB_CLUSTER_SECRET");
   app.add_flag("--json", options.json, "one JSON object per command on stdout");
 }

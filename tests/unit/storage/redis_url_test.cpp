@@ -48,4 +48,13 @@ TEST_CASE("errors and redaction never show the password", "[redis]") {
   CHECK(redact_redis_url("redis://hunter2@h") == "redis://***@h");
   CHECK(redact_redis_url("redis://h:1") == "redis://h:1");
   CHECK(redact_redis_url("not a url") == "not a url");
+  // A password holding a '/' (not encoded) is hidden too, and the URL's error never shows it.
+  CHECK(redact_redis_url("redis://comb:pa/ss@10.0.0.5:6379") == "redis://comb:***@10.0.0.5:6379");
+  CHECK(redact_redis_url("redis://comb:12/ss@h:6379/0") == "redis://comb:***@h:6379/0");
+  for (const char* url : {"redis://comb:pa/ss@10.0.0.5:6379", "redis://comb:12/ss@h:6379/0"}) {
+    redis_endpoint endpoint;
+    auto error = parse_redis_url(url, endpoint);
+    REQUIRE(error);
+    CHECK(error->find("ss@") == std::string::npos);
+  }
 }

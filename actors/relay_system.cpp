@@ -489,19 +489,19 @@ int run_relay(const conf::relay_settings& configured) {
     all_contexts.push_back(extra.get());
   gateway.spread_sockets(std::move(all_contexts));
   pod.close_community->set([&gateway, communities](std::int64_t id) {
-    communities->forget_all();
+    communities->forget_community(id);
     gateway.close_community(id);
   });
   pod.registry->hooks()->set(
     [&gateway, communities](std::int64_t id) {
-      communities->forget_all();
+      communities->forget_community(id);
       gateway.close_community(id);
     },
     [&gateway, communities](std::int64_t id) {
-      communities->forget_all();
+      communities->forget_community(id);
       gateway.recheck_community(id);
     },
-    [communities] { communities->forget_all(); });
+    [communities](std::int64_t id) { communities->forget_community(id); });
   try {
     gateway.start(std::move(acceptors));
   } catch (const std::exception& e) {

@@ -165,7 +165,7 @@ void on_notice(self_ptr self, const storage::access_notice& notice) {
   // A change that wrote no events is one of access, archive or hosts: cached host lookups go.
   if (!notice.wrote_events && notice.version > community->members->whole_version())
     if (const auto& hooks = st.args.registry->hooks())
-      hooks->forget_hosts();
+      hooks->forget_hosts(notice.community_id);
   (void)catch_up(self, notice.community_id, notice.version);
 }
 

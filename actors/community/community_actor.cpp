@@ -121,7 +121,7 @@ void apply_access(self_ptr self, const storage::community_access& state) {
     cache.set_members_may_invite(state.members_may_invite);
     auto& hooks = st.args.hooks;
     if (hooks && (was_archived != state.archived || was_closed != state.closed))
-      hooks->forget_hosts(); // new connections must see the new access at once
+      hooks->forget_hosts(st.args.community_id); // new connections must see the new access at once
     if (state.closed && !was_closed && hooks)
       hooks->recheck_all(st.args.community_id);
   }

@@ -13,7 +13,7 @@ class community_hooks {
 public:
   using action = std::function<void(std::int64_t community_id)>;
 
-  void set(action close_all, action recheck_all, std::function<void()> forget_hosts) {
+  void set(action close_all, action recheck_all, action forget_hosts) {
     std::lock_guard lock(mutex_);
     close_all_ = std::move(close_all);
     recheck_all_ = std::move(recheck_all);
@@ -26,16 +26,9 @@ public:
   /// Access changed: every connection checks whether it may stay.
   void recheck_all(std::int64_t community_id) const { call(recheck_all_, community_id); }
 
-  /// Hosts, access or archive changed: host lookups cached by the socket edge are stale.
-  void forget_hosts() const {
-    std::function<void()> copy;
-    {
-      std::lock_guard lock(mutex_);
-      copy = forget_hosts_;
-    }
-    if (copy)
-      copy();
-  }
+  /// Hosts, access or archive changed: the socket edge's cached host lookups naming the
+  /// community are stale.
+  void forget_hosts(std::int64_t community_id) const { call(forget_hosts_, community_id); }
 
 private:
   void call(const action& what, std::int64_t community_id) const {
@@ -51,7 +44,7 @@ private:
   mutable std::mutex mutex_;
   action close_all_;
   action recheck_all_;
-  std::function<void()> forget_hosts_;
+  action forget_hosts_;
 };
 
 } // namespace comb::actors

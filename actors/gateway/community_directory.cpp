@@ -38,8 +38,13 @@ void community_directory::remember(const std::string& host, const host_lookup& a
   if (!answer.answered)
     return;
   std::lock_guard lock(mutex_);
-  if (asked_in != generation_)
+  if (asked_in < all_forgotten_at_)
     return;
+  if (answer.community) {
+    auto forgotten = community_forgotten_at_.find(answer.community->id);
+    if (forgotten != community_forgotten_at_.end() && asked_in < forgotten->second)
+      return;
+  }
   auto now = std::chrono::steady_clock::now();
   if (!answer.community) {
     // Past the bound the oldest second's misses go: they are stale by then, or a flood's.
@@ -67,7 +72,16 @@ void community_directory::forget_all() {
   std::lock_guard lock(mutex_);
   entries_.clear();
   unknown_.clear();
-  ++generation_;
+  all_forgotten_at_ = ++generation_;
+  community_forgotten_at_.clear();
+}
+
+void community_directory::forget_community(std::int64_t community_id) {
+  std::lock_guard lock(mutex_);
+  std::erase_if(entries_, [&](const auto& item) {
+    return item.second.answer.community && item.second.answer.community->id == community_id;
+  });
+  community_forgotten_at_[community_id] = ++generation_;
 }
 
 namespace {

@@ -45,20 +45,25 @@ public:
   [[nodiscard]] std::optional<host_lookup> cached(const std::string& host) const;
 
   /// The last answer naming a community for `host`, however old; nothing for a host not known
-  /// (since the last forget_all).
+  /// (since the last forget_all, or its community's forget_community).
   [[nodiscard]] std::optional<host_lookup> last_known(const std::string& host) const;
 
-  /// Which forget_all the answers now cached follow: a lookup takes it before it asks the
+  /// Which forgets the answers now cached follow: a lookup takes it before it asks the
   /// database and gives it to `remember`.
   [[nodiscard]] std::uint64_t generation() const;
 
-  /// Keeps `answer` unless forget_all ran after `asked_in` was taken: an answer read before an
-  /// archive, a deletion or an access switch that has since been applied would otherwise stay
-  /// for the whole ttl.
+  /// Keeps `answer` unless forget_all, or forget_community of the community it names, ran
+  /// after `asked_in` was taken: an answer read before an archive, a deletion or an access
+  /// switch that has since been applied would otherwise stay for the whole ttl.
   void remember(const std::string& host, const host_lookup& answer, std::uint64_t asked_in);
 
-  /// Drops every cached answer (after a lifecycle change on this pod).
+  /// Drops every cached answer (the pod's own host changes, tests).
   void forget_all();
+
+  /// Drops the answers naming `community_id` (its access, archive, hosts or info changed):
+  /// one community's admin, changing its name in a loop, must not make every other
+  /// community's requests wait on the database.
+  void forget_community(std::int64_t community_id);
 
 private:
   struct entry {
@@ -70,6 +75,9 @@ private:
   std::unordered_map<std::string, entry> entries_;
   std::unordered_map<std::string, std::chrono::steady_clock::time_point> unknown_;
   std::uint64_t generation_ = 0;
+  std::uint64_t all_forgotten_at_ = 0;
+  /// The generation of each community's last forget_community (one entry per community served).
+  std::unordered_map<std::int64_t, std::uint64_t> community_forgotten_at_;
 };
 
 /// Ends a community's connections; set once the server exists, called by the directory.

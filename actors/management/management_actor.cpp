@@ -204,7 +204,7 @@ management_reply change_info(self_ptr self, std::int64_t community_id,
   if (result == storage::lifecycle_result::archived)
     return community_archived();
   if (st.args.directory_cache)
-    st.args.directory_cache->forget_all(); // this pod's NIP-11 shows it at once
+    st.args.directory_cache->forget_community(community_id); // this pod's NIP-11 shows it at once
   return management_success("true");
 }
 

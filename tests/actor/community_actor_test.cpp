@@ -467,7 +467,7 @@ TEST_CASE_METHOD(fixture, "an archive marks the community ended before its sessi
                  "[actor][community]") {
   auto hooks = std::make_shared<community_hooks>();
   std::vector<bool> ended_at_close;
-  hooks->set([&](std::int64_t) { ended_at_close.push_back(cache->ended()); }, [](std::int64_t) {}, [] {});
+  hooks->set([&](std::int64_t) { ended_at_close.push_back(cache->ended()); }, [](std::int64_t) {}, [](std::int64_t) {});
   auto watched = system->spawn(community_actor,
                                community_args{1, cache, writer, watcher, {}, 512, nullptr, hooks, bans});
   storage::community_access state;

@@ -55,6 +55,34 @@ TEST_CASE("an answer read before the cache was forgotten is handed out but not k
   CHECK(cache.cached("late.example"));
 }
 
+TEST_CASE("one community's change forgets its own hosts only", "[actors][directory]") {
+  actors::community_directory cache(std::chrono::seconds(60));
+  auto of = [](std::int64_t id) {
+    storage::community_row row;
+    row.id = id;
+    return actors::host_lookup{true, row};
+  };
+  cache.remember("a.example", of(1), cache.generation());
+  cache.remember("alias-a.example", of(1), cache.generation());
+  cache.remember("b.example", of(2), cache.generation());
+  auto asked_in = cache.generation(); // lookups under way while community 1 changes
+  cache.forget_community(1);
+  CHECK_FALSE(cache.cached("a.example"));
+  CHECK_FALSE(cache.last_known("alias-a.example"));
+  REQUIRE(cache.cached("b.example"));
+  CHECK(cache.last_known("b.example"));
+  cache.remember("a.example", of(1), asked_in); // read before the change: not kept
+  CHECK_FALSE(cache.cached("a.example"));
+  cache.remember("c.example", of(3), asked_in); // another community's: kept
+  CHECK(cache.cached("c.example"));
+  cache.remember("a.example", of(1), cache.generation());
+  CHECK(cache.cached("a.example"));
+  cache.forget_all();
+  CHECK_FALSE(cache.cached("b.example"));
+  cache.remember("b.example", of(2), asked_in); // read before forget_all: not kept
+  CHECK_FALSE(cache.cached("b.example"));
+}
+
 TEST_CASE("while lookups are full, a known host keeps its last answer and an unknown one gets 503",
           "[actors][directory]") {
   actors::gateway_context context;

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "protocol/claim_seal.hpp"
+#include "protocol/invite_code.hpp"
 #include "protocol/sha256.hpp"
 
 namespace comb::storage {
@@ -332,25 +333,14 @@ member_changes roster::changes() const {
   return out;
 }
 
-namespace {
-
-/// Apps send the code box as typed or pasted: a newline or space around a code is not part of it.
-std::string_view without_blanks(std::string_view code) {
-  constexpr std::string_view blanks = " \t\r\n";
-  auto first = code.find_first_not_of(blanks);
-  return first == std::string_view::npos ? std::string_view{}
-                                         : code.substr(first, code.find_last_not_of(blanks) - first + 1);
-}
-
-} // namespace
-
 std::string invite_code_hash(std::string_view code) {
-  return protocol::to_hex(protocol::sha256(without_blanks(code)));
+  return protocol::to_hex(protocol::sha256(protocol::typed_invite_code(code)));
 }
 
 invite_code_hashes invite_hashes(const protocol::key_pair& relay_key, std::int64_t community_id,
                                  std::string_view code) {
-  return {protocol::claim_lookup_hash(relay_key, community_id, without_blanks(code)), invite_code_hash(code)};
+  return {protocol::claim_lookup_hash(relay_key, community_id, protocol::typed_invite_code(code)),
+          invite_code_hash(code)};
 }
 
 membership_outcome repeated_outcome(const roster& members, const membership_command& command,

@@ -8,7 +8,7 @@ import {
   RELAY_MEMBERS, RELAY_REMOVE_MEMBER, REPORT, ROOM_ADD_MEMBER, ROOM_ADMINS, ROOM_DELETE, ROOM_MEMBERS,
   ROOM_META, ROOM_REMOVE_MEMBER, THREAD, ZAP_GOAL, ZAP_RESPONSE, getPubkey, getTagValue, makeEvent,
   makeRoomCreateEvent, makeRoomEditEvent, makeRoomJoinEvent, makeRoomMeta, makeSecret, readRoomMeta,
-  makeZapRequest, unionFilters,
+  makeZapRequest, unionFilters, displayRelayUrl,
 } from '@welshman/util'
 import { AuthStatus, Socket, defaultSocketPolicies, makeSocketPolicyAuth } from '@welshman/net'
 import { Nip01Signer } from '@welshman/signer'
@@ -181,16 +181,17 @@ describe('Flotilla joining a closed space', () => {
     }
   })
 
-  it('admits everyone an invite link reaches, a code pasted with a newline included', async () => {
+  it('admits everyone an invite link reaches, a code pasted with a newline or as the whole link included', async () => {
     const { relay } = ctx
     const owner = appUser(ownerSecret)
-    const people = [appUser(), appUser(), appUser()]
+    const people = [appUser(), appUser(), appUser(), appUser()]
     try {
       // SpaceInvite: "Get a link that you can use to invite people", shared once, opened by many.
       const invite = await owner.read(relay, [{ kinds: [RELAY_INVITE], limit: 1 }])
       const claim = getTagValue('claim', invite.events[0].tags)
-      // SpaceAccessRequest sends the code box as pasted.
-      const pasted = [claim, claim, `${claim}\n`]
+      // SpaceAccessRequest sends the code box as pasted: people are given SpaceInvite's link.
+      const link = 'https://app.flotilla.social/join?' + new URLSearchParams({ r: displayRelayUrl(relay.url), c: claim })
+      const pasted = [claim, claim, `${claim}\n`, `${link}\n`]
       for (const [i, person] of people.entries()) {
         await person.authenticated(relay)
         const join = await person.publish(relay, makeEvent(RELAY_JOIN, { tags: [['claim', pasted[i]]] }))

@@ -385,17 +385,20 @@ std::optional<rejection> connection::check_count(const std::vector<protocol::fil
 }
 
 protocol::result<std::uint64_t>
-connection::open_subscription(const std::string& id, const std::vector<protocol::filter>& filters) {
+connection::open_subscription(const std::string& id, const std::vector<protocol::filter>& filters,
+                              const waiting_requests& waiting) {
   auto existing = subscriptions_.find(id);
   if (existing == subscriptions_.end())
-    if (auto over = over_subscription_cap(subscriptions_.size(), policy_))
+    if (auto over = over_subscription_cap(subscriptions_.size() + waiting.count, policy_))
       return *over;
   filter_cost wanted = cost_of(filters);
   filter_cost total = held_;
   if (existing != subscriptions_.end())
     total -= existing->second.cost;
   total += wanted;
-  if (auto over = over_budget(total, policy_, "open on this connection"))
+  filter_cost with_waiting = total;
+  with_waiting += waiting.cost;
+  if (auto over = over_budget(with_waiting, policy_, "open on this connection"))
     return *over;
   held_ = total;
   subscription& sub = subscriptions_[id];

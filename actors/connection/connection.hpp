@@ -129,6 +129,13 @@ struct filter_cost {
   }
 };
 
+/// REQs a connection holds without a subscription yet (waiting for AUTH, or for their invite):
+/// counted as open, so a connection never holds its bounds open and as many again waiting.
+struct waiting_requests {
+  std::size_t count = 0;
+  filter_cost cost;
+};
+
 [[nodiscard]] filter_cost cost_of(const std::vector<protocol::filter>& filters);
 
 /// Why filters costing `total` in all are more than `policy` lets one connection hold
@@ -363,9 +370,10 @@ public:
 
   /// Opens or replaces a subscription; returns its generation, which tags the history reply so a
   /// reply to a replaced subscription is recognized and dropped. Refused (`rate-limited:`) past
-  /// the subscription count or the filter budget of the policy.
+  /// the subscription count or the filter budget of the policy, with `waiting` counted as open.
   [[nodiscard]] protocol::result<std::uint64_t>
-  open_subscription(const std::string& id, const std::vector<protocol::filter>& filters = {});
+  open_subscription(const std::string& id, const std::vector<protocol::filter>& filters = {},
+                    const waiting_requests& waiting = {});
 
   /// NIP-45: a COUNT's filters, with those of the COUNTs already waiting or being counted,
   /// within the budget one REQ may hold (`rate-limited:` past it): what COUNTs keep parsed in

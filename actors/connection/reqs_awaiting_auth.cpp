@@ -29,6 +29,16 @@ void reqs_awaiting_auth::forget(const std::string& id) {
   waiting_.erase(it);
 }
 
+waiting_requests reqs_awaiting_auth::held_apart_from(const std::string& id) const {
+  waiting_requests held{waiting_.size(), cost_};
+  for (const auto& message : waiting_)
+    if (message.subscription_id == id) {
+      --held.count;
+      held.cost -= cost_of(message.filters);
+    }
+  return held;
+}
+
 std::vector<protocol::req_message> reqs_awaiting_auth::take() {
   cost_ = {};
   return std::exchange(waiting_, {});

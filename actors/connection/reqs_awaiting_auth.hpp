@@ -53,6 +53,9 @@ public:
   /// Every REQ waiting, in arrival order; none wait afterwards.
   [[nodiscard]] std::vector<protocol::req_message> take();
 
+  /// What the REQs waiting hold, but the one of `id` (a REQ of that id would take its place).
+  [[nodiscard]] waiting_requests held_apart_from(const std::string& id) const;
+
   [[nodiscard]] bool empty() const noexcept { return waiting_.empty(); }
   [[nodiscard]] std::size_t size() const noexcept { return waiting_.size(); }
 

@@ -79,10 +79,21 @@ bool asks_for_invite(const protocol::req_message& message) {
 
 namespace {
 
+/// The REQs held waiting for AUTH (but one of `id`, which a REQ of it replaces) or for their
+/// invite (each until its mint is answered, even once closed): counted as open.
+waiting_requests held_waiting(const connection_state& st, const std::string& id) {
+  auto held = st.awaiting_auth.held_apart_from(id);
+  held.count += st.awaiting_invite.size();
+  for (const auto& [ticket, waiting] : st.awaiting_invite)
+    held.cost += cost_of(waiting.message.filters);
+  return held;
+}
+
 void open_subscription(connection_self self, protocol::req_message& message) {
   auto& st = self->state;
   drop_unindexed_tag_values(message.filters);
-  auto generation = st.logic->open_subscription(message.subscription_id, message.filters);
+  auto generation = st.logic->open_subscription(message.subscription_id, message.filters,
+                                                held_waiting(st, message.subscription_id));
   if (!generation) {
     refuse_subscription(self, message.subscription_id, generation.error());
     return;
@@ -105,16 +116,15 @@ void open_subscription(connection_self self, protocol::req_message& message) {
 }
 
 /// Why holding `message` for its invite would take the connection past what it may hold open
-/// (subscriptions, filters and their values, the REQs already waiting for invites counted as
-/// open); nothing when it fits.
+/// (subscriptions, filters and their values, the REQs already waiting counted as open);
+/// nothing when it fits.
 std::optional<protocol::rejection> over_held_bounds(const connection_state& st,
                                                     const protocol::req_message& message) {
-  if (auto over = over_subscription_cap(st.logic->subscription_count() + st.awaiting_invite.size(),
-                                        st.args.policy))
+  auto waiting = held_waiting(st, message.subscription_id);
+  if (auto over = over_subscription_cap(st.logic->subscription_count() + waiting.count, st.args.policy))
     return over;
   filter_cost total = st.logic->held_cost();
-  for (const auto& [ticket, waiting] : st.awaiting_invite)
-    total += cost_of(waiting.message.filters);
+  total += waiting.cost;
   total += cost_of(message.filters);
   return over_budget(total, st.args.policy, "open on this connection");
 }

@@ -448,6 +448,32 @@ TEST_CASE_METHOD(fixture, "REQs waiting for AUTH share the bounds of the open su
   CHECK(c.sink->take().empty());
 }
 
+TEST_CASE_METHOD(fixture, "REQs opened while others wait for AUTH count the waiting ones as open",
+                 "[actor][connection][auth][bounds]") {
+  protocol::protocol_limits limits;
+  limits.max_subscriptions_per_connection = 2;
+  base_policy.max_filter_values = 4;
+  auto c = connect(false, limits); // an open community: anonymous readers read, gift wraps wait
+  say(c, R"(["REQ","wraps",{"kinds":[1059],"#t":["x","y"]}])");
+  CHECK(c.sink->take().empty()); // waits for AUTH
+  // Its values count: three of four are held.
+  say(c, R"(["REQ","a",{"kinds":[1,7]}])");
+  CHECK(c.sink->take()
+        == std::vector<std::string>{
+          protocol::render_closed("a", "rate-limited: too many filter values open on this connection (at most 4)")});
+  say(c, R"(["REQ","a",{"kinds":[1]}])");
+  release_history();
+  CHECK(c.sink->take() == std::vector<std::string>{protocol::render_eose("a")});
+  // And its place: one open, one waiting.
+  say(c, R"(["REQ","b",{}])");
+  CHECK(c.sink->take()
+        == std::vector<std::string>{protocol::render_closed("b", "rate-limited: too many open subscriptions (at most 2)")});
+  // A REQ of the waiting one's id takes its place instead.
+  say(c, R"(["REQ","wraps",{"kinds":[1]}])");
+  release_history();
+  CHECK(c.sink->take() == std::vector<std::string>{protocol::render_eose("wraps")});
+}
+
 TEST_CASE_METHOD(fixture, "a room request its author's roles do not allow is refused before it takes a place",
                  "[actor][connection][bounds]") {
   // Each request the community's room queue takes costs a transaction, refusals too: one key

@@ -545,10 +545,9 @@ count_result event_store::count(std::int64_t community_id,
     auto reply = read_with_retry(connection_, *statement);
     if (!reply.ok() || reply.rows() != 1)
       return count_result{false, 0, read_failed};
-    auto counted = static_cast<std::uint64_t>(reply.integer(0, 0));
-    const bool approximate = counted > max_counted_events;
-    return count_result{true, approximate ? max_counted_events : counted, {}, approximate,
-                        reply.integer(0, 1)};
+    auto counted = std::min(static_cast<std::uint64_t>(reply.integer(0, 0)), max_counted_events + 1);
+    const bool approximate = counted > max_counted_events || reply.text(0, 2) == "t";
+    return count_result{true, std::min(counted, max_counted_events), {}, approximate, reply.integer(0, 1)};
   } catch (const std::exception&) {
     return count_result{false, 0, read_failed};
   }

@@ -102,12 +102,14 @@ inline constexpr std::string_view state_version_read =
 inline constexpr std::uint64_t max_counted_events = 10000;
 
 /// NIP-45: one statement returning a single row with the number of distinct matching events
-/// the reader may see (`hiding`: NIP-29 rooms, as a REQ would show them), max_counted_events + 1
-/// at most, and the community's state version it was counted at; limits are ignored. Nothing
-/// when no filter can match.
+/// the reader may see (`hiding`: NIP-29 rooms, as a REQ would show them), the community's state
+/// version it was counted at, and whether a filter's share of the bound was filled (the count
+/// is then a lower bound); limits are ignored. It reads `counted_at_most` + 1 rows at most,
+/// shared among the filters. Nothing when no filter can match.
 [[nodiscard]] std::optional<sql_statement> count_sql(std::int64_t community_id,
                                                      const std::vector<protocol::filter>& filters,
                                                      std::int64_t now,
-                                                     const protocol::room_hiding& hiding = {});
+                                                     const protocol::room_hiding& hiding = {},
+                                                     std::uint64_t counted_at_most = max_counted_events);
 
 } // namespace comb::storage

@@ -265,3 +265,37 @@ TEST_CASE_METHOD(test::store_fixture, "expired invites are purged, live ones kep
   CHECK(test::scalar(connection, "SELECT string_agg(code_hash, ',') FROM invites") == "live");
   CHECK(invites.purge_expired(now) == 0);
 }
+
+TEST_CASE_METHOD(test::store_fixture, "a COUNT of several filters shares its bound among them, approximate when one fills its part",
+                 "[integration][bounds]") {
+  test::author alice{1};
+  test::author bob{2};
+  for (int i = 0; i < 6; ++i) {
+    REQUIRE(test::store_one(events, community, alice.sign(1, now - 100 + i)).result == storage::store_outcome::status::stored);
+    REQUIRE(test::store_one(events, community, bob.sign(7, now - 100 + i)).result == storage::store_outcome::status::stored);
+  }
+  protocol::filter notes;
+  notes.kinds = std::vector<std::uint32_t>{1};
+  protocol::filter by_alice;
+  by_alice.authors = std::vector<protocol::bytes32>{alice.pubkey()};
+  protocol::filter reactions;
+  reactions.kinds = std::vector<std::uint32_t>{7};
+  auto count = [&](const std::vector<protocol::filter>& filters, std::uint64_t at_most) {
+    auto statement = storage::count_sql(community, filters, now, {}, at_most);
+    REQUIRE(statement);
+    auto reply = connection.exec(statement->text, statement->params);
+    REQUIRE(reply.ok());
+    return std::pair{reply.integer(0, 0), reply.text(0, 2) == "t"};
+  };
+  // Overlapping filters count each event once; under every share, exact.
+  CHECK(count({notes, by_alice, reactions}, 30) == std::pair<std::int64_t, bool>{12, false});
+  // Shares of 10 (bound 19, two filters): 6 and 6, exact.
+  CHECK(count({notes, reactions}, 19) == std::pair<std::int64_t, bool>{12, false});
+  // Shares of 4 (bound 10, three filters): each branch stops at 4, the count is a lower bound.
+  auto [counted, approximate] = count({notes, by_alice, reactions}, 10);
+  CHECK(counted <= 12);
+  CHECK(approximate);
+  // One filter: cut at the bound plus one, which says more exist.
+  CHECK(count({notes}, 3) == std::pair<std::int64_t, bool>{4, false});
+  CHECK(count({notes}, 6) == std::pair<std::int64_t, bool>{6, false});
+}

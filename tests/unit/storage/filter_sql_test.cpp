@@ -245,17 +245,22 @@ TEST_CASE("count unions filters without their limits, counting one past max_coun
   auto s = count_sql(3, {a, b}, 77);
   REQUIRE(s);
   // With the community's state version, read in the count's own snapshot.
-  CHECK(s->text.starts_with("SELECT count(*), " + std::string(state_version_read) + " FROM ("));
-  CHECK(contains(s->text, " UNION "));
-  CHECK(s->text.ends_with(") LIMIT $5::bigint) AS m"));
-  // Each branch too: the union reads its whole input before the outer LIMIT.
-  CHECK(contains(s->text, " LIMIT $5::bigint) UNION ("));
+  CHECK(contains(s->text, ") SELECT (SELECT count(DISTINCT id) FROM m), " + std::string(state_version_read)));
+  CHECK(contains(s->text, " UNION ALL "));
+  // Each branch is cut at its share of the bound: the union reads its whole input.
+  CHECK(contains(s->text, " LIMIT $5::bigint) AS b) UNION ALL (SELECT id, 1 AS branch"));
+  CHECK(s->text.ends_with("HAVING count(*) >= $5::bigint)"));
   REQUIRE(s->params.size() == 5);
-  CHECK(param(*s, 5) == std::to_string(max_counted_events + 1));
+  CHECK(param(*s, 5) == std::to_string((max_counted_events + 2) / 2));
+  // Twenty filters read no more than one does.
+  auto twenty = count_sql(3, std::vector<filter>(20, a), 77);
+  REQUIRE(twenty);
+  CHECK(20 * std::stoull(param(*twenty, 4)) <= max_counted_events + 20);
   // `{}` alone, every event of the community, is counted no further either.
   auto everything = count_sql(3, {filter{}}, 77);
   REQUIRE(everything);
   CHECK(contains(everything->text, " LIMIT $3::bigint) AS m"));
+  CHECK(param(*everything, 3) == std::to_string(max_counted_events + 1));
 }
 
 TEST_CASE("one author or kind is an equality, so the index keeps its order",

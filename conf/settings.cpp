@@ -133,6 +133,12 @@ void validate_cluster(const relay_settings& s, std::vector<setting_problem>& pro
   for (const auto* path : {&s.cluster_cert, &s.cluster_key, &s.cluster_ca})
     if (!path->empty() && !readable(*path))
       problems.push_back({"cluster.cert", "cannot read " + *path});
+  // As envelopes and the cluster handshake take a node id (storage::max_origin_bytes): another
+  // would be refused by every other pod.
+  if (s.node_id.size() > 256
+      || std::ranges::any_of(s.node_id, [](char c) { return c <= ' ' || c >= 0x7f; }))
+    problems.push_back({"cluster.node_id", "COMB_NODE_ID must be at most 256 printable characters"
+                                           " without spaces"});
   if (given == 3)
     return;
   std::vector<std::string> addresses = s.cluster_peers;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "storage/bridge_envelope.hpp"
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <chrono>
 #include <optional>
@@ -21,6 +22,11 @@ std::int64_t envelope_clock_ms() {
 }
 
 namespace {
+
+bool printable_origin(std::string_view origin) {
+  return !origin.empty() && origin.size() <= max_origin_bytes
+         && std::ranges::all_of(origin, [](char c) { return c > ' ' && c < 0x7f; });
+}
 
 /// The MAC's place, then `{"origin":"<node>"`: the head every shape shares.
 std::string envelope_head(std::string_view origin, std::size_t rest_bytes) {
@@ -180,6 +186,9 @@ decode_envelope(std::string_view payload, const protocol::protocol_limits& limit
   const auto* sent = object.if_contains("sent");
   if (!origin || !origin->is_string() || !sent || !sent->is_int64())
     return malformed("envelope needs origin and sent");
+  if (!printable_origin(origin->get_string()))
+    return malformed("envelope's origin must be 1 to " + std::to_string(max_origin_bytes)
+                     + " printable characters");
   auto number = number_of(object);
   if (!number)
     return malformed("envelope's boot and seq must be whole numbers, seq not negative");

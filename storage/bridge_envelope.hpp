@@ -34,6 +34,11 @@ struct bridge_envelope {
   std::shared_ptr<const std::vector<std::string>> borrowed_rooms;
 };
 
+/// A node id an envelope may name as its origin: at most this many bytes, printable, as the
+/// cluster handshake takes them and the relay's settings allow (`cluster.node_id`). Each origin
+/// heard is remembered (bridge_sequence.hpp), so a longer one would pin what a sender chose.
+inline constexpr std::size_t max_origin_bytes = 256;
+
 /// Rooms an envelope may name for its comment (a comment names them through its `E` tags).
 inline constexpr std::size_t max_envelope_borrowed_rooms = 1024;
 

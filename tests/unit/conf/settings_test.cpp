@@ -149,6 +149,13 @@ TEST_CASE("cluster links off this host need mutual TLS; the three files go toget
                                 {"COMB_CLUSTER_LISTEN", "10.0.0.5:7801"}}, {});
   REQUIRE(missing.problems.size() == 1);
   CHECK(missing.problems[0].message == "cannot read /nonexistent/c.pem");
+  // A node id other pods would refuse in every envelope and handshake.
+  CHECK(load_settings({{"COMB_NODE_ID", "pod-a.eu-1"}}, {}).problems.empty());
+  for (const std::string& id : {std::string(257, 'n'), std::string("pod a")}) {
+    auto bad = load_settings({{"COMB_NODE_ID", id}}, {});
+    REQUIRE(bad.problems.size() == 1);
+    CHECK(bad.problems[0].option == "cluster.node_id");
+  }
   CHECK(loopback_host("127.0.0.1"));
   CHECK_FALSE(loopback_host("127.0.0.1.evil.example"));
   CHECK_FALSE(loopback_host("0.0.0.0"));

@@ -124,6 +124,17 @@ TEST_CASE("envelopes decode only with the secret they were made with", "[bridge]
       CHECK_FALSE(decoded.error().unauthenticated);
     }
   }
+  SECTION("an origin is a node id: at most 256 printable characters, as the pods' settings allow") {
+    CHECK(storage::decode_envelope(storage::encode_envelope(secret, std::string(256, 'n'), 5, 42, json), {}, secret));
+    for (const std::string& origin : {std::string(257, 'n'), std::string(1 << 20, 'n'), std::string(),
+                                      std::string("pod a"), std::string("pod\nb")}) {
+      auto decoded = storage::decode_envelope(storage::encode_envelope(secret, origin, 5, 42, json), {}, secret);
+      REQUIRE_FALSE(decoded);
+      CHECK_FALSE(decoded.error().unauthenticated);
+    }
+    auto beat = storage::encode_heartbeat(secret, std::string(1 << 20, 'n'), {1, 0});
+    CHECK_FALSE(storage::decode_envelope(beat, {}, secret));
+  }
 }
 
 TEST_CASE("a stranger's payload is refused before its JSON is read", "[bridge]") {

@@ -37,7 +37,7 @@ cluster_handshake::on_hello(const std::string& key, const hello& h, time_point n
     return std::string("malformed hello");
   if (h.dialer_id == self_id_)
     return std::string("hello names this pod as the dialer (reflected)");
-  (void)expire(now);
+  void_expired(now);
   if (!pending_.contains(key) && pending_.size() >= limits_.max_pending)
     abandon_oldest();
   challenge c{self_id_, handshake_nonce(),
@@ -71,7 +71,7 @@ void cluster_handshake::note_abandoned(const std::string& dialer_id) {
 
 std::optional<std::string> cluster_handshake::on_prove(const std::string& key, const proof& p,
                                                        time_point now) {
-  (void)expire(now);
+  void_expired(now);
   auto it = pending_.find(key);
   if (it == pending_.end())
     return "proof without a pending challenge";
@@ -150,6 +150,15 @@ void cluster_handshake::forget(const std::string& key) {
   pending_.erase(key);
   dialed_.erase(key);
   std::erase(trusted_, key);
+}
+
+void cluster_handshake::void_expired(time_point now) {
+  std::erase_if(pending_, [&](const auto& entry) {
+    if (now - entry.second.at < limits_.ttl)
+      return false;
+    note_abandoned(entry.second.dialer_id);
+    return true;
+  });
 }
 
 std::vector<std::string> cluster_handshake::expire(time_point now) {

@@ -120,6 +120,9 @@ private:
 
   void abandon_oldest();
   void note_abandoned(const std::string& dialer_id);
+  /// Voids the challenges past their time, kept for the next `expire` to report (a hello or a
+  /// proof voids them as it comes; the tick counts and logs them).
+  void void_expired(time_point now);
 
   std::string self_id_;
   std::string secret_;

@@ -107,9 +107,10 @@ void gatekeeper::enqueue(caf::mailbox_element_ptr element, caf::execution_unit* 
   const auto second = std::chrono::duration_cast<std::chrono::seconds>(
                         std::chrono::steady_clock::now().time_since_epoch())
                         .count();
+  // Its size, not its text: the message may be hundreds of megabytes.
   if (last_drop_log_.exchange(second) != second) // at most one line a second
-    spdlog::warn("cluster: dropped a message the cluster port does not take: {}",
-                 element ? printable(caf::to_string(element->content())) : "(none)");
+    spdlog::warn("cluster: dropped a message the cluster port does not take ({} elements, {} bytes of text)",
+                 element ? element->content().size() : 0, element ? network_bytes(element->content()) : 0);
 }
 
 caf::behavior gatekeeper::make_behavior() {
@@ -235,11 +236,9 @@ void gatekeeper::on_challenge(const std::string& node_id, const std::string& non
   if (it == dialed_.end())
     return refuse("challenge from a node this pod did not dial");
   auto answer = handshake_.on_challenge(key, {node_id, nonce, proof}, steady_now());
-  if (!answer) {
-    spdlog::warn("cluster: peer {} ({}) failed to prove the secret: {}", where_[key],
-                 printable(node_id, 80), answer.error());
-    return refuse(answer.error());
-  }
+  if (!answer)
+    return refuse("peer " + where_[key] + " (" + printable(node_id, 80) + ") failed to prove the secret: "
+                  + answer.error());
   send(it->second, prove_atom_v, answer.value().dialer_id, answer.value().value);
 }
 
@@ -382,11 +381,13 @@ void gatekeeper::cover_dialer_gaps() {
 
 void gatekeeper::tick() {
   auto t = steady_now();
-  for (const auto& dialer : handshake_.expire(t)) {
-    bump(args_.metrics->bridge_refused_peers);
-    spdlog::warn("cluster: refused cluster peer {}: handshake not completed in time (another "
-                 "secret, or not a pod)", printable(dialer, 80));
-  }
+  auto voided = handshake_.expire(t);
+  bump(args_.metrics->bridge_refused_peers, voided.size());
+  for (std::size_t i = 0; i < voided.size() && i < 10; ++i) // a flood of hellos: ten lines a tick
+    spdlog::warn("cluster: refused cluster peer {}: handshake not completed in time, or pushed out by"
+                 " newer hellos (another secret, or not a pod)", printable(voided[i], 80));
+  if (voided.size() > 10)
+    spdlog::warn("cluster: and {} more handshakes voided", voided.size() - 10);
   for (const auto& key : handshake_.stalled(t))
     greet(key);
   delayed_send(caf::actor_cast<caf::actor>(this), tick_period, gate_order{gate_order::kind::tick, {}, {}});

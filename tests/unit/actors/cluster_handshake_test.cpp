@@ -136,6 +136,20 @@ TEST_CASE("pending challenges are bounded and expire", "[bridge]") {
   CHECK_THAT(*pod.on_prove("k1", {"x1", std::string(64, '0')}, t0 + 12s), Catch::Contains("without a pending"));
 }
 
+TEST_CASE("challenges a hello or a proof voids past their time are still reported", "[bridge]") {
+  actors::handshake_limits limits;
+  limits.max_pending = 4;
+  limits.ttl = 10s;
+  cluster_handshake pod("pod-a", secret, limits);
+  REQUIRE(pod.on_hello("k0", {"x0", std::string(32, 'a')}, t0));
+  REQUIRE(pod.on_hello("k1", {"x1", std::string(32, 'a')}, t0 + 1s));
+  // Past their time, voided by the next hello and the next proof before the tick asks.
+  REQUIRE(pod.on_hello("k2", {"x2", std::string(32, 'a')}, t0 + 10s));
+  CHECK(pod.on_prove("k1", {"x1", std::string(64, '0')}, t0 + 11s));
+  CHECK(pod.pending() == 1);
+  CHECK(pod.expire(t0 + 11s) == std::vector<std::string>{"x0", "x1"});
+}
+
 TEST_CASE("hellos flooding the port do not keep a real dialer out", "[bridge]") {
   actors::handshake_limits limits;
   limits.max_pending = 8;

@@ -146,6 +146,7 @@ std::string relay_metrics::render() const {
   write(out, "comb_queries_refused_total", "counter", "REQ and COUNT refused by subscription, filter or queue bounds.", queries_refused);
   write(out, "comb_queries_waited_total", "counter", "REQ and COUNT that waited for a query place in their connection or room at the storage readers.", queries_waited);
   write(out, "comb_queries_awaited_auth_total", "counter", "REQs that needed AUTH, sent before it, that waited for it rather than being refused at once.", queries_awaited_auth);
+  write(out, "comb_eoses_resent_after_auth_total", "counter", "EOSEs sent again once a client sent its requests again after its AUTH's OK (welshman drops EOSEs while it authenticates).", eoses_resent_after_auth);
   write(out, "comb_joins_awaited_auth_total", "counter", "Join requests (28934) sent before AUTH that waited for it rather than being refused at once.", joins_awaited_auth);
   write(out, "comb_addresses_tracked", "gauge", "Client addresses held in the per-address table.", addresses_tracked);
   write(out, "comb_history_chunks_total", "counter", "History chunks sent before the last one of their reply (replies over a chunk).", history_chunks);

@@ -141,6 +141,7 @@ struct relay_metrics {
   std::atomic<std::uint64_t> queries_refused{0};     ///< REQ/COUNT refused: caps and budgets
   std::atomic<std::uint64_t> queries_waited{0};      ///< REQ/COUNT that waited for a place
   std::atomic<std::uint64_t> queries_awaited_auth{0}; ///< REQs sent before AUTH that waited for it
+  std::atomic<std::uint64_t> eoses_resent_after_auth{0}; ///< eoses_during_auth
   std::atomic<std::uint64_t> joins_awaited_auth{0}; ///< join requests sent before AUTH that waited for it
   std::atomic<std::int64_t> addresses_tracked{0};    ///< client addresses in the per-address table
   std::atomic<std::uint64_t> host_lookups{0};        ///< host lookups that asked the database

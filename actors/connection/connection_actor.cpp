@@ -261,6 +261,7 @@ void on_auth(self_ptr self, const protocol::auth_message& message) {
   auto refused = self->state.logic->authenticate(message.ev, unix_now());
   send_frame(self, protocol::render_ok(message.ev.id, !refused, refused ? refused->text() : ""));
   if (!refused) {
+    self->state.eoses_before_auth.auth_ok(monotonic_seconds());
     release_joins(self);
     await_retries(self);
   }
@@ -448,6 +449,8 @@ void on_history(self_ptr self, const std::string& sub, std::uint64_t generation,
   auto reply = st.logic->history_reply(sub, generation, shared_events(result), now, true);
   count_withheld(self);
   const bool answered = !reply.events.empty() || !reply.closing.empty();
+  if (!reply.closing.empty()) // it starts with the EOSE
+    st.eoses_before_auth.sent(sub, generation);
   st.args.sink->send_reply(reply.events, std::move(reply.closing));
   st.history->in_mailbox.fetch_sub(bytes, std::memory_order_release);
   if (!answered)

@@ -17,6 +17,7 @@
 #include "actors/metrics.hpp"
 #include "actors/storage/reader_waits.hpp"
 #include "actors/waiting_place.hpp"
+#include "actors/connection/eoses_during_auth.hpp"
 #include "protocol/client_message.hpp"
 
 namespace comb::actors {
@@ -75,6 +76,8 @@ struct connection_state {
   /// REQs sent before AUTH that need it, waiting for it (auth_grace); `auth_wait` numbers the
   /// grace's timer, so one of an earlier wait is ignored.
   reqs_awaiting_auth awaiting_auth;
+  /// EOSEs sent before welshman read the AUTH's OK, sent again when it shows it has.
+  eoses_during_auth eoses_before_auth;
   std::uint64_t auth_wait = 0;
   bool auth_wait_extended = false; ///< the wait runs on to auth_grace_when_lost
   /// Join requests (28934) sent before AUTH, waiting for it as REQs do (auth_grace, the same

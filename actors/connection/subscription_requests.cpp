@@ -256,7 +256,14 @@ void on_minted(connection_self self, std::uint64_t ticket, const invite_reply& r
 }
 
 void on_req(connection_self self, protocol::req_message& message) {
-  bump(self->state.args.metrics->messages_req);
+  auto& st = self->state;
+  bump(st.args.metrics->messages_req);
+  // Sent again after the AUTH's OK: welshman has read it, and dropped the EOSEs before it.
+  for (const auto& [id, generation] : st.eoses_before_auth.on_req(message.subscription_id, monotonic_seconds()))
+    if (st.logic->is_open(id, generation)) {
+      bump(st.args.metrics->eoses_resent_after_auth);
+      send_frame(self, protocol::render_eose(id));
+    }
   answer_req(self, message, true);
 }
 

@@ -474,6 +474,44 @@ TEST_CASE_METHOD(fixture, "REQs opened while others wait for AUTH count the wait
   CHECK(c.sink->take() == std::vector<std::string>{protocol::render_eose("wraps")});
 }
 
+TEST_CASE_METHOD(fixture, "EOSEs sent while welshman authenticated are sent again once it sends its requests again",
+                 "[actor][connection][auth]") {
+  auto c = connect(false); // an open community: anonymous readers read at once
+  for (const char* id : {"a", "b", "c"}) {
+    say(c, std::string(R"(["REQ",")") + id + R"(",{"kinds":[1]}])");
+    release_history();
+  }
+  CHECK(c.sink->take()
+        == std::vector<std::string>{protocol::render_eose("a"), protocol::render_eose("b"), protocol::render_eose("c")});
+  say(c, R"(["CLOSE","b"])");
+  auto auth = authenticate(c, alice);
+  CHECK(c.sink->take() == std::vector<std::string>{ok_frame(auth, true, "")});
+  // welshman read the OK and sends again the last messages it sent: "c". The others whose EOSE
+  // reached it while it authenticated end now; "c" ends with its own answer.
+  say(c, R"(["REQ","c",{"kinds":[1]}])");
+  release_history();
+  CHECK(c.sink->take() == std::vector<std::string>{protocol::render_eose("a"), protocol::render_eose("c")});
+  CHECK(metrics->eoses_resent_after_auth == 1);
+  // Once only.
+  say(c, R"(["REQ","a",{"kinds":[1]}])");
+  release_history();
+  CHECK(c.sink->take() == std::vector<std::string>{protocol::render_eose("a")});
+  CHECK(metrics->eoses_resent_after_auth == 1);
+}
+
+TEST_CASE_METHOD(fixture, "a client that sends nothing again after its AUTH gets no second EOSE",
+                 "[actor][connection][auth]") {
+  auto c = connect(false);
+  say(c, R"(["REQ","a",{"kinds":[1]}])");
+  release_history();
+  auto auth = authenticate(c, alice);
+  CHECK(c.sink->take() == std::vector<std::string>{protocol::render_eose("a"), ok_frame(auth, true, "")});
+  say(c, R"(["REQ","new",{"kinds":[1]}])"); // nostr-tools: a new id
+  release_history();
+  CHECK(c.sink->take() == std::vector<std::string>{protocol::render_eose("new")});
+  CHECK(metrics->eoses_resent_after_auth == 0);
+}
+
 TEST_CASE_METHOD(fixture, "a room request its author's roles do not allow is refused before it takes a place",
                  "[actor][connection][bounds]") {
   // Each request the community's room queue takes costs a transaction, refusals too: one key

@@ -64,6 +64,18 @@ export function appUser(secret = makeSecret(), { authDelayMs = 0 } = {}) {
       return { events, closed }
     },
     /**
+     * One REQ as a page of Flotilla's makeFeed sends it, ended only by EOSE or by its signal after
+     * `ms` (welshman then sets no timeout of its own): whether EOSE came.
+     */
+    async ended(relay, filters, ms = 8000) {
+      let eosed = false
+      await requestOne({
+        relay: relay.url, filters, context, autoClose: true, signal: AbortSignal.timeout(ms),
+        onEose: () => { eosed = true },
+      })
+      return eosed
+    },
+    /**
      * A live subscription as Flotilla's pullAndListen opens it (one REQ per filter, kept open);
      * { events, closed, stop() }.
      */

@@ -265,6 +265,25 @@ describe('a Flotilla-style client in an open community', () => {
     }
   })
 
+  it('ends every request a member sent as the space opened, while its AUTH was under way', async () => {
+    // Flotilla sends a space's requests as the socket opens, three per room; welshman drops each
+    // EOSE that arrives while it authenticates and, after the OK, sends again only its last 51
+    // messages: the others ended only when their page gave up.
+    const { relay } = ctx
+    const member = appUser(makeSecret(), { authDelayMs: 400 })
+    try {
+      const started = Date.now()
+      const pages = []
+      for (let i = 0; i < 80; i++) pages.push(member.ended(relay, [{ kinds: [1], '#t': [`room-${i}`], limit: 20 }], 6000))
+      await member.authenticated(relay)
+      const ended = await Promise.all(pages)
+      assert.deepEqual(ended.filter((eosed) => !eosed).length, 0, 'requests never ended')
+      assert.ok(Date.now() - started < 5000, `took ${Date.now() - started} ms`)
+    } finally {
+      member.close()
+    }
+  })
+
   it('takes joins and leaves only from their authenticated author', async () => {
     const { relay } = ctx
     const someone = appUser()

@@ -275,10 +275,17 @@ bool spawn_actors(caf::actor_system& system, asio::io_context& io, const conf::r
   pod.registry =
     std::make_shared<community_registry>(system, pod.membership_writer, pod.fanout, metrics,
                                          vital_loss(pod));
+  pod.registry->set_signer_of([key](const std::string& primary_host) {
+    return protocol::derive_community_key(key, primary_host).public_key();
+  });
   std::string error;
-  pod.bridge = start_bridge(system, io, s,
-                            bridge_args{node_id_of(s), pod.fanout, pod.registry, nullptr, {}, metrics},
-                            error);
+  bridge_args bridging;
+  bridging.node_id = node_id_of(s);
+  bridging.fanout = pod.fanout;
+  bridging.registry = pod.registry;
+  bridging.metrics = metrics;
+  bridging.relay_pubkey = key.public_key();
+  pod.bridge = start_bridge(system, io, s, std::move(bridging), error);
   if (!pod.bridge) {
     spdlog::critical("{}", error);
     return false;

@@ -10,8 +10,8 @@ namespace comb::storage {
 namespace {
 
 std::optional<community_access> read_access(pg_connection& connection, std::int64_t id) {
-  auto row = connection.exec("SELECT access, archived_at IS NOT NULL, state_version, members_may_invite"
-                             " FROM communities WHERE id = $1::bigint",
+  auto row = connection.exec("SELECT access, archived_at IS NOT NULL, state_version, members_may_invite,"
+                             " host FROM communities WHERE id = $1::bigint",
                              {std::to_string(id)});
   if (!row.ok())
     return std::nullopt;
@@ -24,6 +24,7 @@ std::optional<community_access> read_access(pg_connection& connection, std::int6
   out.archived = row.text(0, 1) == "t";
   out.version = row.integer(0, 2);
   out.members_may_invite = row.text(0, 3) == "t";
+  out.host = std::string(row.text(0, 4));
   auto members = load_members(connection, id);
   if (!members)
     return std::nullopt;

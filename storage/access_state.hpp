@@ -23,6 +23,7 @@ struct community_access {
   bool closed = false;
   bool archived = false;
   bool members_may_invite = false; ///< plain members may mint invites (owner and admins always)
+  std::string host; ///< the primary host, whose derived key signs the community's lists
   std::int64_t version = 0;
   std::vector<member> members;
   community_bans bans;

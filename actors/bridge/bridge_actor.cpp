@@ -8,6 +8,7 @@
 
 #include "actors/bridge/bridged_ephemeral.hpp"
 #include "actors/bridge/gatekeeper.hpp"
+#include "protocol/kind_rules.hpp"
 #include "storage/bridge_envelope.hpp"
 #include "storage/event_store.hpp"
 
@@ -148,13 +149,36 @@ void drop(self_ptr self, const storage::envelope_refusal& refusal, bool count = 
   spdlog::warn("bridge: dropped an envelope: {}", refusal.why);
 }
 
+/// A kind only the relay publishes (member lists, deltas, room state; 19004, which comb never
+/// writes) signed by another key than the community's or the relay key it derives from: only a
+/// holder of the cluster secret can send it, and apps would take it for the relay's word (a
+/// list dated far ahead would also stop every later list here: the fan-out's lists only move
+/// forward).
+bool forged_relay_kind(const bridge_args& args, const protocol::event& ev,
+                       const std::optional<community_handle>& community) {
+  if (!protocol::relay_only_kind(ev.kind))
+    return false;
+  if (ev.kind == protocol::room_creation_grant_kind)
+    return true;
+  if (!community || !community->signer || !args.relay_pubkey)
+    return false; // not served here (nobody reads it), or no keys to check against (tests)
+  return ev.pubkey != *community->signer && ev.pubkey != *args.relay_pubkey;
+}
+
 /// Live delivery only: member caches follow the database (access watcher), never a bridged
 /// 13534, so a late envelope cannot roll one back.
 void deliver(self_ptr self, committed_event committed) {
   auto& st = self->state;
-  const bool ephemeral = protocol::classify(committed.event.ev->kind) == protocol::kind_class::ephemeral;
-  auto community = ephemeral && st.args.registry ? st.args.registry->find(committed.community_id) : std::nullopt;
-  if (community && withholds_bridged(*committed.event.ev, *community->members)) {
+  const auto& ev = *committed.event.ev;
+  const bool ephemeral = protocol::classify(ev.kind) == protocol::kind_class::ephemeral;
+  auto community = (ephemeral || protocol::relay_only_kind(ev.kind)) && st.args.registry
+                     ? st.args.registry->find(committed.community_id)
+                     : std::nullopt;
+  if (forged_relay_kind(st.args, ev, community)) {
+    bump(st.args.metrics->bridge_rejected);
+    return drop(self, {false, "a kind only the relay publishes, signed by another key", false}, false);
+  }
+  if (ephemeral && community && withholds_bridged(ev, *community->members)) {
     bump(st.args.metrics->bridge_withheld);
     return drop(self, {false, "an ephemeral event whose author this pod does not hold as one who may post"
                               " it (is its origin cut off from Postgres?)", false}, false);

@@ -32,6 +32,9 @@ struct bridge_args {
   /// Envelopes from Redis and the gatekeeper on their way here, not yet checked.
   std::shared_ptr<inbound_bound> inbound = std::make_shared<inbound_bound>();
   hold_bounds hold{}; ///< what may wait for this pod to catch up with the database
+  /// The relay key's public half: it, or a community's key derived from it, signs the kinds only
+  /// the relay publishes (forged_relay_kind); none: not checked (tests without keys).
+  std::optional<protocol::bytes32> relay_pubkey;
 };
 
 /// How often a bridge repeats its last envelope number to the other pods (a heartbeat), so they

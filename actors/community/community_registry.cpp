@@ -62,7 +62,10 @@ std::optional<community_handle> community_registry::ensure(
                              community_args{community_id, cache, membership_writer_, fanout_, bridge_,
                                             512, metrics_, hooks_, ban_cache});
   report_loss(actor, community_id, on_lost_);
-  return communities_.emplace(community_id, community_handle{actor, cache, ban_cache}).first->second;
+  std::optional<protocol::bytes32> signer;
+  if (signer_of_ && state->exists)
+    signer = signer_of_(state->host);
+  return communities_.emplace(community_id, community_handle{actor, cache, ban_cache, signer}).first->second;
 }
 
 std::optional<community_handle> community_registry::find(std::int64_t community_id) const {
@@ -89,6 +92,11 @@ void community_registry::forget(std::int64_t community_id) {
 void community_registry::set_bridge(caf::actor bridge) {
   std::lock_guard lock(mutex_);
   bridge_ = std::move(bridge);
+}
+
+void community_registry::set_signer_of(signer_of_host signer_of) {
+  std::lock_guard lock(mutex_);
+  signer_of_ = std::move(signer_of);
 }
 
 std::vector<caf::actor> community_registry::actors() const {

@@ -21,7 +21,13 @@ struct community_handle {
   caf::actor actor;
   member_cache_ptr members;
   ban_list_ptr bans;
+  /// The key that signs the community's lists, deltas and room state (its primary host's,
+  /// derived from the relay key); none when the registry was given no way to derive it.
+  std::optional<protocol::bytes32> signer;
 };
+
+/// The public key signing for the community whose primary host is given.
+using signer_of_host = std::function<protocol::bytes32(const std::string& primary_host)>;
 
 /// The community actors of this pod, spawned on first use. Thread-safe.
 class community_registry {
@@ -54,6 +60,9 @@ public:
   /// The bridge that community actors spawned from now on publish to.
   void set_bridge(caf::actor bridge);
 
+  /// How communities spawned from now on learn their signer (community_handle::signer).
+  void set_signer_of(signer_of_host signer_of);
+
   [[nodiscard]] std::vector<caf::actor> actors() const;
 
   [[nodiscard]] std::vector<std::int64_t> community_ids() const;
@@ -66,6 +75,7 @@ private:
   caf::actor membership_writer_;
   caf::actor fanout_;
   caf::actor bridge_;
+  signer_of_host signer_of_;
   std::shared_ptr<relay_metrics> metrics_;
   std::function<void(const std::string&)> on_lost_;
   std::shared_ptr<community_hooks> hooks_ = std::make_shared<community_hooks>();

@@ -25,6 +25,7 @@ constexpr std::int64_t closed_community = 7;
 constexpr std::int64_t open_community = 8;
 
 const protocol::key_pair member_key = protocol::key_pair::generate();
+const protocol::key_pair relay_key = protocol::key_pair::generate();
 const protocol::key_pair removed_key = protocol::key_pair::generate();
 
 storage::community_access access_of(std::int64_t id, bool closed) {
@@ -86,6 +87,7 @@ struct fixture : test::test_system {
     args.fanout = fanout;
     args.registry = registry;
     args.inbound = inbound;
+    args.relay_pubkey = relay_key.public_key();
     bridge = system->spawn(bridge_actor, std::move(args));
     if (gap_filler)
       caf::anon_send(bridge, bridge_watcher{{}, gap_filler});
@@ -181,6 +183,39 @@ TEST_CASE_METHOD(fixture, "a pod delivers another pod's ephemeral events only fr
   CHECK(delivered->size() == 3);
   CHECK(metrics->bridge_withheld == 1);
   CHECK(metrics->bridge_rejected == 0);
+}
+
+TEST_CASE_METHOD(fixture, "a kind only the relay publishes is delivered from another pod only as the relay signed it",
+                 "[actors][bridge]") {
+  // Anyone holding the cluster secret could otherwise show the apps a member list, a delta or
+  // room state of their own making (and a list dated far ahead stops every later one here).
+  const auto community_key = protocol::key_pair::generate();
+  registry->set_signer_of([community_key](const std::string& host) {
+    CHECK(host == "keyed.example");
+    return community_key.public_key();
+  });
+  constexpr std::int64_t keyed = 9;
+  REQUIRE(registry->ensure(keyed, [] {
+    auto access = access_of(keyed, false);
+    access.host = "keyed.example";
+    return std::optional(access);
+  }));
+  const auto stranger = protocol::key_pair::generate();
+  const auto list = test::sign_event(community_key, 13534, "");
+  const auto old_list = test::sign_event(relay_key, 8000, "", {{"p", protocol::to_hex(member_key.public_key())}});
+  const auto forged = test::sign_event(stranger, 13534, "", {}, std::numeric_limits<std::int32_t>::max());
+  const auto forged_room = test::sign_event(stranger, 39000, "", {{"d", "board"}});
+  const auto grant = test::sign_event(community_key, 19004, "");
+  const auto note = test::sign_event(stranger, 1);
+  for (const auto* ev : {&list, &old_list, &forged, &forged_room, &grant, &note})
+    arrives(keyed, *ev);
+  CHECK(was_delivered(list));
+  CHECK(was_delivered(old_list));
+  CHECK(was_delivered(note));
+  CHECK_FALSE(was_delivered(forged));
+  CHECK_FALSE(was_delivered(forged_room));
+  CHECK_FALSE(was_delivered(grant)); // comb never writes 19004
+  CHECK(metrics->bridge_rejected == 3);
 }
 
 TEST_CASE_METHOD(fixture, "a pod sharing this pod's node id is heard, not taken for an echo",

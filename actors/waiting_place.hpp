@@ -14,7 +14,7 @@ namespace comb::actors {
 class waiting_place;
 
 /// A place shared with a message: given back once the message has been handled (or dropped),
-/// whatever became of its sender.
+/// whatever became of its sender (share_place keeps the count alive as long).
 using waiting_place_ptr = std::shared_ptr<waiting_place>;
 
 class waiting_place {
@@ -31,5 +31,18 @@ private:
   std::atomic<std::size_t>& waiting_;
   bool taken_;
 };
+
+/// A place among `waiting`'s, shared (a message carries it), that keeps the count it is
+/// given back to alive with it: the message may outlive whoever took the place, and the pod's
+/// context that owns the count too (an actor's mailbox emptied at shutdown).
+inline waiting_place_ptr share_place(std::shared_ptr<std::atomic<std::size_t>> waiting, std::size_t max) {
+  struct owning {
+    std::shared_ptr<std::atomic<std::size_t>> count;
+    waiting_place place;
+    owning(std::shared_ptr<std::atomic<std::size_t>> c, std::size_t m) : count(std::move(c)), place(*count, m) {}
+  };
+  auto held = std::make_shared<owning>(std::move(waiting), max);
+  return waiting_place_ptr(held, &held->place);
+}
 
 } // namespace comb::actors

@@ -166,7 +166,7 @@ void request_invite(connection_self self, protocol::req_message& message) {
   // The place goes with the mint, not with the connection: it is the writer's queue it bounds.
   waiting_place_ptr place;
   if (st.args.invites_waiting) {
-    place = std::make_shared<waiting_place>(*st.args.invites_waiting, max_waiting_invites);
+    place = share_place(st.args.invites_waiting, max_waiting_invites);
     if (!place->taken()) {
       bump(st.args.metrics->queries_refused);
       send_frame(self, protocol::render_closed(message.subscription_id,

@@ -450,7 +450,7 @@ void on_history(self_ptr self, const std::string& sub, std::uint64_t generation,
   count_withheld(self);
   const bool answered = !reply.events.empty() || !reply.closing.empty();
   if (!reply.closing.empty()) // it starts with the EOSE
-    st.eoses_before_auth.sent(sub, generation);
+    st.eoses_before_auth.sent(sub, generation, now);
   st.args.sink->send_reply(reply.events, std::move(reply.closing));
   st.history->in_mailbox.fetch_sub(bytes, std::memory_order_release);
   if (!answered)

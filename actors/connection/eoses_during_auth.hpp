@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -19,21 +20,30 @@ namespace comb::actors {
 /// (nostr-tools) gets no second EOSE; one that does ignores it (NIP-01 clients take the first).
 class eoses_during_auth {
 public:
-  /// EOSEs remembered at most (the oldest go first); the subscription cap is 500.
+  /// Subscriptions remembered at most (the subscription cap is 500).
   static constexpr std::size_t max_kept = 1000;
   /// How long after the OK a REQ sent again is looked for: welshman reads 200 messages a second.
   static constexpr double resend_window_seconds = 30;
+  /// Without an AUTH this long after the first EOSE, none is coming (a client that does not
+  /// answer the challenge, nostr-tools reading anonymously): nothing more is remembered.
+  static constexpr double auth_expected_within_seconds = 20;
 
-  /// The subscription `id`, opened as `generation`, was sent its EOSE.
-  void sent(const std::string& id, std::uint64_t generation) {
+  /// The subscription `id`, opened as `generation`, was sent its EOSE at `now` (seconds).
+  void sent(const std::string& id, std::uint64_t generation, double now) {
     if (done_)
       return;
-    if (sent_.size() >= max_kept)
-      sent_.erase(sent_.begin());
-    sent_.emplace_back(id, generation);
+    if (!first_at_)
+      first_at_ = now;
+    if ((ok_at_ && now - *ok_at_ > resend_window_seconds)
+        || (!ok_at_ && now - *first_at_ > auth_expected_within_seconds)) {
+      finish();
+      return;
+    }
+    if (sent_.size() < max_kept || sent_.contains(id))
+      sent_[id] = generation;
   }
 
-  /// The connection's AUTH was answered OK at `now` (seconds).
+  /// The connection's AUTH was answered OK at `now`.
   void auth_ok(double now) {
     if (!ok_at_)
       ok_at_ = now;
@@ -49,13 +59,10 @@ public:
       finish();
       return {};
     }
-    bool again = false;
-    for (const auto& entry : sent_)
-      again = again || entry.first == id;
-    if (!again)
+    if (!sent_.contains(id))
       return {};
-    auto lost = std::move(sent_);
-    std::erase_if(lost, [&](const auto& entry) { return entry.first == id; });
+    sent_.erase(id);
+    std::vector<std::pair<std::string, std::uint64_t>> lost(sent_.begin(), sent_.end());
     finish();
     return lost;
   }
@@ -64,10 +71,10 @@ private:
   void finish() {
     done_ = true;
     sent_.clear();
-    sent_.shrink_to_fit();
   }
 
-  std::vector<std::pair<std::string, std::uint64_t>> sent_;
+  std::map<std::string, std::uint64_t> sent_; ///< by id: its REQ's generation when it ended
+  std::optional<double> first_at_;
   std::optional<double> ok_at_;
   bool done_ = false;
 };

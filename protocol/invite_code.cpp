@@ -6,7 +6,6 @@
 #include <optional>
 
 namespace comb::protocol {
-namespace {
 
 std::string_view without_blanks(std::string_view text) {
   constexpr std::string_view blanks = " \t\r\n";
@@ -14,6 +13,8 @@ std::string_view without_blanks(std::string_view text) {
   return first == std::string_view::npos ? std::string_view{}
                                          : text.substr(first, text.find_last_not_of(blanks) - first + 1);
 }
+
+namespace {
 
 /// The `c` parameter of an http(s) link, decoded; nothing for anything else.
 std::optional<std::string> code_in_link(std::string_view text) {

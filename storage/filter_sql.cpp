@@ -575,9 +575,9 @@ std::optional<sql_statement> count_sql(std::int64_t community_id,
   // Several filters share the bound, each its part of it: Postgres removes duplicates by
   // hashing or sorting, which reads every row of its input before an outer LIMIT could stop
   // it, so twenty branches cut at the whole bound each read twenty times what one REQ may.
-  // A branch that fills its part makes the answer approximate.
+  // A branch that reads past its part (one row more) makes the answer approximate.
   const auto share = std::max<std::uint64_t>(1, (counted_at_most + selects.size()) / selects.size());
-  std::string cap = params.add(std::to_string(share), "bigint");
+  std::string cap = params.add(std::to_string(share + 1), "bigint");
   std::string rows;
   for (std::size_t i = 0; i < selects.size(); ++i)
     rows += (i ? " UNION ALL " : "") + ("(SELECT id, " + std::to_string(i) + " AS branch FROM ("

@@ -70,7 +70,7 @@ step claim_invite(roster& r, const membership_command& c,
   // which the apps take as success), and retrying a code does not use it up.
   if (r.role_of(c.subject))
     return {outcome::already_member};
-  auto it = invites.find(invite_code_hash(c.invite_code));
+  auto it = invites.find(claim_code_hash(c.invite_code));
   if (it == invites.end() || it->second.revoked)
     return {outcome::invite_invalid};
   auto& invite = it->second;
@@ -334,13 +334,17 @@ member_changes roster::changes() const {
 }
 
 std::string invite_code_hash(std::string_view code) {
-  return protocol::to_hex(protocol::sha256(protocol::typed_invite_code(code)));
+  return protocol::to_hex(protocol::sha256(protocol::without_blanks(code)));
+}
+
+std::string claim_code_hash(std::string_view claim) {
+  return invite_code_hash(protocol::typed_invite_code(claim));
 }
 
 invite_code_hashes invite_hashes(const protocol::key_pair& relay_key, std::int64_t community_id,
                                  std::string_view code) {
   return {protocol::claim_lookup_hash(relay_key, community_id, protocol::typed_invite_code(code)),
-          invite_code_hash(code)};
+          claim_code_hash(code)};
 }
 
 membership_outcome repeated_outcome(const roster& members, const membership_command& command,

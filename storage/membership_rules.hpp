@@ -135,9 +135,13 @@ joins_in_closed_community(std::span<const membership_command> commands);
                                                   const membership_command& command,
                                                   membership_outcome first);
 
-/// The invites table key of a minted code: SHA-256 of the code, hex. Blanks around the code
-/// (a pasted link) are not part of it.
+/// The invites table key of a minted code (and of a NIP-29 room's code): SHA-256 of the code,
+/// hex. Blanks around the code (a pasted one) are not part of it.
 [[nodiscard]] std::string invite_code_hash(std::string_view code);
+
+/// invite_code_hash of the code a NIP-43 join's claim carries (protocol::typed_invite_code: a
+/// whole invite link pasted stands for its `c`). Not for room codes, which may be any text.
+[[nodiscard]] std::string claim_code_hash(std::string_view claim);
 
 /// The two keys a code may be stored under in a community's invites: `chosen`, a chosen code's
 /// (createclaim: protocol::claim_lookup_hash), and `minted`, a minted code's (invite_code_hash;

@@ -291,7 +291,9 @@ TEST_CASE_METHOD(test::store_fixture, "a COUNT of several filters shares its bou
   CHECK(count({notes, by_alice, reactions}, 30) == std::pair<std::int64_t, bool>{12, false});
   // Shares of 10 (bound 19, two filters): 6 and 6, exact.
   CHECK(count({notes, reactions}, 19) == std::pair<std::int64_t, bool>{12, false});
-  // Shares of 4 (bound 10, three filters): each branch stops at 4, the count is a lower bound.
+  // Shares of 6 (bound 11): each filter matches exactly its share, exact still.
+  CHECK(count({notes, reactions}, 11) == std::pair<std::int64_t, bool>{12, false});
+  // Shares of 4 (bound 10, three filters): each branch stops past 4, the count is a lower bound.
   auto [counted, approximate] = count({notes, by_alice, reactions}, 10);
   CHECK(counted <= 12);
   CHECK(approximate);

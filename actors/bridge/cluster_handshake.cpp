@@ -65,6 +65,7 @@ void cluster_handshake::abandon_oldest() {
 }
 
 void cluster_handshake::note_abandoned(const std::string& dialer_id) {
+  ++voided_count_;
   if (abandoned_.size() < limits_.max_pending)
     abandoned_.push_back(dialer_id);
 }
@@ -166,6 +167,7 @@ std::vector<std::string> cluster_handshake::expire(time_point now) {
   std::erase_if(pending_, [&](const auto& entry) {
     if (now - entry.second.at < limits_.ttl)
       return false;
+    ++voided_count_;
     abandoned.push_back(entry.second.dialer_id);
     return true;
   });

@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "protocol/result.hpp"
@@ -102,6 +103,10 @@ public:
   /// by a new hello from the same connection or voided to make room for a newer one included.
   std::vector<std::string> expire(time_point now);
 
+  /// How many handshakes were voided since it was last asked, however many `expire` could name
+  /// (it names at most max_pending since its last call).
+  [[nodiscard]] std::size_t take_voided_count() { return std::exchange(voided_count_, 0); }
+
   [[nodiscard]] std::size_t pending() const { return pending_.size(); }
 
 private:
@@ -130,6 +135,7 @@ private:
   std::map<std::string, pending_challenge> pending_;
   std::deque<std::string> trusted_; ///< oldest first
   std::vector<std::string> abandoned_; ///< dialer ids whose challenge a newer hello replaced or voided
+  std::size_t voided_count_ = 0;
   std::map<std::string, dialed_peer> dialed_;
 };
 

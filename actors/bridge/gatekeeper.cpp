@@ -382,12 +382,13 @@ void gatekeeper::cover_dialer_gaps() {
 void gatekeeper::tick() {
   auto t = steady_now();
   auto voided = handshake_.expire(t);
-  bump(args_.metrics->bridge_refused_peers, voided.size());
-  for (std::size_t i = 0; i < voided.size() && i < 10; ++i) // a flood of hellos: ten lines a tick
+  const std::size_t count = handshake_.take_voided_count(); // a flood: more than `voided` names
+  bump(args_.metrics->bridge_refused_peers, count);
+  for (std::size_t i = 0; i < voided.size() && i < 10; ++i) // ten lines a tick
     spdlog::warn("cluster: refused cluster peer {}: handshake not completed in time, or pushed out by"
                  " newer hellos (another secret, or not a pod)", printable(voided[i], 80));
-  if (voided.size() > 10)
-    spdlog::warn("cluster: and {} more handshakes voided", voided.size() - 10);
+  if (count > 10)
+    spdlog::warn("cluster: and {} more handshakes voided", count - std::min<std::size_t>(count, 10));
   for (const auto& key : handshake_.stalled(t))
     greet(key);
   delayed_send(caf::actor_cast<caf::actor>(this), tick_period, gate_order{gate_order::kind::tick, {}, {}});

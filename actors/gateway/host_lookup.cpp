@@ -28,7 +28,7 @@ asio::awaitable<host_lookup> lookup_host(gateway_context& context, std::string h
   waiting_place place(context.host_lookups_waiting, max_waiting_host_lookups);
   if (!place.taken()) {
     // A flood of made-up hosts fills the places; a host this pod served keeps its last answer
-    // meanwhile, rather than 503 (an archive or deletion applied here dropped it: forget_all).
+    // meanwhile, rather than 503 (an archive or deletion applied here dropped it: forget_community).
     if (auto known = context.communities->last_known(host)) {
       bump(context.metrics->host_lookups_stale);
       co_return *known;

@@ -52,8 +52,9 @@ std::vector<std::string> alert_environment(const alert& a, std::string_view comm
     "COMB_ALERT_MEMBERS=" + keys,
     "COMB_ALERT_COUNT=" + std::to_string(a.members.size()),
   };
-  if (json.size() <= json_in_environment)
-    environment.push_back("COMB_ALERT_JSON=" + std::string(json));
+  // Empty past the bound, not left out: one inherited from comb-watch's own environment would
+  // pass through.
+  environment.push_back("COMB_ALERT_JSON=" + std::string(json.size() <= json_in_environment ? json : ""));
   return environment;
 }
 

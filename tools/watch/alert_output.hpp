@@ -26,7 +26,7 @@ inline constexpr std::size_t json_in_environment = 96 * 1024;
 
 /// "NAME=value" entries for --exec: COMB_ALERT_COMMUNITY, COMB_ALERT_MEMBERS (space-separated
 /// hex, the first members_in_environment), COMB_ALERT_COUNT (all of them) and COMB_ALERT_JSON
-/// (left out past json_in_environment bytes).
+/// (empty past json_in_environment bytes).
 [[nodiscard]] std::vector<std::string> alert_environment(const alert& a,
                                                          std::string_view community,
                                                          std::string_view json);

@@ -148,6 +148,13 @@ TEST_CASE("challenges a hello or a proof voids past their time are still reporte
   CHECK(pod.on_prove("k1", {"x1", std::string(64, '0')}, t0 + 11s));
   CHECK(pod.pending() == 1);
   CHECK(pod.expire(t0 + 11s) == std::vector<std::string>{"x0", "x1"});
+  CHECK(pod.take_voided_count() == 2);
+  // A flood names at most max_pending, and counts every one.
+  for (int i = 0; i < 100; ++i)
+    REQUIRE(pod.on_hello("f" + std::to_string(i), {"flood", std::string(32, 'a')}, t0 + 12s));
+  CHECK(pod.expire(t0 + 12s).size() == limits.max_pending);
+  CHECK(pod.take_voided_count() == 97); // 100 hellos and one pending, four kept
+  CHECK(pod.take_voided_count() == 0);
 }
 
 TEST_CASE("hellos flooding the port do not keep a real dialer out", "[bridge]") {

@@ -40,7 +40,7 @@ bool wait_for_done(boost::asio::io_context& io, const std::filesystem::path& pat
 
 } // namespace
 
-TEST_CASE("--exec starts for an alert naming thousands of members, whole on stdin",
+TEST_CASE("comb-watch --exec starts for an alert naming thousands of members, whole on stdin",
           "[watch][exec]") {
   auto dir = std::filesystem::temp_directory_path()
              / ("comb-watch-exec-" + std::to_string(::getpid()));

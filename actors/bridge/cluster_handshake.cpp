@@ -163,15 +163,8 @@ void cluster_handshake::void_expired(time_point now) {
 }
 
 std::vector<std::string> cluster_handshake::expire(time_point now) {
-  std::vector<std::string> abandoned = std::exchange(abandoned_, {});
-  std::erase_if(pending_, [&](const auto& entry) {
-    if (now - entry.second.at < limits_.ttl)
-      return false;
-    ++voided_count_;
-    abandoned.push_back(entry.second.dialer_id);
-    return true;
-  });
-  return abandoned;
+  void_expired(now);
+  return std::exchange(abandoned_, {});
 }
 
 } // namespace comb::actors

@@ -100,7 +100,8 @@ public:
 
   /// Drops challenges older than the ttl; returns the dialer ids whose handshake never finished
   /// (a wrong secret: the dialer refused our proof; or someone probing the port), those replaced
-  /// by a new hello from the same connection or voided to make room for a newer one included.
+  /// by a new hello from the same connection or voided to make room for a newer one included:
+  /// max_pending of them at most since the last call (take_voided_count counts them all).
   std::vector<std::string> expire(time_point now);
 
   /// How many handshakes were voided since it was last asked, however many `expire` could name

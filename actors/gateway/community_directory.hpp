@@ -57,7 +57,8 @@ public:
   /// switch that has since been applied would otherwise stay for the whole ttl.
   void remember(const std::string& host, const host_lookup& answer, std::uint64_t asked_in);
 
-  /// Drops every cached answer (the pod's own host changes, tests).
+  /// Drops every cached answer. No pod change calls it since each names its community
+  /// (forget_community); kept for tests that start from an empty cache.
   void forget_all();
 
   /// Drops the answers naming `community_id` (its access, archive, hosts or info changed):

@@ -82,6 +82,7 @@ struct relay_settings {
   std::size_t max_open_filter_values = 10000; ///< ids, authors, kinds, tag values held, summed
   std::size_t max_open_filter_bytes = 1024 * 1024; ///< their bytes (an id or author: 32)
   std::size_t max_broad_filters = 10; ///< filters with no id, author, kind or tag per connection
+  std::size_t max_broad_filters_per_ip = 100; ///< the same over the sockets of one address
   std::size_t max_queries_in_flight = 8; ///< REQ/COUNT queries of one connection at once
   std::size_t max_deletion_targets = 1000; ///< events/addresses one kind 5 may name (Flotilla deletes an account in 500 events, with their addresses)
   std::int64_t room_late_seconds = 900; ///< NIP-29: room events older than this are refused

@@ -111,7 +111,8 @@ connection::connection(connection_policy policy, std::string challenge)
   : policy_(std::move(policy)),
     challenge_(std::move(challenge)),
     events_rate_(policy_.event_rate, policy_.event_burst),
-    frames_rate_(policy_.frame_rate, policy_.frame_burst) {}
+    frames_rate_(policy_.frame_rate, policy_.frame_burst),
+    broad_share_(policy_.ip, policy_.max_broad_filters_per_address) {}
 
 double frame_cost(frame_type type, std::size_t bytes, const connection_policy& policy) {
   constexpr double bytes_per_token = 16 * 1024;
@@ -400,6 +401,9 @@ connection::open_subscription(const std::string& id, const std::vector<protocol:
   with_waiting += waiting.cost;
   if (auto over = over_budget(with_waiting, policy_, "open on this connection"))
     return *over;
+  if (!broad_share_.resize(total.broad))
+    return rejection{reason::rate_limited, "too many filters without ids, authors, kinds or tags from your address (at most "
+                                             + std::to_string(policy_.max_broad_filters_per_address) + ")"};
   held_ = total;
   subscription& sub = subscriptions_[id];
   release_held(sub);
@@ -420,6 +424,7 @@ bool connection::close_subscription(const std::string& id) {
   if (it == subscriptions_.end())
     return false;
   held_ -= it->second.cost;
+  (void)broad_share_.resize(held_.broad); // shrinking always succeeds
   release_held(it->second);
   subscriptions_.erase(it);
   return true;

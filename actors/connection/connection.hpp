@@ -80,6 +80,7 @@ struct connection_policy {
   /// 10,000 values of 512 bytes held about 14 MB per connection.
   std::size_t max_filter_value_bytes = 1024 * 1024;
   std::size_t max_broad_filters = 10;   ///< filters with no id, author, kind or tag condition
+  std::size_t max_broad_filters_per_address = 100; ///< the same over the sockets of `ip`
   /// Events and addresses one deletion request (kind 5) may name: each becomes a stored mark.
   std::size_t max_deletion_targets = 100;
   /// NIP-29 late publication: events posted to a room older than this are refused.
@@ -520,6 +521,7 @@ private:
   std::size_t withheld_ = 0;
   std::size_t dropped_live_ = 0;
   filter_cost held_; ///< summed over open subscriptions
+  address_broad_share broad_share_; ///< held_.broad, counted with the address's other sockets
   filter_cost counts_held_; ///< summed over COUNTs waiting or being counted
   std::size_t held_live_ = 0;       ///< live events held for EOSE, summed over subscriptions
   std::size_t held_live_bytes_ = 0; ///< their JSON's bytes

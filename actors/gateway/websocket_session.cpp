@@ -67,6 +67,7 @@ connection_policy policy_for(const gateway_context& context, const storage::comm
   policy.max_filter_values = s.max_open_filter_values;
   policy.max_filter_value_bytes = s.max_open_filter_bytes;
   policy.max_broad_filters = s.max_broad_filters;
+  policy.max_broad_filters_per_address = s.max_broad_filters_per_ip;
   policy.max_queries_in_flight = s.max_queries_in_flight;
   policy.max_deletion_targets = s.max_deletion_targets;
   policy.room_late_seconds = s.room_late_seconds;

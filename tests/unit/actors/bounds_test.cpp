@@ -194,6 +194,35 @@ TEST_CASE("a connection's subscriptions hold at most the filter budget", "[actor
   CHECK(c.open_subscription("d", {filter_of(R"({"kinds":[5,6]})")}));
 }
 
+TEST_CASE("the sockets of one address hold at most their shared count of broad filters", "[actors][ip]") {
+  auto address = std::make_shared<actors::ip_budget>(actors::ip_limits{});
+  connection_policy policy;
+  policy.ip = address;
+  policy.max_broad_filters = 2;
+  policy.max_broad_filters_per_address = 3;
+  auto first = std::make_unique<connection>(policy, "a");
+  connection second(policy, "b");
+  CHECK(first->open_subscription("x", {filter_of(R"({"since":1})"), filter_of(R"({"limit":5})")}));
+  CHECK(second.open_subscription("x", {filter_of(R"({"since":2})")}));
+  // Each connection is within its own bound of two; the address is at its three.
+  auto refused = second.open_subscription("y", {filter_of(R"({"since":3})")});
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().text()
+        == "rate-limited: too many filters without ids, authors, kinds or tags from your address (at most 3)");
+  CHECK(second.open_subscription("y", {filter_of(R"({"kinds":[1]})")})); // filters with a condition are not counted
+  CHECK(address->broad_held() == 3);
+  // Replacing a subscription gives back its share first; closing and ending give back the rest.
+  CHECK(first->open_subscription("x", {filter_of(R"({"since":1})")}));
+  CHECK(address->broad_held() == 2);
+  CHECK(second.open_subscription("z", {filter_of(R"({"since":3})")}));
+  CHECK(second.close_subscription("x"));
+  CHECK(address->broad_held() == 2);
+  first.reset();
+  CHECK(address->broad_held() == 1);
+  CHECK(second.open_subscription("x", {filter_of(R"({"since":4})")}));
+  CHECK(address->broad_held() == 2);
+}
+
 TEST_CASE("a connection's subscriptions hold at most the filter bytes budget", "[actors][connection]") {
   connection_policy policy;
   policy.max_filter_value_bytes = 2000;

@@ -38,6 +38,13 @@ constexpr std::size_t communities_per_turn = 32;
 /// database that went back).
 enum class taking { newer, retake, rewind };
 
+/// Cached host answers of the community go (community_directory), so the next connection or
+/// NIP-11 request reads what the database holds now.
+void forget_hosts(self_ptr self, std::int64_t community_id) {
+  if (const auto& hooks = self->state.args.registry->hooks())
+    hooks->forget_hosts(community_id);
+}
+
 /// Reloads one community and hands its state to its actor, to be taken as `how` says. The
 /// version loaded (0 when the community is not served here or is gone); nothing on a database
 /// error.
@@ -53,6 +60,10 @@ std::optional<std::int64_t> reload(self_ptr self, std::int64_t community_id, tak
   auto version = state->version;
   st.loads_on_their_way[community_id] = version;
   bool deleted = !state->exists;
+  // Taken again after notifications may have been lost, or gone: a host removed or moved, or
+  // an info change, may be among what this pod did not hear of.
+  if (how != taking::newer || deleted)
+    forget_hosts(self, community_id);
   switch (how) {
     case taking::newer: self->send(community->actor, refresh_atom_v, std::move(*state)); break;
     case taking::retake: self->send(community->actor, retake_atom_v, std::move(*state)); break;
@@ -164,8 +175,7 @@ void on_notice(self_ptr self, const storage::access_notice& notice) {
     return; // not served here
   // A change that wrote no events is one of access, archive or hosts: cached host lookups go.
   if (!notice.wrote_events && notice.version > community->members->whole_version())
-    if (const auto& hooks = st.args.registry->hooks())
-      hooks->forget_hosts(notice.community_id);
+    forget_hosts(self, notice.community_id);
   (void)catch_up(self, notice.community_id, notice.version);
 }
 
@@ -284,10 +294,13 @@ bool check_versions(self_ptr self) {
   // What the pod holds, taken before the database is read: the pod's own writes move it on
   // meanwhile, and a version read before them is no sign of the database going back.
   std::vector<std::int64_t> held;
+  std::vector<std::int64_t> held_whole;
   held.reserve(ids.size());
+  held_whole.reserve(ids.size());
   for (auto id : ids) {
     auto community = st.args.registry->find(id);
     held.push_back(community ? community->members->version() : 0);
+    held_whole.push_back(community ? community->members->whole_version() : 0);
   }
   auto versions = storage::load_versions(*st.connection, ids);
   if (!versions)
@@ -313,8 +326,12 @@ bool check_versions(self_ptr self) {
     } else if (it->second < held[i]) {
       if (!rewind(self, id, it->second, held[i]))
         return false;
-    } else if (!catch_up(self, id, it->second)) {
-      return false;
+    } else {
+      // A change this pod has no notification of (yet): what kind it was is unknown here.
+      if (it->second > held_whole[i])
+        forget_hosts(self, id);
+      if (!catch_up(self, id, it->second))
+        return false;
     }
   }
   return false;

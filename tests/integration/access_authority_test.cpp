@@ -448,6 +448,80 @@ TEST_CASE_METHOD(membership_fixture,
   CHECK(seen);
 }
 
+TEST_CASE_METHOD(membership_fixture,
+                 "a hand edit is loaded by the version check after a write of this pod's that changed"
+                 " nothing took its version",
+                 "[integration][authority]") {
+  // A member's join again (Flotilla joins each time a space opens) commits at the database's
+  // version, with no bump and no notification: the members' version then equals the database's
+  // while the access the pod holds is older.
+  actor_world world;
+  const std::string id = std::to_string(community);
+  const auto member = key_of(79);
+  REQUIRE(apply(command(membership_change::add_member, member)).committed);
+  auto handle = world.registry->ensure(community, [&] { return storage::load_access(connection, community); });
+  REQUIRE(handle);
+  REQUIRE(handle->members->closed() == false);
+  (void)scalar(connection, "UPDATE communities SET access = 'closed' WHERE id = $1::bigint RETURNING 1", {id});
+  auto again = apply(command(membership_change::add_member, member));
+  REQUIRE(again.committed);
+  REQUIRE(again.state_version == version_of(connection, community));
+  caf::anon_send(handle->actor, actors::applied_atom_v, again);
+  for (int i = 0; i < 200 && handle->members->version() < again.state_version; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  REQUIRE(handle->members->version() == again.state_version);
+  REQUIRE(handle->members->whole_version() < again.state_version);
+  auto watcher = world.spawn_detached(
+    actors::access_watcher,
+    actors::access_watcher_args{database.conninfo(), world.registry, world.idle, world.metrics,
+                                std::chrono::milliseconds(50)});
+  bool closed = false;
+  for (int i = 0; i < 300 && !closed; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    closed = handle->members->closed() == true;
+  }
+  CHECK(closed);
+  CHECK(handle->members->whole_version() == again.state_version);
+}
+
+TEST_CASE_METHOD(membership_fixture,
+                 "a pod forgets its cached host answers for changes it took without their notification",
+                 "[integration][authority]") {
+  // A host removed while the pod's LISTEN connection was down reaches it by the version check
+  // or by the reload when LISTEN comes back: the answers cached for the host (kept past their
+  // time while lookups queue) must go then too, not only on a notification.
+  actor_world world;
+  const std::string id = std::to_string(community);
+  (void)scalar(connection, "INSERT INTO community_hosts (host, community_id) VALUES ('alias.example', $1::bigint)"
+                           " RETURNING 1", {id});
+  auto forgotten = std::make_shared<std::atomic<int>>(0);
+  world.registry->hooks()->set([](std::int64_t) {}, [](std::int64_t) {},
+                               [forgotten, target = community](std::int64_t forgotten_id) {
+                                 if (forgotten_id == target)
+                                   ++*forgotten;
+                               });
+  auto handle = world.registry->ensure(community, [&] { return storage::load_access(connection, community); });
+  REQUIRE(handle);
+  auto watcher = world.spawn_detached(
+    actors::access_watcher,
+    actors::access_watcher_args{database.conninfo(), world.registry, world.idle, world.metrics,
+                                std::chrono::milliseconds(50)});
+  auto eventually = [](auto probe) {
+    for (int i = 0; i < 300 && !probe(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    return probe();
+  };
+  std::this_thread::sleep_for(std::chrono::milliseconds(200)); // checks that find nothing new
+  CHECK(forgotten->load() == 0);
+  (void)scalar(connection, "DELETE FROM community_hosts WHERE host = 'alias.example' RETURNING 1");
+  const auto removed_at = version_of(connection, community);
+  CHECK(eventually([&] { return handle->members->whole_version() == removed_at; }));
+  CHECK(forgotten->load() >= 1);
+  const int before_reconnect = forgotten->load();
+  caf::anon_send(watcher, actors::reload_atom_v); // as when LISTEN comes back
+  CHECK(eventually([&] { return forgotten->load() > before_reconnect; }));
+}
+
 TEST_CASE_METHOD(membership_fixture, "a host removed or moved by hand notifies the pods, as an access change",
                  "[integration][authority]") {
   // The notice makes every pod forget its cached host answers (access_watcher on_notice), so a

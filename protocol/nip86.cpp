@@ -196,7 +196,9 @@ std::string render_management_result(std::string_view result_json) {
 }
 
 std::string render_management_error(std::string_view message) {
-  return json::serialize(json::object{{"result", nullptr}, {"error", message}});
+  // No `result` beside the error: newer Flotilla reads `({result = []})`, a default `null` does
+  // not take, and go-nostr's relays (khatru, zooid) leave it out the same way.
+  return json::serialize(json::object{{"error", message}});
 }
 
 std::string render_management_entries(const std::vector<management_entry>& entries,

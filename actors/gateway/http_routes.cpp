@@ -7,6 +7,7 @@
 
 #include "actors/gateway/community_page.hpp"
 #include "protocol/nip19.hpp"
+#include "protocol/nip86.hpp"
 #include "protocol/relay_info.hpp"
 
 namespace comb::actors {
@@ -23,6 +24,8 @@ http_response text_response(const http_request& request, http::status status, st
   response.keep_alive(request.keep_alive());
   response.body() = std::move(body);
   response.prepare_payload();
+  if (request.method() == http::verb::head)
+    response.body().clear(); // its Content-Length stays the GET answer's (RFC 9110)
   return response;
 }
 
@@ -119,16 +122,11 @@ void allow_cross_origin_calls(http_response& response) {
 
 } // namespace
 
-http_response community_route(const http_request& request, const gateway_context& context,
-                              const storage::community_row& community) {
-  if (request.method() == http::verb::options) {
-    auto response = text_response(request, http::status::no_content, "");
-    allow_cross_origin_calls(response);
-    response.set(http::field::access_control_max_age, "86400");
-    return response;
-  }
-  if (request.target() != "/" || request.method() != http::verb::get)
-    return text_response(request, http::status::not_found, "not found\n");
+namespace {
+
+/// What `GET /` answers, by what the request accepts: NIP-11, a page, or a line of text.
+http_response root_answer(const http_request& request, const gateway_context& context,
+                          const storage::community_row& community) {
   if (wants_relay_info(request)) {
     auto response = text_response(request, http::status::ok, relay_info_document(context, community),
                                   "application/nostr+json");
@@ -149,9 +147,30 @@ http_response community_route(const http_request& request, const gateway_context
                          + ": connect with a Nostr client over WebSocket.\n");
 }
 
+} // namespace
+
+http_response community_route(const http_request& request, const gateway_context& context,
+                              const storage::community_row& community) {
+  if (request.method() == http::verb::options) {
+    auto response = text_response(request, http::status::no_content, "");
+    allow_cross_origin_calls(response);
+    response.set(http::field::access_control_max_age, "86400");
+    return response;
+  }
+  // HEAD as GET (uptime monitors use it), without the body.
+  const bool head = request.method() == http::verb::head;
+  if (request.target() != "/" || (request.method() != http::verb::get && !head))
+    return text_response(request, http::status::not_found, "not found\n");
+  auto response = root_answer(request, context, community);
+  // Three answers at one address: a cache in front must not give a browser's page to an app
+  // asking for NIP-11 (welshman would lose the space's name, icon and rooms).
+  response.set(http::field::vary, "Accept");
+  return response;
+}
+
 http_response oversize_body(const http_request& request) {
   auto response = text_response(request, http::status::payload_too_large,
-                                "{\"result\":null,\"error\":\"request body is too large\"}",
+                                protocol::render_management_error("request body is too large"),
                                 "application/json");
   response.keep_alive(false);
   return response;
@@ -174,8 +193,7 @@ http_response json_refusal(const http_request& request, http_response text) {
   std::string message = text.body();
   while (!message.empty() && message.back() == '\n')
     message.pop_back();
-  boost::json::object body{{"result", nullptr}, {"error", message}};
-  return text_response(request, text.result(), boost::json::serialize(body), "application/json");
+  return text_response(request, text.result(), protocol::render_management_error(message), "application/json");
 }
 
 http_response text_refusal(const http_request& request, const host_lookup& lookup) {
@@ -200,7 +218,9 @@ http_response bound_refusal(const http_request& request, http::status status, st
 
 http_response refusal(const http_request& request, const host_lookup& lookup) {
   auto text = text_refusal(request, lookup);
-  return request.method() == http::verb::post ? json_refusal(request, std::move(text)) : text;
+  auto response = request.method() == http::verb::post ? json_refusal(request, std::move(text)) : text;
+  response.keep_alive(false); // the socket closes after it: a pooled client must not reuse it
+  return response;
 }
 
 } // namespace comb::actors

@@ -7,7 +7,8 @@ import { execFile } from 'node:child_process'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { httpGet, itStopsCleanly, withRelay } from './harness.mjs'
+import net from 'node:net'
+import { httpGet, itStopsCleanly, withRelay, within } from './harness.mjs'
 
 const chromiumBin = process.env.COMB_CHROMIUM_BIN || '/usr/bin/chromium'
 
@@ -23,6 +24,18 @@ async function renderedDom(url) {
   } finally {
     await rm(profile, { recursive: true, force: true })
   }
+}
+
+/** Everything the relay sends back for `request`, written as is, until it closes. */
+function rawExchange(port, request, ms = 5000) {
+  return within(new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1', () => socket.write(request))
+    let got = ''
+    socket.setEncoding('latin1')
+    socket.on('data', (chunk) => { got += chunk })
+    socket.on('end', () => resolve(got))
+    socket.on('error', reject)
+  }), ms, 'raw HTTP exchange')
 }
 
 describe('the HTML page at /', () => {
@@ -57,6 +70,26 @@ describe('the HTML page at /', () => {
     const html = await httpGet(relay.port, '/', { Accept: 'text/html' })
     assert.match(html.headers['content-type'], /^text\/html/)
     assert.match(html.headers['content-security-policy'], /default-src 'none'/)
+    // One address, three answers: a cache in front must key them by Accept.
+    for (const answer of [info, text, html])
+      assert.equal(answer.headers.vary, 'Accept')
+  })
+
+  it('answers HEAD / as GET, headers only (uptime monitors use it)', async () => {
+    const got = await httpGet(relay.port, '/', { Accept: 'application/nostr+json' })
+    const raw = await rawExchange(relay.port,
+      `HEAD / HTTP/1.1\r\nHost: 127.0.0.1:${relay.port}\r\nAccept: application/nostr+json\r\nConnection: close\r\n\r\n`)
+    const [head, ...rest] = raw.split('\r\n\r\n')
+    assert.match(head, /^HTTP\/1\.1 200 /)
+    assert.match(head, /\r\nContent-Type: application\/nostr\+json/i)
+    assert.match(head, new RegExp(`\r\nContent-Length: ${Buffer.byteLength(got.body)}(\r\n|$)`, 'i'))
+    assert.equal(rest.join('\r\n\r\n'), '', 'no body after the headers')
+  })
+
+  it('closes with "Connection: close" what it refuses and then closes (an unknown host)', async () => {
+    const raw = await rawExchange(relay.port, 'GET / HTTP/1.1\r\nHost: nowhere.example\r\n\r\n')
+    assert.match(raw, /^HTTP\/1\.1 404 /)
+    assert.match(raw, /\r\nConnection: close\r\n/i)
   })
 
   itStopsCleanly(ctx)

@@ -115,7 +115,7 @@ TEST_CASE("a body that is not a JSON-RPC object is malformed", "[protocol][nip86
 TEST_CASE("answers have the NIP-86 shape", "[protocol][nip86]") {
   auto error = boost::json::parse(render_management_error("no \"way\"")).as_object();
   CHECK(error.at("error").as_string() == "no \"way\"");
-  CHECK(error.at("result").is_null());
+  CHECK_FALSE(error.contains("result")); // newer Flotilla's `({result = []})` takes no null
   CHECK(render_management_result("true") == R"({"result":true})");
   auto entries = boost::json::parse(render_management_entries(
                                       {{*array_from_hex<32>(alice), "spam"},

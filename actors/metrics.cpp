@@ -85,6 +85,7 @@ std::string relay_metrics::render() const {
   write(out, "comb_io_handler_exceptions_total", "counter", "Exceptions that escaped a socket operation: the operation was dropped, the pod ran on (each is a fault to report).", io_handler_exceptions);
   write(out, "comb_connection_failures_total", "counter", "Connections closed (1011) because their actor failed: a bug, logged with its error.", connection_failures);
   write(out, "comb_metrics_connections_refused_total", "counter", "Connections to the metrics listener closed unread: 64 were being served.", metrics_connections_refused);
+  write(out, "comb_metrics_requests_misdirected_total", "counter", "Requests to the metrics listener refused 421: their Host was a public name not in COMB_METRICS_HOSTS.", metrics_requests_misdirected);
   write(out, "comb_partial_message_disconnects_total", "counter", "Connections cut because the pod held too many bytes of unfinished messages.", partial_message_disconnects);
   write(out, "comb_inbound_frame_bytes", "gauge", "Bytes of messages read from every connection and not yet handled by its actor.", inbound_frame_bytes);
   write(out, "comb_inbound_pod_pauses_total", "counter", "Times a connection stopped reading because the pod held COMB_MAX_POD_INBOUND_BYTES of messages not yet handled.", inbound_pod_pauses);

@@ -82,6 +82,7 @@ struct relay_metrics {
   std::atomic<std::uint64_t> io_handler_exceptions{0};
   std::atomic<std::uint64_t> connection_failures{0};
   std::atomic<std::uint64_t> metrics_connections_refused{0};
+  std::atomic<std::uint64_t> metrics_requests_misdirected{0}; ///< a public Host (DNS rebinding)
   std::atomic<std::uint64_t> partial_message_disconnects{0};
   /// Bytes read from every connection and not yet handled by its actor (gauge).
   std::atomic<std::size_t> inbound_frame_bytes{0};

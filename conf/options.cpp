@@ -175,6 +175,7 @@ std::vector<option> make_options() {
     number<std::int64_t>("limits.invite_uses", "COMB_INVITE_USES", "joins one minted invite code (28935) admits; 0: any number (a shareable link)", [](S& s) -> auto& { return s.invite_uses; }, 0, 1000000),
     number<std::int64_t>("limits.invite_ttl_seconds", "COMB_INVITE_TTL_SECONDS", "how long a minted invite code (28935) admits joins", [](S& s) -> auto& { return s.invite_ttl_seconds; }, 60, 10LL * 365 * 86400),
     text("server.metrics_listen", "COMB_METRICS_LISTEN", "address:port serving /metrics (and /healthz, /readyz), never on community hosts; off: none", [](S& s) -> auto& { return s.metrics_listen; }),
+    list("server.metrics_hosts", "COMB_METRICS_HOSTS", "comma-separated public names the metrics listener answers besides IP addresses and private names (one label, .local, .internal, .svc...)", [](S& s) -> auto& { return s.metrics_hosts; }),
     list("server.trusted_proxies", "COMB_TRUSTED_PROXIES", "comma-separated addresses or CIDRs of reverse proxies whose X-Forwarded-For / X-Real-IP is believed", [](S& s) -> auto& { return s.trusted_proxies; }),
     flag("websocket.deflate", "COMB_WS_DEFLATE", "offer permessage-deflate", [](S& s) -> auto& { return s.deflate; }),
     number<int>("websocket.deflate_window_bits", "COMB_WS_DEFLATE_WINDOW_BITS", "deflate window (9-15); smaller uses less memory per connection", [](S& s) -> auto& { return s.deflate_window_bits; }, 9, 15),

@@ -93,6 +93,8 @@ struct relay_settings {
   std::int64_t invite_ttl_seconds = 7 * 86400;
   std::vector<std::string> trusted_proxies; ///< addresses/CIDRs whose X-Forwarded-For is believed
   std::string metrics_listen = "127.0.0.1:9777"; ///< /metrics and probes; "off": none
+  /// Public names the metrics listener answers besides addresses and private names.
+  std::vector<std::string> metrics_hosts;
   // -- WebSocket compression --
   bool deflate = false; // ~35 KiB more per connection when a client accepts it (docs/benchmarks.md)
   int deflate_window_bits = 11;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "protocol/host.hpp"
 
+#include <algorithm>
+
 #include "protocol/address.hpp"
 
 namespace comb::protocol {
@@ -13,6 +15,22 @@ std::optional<std::string> normalize_host(std::string_view raw) {
   if (where.port == 80 || where.port == 443)
     where.port.reset();
   return where.authority();
+}
+
+bool private_host(std::string_view raw, std::span<const std::string> also) {
+  auto parsed = parse_host_port(raw);
+  if (!parsed)
+    return false;
+  const auto& where = parsed.value();
+  if (where.literal() || where.host.find('.') == std::string::npos)
+    return true;
+  for (std::string_view suffix : {".localhost", ".local", ".internal", ".home.arpa", ".svc"})
+    if (where.host.ends_with(suffix))
+      return true;
+  return std::any_of(also.begin(), also.end(), [&](const std::string& named) {
+    auto allowed = parse_host_port(named);
+    return allowed && allowed.value().host == where.host;
+  });
 }
 
 std::optional<std::string> host_of_relay_url(std::string_view url) {

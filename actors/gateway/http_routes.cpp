@@ -7,6 +7,7 @@
 
 #include "actors/gateway/community_page.hpp"
 #include "protocol/nip19.hpp"
+#include "protocol/host.hpp"
 #include "protocol/nip86.hpp"
 #include "protocol/relay_info.hpp"
 
@@ -96,8 +97,18 @@ std::optional<http_response> probe_route(const http_request& request,
 
 /// The metrics listener's answers carry no CORS header: a page a browser on the pod's machine
 /// (or on an operator's end of a forwarded port) opens must not read the metrics, nor the
-/// detailed readiness that names the database's host and user.
+/// detailed readiness that names the database's host and user. Nor may a page from a public
+/// name its owner pointed at this machine afterwards (DNS rebinding): for the browser that one
+/// is of the same origin, and its Host is that public name.
 http_response metrics_route(const http_request& request, const gateway_context& context) {
+  if (!protocol::private_host(request[http::field::host], context.settings.metrics_hosts)) {
+    bump(context.metrics->metrics_requests_misdirected);
+    auto refused = text_response(request, http::status::misdirected_request,
+                                 "relay: this listener answers IP addresses, private names and COMB_METRICS_HOSTS\n");
+    refused.erase(http::field::access_control_allow_origin);
+    refused.keep_alive(false);
+    return refused;
+  }
   auto response = [&] {
     if (request.target() == "/metrics" && request.method() == http::verb::get)
       return text_response(request, http::status::ok, context.metrics->render(),

@@ -78,7 +78,7 @@ asio::awaitable<void> metrics_listener::serve(tcp::socket socket) {
     http_request request = parser.release();
     http_response response = metrics_route(request, *context_);
     auto [write_ec, written] = co_await http::async_write(stream, response, use_tuple);
-    if (write_ec || !request.keep_alive())
+    if (write_ec || !request.keep_alive() || !response.keep_alive())
       co_return;
   }
 }

@@ -87,15 +87,25 @@ describe('metrics', () => {
     const onCommunity = await httpGet(relay.port, '/metrics')
     assert.equal(onCommunity.status, 404)
     assert.doesNotMatch(onCommunity.body, /comb_/)
-    const onListener = await httpGet(relay.metricsPort, '/metrics', { Host: 'anything.example' })
+    const onListener = await httpGet(relay.metricsPort, '/metrics')
     assert.equal(onListener.status, 200)
     assert.match(onListener.body, /comb_sockets_open /)
     assert.equal((await httpGet(relay.metricsPort, '/healthz')).status, 200)
+    // Scrapers name an address or a private name (a compose service, a cluster service).
+    for (const Host of [`localhost:${relay.metricsPort}`, 'comb:9777', 'comb.monitoring.svc.cluster.local:9777'])
+      assert.equal((await httpGet(relay.metricsPort, '/metrics', { Host })).status, 200, Host)
     // No page a browser opens may read them (nor the detailed readiness) across origins.
     for (const target of ['/metrics', '/readyz', '/nothing']) {
       const answer = await httpGet(relay.metricsPort, target, { Origin: 'https://evil.example' })
       assert.equal(answer.headers['access-control-allow-origin'], undefined, target)
     }
+    // Nor a page of the same origin: a public name its owner pointed at 127.0.0.1 afterwards.
+    for (const target of ['/metrics', '/readyz']) {
+      const rebound = await httpGet(relay.metricsPort, target, { Host: `rebind.attacker.example:${relay.metricsPort}` })
+      assert.equal(rebound.status, 421, target)
+      assert.doesNotMatch(rebound.body, /comb_sockets_open|postgres/i, target)
+    }
+    assert.equal(await relay.metric('comb_metrics_requests_misdirected_total'), 2)
   })
 
   it('serve 64 connections at once on their listener; past it one is closed unread and counted', async () => {

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include <catch2/catch.hpp>
 
+#include <string>
+#include <vector>
+
 #include "protocol/host.hpp"
 
 using namespace comb::protocol;
@@ -45,4 +48,22 @@ TEST_CASE("relay URLs yield their host", "[protocol][host]") {
   CHECK_FALSE(host_of_relay_url("wss://[zz]/"));
   CHECK_FALSE(host_of_relay_url("wss://user@relay.example.com"));
   CHECK_FALSE(host_of_relay_url("wss://relay.example.com/?x=1"));
+}
+
+TEST_CASE("a listener for this machine takes addresses and private names, not public ones", "[protocol][host]") {
+  const std::vector<std::string> none;
+  for (const char* host : {"127.0.0.1:9777", "[::1]:9777", "10.1.2.3", "localhost:9777", "comb:9777",
+                           "metrics.localhost", "pod.local", "comb.monitoring.svc:9777",
+                           "comb.monitoring.svc.cluster.local:9777", "box.internal", "nas.home.arpa"}) {
+    INFO(host);
+    CHECK(private_host(host, none));
+  }
+  // What a page from a public name that was re-pointed at 127.0.0.1 sends.
+  for (const char* host : {"rebind.attacker.example:9777", "metrics.example.com", "local.example", "", "a b"}) {
+    INFO(host);
+    CHECK_FALSE(private_host(host, none));
+  }
+  const std::vector<std::string> named{"metrics.example.com"};
+  CHECK(private_host("Metrics.Example.com:9777", named));
+  CHECK_FALSE(private_host("other.example.com", named));
 }

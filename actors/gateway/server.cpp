@@ -45,24 +45,32 @@ ip_limits address_limits(const conf::relay_settings& s) {
 }
 
 /// A refusal written before any request was read (the socket is closed right after).
+/// Ends a socket whose request (or its body) was not read, once its answer is written: closing
+/// with bytes unread would send a reset, which can destroy the answer before the client reads
+/// it. Our side ends, then what arrives is read and dropped, within the stream's deadline and
+/// about two requests' bytes, until the client closes.
+asio::awaitable<void> end_unread(tcp_stream& stream) {
+  constexpr std::size_t max_dropped_bytes = 160 * 1024;
+  boost::system::error_code ignored;
+  stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  std::array<char, 4096> sink{};
+  std::size_t dropped = 0;
+  while (dropped < max_dropped_bytes) {
+    auto [read_ec, got] = co_await stream.async_read_some(asio::buffer(sink), use_tuple);
+    if (read_ec)
+      break;
+    dropped += got;
+  }
+}
+
 asio::awaitable<void> refuse_raw(tcp_stream& stream, const char* status, const char* text) {
   std::string response = std::string("HTTP/1.1 ") + status + "\r\nServer: comb\r\nConnection: close\r\n"
                          + "Content-Type: text/plain; charset=utf-8\r\nContent-Length: "
                          + std::to_string(std::strlen(text)) + "\r\n\r\n" + text;
   stream.expires_after(std::chrono::seconds(2));
   auto [ec, n] = co_await asio::async_write(stream, asio::buffer(response), use_tuple);
-  if (ec)
-    co_return;
-  // Closing with the request unread would send a reset, which can destroy the reply before the
-  // client reads it: end our side, then read (and drop) briefly until the client closes.
-  boost::system::error_code ignored;
-  stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
-  std::array<char, 4096> sink{};
-  for (int i = 0; i < 4; ++i) {
-    auto [read_ec, got] = co_await stream.async_read_some(asio::buffer(sink), use_tuple);
-    if (read_ec)
-      break;
-  }
+  if (!ec)
+    co_await end_unread(stream);
 }
 
 struct socket_refusal {
@@ -80,6 +88,21 @@ asio::awaitable<void> refuse_socket(tcp_stream& stream, socket_gate& refusals, r
   }
   co_await refuse_raw(stream, answer.status, answer.text);
   refusals.leave();
+}
+
+/// An answer written while the request's body is still unread, then the socket ended so that
+/// the client reads it (end_unread); past `max_answered_refusals` at once, closed unanswered.
+asio::awaitable<void> refuse_unread(tcp_stream& stream, socket_gate& refusals, relay_metrics& metrics,
+                                    http_response& response) {
+  if (!refusals.try_enter()) {
+    bump(metrics.refusals_unanswered);
+    co_return;
+  }
+  gate_place place(refusals);
+  stream.expires_after(std::chrono::seconds(2));
+  auto [ec, n] = co_await http::async_write(stream, response, use_tuple);
+  if (!ec)
+    co_await end_unread(stream);
 }
 
 socket_refusal refusal_for(ip_table::refusal why) {
@@ -365,21 +388,21 @@ asio::awaitable<std::optional<websocket_upgrade>> server::serve_requests(tcp_str
         bump(metrics.connections_refused_busy);
         http_response busy = bound_refusal(parser.get(), http::status::service_unavailable,
                                            "relay: too many client addresses, retry shortly\n");
-        co_await http::async_write(stream, busy, use_tuple);
+        co_await refuse_unread(stream, refusals_, metrics, busy);
         co_return std::nullopt;
       }
       if (!reading.take(std::move(sender))) {
         bump(metrics.http_rate_limited);
         http_response limited = bound_refusal(parser.get(), http::status::too_many_requests,
                                               "rate-limited: too many requests in progress from your address\n");
-        co_await http::async_write(stream, limited, use_tuple);
+        co_await refuse_unread(stream, refusals_, metrics, limited);
         co_return std::nullopt;
       }
       if (!body_bytes.grew(declared_body_bytes(parser), max_pod_request_body_bytes)) {
         bump(metrics.connections_refused_busy);
         http_response busy = bound_refusal(parser.get(), http::status::service_unavailable,
                                            "relay: too many requests in progress, retry shortly\n");
-        co_await http::async_write(stream, busy, use_tuple);
+        co_await refuse_unread(stream, refusals_, metrics, busy);
         co_return std::nullopt;
       }
       auto [body_ec, body_n] = co_await http::async_read(stream, buffer, parser, use_tuple);
@@ -390,7 +413,8 @@ asio::awaitable<std::optional<websocket_upgrade>> server::serve_requests(tcp_str
       bump(metrics.http_too_large);
       http_response too_large =
         ec == http::error::header_limit ? oversize_headers() : oversize_body(parser.get());
-      co_await http::async_write(stream, too_large, use_tuple);
+      co_await refuse_unread(stream, refusals_, metrics, too_large);
+      co_return std::nullopt;
     }
     if (ec == beast::error::timeout)
       bump(metrics.upgrade_timeouts);

@@ -216,6 +216,26 @@ void release_held(self_ptr self) {
     schedule_release(self);
 }
 
+/// The database, read after this pod asked, holds `version` of the community, below what held
+/// events' origins claimed: those claims were false (or the database went back). They go now
+/// rather than hold every later event of the community up for their whole wait; what of them
+/// is stored comes back by a fill, with the version the database gives it. A later claim above
+/// `version` is asked about again.
+void drop_false_claims(self_ptr self, std::int64_t community, std::int64_t version) {
+  auto& st = self->state;
+  auto out = st.held.drop_above(community, version);
+  if (auto asked = st.asked.find(community); asked != st.asked.end())
+    asked->second = std::min(asked->second, version);
+  if (out.expired == 0)
+    return;
+  bump(st.args.metrics->bridge_hold_dropped, out.expired);
+  drop(self, {false, "its origin claimed a community state version the database does not hold", false}, false);
+  ask_fill(self, *out.expired_since, true);
+  st.args.metrics->bridge_holding.store(static_cast<std::int64_t>(st.held.size()));
+  if (!st.held.empty())
+    schedule_release(self); // what waited behind them may go now
+}
+
 /// The origin held a newer state of the community: it may have removed a reader this pod still
 /// admits. Hold the event (bounded, counted) and ask for the database's state now rather than
 /// waiting for the notification. `missed_since_ms`: where a fill reaches back to if it is dropped.
@@ -358,6 +378,9 @@ caf::behavior bridge_actor(caf::stateful_actor<bridge_state>* self, bridge_args 
       self->state.filler = std::move(watcher.filler);
     },
     [=](tick_atom) { release_held(self); },
+    [=](database_version_atom, std::int64_t community, std::int64_t version) {
+      drop_false_claims(self, community, version);
+    },
   };
 }
 

@@ -75,4 +75,23 @@ envelope_hold::release(clock::time_point now,
   return out;
 }
 
+envelope_hold::released envelope_hold::drop_above(std::int64_t community, std::int64_t version) {
+  released out;
+  auto it = communities_.find(community);
+  if (it == communities_.end())
+    return out;
+  std::erase_if(it->second, [&](const waiting& w) {
+    if (w.version <= version)
+      return false;
+    ++out.expired;
+    out.expired_since = out.expired_since ? std::min(*out.expired_since, w.missed_since_ms) : w.missed_since_ms;
+    --count_;
+    bytes_ -= w.bytes;
+    return true;
+  });
+  if (it->second.empty())
+    communities_.erase(it);
+  return out;
+}
+
 } // namespace comb::actors

@@ -50,6 +50,10 @@ public:
   /// Takes out what `version_of(community)` now covers and drops what waited too long.
   released release(clock::time_point now, const std::function<std::int64_t(std::int64_t)>& version_of);
 
+  /// Drops the events of `community` that wait for a version above `version`, which the
+  /// database did not hold when read after they came (counted in `expired`).
+  released drop_above(std::int64_t community, std::int64_t version);
+
   [[nodiscard]] bool empty() const noexcept { return count_ == 0; }
   [[nodiscard]] std::size_t size() const noexcept { return count_; }
   [[nodiscard]] std::size_t bytes() const noexcept { return bytes_; }

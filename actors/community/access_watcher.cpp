@@ -182,6 +182,23 @@ void on_notice(self_ptr self, const storage::access_notice& notice) {
 bool check_versions(self_ptr self);
 void queue_check_turn(self_ptr self);
 
+/// The bridge holds events whose origin claimed state version `claimed`, and every later event
+/// of the community waits behind them: when the database, read now, holds less, the claim was
+/// false (any holder of the cluster secret may send one) or the database went back, and the
+/// bridge is told so, to drop them rather than hold the community up for their whole wait.
+void answer_claim(self_ptr self, std::int64_t community_id, std::int64_t claimed) {
+  auto asker = caf::actor_cast<caf::actor>(self->current_sender());
+  if (!asker)
+    return;
+  auto versions = storage::load_versions(*self->state.connection, {community_id});
+  if (!versions)
+    return; // a database error: the hold's wait decides
+  auto it = versions->find(community_id);
+  const std::int64_t held = it == versions->end() ? 0 : it->second; // gone: nothing holds
+  if (held < claimed)
+    self->send(asker, database_version_atom_v, community_id, held);
+}
+
 /// What the LISTEN connection left in the inbox since the last wake-up, each community once.
 void on_notices(self_ptr self) {
   auto& st = self->state;
@@ -395,6 +412,7 @@ caf::behavior access_watcher(caf::stateful_actor<access_watcher_state>* self,
     // notification (which may lag) or the next check.
     [=](access_atom, std::int64_t community_id, std::int64_t version) {
       (void)catch_up(self, community_id, version);
+      answer_claim(self, community_id, version);
     },
     // A held-back reload is due; a database error leaves it to the next version check.
     [=](deferred_atom, std::int64_t community_id) {

@@ -317,6 +317,41 @@ TEST_CASE_METHOD(fixture, "an event whose stored version its origin could not re
   CHECK(fills->front() >= before);
 }
 
+TEST_CASE_METHOD(fixture, "an event claiming a state version the database does not hold is dropped when it says so",
+                 "[actors][bridge][fill]") {
+  // Any holder of the cluster secret may name any version: held, its event would stand for
+  // 5 s before every later event of its community, again with each such envelope.
+  using namespace std::chrono_literals;
+  start_bridge_recording_fills();
+  auto asked = std::make_shared<std::vector<std::int64_t>>();
+  auto watcher = system->spawn([asked](caf::event_based_actor* self) -> caf::behavior {
+    return {[self, asked](access_atom, std::int64_t community, std::int64_t claimed) {
+      asked->push_back(claimed);
+      if (claimed > 1) // what the database holds
+        self->send(caf::actor_cast<caf::actor>(self->current_sender()), database_version_atom_v, community,
+                   std::int64_t{1});
+    }};
+  });
+  caf::anon_send(bridge, bridge_watcher{watcher, filler});
+  scheduler->run();
+  auto claimed = test::sign_event(member_key, 1, "from a version far ahead");
+  auto next = test::sign_event(member_key, 1, "at the version this pod holds");
+  arrives(closed_community, claimed, 1'000'000'000'000);
+  arrives(closed_community, next, 1);
+  wait(40ms); // the hold's next look, long before the claim's wait would end
+  CHECK(asked->size() == 1);
+  CHECK(metrics->bridge_hold_dropped == 1);
+  CHECK_FALSE(was_delivered(claimed));
+  CHECK(was_delivered(next));
+  wait(1s);
+  CHECK(fills->size() == 1); // what of it is stored comes from Postgres
+  // A later claim is asked about again, not taken as asked already.
+  arrives(closed_community, test::sign_event(member_key, 1, "again"), 1'000'000'000'000);
+  CHECK(asked->size() == 2);
+  CHECK(metrics->bridge_hold_dropped == 2);
+  caf::anon_send_exit(watcher, caf::exit_reason::user_shutdown);
+}
+
 TEST_CASE_METHOD(fixture, "a bridged event the full hold could not take is filled again", "[actors][bridge][fill]") {
   using namespace std::chrono_literals;
   hold_bounds one_only;

@@ -522,6 +522,32 @@ TEST_CASE_METHOD(membership_fixture,
   CHECK(eventually([&] { return forgotten->load() > before_reconnect; }));
 }
 
+TEST_CASE_METHOD(membership_fixture, "the watcher tells the bridge when an origin claimed a version the database does not hold",
+                 "[integration][authority]") {
+  actor_world world;
+  REQUIRE(world.registry->ensure(community, [&] { return storage::load_access(connection, community); }));
+  auto watcher = world.spawn_detached(
+    actors::access_watcher,
+    actors::access_watcher_args{database.conninfo(), world.registry, world.idle, world.metrics,
+                                std::chrono::seconds(60)});
+  const auto stored = version_of(connection, community);
+  caf::scoped_actor bridge{*world.system};
+  std::optional<std::int64_t> told;
+  auto ask = [&](std::int64_t claimed) {
+    told.reset();
+    bridge->send(watcher, actors::access_atom_v, community, claimed);
+    bridge->receive([&](actors::database_version_atom, std::int64_t about, std::int64_t version) {
+                      CHECK(about == community);
+                      told = version;
+                    },
+                    caf::after(std::chrono::milliseconds(500)) >> [] {});
+  };
+  ask(stored + 1'000'000);
+  CHECK(told == stored);
+  ask(stored); // a true claim: nothing to say
+  CHECK_FALSE(told);
+}
+
 TEST_CASE_METHOD(membership_fixture, "a host removed or moved by hand notifies the pods, as an access change",
                  "[integration][authority]") {
   // The notice makes every pod forget its cached host answers (access_watcher on_notice), so a

@@ -570,8 +570,10 @@ void connection::release_held(subscription& sub) noexcept {
 }
 
 void connection::expire_history_echoes(double clock) {
+  // Only past EOSE: while history is still read (a slow reader, a slow page), the ids already
+  // sent decide at EOSE which held live events are not sent again.
   for (auto& [id, sub] : subscriptions_)
-    if (!sub.sent_in_history.empty() && clock - sub.history_sent_at > history_echo_window)
+    if (sub.live && !sub.sent_in_history.empty() && clock - sub.history_sent_at > history_echo_window)
       sub.sent_in_history.forget();
 }
 

@@ -285,6 +285,17 @@ TEST_CASE("ids remembered after EOSE expire by time on a quiet subscription", "[
   CHECK(c.remembered_history_ids() == 0);
 }
 
+TEST_CASE("ids sent in a history still being read are kept however long its next chunk takes",
+          "[actors][connection]") {
+  connection c(connection_policy{}, "challenge");
+  auto generation = c.open_subscription("s").value();
+  std::string json = R"({"id":")" + std::string(64, 'a') + R"(","pubkey":"x"})";
+  auto first = c.history_reply("s", generation, {std::make_shared<const std::string>(json)}, 100.0, false);
+  CHECK(first.events.size() == 1);
+  c.expire_history_echoes(100.0 + actors::history_echo_window + 1); // a slow reader's next chunk
+  CHECK(c.remembered_history_ids() == 1);
+}
+
 TEST_CASE("emptied fan-out buckets are erased", "[actors][fanout]") {
   actors::subscription_index index;
   for (int i = 0; i < 300; ++i)

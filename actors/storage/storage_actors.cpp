@@ -278,6 +278,12 @@ bool subscription_ended(const history_request& request) {
   return request.ended && request.ended->load(std::memory_order_acquire);
 }
 
+/// Its subscription ended, or its connection is closing (hung up, cut as a slow reader, its
+/// community archived): nobody takes what is read for it.
+bool nobody_reads(const history_request& request) {
+  return subscription_ended(request) || (request.flow && request.flow->sink && request.flow->sink->ending());
+}
+
 /// Streams one REQ's history to its connection in chunks of a sixteenth of the budget, each
 /// sent only when what the connection still holds of its history leaves room for it.
 void answer_history(caf::stateful_actor<reader_state>* self, const history_request& request) {
@@ -290,8 +296,8 @@ void answer_history(caf::stateful_actor<reader_state>* self, const history_reque
   room outcome = room::made;
   reply_pacing pacing{reply_wait_slot(s.args.waits.get(), s.args.index)};
   auto deliver = [&](storage::query_result chunk) {
-    if (subscription_ended(request))
-      return false; // nobody takes the rest
+    if (nobody_reads(request))
+      return false; // the rest is not read
     if (!chunk.last && pacing.read_past(limit)) {
       outcome = room::took_too_long;
       return false;
@@ -329,7 +335,7 @@ void answer_history(caf::stateful_actor<reader_state>* self, const history_reque
 /// The query's connection has closed, or its subscription ended: reading for it would only cost
 /// Postgres (a client may open queries and leave, or close them, again and again).
 bool client_gone(const reader_args& args, const history_request& request) {
-  if (!subscription_ended(request) && (!request.flow || !request.flow->sink || !request.flow->sink->ending()))
+  if (!nobody_reads(request))
     return false;
   if (args.metrics)
     bump(args.metrics->queries_skipped);

@@ -219,3 +219,31 @@ TEST_CASE_METHOD(test::store_fixture, "a reader stops reading for a subscription
   REQUIRE_FALSE(parts.empty());
   CHECK(parts.size() < 20); // of 40 chunks; the budget lets about 16 go before the close
 }
+
+TEST_CASE_METHOD(test::store_fixture, "a reader stops reading for a connection that has closed, at its next chunk",
+                 "[integration][reader]") {
+  // A client that asks for a long history and hangs up reads nothing more: without the check,
+  // the reader went on for it up to the whole history budget.
+  paced_reader r(*this, 40); // 160 KB in chunks of one 4 KB event: past the 64 KB budget
+  boost::asio::io_context io;
+  auto outbox = std::make_shared<websocket_outbox>(boost::asio::make_strand(io), 1 << 20, r.metrics);
+  auto flow = std::make_shared<history_flow>();
+  flow->sink = outbox;
+  caf::scoped_actor self{*r.system};
+  protocol::filter notes;
+  notes.kinds = {1};
+  self->send(r.reader, query_atom_v, history_request{self, community, "s", 1, {notes}, flow, {}});
+  int parts = 0;
+  bool waiting = true;
+  while (waiting)
+    self->receive(
+      [&](history_atom, const std::string&, std::uint64_t, const storage::query_result& part) {
+        if (++parts == 2)
+          outbox->close(close_reason::going_away); // the client hung up, having read nothing
+        if (part.last)
+          waiting = false;
+      },
+      caf::after(std::chrono::seconds(10)) >> [&] { waiting = false; });
+  CHECK_FALSE(waiting);
+  CHECK(parts < 6); // the budget let about 16 go
+}

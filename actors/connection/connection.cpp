@@ -5,7 +5,7 @@
 #include "actors/community/membership_requests.hpp"
 #include <algorithm>
 #include <iterator>
-#include <cstring>
+#include <unordered_map>
 
 #include "protocol/gift_wraps.hpp"
 #include "protocol/hex.hpp"
@@ -24,8 +24,6 @@ using protocol::rejection;
 
 namespace {
 
-constexpr std::string_view rendered_id_prefix = "{\"id\":\"";
-
 rejection not_a_member() {
   return {reason::restricted, "you are not a member of this community"};
 }
@@ -42,24 +40,6 @@ std::optional<rejection> check_request_author(const protocol::event& ev,
   if (*authed != ev.pubkey)
     return rejection{reason::restricted, "this request may only be sent by its author"};
   return std::nullopt;
-}
-
-} // namespace
-
-bool history_ids::add(std::string_view json) {
-  if (json.size() < rendered_id_prefix.size() + 64 || !json.starts_with(rendered_id_prefix))
-    return false;
-  auto& id = ids_.emplace_back();
-  std::memcpy(id.data(), json.data() + rendered_id_prefix.size(), id.size());
-  return true;
-}
-
-namespace {
-
-std::uint64_t leading_chars(const std::array<char, 64>& hex) noexcept {
-  std::uint64_t value = 0;
-  std::memcpy(&value, hex.data(), sizeof value);
-  return value;
 }
 
 /// A relay-signed list or room state (13534, 33534, 39000-39005): a newer one replaces it
@@ -80,6 +60,33 @@ shared_event_frame live_frame(const std::shared_ptr<const std::string>& head, co
                             ev.created_at};
 }
 
+/// Per address of the replaceable and addressable events among `held`, the newest created_at:
+/// one written twice while history was read is sent after EOSE only as its newest, which the
+/// history may already have sent (an older one after it would look like the current one).
+std::unordered_map<std::string, std::int64_t> newest_by_address(const std::vector<live_event>& held) {
+  std::unordered_map<std::string, std::int64_t> newest;
+  for (const auto& event : held) {
+    auto kinds = protocol::classify(event.ev->kind);
+    if (kinds != protocol::kind_class::replaceable && kinds != protocol::kind_class::addressable)
+      continue;
+    auto [it, first] = newest.try_emplace(protocol::address_of(*event.ev), event.ev->created_at);
+    if (!first)
+      it->second = std::max(it->second, event.ev->created_at);
+  }
+  return newest;
+}
+
+/// Whether `event` is older than the newest of its address in `newest` (newest_by_address).
+bool older_than_held(const live_event& event, const std::unordered_map<std::string, std::int64_t>& newest) {
+  if (newest.empty())
+    return false;
+  auto kinds = protocol::classify(event.ev->kind);
+  if (kinds != protocol::kind_class::replaceable && kinds != protocol::kind_class::addressable)
+    return false;
+  auto it = newest.find(protocol::address_of(*event.ev));
+  return it != newest.end() && event.ev->created_at < it->second;
+}
+
 /// Whether `held` waits for EOSE with what `newer` replaces (its address, no newer than it).
 bool replaced_by(const live_event& held, const protocol::event& newer, const std::string& address) {
   const auto& ev = *held.ev;
@@ -88,24 +95,6 @@ bool replaced_by(const live_event& held, const protocol::event& newer, const std
 
 } // namespace
 
-void history_ids::seal() {
-  sorted_.clear();
-  sorted_.reserve(ids_.size());
-  for (std::size_t i = 0; i < ids_.size(); ++i)
-    sorted_.emplace_back(leading_chars(ids_[i]), static_cast<std::uint32_t>(i));
-  std::sort(sorted_.begin(), sorted_.end());
-}
-
-bool history_ids::contains(const protocol::bytes32& id) const {
-  std::array<char, 64> hex{};
-  protocol::write_hex(id, hex.data());
-  const std::uint64_t leading = leading_chars(hex);
-  auto it = std::lower_bound(sorted_.begin(), sorted_.end(), std::make_pair(leading, std::uint32_t{0}));
-  for (; it != sorted_.end() && it->first == leading; ++it)
-    if (ids_[it->second] == hex)
-      return true;
-  return false;
-}
 
 connection::connection(connection_policy policy, std::string challenge)
   : policy_(std::move(policy)),
@@ -463,8 +452,9 @@ history_frames connection::history_reply(const std::string& id, std::uint64_t ge
   // Held while history was read: a ban, or a room's deletion or change, may have come since,
   // or the event's expiration (NIP-40: not sent once it passes).
   const std::int64_t now = unix_now();
+  const auto newest = newest_by_address(sub.held);
   for (const auto& held : sub.held)
-    if (!sent.contains(held.ev->id) && !banned_out(*held.ev)
+    if (!sent.contains(held.ev->id) && !older_than_held(held, newest) && !banned_out(*held.ev)
         && event_visible(held) && !protocol::has_expired(*held.ev, now))
       out.closing.push_back(protocol::render_event_frame(id, *held.json));
   release_held(sub);

@@ -92,6 +92,24 @@ TEST_CASE("history frames, EOSE, then held live events not already sent", "[acto
   CHECK(after_eose->flattened() == protocol::render_event_frame("s", protocol::render_event_json(live_only)));
 }
 
+TEST_CASE("a profile written twice while history was read is sent after EOSE only as its newest",
+          "[actors][connection]") {
+  connection c(connection_policy{}, "challenge");
+  auto generation = c.open_subscription("s").value();
+  const auto now = test::unix_now();
+  auto first = test::sign_event(author, 0, R"({"name":"first"})", {}, now - 10);
+  auto second = test::sign_event(author, 0, R"({"name":"second"})", {}, now - 5);
+  auto note = test::sign_event(author, 1, "a note");
+  CHECK_FALSE(c.live_arrived("s", generation, live(first)));
+  CHECK_FALSE(c.live_arrived("s", generation, live(second)));
+  CHECK_FALSE(c.live_arrived("s", generation, live(note)));
+  // The history read the newest; the older one must not follow it as if it were current.
+  CHECK(c.history_arrived("s", generation, {protocol::render_event_json(second)})
+        == std::vector<std::string>{protocol::render_event_frame("s", protocol::render_event_json(second)),
+                                    protocol::render_eose("s"),
+                                    protocol::render_event_frame("s", protocol::render_event_json(note))});
+}
+
 TEST_CASE("a live event held for EOSE is not sent once its expiration passed meanwhile", "[actors][connection]") {
   connection c(connection_policy{}, "challenge");
   auto generation = c.open_subscription("s").value();

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "protocol/client_message.hpp"
 
+#include <algorithm>
+#include <optional>
+
 #include <boost/json.hpp>
 
 #include "protocol/event_json.hpp"
@@ -128,7 +131,44 @@ std::optional<std::string> id_in_broken_frame(std::string_view frame) {
   return std::nullopt;
 }
 
+/// The subscription id a REQ or COUNT frame opens with, read without parsing the rest (its
+/// second element, a plain string of at most `max_bytes`); nothing otherwise.
+std::optional<std::string> subscription_id_at_head(std::string_view frame, std::size_t max_bytes) {
+  constexpr std::string_view blanks = " \t\r\n";
+  auto skip = [&](std::size_t from) { return std::min(frame.size(), frame.find_first_not_of(blanks, from)); };
+  std::size_t at = skip(0);
+  if (at == frame.size() || frame[at] != '[')
+    return std::nullopt;
+  at = skip(at + 1);
+  auto head = frame.substr(at);
+  std::size_t type_length = head.starts_with("\"REQ\"") ? 5 : head.starts_with("\"COUNT\"") ? 7 : 0;
+  if (type_length == 0)
+    return std::nullopt;
+  at = skip(at + type_length);
+  if (at == frame.size() || frame[at] != ',')
+    return std::nullopt;
+  at = skip(at + 1);
+  if (at == frame.size() || frame[at] != '"')
+    return std::nullopt;
+  auto end = frame.find('"', at + 1);
+  if (end == std::string_view::npos || end - at - 1 > max_bytes)
+    return std::nullopt;
+  auto id = frame.substr(at + 1, end - at - 1);
+  // An escape or a control character: only a parse would read it right.
+  if (std::any_of(id.begin(), id.end(), [](char c) { return c == '\\' || static_cast<unsigned char>(c) < 0x20; }))
+    return std::nullopt;
+  return std::string(id);
+}
+
 } // namespace
+
+frame_rejection refusal_of_unread(std::string_view frame, rejection why, const protocol_limits& limits) {
+  if (auto id = id_in_broken_frame(frame))
+    return {reply_kind::ok, std::move(*id), std::move(why)};
+  if (auto id = subscription_id_at_head(frame, limits.max_subscription_id_bytes))
+    return {reply_kind::closed, std::move(*id), std::move(why)};
+  return {reply_kind::notice, {}, std::move(why)};
+}
 
 parsed parse_client_message(std::string_view frame, const protocol_limits& limits) {
   if (frame.size() > limits.max_message_bytes)

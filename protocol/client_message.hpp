@@ -49,6 +49,12 @@ struct frame_rejection {
   rejection why;
 };
 
+/// How to refuse a frame that is not parsed (refused for its size before it is read): OK false
+/// when it is an EVENT or AUTH whose id can be read, CLOSED when it is a REQ or COUNT whose
+/// subscription id opens it, NOTICE otherwise. A scan, never a parse.
+[[nodiscard]] frame_rejection refusal_of_unread(std::string_view frame, rejection why,
+                                                const protocol_limits& limits);
+
 /// One text frame from a client into a message. Never throws; every malformed frame (bad JSON,
 /// wrong shape, too large, too deep) becomes a `frame_rejection`. Signatures are not checked here.
 [[nodiscard]] result<client_message, frame_rejection>

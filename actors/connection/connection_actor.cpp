@@ -32,11 +32,11 @@ namespace {
 
 using self_ptr = connection_self;
 
-void reply_to_rejected_frame(self_ptr self, const protocol::frame_rejection& r) {
-  bump(self->state.args.metrics->messages_invalid);
+/// Sends a refusal as its frame's type asks: OK false, CLOSED (ending the subscription of that
+/// id), or NOTICE.
+void send_refusal(self_ptr self, const protocol::frame_rejection& r) {
   switch (r.reply) {
     case protocol::reply_kind::ok:
-      bump(self->state.args.metrics->events_rejected);
       send_frame(self, protocol::render_ok(r.reference, false, r.why.text()));
       break;
     case protocol::reply_kind::closed:
@@ -46,6 +46,13 @@ void reply_to_rejected_frame(self_ptr self, const protocol::frame_rejection& r) 
       send_frame(self, protocol::render_notice(r.why.text()));
       break;
   }
+}
+
+void reply_to_rejected_frame(self_ptr self, const protocol::frame_rejection& r) {
+  bump(self->state.args.metrics->messages_invalid);
+  if (r.reply == protocol::reply_kind::ok)
+    bump(self->state.args.metrics->events_rejected);
+  send_refusal(self, r);
 }
 
 /// Membership and room requests wait on the community actor: as many as events may wait on
@@ -294,8 +301,8 @@ void refuse_rate_limited(self_ptr self, const protocol::client_message& message,
     message);
 }
 
-/// Frames this large are paid for before they are parsed, so a refused one is never parsed (and
-/// is answered with a NOTICE); smaller ones are parsed first, to be answered with OK or CLOSED.
+/// Frames this large are paid for before they are parsed, so a refused one is never parsed (it is
+/// answered from a scan of its head, refusal_of_unread); smaller ones are parsed first.
 constexpr std::size_t charged_before_parsing = 16 * 1024;
 
 using parse_result = protocol::result<protocol::client_message, protocol::frame_rejection>;
@@ -328,10 +335,13 @@ bool charge(self_ptr self, double cost, const parse_result& parsed) {
       && st.logic->is_open(std::get<protocol::close_message>(parsed.value()).subscription_id))
     return true;
   bump(st.args.metrics->frames_rate_limited);
-  if (parsed)
+  if (parsed) {
     refuse_rate_limited(self, parsed.value(), *refused);
-  else
-    send_frame(self, protocol::render_notice(refused->text()));
+  } else {
+    auto answer = parsed.error(); // its reference (an event's id, a subscription's), if read
+    answer.why = *refused;
+    send_refusal(self, answer);
+  }
   return false;
 }
 
@@ -342,7 +352,8 @@ void on_frame(self_ptr self, const std::string& text) {
     paid = frame_cost(frame_type::other, text.size(), st.args.policy);
     if (auto refused = st.logic->charge_frame(paid, monotonic_seconds())) {
       bump(st.args.metrics->frames_rate_limited);
-      send_frame(self, protocol::render_notice(refused->text()));
+      // An EVENT still gets its OK, a REQ its CLOSED: the apps wait for them, not for a NOTICE.
+      send_refusal(self, protocol::refusal_of_unread(text, *refused, st.args.policy.limits));
       return;
     }
   }

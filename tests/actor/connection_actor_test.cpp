@@ -359,6 +359,29 @@ TEST_CASE_METHOD(fixture, "every frame type is refused past the frame bucket, bu
   CHECK(metrics->frames_rate_limited.load() == 4);
 }
 
+TEST_CASE_METHOD(fixture, "a large frame refused before it is parsed still gets its OK or CLOSED",
+                 "[actor][connection][bounds]") {
+  // A contact list or a members page's profile load is often past 16 KiB: the apps wait for
+  // the OK or CLOSED, and welshman keeps a REQ pending (its socket never idle) without one.
+  base_policy.frame_rate = 0.001;
+  base_policy.frame_burst = 1.5;
+  auto c = connect();
+  say(c, R"(["REQ","first",{"kinds":[1]}])"); // the bucket's last whole token
+  c.sink->take();
+  std::vector<protocol::tag> follows;
+  for (int i = 0; i < 400; ++i)
+    follows.push_back({"p", std::string(64, "0123456789abcdef"[i % 16])});
+  auto contacts = test::sign_event(alice, 3, "", follows);
+  say(c, test::event_frame(contacts));
+  std::string authors;
+  for (int i = 0; i < 400; ++i)
+    authors += (i ? ",\"" : "\"") + std::string(64, 'a') + "\"";
+  say(c, R"(["REQ","members",{"kinds":[0],"authors":[)" + authors + "]}]");
+  const std::string why = "rate-limited: slow down, too many messages on this connection";
+  CHECK(c.sink->take() == std::vector<std::string>{ok_frame(contacts, false, why),
+                                                   protocol::render_closed("members", why)});
+}
+
 TEST_CASE_METHOD(fixture, "a burst of publishes reaches each connection in publish order",
                  "[actor][fanout]") {
   auto reader = connect();

@@ -136,6 +136,27 @@ TEST_CASE("a bad filter closes the subscription it names", "[protocol][client_me
   CHECK(parsed.error().why.text() == "invalid: limit must be a non-negative integer");
 }
 
+TEST_CASE("a frame refused unread is answered by a scan of its head", "[protocol][client_message]") {
+  const protocol_limits limits;
+  const rejection why{reason::rate_limited, "slow down"};
+  auto note = signed_note();
+  auto event = refusal_of_unread("[\"EVENT\"," + render_event_json(note) + "]", why, limits);
+  CHECK(event.reply == reply_kind::ok);
+  CHECK(event.reference == to_hex(note.id));
+  CHECK(event.why.text() == "rate-limited: slow down");
+  auto req = refusal_of_unread(R"( [ "REQ" , "feed",{"authors":["...cut)", why, limits);
+  CHECK(req.reply == reply_kind::closed);
+  CHECK(req.reference == "feed");
+  CHECK(refusal_of_unread(R"(["COUNT","n",{)", why, limits).reference == "n");
+  // What only a parse would read right, or what names no subscription: a NOTICE.
+  for (const char* frame : {R"(["REQ","a\"b",{}])", R"(["REQ",5,{}])", R"(["CLOSE","feed"])", R"({"REQ":"x"})",
+                            R"(["REQ")", R"(["REQ","unterminated)", ""}) {
+    INFO(frame);
+    CHECK(refusal_of_unread(frame, why, limits).reply == reply_kind::notice);
+  }
+  CHECK(refusal_of_unread("[\"REQ\",\"" + std::string(65, 'x') + "\",{}]", why, limits).reply == reply_kind::notice);
+}
+
 TEST_CASE("random mutations of a valid frame never throw", "[protocol][client_message]") {
   std::string base = "[\"EVENT\"," + render_event_json(signed_note()) + "]";
   std::uint32_t state = 12345;

@@ -295,6 +295,12 @@ std::optional<rejection> connection::authenticate(const protocol::event& ev, std
     return bad;
   if (auto bad = protocol::verify_event(ev))
     return bad;
+  // One key per connection: every check (membership, rooms, gift wraps, who may send a request)
+  // reads one reader, and a second key taking the first one's place would leave its open
+  // subscriptions silent. NIP-42 lets a client add keys; the apps never do, and this says why.
+  if (authenticated_ && *authenticated_ != ev.pubkey)
+    return rejection{reason::restricted,
+                     "this connection is authenticated as another key; open another connection for this one"};
   authenticated_ = ev.pubkey;
   return std::nullopt;
 }

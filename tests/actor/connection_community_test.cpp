@@ -45,12 +45,18 @@ TEST_CASE_METHOD(fixture, "a community closed since the connection opened is clo
           ok_frame(from_bob, false, "restricted: the author of this event is not a member of this community")});
   CHECK(store->store_calls == 0);
 
-  // Nor does a join without an invite code, sent after authenticating as someone else.
+  // Nor does a join without an invite code, from a socket opened while it was open (a
+  // connection is authenticated as one key: another AUTH on this one is refused).
   auto bob_auth = authenticate(c, bob);
-  REQUIRE(c.sink->take() == std::vector<std::string>{ok_frame(bob_auth, true, "")});
+  REQUIRE(c.sink->take()
+          == std::vector<std::string>{ok_frame(bob_auth, false, "restricted: this connection is authenticated as"
+                                                                " another key; open another connection for this one")});
+  auto b = connect(false);
+  bob_auth = authenticate(b, bob);
+  REQUIRE(b.sink->take() == std::vector<std::string>{ok_frame(bob_auth, true, "")});
   auto join = test::sign_event(bob, 28934, "", {});
-  say(c, test::event_frame(join));
-  CHECK(c.sink->take()
+  say(b, test::event_frame(join));
+  CHECK(b.sink->take()
         == std::vector<std::string>{
           ok_frame(join, false, "restricted: a join request needs a claim tag with an invite code")});
   CHECK(asked->empty());
@@ -58,7 +64,7 @@ TEST_CASE_METHOD(fixture, "a community closed since the connection opened is clo
   // Reopened: a join needs no code again.
   base_policy.members->set_closed(false);
   auto open_join = test::sign_event(bob, 28934, "again", {});
-  say(c, test::event_frame(open_join));
+  say(b, test::event_frame(open_join));
   REQUIRE(asked->size() == 1);
   CHECK(asked->front().change == storage::membership_change::claim_membership);
 }

@@ -359,6 +359,24 @@ TEST_CASE("requests to vanish take from the pod's budget, over all its connectio
   CHECK_FALSE(first.admit_event(request(protocol::key_pair::generate()), now, 11));
 }
 
+TEST_CASE("a connection is authenticated as one key: the same again is fine, another is refused",
+          "[actors][connection]") {
+  connection_policy policy;
+  policy.host = "hive.test";
+  connection c(policy, "c1");
+  auto as = [](const protocol::key_pair& who) {
+    return test::sign_event(who, 22242, "", {{"relay", "ws://hive.test"}, {"challenge", "c1"}});
+  };
+  const auto other = protocol::key_pair::generate();
+  REQUIRE_FALSE(c.authenticate(as(author), test::unix_now()));
+  CHECK_FALSE(c.authenticate(as(author), test::unix_now()));
+  auto refused = c.authenticate(as(other), test::unix_now());
+  REQUIRE(refused);
+  CHECK(refused->text()
+        == "restricted: this connection is authenticated as another key; open another connection for this one");
+  CHECK(c.authenticated() == author.public_key()); // its subscriptions are still the first key's
+}
+
 TEST_CASE("the database's access, kept in the member cache, beats the access at connect time",
           "[actors][connection]") {
   auto members = std::make_shared<comb::actors::member_cache>();

@@ -117,6 +117,12 @@ double tag_rows_cost(const protocol::event& ev) noexcept {
   return static_cast<double>(rows) / indexed_tags_per_token;
 }
 
+std::size_t held_live_bytes_within(std::size_t max_outbound, std::size_t max_history, std::size_t most) noexcept {
+  constexpr std::size_t least = 64 * 1024;
+  const std::size_t room = max_outbound > max_history ? max_outbound - max_history : 0;
+  return std::max(least, std::min(room, most));
+}
+
 filter_cost cost_of(const std::vector<protocol::filter>& filters) {
   filter_cost cost;
   for (const auto& f : filters) {

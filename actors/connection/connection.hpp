@@ -89,6 +89,12 @@ struct connection_policy {
   std::size_t max_queries_in_flight = 8;
 };
 
+/// The bytes of live events one connection may hold for its EOSEs, at most `most`: at an EOSE
+/// they go to the socket at once, behind up to `max_history` of history still queued, and a
+/// queue past `max_outbound` cuts the reader as a slow one, though it kept up. 64 KiB at least.
+[[nodiscard]] std::size_t held_live_bytes_within(std::size_t max_outbound, std::size_t max_history,
+                                                 std::size_t most) noexcept;
+
 /// The `e` and `a` tags of an event: what a deletion request names (protocol/kind_rules).
 using protocol::deletion_targets;
 

@@ -3,6 +3,8 @@
 // the loop that hands each message to the actor, bounded by what the actor has not handled yet.
 #include "actors/gateway/websocket_session.hpp"
 
+#include <algorithm>
+
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -68,6 +70,9 @@ connection_policy policy_for(const gateway_context& context, const storage::comm
   policy.max_filter_value_bytes = s.max_open_filter_bytes;
   policy.max_broad_filters = s.max_broad_filters;
   policy.max_broad_filters_per_address = s.max_broad_filters_per_ip;
+  policy.max_buffered_live_bytes_per_connection = held_live_bytes_within(
+    s.max_outbound_bytes, s.max_history_bytes, policy.max_buffered_live_bytes_per_connection);
+  policy.max_buffered_live_bytes = std::min(policy.max_buffered_live_bytes, policy.max_buffered_live_bytes_per_connection);
   policy.max_queries_in_flight = s.max_queries_in_flight;
   policy.max_deletion_targets = s.max_deletion_targets;
   policy.room_late_seconds = s.room_late_seconds;

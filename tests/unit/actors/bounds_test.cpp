@@ -223,6 +223,13 @@ TEST_CASE("the sockets of one address hold at most their shared count of broad f
   CHECK(address->broad_held() == 2);
 }
 
+TEST_CASE("live events held for EOSE fit the socket's queue behind a history budget", "[actors][connection]") {
+  constexpr std::size_t mib = 1024 * 1024;
+  CHECK(actors::held_live_bytes_within(32 * mib, 16 * mib, 32 * mib) == 16 * mib); // the defaults
+  CHECK(actors::held_live_bytes_within(256 * mib, 16 * mib, 32 * mib) == 32 * mib);
+  CHECK(actors::held_live_bytes_within(2 * mib, 16 * mib, 32 * mib) == 64 * 1024); // a lowered queue
+}
+
 TEST_CASE("a connection's subscriptions hold at most the filter bytes budget", "[actors][connection]") {
   connection_policy policy;
   policy.max_filter_value_bytes = 2000;

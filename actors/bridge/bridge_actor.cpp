@@ -107,6 +107,13 @@ std::int64_t held_version(self_ptr self, std::int64_t community_id) {
   return self->state.args.registry->held_version(community_id);
 }
 
+/// Whether an event that needs `version` of its community waits in the hold: when the pod does
+/// not hold that version yet, or when earlier events of its community wait there (it would
+/// otherwise overtake them: a deletion shown before its target).
+bool must_wait(self_ptr self, std::int64_t community_id, std::int64_t version) {
+  return version > held_version(self, community_id) || self->state.held.holds(community_id);
+}
+
 /// The version a receiver must hold before it delivers: the version read right after the event
 /// committed, or what this pod's member cache has if newer (the community actor applies its own
 /// writes before it publishes their events; an ephemeral event has only that).
@@ -323,7 +330,7 @@ void receive(self_ptr self, const std::string& payload) {
   note_number(self, e, now);
   bump(st.args.metrics->bridge_received);
   committed_event committed{e.community_id, live_event{e.ev, e.event_json, e.borrowed_rooms}};
-  if (e.access_version > held_version(self, e.community_id))
+  if (must_wait(self, e.community_id, e.access_version))
     return hold(self, std::move(committed), e.access_version, now);
   deliver(self, std::move(committed));
 }
@@ -350,7 +357,7 @@ caf::behavior bridge_actor(caf::stateful_actor<bridge_state>* self, bridge_args 
     // filled again from Postgres.
     [=](await_atom, committed_event& committed) {
       const auto version = committed.stored_version;
-      if (version > held_version(self, committed.community_id))
+      if (must_wait(self, committed.community_id, version))
         return hold(self, std::move(committed), version, storage::envelope_clock_ms());
       deliver(self, std::move(committed));
     },
@@ -365,7 +372,7 @@ caf::behavior bridge_actor(caf::stateful_actor<bridge_state>* self, bridge_args 
     // From the gap filler: held like an envelope whose origin had `version`; dropped, it is
     // filled again from where its gap began.
     [=](gap_atom, committed_event& committed, std::int64_t version, std::int64_t lost_at_ms) {
-      if (version > held_version(self, committed.community_id))
+      if (must_wait(self, committed.community_id, version))
         return hold(self, std::move(committed), version, lost_at_ms);
       deliver(self, std::move(committed));
     },

@@ -55,6 +55,8 @@ public:
   released drop_above(std::int64_t community, std::int64_t version);
 
   [[nodiscard]] bool empty() const noexcept { return count_ == 0; }
+  /// Whether events of `community` wait: a later one waits behind them, whatever its version.
+  [[nodiscard]] bool holds(std::int64_t community) const { return communities_.contains(community); }
   [[nodiscard]] std::size_t size() const noexcept { return count_; }
   [[nodiscard]] std::size_t bytes() const noexcept { return bytes_; }
 

@@ -317,6 +317,30 @@ TEST_CASE_METHOD(fixture, "an event whose stored version its origin could not re
   CHECK(fills->front() >= before);
 }
 
+TEST_CASE_METHOD(fixture, "a bridged event does not overtake earlier events of its community that wait in the hold",
+                 "[actors][bridge]") {
+  // A note stored after a removal this pod has not read waits; its author's deletion of it,
+  // needing no newer state, must not reach the apps before it.
+  using namespace std::chrono_literals;
+  start_bridge_recording_fills();
+  auto note = test::sign_event(member_key, 1, "stored after a removal this pod has not read");
+  auto deletion = test::sign_event(member_key, 5, "", {{"e", protocol::to_hex(note.id)}});
+  auto elsewhere = test::sign_event(member_key, 1, "in another community");
+  arrives(closed_community, note, 5);
+  arrives(closed_community, deletion, 1);
+  arrives(open_community, elsewhere, 1);
+  CHECK(delivered->size() == 1); // another community's event does not wait
+  CHECK(was_delivered(elsewhere));
+  auto reloaded = access_of(closed_community, true);
+  reloaded.version = 5;
+  caf::anon_send(registry->find(closed_community)->actor, refresh_atom_v, reloaded);
+  scheduler->run();
+  wait(40ms);
+  REQUIRE(delivered->size() == 3);
+  CHECK((*delivered)[1] == note.id);
+  CHECK((*delivered)[2] == deletion.id);
+}
+
 TEST_CASE_METHOD(fixture, "an event claiming a state version the database does not hold is dropped when it says so",
                  "[actors][bridge][fill]") {
   // Any holder of the cluster secret may name any version: held, its event would stand for

@@ -86,17 +86,17 @@ bool is_receipt_of(const event& receipt, const event& request) {
   return sender.empty() || (sender.size() == 1 && sender.front() == to_hex(request.pubkey));
 }
 
-} // namespace
-
-std::optional<bytes32> zap_sender(const event& receipt, std::string_view host, std::int64_t now) {
+/// The sender of `receipt`, its request naming `host` and made around `now` when they are given.
+std::optional<bytes32> sender_of(const event& receipt, std::optional<std::string_view> host,
+                                 std::optional<std::int64_t> now) {
   if (receipt.kind != zap_receipt_kind)
     return std::nullopt;
   try {
     auto request = request_in(receipt);
-    if (!request || !names_relay(*request, host))
+    if (!request || (host && !names_relay(*request, *host)))
       return std::nullopt;
-    if (request->created_at < now - max_zap_request_age_seconds
-        || request->created_at > now + zap_request_clock_skew_seconds)
+    if (now && (request->created_at < *now - max_zap_request_age_seconds
+                || request->created_at > *now + zap_request_clock_skew_seconds))
       return std::nullopt;
     // The signature last: an unauthenticated client may send these, and the checks above are cheap.
     if (!is_receipt_of(receipt, *request) || verify_event(*request))
@@ -105,6 +105,16 @@ std::optional<bytes32> zap_sender(const event& receipt, std::string_view host, s
   } catch (const std::exception&) {
     return std::nullopt;
   }
+}
+
+} // namespace
+
+std::optional<bytes32> zap_sender(const event& receipt, std::string_view host, std::int64_t now) {
+  return sender_of(receipt, host, now);
+}
+
+std::optional<bytes32> archived_zap_sender(const event& receipt) {
+  return sender_of(receipt, std::nullopt, std::nullopt);
 }
 
 } // namespace comb::protocol

@@ -27,4 +27,8 @@ inline constexpr std::int64_t max_zap_request_age_seconds = 86400;
 [[nodiscard]] std::optional<bytes32> zap_sender(const event& receipt, std::string_view host,
                                                 std::int64_t now);
 
+/// zap_sender for a receipt from an archive of another relay (comb-admin import): its request
+/// names that relay, and was made when it was paid, so neither is checked; the rest is.
+[[nodiscard]] std::optional<bytes32> archived_zap_sender(const event& receipt);
+
 } // namespace comb::protocol

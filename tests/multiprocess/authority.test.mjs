@@ -164,11 +164,20 @@ describe('one pod without Redis: comb-admin changes are enforced at once', () =>
     const carried = await client.publish(sign(outsider.sk, { content: 'through the owner\'s socket' }))
     assert.equal(carried.ok, false)
     assert.match(carried.message, /^restricted: /)
-    // ...and a key authenticated on it later cannot join without an invite.
-    assert.deepEqual(await authAs(outsider), { ok: true, message: '' })
+    // ...nor lets another key authenticate on it (one key per connection) and join through it.
+    assert.deepEqual(await authAs(outsider), { ok: false,
+      message: 'restricted: this connection is authenticated as another key; open another connection for this one' })
     const join = await client.publish(sign(outsider.sk, { kind: 28934, tags: [] }))
     assert.equal(join.ok, false)
-    assert.match(join.message, /^restricted: .*invite code/)
+    assert.match(join.message, /^restricted: /)
+    // On a socket of its own, it cannot join without an invite.
+    const own = await RawClient.open(pod)
+    assert.deepEqual(await own.auth(finalizeEvent({ kind: 22242, created_at: now(), content: '',
+      tags: [['relay', pod.url], ['challenge', await own.challenge()]] }, outsider.sk)), { ok: true, message: '' })
+    const ownJoin = await own.publish(sign(outsider.sk, { kind: 28934, tags: [] }))
+    assert.equal(ownJoin.ok, false)
+    assert.match(ownJoin.message, /^restricted: .*invite code/)
+    await own.close()
     const members = await admin(group, 'member', 'list', 'hive.test')
     assert.ok(!members.includes(outsider.pk), members)
     await client.close()

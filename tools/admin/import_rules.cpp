@@ -1,14 +1,18 @@
 // SPDX-License-Identifier: MIT
 #include "admin/import_rules.hpp"
 
+#include <algorithm>
 #include <variant>
 
 #include "protocol/canonical_json.hpp"
 #include "protocol/client_message.hpp"
+#include "protocol/gift_wraps.hpp"
+#include "protocol/hex.hpp"
 #include "protocol/kind_rules.hpp"
 #include "protocol/nip42.hpp"
 #include "protocol/nip62.hpp"
 #include "protocol/room.hpp"
+#include "protocol/zap.hpp"
 
 namespace comb::admin {
 namespace {
@@ -56,6 +60,23 @@ protocol::result<protocol::event, line_refusal> read_event_line(std::string_view
   return std::move(message->ev);
 }
 
+namespace {
+
+/// Events a member's, though another key signs them, as a connection admits them: a gift wrap
+/// (a throwaway key) addressed to a member, a zap receipt (the payee's Lightning service) of a
+/// member's zap. Members would lose their messages and zaps in a move otherwise.
+bool stored_for_member(const protocol::event& ev, const std::set<protocol::bytes32>& admitted) {
+  if (ev.kind == protocol::gift_wrap_kind)
+    return std::any_of(ev.tags.begin(), ev.tags.end(), [&](const protocol::tag& tag) {
+      auto key = tag.size() >= 2 && tag[0] == "p" ? protocol::array_from_hex<32>(tag[1]) : std::nullopt;
+      return key && admitted.contains(*key);
+    });
+  auto sender = protocol::archived_zap_sender(ev);
+  return sender && admitted.contains(*sender);
+}
+
+} // namespace
+
 std::optional<line_refusal> import_refusal(const protocol::event& ev, std::int64_t now,
                                            const import_policy& policy,
                                            const std::set<protocol::bytes32>* admitted) {
@@ -72,7 +93,7 @@ std::optional<line_refusal> import_refusal(const protocol::event& ev, std::int64
   if (auto bad_time = protocol::check_created_at(ev, now, policy.created_at))
     return refused("created_at", bad_time->text());
   // NIP-62: a request to vanish is carried out whatever its author's standing.
-  if (admitted && ev.kind != protocol::vanish_kind && !admitted->contains(ev.pubkey))
+  if (admitted && ev.kind != protocol::vanish_kind && !admitted->contains(ev.pubkey) && !stored_for_member(ev, *admitted))
     return refused("not_a_member", "the author is not a member of this closed community");
   if (policy.check_signatures) {
     if (auto bad = protocol::verify_event(ev))

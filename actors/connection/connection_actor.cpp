@@ -14,6 +14,7 @@
 #include "actors/community/room_requests.hpp"
 #include "actors/connection/connection_drain.hpp"
 #include "actors/connection/count_requests.hpp"
+#include "actors/connection/frame_charges.hpp"
 #include "actors/connection/query_replies.hpp"
 #include "actors/connection/subscription_requests.hpp"
 #include "actors/connection/waiting_queries.hpp"
@@ -31,29 +32,6 @@ namespace protocol = comb::protocol;
 namespace {
 
 using self_ptr = connection_self;
-
-/// Sends a refusal as its frame's type asks: OK false, CLOSED (ending the subscription of that
-/// id), or NOTICE.
-void send_refusal(self_ptr self, const protocol::frame_rejection& r) {
-  switch (r.reply) {
-    case protocol::reply_kind::ok:
-      send_frame(self, protocol::render_ok(r.reference, false, r.why.text()));
-      break;
-    case protocol::reply_kind::closed:
-      refuse_subscription(self, r.reference, r.why);
-      break;
-    case protocol::reply_kind::notice:
-      send_frame(self, protocol::render_notice(r.why.text()));
-      break;
-  }
-}
-
-void reply_to_rejected_frame(self_ptr self, const protocol::frame_rejection& r) {
-  bump(self->state.args.metrics->messages_invalid);
-  if (r.reply == protocol::reply_kind::ok)
-    bump(self->state.args.metrics->events_rejected);
-  send_refusal(self, r);
-}
 
 /// Membership and room requests wait on the community actor: as many as events may wait on
 /// storage, no more, and only a few joins and leaves of each kind, which a connection makes for
@@ -274,91 +252,14 @@ void on_auth(self_ptr self, const protocol::auth_message& message) {
   }
 }
 
-frame_type type_of(const protocol::client_message& message) {
-  switch (message.index()) {
-    case 0: return frame_type::event;
-    case 1: return frame_type::req;
-    case 2: return frame_type::count;
-    case 3: return frame_type::close;
-    default: return frame_type::auth;
-  }
-}
-
-/// The one reply to a frame refused by the rate limits: OK for EVENT and AUTH, CLOSED for REQ
-/// and COUNT, NOTICE otherwise.
-void refuse_rate_limited(self_ptr self, const protocol::client_message& message,
-                         const protocol::rejection& why) {
-  std::visit(
-    [self, &why](const auto& m) {
-      using T = std::decay_t<decltype(m)>;
-      if constexpr (std::is_same_v<T, protocol::event_message> || std::is_same_v<T, protocol::auth_message>)
-        send_frame(self, protocol::render_ok(m.ev.id, false, why.text()));
-      else if constexpr (std::is_same_v<T, protocol::close_message>)
-        send_frame(self, protocol::render_notice(why.text()));
-      else
-        refuse_subscription(self, m.subscription_id, why);
-    },
-    message);
-}
-
-/// Frames this large are paid for before they are parsed, so a refused one is never parsed (it is
-/// answered from a scan of its head, refusal_of_unread); smaller ones are parsed first.
-constexpr std::size_t charged_before_parsing = 16 * 1024;
-
-using parse_result = protocol::result<protocol::client_message, protocol::frame_rejection>;
-
-/// Tokens a parsed frame takes: its size and type, for a REQ for 28935 (it mints an invite, a
-/// database write on the one membership writer) as much again as an AUTH, for an EVENT its
-/// indexed tags (tag_rows_cost).
-double cost_of_frame(self_ptr self, std::size_t bytes, const parse_result& parsed) {
-  const auto& policy = self->state.args.policy;
-  auto type = parsed ? type_of(parsed.value()) : frame_type::other;
-  double cost = frame_cost(type, bytes, policy);
-  if (type == frame_type::req && asks_for_invite(std::get<protocol::req_message>(parsed.value())))
-    cost += policy.auth_cost;
-  if (type == frame_type::event)
-    cost += tag_rows_cost(std::get<protocol::event_message>(parsed.value()).ev);
-  return cost;
-}
-
-/// Takes `cost` tokens for a parsed frame; false (and the refusal sent) when there are not
-/// enough. A CLOSE of an open subscription is never refused: it only frees what the client holds.
-bool charge(self_ptr self, double cost, const parse_result& parsed) {
-  auto& st = self->state;
-  if (cost <= 0)
-    return true;
-  auto type = parsed ? type_of(parsed.value()) : frame_type::other;
-  auto refused = st.logic->charge_frame(cost, monotonic_seconds());
-  if (!refused)
-    return true;
-  if (type == frame_type::close
-      && st.logic->is_open(std::get<protocol::close_message>(parsed.value()).subscription_id))
-    return true;
-  bump(st.args.metrics->frames_rate_limited);
-  if (parsed) {
-    refuse_rate_limited(self, parsed.value(), *refused);
-  } else {
-    auto answer = parsed.error(); // its reference (an event's id, a subscription's), if read
-    answer.why = *refused;
-    send_refusal(self, answer);
-  }
-  return false;
-}
 
 void on_frame(self_ptr self, const std::string& text) {
   auto& st = self->state;
   double paid = 0;
-  if (text.size() >= charged_before_parsing) {
-    paid = frame_cost(frame_type::other, text.size(), st.args.policy);
-    if (auto refused = st.logic->charge_frame(paid, monotonic_seconds())) {
-      bump(st.args.metrics->frames_rate_limited);
-      // An EVENT still gets its OK, a REQ its CLOSED: the apps wait for them, not for a NOTICE.
-      send_refusal(self, protocol::refusal_of_unread(text, *refused, st.args.policy.limits));
-      return;
-    }
-  }
+  if (!charge_before_parsing(self, text, paid))
+    return;
   auto parsed = protocol::parse_client_message(text, st.args.policy.limits);
-  if (!charge(self, cost_of_frame(self, text.size(), parsed) - paid, parsed))
+  if (!charge_parsed(self, text.size(), parsed, paid))
     return;
   if (!parsed) {
     reply_to_rejected_frame(self, parsed.error());

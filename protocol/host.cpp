@@ -18,6 +18,8 @@ std::optional<std::string> normalize_host(std::string_view raw) {
 }
 
 bool private_host(std::string_view raw, std::span<const std::string> also) {
+  if (raw.empty())
+    return true; // no Host (HTTP/1.0): no browser sends a request without one
   auto parsed = parse_host_port(raw);
   if (!parsed)
     return false;

@@ -14,7 +14,7 @@ namespace comb::protocol {
 [[nodiscard]] std::optional<std::string> normalize_host(std::string_view raw);
 
 /// Whether a `Host` header may reach a listener meant for this machine and its private network
-/// (metrics): an IP address, a name of one label (`localhost`, a compose service), a name under
+/// (metrics): none (no browser leaves it out), an IP address, a name of one label (`localhost`, a compose service), a name under
 /// a suffix no one can register publicly (`.localhost`, `.local`, `.internal`, `.home.arpa`,
 /// `.svc`), or one of `also` (its port not compared). A page a browser loaded from a public
 /// name then pointed at this machine (DNS rebinding) names that public name, and is refused.

@@ -95,7 +95,6 @@ bool replaced_by(const live_event& held, const protocol::event& newer, const std
 
 } // namespace
 
-
 connection::connection(connection_policy policy, std::string challenge)
   : policy_(std::move(policy)),
     challenge_(std::move(challenge)),

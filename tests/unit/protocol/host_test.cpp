@@ -59,7 +59,8 @@ TEST_CASE("a listener for this machine takes addresses and private names, not pu
     CHECK(private_host(host, none));
   }
   // What a page from a public name that was re-pointed at 127.0.0.1 sends.
-  for (const char* host : {"rebind.attacker.example:9777", "metrics.example.com", "local.example", "", "a b"}) {
+  CHECK(private_host("", none)); // HTTP/1.0 without Host: never a browser
+  for (const char* host : {"rebind.attacker.example:9777", "metrics.example.com", "local.example", "a b"}) {
     INFO(host);
     CHECK_FALSE(private_host(host, none));
   }

@@ -90,7 +90,7 @@ parse_management_request(std::string_view body);
 /// `{"result": <result_json>}`; `result_json` must be valid JSON.
 [[nodiscard]] std::string render_management_result(std::string_view result_json);
 
-/// `{"result": null, "error": "<message>"}`.
+/// `{"error": "<message>"}`: no `result` (newer Flotilla reads `({result = []})`).
 [[nodiscard]] std::string render_management_error(std::string_view message);
 
 /// One row of a listbanned*/listallowed* answer.

@@ -3,6 +3,7 @@
 
 #include <array>
 #include <cstring>
+#include <utility>
 
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
@@ -283,6 +284,12 @@ public:
     return true;
   }
 
+  /// Gives the place back now (a refused body, whose socket still drains for a moment).
+  void release() {
+    if (auto budget = std::exchange(budget_, nullptr))
+      budget->end_body();
+  }
+
 private:
   std::shared_ptr<ip_budget> budget_;
 };
@@ -402,6 +409,9 @@ asio::awaitable<std::optional<websocket_upgrade>> server::serve_requests(tcp_str
         bump(metrics.connections_refused_busy);
         http_response busy = bound_refusal(parser.get(), http::status::service_unavailable,
                                            "relay: too many requests in progress, retry shortly\n");
+        // Not held while the socket drains: others' bodies may go on meanwhile.
+        body_bytes.finished();
+        reading.release();
         co_await refuse_unread(stream, refusals_, metrics, busy);
         co_return std::nullopt;
       }
@@ -413,6 +423,7 @@ asio::awaitable<std::optional<websocket_upgrade>> server::serve_requests(tcp_str
       bump(metrics.http_too_large);
       http_response too_large =
         ec == http::error::header_limit ? oversize_headers() : oversize_body(parser.get());
+      body_bytes.finished();
       co_await refuse_unread(stream, refusals_, metrics, too_large);
       co_return std::nullopt;
     }

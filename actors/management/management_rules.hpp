@@ -36,7 +36,7 @@ using management_callback = std::function<void(management_reply)>;
 /// `{"result": <result_json>}` with 200.
 [[nodiscard]] management_reply management_success(std::string_view result_json);
 
-/// `{"result": null, "error": message}` with `status`.
+/// `{"error": message}` with `status`.
 [[nodiscard]] management_reply management_refusal(int status, management_outcome outcome,
                                                   std::string_view message);
 

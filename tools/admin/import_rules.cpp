@@ -62,9 +62,9 @@ protocol::result<protocol::event, line_refusal> read_event_line(std::string_view
 
 namespace {
 
-/// Events a member's, though another key signs them, as a connection admits them: a gift wrap
-/// (a throwaway key) addressed to a member, a zap receipt (the payee's Lightning service) of a
-/// member's zap. Members would lose their messages and zaps in a move otherwise.
+/// Events a member's, though another key signs them: a gift wrap (a throwaway key) addressed to
+/// a member (a file does not say who published it, where a connection admits one only from an
+/// authenticated member), a zap receipt (the payee's Lightning service) of a member's zap. Members would lose their messages and zaps in a move otherwise.
 bool stored_for_member(const protocol::event& ev, const std::set<protocol::bytes32>& admitted) {
   if (ev.kind == protocol::gift_wrap_kind)
     return std::any_of(ev.tags.begin(), ev.tags.end(), [&](const protocol::tag& tag) {

@@ -326,11 +326,18 @@ describe('NIP-86 management of a community', () => {
       await lock.release()
     }
     const answers = await Promise.all(calls)
+    const statuses = answers.map((a) => a.status).join(' ')
     const busy = answers.filter((a) => a.status === 503 && /too many management calls are waiting/.test(a.json.error))
-    assert.ok(busy.length >= 80 - 64, `${busy.length} calls answered 503 at once`)
+    // A call may meet one of the address's own bounds first (bodies in progress, requests):
+    // refused at once too (429). None other waited past the 64 places.
+    const limited = answers.filter((a) => a.status === 429 && /^rate-limited: /.test(a.json.error))
+    const waited = answers.filter((a) => a.status === 200)
+    assert.ok(waited.length <= 64, statuses)
+    assert.equal(busy.length + limited.length + waited.length, 80, statuses)
+    assert.ok(busy.length >= 1, statuses)
     // The ones that waited were answered once the lock went.
-    assert.ok(answers.filter((a) => a.status === 200).length >= 1)
-    assert.ok((await relay.metric('comb_management_calls_refused_total')) >= 80 - 64)
+    assert.ok(waited.length >= 1, statuses)
+    assert.ok((await relay.metric('comb_management_calls_refused_total')) >= busy.length)
   })
 
   it('answers a flood of strangers\' calls before they can wait, so the owner\'s still go through', async () => {

@@ -15,6 +15,11 @@ kind_class classify(std::uint32_t kind) noexcept {
   return kind_class::regular;
 }
 
+bool has_address(std::uint32_t kind) noexcept {
+  auto kinds = classify(kind);
+  return kinds == kind_class::replaceable || kinds == kind_class::addressable;
+}
+
 std::size_t parsed_bytes(const event& ev) noexcept {
   auto text = [](const std::string& s) { return sizeof s + (s.size() > 15 ? s.size() : 0); };
   std::size_t bytes = sizeof ev + text(ev.content) - sizeof ev.content;

@@ -35,6 +35,9 @@ enum class kind_class { regular, replaceable, ephemeral, addressable };
 
 [[nodiscard]] kind_class classify(std::uint32_t kind) noexcept;
 
+/// Replaceable or addressable: a newer event of the same address replaces it.
+[[nodiscard]] bool has_address(std::uint32_t kind) noexcept;
+
 /// The value of the first tag named `name` that has a value, or nothing.
 [[nodiscard]] const std::string* first_tag_value(const event& ev, std::string_view name) noexcept;
 

@@ -17,11 +17,6 @@ std::int64_t key_from_digest(const protocol::bytes32& digest) {
   return key;
 }
 
-bool has_address(std::uint32_t kind) {
-  auto kc = protocol::classify(kind);
-  return kc == protocol::kind_class::replaceable || kc == protocol::kind_class::addressable;
-}
-
 } // namespace
 
 bool is_indexable_tag_value(std::string_view value) noexcept {
@@ -48,7 +43,7 @@ std::optional<address> address_of_event(std::int64_t community_id, const protoco
 
 std::optional<address> parse_a_tag(std::int64_t community_id, std::string_view value) {
   auto named = protocol::parse_address_value(value);
-  if (!named || !has_address(named->kind))
+  if (!named || !protocol::has_address(named->kind))
     return std::nullopt;
   if (protocol::classify(named->kind) == protocol::kind_class::replaceable && !named->d.empty())
     return std::nullopt;

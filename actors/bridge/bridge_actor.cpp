@@ -201,6 +201,16 @@ void schedule_release(self_ptr self) {
     self->delayed_send(self, release_interval, tick_atom_v);
 }
 
+/// Events the hold let go undelivered: counted, logged as `why`, and asked of a fill (stored by
+/// their origin, a fill brings them from Postgres once this pod catches up).
+void dropped_from_hold(self_ptr self, const envelope_hold::released& out, const char* why) {
+  if (out.expired == 0)
+    return;
+  bump(self->state.args.metrics->bridge_hold_dropped, out.expired);
+  drop(self, {false, why, false}, false);
+  ask_fill(self, *out.expired_since, true);
+}
+
 /// Held events whose community caught up go to the fan-out; those that waited too long go.
 void release_held(self_ptr self) {
   auto& st = self->state;
@@ -209,13 +219,8 @@ void release_held(self_ptr self) {
                              [self](std::int64_t id) { return held_version(self, id); });
   for (auto& committed : out.ready)
     deliver(self, std::move(committed));
-  if (out.expired > 0) {
-    bump(st.args.metrics->bridge_hold_dropped, out.expired);
-    drop(self, {false, "this pod did not reach the community state version of the event's"
-                       " origin in time (is Postgres reachable?)", false}, false);
-    // Stored by their origin: a fill brings them from Postgres once this pod catches up.
-    ask_fill(self, *out.expired_since, true);
-  }
+  dropped_from_hold(self, out, "this pod did not reach the community state version of the event's"
+                              " origin in time (is Postgres reachable?)");
   st.args.metrics->bridge_holding.store(static_cast<std::int64_t>(st.held.size()));
   if (st.held.empty())
     st.asked.clear();
@@ -235,9 +240,7 @@ void drop_false_claims(self_ptr self, std::int64_t community, std::int64_t versi
     asked->second = std::min(asked->second, version);
   if (out.expired == 0)
     return;
-  bump(st.args.metrics->bridge_hold_dropped, out.expired);
-  drop(self, {false, "its origin claimed a community state version the database does not hold", false}, false);
-  ask_fill(self, *out.expired_since, true);
+  dropped_from_hold(self, out, "its origin claimed a community state version the database does not hold");
   st.args.metrics->bridge_holding.store(static_cast<std::int64_t>(st.held.size()));
   if (!st.held.empty())
     schedule_release(self); // what waited behind them may go now

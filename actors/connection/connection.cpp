@@ -45,9 +45,7 @@ std::optional<rejection> check_request_author(const protocol::event& ev,
 /// A relay-signed list or room state (13534, 33534, 39000-39005): a newer one replaces it
 /// wherever it still waits for its reader.
 bool superseded_by_newer(const protocol::event& ev) {
-  auto kinds = protocol::classify(ev.kind);
-  return protocol::relay_signed_kind(ev.kind)
-         && (kinds == protocol::kind_class::replaceable || kinds == protocol::kind_class::addressable);
+  return protocol::relay_signed_kind(ev.kind) && protocol::has_address(ev.kind);
 }
 
 /// A live event's frame; a relay-signed list or room state carries its address, so that a newer
@@ -66,8 +64,7 @@ shared_event_frame live_frame(const std::shared_ptr<const std::string>& head, co
 std::unordered_map<std::string, std::int64_t> newest_by_address(const std::vector<live_event>& held) {
   std::unordered_map<std::string, std::int64_t> newest;
   for (const auto& event : held) {
-    auto kinds = protocol::classify(event.ev->kind);
-    if (kinds != protocol::kind_class::replaceable && kinds != protocol::kind_class::addressable)
+    if (!protocol::has_address(event.ev->kind))
       continue;
     auto [it, first] = newest.try_emplace(protocol::address_of(*event.ev), event.ev->created_at);
     if (!first)
@@ -78,10 +75,7 @@ std::unordered_map<std::string, std::int64_t> newest_by_address(const std::vecto
 
 /// Whether `event` is older than the newest of its address in `newest` (newest_by_address).
 bool older_than_held(const live_event& event, const std::unordered_map<std::string, std::int64_t>& newest) {
-  if (newest.empty())
-    return false;
-  auto kinds = protocol::classify(event.ev->kind);
-  if (kinds != protocol::kind_class::replaceable && kinds != protocol::kind_class::addressable)
+  if (newest.empty() || !protocol::has_address(event.ev->kind))
     return false;
   auto it = newest.find(protocol::address_of(*event.ev));
   return it != newest.end() && event.ev->created_at < it->second;

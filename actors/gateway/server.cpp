@@ -271,10 +271,7 @@ public:
   body_place() = default;
   body_place(const body_place&) = delete;
   body_place& operator=(const body_place&) = delete;
-  ~body_place() {
-    if (budget_)
-      budget_->end_body();
-  }
+  ~body_place() { release(); }
 
   /// False when the address has max_bodies_per_address bodies in progress (or is not tracked).
   [[nodiscard]] bool take(std::shared_ptr<ip_budget> budget) {

@@ -110,9 +110,10 @@ using wake_atom = caf::atom_constant<caf::atom("wake")>;           ///< the seco
 inline constexpr wake_atom wake_atom_v{};
 using access_atom = caf::atom_constant<caf::atom("access")>;       ///< (access_atom, community): access changed, re-check
 inline constexpr access_atom access_atom_v{};
-/// (database_version_atom, community, version): the access watcher's answer to the bridge's
-/// (access_atom, community, claimed) when the database, read after the ask, holds less than the
-/// envelope's origin claimed: that claim was false (or the database went back)
+/// (database_version_atom, community, version, ask): the access watcher's answer to the bridge's
+/// (access_atom, community, claimed, ask) when the database, read after the ask, holds less than
+/// the envelope's origin claimed: that claim was false (or the database went back); events held
+/// after the ask was sent are not judged by it
 using database_version_atom = caf::atom_constant<caf::atom("dbversion")>;
 inline constexpr database_version_atom database_version_atom_v{};
 

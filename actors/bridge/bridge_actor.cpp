@@ -228,16 +228,27 @@ void release_held(self_ptr self) {
     schedule_release(self);
 }
 
-/// The database, read after this pod asked, holds `version` of the community, below what held
-/// events' origins claimed: those claims were false (or the database went back). They go now
-/// rather than hold every later event of the community up for their whole wait; what of them
-/// is stored comes back by a fill, with the version the database gives it. A later claim above
-/// `version` is asked about again.
-void drop_false_claims(self_ptr self, std::int64_t community, std::int64_t version) {
+/// Asks the access watcher to catch `community` up to `version` now, and to say when the
+/// database holds less.
+void ask_watcher(self_ptr self, std::int64_t community, std::int64_t version) {
   auto& st = self->state;
-  auto out = st.held.drop_above(community, version);
-  if (auto asked = st.asked.find(community); asked != st.asked.end())
+  st.asked[community] = version;
+  self->send(st.watcher, access_atom_v, community, version, ++st.asks_sent);
+}
+
+/// The database, read for ask number `ask`, holds `version` of the community, below what
+/// events held before that ask claimed: those claims were false (or the database went back).
+/// They go now rather than hold every later event of the community up for their whole wait;
+/// what of them is stored comes back by a fill, with the version the database gives it. Events
+/// held since the ask may name a commit after the read: they are asked about again.
+void drop_false_claims(self_ptr self, std::int64_t community, std::int64_t version, std::int64_t ask) {
+  auto& st = self->state;
+  auto out = st.held.drop_above(community, version, ask);
+  if (auto asked = st.asked.find(community); asked != st.asked.end()) {
     asked->second = std::min(asked->second, version);
+    if (st.held.highest_claim(community) > asked->second)
+      ask_watcher(self, community, st.held.highest_claim(community));
+  }
   if (out.expired == 0)
     return;
   dropped_from_hold(self, out, "its origin claimed a community state version the database does not hold");
@@ -259,7 +270,7 @@ void hold(self_ptr self, committed_event committed, std::int64_t version, std::i
     bump(st.args.metrics->bridge_hold_dropped);
     return ask_fill(self, missed_since_ms, true);
   }
-  if (!st.held.hold(std::move(committed), version, envelope_hold::clock::now(), missed_since_ms)) {
+  if (!st.held.hold(std::move(committed), version, envelope_hold::clock::now(), missed_since_ms, st.asks_sent)) {
     bump(st.args.metrics->bridge_hold_dropped);
     ask_fill(self, missed_since_ms, true);
     return drop(self, {false, "too many bridged events wait for this pod to catch up with the"
@@ -267,11 +278,8 @@ void hold(self_ptr self, committed_event committed, std::int64_t version, std::i
   }
   bump(st.args.metrics->bridge_held);
   st.args.metrics->bridge_holding.store(static_cast<std::int64_t>(st.held.size()));
-  auto& asked = st.asked[community];
-  if (st.watcher && version > asked) {
-    asked = version;
-    self->send(st.watcher, access_atom_v, community, version);
-  }
+  if (st.watcher && version > st.asked[community])
+    ask_watcher(self, community, version);
   schedule_release(self);
 }
 
@@ -388,8 +396,8 @@ caf::behavior bridge_actor(caf::stateful_actor<bridge_state>* self, bridge_args 
       self->state.filler = std::move(watcher.filler);
     },
     [=](tick_atom) { release_held(self); },
-    [=](database_version_atom, std::int64_t community, std::int64_t version) {
-      drop_false_claims(self, community, version);
+    [=](database_version_atom, std::int64_t community, std::int64_t version, std::int64_t ask) {
+      drop_false_claims(self, community, version, ask);
     },
   };
 }

@@ -86,6 +86,9 @@ struct bridge_state {
   /// version already asked of it while events wait.
   caf::actor watcher;
   std::unordered_map<std::int64_t, std::int64_t> asked;
+  /// Asks sent to the watcher so far, each numbered by it: an answer drops only events held
+  /// before its ask.
+  std::int64_t asks_sent = 0;
   caf::actor filler; ///< the gap filler
 
   static inline const char* name = "bridge";

@@ -34,12 +34,12 @@ std::size_t held_bytes(const committed_event& event) {
 }
 
 bool envelope_hold::hold(committed_event event, std::int64_t version, clock::time_point now,
-                         std::int64_t missed_since_ms) {
+                         std::int64_t missed_since_ms, std::int64_t asks_before) {
   const std::size_t bytes = held_bytes(event);
   if (count_ + 1 > bounds_.max_envelopes || bytes_ + bytes > bounds_.max_bytes)
     return false;
   auto community = event.community_id;
-  communities_[community].push_back({std::move(event), version, bytes, now, missed_since_ms});
+  communities_[community].push_back({std::move(event), version, bytes, now, missed_since_ms, asks_before});
   ++count_;
   bytes_ += bytes;
   return true;
@@ -75,13 +75,14 @@ envelope_hold::release(clock::time_point now,
   return out;
 }
 
-envelope_hold::released envelope_hold::drop_above(std::int64_t community, std::int64_t version) {
+envelope_hold::released envelope_hold::drop_above(std::int64_t community, std::int64_t version,
+                                                   std::int64_t ask) {
   released out;
   auto it = communities_.find(community);
   if (it == communities_.end())
     return out;
   std::erase_if(it->second, [&](const waiting& w) {
-    if (w.version <= version)
+    if (w.version <= version || w.asks_before >= ask)
       return false;
     ++out.expired;
     out.expired_since = out.expired_since ? std::min(*out.expired_since, w.missed_since_ms) : w.missed_since_ms;
@@ -92,6 +93,16 @@ envelope_hold::released envelope_hold::drop_above(std::int64_t community, std::i
   if (it->second.empty())
     communities_.erase(it);
   return out;
+}
+
+std::int64_t envelope_hold::highest_claim(std::int64_t community) const {
+  auto it = communities_.find(community);
+  if (it == communities_.end())
+    return 0;
+  std::int64_t highest = 0;
+  for (const auto& w : it->second)
+    highest = std::max(highest, w.version);
+  return highest;
 }
 
 } // namespace comb::actors

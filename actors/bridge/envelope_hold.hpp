@@ -38,8 +38,9 @@ public:
   /// Holds `event` until its community reaches `version`; false (nothing held) when it does
   /// not fit the bounds. `missed_since_ms`: where a fill must reach back to should it be
   /// dropped (when its envelope came, or where the gap of the fill that brought it began).
+  /// `asks_before`: how many asks of the database the holder had sent when the event came.
   bool hold(committed_event event, std::int64_t version, clock::time_point now,
-            std::int64_t missed_since_ms);
+            std::int64_t missed_since_ms, std::int64_t asks_before = 0);
 
   struct released {
     std::vector<committed_event> ready; ///< their community reached their version, in order
@@ -51,8 +52,12 @@ public:
   released release(clock::time_point now, const std::function<std::int64_t(std::int64_t)>& version_of);
 
   /// Drops the events of `community` that wait for a version above `version`, which the
-  /// database did not hold when read after they came (counted in `expired`).
-  released drop_above(std::int64_t community, std::int64_t version);
+  /// database held when read for ask number `ask` (counted in `expired`). Only events held
+  /// before that ask was sent: a true claim that came later may be of a commit after the read.
+  released drop_above(std::int64_t community, std::int64_t version, std::int64_t ask);
+
+  /// The highest version events of `community` wait for (0: none wait).
+  [[nodiscard]] std::int64_t highest_claim(std::int64_t community) const;
 
   [[nodiscard]] bool empty() const noexcept { return count_ == 0; }
   /// Whether events of `community` wait: a later one waits behind them, whatever its version.
@@ -67,6 +72,7 @@ private:
     std::size_t bytes = 0;
     clock::time_point since;
     std::int64_t missed_since_ms = 0;
+    std::int64_t asks_before = 0;
   };
 
   void take_front(std::deque<waiting>& queue);

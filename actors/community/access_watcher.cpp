@@ -186,7 +186,7 @@ void queue_check_turn(self_ptr self);
 /// of the community waits behind them: when the database, read now, holds less, the claim was
 /// false (any holder of the cluster secret may send one) or the database went back, and the
 /// bridge is told so, to drop them rather than hold the community up for their whole wait.
-void answer_claim(self_ptr self, std::int64_t community_id, std::int64_t claimed) {
+void answer_claim(self_ptr self, std::int64_t community_id, std::int64_t claimed, std::int64_t ask) {
   auto asker = caf::actor_cast<caf::actor>(self->current_sender());
   if (!asker)
     return;
@@ -196,7 +196,7 @@ void answer_claim(self_ptr self, std::int64_t community_id, std::int64_t claimed
   auto it = versions->find(community_id);
   const std::int64_t held = it == versions->end() ? 0 : it->second; // gone: nothing holds
   if (held < claimed)
-    self->send(asker, database_version_atom_v, community_id, held);
+    self->send(asker, database_version_atom_v, community_id, held, ask);
 }
 
 /// What the LISTEN connection left in the inbox since the last wake-up, each community once.
@@ -410,9 +410,9 @@ caf::behavior access_watcher(caf::stateful_actor<access_watcher_state>* self,
     [=](retake_atom, std::int64_t community_id) { self->state.retakes_owed.insert(community_id); },
     // The bridge holds an event whose origin had `version`: read the database now, not at the
     // notification (which may lag) or the next check.
-    [=](access_atom, std::int64_t community_id, std::int64_t version) {
+    [=](access_atom, std::int64_t community_id, std::int64_t version, std::int64_t ask) {
       (void)catch_up(self, community_id, version);
-      answer_claim(self, community_id, version);
+      answer_claim(self, community_id, version, ask);
     },
     // A held-back reload is due; a database error leaves it to the next version check.
     [=](deferred_atom, std::int64_t community_id) {

@@ -88,8 +88,9 @@ struct access_watcher_state {
 /// fan-out, which drops what the bridge or the local writer already brought. So changes of any
 /// size, and changes whose notification was lost, reach local subscribers. On reload_atom (the
 /// LISTEN connection came up) and on a periodic version check it reloads what is behind. On
-/// (access_atom, community, version) from the bridge (an event from a pod that held `version`
-/// waits) it catches that community up at once.
+/// (access_atom, community, version, ask) from the bridge (an event from a pod that held
+/// `version` waits) it catches that community up at once, and answers (database_version_atom,
+/// community, what the database holds, ask) when that is less.
 caf::behavior access_watcher(caf::stateful_actor<access_watcher_state>* self,
                              access_watcher_args args);
 

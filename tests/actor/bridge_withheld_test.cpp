@@ -349,11 +349,11 @@ TEST_CASE_METHOD(fixture, "an event claiming a state version the database does n
   start_bridge_recording_fills();
   auto asked = std::make_shared<std::vector<std::int64_t>>();
   auto watcher = system->spawn([asked](caf::event_based_actor* self) -> caf::behavior {
-    return {[self, asked](access_atom, std::int64_t community, std::int64_t claimed) {
+    return {[self, asked](access_atom, std::int64_t community, std::int64_t claimed, std::int64_t ask) {
       asked->push_back(claimed);
       if (claimed > 1) // what the database holds
         self->send(caf::actor_cast<caf::actor>(self->current_sender()), database_version_atom_v, community,
-                   std::int64_t{1});
+                   std::int64_t{1}, ask);
     }};
   });
   caf::anon_send(bridge, bridge_watcher{watcher, filler});
@@ -373,6 +373,46 @@ TEST_CASE_METHOD(fixture, "an event claiming a state version the database does n
   arrives(closed_community, test::sign_event(member_key, 1, "again"), 1'000'000'000'000);
   CHECK(asked->size() == 2);
   CHECK(metrics->bridge_hold_dropped == 2);
+  caf::anon_send_exit(watcher, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE_METHOD(fixture, "an event held after the database was asked is not judged by that answer",
+                 "[actors][bridge][fill]") {
+  // The answer reads the database after the ask: an event that came after the ask may have been
+  // committed after that read, its claim true. Dropped, an ephemeral one would be lost.
+  using namespace std::chrono_literals;
+  start_bridge_recording_fills();
+  struct ask_seen {
+    std::int64_t claimed;
+    std::int64_t number;
+    caf::actor from;
+  };
+  auto asks = std::make_shared<std::vector<ask_seen>>();
+  auto watcher = system->spawn([asks](caf::event_based_actor* self) -> caf::behavior {
+    return {[self, asks](access_atom, std::int64_t, std::int64_t claimed, std::int64_t ask) {
+      asks->push_back({claimed, ask, caf::actor_cast<caf::actor>(self->current_sender())});
+    }};
+  });
+  caf::anon_send(bridge, bridge_watcher{watcher, filler});
+  scheduler->run();
+  auto false_claim = test::sign_event(member_key, 1, "from a version far ahead");
+  auto true_claim = test::sign_event(member_key, 20000, "committed at version 3, after the read");
+  arrives(closed_community, false_claim, 1'000'000'000'000);
+  REQUIRE(asks->size() == 1);
+  arrives(closed_community, true_claim, 3);
+  // The database held version 2 when read for the first ask.
+  caf::anon_send(bridge, database_version_atom_v, closed_community, std::int64_t{2}, asks->front().number);
+  scheduler->run();
+  CHECK(metrics->bridge_hold_dropped == 1);
+  CHECK_FALSE(was_delivered(false_claim));
+  REQUIRE(asks->size() == 2); // the later event's claim is asked about in turn
+  CHECK(asks->back().claimed == 3);
+  auto reloaded = access_of(closed_community, true);
+  reloaded.version = 3;
+  caf::anon_send(registry->find(closed_community)->actor, refresh_atom_v, reloaded);
+  scheduler->run();
+  wait(40ms);
+  CHECK(was_delivered(true_claim));
   caf::anon_send_exit(watcher, caf::exit_reason::user_shutdown);
 }
 

@@ -533,11 +533,13 @@ TEST_CASE_METHOD(membership_fixture, "the watcher tells the bridge when an origi
   const auto stored = version_of(connection, community);
   caf::scoped_actor bridge{*world.system};
   std::optional<std::int64_t> told;
+  std::int64_t asks = 0;
   auto ask = [&](std::int64_t claimed) {
     told.reset();
-    bridge->send(watcher, actors::access_atom_v, community, claimed);
-    bridge->receive([&](actors::database_version_atom, std::int64_t about, std::int64_t version) {
+    bridge->send(watcher, actors::access_atom_v, community, claimed, ++asks);
+    bridge->receive([&](actors::database_version_atom, std::int64_t about, std::int64_t version, std::int64_t answered) {
                       CHECK(about == community);
+                      CHECK(answered == asks);
                       told = version;
                     },
                     caf::after(std::chrono::milliseconds(500)) >> [] {});

@@ -2,6 +2,7 @@
 #include "storage/membership_steps.hpp"
 
 #include <algorithm>
+#include <set>
 
 #include "protocol/event_json.hpp"
 #include "protocol/hex.hpp"
@@ -204,8 +205,11 @@ void insert_deltas(pg_connection& c, std::int64_t community_id,
                    const std::vector<membership_result>& results) {
   pg_array ids, pubkeys, times, kinds, raws;
   pg_array tag_ids, tag_values, tag_times, tag_kinds;
+  // A batch that adds, removes and adds one key again in a second signs the same 8000 twice:
+  // one event, whose tag row must be written once.
+  std::set<protocol::bytes32> planned;
   for (const auto& result : results) {
-    if (!result.delta)
+    if (!result.delta || !planned.insert(result.delta->id).second)
       continue;
     const auto& ev = *result.delta;
     ids.add_bytea(ev.id);

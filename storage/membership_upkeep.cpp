@@ -56,8 +56,12 @@ membership_write membership_store::upgrade_list(std::int64_t community_id, std::
 list_check membership_store::verify(std::int64_t community_id) {
   last_error_.clear();
   try {
+    // One snapshot for both: a change committed between two reads made a community whose list
+    // agrees with its members look as if it did not (and `republish-members` then ran for it).
+    must(connection_.exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"), "begin");
     auto stored = read_members(connection_, community_id);
     auto live = read_live_list(connection_, community_id, key_of(community_id).public_key());
+    must(connection_.exec("COMMIT"), "commit");
     if (live.rows() == 0)
       return {stored.empty(), stored.empty() ? "no members, no list" : "no live list"};
     auto list = parse_stored_list(live.text(0, 0));
@@ -79,6 +83,7 @@ list_check membership_store::verify(std::int64_t community_id) {
     return {false, std::to_string(missing) + " stored members (or roles) missing from the live list, "
                      + std::to_string(extra) + " list entries not among the members"};
   } catch (const std::exception& e) {
+    (void)connection_.exec("ROLLBACK");
     last_error_ = e.what();
     return {false, "database error: " + last_error_};
   }

@@ -222,6 +222,25 @@ TEST_CASE_METHOD(membership_fixture, "a batch applies commands in order with one
         == std::set<std::pair<std::string, std::string>>{{protocol::to_hex(key(3)), "member"}});
 }
 
+TEST_CASE_METHOD(membership_fixture, "a batch that signs one delta twice indexes it once",
+                 "[integration][membership]") {
+  // Added, removed and added again in one second: the two 8000s are one event, and a REQ by
+  // #p must return it once.
+  std::vector<storage::membership_command> batch{command(membership_change::add_member, key(5)),
+                                                 command(membership_change::remove_member, key(5)),
+                                                 command(membership_change::add_member, key(5))};
+  auto w = paced(members, community, batch);
+  require_list_is_live(*this, w, community);
+  REQUIRE(w.results.size() == 3);
+  REQUIRE(w.results[0].delta);
+  REQUIRE(w.results[2].delta);
+  REQUIRE(w.results[0].delta->id == w.results[2].delta->id);
+  CHECK(scalar(connection, "SELECT count(*) FROM event_tags WHERE community_id = $1::bigint AND kind = 8000"
+                           " AND name = 'p' AND value = $2",
+               {std::to_string(community), protocol::to_hex(key(5))})
+        == "1");
+}
+
 TEST_CASE_METHOD(membership_fixture, "each member a batch adds is recorded as added by the command that added them",
                  "[integration][membership]") {
   auto ban = command(membership_change::ban_pubkey, key(4));

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iterator>
 #include <boost/container/small_vector.hpp>
 #include <spdlog/spdlog.h>
 
@@ -246,7 +247,9 @@ void on_auth(self_ptr self, const protocol::auth_message& message) {
   auto refused = self->state.logic->authenticate(message.ev, unix_now());
   send_frame(self, protocol::render_ok(message.ev.id, !refused, refused ? refused->text() : ""));
   if (!refused) {
-    self->state.eoses_before_auth.auth_ok(monotonic_seconds());
+    auto open = self->state.logic->subscription_ids();
+    std::ranges::move(self->state.awaiting_auth.ids(), std::back_inserter(open));
+    self->state.eoses_before_auth.auth_ok(monotonic_seconds(), open);
     release_joins(self);
     await_retries(self);
   }

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,8 +17,11 @@ namespace comb::actors {
 /// before. A request it does not send again never ends: Flotilla's room and thread pages keep
 /// "Looking for messages". So the EOSEs sent until then are remembered, and when the first REQ
 /// sent again after the OK arrives (welshman has read the OK by then), each subscription still
-/// open under the REQ it had gets its EOSE once more. A client that sends nothing again
-/// (nostr-tools) gets no second EOSE; one that does ignores it (NIP-01 clients take the first).
+/// open under the REQ it had gets its EOSE once more. A REQ is taken as sent again when its id
+/// got an EOSE, or was open or waiting when the OK was sent: a space opens with a hundred REQs
+/// or more, the 51 sent again may all still wait for a storage reader, and the EOSEs lost are
+/// then those of the earlier ones. A client that sends nothing again (nostr-tools) gets no
+/// second EOSE; one that does ignores it (NIP-01 clients take the first).
 class eoses_during_auth {
 public:
   /// Subscriptions remembered at most (the subscription cap is 500).
@@ -43,10 +47,17 @@ public:
       sent_[id] = generation;
   }
 
-  /// The connection's AUTH was answered OK at `now`.
-  void auth_ok(double now) {
-    if (!ok_at_)
-      ok_at_ = now;
+  /// The connection's AUTH was answered OK at `now`, while the subscriptions `open` were open or
+  /// waiting (a REQ of one of them sent later is one sent again).
+  void auth_ok(double now, const std::vector<std::string>& open) {
+    if (ok_at_ || done_)
+      return;
+    ok_at_ = now;
+    for (const auto& id : open) {
+      if (open_at_ok_.size() >= max_kept)
+        break;
+      open_at_ok_.insert(id);
+    }
   }
 
   /// A REQ of `id` arrived at `now`. When it is one sent again after the OK: the subscriptions
@@ -59,7 +70,7 @@ public:
       finish();
       return {};
     }
-    if (!sent_.contains(id))
+    if (!sent_.contains(id) && !open_at_ok_.contains(id))
       return {};
     sent_.erase(id);
     std::vector<std::pair<std::string, std::uint64_t>> lost(sent_.begin(), sent_.end());
@@ -71,9 +82,11 @@ private:
   void finish() {
     done_ = true;
     sent_.clear();
+    open_at_ok_.clear();
   }
 
   std::map<std::string, std::uint64_t> sent_; ///< by id: its REQ's generation when it ended
+  std::set<std::string> open_at_ok_;
   std::optional<double> first_at_;
   std::optional<double> ok_at_;
   bool done_ = false;

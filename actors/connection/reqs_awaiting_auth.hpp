@@ -58,6 +58,14 @@ public:
 
   [[nodiscard]] bool empty() const noexcept { return waiting_.empty(); }
   [[nodiscard]] std::size_t size() const noexcept { return waiting_.size(); }
+  /// The subscription ids of the REQs waiting.
+  [[nodiscard]] std::vector<std::string> ids() const {
+    std::vector<std::string> out;
+    out.reserve(waiting_.size());
+    for (const auto& message : waiting_)
+      out.push_back(message.subscription_id);
+    return out;
+  }
 
 private:
   std::vector<protocol::req_message> waiting_;

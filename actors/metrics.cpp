@@ -129,7 +129,9 @@ std::string relay_metrics::render() const {
   write(out, "comb_bridge_quiet_fills_total", "counter", "Fills asked because another pod went silent (no heartbeat for 6 s, then at 20 s, 1 min, 3 min and 10 min of silence, each from the mark before): a pod that died while cut off from the transports never shows its gap otherwise.", bridge_quiet_fills);
   write(out, "comb_list_writes_total", "counter", "NIP-43 member lists written.", list_writes);
   write(out, "comb_sockets_open", "gauge", "Sockets counted against the pod cap, from accept to close (refused sockets are not).", sockets_open);
-  write(out, "comb_outbound_bytes", "gauge", "Bytes queued for all connections, not yet written.", outbound_bytes);
+  write(out, "comb_fanout_filters_held", "gauge", "Filters the open subscriptions of every connection hold in the fan-out (bounded by COMB_MAX_POD_FILTERS).", fanout_filters_held);
+  write(out, "comb_fanout_filter_values_held", "gauge", "Their ids, authors, kinds and tag values (bounded by COMB_MAX_POD_FILTER_VALUES).", fanout_filter_values_held);
+  write(out, "comb_outbound_bytes", "gauge", "Bytes queued for all connections, not yet written (each frame counted with what it holds beyond its payload, about 130 bytes).", outbound_bytes);
   write(out, "comb_storage_waiting_bytes", "gauge", "Events sent to the pod's writers and not yet answered, weighed as twice their JSON.", storage_waiting_bytes);
   write(out, "comb_events_refused_storage_busy_total", "counter", "Events refused rate-limited: because 256 MiB of events already waited for the pod's writers.", events_refused_storage_busy);
   write(out, "comb_superseded_frames_dropped_total", "counter", "Relay-signed lists and room states (13534, 33534, 39000-39005) dropped unwritten from a socket's queue because a newer one for the same subscription followed.", superseded_frames_dropped);

@@ -123,6 +123,8 @@ struct relay_metrics {
   // -- bounds on what clients can make the pod hold or do (docs/operations.md, "Bounds") --
   std::atomic<std::int64_t> sockets_open{0}; ///< from accept to close, upgraded or not
   std::atomic<std::int64_t> outbound_bytes{0}; ///< queued for every connection, not yet written
+  std::atomic<std::int64_t> fanout_filters_held{0};       ///< pod_filter_holdings
+  std::atomic<std::int64_t> fanout_filter_values_held{0}; ///< pod_filter_holdings
   std::atomic<std::int64_t> storage_waiting_bytes{0}; ///< events sent to the writers, not yet answered (storage_waiting_weight)
   std::atomic<std::uint64_t> events_refused_storage_busy{0}; ///< past max_storage_waiting_bytes
   /// Relay-signed lists and room states dropped from a socket's queue for a newer one.

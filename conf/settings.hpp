@@ -83,6 +83,13 @@ struct relay_settings {
   std::size_t max_open_filter_bytes = 1024 * 1024; ///< their bytes (an id or author: 32)
   std::size_t max_broad_filters = 10; ///< filters with no id, author, kind or tag per connection
   std::size_t max_broad_filters_per_ip = 100; ///< the same over the sockets of one address
+  /// Filters and their values held over the sockets of one address: each filter is checked
+  /// against every event filed under what it names, whoever reads what it matches.
+  std::size_t max_filters_per_ip = 5000;
+  std::size_t max_filter_values_per_ip = 200000;
+  /// The same over the pod: each value is about 180 bytes of the fan-out's index.
+  std::size_t max_pod_filters = 1000000;
+  std::size_t max_pod_filter_values = 4000000;
   std::size_t max_queries_in_flight = 8; ///< REQ/COUNT queries of one connection at once
   std::size_t max_deletion_targets = 1000; ///< events/addresses one kind 5 may name (Flotilla deletes an account in 500 events, with their addresses)
   std::int64_t room_late_seconds = 900; ///< NIP-29: room events older than this are refused

@@ -94,7 +94,10 @@ connection::connection(connection_policy policy, std::string challenge)
     challenge_(std::move(challenge)),
     events_rate_(policy_.event_rate, policy_.event_burst),
     frames_rate_(policy_.frame_rate, policy_.frame_burst),
-    broad_share_(policy_.ip, policy_.max_broad_filters_per_address) {}
+    filter_share_(policy_.ip,
+                  {policy_.max_filters_per_address, policy_.max_filter_values_per_address,
+                   policy_.max_broad_filters_per_address},
+                  policy_.pod_filters) {}
 
 double frame_cost(frame_type type, std::size_t bytes, const connection_policy& policy) {
   constexpr double bytes_per_token = 16 * 1024;
@@ -395,9 +398,8 @@ connection::open_subscription(const std::string& id, const std::vector<protocol:
   with_waiting += waiting.cost;
   if (auto over = over_budget(with_waiting, policy_, "open on this connection"))
     return *over;
-  if (!broad_share_.resize(total.broad))
-    return rejection{reason::rate_limited, "too many filters without ids, authors, kinds or tags from your address (at most "
-                                             + std::to_string(policy_.max_broad_filters_per_address) + ")"};
+  if (auto refused = filter_share_.resize({total.filters, total.values, total.broad}))
+    return refusal_of(*refused, filter_share_.address_most());
   held_ = total;
   subscription& sub = subscriptions_[id];
   release_held(sub);
@@ -418,7 +420,7 @@ bool connection::close_subscription(const std::string& id) {
   if (it == subscriptions_.end())
     return false;
   held_ -= it->second.cost;
-  (void)broad_share_.resize(held_.broad); // shrinking always succeeds
+  (void)filter_share_.resize({held_.filters, held_.values, held_.broad}); // shrinking always succeeds
   release_held(it->second);
   subscriptions_.erase(it);
   return true;

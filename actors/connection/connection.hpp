@@ -17,6 +17,7 @@
 #include "actors/frame_sink.hpp"
 #include "actors/lazy_deque.hpp"
 #include "actors/community/member_cache.hpp"
+#include "actors/connection/filter_share.hpp"
 #include "actors/connection/ip_table.hpp"
 #include "actors/connection/rate_limiter.hpp"
 #include "protocol/event.hpp"
@@ -81,6 +82,10 @@ struct connection_policy {
   std::size_t max_filter_value_bytes = 1024 * 1024;
   std::size_t max_broad_filters = 10;   ///< filters with no id, author, kind or tag condition
   std::size_t max_broad_filters_per_address = 100; ///< the same over the sockets of `ip`
+  std::size_t max_filters_per_address = 5000;        ///< filters over the sockets of `ip`
+  std::size_t max_filter_values_per_address = 200000; ///< their values over the sockets of `ip`
+  /// What every connection of the pod holds in the fan-out; null: no pod bound (tests).
+  std::shared_ptr<pod_filter_holdings> pod_filters;
   /// Events and addresses one deletion request (kind 5) may name: each becomes a stored mark.
   std::size_t max_deletion_targets = 100;
   /// NIP-29 late publication: events posted to a room older than this are refused.
@@ -527,7 +532,7 @@ private:
   std::size_t withheld_ = 0;
   std::size_t dropped_live_ = 0;
   filter_cost held_; ///< summed over open subscriptions
-  address_broad_share broad_share_; ///< held_.broad, counted with the address's other sockets
+  filter_share filter_share_; ///< held_, counted with the address's other sockets and the pod's
   filter_cost counts_held_; ///< summed over COUNTs waiting or being counted
   std::size_t held_live_ = 0;       ///< live events held for EOSE, summed over subscriptions
   std::size_t held_live_bytes_ = 0; ///< their JSON's bytes

@@ -6,10 +6,12 @@
 #include <cstddef>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
 
+#include "actors/connection/filter_holding.hpp"
 #include "actors/connection/rate_limiter.hpp"
 
 namespace comb::actors {
@@ -58,71 +60,42 @@ public:
       --bodies_;
   }
 
-  /// `more` filters without ids, authors, kinds or tags held in the fan-out by this address's
-  /// connections, if the total stays within `most`: each is checked against every event of its
-  /// community, and the per-connection bound times the sockets of one address is thousands.
-  [[nodiscard]] bool try_hold_broad(std::size_t more, std::size_t most) {
+  /// `more` of what subscriptions hold in the fan-out (filter_holding), summed over this
+  /// address's connections, if the sum stays within `most`; else the count it would pass. The
+  /// per-connection bounds times the sockets of one address is thousands of filters, each
+  /// checked against every event filed under what it names.
+  [[nodiscard]] std::optional<filter_bound> try_hold_filters(const filter_holding& more,
+                                                             const filter_holding& most) {
     std::lock_guard lock(mutex_);
-    if (broad_ + more > most)
-      return false;
-    broad_ += more;
-    return true;
+    if (auto bound = filters_.exceeded(more, most))
+      return bound;
+    filters_ += more;
+    return std::nullopt;
   }
 
-  void release_broad(std::size_t fewer) {
+  void release_filters(const filter_holding& fewer) {
     std::lock_guard lock(mutex_);
-    broad_ -= std::min(broad_, fewer);
+    filters_ -= fewer;
   }
 
-  [[nodiscard]] std::size_t broad_held() {
+  [[nodiscard]] filter_holding filters_held() {
     std::lock_guard lock(mutex_);
-    return broad_;
+    return filters_;
   }
 
   /// Both buckets full and nothing held: forgetting this address now gives it nothing it
   /// would not have anyway.
   [[nodiscard]] bool idle(double now) {
     std::lock_guard lock(mutex_);
-    return bodies_ == 0 && broad_ == 0 && frames_.full(now) && requests_.full(now);
+    return bodies_ == 0 && filters_ == filter_holding{} && frames_.full(now) && requests_.full(now);
   }
 
 private:
   std::mutex mutex_;
   std::size_t bodies_ = 0;
-  std::size_t broad_ = 0;
+  filter_holding filters_;
   rate_limiter frames_;
   rate_limiter requests_;
-};
-
-/// The broad filters one connection holds in its address's count: resized as its subscriptions
-/// change, given back when the connection ends. Without a budget (tests) it holds any number.
-class address_broad_share {
-public:
-  address_broad_share(std::shared_ptr<ip_budget> budget, std::size_t most)
-    : budget_(std::move(budget)), most_(most) {}
-  ~address_broad_share() {
-    if (budget_)
-      budget_->release_broad(held_);
-  }
-  address_broad_share(address_broad_share&& other) noexcept
-    : budget_(std::move(other.budget_)), most_(other.most_), held_(std::exchange(other.held_, 0)) {}
-  address_broad_share& operator=(address_broad_share&&) = delete;
-
-  /// Makes this connection's share `count`; false, and the share unchanged, when growing it
-  /// would take the address past its bound.
-  [[nodiscard]] bool resize(std::size_t count) {
-    if (budget_ && count > held_ && !budget_->try_hold_broad(count - held_, most_))
-      return false;
-    if (budget_ && count < held_)
-      budget_->release_broad(held_ - count);
-    held_ = count;
-    return true;
-  }
-
-private:
-  std::shared_ptr<ip_budget> budget_;
-  std::size_t most_;
-  std::size_t held_ = 0;
 };
 
 /// Client addresses and what each holds: its buckets and its open sockets. Bounded: addresses

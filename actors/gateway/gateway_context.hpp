@@ -35,6 +35,8 @@ struct gateway_context {
   std::shared_ptr<reader_waits> readers_waiting;
   std::shared_ptr<relay_metrics> metrics;
   std::shared_ptr<community_directory> communities;
+  /// What every connection's subscriptions hold in the fan-out (settings' max_pod_filters).
+  std::shared_ptr<pod_filter_holdings> pod_filters;
   std::shared_ptr<shared_rate_limiter> vanish_requests =
     std::make_shared<shared_rate_limiter>(pod_vanish_rate, pod_vanish_burst);
   /// "" when the pod is ready to serve; otherwise why it is degraded (shown on /readyz). `true`

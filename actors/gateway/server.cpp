@@ -18,6 +18,7 @@
 #include "actors/gateway/listen_address.hpp"
 #include "actors/gateway/management_route.hpp"
 #include "actors/gateway/partial_message.hpp"
+#include "actors/gateway/socket_refusals.hpp"
 #include "actors/gateway/socket_writer.hpp"
 #include "actors/gateway/websocket_session.hpp"
 #include "actors/messages.hpp"
@@ -43,73 +44,6 @@ ip_limits address_limits(const conf::relay_settings& s) {
   limits.max_connections = s.max_connections_per_ip;
   limits.max_tracked = s.max_tracked_ips;
   return limits;
-}
-
-/// A refusal written before any request was read (the socket is closed right after).
-/// Ends a socket whose request (or its body) was not read, once its answer is written: closing
-/// with bytes unread would send a reset, which can destroy the answer before the client reads
-/// it. Our side ends, then what arrives is read and dropped, within the stream's deadline and
-/// about two requests' bytes, until the client closes.
-asio::awaitable<void> end_unread(tcp_stream& stream) {
-  constexpr std::size_t max_dropped_bytes = 160 * 1024;
-  boost::system::error_code ignored;
-  stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
-  std::array<char, 4096> sink{};
-  std::size_t dropped = 0;
-  while (dropped < max_dropped_bytes) {
-    auto [read_ec, got] = co_await stream.async_read_some(asio::buffer(sink), use_tuple);
-    if (read_ec)
-      break;
-    dropped += got;
-  }
-}
-
-asio::awaitable<void> refuse_raw(tcp_stream& stream, const char* status, const char* text) {
-  std::string response = std::string("HTTP/1.1 ") + status + "\r\nServer: comb\r\nConnection: close\r\n"
-                         + "Content-Type: text/plain; charset=utf-8\r\nContent-Length: "
-                         + std::to_string(std::strlen(text)) + "\r\n\r\n" + text;
-  stream.expires_after(std::chrono::seconds(2));
-  auto [ec, n] = co_await asio::async_write(stream, asio::buffer(response), use_tuple);
-  if (!ec)
-    co_await end_unread(stream);
-}
-
-struct socket_refusal {
-  const char* status;
-  const char* text;
-};
-
-/// A refusal is answered (its socket kept a moment so the client reads it) only while few are:
-/// past `max_answered_refusals`, a flood of refused sockets is closed unanswered, never held.
-asio::awaitable<void> refuse_socket(tcp_stream& stream, socket_gate& refusals, relay_metrics& metrics,
-                                    socket_refusal answer) {
-  if (!refusals.try_enter()) {
-    bump(metrics.refusals_unanswered);
-    co_return;
-  }
-  co_await refuse_raw(stream, answer.status, answer.text);
-  refusals.leave();
-}
-
-/// An answer written while the request's body is still unread, then the socket ended so that
-/// the client reads it (end_unread); past `max_answered_refusals` at once, closed unanswered.
-asio::awaitable<void> refuse_unread(tcp_stream& stream, socket_gate& refusals, relay_metrics& metrics,
-                                    http_response& response) {
-  if (!refusals.try_enter()) {
-    bump(metrics.refusals_unanswered);
-    co_return;
-  }
-  gate_place place(refusals);
-  stream.expires_after(std::chrono::seconds(2));
-  auto [ec, n] = co_await http::async_write(stream, response, use_tuple);
-  if (!ec)
-    co_await end_unread(stream);
-}
-
-socket_refusal refusal_for(ip_table::refusal why) {
-  if (why == ip_table::refusal::too_many_addresses)
-    return {"503 Service Unavailable", "relay: too many client addresses, retry shortly\n"};
-  return {"429 Too Many Requests", "rate-limited: too many connections from your address\n"};
 }
 
 http_response plain_response(const http_request& request, http::status status, std::string body) {

@@ -160,23 +160,23 @@ std::array<asio::const_buffer, 3> payload_of(const outbound_frame& frame) {
 
 asio::awaitable<error_code> write_by_beast(ws_stream& ws, burst_cork& cork, const outbound_frame& frame,
                                            const websocket_outbox& outbox, stall_watch& stall) {
-  cork.hold(outbox.pending_bytes() > frame.size());
+  cork.hold(outbox.pending_bytes() > frame.charge());
   ws.text(true);
   // Beast writes a frame whole, so here the watch times the whole frame, not each part: a reader
   // that keeps taking a large frame at 1 KiB a second or more is not cut for its length.
   stall.waiting(ws.get_executor(), std::chrono::seconds(frame.size() / 1024));
   auto [ec, n] = co_await ws.async_write(payload_of(frame), use_tuple);
   stall.progressed();
-  if (outbox.pending_bytes() <= frame.size())
+  if (outbox.pending_bytes() <= frame.charge())
     cork.hold(false);
   co_return ec;
 }
 
-std::size_t bytes_in(const std::vector<outbound_frame>& frames) {
-  std::size_t bytes = 0;
+std::size_t charge_of(const std::vector<outbound_frame>& frames) {
+  std::size_t charged = 0;
   for (const auto& frame : frames)
-    bytes += frame.size();
-  return bytes;
+    charged += frame.charge();
+  return charged;
 }
 
 asio::awaitable<void> close_socket(ws_stream& ws, std::optional<close_reason> closing) {
@@ -223,7 +223,7 @@ asio::awaitable<void> write_loop(std::shared_ptr<ws_stream> ws, std::shared_ptr<
       ec = co_await write_gathered(*ws, batch, outbox->gate_handed_over(), stall);
     else
       ec = co_await write_by_beast(*ws, cork, batch.front(), *outbox, stall);
-    std::size_t still_pending = outbox->written(bytes_in(batch));
+    std::size_t still_pending = outbox->written(charge_of(batch));
     // While frames wait the batch's room is reused; once the queue runs dry the room of a burst
     // is released, so an idle connection keeps at most kept_batch_room frames' worth (a few
     // hundred bytes; allocating it anew for each write of a frame or two cost a malloc and a

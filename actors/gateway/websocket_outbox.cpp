@@ -88,11 +88,13 @@ bool websocket_outbox::write_now() {
   }
   std::size_t frames = 0;
   std::size_t bytes = 0;
+  std::size_t charged = 0;
   while (frames < queue_.size() && frames < max_frames_per_write) {
     std::size_t size = queue_[frames].size();
     if (frames > 0 && bytes + size > max_bytes_per_write)
       break;
     bytes += size;
+    charged += queue_[frames].charge();
     ++frames;
   }
   auto taken = std::ranges::subrange(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(frames));
@@ -109,9 +111,9 @@ bool websocket_outbox::write_now() {
     rest = gathered.rest(); // the gate stays held: nothing may come between a frame's parts
   gate_left_to_writer_ = rest.has_value();
   queue_.erase(queue_.begin(), taken.end());
-  auto left = static_cast<std::int64_t>(rest ? rest->size() : 0);
-  pending_bytes_ = pending_bytes_ - bytes + static_cast<std::size_t>(left);
-  count(left - static_cast<std::int64_t>(bytes));
+  auto left = static_cast<std::int64_t>(rest ? rest->charge() : 0);
+  pending_bytes_ = pending_bytes_ - charged + static_cast<std::size_t>(left);
+  count(left - static_cast<std::int64_t>(charged));
   // A full socket, or an error the writer meets again and ends the connection on.
   if (rest)
     queue_.push_front(std::move(*rest));
@@ -212,7 +214,7 @@ void websocket_outbox::enqueue(outbound_frame frame) {
 bool websocket_outbox::push(outbound_frame frame) {
   if (frame.replaceable_address)
     drop_superseded(frame);
-  if (over_bound(frame.size())) {
+  if (over_bound(frame.charge())) {
     // A reader this far behind is cut, not buffered: its queue is dropped at once (what is
     // being written now is counted until `written`).
     closing_ = close_reason::slow_reader;
@@ -220,8 +222,8 @@ bool websocket_outbox::push(outbound_frame frame) {
     bump(metrics_->slow_reader_disconnects);
     return true;
   }
-  pending_bytes_ += frame.size();
-  count(static_cast<std::int64_t>(frame.size()));
+  pending_bytes_ += frame.charge();
+  count(static_cast<std::int64_t>(frame.charge()));
   queue_.push_back(std::move(frame));
   return false;
 }
@@ -295,7 +297,7 @@ void websocket_outbox::drop_queued_if(Drop drop) {
   std::erase_if(queue_, [&](const outbound_frame& frame) {
     if (!drop(frame))
       return false;
-    dropped += frame.size();
+    dropped += frame.charge();
     return true;
   });
   pending_bytes_ -= std::min(dropped, pending_bytes_);
@@ -342,9 +344,9 @@ void websocket_outbox::take_batch(std::vector<outbound_frame>& batch, std::size_
   }
 }
 
-std::size_t websocket_outbox::written(std::size_t bytes) {
+std::size_t websocket_outbox::written(std::size_t charged) {
   std::lock_guard lock(mutex_);
-  auto done = std::min(bytes, pending_bytes_);
+  auto done = std::min(charged, pending_bytes_);
   pending_bytes_ -= done;
   count(-static_cast<std::int64_t>(done));
   return pending_bytes_;

@@ -33,14 +33,23 @@ struct outbound_frame {
   std::shared_ptr<const std::string> replaceable_address = nullptr;
   std::int64_t created_at = 0;
 
-  /// The frame's payload length on the wire: what the outbox counts as pending.
+  /// The frame's payload length on the wire.
   [[nodiscard]] std::size_t size() const noexcept {
     return json ? head->size() + json->size() + shared_event_frame::tail.size() : text.size();
   }
+
+  /// What a queued frame holds beyond its payload: its place in the queue and its text's own
+  /// allocation. An EOSE is 12 bytes on the wire and about ten times that in memory, so a bound
+  /// on payloads alone let a flood of tiny frames hold far more than it says.
+  [[nodiscard]] static constexpr std::size_t held_overhead() noexcept { return sizeof(outbound_frame) + 32; }
+
+  /// What the outbox counts as pending for this frame, against its bound and the pod's.
+  [[nodiscard]] std::size_t charge() const noexcept { return size() + held_overhead(); }
 };
 
 /// The bounded queue between a connection actor (any thread) and its socket's writer coroutine
-/// (the socket's strand). Pending bytes count from `send` until the frame is written; a frame
+/// (the socket's strand). Pending bytes (each frame's `charge`: its payload and what it holds
+/// beyond it) count from `send` until the frame is written; a frame
 /// that would take them past `max_bytes` cuts the connection instead of growing the queue.
 /// The pending bytes of every outbox are summed in `relay_metrics::outbound_bytes`; past
 /// `max_pod_bytes` a connection that holds `pod_share` or more is cut the same way (the pod's
@@ -87,9 +96,9 @@ public:
   boost::asio::awaitable<bool> next_batch(std::vector<outbound_frame>& batch, std::size_t max_frames,
                                           std::size_t max_bytes);
 
-  /// On the strand, after frames were written: they no longer count as pending. Returns the
-  /// bytes still pending (0: the writer has nothing more to take for now).
-  std::size_t written(std::size_t bytes);
+  /// On the strand, after frames were written: their charges (outbound_frame::charge) no longer
+  /// count as pending. Returns what is still pending (0: nothing more to take for now).
+  std::size_t written(std::size_t charged);
 
   [[nodiscard]] std::optional<close_reason> closing() const;
 

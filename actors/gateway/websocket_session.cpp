@@ -70,6 +70,9 @@ connection_policy policy_for(const gateway_context& context, const storage::comm
   policy.max_filter_value_bytes = s.max_open_filter_bytes;
   policy.max_broad_filters = s.max_broad_filters;
   policy.max_broad_filters_per_address = s.max_broad_filters_per_ip;
+  policy.max_filters_per_address = s.max_filters_per_ip;
+  policy.max_filter_values_per_address = s.max_filter_values_per_ip;
+  policy.pod_filters = context.pod_filters;
   policy.max_buffered_live_bytes_per_connection = held_live_bytes_within(
     s.max_outbound_bytes, s.max_history_bytes, policy.max_buffered_live_bytes_per_connection);
   policy.max_buffered_live_bytes = std::min(policy.max_buffered_live_bytes, policy.max_buffered_live_bytes_per_connection);

@@ -210,17 +210,61 @@ TEST_CASE("the sockets of one address hold at most their shared count of broad f
   CHECK(refused.error().text()
         == "rate-limited: too many filters without ids, authors, kinds or tags from your address (at most 3)");
   CHECK(second.open_subscription("y", {filter_of(R"({"kinds":[1]})")})); // filters with a condition are not counted
-  CHECK(address->broad_held() == 3);
+  CHECK(address->filters_held().broad == 3);
   // Replacing a subscription gives back its share first; closing and ending give back the rest.
   CHECK(first->open_subscription("x", {filter_of(R"({"since":1})")}));
-  CHECK(address->broad_held() == 2);
+  CHECK(address->filters_held().broad == 2);
   CHECK(second.open_subscription("z", {filter_of(R"({"since":3})")}));
   CHECK(second.close_subscription("x"));
-  CHECK(address->broad_held() == 2);
+  CHECK(address->filters_held().broad == 2);
   first.reset();
-  CHECK(address->broad_held() == 1);
+  CHECK(address->filters_held().broad == 1);
   CHECK(second.open_subscription("x", {filter_of(R"({"since":4})")}));
-  CHECK(address->broad_held() == 2);
+  CHECK(address->filters_held().broad == 2);
+}
+
+TEST_CASE("the sockets of one address hold at most their shared count of filters and values, and the pod its own",
+          "[actors][ip]") {
+  // A filter on a kind alone is checked against every event of that kind: 500 per socket over an
+  // address's 256 sockets were 128,000 checks per event, none of them ever matching.
+  auto metrics = std::make_shared<actors::relay_metrics>();
+  auto pod = std::make_shared<actors::pod_filter_holdings>(metrics, actors::filter_holding{8, 100, 0});
+  auto address = std::make_shared<actors::ip_budget>(actors::ip_limits{});
+  connection_policy policy;
+  policy.ip = address;
+  policy.max_filters_per_address = 3;
+  policy.max_filter_values_per_address = 5;
+  policy.pod_filters = pod;
+  auto first = std::make_unique<connection>(policy, "a");
+  connection second(policy, "b");
+  CHECK(first->open_subscription("x", {filter_of(R"({"kinds":[1],"until":0})"), filter_of(R"({"kinds":[1,7]})")}));
+  auto refused = second.open_subscription("x", {filter_of(R"({"kinds":[1]})"), filter_of(R"({"kinds":[9]})")});
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().text() == "rate-limited: too many filters from your address (at most 3)");
+  refused = second.open_subscription("x", {filter_of(R"({"kinds":[1,2,3]})")});
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().text() == "rate-limited: too many filter values from your address (at most 5)");
+  CHECK(second.open_subscription("x", {filter_of(R"({"kinds":[1,2]})")}));
+  CHECK(address->filters_held() == actors::filter_holding{3, 5, 0});
+  CHECK(metrics->fanout_filters_held.load() == 3);
+  CHECK(metrics->fanout_filter_values_held.load() == 5);
+  // Another address is bounded by the pod's count: eight filters in all.
+  policy.ip = std::make_shared<actors::ip_budget>(actors::ip_limits{});
+  policy.max_filters_per_address = 100;
+  policy.max_filter_values_per_address = 100;
+  connection elsewhere(policy, "c");
+  std::vector<protocol::filter> five(5, filter_of(R"({"kinds":[1]})"));
+  CHECK(elsewhere.open_subscription("x", five));
+  refused = elsewhere.open_subscription("y", {filter_of(R"({"kinds":[1]})")});
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().text()
+        == "rate-limited: the relay holds as many subscriptions as it may, try again later");
+  // Closing and ending give their share back to the address and to the pod.
+  CHECK(second.close_subscription("x"));
+  first.reset();
+  CHECK(address->filters_held() == actors::filter_holding{});
+  CHECK(elsewhere.open_subscription("y", {filter_of(R"({"kinds":[1]})")}));
+  CHECK(pod->held() == actors::filter_holding{6, 6, 0});
 }
 
 TEST_CASE("live events held for EOSE fit the socket's queue behind a history budget", "[actors][connection]") {
@@ -371,17 +415,18 @@ TEST_CASE("past the pod's outbound bound, readers holding a share or more are cu
   {
     auto slow = std::make_shared<actors::websocket_outbox>(boost::asio::make_strand(io), 64 * mib, metrics, 3 * mib);
     auto quick = std::make_shared<actors::websocket_outbox>(boost::asio::make_strand(io), 64 * mib, metrics, 3 * mib);
+    constexpr auto overhead = actors::outbound_frame::held_overhead();
     slow->send(std::string(2 * mib, 'x'));
     quick->send(std::string(mib / 2, 'y'));
-    CHECK(metrics->outbound_bytes.load() == static_cast<std::int64_t>(2 * mib + mib / 2));
+    CHECK(metrics->outbound_bytes.load() == static_cast<std::int64_t>(2 * mib + mib / 2 + 2 * overhead));
     slow->send(std::string(mib, 'x'));
     CHECK(slow->closing() == actors::close_reason::slow_reader);
-    CHECK(metrics->outbound_bytes.load() == static_cast<std::int64_t>(mib / 2));
+    CHECK(metrics->outbound_bytes.load() == static_cast<std::int64_t>(mib / 2 + overhead));
     // A small queue still grows past the bound: the quick reader is not the one to blame.
     quick->send(std::string(100, 'y'));
     CHECK_FALSE(quick->closing());
-    quick->written(mib / 2);
-    CHECK(metrics->outbound_bytes.load() == 100);
+    quick->written(mib / 2 + overhead);
+    CHECK(metrics->outbound_bytes.load() == static_cast<std::int64_t>(100 + overhead));
   }
   io.restart();
   io.poll();
@@ -424,12 +469,13 @@ TEST_CASE("a live event frame that shares its JSON counts its whole length again
     auto json = std::make_shared<const std::string>(1000, 'j');
     actors::shared_event_frame frame{std::make_shared<const std::string>(protocol::event_frame_prefix("sub")), json};
     REQUIRE(frame.flattened() == protocol::render_event_frame("sub", *json));
+    const auto charge = frame.size() + actors::outbound_frame::held_overhead();
     auto outbox = std::make_shared<actors::websocket_outbox>(boost::asio::make_strand(io),
-                                                             3 * frame.size() - 1, metrics);
+                                                             3 * charge - 1, metrics);
     outbox->send_event(frame);
     outbox->send_event(frame);
-    CHECK(outbox->pending_bytes() == 2 * frame.size());
-    CHECK(metrics->outbound_bytes.load() == static_cast<std::int64_t>(2 * frame.size()));
+    CHECK(outbox->pending_bytes() == 2 * charge);
+    CHECK(metrics->outbound_bytes.load() == static_cast<std::int64_t>(2 * charge));
     // The third copy would pass the bound by one byte, although its JSON is the same object.
     outbox->send_event(frame);
     CHECK(outbox->closing() == actors::close_reason::slow_reader);
@@ -451,12 +497,13 @@ TEST_CASE("a reader that lost access, or a policy close, drops the queued events
     outbox->send(R"(["OK","x",true,""])");
     outbox->send_event(frame);
     outbox->send(protocol::render_event_frame("sub", *json)); // held for EOSE, sent after it whole
+    const auto ok_charge = std::string(R"(["OK","x",true,""])").size() + actors::outbound_frame::held_overhead();
     outbox->drop_events();
-    CHECK(outbox->pending_bytes() == std::string(R"(["OK","x",true,""])").size());
+    CHECK(outbox->pending_bytes() == ok_charge);
     CHECK(metrics->outbound_bytes.load() == static_cast<std::int64_t>(outbox->pending_bytes()));
     outbox->send_event(frame);
     outbox->close(actors::close_reason::policy);
-    CHECK(outbox->pending_bytes() == std::string(R"(["OK","x",true,""])").size());
+    CHECK(outbox->pending_bytes() == ok_charge);
   }
   io.restart();
   io.poll();
@@ -572,17 +619,44 @@ TEST_CASE("bytes handed to a connection actor leave the pod's count once handled
           "[actors][sessions]") {
   auto metrics = std::make_shared<actors::relay_metrics>();
   auto ledger = std::make_shared<actors::frame_ledger>(metrics);
+  using actors::frame_ledger;
   ledger->handed(100);
   ledger->handed(50);
-  CHECK(ledger->pending().load() == 150);
-  CHECK(metrics->inbound_frame_bytes.load() == 150);
+  CHECK(ledger->pending().load() == frame_ledger::charge(100) + frame_ledger::charge(50));
+  CHECK(metrics->inbound_frame_bytes.load() == frame_ledger::charge(100) + frame_ledger::charge(50));
   ledger->handled(100);
-  CHECK(metrics->inbound_frame_bytes.load() == 50);
+  CHECK(metrics->inbound_frame_bytes.load() == frame_ledger::charge(50));
   // The actor failed with a message in its mailbox, dropped unread: nobody hands those bytes
   // back, so they leave with the last holder of the ledger (else the pod's bound fills for good).
   auto actor_copy = ledger;
   ledger.reset();
-  CHECK(metrics->inbound_frame_bytes.load() == 50);
+  CHECK(metrics->inbound_frame_bytes.load() == frame_ledger::charge(50));
   actor_copy.reset();
   CHECK(metrics->inbound_frame_bytes.load() == 0);
+}
+
+TEST_CASE("empty messages handed to a connection actor count against its bound", "[actors][sessions]") {
+  // Six bytes on the wire each, and a mailbox element each: a client sending them is paused as
+  // one sending large frames is, not read on while the mailbox grows.
+  boost::asio::io_context io;
+  auto metrics = std::make_shared<actors::relay_metrics>();
+  auto outbox = std::make_shared<actors::websocket_outbox>(boost::asio::make_strand(io), 1024, metrics);
+  actors::frame_ledger ledger(metrics);
+  const actors::inbound_bounds bounds{64 * 1024, 1024 * 1024};
+  std::size_t handed = 0;
+  while (ledger.pending().load() < bounds.connection && handed < bounds.connection) {
+    ledger.handed(0);
+    ++handed;
+  }
+  CHECK(handed <= bounds.connection / 64);
+  std::optional<bool> waited;
+  boost::asio::co_spawn(io, actors::wait_for_actor(ledger.pending(), bounds, *outbox, *metrics),
+                        [&](std::exception_ptr, bool read_on) { waited = read_on; });
+  io.run_for(std::chrono::milliseconds(30));
+  CHECK_FALSE(waited);
+  while (handed-- > 0)
+    ledger.handled(0);
+  io.run_for(std::chrono::milliseconds(150));
+  REQUIRE(waited);
+  CHECK(*waited);
 }

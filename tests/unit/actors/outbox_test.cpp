@@ -67,7 +67,8 @@ TEST_CASE("a member list waiting in a socket's queue is replaced by a newer one,
     CHECK(metrics->superseded_frames_dropped.load() == 3);
     // Left: the note, the other subscription's list, the newest list, the late older one.
     const auto list_frame = frame_for(reader, list_at(now)).size();
-    CHECK(outbox->pending_bytes() == frame_for(reader, note).size() + 3 * list_frame);
+    CHECK(outbox->pending_bytes()
+          == frame_for(reader, note).size() + 3 * list_frame + 4 * actors::outbound_frame::held_overhead());
   }
   io.restart();
   io.poll();
@@ -157,6 +158,28 @@ TEST_CASE("a connection's empty queue takes a frame larger than its bound; a que
     CHECK_FALSE(outbox->closing());
     outbox->send(std::string(10, 'e'));
     CHECK(outbox->closing() == actors::close_reason::slow_reader);
+  }
+  io.restart();
+  io.poll();
+}
+
+TEST_CASE("a queue of tiny frames counts what each holds beyond its payload", "[actors][outbox]") {
+  // 64 KiB of EOSEs is 5,000 frames by payload and about ten times that in memory: a client
+  // asking for subscriptions it never reads must be cut by what its queue holds.
+  constexpr std::size_t bound = 64 * 1024;
+  const std::string eose = R"(["EOSE","s"])";
+  boost::asio::io_context io;
+  auto metrics = std::make_shared<actors::relay_metrics>();
+  {
+    auto outbox = std::make_shared<actors::websocket_outbox>(boost::asio::make_strand(io), bound, metrics);
+    std::size_t queued = 0;
+    while (!outbox->closing() && queued < bound / eose.size()) {
+      outbox->send(eose);
+      ++queued;
+    }
+    CHECK(outbox->closing() == actors::close_reason::slow_reader);
+    CHECK(queued <= bound / actors::outbound_frame::held_overhead() + 1);
+    CHECK(actors::outbound_frame::held_overhead() >= sizeof(actors::outbound_frame));
   }
   io.restart();
   io.poll();

@@ -127,6 +127,8 @@ struct relay_metrics {
   std::atomic<std::int64_t> fanout_filter_values_held{0}; ///< pod_filter_holdings
   std::atomic<std::int64_t> storage_waiting_bytes{0}; ///< events sent to the writers, not yet answered (storage_waiting_weight)
   std::atomic<std::uint64_t> events_refused_storage_busy{0}; ///< past max_storage_waiting_bytes
+  std::atomic<std::uint64_t> events_refused_address_storage{0}; ///< past max_storage_bytes_per_address
+  std::atomic<std::uint64_t> database_ms_charged{0}; ///< query time charged to client addresses
   /// Relay-signed lists and room states dropped from a socket's queue for a newer one.
   std::atomic<std::uint64_t> superseded_frames_dropped{0};
   /// Room requests the pod's cache of roles refused before they took a place in the room queue.

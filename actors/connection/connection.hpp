@@ -59,6 +59,8 @@ struct connection_policy {
   /// events waiting for the writers (max_storage_waiting_bytes, 256 MiB), which 256 events of
   /// thousands of tags each would otherwise half fill.
   std::int64_t max_storage_bytes_in_flight = 16 * 1024 * 1024;
+  /// The same over the sockets of `ip`: an eighth of the pod's bound.
+  std::int64_t max_storage_bytes_per_address = 32 * 1024 * 1024;
   /// Live events held for a subscription while its history is still being read, and their
   /// bytes: events of up to a frame each, published while a long history is read, would
   /// otherwise pin gigabytes (the bytes bound the held events' share of memory).

@@ -179,10 +179,21 @@ void store_event(self_ptr self, std::shared_ptr<const protocol::event> ev,
     send_frame(self, protocol::render_ok(ev->id, false, refused->text()));
     return;
   }
+  std::shared_ptr<const address_storage_hold> address_share;
+  if (const auto& ip = st.args.policy.ip) {
+    if (!ip->try_hold_storage(weight, st.args.policy.max_storage_bytes_per_address)) {
+      bump(metrics.events_rejected);
+      bump(metrics.events_refused_address_storage);
+      send_frame(self, protocol::render_ok(ev->id, false, "rate-limited: too many events from your address wait"
+                                                          " to be stored; try again shortly"));
+      return;
+    }
+    address_share = std::make_shared<const address_storage_hold>(ip, weight);
+  }
   bump(metrics.events_accepted);
   metrics.storage_waiting_bytes.fetch_add(weight, std::memory_order_relaxed);
   st.logic->event_sent(weight);
-  ok_route route{st.args.sink, st.events_answered, protocol::to_hex(ev->id), weight};
+  ok_route route{st.args.sink, st.events_answered, protocol::to_hex(ev->id), weight, std::move(address_share)};
   auto rooms = st.logic->admitted_rooms(*ev);
   const bool vanishes = ev->kind == protocol::vanish_kind;
   self->send(st.args.writer, store_atom_v, std::move(route),
@@ -453,6 +464,7 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, conn
   st.awaiting_state = replies_awaiting_state(st.args.state_wait_seconds);
   st.history = std::make_shared<history_flow>();
   st.history->sink = st.args.sink;
+  st.history->address = st.args.policy.ip;
   send_frame(self, protocol::render_auth_challenge(st.args.challenge));
   leave_cleanly_on_failure(self);
   if (st.args.readers_waiting)

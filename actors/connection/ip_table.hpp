@@ -38,6 +38,12 @@ public:
     return frames_.try_take(now, cost);
   }
 
+  /// Frame tokens for work already done on this address's behalf (a query's database time).
+  void charge_frames(double now, double cost) {
+    std::lock_guard lock(mutex_);
+    frames_.charge(now, cost);
+  }
+
   [[nodiscard]] bool try_take_request(double now) {
     std::lock_guard lock(mutex_);
     return requests_.try_take(now);
@@ -83,19 +89,57 @@ public:
     return filters_;
   }
 
+  /// `bytes` more of events waiting for the pod's writers from this address, if the sum stays
+  /// within `most`: sixteen sockets at their own share filled the pod's bound, and every other
+  /// client's events were refused while the writers worked through them.
+  [[nodiscard]] bool try_hold_storage(std::int64_t bytes, std::int64_t most) {
+    std::lock_guard lock(mutex_);
+    if (storage_ > 0 && storage_ + bytes > most)
+      return false;
+    storage_ += bytes;
+    return true;
+  }
+
+  void release_storage(std::int64_t bytes) {
+    std::lock_guard lock(mutex_);
+    storage_ -= std::min(storage_, bytes);
+  }
+
+  [[nodiscard]] std::int64_t storage_held() {
+    std::lock_guard lock(mutex_);
+    return storage_;
+  }
+
   /// Both buckets full and nothing held: forgetting this address now gives it nothing it
   /// would not have anyway.
   [[nodiscard]] bool idle(double now) {
     std::lock_guard lock(mutex_);
-    return bodies_ == 0 && filters_ == filter_holding{} && frames_.full(now) && requests_.full(now);
+    return bodies_ == 0 && filters_ == filter_holding{} && storage_ == 0 && frames_.full(now) && requests_.full(now);
   }
 
 private:
   std::mutex mutex_;
   std::size_t bodies_ = 0;
   filter_holding filters_;
+  std::int64_t storage_ = 0;
   rate_limiter frames_;
   rate_limiter requests_;
+};
+
+/// An event's weight in its address's count of events waiting for the writers (ip_budget::
+/// try_hold_storage), given back when the last copy of its OK route goes: answered, or dropped
+/// with a writer that failed.
+class address_storage_hold {
+public:
+  address_storage_hold(std::shared_ptr<ip_budget> budget, std::int64_t bytes)
+    : budget_(std::move(budget)), bytes_(bytes) {}
+  ~address_storage_hold() { budget_->release_storage(bytes_); }
+  address_storage_hold(const address_storage_hold&) = delete;
+  address_storage_hold& operator=(const address_storage_hold&) = delete;
+
+private:
+  std::shared_ptr<ip_budget> budget_;
+  std::int64_t bytes_;
 };
 
 /// Client addresses and what each holds: its buckets and its open sockets. Bounded: addresses

@@ -21,6 +21,13 @@ public:
     return true;
   }
 
+  /// Takes `cost` tokens for work already done, into debt down to minus one burst: the bucket
+  /// refuses its holder's next frames until the debt is paid back.
+  void charge(double now_seconds, double cost) {
+    refill(now_seconds);
+    tokens_ = std::max(-burst_, tokens_ - cost);
+  }
+
   /// True when the bucket is full again at `now_seconds` (its holder may be forgotten).
   [[nodiscard]] bool full(double now_seconds) {
     refill(now_seconds);

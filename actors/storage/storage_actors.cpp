@@ -284,9 +284,24 @@ bool nobody_reads(const history_request& request) {
   return subscription_ended(request) || (request.flow && request.flow->sink && request.flow->sink->ending());
 }
 
+/// Charges the query's client address for `spent` of a reader's time (history_flow::address).
+void charge_database_time(const reader_args& args, const history_request& request,
+                          std::chrono::steady_clock::duration spent) {
+  if (!request.flow || !request.flow->address)
+    return;
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(spent).count();
+  if (ms <= 0)
+    return;
+  request.flow->address->charge_frames(monotonic_seconds(), static_cast<double>(ms) * database_tokens_per_ms);
+  if (args.metrics)
+    args.metrics->database_ms_charged.fetch_add(static_cast<std::uint64_t>(ms), std::memory_order_relaxed);
+}
+
 /// Streams one REQ's history to its connection in chunks of a sixteenth of the budget, each
-/// sent only when what the connection still holds of its history leaves room for it.
-void answer_history(caf::stateful_actor<reader_state>* self, const history_request& request) {
+/// sent only when what the connection still holds of its history leaves room for it. Returns
+/// the time it waited for the client (not the database's).
+std::chrono::steady_clock::duration answer_history(caf::stateful_actor<reader_state>* self,
+                                                   const history_request& request) {
   auto& s = self->state;
   const std::size_t budget = s.args.max_history_bytes;
   const std::size_t chunk_bytes = std::max<std::size_t>(budget / 16, 4096);
@@ -320,7 +335,7 @@ void answer_history(caf::stateful_actor<reader_state>* self, const history_reque
                                     s.args.default_limit, chunk_bytes, deliver, true,
                                     request.hidden);
   if (rest.ok && deliver(std::move(rest)))
-    return;
+    return pacing.waited;
   if (outcome != room::made) {
     if (metrics)
       bump(outcome == room::readers_busy    ? metrics->history_refused_busy
@@ -330,6 +345,7 @@ void answer_history(caf::stateful_actor<reader_state>* self, const history_reque
   }
   self->send(request.reply_to, history_atom_v, request.subscription_id, request.generation,
              std::move(rest));
+  return pacing.waited;
 }
 
 /// The query's connection has closed, or its subscription ended: reading for it would only cost
@@ -361,17 +377,21 @@ caf::behavior storage_reader(caf::stateful_actor<reader_state>* self, reader_arg
   st.store = std::make_unique<storage::event_store>(*st.connection, st.args.bodies.get());
   return {
     [=](query_atom, const history_request& request) {
-      if (!client_gone(self->state.args, request))
-        answer_history(self, request);
-      else if (subscription_ended(request)) // its connection frees the query's place on a reply
+      if (!client_gone(self->state.args, request)) {
+        const auto started = std::chrono::steady_clock::now();
+        const auto waited = answer_history(self, request);
+        charge_database_time(self->state.args, request, std::chrono::steady_clock::now() - started - waited);
+      } else if (subscription_ended(request)) // its connection frees the query's place on a reply
         self->send(request.reply_to, history_atom_v, request.subscription_id, request.generation,
                    storage::query_result{false, {}, "error: the subscription ended before its query started"});
       note_answered(self->state.args);
     },
     [=](count_atom, const history_request& request) {
       if (!client_gone(self->state.args, request)) {
+        const auto started = std::chrono::steady_clock::now();
         auto result = self->state.store->count(request.community_id, request.filters, unix_now(),
                                                 request.hidden);
+        charge_database_time(self->state.args, request, std::chrono::steady_clock::now() - started);
         self->send(request.reply_to, counted_atom_v, request.subscription_id, request.generation,
                    std::move(result));
       }

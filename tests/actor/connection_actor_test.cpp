@@ -90,6 +90,36 @@ TEST_CASE_METHOD(fixture, "one connection's events waiting for its writer are bo
   CHECK(c.sink->take() == std::vector<std::string>{ok_frame(first, true, "")});
 }
 
+TEST_CASE_METHOD(fixture, "the events of one address waiting for the writers are bounded over its sockets",
+                 "[actor][connection][bounds]") {
+  // Sixteen sockets at their own share filled the pod's bound, and every other client's events
+  // were refused while the writers worked through them.
+  store->hold_writes = true;
+  auto first = test::sign_event(alice, 1, "first");
+  auto second = test::sign_event(alice, 1, "second");
+  auto third = test::sign_event(alice, 1, "third");
+  auto weight_of = [](const protocol::event& ev) { return storage_waiting_weight(protocol::render_event_json(ev), ev); };
+  auto address = std::make_shared<ip_budget>(ip_limits{});
+  base_policy.ip = address;
+  base_policy.max_storage_bytes_per_address = weight_of(first) + weight_of(second) + weight_of(third) / 2;
+  auto a = connect();
+  auto b = connect();
+  say(a, test::event_frame(first));
+  say(b, test::event_frame(second));
+  say(a, test::event_frame(third));
+  CHECK(store->store_calls == 2);
+  CHECK(a.sink->take()
+        == std::vector<std::string>{ok_frame(
+          third, false, "rate-limited: too many events from your address wait to be stored; try again shortly")});
+  CHECK(metrics->events_refused_address_storage == 1);
+  CHECK(address->storage_held() == weight_of(first) + weight_of(second));
+  // Answered (or dropped with a failed writer), a route gives its weight back to the address.
+  store->held_writes.erase(store->held_writes.begin());
+  CHECK(address->storage_held() == weight_of(second));
+  say(a, test::event_frame(third));
+  CHECK(store->store_calls == 3);
+}
+
 TEST_CASE_METHOD(fixture, "a forged EVENT is refused without touching storage", "[actor][connection]") {
   auto c = connect();
   auto ev = test::sign_event(alice, 1);

@@ -8,9 +8,11 @@
 #include <optional>
 #include <thread>
 
+#include "actors/clock.hpp"
 #include "actors/gateway/websocket_outbox.hpp"
 #include "actors/messages.hpp"
 #include "actors/storage/storage_actors.hpp"
+#include "storage/pg_connection.hpp"
 #include "support/pg_test_database.hpp"
 #include "support/test_events.hpp"
 
@@ -121,6 +123,44 @@ TEST_CASE_METHOD(test::store_fixture, "a reader drops, unread, the queries of a 
   for (int i = 0; i < 100 && args.waits->queued_total() != 0; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   CHECK(args.waits->queued_total() == 0);
+  self->send_exit(reader, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE_METHOD(test::store_fixture, "a query's database time is charged to its client address",
+                 "[integration][reader][bounds]") {
+  // A REQ or COUNT costs one frame token whatever its SQL: a filter Postgres answers by walking
+  // a whole community would otherwise keep the readers busy for free. Here the statement waits
+  // on a lock for 300 ms, which costs the address 3,000 tokens of its 1,000.
+  caf::actor_system_config config;
+  caf::actor_system system{config};
+  auto metrics = std::make_shared<relay_metrics>();
+  reader_args args;
+  args.database_url = database.conninfo();
+  args.metrics = metrics;
+  auto reader = system.spawn<caf::detached>(storage_reader, args);
+  ip_limits limits;
+  limits.frame_rate = 0.001;
+  limits.frame_burst = 1000;
+  auto address = std::make_shared<ip_budget>(limits);
+  auto flow = std::make_shared<history_flow>();
+  flow->address = address;
+  protocol::filter notes;
+  notes.kinds = {1};
+  storage::pg_connection locker(database.conninfo());
+  REQUIRE(locker.exec("BEGIN").ok());
+  REQUIRE(locker.exec("LOCK TABLE events IN ACCESS EXCLUSIVE MODE").ok());
+  caf::scoped_actor self{system};
+  self->send(reader, count_atom_v, history_request{self, community, "slow", 1, {notes}, flow, {}});
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  REQUIRE(locker.exec("COMMIT").ok());
+  bool counted = false;
+  self->receive([&](counted_atom, const std::string&, std::uint64_t, const storage::count_result& result) {
+                  counted = result.ok;
+                },
+                caf::after(std::chrono::seconds(10)) >> [] {});
+  CHECK(counted);
+  CHECK(metrics->database_ms_charged.load() >= 250);
+  CHECK_FALSE(address->try_take_frames(monotonic_seconds(), 1)); // in debt: its next frame waits
   self->send_exit(reader, caf::exit_reason::user_shutdown);
 }
 

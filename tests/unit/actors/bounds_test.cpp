@@ -267,6 +267,15 @@ TEST_CASE("the sockets of one address hold at most their shared count of filters
   CHECK(pod->held() == actors::filter_holding{6, 6, 0});
 }
 
+TEST_CASE("work already done is charged into debt, down to one burst, and paid back by the rate",
+          "[actors][ip]") {
+  actors::rate_limiter bucket(10, 100);
+  bucket.charge(0, 250);
+  CHECK_FALSE(bucket.try_take(0, 1));
+  CHECK_FALSE(bucket.try_take(19.9, 100)); // from -100, twenty seconds to a full burst again
+  CHECK(bucket.try_take(20, 100));
+}
+
 TEST_CASE("live events held for EOSE fit the socket's queue behind a history budget", "[actors][connection]") {
   constexpr std::size_t mib = 1024 * 1024;
   CHECK(actors::held_live_bytes_within(32 * mib, 16 * mib, 32 * mib) == 16 * mib); // the defaults

@@ -129,6 +129,7 @@ struct relay_metrics {
   std::atomic<std::uint64_t> events_refused_storage_busy{0}; ///< past max_storage_waiting_bytes
   std::atomic<std::uint64_t> events_refused_address_storage{0}; ///< past max_storage_bytes_per_address
   std::atomic<std::uint64_t> database_ms_charged{0}; ///< query time charged to client addresses
+  std::atomic<std::uint64_t> queries_refused_address_debt{0}; ///< queued while their address ran into debt
   /// Relay-signed lists and room states dropped from a socket's queue for a newer one.
   std::atomic<std::uint64_t> superseded_frames_dropped{0};
   /// Room requests the pod's cache of roles refused before they took a place in the room queue.

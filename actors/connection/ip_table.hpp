@@ -44,6 +44,12 @@ public:
     frames_.charge(now, cost);
   }
 
+  /// Whether the work charged to this address (charge_frames) is not paid back yet.
+  [[nodiscard]] bool frames_in_debt(double now) {
+    std::lock_guard lock(mutex_);
+    return frames_.in_debt(now);
+  }
+
   [[nodiscard]] bool try_take_request(double now) {
     std::lock_guard lock(mutex_);
     return requests_.try_take(now);

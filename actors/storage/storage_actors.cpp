@@ -297,6 +297,20 @@ void charge_database_time(const reader_args& args, const history_request& reques
     args.metrics->database_ms_charged.fetch_add(static_cast<std::uint64_t>(ms), std::memory_order_relaxed);
 }
 
+/// Its client address owes the readers for earlier queries (charge_database_time): the queries
+/// it queued before its first came back are not run either, or an address that queued a
+/// thousand slow ones at once would hold the readers for all of them.
+bool address_in_debt(const reader_args& args, const history_request& request) {
+  if (!request.flow || !request.flow->address || !request.flow->address->frames_in_debt(monotonic_seconds()))
+    return false;
+  if (args.metrics)
+    bump(args.metrics->queries_refused_address_debt);
+  return true;
+}
+
+constexpr const char* address_debt_refusal =
+  "rate-limited: the queries from your address have kept the database busy; try again shortly";
+
 /// Streams one REQ's history to its connection in chunks of a sixteenth of the budget, each
 /// sent only when what the connection still holds of its history leaves room for it. Returns
 /// the time it waited for the client (not the database's).
@@ -377,17 +391,29 @@ caf::behavior storage_reader(caf::stateful_actor<reader_state>* self, reader_arg
   st.store = std::make_unique<storage::event_store>(*st.connection, st.args.bodies.get());
   return {
     [=](query_atom, const history_request& request) {
-      if (!client_gone(self->state.args, request)) {
+      if (client_gone(self->state.args, request)) {
+        if (subscription_ended(request)) // its connection frees the query's place on a reply
+          self->send(request.reply_to, history_atom_v, request.subscription_id, request.generation,
+                     storage::query_result{false, {}, "error: the subscription ended before its query started"});
+      } else if (address_in_debt(self->state.args, request)) {
+        self->send(request.reply_to, history_atom_v, request.subscription_id, request.generation,
+                   storage::query_result{false, {}, address_debt_refusal});
+      } else {
         const auto started = std::chrono::steady_clock::now();
         const auto waited = answer_history(self, request);
         charge_database_time(self->state.args, request, std::chrono::steady_clock::now() - started - waited);
-      } else if (subscription_ended(request)) // its connection frees the query's place on a reply
-        self->send(request.reply_to, history_atom_v, request.subscription_id, request.generation,
-                   storage::query_result{false, {}, "error: the subscription ended before its query started"});
+      }
       note_answered(self->state.args);
     },
     [=](count_atom, const history_request& request) {
-      if (!client_gone(self->state.args, request)) {
+      if (client_gone(self->state.args, request)) {
+        note_answered(self->state.args);
+        return;
+      }
+      if (address_in_debt(self->state.args, request)) {
+        self->send(request.reply_to, counted_atom_v, request.subscription_id, request.generation,
+                   storage::count_result{false, 0, address_debt_refusal});
+      } else {
         const auto started = std::chrono::steady_clock::now();
         auto result = self->state.store->count(request.community_id, request.filters, unix_now(),
                                                 request.hidden);

@@ -161,6 +161,15 @@ TEST_CASE_METHOD(test::store_fixture, "a query's database time is charged to its
   CHECK(counted);
   CHECK(metrics->database_ms_charged.load() >= 250);
   CHECK_FALSE(address->try_take_frames(monotonic_seconds(), 1)); // in debt: its next frame waits
+  // A query it queued before its debt came back is not run either.
+  self->send(reader, count_atom_v, history_request{self, community, "queued", 2, {notes}, flow, {}});
+  std::string refused;
+  self->receive([&](counted_atom, const std::string&, std::uint64_t, const storage::count_result& result) {
+                  refused = result.error;
+                },
+                caf::after(std::chrono::seconds(10)) >> [] {});
+  CHECK(refused.starts_with("rate-limited: the queries from your address"));
+  CHECK(metrics->queries_refused_address_debt.load() == 1);
   self->send_exit(reader, caf::exit_reason::user_shutdown);
 }
 

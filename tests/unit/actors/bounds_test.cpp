@@ -267,13 +267,18 @@ TEST_CASE("the sockets of one address hold at most their shared count of filters
   CHECK(pod->held() == actors::filter_holding{6, 6, 0});
 }
 
-TEST_CASE("work already done is charged into debt, down to one burst, and paid back by the rate",
+TEST_CASE("work already done is charged into debt, down to a minute of the rate, and paid back by the rate",
           "[actors][ip]") {
   actors::rate_limiter bucket(10, 100);
   bucket.charge(0, 250);
+  CHECK(bucket.in_debt(0));
   CHECK_FALSE(bucket.try_take(0, 1));
-  CHECK_FALSE(bucket.try_take(19.9, 100)); // from -100, twenty seconds to a full burst again
-  CHECK(bucket.try_take(20, 100));
+  CHECK_FALSE(bucket.try_take(24.9, 100)); // from -150, twenty-five seconds to a full burst again
+  CHECK_FALSE(bucket.in_debt(24.9));
+  CHECK(bucket.try_take(25, 100));
+  bucket.charge(25, 1'000'000);
+  CHECK_FALSE(bucket.try_take(84.9, 1)); // at most a minute of debt
+  CHECK(bucket.try_take(85.5, 1));
 }
 
 TEST_CASE("live events held for EOSE fit the socket's queue behind a history budget", "[actors][connection]") {

@@ -9,6 +9,7 @@
 #include "storage/access_change.hpp"
 #include "storage/event_rows.hpp"
 #include "storage/member_list.hpp"
+#include "storage/nip43_rows.hpp"
 #include "storage/pg_array.hpp"
 
 namespace comb::storage::membership_steps {
@@ -247,6 +248,28 @@ void insert_deltas(pg_connection& c, std::int64_t community_id,
               " AND t.event_id = u.id)",
               {community, tag_ids.str(), tag_values.str(), tag_times.str(), tag_kinds.str()}),
        "index deltas");
+}
+
+std::vector<protocol::bytes32> room_strays(pg_connection& c, std::int64_t community_id, bool closed,
+                                           const protocol::bytes32& signer) {
+  pg_array listed;
+  auto live = read_live_list(c, community_id, signer);
+  if (live.rows() > 0)
+    if (auto list = parse_stored_list(live.text(0, 0)))
+      if (auto named = members_of_list(*list))
+        for (const auto& m : *named)
+          listed.add_bytea(m.pubkey);
+  auto strays = must(
+    c.exec("SELECT DISTINCT encode(r.pubkey, 'hex') FROM room_members r WHERE r.community_id = $1::bigint AND ("
+           " EXISTS (SELECT 1 FROM banned_pubkeys b WHERE b.community_id = r.community_id AND b.pubkey = r.pubkey)"
+           " OR (NOT EXISTS (SELECT 1 FROM members m WHERE m.community_id = r.community_id AND m.pubkey = r.pubkey)"
+           " AND ($2::boolean OR r.pubkey = ANY($3::bytea[]))))",
+           {std::to_string(community_id), closed ? "true" : "false", listed.str()}),
+    "read room strays");
+  std::vector<protocol::bytes32> out;
+  for (int row = 0; row < strays.rows(); ++row)
+    out.push_back(hex_field(strays, row, 0));
+  return out;
 }
 
 std::string added_by_of(std::span<const membership_command> commands) {

@@ -62,6 +62,12 @@ void insert_list(pg_connection& c, std::int64_t community_id, const protocol::ev
 void insert_deltas(pg_connection& c, std::int64_t community_id,
                    const std::vector<membership_result>& results);
 
+/// For a republish (after hand edits of the members or bans): who is in a room of the community
+/// and may no longer be: banned from it, not a member of a closed one, or named by its live list
+/// and no longer a member (whoever leaves the community leaves its rooms).
+std::vector<protocol::bytes32> room_strays(pg_connection& c, std::int64_t community_id, bool closed,
+                                           const protocol::bytes32& signer);
+
 /// Who the batch names as having added members ("relay" when none does).
 std::string added_by_of(std::span<const membership_command> commands);
 

@@ -36,6 +36,10 @@ bool takes_access(const roster& members, const membership_plan& plan) {
          || std::ranges::any_of(plan.bans, [](const ban_change& ban) { return !ban.lifted; });
 }
 
+bool republishes(std::span<const membership_command> commands) {
+  return std::ranges::any_of(commands, [](const membership_command& c) { return c.change == membership_change::republish; });
+}
+
 /// An archive freezes its community: what users and admins asked for before it and is still
 /// queued is refused, not tried; the operator's own commands (no requester) apply. Returns the
 /// commands still to apply, and marks the place of each one refused.
@@ -264,7 +268,12 @@ membership_write membership_store::apply_locked(std::int64_t community_id,
   // a poster commits before it. A removal takes the community (when closed) and its restricted
   // rooms (whoever leaves it leaves them, open or closed); a demoted admin no longer posts in
   // every restricted room. Bans take the lock in read_bans.
-  if (takes_access(members, plan))
+  // A republish after hand edits takes out of the rooms whoever the edits took out of the
+  // community (a removal by hand left them in its restricted and hidden rooms).
+  std::vector<protocol::bytes32> strays;
+  if (plan.list_changed && republishes(commands))
+    strays = room_strays(connection_, community_id, locked.text(0, 2) == "t", key_of(community_id).public_key());
+  if (takes_access(members, plan) || !strays.empty())
     lock_community_events(connection_, community_id);
   record_request_outcomes(connection_, community_id, claims, plan.outcomes);
   membership_write out;
@@ -280,6 +289,9 @@ membership_write membership_store::apply_locked(std::int64_t community_id,
   // Whoever leaves the community leaves its rooms; so does whoever is banned from it, member or
   // not (in an open community anyone may be in a room).
   auto leaving = members.changes().removed;
+  for (const auto& stray : strays)
+    if (std::find(leaving.begin(), leaving.end(), stray) == leaving.end())
+      leaving.push_back(stray);
   for (const auto& ban : plan.bans)
     if (!ban.lifted && std::find(leaving.begin(), leaving.end(), ban.pubkey) == leaving.end())
       leaving.push_back(ban.pubkey);

@@ -198,3 +198,25 @@ TEST_CASE_METHOD(room_fixture, "a community removal or an admin's demotion waits
   check_outcome(post(alice), storage::store_outcome::status::refused, storage::msg_room_restricted);
   check_outcome(post(bob), storage::store_outcome::status::refused, storage::msg_room_restricted);
 }
+
+TEST_CASE_METHOD(closing_fixture, "a republish after hand edits takes out of the rooms whoever the edits took out of the community",
+                 "[integration][rooms]") {
+  // psql: alice removed and bob banned by hand. Every pod follows at once (a trigger bumps the
+  // version), but their rooms kept them, and alice could still post in restricted ones.
+  const std::string id = std::to_string(community);
+  (void)scalar(connection, "DELETE FROM members WHERE community_id = $1::bigint AND pubkey = decode($2, 'hex') RETURNING 1",
+               {id, alice.pubkey_hex()});
+  (void)scalar(connection, "INSERT INTO banned_pubkeys (community_id, pubkey) VALUES ($1::bigint, decode($2, 'hex')) RETURNING 1",
+               {id, bob.pubkey_hex()});
+  REQUIRE(room_rows() == "5");
+  auto republished = apply(command(membership_change::republish, protocol::bytes32{}));
+  INFO(members.last_error());
+  REQUIRE(republished.committed);
+  // Carol, in pizza while the community is open and never a member of it, stays.
+  CHECK(room_rows() == "3");
+  auto listed = listed_members();
+  CHECK(std::find(listed.begin(), listed.end(), alice.pubkey_hex()) == listed.end());
+  CHECK(std::find(listed.begin(), listed.end(), bob.pubkey_hex()) == listed.end());
+  CHECK(std::find(listed.begin(), listed.end(), carol.pubkey_hex()) != listed.end());
+  CHECK_FALSE(republished.room_events.empty());
+}

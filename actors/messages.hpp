@@ -222,8 +222,8 @@ inline constexpr std::int64_t max_storage_waiting_bytes = 256 * 1024 * 1024;
 struct history_flow {
   std::atomic<std::size_t> in_mailbox{0};
   frame_sink_ptr sink; ///< may be null (tests): then only `in_mailbox` counts
-  /// The client address, charged frame tokens for the database time its queries take
-  /// (database_tokens_per_ms); null: not charged (tests).
+  /// The client address, charged the database time its queries take (ip_budget::
+  /// charge_database); null: not charged (tests).
   std::shared_ptr<ip_budget> address;
 
   [[nodiscard]] std::size_t held() const {
@@ -232,13 +232,6 @@ struct history_flow {
 };
 
 using history_flow_ptr = std::shared_ptr<history_flow>;
-
-/// Frame tokens a millisecond of a query's statements costs its client address: a REQ or COUNT
-/// costs one token whatever its SQL, and a filter Postgres answers by walking a whole community
-/// (thousands of unknown authors, a reader who may see few rows) costs seconds. At the default
-/// 5,000 tokens a second an address keeps at most 500 ms a second of the readers busy; a space
-/// opened in Flotilla, twenty queries of a few milliseconds, costs hundreds of its 20,000.
-inline constexpr double database_tokens_per_ms = 10;
 
 /// A REQ's or COUNT's history part, addressed to a storage reader.
 /// Set when a query's subscription ends before its history reply did (history_request::ended).

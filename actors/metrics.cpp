@@ -133,7 +133,7 @@ std::string relay_metrics::render() const {
   write(out, "comb_fanout_filter_values_held", "gauge", "Their ids, authors, kinds and tag values (bounded by COMB_MAX_POD_FILTER_VALUES).", fanout_filter_values_held);
   write(out, "comb_outbound_bytes", "gauge", "Bytes queued for all connections, not yet written (each frame counted with what it holds beyond its payload, about 130 bytes).", outbound_bytes);
   write(out, "comb_storage_waiting_bytes", "gauge", "Events sent to the pod's writers and not yet answered, weighed as twice their JSON.", storage_waiting_bytes);
-  write(out, "comb_database_ms_charged_total", "counter", "Milliseconds of REQ and COUNT statements charged to their client addresses' frame buckets (10 tokens each).", database_ms_charged);
+  write(out, "comb_database_ms_charged_total", "counter", "Milliseconds of REQ and COUNT statements charged to their client addresses' database buckets (COMB_IP_DATABASE_MS_RATE).", database_ms_charged);
   write(out, "comb_queries_refused_address_debt_total", "counter", "Queued REQs and COUNTs refused rate-limited: when a reader took them up, their client address owed more database time than its frame bucket holds.", queries_refused_address_debt);
   write(out, "comb_events_refused_address_storage_total", "counter", "Events refused rate-limited: because 32 MiB of events from the same client address already waited for the pod's writers.", events_refused_address_storage);
   write(out, "comb_events_refused_storage_busy_total", "counter", "Events refused rate-limited: because 256 MiB of events already waited for the pod's writers.", events_refused_storage_busy);

@@ -476,7 +476,7 @@ int run_relay(const conf::relay_settings& configured) {
   context->readers_waiting = pod.readers_waiting;
   context->metrics = metrics;
   context->pod_filters = std::make_shared<pod_filter_holdings>(
-    metrics, filter_holding{s.max_pod_filters, s.max_pod_filter_values, 0});
+    metrics, filter_holding{s.pod_filters(), s.pod_filter_values(), 0});
   context->communities = communities;
   context->bridge = pod.bridge->publisher();
   auto listener = start_listener(io, s, pod.access_watcher, pod.notices);

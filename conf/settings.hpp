@@ -75,6 +75,10 @@ struct relay_settings {
   double ip_frame_burst = 20000;
   double ip_request_rate = 50; ///< HTTP requests and upgrades per second per client address
   double ip_request_burst = 250;
+  /// Milliseconds of the storage readers per second, and at once, one address's REQs and COUNTs
+  /// may take (charged once their statements ran; past them its queued queries are refused).
+  double ip_database_ms_rate = 500;
+  double ip_database_ms_burst = 20000;
   std::size_t max_connections_per_ip = 256; ///< sockets per client address, counted from accept
   std::size_t max_tracked_ips = 100000;
   std::uint32_t upgrade_timeout_seconds = 10; ///< from accept to a finished request or upgrade
@@ -87,9 +91,18 @@ struct relay_settings {
   /// against every event filed under what it names, whoever reads what it matches.
   std::size_t max_filters_per_ip = 5000;
   std::size_t max_filter_values_per_ip = 200000;
-  /// The same over the pod: each value is about 180 bytes of the fan-out's index.
-  std::size_t max_pod_filters = 1000000;
-  std::size_t max_pod_filter_values = 4000000;
+  /// The same over the pod: each value is about 180 bytes of the fan-out's index. 0: 300
+  /// filters and 2,000 values per connection of max_connections (a member of 50 rooms holds 170
+  /// filters while Flotilla syncs, and every client syncs at once after a restart).
+  std::size_t max_pod_filters = 0;
+  std::size_t max_pod_filter_values = 0;
+
+  [[nodiscard]] std::size_t pod_filters() const noexcept {
+    return max_pod_filters != 0 ? max_pod_filters : 300 * max_connections;
+  }
+  [[nodiscard]] std::size_t pod_filter_values() const noexcept {
+    return max_pod_filter_values != 0 ? max_pod_filter_values : 2000 * max_connections;
+  }
   std::size_t max_queries_in_flight = 8; ///< REQ/COUNT queries of one connection at once
   std::size_t max_deletion_targets = 1000; ///< events/addresses one kind 5 may name (Flotilla deletes an account in 500 events, with their addresses)
   std::int64_t room_late_seconds = 900; ///< NIP-29: room events older than this are refused

@@ -40,7 +40,7 @@ public:
   /// dropped (when its envelope came, or where the gap of the fill that brought it began).
   /// `asks_before`: how many asks of the database the holder had sent when the event came.
   bool hold(committed_event event, std::int64_t version, clock::time_point now,
-            std::int64_t missed_since_ms, std::int64_t asks_before = 0);
+            std::int64_t missed_since_ms, std::int64_t asks_before);
 
   struct released {
     std::vector<committed_event> ready; ///< their community reached their version, in order

@@ -91,7 +91,8 @@ public:
         return filter_share_refusal{true};
       }
     }
-    give_back(held_.shrunk_to(to));
+    if (const auto fewer = held_.shrunk_to(to); fewer != filter_holding{})
+      give_back(fewer);
     held_ = to;
     return std::nullopt;
   }

@@ -24,6 +24,10 @@ struct ip_limits {
   double request_burst = 100;
   std::size_t max_connections = 100; ///< sockets open at once, counted from accept
   std::size_t max_tracked = 100000;  ///< addresses remembered at once (a bound on this table)
+  /// Milliseconds of the storage readers' statements per second, and at once, its REQs and
+  /// COUNTs may take (charged once run; past them its queued queries are refused).
+  double database_ms_rate = 500;
+  double database_ms_burst = 20000;
 };
 
 /// The shared buckets of one address. Thread-safe: its connections run on any thread.
@@ -31,23 +35,25 @@ class ip_budget {
 public:
   explicit ip_budget(const ip_limits& limits)
     : frames_(limits.frame_rate, limits.frame_burst),
-      requests_(limits.request_rate, limits.request_burst) {}
+      requests_(limits.request_rate, limits.request_burst),
+      database_(limits.database_ms_rate, limits.database_ms_burst) {}
 
   [[nodiscard]] bool try_take_frames(double now, double cost) {
     std::lock_guard lock(mutex_);
     return frames_.try_take(now, cost);
   }
 
-  /// Frame tokens for work already done on this address's behalf (a query's database time).
-  void charge_frames(double now, double cost) {
+  /// Milliseconds of the storage readers' statements its queries took, once run.
+  void charge_database(double now, double ms) {
     std::lock_guard lock(mutex_);
-    frames_.charge(now, cost);
+    database_.charge(now, ms);
   }
 
-  /// Whether the work charged to this address (charge_frames) is not paid back yet.
-  [[nodiscard]] bool frames_in_debt(double now) {
+  /// Whether its queries took more of the readers than its database bucket holds: the ones it
+  /// queued meanwhile are refused as the readers take them up.
+  [[nodiscard]] bool database_in_debt(double now) {
     std::lock_guard lock(mutex_);
-    return frames_.in_debt(now);
+    return database_.in_debt(now);
   }
 
   [[nodiscard]] bool try_take_request(double now) {
@@ -120,7 +126,8 @@ public:
   /// would not have anyway.
   [[nodiscard]] bool idle(double now) {
     std::lock_guard lock(mutex_);
-    return bodies_ == 0 && filters_ == filter_holding{} && storage_ == 0 && frames_.full(now) && requests_.full(now);
+    return bodies_ == 0 && filters_ == filter_holding{} && storage_ == 0 && frames_.full(now) && requests_.full(now)
+           && database_.full(now);
   }
 
 private:
@@ -130,6 +137,7 @@ private:
   std::int64_t storage_ = 0;
   rate_limiter frames_;
   rate_limiter requests_;
+  rate_limiter database_;
 };
 
 /// An event's weight in its address's count of events waiting for the writers (ip_budget::

@@ -21,11 +21,11 @@ public:
     return true;
   }
 
-  /// Takes `cost` tokens for work already done, into debt of up to a minute of its rate: the
-  /// bucket refuses its holder's next frames until the debt is paid back.
+  /// Takes `cost` tokens for work already done, into debt of up to one burst: the bucket
+  /// refuses its holder until the debt is paid back.
   void charge(double now_seconds, double cost) {
     refill(now_seconds);
-    tokens_ = std::max(-60 * rate_, tokens_ - cost);
+    tokens_ = std::max(-burst_, tokens_ - cost);
   }
 
   /// Whether work already charged left the bucket in debt at `now_seconds`.

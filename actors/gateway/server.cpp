@@ -43,6 +43,8 @@ ip_limits address_limits(const conf::relay_settings& s) {
   limits.request_burst = s.ip_request_burst;
   limits.max_connections = s.max_connections_per_ip;
   limits.max_tracked = s.max_tracked_ips;
+  limits.database_ms_rate = s.ip_database_ms_rate;
+  limits.database_ms_burst = s.ip_database_ms_burst;
   return limits;
 }
 

@@ -49,8 +49,8 @@ struct outbound_frame {
 
 /// The bounded queue between a connection actor (any thread) and its socket's writer coroutine
 /// (the socket's strand). Pending bytes (each frame's `charge`: its payload and what it holds
-/// beyond it) count from `send` until the frame is written; a frame
-/// that would take them past `max_bytes` cuts the connection instead of growing the queue.
+/// beyond it) count from `send` until the frame is written; a frame that would take them past
+/// `max_bytes` cuts the connection instead of growing the queue.
 /// The pending bytes of every outbox are summed in `relay_metrics::outbound_bytes`; past
 /// `max_pod_bytes` a connection that holds `pod_share` or more is cut the same way (the pod's
 /// bound over its connections: a share of a whole MiB each let 10,000 queues pass the bound ten

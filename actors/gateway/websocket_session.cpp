@@ -73,8 +73,11 @@ connection_policy policy_for(const gateway_context& context, const storage::comm
   policy.max_filters_per_address = s.max_filters_per_ip;
   policy.max_filter_values_per_address = s.max_filter_values_per_ip;
   policy.pod_filters = context.pod_filters;
+  // Each held event goes to the socket's queue with what a queued frame holds beyond its bytes.
   policy.max_buffered_live_bytes_per_connection = held_live_bytes_within(
-    s.max_outbound_bytes, s.max_history_bytes, policy.max_buffered_live_bytes_per_connection);
+    s.max_outbound_bytes,
+    s.max_history_bytes + policy.max_buffered_live_per_connection * outbound_frame::held_overhead(),
+    policy.max_buffered_live_bytes_per_connection);
   policy.max_buffered_live_bytes = std::min(policy.max_buffered_live_bytes, policy.max_buffered_live_bytes_per_connection);
   policy.max_queries_in_flight = s.max_queries_in_flight;
   policy.max_deletion_targets = s.max_deletion_targets;

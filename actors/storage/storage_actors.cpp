@@ -289,10 +289,11 @@ void charge_database_time(const reader_args& args, const history_request& reques
                           std::chrono::steady_clock::duration spent) {
   if (!request.flow || !request.flow->address)
     return;
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(spent).count();
+  // In fractions: most queries take less than a millisecond, and rounded down they cost nothing.
+  const double ms = std::chrono::duration<double, std::milli>(spent).count();
   if (ms <= 0)
     return;
-  request.flow->address->charge_frames(monotonic_seconds(), static_cast<double>(ms) * database_tokens_per_ms);
+  request.flow->address->charge_database(monotonic_seconds(), ms);
   if (args.metrics)
     args.metrics->database_ms_charged.fetch_add(static_cast<std::uint64_t>(ms), std::memory_order_relaxed);
 }
@@ -301,7 +302,7 @@ void charge_database_time(const reader_args& args, const history_request& reques
 /// it queued before its first came back are not run either, or an address that queued a
 /// thousand slow ones at once would hold the readers for all of them.
 bool address_in_debt(const reader_args& args, const history_request& request) {
-  if (!request.flow || !request.flow->address || !request.flow->address->frames_in_debt(monotonic_seconds()))
+  if (!request.flow || !request.flow->address || !request.flow->address->database_in_debt(monotonic_seconds()))
     return false;
   if (args.metrics)
     bump(args.metrics->queries_refused_address_debt);

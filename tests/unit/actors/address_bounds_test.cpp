@@ -11,18 +11,12 @@
 #include "actors/connection/ip_table.hpp"
 #include "actors/connection/rate_limiter.hpp"
 #include "protocol/filter_json.hpp"
+#include "support/filter_of.hpp"
 
 using namespace comb;
+using comb::test::filter_of;
 using actors::connection;
 using actors::connection_policy;
-
-namespace {
-
-protocol::filter filter_of(const std::string& json) {
-  return protocol::filter_from_json(boost::json::parse(json), protocol::protocol_limits{}).value();
-}
-
-} // namespace
 
 TEST_CASE("the sockets of one address hold at most their shared count of broad filters", "[actors][ip]") {
   auto address = std::make_shared<actors::ip_budget>(actors::ip_limits{});
@@ -97,16 +91,30 @@ TEST_CASE("the sockets of one address hold at most their shared count of filters
   CHECK(pod->held() == actors::filter_holding{6, 6, 0});
 }
 
-TEST_CASE("work already done is charged into debt, down to a minute of the rate, and paid back by the rate",
+TEST_CASE("work already done is charged into debt, down to one burst, and paid back by the rate",
           "[actors][ip]") {
   actors::rate_limiter bucket(10, 100);
   bucket.charge(0, 250);
   CHECK(bucket.in_debt(0));
   CHECK_FALSE(bucket.try_take(0, 1));
-  CHECK_FALSE(bucket.try_take(24.9, 100)); // from -150, twenty-five seconds to a full burst again
-  CHECK_FALSE(bucket.in_debt(24.9));
-  CHECK(bucket.try_take(25, 100));
-  bucket.charge(25, 1'000'000);
-  CHECK_FALSE(bucket.try_take(84.9, 1)); // at most a minute of debt
-  CHECK(bucket.try_take(85.5, 1));
+  CHECK_FALSE(bucket.try_take(19.9, 100)); // from -100, twenty seconds to a full burst again
+  CHECK_FALSE(bucket.in_debt(19.9));
+  CHECK(bucket.try_take(20.5, 100));
+  bucket.charge(20.5, 1'000'000);
+  CHECK_FALSE(bucket.try_take(30.4, 1)); // at most one burst of debt
+  CHECK(bucket.try_take(31, 1));
+}
+
+TEST_CASE("an address's database time has a bucket of its own: frames still pass while its queries are in debt",
+          "[actors][ip]") {
+  actors::ip_limits limits;
+  limits.database_ms_rate = 1;
+  limits.database_ms_burst = 100;
+  actors::ip_budget address(limits);
+  address.charge_database(0, 300);
+  CHECK(address.database_in_debt(0));
+  CHECK(address.try_take_frames(0, 1)); // an EVENT or an AUTH is not refused for it
+  CHECK_FALSE(address.idle(0));
+  CHECK(address.database_in_debt(99));
+  CHECK_FALSE(address.database_in_debt(100.5));
 }

@@ -20,20 +20,14 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/strand.hpp>
 #include "protocol/filter_json.hpp"
+#include "support/filter_of.hpp"
 #include "protocol/relay_message.hpp"
 #include "support/signed_events.hpp"
 
 using namespace comb;
+using comb::test::filter_of;
 using actors::connection;
 using actors::connection_policy;
-
-namespace {
-
-protocol::filter filter_of(const std::string& json) {
-  return protocol::filter_from_json(boost::json::parse(json), protocol::protocol_limits{}).value();
-}
-
-} // namespace
 
 TEST_CASE("a weighted take needs all its tokens and a refused take costs nothing", "[actors][rate]") {
   actors::rate_limiter limiter(10, 20);

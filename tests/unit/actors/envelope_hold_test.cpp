@@ -33,10 +33,10 @@ TEST_CASE("held events leave when their community reaches their version, in orde
   const auto t0 = envelope_hold::clock::now();
   std::map<std::int64_t, std::int64_t> versions{{1, 4}, {2, 9}};
   auto version_of = [&](std::int64_t community) { return versions[community]; };
-  REQUIRE(hold.hold(event_in(1, "a"), 5, t0, 0));
-  REQUIRE(hold.hold(event_in(1, "b"), 6, t0, 0));
-  REQUIRE(hold.hold(event_in(1, "c"), 5, t0, 0)); // another origin, behind "b"
-  REQUIRE(hold.hold(event_in(2, "x"), 10, t0, 0));
+  REQUIRE(hold.hold(event_in(1, "a"), 5, t0, 0, 0));
+  REQUIRE(hold.hold(event_in(1, "b"), 6, t0, 0, 0));
+  REQUIRE(hold.hold(event_in(1, "c"), 5, t0, 0, 0)); // another origin, behind "b"
+  REQUIRE(hold.hold(event_in(2, "x"), 10, t0, 0, 0));
   CHECK(hold.size() == 4);
 
   auto none = hold.release(t0, version_of);
@@ -56,8 +56,8 @@ TEST_CASE("an event that waited too long is dropped, never delivered", "[bridge]
   envelope_hold hold({10, 1 << 20, std::chrono::milliseconds(100)});
   const auto t0 = envelope_hold::clock::now();
   auto stuck = [](std::int64_t) { return std::int64_t{1}; };
-  REQUIRE(hold.hold(event_in(1, "old"), 2, t0, 1'000));
-  REQUIRE(hold.hold(event_in(1, "new"), 2, t0 + std::chrono::milliseconds(60), 900));
+  REQUIRE(hold.hold(event_in(1, "old"), 2, t0, 1'000, 0));
+  REQUIRE(hold.hold(event_in(1, "new"), 2, t0 + std::chrono::milliseconds(60), 900, 0));
   auto early = hold.release(t0 + std::chrono::milliseconds(99), stuck);
   CHECK(early.ready.empty());
   CHECK(early.expired == 0);
@@ -75,15 +75,15 @@ TEST_CASE("an event that waited too long is dropped, never delivered", "[bridge]
 TEST_CASE("the hold refuses what does not fit its count or bytes", "[bridge]") {
   const auto t0 = envelope_hold::clock::now();
   envelope_hold by_count({2, 1 << 20, std::chrono::milliseconds(100)});
-  CHECK(by_count.hold(event_in(1, "1"), 2, t0, 0));
-  CHECK(by_count.hold(event_in(1, "2"), 2, t0, 0));
-  CHECK_FALSE(by_count.hold(event_in(1, "3"), 2, t0, 0));
+  CHECK(by_count.hold(event_in(1, "1"), 2, t0, 0, 0));
+  CHECK(by_count.hold(event_in(1, "2"), 2, t0, 0, 0));
+  CHECK_FALSE(by_count.hold(event_in(1, "3"), 2, t0, 0, 0));
   CHECK(by_count.size() == 2);
 
   auto big = event_in(1, std::string(10'000, 'x'));
   envelope_hold by_bytes({100, actors::held_bytes(big) + 10, std::chrono::milliseconds(100)});
-  CHECK(by_bytes.hold(big, 2, t0, 0));
-  CHECK_FALSE(by_bytes.hold(event_in(1, "small, but the room is taken"), 2, t0, 0));
+  CHECK(by_bytes.hold(big, 2, t0, 0, 0));
+  CHECK_FALSE(by_bytes.hold(event_in(1, "small, but the room is taken"), 2, t0, 0, 0));
   CHECK(by_bytes.bytes() == actors::held_bytes(big));
 }
 

@@ -5,15 +5,13 @@
 
 #include "actors/fanout/subscription_index.hpp"
 #include "protocol/filter_json.hpp"
+#include "support/filter_of.hpp"
 
 using namespace comb;
+using comb::test::filter_of;
 using comb::actors::subscription_index;
 
 namespace {
-
-protocol::filter filter_of(const std::string& json) {
-  return protocol::filter_from_json(boost::json::parse(json), protocol::protocol_limits{}).value();
-}
 
 protocol::event note(std::uint8_t author, std::uint32_t kind, std::vector<protocol::tag> tags = {}) {
   protocol::event ev;

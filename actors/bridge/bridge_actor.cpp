@@ -246,8 +246,8 @@ void drop_false_claims(self_ptr self, std::int64_t community, std::int64_t versi
   auto out = st.held.drop_above(community, version, ask);
   if (auto asked = st.asked.find(community); asked != st.asked.end()) {
     asked->second = std::min(asked->second, version);
-    if (st.held.highest_claim(community) > asked->second)
-      ask_watcher(self, community, st.held.highest_claim(community));
+    if (const auto highest = st.held.highest_claim(community); highest > asked->second)
+      ask_watcher(self, community, highest);
   }
   if (out.expired == 0)
     return;

@@ -119,8 +119,8 @@ std::size_t held_live_bytes_within(std::size_t max_outbound, std::size_t max_his
   return std::max(least, std::min(room, most));
 }
 
-filter_cost cost_of(const std::vector<protocol::filter>& filters) {
-  filter_cost cost;
+filter_holding cost_of(const std::vector<protocol::filter>& filters) {
+  filter_holding cost;
   for (const auto& f : filters) {
     ++cost.filters;
     const std::size_t keys = (f.ids ? f.ids->size() : 0) + (f.authors ? f.authors->size() : 0);
@@ -348,7 +348,7 @@ bool connection::lost_access() const {
          && !policy_.members->is_member(*authenticated_);
 }
 
-std::optional<rejection> over_budget(const filter_cost& total, const connection_policy& policy,
+std::optional<rejection> over_budget(const filter_holding& total, const connection_policy& policy,
                                      std::string_view where) {
   auto at_most = [](std::size_t bound) { return " (at most " + std::to_string(bound) + ")"; };
   if (total.filters > policy.max_filters)
@@ -377,7 +377,7 @@ std::optional<rejection> over_subscription_cap(std::size_t open, const connectio
 std::optional<rejection> connection::check_count(const std::vector<protocol::filter>& filters) const {
   // A COUNT holds nothing in the fan-out, but its statement is as costly as a REQ's history: the
   // COUNTs under way may ask no more than a REQ could on a connection holding nothing.
-  filter_cost total = counts_held_;
+  filter_holding total = counts_held_;
   total += cost_of(filters);
   return over_budget(total, policy_, "in COUNTs under way");
 }
@@ -389,16 +389,16 @@ connection::open_subscription(const std::string& id, const std::vector<protocol:
   if (existing == subscriptions_.end())
     if (auto over = over_subscription_cap(subscriptions_.size() + waiting.count, policy_))
       return *over;
-  filter_cost wanted = cost_of(filters);
-  filter_cost total = held_;
+  filter_holding wanted = cost_of(filters);
+  filter_holding total = held_;
   if (existing != subscriptions_.end())
     total -= existing->second.cost;
   total += wanted;
-  filter_cost with_waiting = total;
+  filter_holding with_waiting = total;
   with_waiting += waiting.cost;
   if (auto over = over_budget(with_waiting, policy_, "open on this connection"))
     return *over;
-  if (auto refused = filter_share_.resize({total.filters, total.values, total.broad}))
+  if (auto refused = filter_share_.resize(total))
     return refusal_of(*refused, filter_share_.address_most());
   held_ = total;
   subscription& sub = subscriptions_[id];
@@ -420,7 +420,7 @@ bool connection::close_subscription(const std::string& id) {
   if (it == subscriptions_.end())
     return false;
   held_ -= it->second.cost;
-  (void)filter_share_.resize({held_.filters, held_.values, held_.broad}); // shrinking always succeeds
+  (void)filter_share_.resize(held_); // shrinking always succeeds
   release_held(it->second);
   subscriptions_.erase(it);
   return true;

@@ -119,42 +119,18 @@ inline constexpr double indexed_tags_per_token = 50;
 /// The frame tokens an event's indexed tags (single-letter, with a value) take beyond its bytes.
 [[nodiscard]] double tag_rows_cost(const protocol::event& ev) noexcept;
 
-/// What the filters of one subscription cost in the fan-out index.
-struct filter_cost {
-  std::size_t filters = 0;
-  std::size_t values = 0;
-  std::size_t value_bytes = 0; ///< tag values' lengths, and 32 per id or author
-  std::size_t broad = 0;
-
-  filter_cost& operator+=(const filter_cost& other) noexcept {
-    filters += other.filters;
-    values += other.values;
-    value_bytes += other.value_bytes;
-    broad += other.broad;
-    return *this;
-  }
-  /// Takes away a cost that was added before.
-  filter_cost& operator-=(const filter_cost& other) noexcept {
-    filters -= other.filters;
-    values -= other.values;
-    value_bytes -= other.value_bytes;
-    broad -= other.broad;
-    return *this;
-  }
-};
-
 /// REQs a connection holds without a subscription yet (waiting for AUTH, or for their invite):
 /// counted as open, so a connection never holds its bounds open and as many again waiting.
 struct waiting_requests {
   std::size_t count = 0;
-  filter_cost cost;
+  filter_holding cost;
 };
 
-[[nodiscard]] filter_cost cost_of(const std::vector<protocol::filter>& filters);
+[[nodiscard]] filter_holding cost_of(const std::vector<protocol::filter>& filters);
 
 /// Why filters costing `total` in all are more than `policy` lets one connection hold
 /// (`where` says which: "open on this connection", "in one COUNT"); nothing when they fit.
-[[nodiscard]] std::optional<protocol::rejection> over_budget(const filter_cost& total,
+[[nodiscard]] std::optional<protocol::rejection> over_budget(const filter_holding& total,
                                                              const connection_policy& policy,
                                                              std::string_view where);
 
@@ -396,8 +372,8 @@ public:
   check_count(const std::vector<protocol::filter>& filters) const;
 
   /// A COUNT was taken (it waits or is counted) / was answered: its filters' cost.
-  void count_taken(const filter_cost& cost) noexcept { counts_held_ += cost; }
-  void count_answered(const filter_cost& cost) noexcept { counts_held_ -= cost; }
+  void count_taken(const filter_holding& cost) noexcept { counts_held_ += cost; }
+  void count_answered(const filter_holding& cost) noexcept { counts_held_ -= cost; }
 
   /// True if `id` is open under `generation` (a queued query is still wanted).
   [[nodiscard]] bool is_open(const std::string& id, std::uint64_t generation) const;
@@ -440,7 +416,7 @@ public:
 
   [[nodiscard]] std::size_t subscription_count() const noexcept { return subscriptions_.size(); }
   /// What the open subscriptions' filters cost together (the budget over_budget checks).
-  [[nodiscard]] const filter_cost& held_cost() const noexcept { return held_; }
+  [[nodiscard]] const filter_holding& held_cost() const noexcept { return held_; }
 
   [[nodiscard]] std::vector<std::string> subscription_ids() const;
 
@@ -497,7 +473,7 @@ private:
     /// the query can reach the fan-out after the history reply reached us.
     history_ids sent_in_history;
     double history_sent_at = 0;
-    filter_cost cost;
+    filter_holding cost;
     /// `["EVENT","<id>",`, rendered once: every live event frame starts with it (shared).
     std::shared_ptr<const std::string> frame_head;
     /// The rooms its history query leaves out, and the rooms there were, as it started
@@ -533,9 +509,9 @@ private:
   std::size_t queries_in_flight_ = 0;
   std::size_t withheld_ = 0;
   std::size_t dropped_live_ = 0;
-  filter_cost held_; ///< summed over open subscriptions
+  filter_holding held_; ///< summed over open subscriptions
   filter_share filter_share_; ///< held_, counted with the address's other sockets and the pod's
-  filter_cost counts_held_; ///< summed over COUNTs waiting or being counted
+  filter_holding counts_held_; ///< summed over COUNTs waiting or being counted
   std::size_t held_live_ = 0;       ///< live events held for EOSE, summed over subscriptions
   std::size_t held_live_bytes_ = 0; ///< their JSON's bytes
   /// Forgets what `sub` holds for EOSE (it ends, is replaced, or reaches EOSE).

@@ -11,8 +11,9 @@ namespace comb::actors {
 
 /// Bytes of messages (each with `message_overhead`) a socket handed to its connection actor and
 /// the actor has not handled, for the connection and over the pod (relay_metrics::
-/// inbound_frame_bytes). Shared by the socket and the actor: what neither gave back when both are gone (the actor failed with messages in its
-/// mailbox, which are dropped unread) leaves the pod's count then, so a failure never leaks it.
+/// inbound_frame_bytes). Shared by the socket and the actor: what neither gave back when both
+/// are gone (the actor failed with messages in its mailbox, which are dropped unread) leaves the
+/// pod's count then, so a failure never leaks it.
 class frame_ledger {
 public:
   explicit frame_ledger(std::shared_ptr<relay_metrics> metrics) : metrics_(std::move(metrics)) {}

@@ -7,10 +7,10 @@
 namespace comb::actors {
 
 bool reqs_awaiting_auth::hold(protocol::req_message message, const connection_policy& policy,
-                              std::size_t open, const filter_cost& open_cost) {
+                              std::size_t open, const filter_holding& open_cost) {
   forget(message.subscription_id);
-  const filter_cost mine = cost_of(message.filters);
-  filter_cost total = cost_;
+  const filter_holding mine = cost_of(message.filters);
+  filter_holding total = cost_;
   total += open_cost;
   total += mine;
   if (over_subscription_cap(waiting_.size() + open, policy) || over_budget(total, policy, "waiting for AUTH"))

@@ -47,7 +47,7 @@ public:
   /// is reached. The bounds are shared with the `open` subscriptions, costing `open_cost`: a
   /// connection may not hold the policy's subscriptions open and as many again waiting.
   [[nodiscard]] bool hold(protocol::req_message message, const connection_policy& policy,
-                          std::size_t open, const filter_cost& open_cost);
+                          std::size_t open, const filter_holding& open_cost);
   /// Drops the REQ of `id`, if one waits.
   void forget(const std::string& id);
   /// Every REQ waiting, in arrival order; none wait afterwards.
@@ -69,7 +69,7 @@ public:
 
 private:
   std::vector<protocol::req_message> waiting_;
-  filter_cost cost_;
+  filter_holding cost_;
 };
 
 } // namespace comb::actors

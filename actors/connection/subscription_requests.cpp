@@ -123,7 +123,7 @@ std::optional<protocol::rejection> over_held_bounds(const connection_state& st,
   auto waiting = held_waiting(st, message.subscription_id);
   if (auto over = over_subscription_cap(st.logic->subscription_count() + waiting.count, st.args.policy))
     return over;
-  filter_cost total = st.logic->held_cost();
+  filter_holding total = st.logic->held_cost();
   total += waiting.cost;
   total += cost_of(message.filters);
   return over_budget(total, st.args.policy, "open on this connection");

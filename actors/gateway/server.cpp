@@ -48,15 +48,6 @@ ip_limits address_limits(const conf::relay_settings& s) {
   return limits;
 }
 
-http_response plain_response(const http_request& request, http::status status, std::string body) {
-  http_response response{status, request.version()};
-  response.set(http::field::server, "comb");
-  response.set(http::field::content_type, "text/plain; charset=utf-8");
-  response.keep_alive(false);
-  response.body() = std::move(body);
-  response.prepare_payload();
-  return response;
-}
 
 /// Accept errors that mean "out of descriptors or memory": retrying at once would spin.
 bool out_of_resources(const boost::system::error_code& ec) {
@@ -287,7 +278,7 @@ asio::awaitable<void> server::serve(tcp::socket socket) {
     slot.reset();
     bump(metrics.connections_refused_busy);
     bump(metrics.connections_refused);
-    co_await refuse_socket(stream, refusals_, metrics, {"503 Service Unavailable", "relay: too many connections\n"});
+    co_await refuse_socket(stream, refusals_, metrics, {http::status::service_unavailable, "relay: too many connections\n"});
     co_return;
   }
   auto pass = std::make_unique<socket_pass>(sockets_, metrics);
@@ -405,9 +396,7 @@ asio::awaitable<std::optional<websocket_upgrade>> server::serve_requests(tcp_str
           bump(busy ? metrics.connections_refused_busy : metrics.connections_refused_address);
           bump(metrics.connections_refused);
           socket_refusal answer = refusal_for(why);
-          http_response refused =
-            plain_response(request, busy ? http::status::service_unavailable : http::status::too_many_requests,
-                           answer.text);
+          http_response refused = closing_text(request.version(), answer.status, answer.text);
           co_await http::async_write(stream, refused, use_tuple);
           co_return std::nullopt;
         }
@@ -415,7 +404,7 @@ asio::awaitable<std::optional<websocket_upgrade>> server::serve_requests(tcp_str
       // RFC 6455 has a client wait for the handshake's answer before it sends frames; bytes
       // already here would be lost to the WebSocket and would pin the read buffer for its life.
       if (buffer.size() != 0 || !request.body().empty()) {
-        http_response early = plain_response(request, http::status::bad_request,
+        http_response early = closing_text(request.version(), http::status::bad_request,
                                              "relay: data sent before the WebSocket handshake was answered\n");
         co_await http::async_write(stream, early, use_tuple);
         co_return std::nullopt;

@@ -2,7 +2,6 @@
 #include "actors/gateway/socket_refusals.hpp"
 
 #include <array>
-#include <cstring>
 #include <string>
 
 #include <boost/asio.hpp>
@@ -35,26 +34,22 @@ asio::awaitable<void> end_unread(tcp_stream& stream) {
   }
 }
 
-asio::awaitable<void> refuse_raw(tcp_stream& stream, const char* status, const char* text) {
-  std::string response = std::string("HTTP/1.1 ") + status + "\r\nServer: comb\r\nConnection: close\r\n"
-                         + "Content-Type: text/plain; charset=utf-8\r\nContent-Length: "
-                         + std::to_string(std::strlen(text)) + "\r\n\r\n" + text;
-  stream.expires_after(std::chrono::seconds(2));
-  auto [ec, n] = co_await asio::async_write(stream, asio::buffer(response), use_tuple);
-  if (!ec)
-    co_await end_unread(stream);
-}
-
 } // namespace
+
+http_response closing_text(unsigned version, http::status status, std::string body) {
+  http_response response{status, version};
+  response.set(http::field::server, "comb");
+  response.set(http::field::content_type, "text/plain; charset=utf-8");
+  response.keep_alive(false);
+  response.body() = std::move(body);
+  response.prepare_payload();
+  return response;
+}
 
 asio::awaitable<void> refuse_socket(tcp_stream& stream, socket_gate& refusals, relay_metrics& metrics,
                                     socket_refusal answer) {
-  if (!refusals.try_enter()) {
-    bump(metrics.refusals_unanswered);
-    co_return;
-  }
-  gate_place place(refusals);
-  co_await refuse_raw(stream, answer.status, answer.text);
+  http_response response = closing_text(11, answer.status, answer.text);
+  co_await refuse_unread(stream, refusals, metrics, response);
 }
 
 asio::awaitable<void> refuse_unread(tcp_stream& stream, socket_gate& refusals, relay_metrics& metrics,
@@ -72,8 +67,8 @@ asio::awaitable<void> refuse_unread(tcp_stream& stream, socket_gate& refusals, r
 
 socket_refusal refusal_for(ip_table::refusal why) {
   if (why == ip_table::refusal::too_many_addresses)
-    return {"503 Service Unavailable", "relay: too many client addresses, retry shortly\n"};
-  return {"429 Too Many Requests", "rate-limited: too many connections from your address\n"};
+    return {http::status::service_unavailable, "relay: too many client addresses, retry shortly\n"};
+  return {http::status::too_many_requests, "rate-limited: too many connections from your address\n"};
 }
 
 } // namespace comb::actors

@@ -3,6 +3,8 @@
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/status.hpp>
+#include <string>
 
 #include "actors/connection/ip_table.hpp"
 #include "actors/gateway/http_routes.hpp"
@@ -14,11 +16,14 @@ namespace comb::actors {
 // ends after the answer and what the client still sends is drained, never answered with a
 // reset. Past the gate's places a flood of refused sockets is closed unanswered, never held.
 
-/// A status line and a text for a socket refused before its request was read.
+/// A status and a text for a socket refused before its request was read.
 struct socket_refusal {
-  const char* status;
+  boost::beast::http::status status;
   const char* text;
 };
+
+/// A plain-text answer after which the socket closes (`Connection: close`), in HTTP `version`.
+[[nodiscard]] http_response closing_text(unsigned version, boost::beast::http::status status, std::string body);
 
 /// The answer to a socket refused by its address's or the pod's bounds.
 [[nodiscard]] socket_refusal refusal_for(ip_table::refusal why);
